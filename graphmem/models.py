@@ -1,0 +1,240 @@
+"""What goes in and what comes out: the validated write input, Fact, Link and result types."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .decay import DECAY_CLASSES
+from .errors import InvalidInput
+from .tagging import CATEGORIES, normalize_tags
+from .temporal import TimeInput, parse_time, to_datetime, to_iso
+
+#: Longest fact text accepted, in characters.
+MAX_TEXT_LENGTH: Final = 10_000
+#: Longest entity, key, value or source, in characters.
+MAX_FIELD_LENGTH: Final = 1_000
+#: Longest summary, reason (why) or search context, in characters.
+MAX_NOTE_LENGTH: Final = 10_000
+#: Most facts accepted by one store_many call.
+MAX_BATCH: Final = 10_000
+
+Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
+LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
+
+
+class FactInput(BaseModel):
+    """One fact to store, as callers give it; validated before anything is written."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True)
+
+    text: str = Field(min_length=1, max_length=MAX_TEXT_LENGTH)
+    entity: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
+    key: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
+    value: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
+    category: str | None = None
+    tags: list[str] | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
+    decay_class: str | None = None
+    source: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
+    summary: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
+    why: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
+    context: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
+    valid_from: float | None = None
+    source_date: float | None = None
+    expires_at: float | None = None
+    supersedes: str | None = Field(default=None, max_length=64)
+    #: False skips classify-before-write for this fact (it is always added).
+    classify: bool = True
+
+    @field_validator("entity", "key", "value", "source", "summary", "why", "context", "supersedes")
+    @classmethod
+    def _blank_is_none(cls, v: str | None) -> str | None:
+        return v or None
+
+    @field_validator("category")
+    @classmethod
+    def _known_category(cls, v: str | None) -> str | None:
+        if v is None or v == "":
+            return None
+        v = v.lower()
+        if v not in CATEGORIES:
+            raise ValueError(f"unknown category {v!r}; use one of {', '.join(CATEGORIES)}")
+        return v
+
+    @field_validator("decay_class")
+    @classmethod
+    def _known_decay_class(cls, v: str | None) -> str | None:
+        if v is None or v == "":
+            return None
+        v = v.lower()
+        if v not in DECAY_CLASSES:
+            raise ValueError(f"unknown decay class {v!r}; use one of {', '.join(DECAY_CLASSES)}")
+        return v
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _normalized_tags(cls, v: Any) -> list[str] | None:
+        return None if v is None else normalize_tags(v)
+
+    @field_validator("valid_from", "source_date", "expires_at", mode="before")
+    @classmethod
+    def _epoch(cls, v: TimeInput | None) -> float | None:
+        return parse_time(v)
+
+    @field_validator("text")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        if "\x00" in v:
+            raise ValueError("text must not contain NUL characters")
+        return v
+
+    @classmethod
+    def parse(cls, data: Any, index: int | None = None) -> FactInput:
+        """Validate ``data`` (a mapping or a FactInput), raising InvalidInput on the first problem."""
+        if isinstance(data, FactInput):
+            return data
+        if not isinstance(data, dict):
+            raise InvalidInput(f"expected a mapping of fact fields, got {type(data).__name__}",
+                               index=index)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or None
+            message = str(first["msg"]).removeprefix("Value error, ")
+            raise InvalidInput(message, field=loc, index=index) from None
+        except InvalidInput as exc:  # raised by parse_time inside a validator
+            raise InvalidInput(exc.message, index=index) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A stored fact, as seen at some time scope. Times are timezone-aware UTC datetimes."""
+
+    id: str
+    text: str
+    category: str
+    importance: float
+    entity: str | None
+    key: str | None
+    value: str | None
+    source: str | None
+    tags: list[str]
+    summary: str | None
+    why: str | None
+    context: str | None
+    decay_class: str
+    expires_at: datetime | None
+    confidence: float
+    last_confirmed_at: datetime | None
+    access_count: int
+    last_accessed_at: datetime | None
+    source_date: datetime | None
+    valid_from: datetime
+    valid_until: datetime | None
+    valid_until_recorded_at: datetime | None
+    recorded_at: datetime
+    retracted_at: datetime | None
+    superseded_by: str | None
+    supersedes_id: str | None
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Fact:
+        return cls(
+            id=row["id"],
+            text=row["text"],
+            category=row["category"],
+            importance=row["importance"],
+            entity=row["entity"],
+            key=row["key"],
+            value=row["value"],
+            source=row["source"],
+            tags=[t for t in (row["tags"] or "").split(",") if t],
+            summary=row["summary"],
+            why=row["why"],
+            context=row["context"],
+            decay_class=row["decay_class"],
+            expires_at=to_datetime(row["expires_at"]),
+            confidence=row["confidence"],
+            last_confirmed_at=to_datetime(row["last_confirmed_at"]),
+            access_count=row["access_count"],
+            last_accessed_at=to_datetime(row["last_accessed_at"]),
+            source_date=to_datetime(row["source_date"]),
+            valid_from=to_datetime(row["valid_from"]),  # type: ignore[arg-type]
+            valid_until=to_datetime(row["valid_until"]),
+            valid_until_recorded_at=to_datetime(row["valid_until_recorded_at"]),
+            recorded_at=to_datetime(row["recorded_at"]),  # type: ignore[arg-type]
+            retracted_at=to_datetime(row["retracted_at"]),
+            superseded_by=row["superseded_by"],
+            supersedes_id=row["supersedes_id"],
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields: times as ISO-8601 UTC text."""
+        out = asdict(self)
+        for name, v in out.items():
+            if isinstance(v, datetime):
+                out[name] = to_iso(v.timestamp())
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A typed, directed edge between two facts, bi-temporal like facts."""
+
+    id: str
+    source_id: str
+    target_id: str
+    type: str
+    strength: float
+    origin: str
+    recorded_at: datetime
+    valid_from: datetime
+    valid_until: datetime | None
+    retracted_at: datetime | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreResult:
+    """What a write did: ``action`` ADD/UPDATE/DELETE/NOOP, the fact it stored (or matched), why.
+
+    ``target_ids`` are the facts an UPDATE superseded, a DELETE retracted or a NOOP matched.
+    """
+
+    action: Action
+    fact: Fact | None
+    reason: str = ""
+    target_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "fact": None if self.fact is None else self.fact.to_dict(),
+            "reason": self.reason,
+            "target_ids": list(self.target_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """A search result: the fact and its final score (higher is better), with the leg scores."""
+
+    fact: Fact
+    score: float
+    fts_score: float | None = None
+    vector_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact.to_dict(),
+            "score": self.score,
+            "fts_score": self.fts_score,
+            "vector_score": self.vector_score,
+        }

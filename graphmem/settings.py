@@ -1,0 +1,116 @@
+"""Settings: defaults, then a TOML config file, then ``GRAPHMEM_*`` environment variables.
+
+The config file is ``$GRAPHMEM_CONFIG`` if set, else ``graphmem.toml`` in the current directory
+when it exists. Each field below is documented once, here; docs/configuration.md lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidInput
+
+ENV_PREFIX = "GRAPHMEM_"
+DEFAULT_CONFIG_FILE = "graphmem.toml"
+
+
+class Settings(BaseModel):
+    """Every tunable of a graphmem process."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data_dir: Path = Field(Path("data"), description="Directory holding one folder per namespace.")
+    namespace: str = Field("default", description="Namespace used when none is named.")
+    embedder: Literal["local", "openai", "hash"] = Field(
+        "local", description="Embedding provider: local MiniLM ONNX, an OpenAI-compatible "
+        "endpoint, or the hash embedder (tests only)."
+    )
+    openai_base_url: str | None = Field(
+        None, description="Base URL of the OpenAI-compatible API (None: api.openai.com)."
+    )
+    openai_api_key: str | None = Field(
+        None, description="API key for the endpoint; falls back to OPENAI_API_KEY."
+    )
+    openai_embedding_model: str = Field(
+        "text-embedding-3-small", description="Embedding model name at the endpoint."
+    )
+    openai_dimensions: int | None = Field(
+        None, ge=1, le=8192,
+        description="Requested embedding size (None: the model's own, learnt from the first call).",
+    )
+    openai_timeout: float = Field(30.0, gt=0, description="Seconds per embedding request.")
+    openai_max_retries: int = Field(
+        4, ge=0, le=10, description="Retries, with exponential backoff, on 429, 5xx and timeouts."
+    )
+    embed_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding call.")
+    hash_dimensions: int = Field(256, ge=8, le=4096, description="Size of hash-embedder vectors.")
+    fuzzy_dedup: bool = Field(
+        True, description="Skip a write whose normalised text matches a live fact."
+    )
+    vector_dedup_threshold: float = Field(
+        0.95, ge=0, le=1.0001,
+        description="Cosine at or above which a new fact shares its near-duplicate's vector "
+        "instead of writing its own (above 1 disables).",
+    )
+    classifier: Literal["rules", "off"] = Field(
+        "rules", description="Classify-before-write: offline entity/key rules, or off (always ADD)."
+    )
+    multi_valued_keys: tuple[str, ...] = Field(
+        ("child", "children", "kid", "kids", "skill", "skills", "hobby", "hobbies", "pet",
+         "pets", "friend", "friends", "language_spoken", "languages", "tag", "interest",
+         "interests", "sibling", "siblings"),
+        description="Keys that hold several values at once: a new value is added, not an update.",
+    )  # fmt: skip
+    fts_weight: float = Field(
+        0.6, ge=0, le=1,
+        description="Weight of the keyword leg in hybrid fusion (the vector leg gets the rest).",
+    )
+    fusion_candidates: int = Field(
+        200, ge=10, le=5000, description="Candidates taken from each leg before fusion."
+    )
+    track_access: bool = Field(
+        True, description="Current-time search and lookup count accesses and refresh TTLs."
+    )
+
+    @classmethod
+    def load(
+        cls,
+        config_file: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """Defaults, then the config file, then the environment, then explicit overrides."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        path = config_file or (Path(env[f"{ENV_PREFIX}CONFIG"]) if f"{ENV_PREFIX}CONFIG" in env
+                               else Path(DEFAULT_CONFIG_FILE))
+        if path.is_file():
+            try:
+                values.update(tomllib.loads(path.read_text(encoding="utf-8")))
+            except (OSError, tomllib.TOMLDecodeError) as exc:
+                raise InvalidInput(f"cannot read config file {path}: {exc}") from None
+        elif config_file is not None:
+            raise InvalidInput(f"config file {path} does not exist")
+        for name, info in cls.model_fields.items():
+            raw = env.get(ENV_PREFIX + name.upper())
+            if raw is None:
+                continue
+            if info.annotation == tuple[str, ...]:
+                values[name] = tuple(part.strip() for part in raw.split(",") if part.strip())
+            else:
+                values[name] = raw
+        if values.get("openai_api_key") is None and "OPENAI_API_KEY" in env:
+            values["openai_api_key"] = env["OPENAI_API_KEY"]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidInput(f"setting {where}: {first['msg']}") from None

@@ -1,0 +1,107 @@
+"""SQLite access: one writer, many readers, WAL, BEGIN IMMEDIATE.
+
+Every write in the process goes through ``Database.write()``, which holds a lock around a single
+connection and opens the transaction with ``BEGIN IMMEDIATE`` (a plain BEGIN can fail with
+SQLITE_BUSY_SNAPSHOT under concurrency). Readers get a connection of their own per thread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
+
+from . import migrations
+from .errors import StorageError
+
+#: How long a connection waits for another process's write lock before failing, in ms.
+BUSY_TIMEOUT_MS: Final = 30_000
+
+
+class Database:
+    """A namespace's SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        try:
+            self._writer = _connect(path)
+            migrations.apply(self._writer)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot open {path}: {exc}") from exc
+        self._closed = False
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: commits when the block ends, rolls back if it raises."""
+        with self._write_lock:
+            self._check_open()
+            conn = self._writer
+            if conn.in_transaction:  # nested use joins the outer transaction
+                yield conn
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection (autocommit: each statement sees the latest commit)."""
+        self._check_open()
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read connection inside one transaction, so several queries see the same state."""
+        conn = self.reader()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
+            self._writer.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("this memory has been closed")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")  # an acknowledged write survives power loss
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
