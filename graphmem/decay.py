@@ -51,16 +51,16 @@ _PERMANENT_KEYS = re.compile(
 )
 _PERMANENT_TEXT = re.compile(r"\b(decided|architecture|always use|never use)\b", re.I)
 _PERMANENT_ENTITIES = frozenset({"decision", "convention"})
-_SESSION_KEYS = re.compile(r"(?:^|[^a-z])(current_file|temp|debug|working_on_right_now)(?:$|[^a-z])")
+_SESSION_KEYS = re.compile(
+    r"(?:^|[^a-z])(current_file|temp|debug|working_on_right_now)(?:$|[^a-z])"
+)
 _SESSION_TEXT = re.compile(r"\b(currently debugging|right now|this session)\b", re.I)
 _ACTIVE_KEYS = re.compile(r"(?:^|[^a-z])(task|todo|wip|branch|sprint|blocker)(?:$|[^a-z])")
 _ACTIVE_TEXT = re.compile(r"\b(working on|need to|todo|blocker|sprint)\b", re.I)
 _CHECKPOINT = re.compile(r"checkpoint|preflight", re.I)
 
 
-def classify_decay(
-    entity: str | None, key: str | None, value: str | None, text: str
-) -> str:
+def classify_decay(entity: str | None, key: str | None, value: str | None, text: str) -> str:
     """The decay class the seed's heuristics give a fact (no LLM), checked in priority order."""
     key_l = (key or "").lower()
     entity_l = (entity or "").lower()

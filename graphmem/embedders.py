@@ -18,7 +18,7 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -192,21 +192,28 @@ class OpenAIEmbedder:
         return out
 
     def _request(self, batch: list[str]) -> Vectors:
-        kwargs: dict[str, object] = {"model": self.model, "input": batch,
-                                     "encoding_format": "float"}
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "input": batch,
+            "encoding_format": "float",
+        }
         if self._requested_dimensions:
             kwargs["dimensions"] = self._requested_dimensions
         try:
-            response = self._client.embeddings.create(**kwargs)  # type: ignore[call-overload]
+            response = self._client.embeddings.create(**kwargs)
         except self._openai.OpenAIError as exc:
-            raise EmbedderError(f"embedding request to {self._client.base_url} failed: {exc}") from exc
+            raise EmbedderError(
+                f"embedding request to {self._client.base_url} failed: {exc}"
+            ) from exc
         rows = sorted(response.data, key=lambda d: d.index)
         if len(rows) != len(batch):
             raise EmbedderError(f"endpoint returned {len(rows)} embeddings for {len(batch)} texts")
         try:
             matrix = np.array([r.embedding for r in rows], dtype=np.float32)
         except ValueError as exc:
-            raise EmbedderError(f"endpoint returned ragged or non-numeric embeddings: {exc}") from exc
+            raise EmbedderError(
+                f"endpoint returned ragged or non-numeric embeddings: {exc}"
+            ) from exc
         if matrix.ndim != 2 or not np.isfinite(matrix).all():
             raise EmbedderError("endpoint returned malformed embeddings")
         return _normalize(matrix)
@@ -228,7 +235,9 @@ class EmbeddingCache:
         """
         hashes = [text_hash(t) for t in texts]
         found = self.lookup(conn, hashes)
-        missing = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items())
+        missing = sorted(
+            {h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items()
+        )
         fresh: list[tuple[str, Vectors]] = []
         if missing:
             vectors = self.embedder.embed([t for _, t in missing])
@@ -262,8 +271,10 @@ class EmbeddingCache:
         conn.executemany(
             "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, dims, vector,"
             " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [(e.provider, e.model, h, e.dimensions, v.astype("<f4").tobytes(), now)
-             for h, v in fresh],
+            [
+                (e.provider, e.model, h, e.dimensions, v.astype("<f4").tobytes(), now)
+                for h, v in fresh
+            ],
         )
 
 
@@ -273,7 +284,8 @@ def text_hash(text: str) -> str:
 
 def _normalize(matrix: Vectors) -> Vectors:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return (matrix / np.clip(norms, 1e-12, None)).astype(np.float32)
+    normalized: Vectors = (matrix / np.clip(norms, 1e-12, None)).astype(np.float32)
+    return normalized
 
 
 def _read_verified(path: object, expected: str, what: str) -> bytes:

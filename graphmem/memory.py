@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import numpy as np
 
 from . import search as ranking
+from . import transfer
 from .decay import (
     DECAY_CLASSES,
     PRUNE_CONFIDENCE,
@@ -57,6 +58,9 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _CHUNK: Final = 500  # ids per `IN (...)` list, well under SQLite's variable limit
 
+#: Called as ``progress(done, total)`` during long operations.
+Progress = Callable[[int, int], None]
+
 
 @dataclass(frozen=True, slots=True)
 class PruneReport:
@@ -68,8 +72,12 @@ class PruneReport:
     dry_run: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"expired": self.expired, "decayed": self.decayed,
-                "low_confidence": self.low_confidence, "dry_run": self.dry_run}
+        return {
+            "expired": self.expired,
+            "decayed": self.decayed,
+            "low_confidence": self.low_confidence,
+            "dry_run": self.dry_run,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +94,25 @@ class CheckReport:
 
     @property
     def ok(self) -> bool:
-        return not (self.missing_vectors or self.orphan_vectors or self.stale_live_flags
-                    or self.wrong_vectors or self.pending_outbox)
+        return not (
+            self.missing_vectors
+            or self.orphan_vectors
+            or self.stale_live_flags
+            or self.wrong_vectors
+            or self.pending_outbox
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "facts": self.facts, "vectors": self.vectors,
-                "missing_vectors": self.missing_vectors, "orphan_vectors": self.orphan_vectors,
-                "stale_live_flags": self.stale_live_flags, "wrong_vectors": self.wrong_vectors,
-                "pending_outbox": self.pending_outbox}
+        return {
+            "ok": self.ok,
+            "facts": self.facts,
+            "vectors": self.vectors,
+            "missing_vectors": self.missing_vectors,
+            "orphan_vectors": self.orphan_vectors,
+            "stale_live_flags": self.stale_live_flags,
+            "wrong_vectors": self.wrong_vectors,
+            "pending_outbox": self.pending_outbox,
+        }
 
 
 class Memory:
@@ -131,11 +150,13 @@ class Memory:
         settings: Settings | None = None,
         clock: Callable[[], float] | None = None,
         reindex: bool = False,
+        progress: Progress | None = None,
     ) -> Memory:
         """Open (creating if needed) a namespace under ``data_dir``.
 
         Refuses with EmbedderMismatch when the namespace was indexed by another embedder, unless
-        ``reindex`` is True, which rebuilds the vectors with this one. Replays the outbox.
+        ``reindex`` is True, which rebuilds the vectors with this one (reporting to ``progress``).
+        Replays the outbox; rebuilds the vector index if its directory has gone missing.
         """
         settings = settings or Settings.load()
         namespace = namespace or settings.namespace
@@ -152,8 +173,11 @@ class Memory:
         db = Database(directory / SQLITE_FILE)
         try:
             recorded = _read_meta(db, "embedder")
-            wanted = {"provider": embedder.provider, "model": embedder.model,
-                      "dimensions": embedder.dimensions}
+            wanted = {
+                "provider": embedder.provider,
+                "model": embedder.model,
+                "dimensions": embedder.dimensions,
+            }
             if recorded is not None and recorded != wanted and not reindex:
                 raise EmbedderMismatch(
                     f"namespace {namespace!r} was indexed with {_describe(recorded)}, but this "
@@ -168,10 +192,12 @@ class Memory:
             raise
         if recorded != wanted:
             with db.write() as conn:
-                conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)",
-                             [json.dumps(wanted, sort_keys=True)])
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)",
+                    [json.dumps(wanted, sort_keys=True)],
+                )
         if reindex or recorded != wanted or (memory._vectors.missing and memory._count_facts()):
-            memory.reindex()
+            memory.reindex(progress)
         else:
             memory.replay_outbox()
         return memory
@@ -183,7 +209,9 @@ class Memory:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()
@@ -210,10 +238,20 @@ class Memory:
         ``extra`` takes the other FactInput fields: summary, why, context, confidence,
         source_date, expires_at, classify.
         """
-        item = {"text": text, "entity": entity, "key": key, "value": value,
-                "category": category, "tags": tags, "importance": importance,
-                "decay_class": decay_class, "source": source, "valid_from": valid_from,
-                "supersedes": supersedes, **extra}
+        item = {
+            "text": text,
+            "entity": entity,
+            "key": key,
+            "value": value,
+            "category": category,
+            "tags": tags,
+            "importance": importance,
+            "decay_class": decay_class,
+            "source": source,
+            "valid_from": valid_from,
+            "supersedes": supersedes,
+            **extra,
+        }
         return self.store_many([{k: v for k, v in item.items() if v is not None}])[0]
 
     def store_many(self, items: Sequence[Mapping[str, Any] | FactInput]) -> list[StoreResult]:
@@ -275,10 +313,14 @@ class Memory:
     ) -> Fact | None:
         """The fact if it is visible at the time scope, else None (also for unknown ids)."""
         scope = self._scope(as_of, known_at)
-        row = self._db.reader().execute(
-            f"SELECT * FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
-            {"id": fact_id, **scope.params},
-        ).fetchone()
+        row = (
+            self._db.reader()
+            .execute(
+                f"SELECT * FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
+                {"id": fact_id, **scope.params},
+            )
+            .fetchone()
+        )
         return None if row is None else Fact.from_row(row)
 
     def lookup(
@@ -300,19 +342,25 @@ class Memory:
             raise InvalidInput("entity must be a non-empty string", field="entity")
         _check_limit(limit)
         scope = self._scope(as_of, known_at)
-        where = ["lower(f.entity) = lower(:entity)",
-                 scope.fact_clause(include_superseded=include_superseded)]
+        where = [
+            "lower(f.entity) = lower(:entity)",
+            scope.fact_clause(include_superseded=include_superseded),
+        ]
         params: dict[str, Any] = {"entity": entity.strip(), **scope.params, "limit": limit}
         if key is not None:
             where.append("lower(f.key) = lower(:key)")
             params["key"] = key.strip()
         if tag is not None:
             where.append(_tag_clause(tag, params))
-        rows = self._db.reader().execute(
-            f"SELECT * FROM facts f WHERE {' AND '.join(where)} ORDER BY f.confidence DESC,"
-            " COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC LIMIT :limit",
-            params,
-        ).fetchall()
+        rows = (
+            self._db.reader()
+            .execute(
+                f"SELECT * FROM facts f WHERE {' AND '.join(where)} ORDER BY f.confidence DESC,"
+                " COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC LIMIT :limit",
+                params,
+            )
+            .fetchall()
+        )
         facts = [Fact.from_row(r) for r in rows]
         if scope.current:
             self._track_access([f.id for f in facts])
@@ -362,9 +410,18 @@ class Memory:
         wanted = max(self.settings.fusion_candidates, limit)
         conn = self._db.reader()
         fts = self._fts_leg(conn, query, visible, params, wanted) if mode != "vector" else {}
-        vec = (self._vector_leg(conn, query, visible, params, wanted,
-                                live_only=scope.current and not include_superseded)
-               if mode != "fts" else {})
+        vec = (
+            self._vector_leg(
+                conn,
+                query,
+                visible,
+                params,
+                wanted,
+                live_only=scope.current and not include_superseded,
+            )
+            if mode != "fts"
+            else {}
+        )
         if mode == "hybrid":
             relevance = ranking.fuse(fts, vec, self.settings.fts_weight)
         elif mode == "fts":
@@ -433,15 +490,27 @@ class Memory:
         """
         now = self._now()
         conn = self._db.reader()
-        expired = [] if soft else [r[0] for r in conn.execute(
-            "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", [now])]
+        expired = (
+            []
+            if soft
+            else [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", [now]
+                )
+            ]
+        )
         ageing = (
             "expires_at IS NOT NULL AND expires_at > :now AND last_confirmed_at IS NOT NULL"
             " AND (:now - last_confirmed_at) > (expires_at - last_confirmed_at) * :after"
             " AND confidence > :floor"
         )
-        args = {"now": now, "after": SOFT_DECAY_AFTER, "floor": PRUNE_CONFIDENCE,
-                "factor": SOFT_DECAY_FACTOR}
+        args = {
+            "now": now,
+            "after": SOFT_DECAY_AFTER,
+            "floor": PRUNE_CONFIDENCE,
+            "factor": SOFT_DECAY_FACTOR,
+        }
         if dry_run:
             decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {ageing}", args).fetchone()[0]
             faded = conn.execute(
@@ -456,8 +525,10 @@ class Memory:
             decayed = wconn.execute(
                 f"UPDATE facts SET confidence = confidence * :factor WHERE {ageing}", args
             ).rowcount
-        faded = [r[0] for r in conn.execute("SELECT id FROM facts WHERE confidence < ?",
-                                             [PRUNE_CONFIDENCE])]
+        faded = [
+            r[0]
+            for r in conn.execute("SELECT id FROM facts WHERE confidence < ?", [PRUNE_CONFIDENCE])
+        ]
         self._purge_ids(faded)
         if expired or faded:
             self._vectors.optimize()
@@ -467,8 +538,10 @@ class Memory:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""
         conn = self._db.reader()
         changes: dict[str, list[tuple[str, float | None, str]]] = {}
-        for row in conn.execute("SELECT id, entity, key, value, text, decay_class,"
-                                " last_confirmed_at, recorded_at FROM facts"):
+        for row in conn.execute(
+            "SELECT id, entity, key, value, text, decay_class,"
+            " last_confirmed_at, recorded_at FROM facts"
+        ):
             new = classify_decay(row["entity"], row["key"], row["value"], row["text"])
             if new != row["decay_class"]:
                 since = row["last_confirmed_at"] or row["recorded_at"]
@@ -489,32 +562,46 @@ class Memory:
         scope = TimeScope(now, now)
         conn = self._db.reader()
         live = scope.fact_clause()
-        one = lambda sql, *a: conn.execute(sql, [*a]).fetchone()[0]  # noqa: E731
+
+        def one(sql: str, *args: Any) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
         by_class = dict.fromkeys(DECAY_CLASSES, 0)
         for name, n in conn.execute(
             f"SELECT decay_class, count(*) FROM facts f WHERE {live} GROUP BY decay_class",
             scope.params,
         ):
             by_class[name] = n
-        by_category = dict(conn.execute(
-            f"SELECT category, count(*) FROM facts f WHERE {live} GROUP BY category", scope.params
-        ).fetchall())
+        by_category = dict(
+            conn.execute(
+                f"SELECT category, count(*) FROM facts f WHERE {live} GROUP BY category",
+                scope.params,
+            ).fetchall()
+        )
         return {
             "namespace": self.namespace,
             "facts": one("SELECT count(*) FROM facts"),
-            "current": one(f"SELECT count(*) FROM facts f WHERE {live}".replace(":as_of", "?1")
-                           .replace(":known_at", "?1"), now),
+            "current": one(
+                f"SELECT count(*) FROM facts f WHERE {live}".replace(":as_of", "?1").replace(
+                    ":known_at", "?1"
+                ),
+                now,
+            ),
             "superseded": one("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL"),
             "retracted": one("SELECT count(*) FROM facts WHERE retracted_at IS NOT NULL"),
             "expired_pending_prune": one(
-                "SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", now),
+                "SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", now
+            ),
             "by_decay_class": by_class,
             "by_category": by_category,
             "links": one("SELECT count(*) FROM links WHERE retracted_at IS NULL"),
             "vectors": self._vectors.count(),
             "outbox_pending": one("SELECT count(*) FROM outbox"),
-            "embedder": {"provider": self.embedder.provider, "model": self.embedder.model,
-                         "dimensions": self.embedder.dimensions},
+            "embedder": {
+                "provider": self.embedder.provider,
+                "model": self.embedder.model,
+                "dimensions": self.embedder.dimensions,
+            },
         }
 
     def check(self) -> CheckReport:
@@ -527,20 +614,25 @@ class Memory:
         orphans = sorted(stored.keys() - set(owners))
         stale = sorted(i for i in set(owners) & stored.keys() if stored[i][1] != owners[i])
         wrong = sorted(
-            i for i in set(owners) & stored.keys()
+            i
+            for i in set(owners) & stored.keys()
             if i in expected and not np.allclose(stored[i][0], expected[i], atol=1e-5)
         )
         return CheckReport(
-            facts=self._count_facts(), vectors=len(stored), missing_vectors=missing,
-            orphan_vectors=orphans, stale_live_flags=stale, wrong_vectors=wrong,
+            facts=self._count_facts(),
+            vectors=len(stored),
+            missing_vectors=missing,
+            orphan_vectors=orphans,
+            stale_live_flags=stale,
+            wrong_vectors=wrong,
             pending_outbox=conn.execute("SELECT count(*) FROM outbox").fetchone()[0],
         )
 
-    def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+    def reindex(self, progress: Progress | None = None) -> int:
         """Rebuild the vector index from SQLite and the embedding cache; returns vectors written.
 
-        Texts missing from the cache are embedded (and cached). ``progress`` gets the number of
-        facts done after each chunk.
+        Texts missing from the cache are embedded (and cached). ``progress(done, total)`` is
+        called after each chunk.
         """
         self._vectors.clear()
         conn = self._db.reader()
@@ -550,11 +642,12 @@ class Memory:
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
             vectors = self._expected_vectors(conn, chunk, embed_missing=True)
-            self._vectors.upsert(chunk, np.stack([vectors[i] for i in chunk]),
-                                 [owners[i] for i in chunk])
+            self._vectors.upsert(
+                chunk, np.stack([vectors[i] for i in chunk]), [owners[i] for i in chunk]
+            )
             written += len(chunk)
             if progress:
-                progress(len(chunk))
+                progress(written, len(ids))
         with self._db.write() as wconn:
             wconn.execute("DELETE FROM outbox")
         self._vectors.optimize()
@@ -566,6 +659,28 @@ class Memory:
         for start in range(0, len(ids), _CHUNK):
             self._sync(ids[start : start + _CHUNK])
         return len(ids)
+
+    def export_jsonl(self, out: IO[str]) -> int:
+        """Write every fact and link as JSON Lines (see transfer.py); returns lines written."""
+        with self._db.snapshot() as conn:
+            return transfer.write_export(conn, self.namespace, out)
+
+    def import_jsonl(
+        self, lines: Iterable[str], progress: Progress | None = None
+    ) -> transfer.ImportReport:
+        """Load an export in one transaction (all or nothing), then embed and index its facts.
+
+        Facts and links whose ids already exist are skipped and counted.
+        """
+        now = self._now()
+        with self._db.write() as conn:
+            report, ids = transfer.import_rows(conn, lines)
+            _queue(conn, ids, now)
+        for start in range(0, len(ids), _CHUNK):
+            self._sync(ids[start : start + _CHUNK])
+            if progress:
+                progress(min(start + _CHUNK, len(ids)), len(ids))
+        return report
 
     def optimize(self) -> dict[str, Any]:
         """Compact the vector index and build its ANN index once it is large enough."""
@@ -634,8 +749,12 @@ class Memory:
         ).fetchone()
         if duplicate is not None and (duplicate["text"] == x.text or self.settings.fuzzy_dedup):
             kind = "exact" if duplicate["text"] == x.text else "normalised"
-            return StoreResult("NOOP", Fact.from_row(duplicate),
-                               f"{kind} duplicate of {duplicate['id']}", (duplicate["id"],))
+            return StoreResult(
+                "NOOP",
+                Fact.from_row(duplicate),
+                f"{kind} duplicate of {duplicate['id']}",
+                (duplicate["id"],),
+            )
 
         action: Action = "ADD"
         reason = ""
@@ -643,8 +762,13 @@ class Memory:
         later: sqlite3.Row | None = None  # a current version that starts after this one
         if target is not None:
             action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
-        elif (x.classify and self.settings.classifier == "rules" and x.entity and x.key
-              and x.key.lower() not in self.settings.multi_valued_keys):
+        elif (
+            x.classify
+            and self.settings.classifier == "rules"
+            and x.entity
+            and x.key
+            and x.key.lower() not in self.settings.multi_valued_keys
+        ):
             same = conn.execute(
                 f"SELECT * FROM facts f WHERE lower(f.entity) = lower(:e) AND lower(f.key) ="
                 f" lower(:k) AND {scope.fact_clause()} ORDER BY f.valid_from DESC",
@@ -654,9 +778,12 @@ class Memory:
                 value = _normalize(x.value)
                 match = next((r for r in same if _normalize(r["value"] or "") == value), None)
                 if match is not None:
-                    return StoreResult("NOOP", Fact.from_row(match),
-                                       f"{x.entity}.{x.key} is already {x.value!r}",
-                                       (match["id"],))
+                    return StoreResult(
+                        "NOOP",
+                        Fact.from_row(match),
+                        f"{x.entity}.{x.key} is already {x.value!r}",
+                        (match["id"],),
+                    )
                 superseded = [r for r in same if r["valid_from"] <= valid_from]
                 later = next((r for r in reversed(same) if r["valid_from"] > valid_from), None)
                 if superseded:
@@ -685,15 +812,27 @@ class Memory:
                 :now, :superseded_by, :supersedes_id, :vector_of)
             """,
             {
-                "id": fact_id, "text": x.text, "category": category,
+                "id": fact_id,
+                "text": x.text,
+                "category": category,
                 "importance": DEFAULT_IMPORTANCE if x.importance is None else x.importance,
-                "entity": x.entity, "key": x.key, "value": x.value, "source": x.source,
-                "tags": ",".join(tags), "summary": x.summary, "why": x.why, "context": x.context,
+                "entity": x.entity,
+                "key": x.key,
+                "value": x.value,
+                "source": x.source,
+                "tags": ",".join(tags),
+                "summary": x.summary,
+                "why": x.why,
+                "context": x.context,
                 "date_terms": _date_terms(x.source_date or x.valid_from),
                 "decay_class": decay_class,
-                "expires_at": x.expires_at if x.expires_at is not None else expiry(decay_class, now),
+                "expires_at": x.expires_at
+                if x.expires_at is not None
+                else expiry(decay_class, now),
                 "confidence": 1.0 if x.confidence is None else x.confidence,
-                "now": now, "hash": norm_hash, "source_date": x.source_date,
+                "now": now,
+                "hash": norm_hash,
+                "source_date": x.source_date,
                 "valid_from": valid_from,
                 "valid_until": None if later is None else later["valid_from"],
                 "valid_until_recorded_at": None if later is None else now,
@@ -714,8 +853,9 @@ class Memory:
         if later is not None:
             _insert_link(conn, later["id"], fact_id, "SUPERSEDES", now, later["valid_from"])
             if later["supersedes_id"] is None:
-                conn.execute("UPDATE facts SET supersedes_id = ? WHERE id = ?",
-                             [fact_id, later["id"]])
+                conn.execute(
+                    "UPDATE facts SET supersedes_id = ? WHERE id = ?", [fact_id, later["id"]]
+                )
         fact = Fact.from_row(_row(conn, fact_id))  # type: ignore[arg-type]
         return StoreResult(action, fact, reason, tuple(r["id"] for r in superseded))
 
@@ -789,25 +929,38 @@ class Memory:
             for start in range(0, len(ids), _CHUNK):
                 chunk = list(ids[start : start + _CHUNK])
                 marks = ",".join("?" * len(chunk))
-                texts = [r[0] for r in conn.execute(
-                    f"SELECT text FROM facts WHERE id IN ({marks})", chunk)]
-                dependants = [r[0] for r in conn.execute(
-                    f"SELECT id FROM facts WHERE vector_of IN ({marks})", chunk)]
+                texts = [
+                    r[0]
+                    for r in conn.execute(f"SELECT text FROM facts WHERE id IN ({marks})", chunk)
+                ]
+                dependants = [
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT id FROM facts WHERE vector_of IN ({marks})", chunk
+                    )
+                ]
                 removed += conn.execute(f"DELETE FROM facts WHERE id IN ({marks})", chunk).rowcount
                 conn.execute(
                     f"DELETE FROM links WHERE source_id IN ({marks}) OR target_id IN ({marks})",
                     [*chunk, *chunk],
                 )
-                conn.execute(f"UPDATE facts SET superseded_by = NULL WHERE superseded_by IN"
-                             f" ({marks})", chunk)
-                conn.execute(f"UPDATE facts SET supersedes_id = NULL WHERE supersedes_id IN"
-                             f" ({marks})", chunk)
-                conn.execute(f"UPDATE facts SET vector_of = NULL WHERE vector_of IN ({marks})",
-                             chunk)
+                conn.execute(
+                    f"UPDATE facts SET superseded_by = NULL WHERE superseded_by IN ({marks})", chunk
+                )
+                conn.execute(
+                    f"UPDATE facts SET supersedes_id = NULL WHERE supersedes_id IN ({marks})", chunk
+                )
+                conn.execute(
+                    f"UPDATE facts SET vector_of = NULL WHERE vector_of IN ({marks})", chunk
+                )
                 for text in texts:
-                    if conn.execute("SELECT 1 FROM facts WHERE text = ?", [text]).fetchone() is None:
-                        conn.execute("DELETE FROM embedding_cache WHERE text_hash = ?",
-                                     [text_hash(text)])
+                    if (
+                        conn.execute("SELECT 1 FROM facts WHERE text = ?", [text]).fetchone()
+                        is None
+                    ):
+                        conn.execute(
+                            "DELETE FROM embedding_cache WHERE text_hash = ?", [text_hash(text)]
+                        )
                 touched.update(chunk, dependants)
             _queue(conn, touched, now)
         self._sync(touched)
@@ -827,8 +980,9 @@ class Memory:
         self._vectors.delete(gone)
         ordered = list(owners)
         if ordered:
-            self._vectors.upsert(ordered, np.stack([vectors[i] for i in ordered]),
-                                 [owners[i] for i in ordered])
+            self._vectors.upsert(
+                ordered, np.stack([vectors[i] for i in ordered]), [owners[i] for i in ordered]
+            )
         with self._db.write() as wconn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
@@ -854,6 +1008,7 @@ class Memory:
 
 
 # --------------------------------------------------------------------------------- helpers
+
 
 def _describe(embedder: Mapping[str, Any]) -> str:
     return f"{embedder['provider']}/{embedder['model']} ({embedder['dimensions']} dims)"
@@ -913,11 +1068,14 @@ def _filter_visible(
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start : start + _CHUNK]
         names = {f"i{n}": v for n, v in enumerate(chunk)}
-        out.extend(r[0] for r in conn.execute(
-            f"SELECT f.id FROM facts f WHERE f.id IN ({','.join(':' + k for k in names)})"
-            f" AND {visible}",
-            {**params, **names},
-        ))
+        out.extend(
+            r[0]
+            for r in conn.execute(
+                f"SELECT f.id FROM facts f WHERE f.id IN ({','.join(':' + k for k in names)})"
+                f" AND {visible}",
+                {**params, **names},
+            )
+        )
     return out
 
 
@@ -927,16 +1085,16 @@ def _dependants(conn: sqlite3.Connection, owners: Iterable[str]) -> list[tuple[s
     out: list[tuple[str, str]] = []
     for start in range(0, len(owners), _CHUNK):
         chunk = owners[start : start + _CHUNK]
-        out.extend(conn.execute(
-            f"SELECT vector_of, id FROM facts WHERE vector_of IN ({','.join('?' * len(chunk))})",
-            chunk,
-        ).fetchall())
+        out.extend(
+            conn.execute(
+                f"SELECT vector_of, id FROM facts WHERE vector_of IN ({','.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+        )
     return out
 
 
-def _vector_owners(
-    conn: sqlite3.Connection, ids: Iterable[str] | None = None
-) -> dict[str, bool]:
+def _vector_owners(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, bool]:
     """Facts that own a LanceDB row, each with its live flag: it, or a fact sharing its vector,
     is neither retracted nor superseded."""
     sql = """
@@ -950,8 +1108,10 @@ def _vector_owners(
     out: dict[str, bool] = {}
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start : start + _CHUNK]
-        out.update((r[0], bool(r[1])) for r in conn.execute(
-            sql + f" AND o.id IN ({','.join('?' * len(chunk))})", chunk))
+        out.update(
+            (r[0], bool(r[1]))
+            for r in conn.execute(sql + f" AND o.id IN ({','.join('?' * len(chunk))})", chunk)
+        )
     return out
 
 
@@ -965,8 +1125,9 @@ def _live_target(conn: sqlite3.Connection, fact_id: str, now: float) -> sqlite3.
         {"id": fact_id, **scope.params},
     ).fetchone()
     if live is None or row["superseded_by"] is not None:
-        raise Conflict(f"supersedes: fact {fact_id} is not live (already superseded, "
-                       "forgotten or expired)")
+        raise Conflict(
+            f"supersedes: fact {fact_id} is not live (already superseded, forgotten or expired)"
+        )
     return row
 
 

@@ -137,7 +137,7 @@ SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 def apply(conn: sqlite3.Connection) -> int:
     """Bring ``conn``'s database to SCHEMA_VERSION; returns how many migrations ran."""
-    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if current > SCHEMA_VERSION:
         raise StorageError(
             f"database schema version {current} is newer than this graphmem understands "

@@ -100,8 +100,9 @@ class FactInput(BaseModel):
         if isinstance(data, FactInput):
             return data
         if not isinstance(data, dict):
-            raise InvalidInput(f"expected a mapping of fact fields, got {type(data).__name__}",
-                               index=index)
+            raise InvalidInput(
+                f"expected a mapping of fact fields, got {type(data).__name__}", index=index
+            )
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

@@ -28,8 +28,9 @@ class Settings(BaseModel):
     data_dir: Path = Field(Path("data"), description="Directory holding one folder per namespace.")
     namespace: str = Field("default", description="Namespace used when none is named.")
     embedder: Literal["local", "openai", "hash"] = Field(
-        "local", description="Embedding provider: local MiniLM ONNX, an OpenAI-compatible "
-        "endpoint, or the hash embedder (tests only)."
+        "local",
+        description="Embedding provider: local MiniLM ONNX, an OpenAI-compatible "
+        "endpoint, or the hash embedder (tests only).",
     )
     openai_base_url: str | None = Field(
         None, description="Base URL of the OpenAI-compatible API (None: api.openai.com)."
@@ -41,7 +42,9 @@ class Settings(BaseModel):
         "text-embedding-3-small", description="Embedding model name at the endpoint."
     )
     openai_dimensions: int | None = Field(
-        None, ge=1, le=8192,
+        None,
+        ge=1,
+        le=8192,
         description="Requested embedding size (None: the model's own, learnt from the first call).",
     )
     openai_timeout: float = Field(30.0, gt=0, description="Seconds per embedding request.")
@@ -54,7 +57,9 @@ class Settings(BaseModel):
         True, description="Skip a write whose normalised text matches a live fact."
     )
     vector_dedup_threshold: float = Field(
-        0.95, ge=0, le=1.0001,
+        0.95,
+        ge=0,
+        le=1.0001,
         description="Cosine at or above which a new fact shares its near-duplicate's vector "
         "instead of writing its own (above 1 disables).",
     )
@@ -68,7 +73,9 @@ class Settings(BaseModel):
         description="Keys that hold several values at once: a new value is added, not an update.",
     )  # fmt: skip
     fts_weight: float = Field(
-        0.6, ge=0, le=1,
+        0.6,
+        ge=0,
+        le=1,
         description="Weight of the keyword leg in hybrid fusion (the vector leg gets the rest).",
     )
     fusion_candidates: int = Field(
@@ -88,8 +95,11 @@ class Settings(BaseModel):
         """Defaults, then the config file, then the environment, then explicit overrides."""
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        path = config_file or (Path(env[f"{ENV_PREFIX}CONFIG"]) if f"{ENV_PREFIX}CONFIG" in env
-                               else Path(DEFAULT_CONFIG_FILE))
+        path = config_file or (
+            Path(env[f"{ENV_PREFIX}CONFIG"])
+            if f"{ENV_PREFIX}CONFIG" in env
+            else Path(DEFAULT_CONFIG_FILE)
+        )
         if path.is_file():
             try:
                 values.update(tomllib.loads(path.read_text(encoding="utf-8")))

@@ -68,7 +68,9 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
 def extract_tags(text: str, entity: str | None = None) -> list[str]:
     """Auto-tags for a fact: every built-in pattern found in the text or the entity."""
     haystacks = [text] if not entity else [text, entity]
-    return [tag for tag, pattern in TAG_PATTERNS.items() if any(pattern.search(h) for h in haystacks)]
+    return [
+        tag for tag, pattern in TAG_PATTERNS.items() if any(pattern.search(h) for h in haystacks)
+    ]
 
 
 def detect_category(text: str) -> str:

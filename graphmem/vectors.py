@@ -36,6 +36,7 @@ class VectorIndex:
         self.path = path
         self.dimensions = dimensions
         self._lock = threading.Lock()
+        self._table: Any  # lancedb's query builders are only partly typed
         self._schema = pa.schema(
             [
                 pa.field("id", pa.string(), nullable=False),
@@ -84,9 +85,7 @@ class VectorIndex:
             with self._lock:
                 self._table.delete(_id_filter(ids))
 
-    def nearest(
-        self, vector: Vectors, k: int, *, live_only: bool
-    ) -> list[tuple[str, float]]:
+    def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
         """Up to ``k`` (id, cosine similarity) pairs, most similar first."""
         if k <= 0:
             return []
@@ -99,9 +98,7 @@ class VectorIndex:
         distances = result.column("_distance").to_pylist()
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
-    def nearest_many(
-        self, vectors: Vectors, *, live_only: bool
-    ) -> list[tuple[str, float] | None]:
+    def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
         """The single nearest (id, cosine) for each query vector, None when the table is empty."""
         if len(vectors) == 0 or self.count() == 0:
             return [None] * len(vectors)
@@ -112,8 +109,9 @@ class VectorIndex:
         result = query.limit(1).to_arrow()
         out: list[tuple[str, float] | None] = [None] * len(vectors)
         qi = result.column("query_index").to_pylist() if len(vectors) > 1 else [0] * result.num_rows
-        for q, i, d in zip(qi, result.column("id").to_pylist(),
-                           result.column("_distance").to_pylist(), strict=True):
+        for q, i, d in zip(
+            qi, result.column("id").to_pylist(), result.column("_distance").to_pylist(), strict=True
+        ):
             similarity = 1.0 - float(d)
             current = out[q]
             if current is None or similarity > current[1]:

@@ -1,0 +1,384 @@
+"""The ``graphmem`` command line.
+
+Global options pick the store (``--data-dir``, ``--namespace``, ``--embedder``, ``--config``);
+each command opens the namespace, does one thing and closes it. ``--json`` prints data as JSON.
+Errors print ``error [CODE]: message`` on stderr and exit with status 1 (2 for usage errors).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .errors import GraphmemError, NotFound
+from .memory import Memory
+from .models import Fact
+from .settings import Settings
+from .temporal import to_iso
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of namespaces [default: ./data, or GRAPHMEM_DATA_DIR].",
+)
+@click.option("--namespace", "-n", help="Namespace to use [default: default].")
+@click.option(
+    "--embedder",
+    type=click.Choice(["local", "openai", "hash"]),
+    help="Embedding provider [default: local, or GRAPHMEM_EMBEDDER].",
+)
+@click.option(
+    "--config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="TOML settings file [default: GRAPHMEM_CONFIG or ./graphmem.toml].",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    /,
+    data_dir: Path | None,
+    namespace: str | None,
+    embedder: str | None,
+    config: Path | None,
+) -> None:
+    """graphmem: bi-temporal graph memory for AI agents."""
+    ctx.obj = Settings.load(
+        config_file=config, data_dir=data_dir, namespace=namespace, embedder=embedder
+    )
+
+
+def main() -> None:
+    """Console entry point: run the CLI, turning graphmem errors into a message and exit 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(1)
+    except GraphmemError as exc:
+        click.echo(f"error [{exc.code}]: {exc.message}", err=True)
+        sys.exit(1)
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+as_of_option = click.option("--as-of", help="Valid time to read at (ISO-8601 or epoch).")
+known_at_option = click.option("--known-at", help="Transaction time to read at.")
+
+
+class _Progress:
+    """A progress bar on stderr, created on the first report (when the total is known)."""
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._bar: Any = None
+        self._done = 0
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._bar is None:
+            self._bar = click.progressbar(length=total, label=self._label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.update(done - self._done)
+        self._done = done
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+
+
+@contextmanager
+def _memory(ctx: click.Context, /, *, reindex: bool = False) -> Iterator[Memory]:
+    settings: Settings = ctx.obj
+    with Memory.open(settings=settings, reindex=reindex) as mem:
+        yield mem
+
+
+def _emit(data: Any, as_json: bool, human: str | Iterable[str]) -> None:
+    """Print ``data`` as JSON, or the human-readable line(s)."""
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        for line in [human] if isinstance(human, str) else human:
+            click.echo(line)
+
+
+def _fact_line(fact: Fact, score: float | None = None) -> str:
+    valid = f"valid {to_iso(fact.valid_from.timestamp())}"
+    if fact.valid_until is not None:
+        valid += f" → {to_iso(fact.valid_until.timestamp())}"
+    prefix = f"{score:.3f}  " if score is not None else ""
+    about = f" {fact.entity}.{fact.key}={fact.value}" if fact.entity and fact.key else ""
+    return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
+
+
+@cli.command()
+@click.argument("text")
+@click.option("--entity")
+@click.option("--key")
+@click.option("--value")
+@click.option("--category", help="preference, fact, decision, entity or other.")
+@click.option("--tags", help="Comma-separated tags (default: auto-tags).")
+@click.option("--importance", type=float, help="0..1 [default: 0.5].")
+@click.option(
+    "--decay-class",
+    help="permanent, durable, normal, short, ephemeral, stable, "
+    "active, session or checkpoint (default: heuristics).",
+)
+@click.option("--source")
+@click.option("--summary")
+@click.option("--why")
+@click.option("--valid-from", help="When the fact became true (default: now).")
+@click.option("--source-date", help="When the fact was stated.")
+@click.option("--supersedes", help="Id of the live fact this one replaces.")
+@click.option("--no-classify", is_flag=True, help="Always add; skip the entity/key rules.")
+@json_option
+@click.pass_context
+def store(
+    ctx: click.Context, /, text: str, as_json: bool, no_classify: bool, **fields: Any
+) -> None:
+    """Store a fact (ADD, or UPDATE/NOOP by the classify rules)."""
+    item = {k: v for k, v in fields.items() if v is not None}
+    if no_classify:
+        item["classify"] = False
+    with _memory(ctx) as mem:
+        result = mem.store_many([{"text": text, **item}])[0]
+    _emit(
+        result.to_dict(),
+        as_json,
+        (
+            f"{result.action}  {_fact_line(result.fact) if result.fact else ''}"
+            + (f"\n  {result.reason}" if result.reason else "")
+        ),
+    )
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", default=10, show_default=True, type=int)
+@click.option("--tag")
+@click.option("--category")
+@click.option("--entity")
+@click.option("--source")
+@as_of_option
+@known_at_option
+@click.option("--include-superseded", is_flag=True, help="Also show replaced versions.")
+@click.option(
+    "--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True
+)
+@json_option
+@click.pass_context
+def search(ctx: click.Context, /, query: str, as_json: bool, **options: Any) -> None:
+    """Search facts by keywords and meaning."""
+    with _memory(ctx) as mem:
+        hits = mem.search(query, **options)
+    _emit(
+        [{"fact": h.fact.to_dict(), "score": h.score} for h in hits],
+        as_json,
+        (_fact_line(h.fact, h.score) for h in hits),
+    )
+
+
+@cli.command()
+@click.argument("entity")
+@click.option("--key")
+@click.option("--tag")
+@as_of_option
+@known_at_option
+@click.option("--include-superseded", is_flag=True)
+@json_option
+@click.pass_context
+def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) -> None:
+    """Facts about an entity (and key), without embeddings."""
+    with _memory(ctx) as mem:
+        facts = mem.lookup(entity, **options)
+    _emit(
+        [f.to_dict() for f in facts],
+        as_json,
+        (_fact_line(f) for f in facts),
+    )
+
+
+@cli.command()
+@click.argument("fact_id")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def get(
+    ctx: click.Context, /, fact_id: str, as_of: str | None, known_at: str | None, as_json: bool
+) -> None:
+    """One fact, if visible at the time scope."""
+    with _memory(ctx) as mem:
+        fact = mem.get(fact_id, as_of=as_of, known_at=known_at)
+    if fact is None:
+        raise NotFound(f"no fact {fact_id!r} visible at that time")
+    _emit(fact.to_dict(), as_json, (_fact_line(fact)))
+
+
+@cli.command()
+@click.argument("fact_id")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def history(
+    ctx: click.Context, /, fact_id: str, as_of: str | None, known_at: str | None, as_json: bool
+) -> None:
+    """The supersession chain of a fact, oldest first."""
+    with _memory(ctx) as mem:
+        facts = mem.history(fact_id, as_of=as_of, known_at=known_at)
+    _emit(
+        [f.to_dict() for f in facts],
+        as_json,
+        (_fact_line(f) for f in facts),
+    )
+
+
+@cli.command()
+@click.argument("fact_id")
+@json_option
+@click.pass_context
+def forget(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
+    """Retract a fact (history stays readable with --known-at)."""
+    with _memory(ctx) as mem:
+        fact = mem.forget(fact_id)
+    _emit({"forgotten": fact.id}, as_json, (f"forgotten {fact.id}"))
+
+
+@cli.command()
+@click.argument("fact_id")
+@json_option
+@click.pass_context
+def purge(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
+    """Delete a fact for good: row, links, vector and cached embedding."""
+    with _memory(ctx) as mem:
+        mem.purge(fact_id)
+    _emit({"purged": fact_id}, as_json, (f"purged {fact_id}"))
+
+
+@cli.command()
+@click.option("--dry-run", is_flag=True, help="Only count what would go.")
+@click.option("--soft", is_flag=True, help="Only soft decay: skip the hard prune of expired facts.")
+@json_option
+@click.pass_context
+def prune(ctx: click.Context, /, dry_run: bool, soft: bool, as_json: bool) -> None:
+    """Delete expired facts, decay ageing ones, delete the faded."""
+    with _memory(ctx) as mem:
+        report = mem.prune(dry_run=dry_run, soft=soft)
+    _emit(
+        report.to_dict(),
+        as_json,
+        (
+            f"{'would prune' if dry_run else 'pruned'}: {report.expired} expired, "
+            f"{report.decayed} decayed, {report.low_confidence} below the confidence floor"
+        ),
+    )
+
+
+@cli.command("backfill-decay")
+@click.option("--dry-run", is_flag=True)
+@json_option
+@click.pass_context
+def backfill_decay(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
+    """Re-run the decay-class heuristics on every fact."""
+    with _memory(ctx) as mem:
+        moved = mem.backfill_decay(dry_run=dry_run)
+    _emit(
+        moved,
+        as_json,
+        (", ".join(f"{n} → {c}" for c, n in moved.items()) or "no changes"),
+    )
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def stats(ctx: click.Context, /, as_json: bool) -> None:
+    """Counts per state, decay class and category."""
+    with _memory(ctx) as mem:
+        data = mem.stats()
+    _emit(data, as_json, (json.dumps(data, indent=2)))
+
+
+@cli.command()
+@click.pass_context
+def reindex(ctx: click.Context) -> None:
+    """Rebuild the vector index from SQLite (also after changing embedder)."""
+    settings: Settings = ctx.obj
+    with (
+        _Progress("reindexing") as progress,
+        Memory.open(settings=settings, reindex=True, progress=progress) as mem,
+    ):
+        vectors = mem.stats()["vectors"]
+    click.echo(f"reindexed {vectors} vectors with {mem.embedder.model}")
+
+
+@cli.command()
+@json_option
+@click.pass_context
+def check(ctx: click.Context, /, as_json: bool) -> None:
+    """Report every disagreement between SQLite and the vector index (exit 1 if any)."""
+    with _memory(ctx) as mem:
+        report = mem.check()
+    _emit(
+        report.to_dict(),
+        as_json,
+        ("ok" if report.ok else json.dumps(report.to_dict(), indent=2)),
+    )
+    if not report.ok:
+        sys.exit(1)
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@click.pass_context
+def export(ctx: click.Context, /, path: str) -> None:
+    """Write the namespace as JSON Lines (to PATH, default stdout)."""
+    with _memory(ctx) as mem, click.open_file(path, "w", encoding="utf-8") as out:
+        lines = mem.export_jsonl(out)
+    if path != "-":
+        click.echo(f"exported {lines} lines to {path}", err=True)
+
+
+@cli.command("import")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, exists=False))
+@json_option
+@click.pass_context
+def import_(ctx: click.Context, /, path: str, as_json: bool) -> None:
+    """Load a JSON Lines export (all or nothing); existing ids are skipped."""
+    with (
+        _memory(ctx) as mem,
+        click.open_file(path, "r", encoding="utf-8") as src,
+        _Progress("indexing") as progress,
+    ):
+        report = mem.import_jsonl(src, progress=progress)
+    _emit(
+        report.to_dict(),
+        as_json,
+        (
+            f"imported {report.facts} facts, {report.links} links; "
+            f"skipped {report.skipped_existing} existing"
+        ),
+    )
+
+
+@cli.command()
+@click.pass_context
+def optimize(ctx: click.Context) -> None:
+    """Compact the vector index and build its ANN index when large enough."""
+    with _memory(ctx) as mem:
+        click.echo(json.dumps(mem.optimize()))

@@ -1,0 +1,201 @@
+"""Export and import of a namespace as JSON Lines: lossless, so export → import → export is equal.
+
+The first line is a header; then one ``{"kind": "fact", ...}`` line per fact (every column, times
+as ISO-8601 UTC) in storage order, then one ``{"kind": "link", ...}`` line per link. Vectors are
+not exported: the importing store embeds the texts with its own embedder.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any, Final
+
+from .decay import DECAY_CLASSES
+from .errors import InvalidInput
+from .models import LINK_TYPES, MAX_TEXT_LENGTH
+from .tagging import CATEGORIES
+from .temporal import parse_time, to_iso
+
+FORMAT: Final = "graphmem-export"
+VERSION: Final = 1
+
+FACT_TIMES: Final = frozenset({
+    "expires_at", "last_confirmed_at", "last_accessed_at", "source_date", "valid_from",
+    "valid_until", "valid_until_recorded_at", "recorded_at", "retracted_at",
+})  # fmt: skip
+LINK_TIMES: Final = frozenset(
+    {"recorded_at", "valid_from", "valid_until", "valid_until_recorded_at", "retracted_at"}
+)
+_REQUIRED_FACT: Final = (
+    "id",
+    "text",
+    "category",
+    "importance",
+    "decay_class",
+    "confidence",
+    "normalized_hash",
+    "valid_from",
+    "recorded_at",
+)
+_REQUIRED_LINK: Final = (
+    "id",
+    "source_id",
+    "target_id",
+    "type",
+    "strength",
+    "origin",
+    "recorded_at",
+    "valid_from",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    facts: int
+    links: int
+    skipped_existing: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"facts": self.facts, "links": self.links, "skipped_existing": self.skipped_existing}
+
+
+def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:
+    """The export, one JSON document per line (without newlines)."""
+    yield json.dumps(
+        {"kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace}
+    )
+    for row in conn.execute("SELECT * FROM facts ORDER BY seq"):
+        yield json.dumps({"kind": "fact", **_out(row, FACT_TIMES)}, ensure_ascii=False)
+    for row in conn.execute("SELECT * FROM links ORDER BY seq"):
+        item = _out(row, LINK_TIMES)
+        item["metadata"] = json.loads(item["metadata"])
+        yield json.dumps({"kind": "link", **item}, ensure_ascii=False)
+
+
+def write_export(conn: sqlite3.Connection, namespace: str, out: IO[str]) -> int:
+    """Write the export to ``out``; returns the number of lines."""
+    n = 0
+    for line in export_lines(conn, namespace):
+        out.write(line + "\n")
+        n += 1
+    return n
+
+
+def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+    """Insert an export's facts and links in ``conn``'s open transaction.
+
+    Ids already present are skipped. Raises InvalidInput naming the line of the first problem;
+    the caller rolls back. Returns the report and the ids of the facts inserted.
+    """
+    fact_columns = _columns(conn, "facts")
+    link_columns = _columns(conn, "links")
+    inserted: list[str] = []
+    links = skipped = 0
+    header_seen = False
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            item = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise InvalidInput(f"line {number}: expected a JSON object")
+        kind = item.pop("kind", None)
+        if not header_seen:
+            if kind != "header" or item.get("format") != FORMAT:
+                raise InvalidInput(f"line {number}: not a graphmem export (no header)")
+            if item.get("version") != VERSION:
+                raise InvalidInput(
+                    f"line {number}: unsupported export version {item.get('version')!r}"
+                )
+            header_seen = True
+            continue
+        if kind == "fact":
+            row = _fact_row(item, fact_columns, number)
+            if _insert(conn, "facts", row):
+                inserted.append(row["id"])
+            else:
+                skipped += 1
+        elif kind == "link":
+            row = _link_row(item, link_columns, number)
+            for end in ("source_id", "target_id"):
+                if conn.execute("SELECT 1 FROM facts WHERE id = ?", [row[end]]).fetchone() is None:
+                    raise InvalidInput(f"line {number}: {end} {row[end]!r} is not a known fact")
+            if _insert(conn, "links", row):
+                links += 1
+            else:
+                skipped += 1
+        else:
+            raise InvalidInput(f"line {number}: unknown kind {kind!r}")
+    if not header_seen:
+        raise InvalidInput("empty input: not a graphmem export")
+    return ImportReport(len(inserted), links, skipped), inserted
+
+
+def _out(row: sqlite3.Row, times: frozenset[str]) -> dict[str, Any]:
+    return {k: (to_iso(row[k]) if k in times else row[k]) for k in row.keys() if k != "seq"}  # noqa: SIM118 (a Row iterates values)
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")} - {"seq"}
+
+
+def _fact_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
+    row = _common(item, columns, _REQUIRED_FACT, FACT_TIMES, number)
+    if not isinstance(row["text"], str) or not 0 < len(row["text"]) <= MAX_TEXT_LENGTH:
+        raise InvalidInput(f"line {number}: text must be 1-{MAX_TEXT_LENGTH} characters")
+    if row["category"] not in CATEGORIES:
+        raise InvalidInput(f"line {number}: unknown category {row['category']!r}")
+    if row["decay_class"] not in DECAY_CLASSES:
+        raise InvalidInput(f"line {number}: unknown decay class {row['decay_class']!r}")
+    for name in ("importance", "confidence"):
+        if not isinstance(row[name], int | float) or not 0 <= row[name] <= 1:
+            raise InvalidInput(f"line {number}: {name} must be a number from 0 to 1")
+    row.setdefault("tags", "")
+    row.setdefault("date_terms", "")
+    row.setdefault("access_count", 0)
+    return row
+
+
+def _link_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
+    row = _common(item, columns, _REQUIRED_LINK, LINK_TIMES, number)
+    if row["type"] not in LINK_TYPES:
+        raise InvalidInput(f"line {number}: unknown link type {row['type']!r}")
+    row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
+    return row
+
+
+def _common(
+    item: dict[str, Any],
+    columns: set[str],
+    required: tuple[str, ...],
+    times: frozenset[str],
+    number: int,
+) -> dict[str, Any]:
+    unknown = set(item) - columns
+    if unknown:
+        raise InvalidInput(f"line {number}: unknown field(s) {', '.join(sorted(unknown))}")
+    missing = [k for k in required if item.get(k) is None]
+    if missing:
+        raise InvalidInput(f"line {number}: missing {', '.join(missing)}")
+    row = dict(item)
+    for name in times & row.keys():
+        try:
+            row[name] = parse_time(row[name], field=name)
+        except InvalidInput as exc:
+            raise InvalidInput(f"line {number}: {exc.message}") from None
+    return row
+
+
+def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> bool:
+    names = list(row)
+    cursor = conn.execute(
+        f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"
+        f" VALUES ({', '.join(':' + n for n in names)})",
+        row,
+    )
+    return cursor.rowcount == 1
