@@ -45,9 +45,11 @@ SOFT_DECAY_AFTER: Final = 0.75
 SOFT_DECAY_FACTOR: Final = 0.5
 PRUNE_CONFIDENCE: Final = 0.1
 
+# The seed's permanent keys, plus synonyms of "location" (where someone lives changes rarely
+# and must not expire after 90 days unread).
 _PERMANENT_KEYS = re.compile(
     r"(?:^|[^a-z])(name|email|api_key|api_endpoint|architecture|decision|birthday|born|phone"
-    r"|language|location)(?:$|[^a-z])"
+    r"|language|location|city|country|address|home|hometown|residence)(?:$|[^a-z])"
 )
 _PERMANENT_TEXT = re.compile(r"\b(decided|architecture|always use|never use)\b", re.I)
 _PERMANENT_ENTITIES = frozenset({"decision", "convention"})
