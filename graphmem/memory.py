@@ -159,7 +159,7 @@ class Memory:
         Replays the outbox; rebuilds the vector index if its directory has gone missing.
         """
         settings = settings or Settings.load()
-        namespace = namespace or settings.namespace
+        namespace = settings.namespace if namespace is None else namespace
         if not _NAMESPACE.match(namespace):
             raise InvalidInput(
                 f"invalid namespace {namespace!r}: 1-64 letters, digits, '_', '-' or '.', "

@@ -1,0 +1,62 @@
+"""Settings: defaults, then a TOML file, then GRAPHMEM_* variables, then explicit values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphmem import InvalidInput, Memory, Settings
+
+
+def test_defaults_are_the_local_embedder_and_the_default_namespace() -> None:
+    s = Settings.load(environ={})
+    assert (s.embedder, s.namespace, s.data_dir) == ("local", "default", Path("data"))
+
+
+def test_the_environment_overrides_the_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "graphmem.toml"
+    config.write_text('embedder = "hash"\nnamespace = "from-file"\nfts_weight = 0.5\n')
+    s = Settings.load(
+        environ={
+            "GRAPHMEM_CONFIG": str(config),
+            "GRAPHMEM_NAMESPACE": "from-env",
+            "GRAPHMEM_MULTI_VALUED_KEYS": "kids, pets",
+        }
+    )
+    assert (s.embedder, s.namespace, s.fts_weight) == ("hash", "from-env", 0.5)
+    assert s.multi_valued_keys == ("kids", "pets")
+    assert Settings.load(environ={"GRAPHMEM_CONFIG": str(config)}, namespace="x").namespace == "x"
+
+
+def test_graphmem_embedder_selects_the_embedder_for_memory_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GRAPHMEM_EMBEDDER", "hash")
+    with Memory.open(tmp_path) as mem:
+        assert mem.embedder.provider == "hash"
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {"GRAPHMEM_EMBEDDER": "magic"},
+        {"GRAPHMEM_FTS_WEIGHT": "heavy"},
+        {"GRAPHMEM_FTS_WEIGHT": "2"},
+        {"GRAPHMEM_CONFIG": "/nonexistent/graphmem.toml"},
+    ],
+)
+def test_bad_settings_are_rejected_with_a_clear_error(environ: dict[str, str]) -> None:
+    if "GRAPHMEM_CONFIG" in environ:
+        with pytest.raises(InvalidInput):
+            Settings.load(config_file=Path(environ["GRAPHMEM_CONFIG"]), environ={})
+        return
+    with pytest.raises(InvalidInput, match="setting"):
+        Settings.load(environ=environ)
+
+
+def test_a_malformed_config_file_is_rejected(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("embedder = \n")
+    with pytest.raises(InvalidInput, match="config file"):
+        Settings.load(config_file=bad, environ={})

@@ -1,0 +1,188 @@
+"""Storage: migrations, the outbox across a crash, check and reindex, concurrent writers."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from graphmem import Memory, Settings, StorageError
+from graphmem.migrations import SCHEMA_VERSION
+from graphmem.storage import Database
+
+from .conftest import Clock
+
+
+def test_migrations_build_the_schema_from_an_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "empty.sqlite3"
+    path.touch()
+    db = Database(path)
+    conn = db.reader()
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"facts", "facts_fts", "links", "outbox", "embedding_cache", "meta"} <= tables
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    db.close()
+    Database(path).close()  # reopening runs nothing and fails nothing
+
+
+def test_a_database_from_a_newer_graphmem_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "future.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(StorageError, match="newer"):
+        Database(path)
+
+
+def test_a_file_that_is_not_sqlite_is_refused_with_a_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "d" / "default").mkdir(parents=True)
+    (tmp_path / "d" / "default" / "graphmem.sqlite3").write_bytes(b"not a database" * 100)
+    with pytest.raises(StorageError):
+        Memory.open(tmp_path / "d", settings=Settings(embedder="hash"))
+
+
+def test_namespaces_are_separate_directories(tmp_path: Path) -> None:
+    settings = Settings(embedder="hash")
+    with Memory.open(tmp_path, "alpha", settings=settings) as a:
+        a.store("Alpha's secret plan")
+    with Memory.open(tmp_path, "beta", settings=settings) as b:
+        assert b.search("secret plan") == []
+    assert (tmp_path / "alpha" / "graphmem.sqlite3").exists()
+    assert (tmp_path / "beta" / "vectors").is_dir()
+
+
+@pytest.mark.parametrize("bad", ["", "../escape", "a/b", ".hidden", "x" * 65])
+def test_invalid_namespace_names_are_rejected(tmp_path: Path, bad: str) -> None:
+    from graphmem import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        Memory.open(tmp_path, bad, settings=Settings(embedder="hash"))
+
+
+CRASH_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, sys
+    from graphmem import Memory, Settings
+    from graphmem.vectors import VectorIndex
+
+    mem = Memory.open(sys.argv[1], settings=Settings(embedder="hash"))
+    mem.store("Committed before the crash: the backup runs at 02:00")
+    def die(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGKILL)
+    VectorIndex.upsert = die
+    VectorIndex.delete = die
+    result = mem.store_many([{"text": "Written to SQLite, never to LanceDB: rotate keys monthly"},
+                             {"text": "Also pending: the VPN certificate expires in June"}])
+    print("unreachable")
+    """
+)
+
+
+@pytest.mark.integration
+def test_a_sigkill_between_sqlite_and_lancedb_loses_nothing(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == -9, done.stderr
+    assert "unreachable" not in done.stdout
+    with Memory.open(tmp_path, settings=Settings(embedder="hash")) as mem:
+        assert mem.stats()["outbox_pending"] == 0  # replayed on open
+        assert mem.stats()["facts"] == 3
+        found = {h.fact.text for h in mem.search("rotate keys VPN certificate", mode="vector")}
+        assert "Written to SQLite, never to LanceDB: rotate keys monthly" in found
+        assert "Also pending: the VPN certificate expires in June" in found
+        assert mem.check().ok
+
+
+def test_check_reports_every_disagreement_and_reindex_repairs_it(mem: Memory) -> None:
+    ids = [
+        r.fact.id
+        for r in mem.store_many(  # type: ignore[union-attr]
+            [{"text": f"Server {n} runs Debian"} for n in range(5)]
+        )
+    ]
+    assert mem.check().ok
+    vectors = mem._vectors
+    vectors.delete([ids[0]])  # a missing vector
+    rows = vectors.rows([ids[1]])
+    vectors.upsert([ids[1]], rows[ids[1]][0][None, :], [False])  # a stale live flag
+    vectors.upsert(["ghost"], rows[ids[1]][0][None, :], [True])  # an orphan
+    vectors.upsert([ids[2]], rows[ids[1]][0][None, :], [True])  # a wrong vector
+    report = mem.check()
+    assert not report.ok
+    assert report.missing_vectors == [ids[0]]
+    assert report.stale_live_flags == [ids[1]]
+    assert report.orphan_vectors == ["ghost"]
+    assert report.wrong_vectors == [ids[2]]
+    assert mem.reindex() == 5
+    assert mem.check().ok
+
+
+def test_reindex_restores_identical_search_results(mem: Memory) -> None:
+    mem.store_many(
+        [
+            {"text": f"Note {n}: the {w} service restarts nightly"}
+            for n, w in enumerate(["auth", "billing", "search", "mail", "chat"])
+        ]
+    )
+    before = [(h.fact.id, round(h.score, 6)) for h in mem.search("billing restarts", mode="vector")]
+    mem.reindex()
+    after = [(h.fact.id, round(h.score, 6)) for h in mem.search("billing restarts", mode="vector")]
+    assert after == before
+
+
+def test_a_lost_vector_directory_is_rebuilt_on_open(tmp_path: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash")
+    with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
+        mem.store_many(
+            [{"text": "The garage door code changed"}, {"text": "Bins go out on Tuesday"}]
+        )
+        before = [h.fact.id for h in mem.search("garage door", mode="vector")]
+    shutil.rmtree(tmp_path / "default" / "vectors")
+    with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
+        assert mem.check().ok
+        assert [h.fact.id for h in mem.search("garage door", mode="vector")] == before
+
+
+def test_concurrent_writers_and_readers_lose_nothing(mem: Memory) -> None:
+    errors: list[BaseException] = []
+    stored: list[str] = []
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(10):
+                result = mem.store(f"Writer {n} wrote entry {i} about the heat pump")
+                with lock:
+                    stored.append(result.fact.id)  # type: ignore[union-attr]
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(10):
+                mem.search("heat pump entry")
+                mem.lookup("nobody")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    threads += [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(set(stored)) == 40
+    assert mem.stats()["facts"] == 40
+    assert mem.check().ok
