@@ -8,24 +8,21 @@ commit → bring LanceDB in line and clear the outbox. A crash after the commit 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
 
 import numpy as np
 
+from . import ingest, transfer
 from . import search as ranking
-from . import transfer
 from .decay import (
     DECAY_CLASSES,
     PRUNE_CONFIDENCE,
@@ -38,24 +35,17 @@ from .decay import (
 )
 from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
 from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
-from .models import MAX_BATCH, MAX_TEXT_LENGTH, Action, Fact, FactInput, SearchHit, StoreResult
+from .models import MAX_BATCH, MAX_TEXT_LENGTH, Fact, FactInput, SearchHit, StoreResult
 from .settings import Settings
 from .storage import Database
-from .tagging import detect_category, extract_tags
 from .temporal import TimeInput, TimeScope
 
-#: Importance given to a fact stored without one.
-DEFAULT_IMPORTANCE: Final = 0.5
 #: Most results one search or lookup returns.
 MAX_LIMIT: Final = 1_000
 SQLITE_FILE: Final = "graphmem.sqlite3"
 VECTOR_DIR: Final = "vectors"
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_SPACES = re.compile(r"\s+")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")  # fmt: skip
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _CHUNK: Final = 500  # ids per `IN (...)` list, well under SQLite's variable limit
 
 #: Called as ``progress(done, total)`` during long operations.
@@ -270,14 +260,8 @@ class Memory:
         vectors, fresh = self._cache.embed(self._db.reader(), [x.text for x in inputs])
         twins = self._near_duplicates(vectors)
         now = self._now()
-        touched: set[str] = set()
         with self._db.write() as conn:
-            batch: list[str] = []
-            results = []
-            for x, twin in zip(inputs, twins, strict=True):
-                result = self._write_one(conn, x, twin, now, touched, batch)
-                batch.append(result.fact.id if result.fact else "")
-                results.append(result)
+            results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings)
             self._cache.store(conn, fresh, now)
             _queue(conn, touched, now)
         self._sync(touched)
@@ -717,148 +701,6 @@ class Memory:
                         out[i] = j
         return out
 
-    def _write_one(
-        self,
-        conn: sqlite3.Connection,
-        x: FactInput,
-        twin: str | int | None,
-        now: float,
-        touched: set[str],
-        batch: list[str],
-    ) -> StoreResult:
-        """Dedup, classify and insert one fact inside the batch's transaction.
-
-        ``twin`` is its vector near-duplicate: a live fact id or an earlier batch position;
-        ``batch`` holds the fact id each earlier position resulted in.
-        """
-        scope = TimeScope(now, now)
-        normalized = _normalize(x.text)
-        norm_hash = hashlib.sha256(normalized.encode("utf-8")).hexdigest()
-        target = _live_target(conn, x.supersedes, now) if x.supersedes else None
-        valid_from = x.valid_from or x.source_date or now
-        if target is not None and valid_from < target["valid_from"]:
-            raise InvalidInput(
-                f"valid_from is before the start of fact {target['id']} it supersedes",
-                field="valid_from",
-            )
-
-        duplicate = conn.execute(
-            f"SELECT * FROM facts f WHERE f.normalized_hash = :h AND {scope.fact_clause()}"
-            " AND f.id != :target ORDER BY f.text = :text DESC LIMIT 1",
-            {"h": norm_hash, "text": x.text, "target": x.supersedes or "", **scope.params},
-        ).fetchone()
-        if duplicate is not None and (duplicate["text"] == x.text or self.settings.fuzzy_dedup):
-            kind = "exact" if duplicate["text"] == x.text else "normalised"
-            return StoreResult(
-                "NOOP",
-                Fact.from_row(duplicate),
-                f"{kind} duplicate of {duplicate['id']}",
-                (duplicate["id"],),
-            )
-
-        action: Action = "ADD"
-        reason = ""
-        superseded: list[sqlite3.Row] = [target] if target is not None else []
-        later: sqlite3.Row | None = None  # a current version that starts after this one
-        if target is not None:
-            action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
-        elif (
-            x.classify
-            and self.settings.classifier == "rules"
-            and x.entity
-            and x.key
-            and x.key.lower() not in self.settings.multi_valued_keys
-        ):
-            same = conn.execute(
-                f"SELECT * FROM facts f WHERE lower(f.entity) = lower(:e) AND lower(f.key) ="
-                f" lower(:k) AND {scope.fact_clause()} ORDER BY f.valid_from DESC",
-                {"e": x.entity, "k": x.key, **scope.params},
-            ).fetchall()
-            if x.value is not None and same:
-                value = _normalize(x.value)
-                match = next((r for r in same if _normalize(r["value"] or "") == value), None)
-                if match is not None:
-                    return StoreResult(
-                        "NOOP",
-                        Fact.from_row(match),
-                        f"{x.entity}.{x.key} is already {x.value!r}",
-                        (match["id"],),
-                    )
-                superseded = [r for r in same if r["valid_from"] <= valid_from]
-                later = next((r for r in reversed(same) if r["valid_from"] > valid_from), None)
-                if superseded:
-                    action = "UPDATE"
-                    reason = f"new value for {x.entity}.{x.key}"
-                elif later is not None:
-                    reason = f"earlier value for {x.entity}.{x.key}, recorded as history"
-
-        fact_id = str(uuid.uuid4())
-        category = x.category or detect_category(x.text)
-        decay_class = x.decay_class or classify_decay(x.entity, x.key, x.value, x.text)
-        tags = x.tags if x.tags is not None else extract_tags(x.text, x.entity)
-        vector_of = batch[twin] if isinstance(twin, int) else twin
-        if vector_of is not None:  # share the owner's vector, never a sharer's
-            owner = conn.execute("SELECT vector_of FROM facts WHERE id = ?", [vector_of]).fetchone()
-            vector_of = None if owner is None else owner["vector_of"] or vector_of
-        conn.execute(
-            """
-            INSERT INTO facts (id, text, category, importance, entity, key, value, source, tags,
-                summary, why, context, date_terms, decay_class, expires_at, confidence,
-                last_confirmed_at, normalized_hash, source_date, valid_from, valid_until,
-                valid_until_recorded_at, recorded_at, superseded_by, supersedes_id, vector_of)
-            VALUES (:id, :text, :category, :importance, :entity, :key, :value, :source, :tags,
-                :summary, :why, :context, :date_terms, :decay_class, :expires_at, :confidence,
-                :now, :hash, :source_date, :valid_from, :valid_until, :valid_until_recorded_at,
-                :now, :superseded_by, :supersedes_id, :vector_of)
-            """,
-            {
-                "id": fact_id,
-                "text": x.text,
-                "category": category,
-                "importance": DEFAULT_IMPORTANCE if x.importance is None else x.importance,
-                "entity": x.entity,
-                "key": x.key,
-                "value": x.value,
-                "source": x.source,
-                "tags": ",".join(tags),
-                "summary": x.summary,
-                "why": x.why,
-                "context": x.context,
-                "date_terms": _date_terms(x.source_date or x.valid_from),
-                "decay_class": decay_class,
-                "expires_at": x.expires_at
-                if x.expires_at is not None
-                else expiry(decay_class, now),
-                "confidence": 1.0 if x.confidence is None else x.confidence,
-                "now": now,
-                "hash": norm_hash,
-                "source_date": x.source_date,
-                "valid_from": valid_from,
-                "valid_until": None if later is None else later["valid_from"],
-                "valid_until_recorded_at": None if later is None else now,
-                "superseded_by": None if later is None else later["id"],
-                "supersedes_id": superseded[0]["id"] if superseded else None,
-                "vector_of": vector_of,
-            },
-        )
-        touched.add(fact_id)
-        for old in superseded:
-            conn.execute(
-                "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
-                " WHERE id = ?",
-                [valid_from, now, fact_id, old["id"]],
-            )
-            _insert_link(conn, fact_id, old["id"], "SUPERSEDES", now, valid_from)
-            touched.add(old["id"])
-        if later is not None:
-            _insert_link(conn, later["id"], fact_id, "SUPERSEDES", now, later["valid_from"])
-            if later["supersedes_id"] is None:
-                conn.execute(
-                    "UPDATE facts SET supersedes_id = ? WHERE id = ?", [fact_id, later["id"]]
-                )
-        fact = Fact.from_row(_row(conn, fact_id))  # type: ignore[arg-type]
-        return StoreResult(action, fact, reason, tuple(r["id"] for r in superseded))
-
     def _fts_leg(
         self, conn: sqlite3.Connection, query: str, visible: str, params: dict[str, Any], n: int
     ) -> dict[str, float]:
@@ -1019,18 +861,6 @@ def _read_meta(db: Database, key: str) -> dict[str, Any] | None:
     return None if row is None else dict(json.loads(row[0]))
 
 
-def _normalize(text: str) -> str:
-    return _SPACES.sub(" ", text.strip()).casefold()
-
-
-def _date_terms(moment: float | None) -> str:
-    """A date as searchable words ("8 May 2023 Monday"), so keyword search can match dates."""
-    if moment is None:
-        return ""
-    d = datetime.fromtimestamp(moment, tz=UTC)
-    return f"{d.day} {_MONTHS[d.month - 1]} {d.year} {_WEEKDAYS[d.weekday()]}"
-
-
 def _check_limit(limit: int) -> None:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
@@ -1113,32 +943,6 @@ def _vector_owners(conn: sqlite3.Connection, ids: Iterable[str] | None = None) -
             for r in conn.execute(sql + f" AND o.id IN ({','.join('?' * len(chunk))})", chunk)
         )
     return out
-
-
-def _live_target(conn: sqlite3.Connection, fact_id: str, now: float) -> sqlite3.Row:
-    row = _row(conn, fact_id)
-    if row is None:
-        raise NotFound(f"supersedes: no fact with id {fact_id!r}")
-    scope = TimeScope(now, now)
-    live = conn.execute(
-        f"SELECT 1 FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
-        {"id": fact_id, **scope.params},
-    ).fetchone()
-    if live is None or row["superseded_by"] is not None:
-        raise Conflict(
-            f"supersedes: fact {fact_id} is not live (already superseded, forgotten or expired)"
-        )
-    return row
-
-
-def _insert_link(
-    conn: sqlite3.Connection, source: str, target: str, kind: str, now: float, valid_from: float
-) -> None:
-    conn.execute(
-        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-        " valid_from) VALUES (?, ?, ?, ?, 1.0, 'supersession', ?, ?)",
-        [str(uuid.uuid4()), source, target, kind, now, valid_from],
-    )
 
 
 def _queue(conn: sqlite3.Connection, ids: Iterable[str], now: float) -> None:

@@ -23,9 +23,17 @@ Times are ISO-8601 (`2024-05-01`, `2024-05-01T12:00:00Z`) or epoch seconds.
 
 def render_cli_doc() -> str:
     runner = CliRunner()
-    parts = [HEADER, "## graphmem\n", "```", runner.invoke(cli, ["--help"], prog_name="graphmem", terminal_width=100).output.rstrip(), "```\n"]
+    parts = [
+        HEADER,
+        "## graphmem\n",
+        "```",
+        runner.invoke(cli, ["--help"], prog_name="graphmem", terminal_width=100).output.rstrip(),
+        "```\n",
+    ]
     for name in sorted(cli.commands):  # type: ignore[attr-defined]
-        help_text = runner.invoke(cli, [name, "--help"], prog_name="graphmem", terminal_width=100).output.rstrip()
+        help_text = runner.invoke(
+            cli, [name, "--help"], prog_name="graphmem", terminal_width=100
+        ).output.rstrip()
         parts += [f"## graphmem {name}\n", "```", help_text, "```\n"]
     return "\n".join(parts)
 

@@ -224,3 +224,19 @@ def test_store_accepts_context_summary_and_why(mem: Memory) -> None:
     assert fact is not None and fact.why == "embedded, no server"
     # The context is searchable (with a lower weight than the text).
     assert [h.fact.id for h in mem.search("compared", mode="fts")] == [fact.id]
+
+
+def test_a_large_batch_updates_each_key_once(mem: Memory, clock: Clock) -> None:
+    # More entity/key pairs than one prefetch query holds, crossing entities and keys.
+    pairs = [(f"host{e}", f"attr{k}") for e in range(30) for k in range(20)]
+    mem.store_many(
+        [{"text": f"{e} {k} is old", "entity": e, "key": k, "value": "old"} for e, k in pairs]
+    )
+    clock.advance(60)
+    results = mem.store_many(
+        [{"text": f"{e} {k} is new", "entity": e, "key": k, "value": "new"} for e, k in pairs]
+    )
+    assert {r.action for r in results} == {"UPDATE"}
+    assert all(len(r.target_ids) == 1 for r in results)
+    assert mem.stats()["current"] == len(pairs)
+    assert mem.stats()["links"] == len(pairs)

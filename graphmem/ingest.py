@@ -1,0 +1,339 @@
+"""The write pipeline's SQLite half: dedup, classify and store a validated batch.
+
+``write_batch`` runs inside the caller's write transaction. It reads the state it needs for the
+whole batch in a few queries (live facts with the same normalised text, current facts with the
+same entity and key), decides every item in order in Python, keeping that state up to date as
+earlier items land, then applies all inserts and updates with ``executemany``. Later items see
+earlier ones: a batch that sets a key twice supersedes its own first value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from .decay import classify_decay, expiry
+from .errors import Conflict, InvalidInput, NotFound
+from .models import Action, Fact, FactInput, StoreResult
+from .settings import Settings
+from .tagging import detect_category, extract_tags
+from .temporal import TimeScope
+
+#: Importance given to a fact stored without one.
+DEFAULT_IMPORTANCE: Final = 0.5
+
+_CHUNK: Final = 250
+_SPACES = re.compile(r"\s+")
+# SQLite's built-in lower() folds ASCII only; grouping in Python must fold the same way.
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")  # fmt: skip
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+_FACT_COLUMNS: Final = (
+    "id", "text", "category", "importance", "entity", "key", "value", "source", "tags",
+    "summary", "why", "context", "date_terms", "decay_class", "expires_at", "confidence",
+    "last_confirmed_at", "normalized_hash", "source_date", "valid_from", "valid_until",
+    "valid_until_recorded_at", "recorded_at", "superseded_by", "supersedes_id", "vector_of",
+)  # fmt: skip
+_INSERT_FACT: Final = (
+    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
+    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
+)
+
+
+@dataclass
+class _Decision:
+    action: Action
+    fact_id: str | None
+    reason: str = ""
+    targets: tuple[str, ...] = ()
+
+
+@dataclass
+class _Batch:
+    """What the batch knows: prefetched rows plus the rows it has written so far."""
+
+    now: float
+    by_hash: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ended: set[str] = field(default_factory=set)  # superseded during this batch
+    inserts: list[dict[str, Any]] = field(default_factory=list)
+    supersessions: list[tuple[float, float, str, str]] = field(default_factory=list)
+    links: list[tuple[str, str, float, float]] = field(default_factory=list)
+    back_links: list[tuple[str, str]] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+
+    def current(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if r["id"] not in self.ended]
+
+
+def write_batch(
+    conn: sqlite3.Connection,
+    inputs: Sequence[FactInput],
+    twins: Sequence[str | int | None],
+    now: float,
+    settings: Settings,
+) -> tuple[list[StoreResult], set[str]]:
+    """Dedup, classify and insert ``inputs``; returns the results and the fact ids whose vectors
+    must be synced. ``twins[i]`` is item i's vector near-duplicate: a live fact id, an earlier
+    batch position, or None. Raises (and the caller rolls back) on an invalid ``supersedes``."""
+    hashes = [normalized_hash(x.text) for x in inputs]
+    batch = _Batch(now)
+    _prefetch(conn, batch, hashes, inputs, settings)
+    decisions: list[_Decision] = []
+    for x, h, twin in zip(inputs, hashes, twins, strict=True):
+        owner = _vector_owner(conn, batch, twin, decisions)
+        decisions.append(_decide(conn, batch, x, h, owner, settings))
+    conn.executemany(_INSERT_FACT, batch.inserts)
+    conn.executemany(
+        "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
+        " WHERE id = ?",
+        batch.supersessions,
+    )
+    conn.executemany(
+        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+        " valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, 'supersession', ?, ?)",
+        [(str(uuid.uuid4()), *link) for link in batch.links],
+    )
+    conn.executemany(
+        "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
+        batch.back_links,
+    )
+    facts = _facts_by_id(conn, {d.fact_id for d in decisions if d.fact_id})
+    results = [
+        StoreResult(d.action, facts.get(d.fact_id) if d.fact_id else None, d.reason, d.targets)
+        for d in decisions
+    ]
+    return results, batch.touched
+
+
+def normalized_hash(text: str) -> str:
+    """sha256 of the text trimmed, with runs of whitespace collapsed, case-folded."""
+    normalized = _normalize(text)
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()
+
+
+def date_terms(moment: float | None) -> str:
+    """A date as searchable words ("8 May 2023 Monday"), so keyword search can match dates."""
+    if moment is None:
+        return ""
+    d = datetime.fromtimestamp(moment, tz=UTC)
+    return f"{d.day} {_MONTHS[d.month - 1]} {d.year} {_WEEKDAYS[d.weekday()]}"
+
+
+def _decide(
+    conn: sqlite3.Connection,
+    batch: _Batch,
+    x: FactInput,
+    norm_hash: str,
+    vector_of: str | None,
+    settings: Settings,
+) -> _Decision:
+    now = batch.now
+    target = _live_target(conn, batch, x.supersedes) if x.supersedes else None
+    valid_from = x.valid_from or x.source_date or now
+    if target is not None and valid_from < target["valid_from"]:
+        raise InvalidInput(
+            f"valid_from is before the start of fact {target['id']} it supersedes",
+            field="valid_from",
+        )
+
+    duplicates = [
+        r for r in batch.current(batch.by_hash[norm_hash]) if r["id"] != (x.supersedes or "")
+    ]
+    duplicate = next((r for r in duplicates if r["text"] == x.text), None)
+    if duplicate is None and duplicates and settings.fuzzy_dedup:
+        duplicate = duplicates[0]
+    if duplicate is not None:
+        kind = "exact" if duplicate["text"] == x.text else "normalised"
+        return _Decision("NOOP", duplicate["id"], f"{kind} duplicate of {duplicate['id']}",
+                         (duplicate["id"],))  # fmt: skip
+
+    action: Action = "ADD"
+    reason = ""
+    superseded: list[dict[str, Any]] = [target] if target is not None else []
+    later: dict[str, Any] | None = None  # a current version that starts after this one
+    key = _group_key(x.entity, x.key)
+    if target is not None:
+        action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
+    elif (
+        key is not None
+        and x.classify
+        and settings.classifier == "rules"
+        and x.key is not None
+        and x.key.lower() not in settings.multi_valued_keys
+        and x.value is not None
+    ):
+        same = sorted(batch.current(batch.by_key[key]), key=lambda r: r["valid_from"],
+                      reverse=True)  # fmt: skip
+        value = _normalize(x.value)
+        match = next((r for r in same if _normalize(r["value"] or "") == value), None)
+        if match is not None:
+            return _Decision("NOOP", match["id"], f"{x.entity}.{x.key} is already {x.value!r}",
+                             (match["id"],))  # fmt: skip
+        superseded = [r for r in same if r["valid_from"] <= valid_from]
+        later = next((r for r in reversed(same) if r["valid_from"] > valid_from), None)
+        if superseded:
+            action, reason = "UPDATE", f"new value for {x.entity}.{x.key}"
+        elif later is not None:
+            reason = f"earlier value for {x.entity}.{x.key}, recorded as history"
+
+    fact_id = str(uuid.uuid4())
+    decay_class = x.decay_class or classify_decay(x.entity, x.key, x.value, x.text)
+    tags = x.tags if x.tags is not None else extract_tags(x.text, x.entity)
+    row = {
+        "id": fact_id, "text": x.text, "category": x.category or detect_category(x.text),
+        "importance": DEFAULT_IMPORTANCE if x.importance is None else x.importance,
+        "entity": x.entity, "key": x.key, "value": x.value, "source": x.source,
+        "tags": ",".join(tags), "summary": x.summary, "why": x.why, "context": x.context,
+        "date_terms": date_terms(x.source_date or x.valid_from), "decay_class": decay_class,
+        "expires_at": x.expires_at if x.expires_at is not None else expiry(decay_class, now),
+        "confidence": 1.0 if x.confidence is None else x.confidence,
+        "last_confirmed_at": now, "normalized_hash": norm_hash, "source_date": x.source_date,
+        "valid_from": valid_from,
+        "valid_until": None if later is None else later["valid_from"],
+        "valid_until_recorded_at": None if later is None else now,
+        "recorded_at": now,
+        "superseded_by": None if later is None else later["id"],
+        "supersedes_id": superseded[0]["id"] if superseded else None,
+        "vector_of": vector_of,
+    }  # fmt: skip
+    batch.inserts.append(row)
+    batch.rows[fact_id] = row
+    batch.touched.add(fact_id)
+    batch.by_hash[norm_hash].append(row)
+    if key is not None and later is None:
+        batch.by_key[key].append(row)
+    for old in superseded:
+        batch.supersessions.append((valid_from, now, fact_id, old["id"]))
+        batch.links.append((fact_id, old["id"], now, valid_from))
+        batch.ended.add(old["id"])
+        batch.touched.add(old["id"])
+    if later is not None:
+        batch.links.append((later["id"], fact_id, now, later["valid_from"]))
+        batch.back_links.append((fact_id, later["id"]))
+    return _Decision(action, fact_id, reason, tuple(r["id"] for r in superseded))
+
+
+def _prefetch(
+    conn: sqlite3.Connection,
+    batch: _Batch,
+    hashes: list[str],
+    inputs: Sequence[FactInput],
+    settings: Settings,
+) -> None:
+    """Load the live facts sharing a normalised text, and the current facts sharing an
+    entity+key, with any item of the batch."""
+    scope = TimeScope(batch.now, batch.now)
+    live = scope.fact_clause()
+    unique = list(dict.fromkeys(hashes))
+    for start in range(0, len(unique), _CHUNK):
+        named = {f"h{i}": h for i, h in enumerate(unique[start : start + _CHUNK])}
+        for row in conn.execute(
+            f"SELECT * FROM facts f WHERE f.normalized_hash IN ({', '.join(':' + k for k in named)})"
+            f" AND {live} ORDER BY f.seq",
+            {**named, **scope.params},
+        ):
+            batch.by_hash[row["normalized_hash"]].append(_remember(batch, row))
+    if settings.classifier != "rules":
+        return
+    pairs = list(dict.fromkeys(
+        k for x in inputs if x.classify and (k := _group_key(x.entity, x.key)) is not None
+    ))  # fmt: skip
+    # entity IN (...) AND key IN (...) uses the (lower(entity), lower(key)) index; a row-value
+    # IN (VALUES ...) does not. The cross product may over-fetch: keep the pairs asked for.
+    wanted = set(pairs)
+    seen: set[str] = set()  # a row can match the cross product of several chunks
+    for start in range(0, len(pairs), _CHUNK):
+        chunk = pairs[start : start + _CHUNK]
+        params: dict[str, Any] = dict(scope.params)
+        params.update({f"e{i}": entity for i, (entity, _) in enumerate(chunk)})
+        params.update({f"k{i}": key for i, (_, key) in enumerate(chunk)})
+        entities = ", ".join(f":e{i}" for i in range(len(chunk)))
+        keys = ", ".join(f":k{i}" for i in range(len(chunk)))
+        for row in conn.execute(
+            f"SELECT * FROM facts f WHERE lower(f.entity) IN ({entities})"
+            f" AND lower(f.key) IN ({keys}) AND {live}",
+            params,
+        ):
+            group = _group_key(row["entity"], row["key"])
+            if group in wanted and row["id"] not in seen:
+                assert group is not None
+                seen.add(row["id"])
+                batch.by_key[group].append(_remember(batch, row))
+
+
+def _remember(batch: _Batch, row: sqlite3.Row) -> dict[str, Any]:
+    known = batch.rows.get(row["id"])
+    if known is None:
+        known = batch.rows[row["id"]] = dict(row)
+    return known
+
+
+def _live_target(conn: sqlite3.Connection, batch: _Batch, fact_id: str) -> dict[str, Any]:
+    """The fact an explicit ``supersedes`` names; it must exist and be live."""
+    if fact_id in batch.ended:
+        raise Conflict(f"supersedes: fact {fact_id} is superseded earlier in this batch")
+    if fact_id in batch.rows:
+        return batch.rows[fact_id]
+    row = conn.execute("SELECT * FROM facts WHERE id = ?", [fact_id]).fetchone()
+    if row is None:
+        raise NotFound(f"supersedes: no fact with id {fact_id!r}")
+    scope = TimeScope(batch.now, batch.now)
+    live = conn.execute(
+        f"SELECT 1 FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
+        {"id": fact_id, **scope.params},
+    ).fetchone()
+    if live is None or row["superseded_by"] is not None:
+        raise Conflict(
+            f"supersedes: fact {fact_id} is not live (already superseded, forgotten or expired)"
+        )
+    return _remember(batch, row)
+
+
+def _vector_owner(
+    conn: sqlite3.Connection, batch: _Batch, twin: str | int | None, decisions: list[_Decision]
+) -> str | None:
+    """The fact whose stored vector a new fact shares (never a sharer: owners only)."""
+    candidate = decisions[twin].fact_id if isinstance(twin, int) else twin
+    if not candidate:
+        return None
+    row = batch.rows.get(candidate)
+    if row is None:
+        row = conn.execute("SELECT id, vector_of FROM facts WHERE id = ?", [candidate]).fetchone()
+        if row is None:
+            return None
+    return str(row["vector_of"] or candidate)
+
+
+def _facts_by_id(conn: sqlite3.Connection, ids: set[str]) -> dict[str, Fact]:
+    wanted = list(ids)
+    out: dict[str, Fact] = {}
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start : start + _CHUNK]
+        for row in conn.execute(
+            f"SELECT * FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk
+        ):
+            out[row["id"]] = Fact.from_row(row)
+    return out
+
+
+def _group_key(entity: str | None, key: str | None) -> tuple[str, str] | None:
+    if not entity or not key:
+        return None
+    return entity.translate(_ASCII_LOWER), key.translate(_ASCII_LOWER)
+
+
+def _normalize(text: str) -> str:
+    return _SPACES.sub(" ", text.strip()).casefold()
