@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from .embedders import Vectors
@@ -32,6 +33,11 @@ ANN_INDEX_MIN_ROWS: Final = 50_000
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
 #: Query vectors per matrix product in ``nearest_many`` (bounds the scores matrix it allocates).
 _QUERY_BLOCK: Final = 128
+#: Rows from which near-duplicate checks (``nearest_many``) probe k-means partitions instead of
+#: scanning every row: approximate, which is fine for skipping a redundant vector.
+PARTITION_MIN_ROWS: Final = 20_000
+#: Partitions probed per near-duplicate check.
+PARTITION_PROBES: Final = 4
 #: Writes between automatic compactions of the table's small fragments.
 COMPACT_EVERY: Final = 50
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
@@ -220,6 +226,7 @@ class _Mirror:
         self._live = np.zeros(1024, dtype=bool)
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
+        self._ivf: _Partitions | None = None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -232,6 +239,7 @@ class _Mirror:
         self.upsert(ids, flat.reshape(len(ids), -1), table.column("live").to_pylist())
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
+        written = []
         for fact_id, vector, flag in zip(ids, vectors, live, strict=True):
             row = self._pos.get(fact_id)
             if row is None:
@@ -242,6 +250,9 @@ class _Mirror:
                 self._pos[fact_id] = row
             self._matrix[row] = vector
             self._live[row] = flag
+            written.append(row)
+        if self._ivf is not None:
+            self._ivf.label(self._matrix, np.array(written, dtype=np.int64))
 
     def delete(self, ids: Iterable[str]) -> None:
         for fact_id in ids:
@@ -255,6 +266,8 @@ class _Mirror:
                 self._live[row] = self._live[last]
                 self._ids[row] = moved
                 self._pos[moved] = row
+                if self._ivf is not None:
+                    self._ivf.move(last, row)
             self._ids.pop()
 
     def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
@@ -267,6 +280,8 @@ class _Mirror:
         return [(self._ids[i], float(scores[i])) for i in top]
 
     def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
+        if len(self._ids) >= PARTITION_MIN_ROWS:
+            return self._partitions().nearest_many(self, vectors, live_only=live_only)
         out: list[tuple[str, float] | None] = []
         for start in range(0, len(vectors), _QUERY_BLOCK):
             scores = self._scores(vectors[start : start + _QUERY_BLOCK], live_only)
@@ -286,9 +301,92 @@ class _Mirror:
             scores[:, ~self._live[:n]] = -np.inf
         return scores
 
+    def _partitions(self) -> _Partitions:
+        n = len(self._ids)
+        if self._ivf is None or n > 2 * self._ivf.trained_on:  # (re)train as the table grows
+            self._ivf = _Partitions(self._matrix, n)
+        return self._ivf
+
     def _grow(self) -> None:
         self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
         self._live = np.concatenate([self._live, np.zeros_like(self._live)])
+        if self._ivf is not None:
+            self._ivf.grow(len(self._matrix))
+
+
+class _Partitions:
+    """k-means partitions of the mirror's rows (an in-memory IVF) for near-duplicate checks.
+
+    Each row's partition is kept up to date as rows are written or moved; the member lists are
+    rebuilt from those labels only when a query needs them.
+    """
+
+    def __init__(self, matrix: Vectors, n: int) -> None:
+        rng = np.random.default_rng(0)
+        k = max(16, int(np.sqrt(n)))
+        sample = matrix[rng.choice(n, size=min(n, 50 * k), replace=False)]
+        centroids = sample[rng.choice(len(sample), size=k, replace=False)].copy()
+        for _ in range(8):
+            nearest = np.argmax(sample @ centroids.T, axis=1)
+            for c in range(k):
+                members = sample[nearest == c]
+                if len(members):
+                    mean = members.mean(axis=0)
+                    centroids[c] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        self.centroids = centroids
+        self.trained_on = n
+        self.labels = np.zeros(len(matrix), dtype=np.int64)
+        self.label(matrix, np.arange(n))
+        self._n = n
+
+    def label(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
+        for start in range(0, len(rows), 8192):
+            chunk = rows[start : start + 8192]
+            self.labels[chunk] = np.argmax(matrix[chunk] @ self.centroids.T, axis=1)
+        self._members: list[npt.NDArray[np.int64]] | None = None
+
+    def move(self, source: int, target: int) -> None:
+        self.labels[target] = self.labels[source]
+        self._members = None
+
+    def grow(self, capacity: int) -> None:
+        self.labels = np.concatenate([self.labels, np.zeros(capacity - len(self.labels), np.int64)])
+
+    def nearest_many(
+        self, mirror: _Mirror, vectors: Vectors, *, live_only: bool
+    ) -> list[tuple[str, float] | None]:
+        members = self._member_lists(len(mirror))
+        probes = np.argsort(-(vectors @ self.centroids.T), axis=1)[:, :PARTITION_PROBES]
+        best_score = np.full(len(vectors), -np.inf, dtype=np.float32)
+        best_row = np.full(len(vectors), -1, dtype=np.int64)
+        # One pass per probed partition, scoring all the queries that probe it: each row is
+        # gathered once per call, not once per query.
+        for c in np.unique(probes):
+            queries = np.nonzero((probes == c).any(axis=1))[0]
+            rows = members[c]
+            if live_only:
+                rows = rows[mirror._live[rows]]
+            if len(rows) == 0:
+                continue
+            scores = mirror._matrix[rows] @ vectors[queries].T
+            top = np.argmax(scores, axis=0)
+            values = scores[top, np.arange(len(queries))]
+            better = values > best_score[queries]
+            best_score[queries[better]] = values[better]
+            best_row[queries[better]] = rows[top[better]]
+        return [
+            None if row < 0 else (mirror._ids[int(row)], float(score))
+            for row, score in zip(best_row, best_score, strict=True)
+        ]
+
+    def _member_lists(self, n: int) -> list[npt.NDArray[np.int64]]:
+        if self._members is None or self._n != n:
+            labels = self.labels[:n]
+            order = np.argsort(labels, kind="stable")
+            bounds = np.searchsorted(labels[order], np.arange(len(self.centroids) + 1))
+            self._members = [order[bounds[c] : bounds[c + 1]] for c in range(len(self.centroids))]
+            self._n = n
+        return self._members
 
 
 def _id_filter(ids: Iterable[str]) -> str:
