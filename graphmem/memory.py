@@ -393,29 +393,29 @@ class Memory:
         visible = " AND ".join(where)
         wanted = max(self.settings.fusion_candidates, limit)
         conn = self._db.reader()
-        fts = self._fts_leg(conn, query, visible, params, wanted) if mode != "vector" else {}
+        candidates: dict[str, sqlite3.Row] = {}
+        fts = (
+            self._fts_leg(conn, query, visible, params, wanted, candidates)
+            if mode != "vector"
+            else {}
+        )
         vec = (
             self._vector_leg(
-                conn,
-                query,
-                visible,
-                params,
-                wanted,
+                conn, query, visible, params, wanted, candidates,
                 live_only=scope.current and not include_superseded,
             )
             if mode != "fts"
             else {}
-        )
+        )  # fmt: skip
         if mode == "hybrid":
             relevance = ranking.fuse(fts, vec, self.settings.fts_weight)
         elif mode == "fts":
             relevance = ranking.min_max(fts)
         else:
             relevance = dict(vec)
-        rows = _rows_by_id(conn, relevance.keys())
-        hits = []
+        ranked = []
         for fact_id, rel in relevance.items():
-            row = rows[fact_id]
+            row = candidates[fact_id]
             score = ranking.adjust(
                 rel,
                 importance=row["importance"],
@@ -424,11 +424,14 @@ class Memory:
                 decay_class=row["decay_class"],
             )
             effective = row["source_date"] if row["source_date"] is not None else row["valid_from"]
-            hits.append((score, effective, row))
-        hits.sort(key=lambda h: (h[0], h[1]), reverse=True)
+            ranked.append((score, effective, fact_id))
+        ranked.sort(reverse=True)
+        top = ranked[:limit]
+        rows = _rows_by_id(conn, [fact_id for _, _, fact_id in top])
         out = [
-            SearchHit(Fact.from_row(row), score, fts.get(row["id"]), vec.get(row["id"]))
-            for score, _, row in hits[:limit]
+            SearchHit(Fact.from_row(rows[fact_id]), score, fts.get(fact_id), vec.get(fact_id))
+            for score, _, fact_id in top
+            if fact_id in rows  # purged since the legs ran
         ]
         if scope.current:
             self._track_access([h.fact.id for h in out])
@@ -702,19 +705,42 @@ class Memory:
         return out
 
     def _fts_leg(
-        self, conn: sqlite3.Connection, query: str, visible: str, params: dict[str, Any], n: int
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        visible: str,
+        params: dict[str, Any],
+        n: int,
+        candidates: dict[str, sqlite3.Row],
     ) -> dict[str, float]:
+        """bm25 of the ``n`` best visible keyword matches (higher is better).
+
+        FTS5 ranks its matches alone (fast), then the visibility filter runs on that top slice,
+        which widens until ``n`` visible matches are found or the matches run out.
+        """
         match = ranking.fts_query(query)
         if match is None:
             return {}
         weights = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
-        rows = conn.execute(
-            f"SELECT f.id, bm25(facts_fts, {weights}) AS rank FROM facts_fts"
-            f" JOIN facts f ON f.seq = facts_fts.rowid"
-            f" WHERE facts_fts MATCH :match AND {visible} ORDER BY rank LIMIT :n",
-            {**params, "match": match, "n": n},
-        )
-        return {fact_id: -rank for fact_id, rank in rows}  # bm25: lower is better
+        k = n
+        while True:
+            ranked = conn.execute(
+                f"SELECT rowid, bm25(facts_fts, {weights}) FROM facts_fts"
+                " WHERE facts_fts MATCH ? ORDER BY 2 LIMIT ?",
+                [match, k],
+            ).fetchall()
+            shown = _candidates(conn, "seq", [r[0] for r in ranked], visible, params)
+            if len(shown) >= n or len(ranked) < k:
+                break
+            k *= 4
+        by_seq = {row["seq"]: row for row in shown}
+        out: dict[str, float] = {}
+        for seq, rank in ranked:
+            row = by_seq.get(seq)
+            if row is not None and len(out) < n:
+                candidates[row["id"]] = row
+                out[row["id"]] = -rank  # bm25: lower is better
+        return out
 
     def _vector_leg(
         self,
@@ -723,6 +749,7 @@ class Memory:
         visible: str,
         params: dict[str, Any],
         n: int,
+        candidates: dict[str, sqlite3.Row],
         *,
         live_only: bool,
     ) -> dict[str, float]:
@@ -735,32 +762,38 @@ class Memory:
             scores = dict(hits)
             for owner, dependant in _dependants(conn, hits.keys()):
                 scores[dependant] = hits[owner]
-            shown = _filter_visible(conn, scores.keys(), visible, params)
+            shown = _candidates(conn, "id", list(scores), visible, params)
             if len(shown) >= n or len(hits) < k or k >= total:
-                ranked = sorted(shown, key=lambda i: scores[i], reverse=True)[:n]
-                return {i: scores[i] for i in ranked}
+                break
             k = min(total, k * 4)
+        shown.sort(key=lambda row: scores[row["id"]], reverse=True)
+        for row in shown[:n]:
+            candidates[row["id"]] = row
+        return {row["id"]: scores[row["id"]] for row in shown[:n]}
 
     def _track_access(self, ids: list[str]) -> None:
-        """Count an access; facts in refreshable classes get their TTL restarted."""
+        """Count an access; facts in refreshable classes get their TTL restarted.
+
+        Committed without an fsync (``durable=False``): an access counter lost to a power cut
+        is harmless, and search latency would otherwise include a disk flush.
+        """
         if not ids or not self.settings.track_access:
             return
         now = self._now()
-        with self._db.write() as conn:
+        restart = " ".join(f"WHEN '{c}' THEN {expiry(c, now)!r}" for c in sorted(REFRESH_ON_ACCESS))
+        with self._db.write(durable=False) as conn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 marks = ",".join("?" * len(chunk))
+                refreshed = f"decay_class IN ({','.join(repr(c) for c in sorted(REFRESH_ON_ACCESS))}) AND expires_at IS NOT NULL"
                 conn.execute(
-                    "UPDATE facts SET access_count = access_count + 1, last_accessed_at = ?"
-                    f" WHERE id IN ({marks})",
-                    [now, *chunk],
+                    f"""UPDATE facts SET access_count = access_count + 1, last_accessed_at = ?,
+                        last_confirmed_at = CASE WHEN {refreshed} THEN ? ELSE last_confirmed_at END,
+                        expires_at = CASE WHEN {refreshed}
+                            THEN CASE decay_class {restart} END ELSE expires_at END
+                        WHERE id IN ({marks})""",
+                    [now, now, *chunk],
                 )
-                for decay_class in REFRESH_ON_ACCESS:
-                    conn.execute(
-                        "UPDATE facts SET last_confirmed_at = ?, expires_at = ?"
-                        f" WHERE decay_class = ? AND expires_at IS NOT NULL AND id IN ({marks})",
-                        [now, expiry(decay_class, now), decay_class, *chunk],
-                    )
 
     def _purge_ids(self, ids: Sequence[str]) -> int:
         """Delete facts, their links, references to them and their cached embeddings."""
@@ -890,22 +923,30 @@ def _rows_by_id(
     return out
 
 
-def _filter_visible(
-    conn: sqlite3.Connection, ids: Iterable[str], visible: str, params: dict[str, Any]
-) -> list[str]:
-    ids = list(ids)
-    out: list[str] = []
-    for start in range(0, len(ids), _CHUNK):
-        chunk = ids[start : start + _CHUNK]
-        names = {f"i{n}": v for n, v in enumerate(chunk)}
-        out.extend(
-            r[0]
-            for r in conn.execute(
-                f"SELECT f.id FROM facts f WHERE f.id IN ({','.join(':' + k for k in names)})"
-                f" AND {visible}",
-                {**params, **names},
-            )
-        )
+_CANDIDATE_COLUMNS: Final = (
+    "f.id, f.seq, f.importance, f.confidence, f.expires_at, f.last_confirmed_at, f.decay_class,"
+    " f.source_date, f.valid_from"
+)
+
+
+def _candidates(
+    conn: sqlite3.Connection,
+    column: str,
+    values: Sequence[Any],
+    visible: str,
+    params: dict[str, Any],
+) -> list[sqlite3.Row]:
+    """The visible facts among those whose ``column`` is in ``values``, with the columns that
+    ranking needs."""
+    out: list[sqlite3.Row] = []
+    for start in range(0, len(values), _CHUNK):
+        chunk = values[start : start + _CHUNK]
+        names = {f"c{n}": v for n, v in enumerate(chunk)}
+        out.extend(conn.execute(
+            f"SELECT {_CANDIDATE_COLUMNS} FROM facts f"
+            f" WHERE f.{column} IN ({','.join(':' + k for k in names)}) AND {visible}",
+            {**params, **names},
+        ))  # fmt: skip
     return out
 
 

@@ -17,6 +17,8 @@ from typing import Final
 from . import migrations
 from .errors import StorageError
 
+#: FULL: an acknowledged write survives a power cut, not only a crash of the process.
+_SYNCHRONOUS: Final = "FULL"
 #: How long a connection waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS: Final = 30_000
 
@@ -38,21 +40,31 @@ class Database:
         self._closed = False
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction: commits when the block ends, rolls back if it raises."""
+    def write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction: commits when the block ends, rolls back if it raises.
+
+        ``durable=False`` commits without flushing to disk (for bookkeeping such as access
+        counts): a crash of the process loses nothing, a power cut may lose that commit.
+        """
         with self._write_lock:
             self._check_open()
             conn = self._writer
             if conn.in_transaction:  # nested use joins the outer transaction
                 yield conn
                 return
-            conn.execute("BEGIN IMMEDIATE")
+            if not durable:
+                conn.execute("PRAGMA synchronous = NORMAL")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("COMMIT")
+            finally:
+                if not durable:
+                    conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
 
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection (autocommit: each statement sees the latest commit)."""
@@ -102,6 +114,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")  # an acknowledged write survives power loss
+    conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn

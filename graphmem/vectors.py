@@ -178,6 +178,9 @@ class VectorIndex:
         return out
 
     def count(self) -> int:
+        with self._lock:
+            if self._mirror is not None:
+                return len(self._mirror)
         return int(self._table.count_rows())
 
     def clear(self) -> None:
@@ -296,9 +299,9 @@ class _Mirror:
 
     def _scores(self, queries: Vectors, live_only: bool) -> Vectors:
         n = len(self._ids)
-        scores: Vectors = queries @ self._matrix[:n].T
+        scores: Vectors = (self._matrix[:n] @ queries.T).T  # row-major matrix first: faster
         if live_only:
-            scores[:, ~self._live[:n]] = -np.inf
+            scores = np.where(self._live[:n], scores, np.float32(-np.inf))
         return scores
 
     def _partitions(self) -> _Partitions:
