@@ -288,7 +288,7 @@ class Memory:
         """Delete a fact for good: its row, links, vector and cached embedding (privacy)."""
         if not self._purge_ids([fact_id]):
             raise NotFound(f"no fact with id {fact_id!r}")
-        self._vectors.optimize()  # drop the old data files that still hold the vector
+        self._vectors.compact(erase=True)  # no older table version keeps the vector
 
     # ----------------------------------------------------------------------------- reads
 
@@ -518,7 +518,7 @@ class Memory:
         ]
         self._purge_ids(faded)
         if expired or faded:
-            self._vectors.optimize()
+            self._vectors.compact(erase=True)
         return PruneReport(len(expired), decayed, len(faded), dry_run=False)
 
     def backfill_decay(self, dry_run: bool = False) -> dict[str, int]:
@@ -637,7 +637,7 @@ class Memory:
                 progress(written, len(ids))
         with self._db.write() as wconn:
             wconn.execute("DELETE FROM outbox")
-        self._vectors.optimize()
+        self._vectors.compact()
         return written
 
     def replay_outbox(self) -> int:
@@ -670,7 +670,7 @@ class Memory:
         return report
 
     def optimize(self) -> dict[str, Any]:
-        """Compact the vector index and build its ANN index once it is large enough."""
+        """Compact the vector index; past the in-memory size, build its ANN index (slow)."""
         return self._vectors.optimize()
 
     # ----------------------------------------------------------------------------- internals

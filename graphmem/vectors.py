@@ -27,9 +27,8 @@ from .embedders import Vectors
 from .errors import StorageError
 
 TABLE: Final = "facts"
-#: Rows at which ``optimize`` builds an ANN index; below it a flat scan is exact and fast enough.
-ANN_INDEX_MIN_ROWS: Final = 50_000
-#: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions).
+#: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
+#: it, searches use LanceDB's IVF-PQ index, which ``optimize`` builds.
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
 #: Query vectors per matrix product in ``nearest_many`` (bounds the scores matrix it allocates).
 _QUERY_BLOCK: Final = 128
@@ -190,21 +189,35 @@ class VectorIndex:
             self._table = self._db.create_table(TABLE, schema=self._schema)
             self._mirror = _Mirror(self.dimensions)
 
+    def compact(self, *, erase: bool = False) -> None:
+        """Merge small fragments and delete table versions older than OLD_VERSIONS_KEPT.
+
+        ``erase`` deletes every older version at once, so a purged vector leaves no copy on
+        disk; another process reading the table at that moment may see its read fail.
+        """
+        with self._lock, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # lancedb warns about erase's risk
+            self._table.optimize(cleanup_older_than=timedelta(0) if erase else OLD_VERSIONS_KEPT)
+            self._commits = 0
+
     def optimize(self) -> dict[str, Any]:
-        """Compact small fragments, drop old versions, and build or refresh the ANN index."""
+        """Compact, and build the ANN index once the table is too large for the in-memory path.
+
+        Building IVF-PQ takes minutes at a few hundred thousand rows: run it deliberately
+        (`graphmem optimize`), not on a request path.
+        """
         from lancedb.index import IvfPq
 
+        self.compact()
         with self._lock:
-            self._table.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
-            self._commits = 0
-            rows = self.count()
+            rows = int(self._table.count_rows())
             indexed = bool(self._table.list_indices())
-            if rows >= ANN_INDEX_MIN_ROWS and not indexed:
+            if rows > EXACT_SEARCH_MAX_ROWS and not indexed:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     self._table.create_index("vector", config=IvfPq(distance_type="cosine"))
                 indexed = True
-        return {"rows": rows, "ann_index": indexed}
+        return {"rows": rows, "ann_index": indexed, "exact_in_memory": self._mirror is not None}
 
     def _committed(self) -> None:
         """Count a write; every COMPACT_EVERY writes, merge the small fragments they left.
@@ -214,8 +227,7 @@ class VectorIndex:
         """
         self._commits += 1
         if self._commits >= COMPACT_EVERY:
-            self._table.optimize(cleanup_older_than=OLD_VERSIONS_KEPT)
-            self._commits = 0
+            self.compact()
 
 
 class _Mirror:

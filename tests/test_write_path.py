@@ -210,6 +210,7 @@ def test_purge_removes_the_fact_its_links_vector_and_cached_embedding(mem: Memor
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == 1
     assert mem.history(new.id)[0].id == new.id
     assert mem.check().ok
+    assert len(mem._vectors._table.list_versions()) == 1  # no older version keeps the vector
     with pytest.raises(NotFound):
         mem.purge(old.id)
 
