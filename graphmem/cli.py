@@ -315,16 +315,17 @@ def stats(ctx: click.Context, /, as_json: bool) -> None:
 
 
 @cli.command()
+@json_option
 @click.pass_context
-def reindex(ctx: click.Context) -> None:
+def reindex(ctx: click.Context, /, as_json: bool) -> None:
     """Rebuild the vector index from SQLite (also after changing embedder)."""
     settings: Settings = ctx.obj
     with (
         _Progress("reindexing") as progress,
         Memory.open(settings=settings, reindex=True, progress=progress) as mem,
     ):
-        vectors = mem.stats()["vectors"]
-    click.echo(f"reindexed {vectors} vectors with {mem.embedder.model}")
+        data = {"vectors": mem.stats()["vectors"], "embedder": mem.embedder.model}
+    _emit(data, as_json, f"reindexed {data['vectors']} vectors with {data['embedder']}")
 
 
 @cli.command()
