@@ -174,22 +174,24 @@ class Memory:
                     f"process uses {_describe(wanted)}; run `graphmem reindex` to rebuild the "
                     "vectors with the new embedder (or open it with the old one)"
                 )
-            if recorded != wanted and (directory / VECTOR_DIR).exists():
-                shutil.rmtree(directory / VECTOR_DIR)  # vectors of another model are useless
+            rebuild = reindex or recorded != wanted
+            if rebuild and (directory / VECTOR_DIR).exists():
+                # Rebuilt from SQLite anyway; removing it first also recovers a damaged index.
+                shutil.rmtree(directory / VECTOR_DIR)
             memory = cls(directory, namespace, db, embedder, settings, clock or time.time)
+            if rebuild or (memory._vectors.missing and memory._count_facts()):
+                memory.reindex(progress)
+            else:
+                memory.replay_outbox()
+            if recorded != wanted:  # only once the vectors are this embedder's
+                with db.write() as conn:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)",
+                        [json.dumps(wanted, sort_keys=True)],
+                    )
         except BaseException:
             db.close()
             raise
-        if recorded != wanted:
-            with db.write() as conn:
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES ('embedder', ?)",
-                    [json.dumps(wanted, sort_keys=True)],
-                )
-        if reindex or recorded != wanted or (memory._vectors.missing and memory._count_facts()):
-            memory.reindex(progress)
-        else:
-            memory.replay_outbox()
         return memory
 
     def close(self) -> None:

@@ -70,7 +70,9 @@ class VectorIndex:
                 else self._db.open_table(TABLE)
             )
         except (OSError, ValueError, RuntimeError) as exc:
-            raise StorageError(f"cannot open the vector index at {path}: {exc}") from exc
+            raise StorageError(
+                f"cannot open the vector index at {path}: {exc}; `graphmem reindex` rebuilds it"
+            ) from exc
         stored = self._table.schema.field("vector").type
         if getattr(stored, "list_size", dimensions) != dimensions:
             raise StorageError(

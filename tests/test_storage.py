@@ -186,3 +186,18 @@ def test_concurrent_writers_and_readers_lose_nothing(mem: Memory) -> None:
     assert len(set(stored)) == 40
     assert mem.stats()["facts"] == 40
     assert mem.check().ok
+
+
+def test_reindex_recovers_a_damaged_vector_directory(tmp_path: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash")
+    with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
+        mem.store("The boiler service is due in March")
+    vectors = tmp_path / "default" / "vectors"
+    for path in vectors.rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"garbage")
+    with Memory.open(tmp_path, settings=settings, clock=clock, reindex=True) as mem:
+        assert mem.check().ok
+        assert [h.fact.text for h in mem.search("boiler", mode="vector")] == [
+            "The boiler service is due in March"
+        ]
