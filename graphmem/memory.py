@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -127,6 +128,7 @@ class Memory:
         self._clock = clock
         self._cache = EmbeddingCache(embedder)
         self._vectors = VectorIndex(directory / VECTOR_DIR, embedder.dimensions)
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphmem-search")
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -195,6 +197,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        self._pool.shutdown(wait=True)
         self._db.close()
 
     def __enter__(self) -> Memory:
@@ -395,20 +398,22 @@ class Memory:
         visible = " AND ".join(where)
         wanted = max(self.settings.fusion_candidates, limit)
         conn = self._db.reader()
+        live_only = scope.current and not include_superseded
+        fts: dict[str, float] = {}
+        vec: dict[str, float] = {}
         candidates: dict[str, sqlite3.Row] = {}
-        fts = (
-            self._fts_leg(conn, query, visible, params, wanted, candidates)
-            if mode != "vector"
-            else {}
-        )
-        vec = (
-            self._vector_leg(
-                conn, query, visible, params, wanted, candidates,
-                live_only=scope.current and not include_superseded,
-            )
+        # The legs run concurrently: FTS5 and the embedding/matrix product release the GIL.
+        pending = (
+            self._pool.submit(self._vector_leg, query, visible, params, wanted, live_only)
             if mode != "fts"
-            else {}
-        )  # fmt: skip
+            else None
+        )
+        if mode != "vector":
+            fts, rows = self._fts_leg(conn, query, visible, params, wanted)
+            candidates.update(rows)
+        if pending is not None:
+            vec, rows = pending.result()
+            candidates.update(rows)
         if mode == "hybrid":
             relevance = ranking.fuse(fts, vec, self.settings.fts_weight)
         elif mode == "fts":
@@ -707,14 +712,8 @@ class Memory:
         return out
 
     def _fts_leg(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        visible: str,
-        params: dict[str, Any],
-        n: int,
-        candidates: dict[str, sqlite3.Row],
-    ) -> dict[str, float]:
+        self, conn: sqlite3.Connection, query: str, visible: str, params: dict[str, Any], n: int
+    ) -> tuple[dict[str, float], dict[str, sqlite3.Row]]:
         """bm25 of the ``n`` best visible keyword matches (higher is better).
 
         FTS5 ranks its matches alone (fast), then the visibility filter runs on that top slice,
@@ -722,7 +721,7 @@ class Memory:
         """
         match = ranking.fts_query(query)
         if match is None:
-            return {}
+            return {}, {}
         weights = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
         k = n
         while True:
@@ -736,26 +735,23 @@ class Memory:
                 break
             k *= 4
         by_seq = {row["seq"]: row for row in shown}
-        out: dict[str, float] = {}
+        scores: dict[str, float] = {}
+        rows: dict[str, sqlite3.Row] = {}
         for seq, rank in ranked:
             row = by_seq.get(seq)
-            if row is not None and len(out) < n:
-                candidates[row["id"]] = row
-                out[row["id"]] = -rank  # bm25: lower is better
-        return out
+            if row is not None and len(scores) < n:
+                rows[row["id"]] = row
+                scores[row["id"]] = -rank  # bm25: lower is better
+        return scores, rows
 
     def _vector_leg(
-        self,
-        conn: sqlite3.Connection,
-        query: str,
-        visible: str,
-        params: dict[str, Any],
-        n: int,
-        candidates: dict[str, sqlite3.Row],
-        *,
-        live_only: bool,
-    ) -> dict[str, float]:
-        """Cosine of the ``n`` most similar visible facts, widening the ANN search as needed."""
+        self, query: str, visible: str, params: dict[str, Any], n: int, live_only: bool
+    ) -> tuple[dict[str, float], dict[str, sqlite3.Row]]:
+        """Cosine of the ``n`` most similar visible facts, widening the ANN search as needed.
+
+        Runs on a pool thread, with that thread's own read connection.
+        """
+        conn = self._db.reader()
         vector = self.embedder.embed([query])[0]
         total = self._vectors.count()
         k = n
@@ -769,9 +765,8 @@ class Memory:
                 break
             k = min(total, k * 4)
         shown.sort(key=lambda row: scores[row["id"]], reverse=True)
-        for row in shown[:n]:
-            candidates[row["id"]] = row
-        return {row["id"]: scores[row["id"]] for row in shown[:n]}
+        best = shown[:n]
+        return {row["id"]: scores[row["id"]] for row in best}, {row["id"]: row for row in best}
 
     def _track_access(self, ids: list[str]) -> None:
         """Count an access; facts in refreshable classes get their TTL restarted.

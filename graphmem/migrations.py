@@ -52,7 +52,6 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     CREATE INDEX facts_normalized_hash ON facts(normalized_hash);
     CREATE INDEX facts_category ON facts(category);
     CREATE INDEX facts_source ON facts(source) WHERE source IS NOT NULL;
-    CREATE INDEX facts_tags ON facts(tags) WHERE tags != '';
     CREATE INDEX facts_decay_class ON facts(decay_class);
     CREATE INDEX facts_expires_at ON facts(expires_at) WHERE expires_at IS NOT NULL;
     CREATE INDEX facts_valid ON facts(valid_from, valid_until);

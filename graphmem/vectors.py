@@ -88,29 +88,40 @@ class VectorIndex:
         """Write (or replace) the vectors of ``ids``. Idempotent, so outbox replays are safe."""
         if not ids:
             return
-        batch = pa.table(
+        with self._lock:
+            mirror = self._mirror
+            # Rows the table lacks are appended; only rows it has need merge_insert's join.
+            fresh = [n for n, i in enumerate(ids) if mirror is not None and not mirror.has(i)]
+            known = [n for n in range(len(ids)) if mirror is None or mirror.has(ids[n])]
+            if fresh:
+                self._table.add(self._arrow(ids, vectors, live, fresh))
+            if known:
+                (
+                    self._table.merge_insert("id")
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(self._arrow(ids, vectors, live, known))
+                )
+            self._committed()
+            if mirror is not None:
+                mirror.upsert(ids, vectors, live)
+                if len(mirror) > EXACT_SEARCH_MAX_ROWS:
+                    self._mirror = None  # too large to hold: LanceDB's ANN index takes over
+
+    def _arrow(
+        self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool], rows: list[int]
+    ) -> pa.Table:
+        picked = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32)[rows])
+        return pa.table(
             {
-                "id": pa.array(list(ids), pa.string()),
+                "id": pa.array([ids[n] for n in rows], pa.string()),
                 "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel()),
-                    self.dimensions,
+                    pa.array(picked.ravel()), self.dimensions
                 ),
-                "live": pa.array(list(live), pa.bool_()),
+                "live": pa.array([bool(live[n]) for n in rows], pa.bool_()),
             },
             schema=self._schema,
         )
-        with self._lock:
-            (
-                self._table.merge_insert("id")
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-                .execute(batch)
-            )
-            self._committed()
-            if self._mirror is not None:
-                self._mirror.upsert(ids, vectors, live)
-                if len(self._mirror) > EXACT_SEARCH_MAX_ROWS:
-                    self._mirror = None  # too large to hold: LanceDB's ANN index takes over
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
@@ -247,6 +258,9 @@ class _Mirror:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    def has(self, fact_id: str) -> bool:
+        return fact_id in self._pos
 
     def load(self, table: pa.Table) -> None:
         ids = table.column("id").to_pylist()
