@@ -110,11 +110,14 @@ def write_batch(
         "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
         batch.back_links,
     )
-    facts = _facts_by_id(conn, {d.fact_id for d in decisions if d.fact_id})
+    # The batch's rows mirror what it wrote (including later supersessions of earlier items).
     results = [
-        StoreResult(d.action, facts.get(d.fact_id) if d.fact_id else None, d.reason, d.targets)
+        StoreResult(
+            d.action, Fact.from_row(batch.rows[d.fact_id]) if d.fact_id else None, d.reason,
+            d.targets,
+        )
         for d in decisions
-    ]
+    ]  # fmt: skip
     return results, batch.touched
 
 
@@ -208,6 +211,8 @@ def _decide(
         "superseded_by": None if later is None else later["id"],
         "supersedes_id": superseded[0]["id"] if superseded else None,
         "vector_of": vector_of,
+        # Not inserted (column defaults), but part of the Fact this write returns:
+        "access_count": 0, "last_accessed_at": None, "retracted_at": None,
     }  # fmt: skip
     batch.inserts.append(row)
     batch.rows[fact_id] = row
@@ -216,6 +221,7 @@ def _decide(
     if key is not None and later is None:
         batch.by_key[key].append(row)
     for old in superseded:
+        old.update(valid_until=valid_from, valid_until_recorded_at=now, superseded_by=fact_id)
         batch.supersessions.append((valid_from, now, fact_id, old["id"]))
         batch.links.append((fact_id, old["id"], now, valid_from))
         batch.ended.add(old["id"])
@@ -223,6 +229,8 @@ def _decide(
     if later is not None:
         batch.links.append((later["id"], fact_id, now, later["valid_from"]))
         batch.back_links.append((fact_id, later["id"]))
+        if later["supersedes_id"] is None:
+            later["supersedes_id"] = fact_id
     return _Decision(action, fact_id, reason, tuple(r["id"] for r in superseded))
 
 
@@ -315,18 +323,6 @@ def _vector_owner(
         if row is None:
             return None
     return str(row["vector_of"] or candidate)
-
-
-def _facts_by_id(conn: sqlite3.Connection, ids: set[str]) -> dict[str, Fact]:
-    wanted = list(ids)
-    out: dict[str, Fact] = {}
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start : start + _CHUNK]
-        for row in conn.execute(
-            f"SELECT * FROM facts WHERE id IN ({','.join('?' * len(chunk))})", chunk
-        ):
-            out[row["id"]] = Fact.from_row(row)
-    return out
 
 
 def _group_key(entity: str | None, key: str | None) -> tuple[str, str] | None:

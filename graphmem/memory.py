@@ -269,7 +269,8 @@ class Memory:
             results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings)
             self._cache.store(conn, fresh, now)
             _queue(conn, touched, now)
-        self._sync(touched)
+        known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
+        self._sync(touched, known)
         return results
 
     def forget(self, fact_id: str) -> Fact:
@@ -838,8 +839,11 @@ class Memory:
         self._sync(touched)
         return removed
 
-    def _sync(self, ids: Iterable[str]) -> None:
-        """Make LanceDB agree with SQLite for these facts, then clear their outbox rows."""
+    def _sync(self, ids: Iterable[str], known: Mapping[str, Vectors] | None = None) -> None:
+        """Make LanceDB agree with SQLite for these facts, then clear their outbox rows.
+
+        ``known`` holds vectors the caller already has (by fact id), saving cache lookups.
+        """
         ids = list(dict.fromkeys(ids))
         if not ids:
             return
@@ -848,14 +852,18 @@ class Memory:
         gone = [i for i in ids if i not in found or found[i]["vector_of"] is not None]
         owner_ids = {found[i]["vector_of"] or i for i in ids if i in found}
         owners = _vector_owners(conn, owner_ids)
-        vectors = self._expected_vectors(conn, list(owners), embed_missing=True)
+        known = known or {}
+        vectors = {i: known[i] for i in owners if i in known}
+        missing = [i for i in owners if i not in vectors]
+        vectors.update(self._expected_vectors(conn, missing, embed_missing=True))
         self._vectors.delete(gone)
         ordered = list(owners)
         if ordered:
             self._vectors.upsert(
                 ordered, np.stack([vectors[i] for i in ordered]), [owners[i] for i in ordered]
             )
-        with self._db.write() as wconn:
+        # Not flushed to disk: an outbox row that survives a power cut is replayed, harmlessly.
+        with self._db.write(durable=False) as wconn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
                 wconn.execute(

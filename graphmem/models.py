@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -146,7 +147,8 @@ class Fact:
     supersedes_id: str | None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Fact:
+    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Fact:
+        """A Fact from a ``facts`` row (a sqlite3.Row or a dict with the same columns)."""
         return cls(
             id=row["id"],
             text=row["text"],

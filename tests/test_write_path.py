@@ -241,3 +241,43 @@ def test_a_large_batch_updates_each_key_once(mem: Memory, clock: Clock) -> None:
     assert all(len(r.target_ids) == 1 for r in results)
     assert mem.stats()["current"] == len(pairs)
     assert mem.stats()["links"] == len(pairs)
+
+
+@pytest.mark.parametrize(
+    ("text", "entity", "tags"),
+    [
+        ("NIBE F1245 uses Modbus TCP on port 502", None, ["nibe"]),
+        ("Home Assistant Zigbee coordinator on /dev/ttyUSB0", None, ["zigbee", "homeassistant"]),
+        ("OAuth token for the API endpoint", None, ["auth", "api"]),
+        ("Z-Wave stick and the HA dashboard on k8s", None, ["z-wave", "kubernetes", "ha"]),
+        (
+            "Backups of postgres, sqlite and lancedb",
+            "openclaw",
+            ["openclaw", "postgres", "sqlite", "lancedb"],
+        ),
+        ("Ha ha, very funny", None, []),
+        ("The dog sleeps", "docker", ["docker"]),
+    ],
+)
+def test_auto_tags_follow_the_seed_patterns(text: str, entity: str | None, tags: list[str]) -> None:
+    from graphmem.tagging import extract_tags
+
+    assert extract_tags(text, entity) == tags
+
+
+def test_a_batch_can_supersede_its_own_earlier_item_and_reports_both_states(
+    mem: Memory,
+) -> None:
+    first, second = mem.store_many([
+        {"text": "Printer is on floor 2", "entity": "printer", "key": "floor", "value": "2",
+         "valid_from": "2024-01-01"},
+        {"text": "Printer is on floor 3", "entity": "printer", "key": "floor", "value": "3",
+         "valid_from": "2024-06-01"},
+    ])  # fmt: skip
+    assert (first.action, second.action) == ("ADD", "UPDATE")
+    assert first.fact and second.fact
+    assert first.fact.superseded_by == second.fact.id
+    assert second.fact.supersedes_id == first.fact.id
+    stored = mem.get(first.fact.id, as_of="2024-03-01")
+    assert stored == first.fact
+    assert mem.get(second.fact.id) == second.fact
