@@ -68,7 +68,6 @@ class Database:
             finally:
                 if not durable:
                     conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
-    conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
 
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection (autocommit: each statement sees the latest commit)."""
