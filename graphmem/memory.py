@@ -576,12 +576,7 @@ class Memory:
         return {
             "namespace": self.namespace,
             "facts": one("SELECT count(*) FROM facts"),
-            "current": one(
-                f"SELECT count(*) FROM facts f WHERE {live}".replace(":as_of", "?1").replace(
-                    ":known_at", "?1"
-                ),
-                now,
-            ),
+            "current": sum(by_class.values()),
             "superseded": one("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL"),
             "retracted": one("SELECT count(*) FROM facts WHERE retracted_at IS NOT NULL"),
             "expired_pending_prune": one(
