@@ -201,3 +201,24 @@ def test_reindex_recovers_a_damaged_vector_directory(tmp_path: Path, clock: Cloc
         assert [h.fact.text for h in mem.search("boiler", mode="vector")] == [
             "The boiler service is due in March"
         ]
+
+
+def test_a_different_embedder_is_refused_until_reindexed(tmp_path: Path, clock: Clock) -> None:
+    from graphmem import EmbedderMismatch
+
+    with Memory.open(tmp_path, settings=Settings(embedder="hash"), clock=clock) as mem:
+        mem.store("The router's admin page is at 192.168.1.1")
+    other = Settings(embedder="hash", hash_dimensions=128)
+    with pytest.raises(EmbedderMismatch, match="graphmem reindex"):
+        Memory.open(tmp_path, settings=other, clock=clock)
+    # The refusal changed nothing: the original embedder still opens it.
+    with Memory.open(tmp_path, settings=Settings(embedder="hash"), clock=clock) as mem:
+        assert mem.check().ok
+    with Memory.open(tmp_path, settings=other, clock=clock, reindex=True) as mem:
+        assert mem.embedder.dimensions == 128
+        assert mem.check().ok
+        assert [h.fact.text for h in mem.search("router admin page", mode="vector")] == [
+            "The router's admin page is at 192.168.1.1"
+        ]
+    with Memory.open(tmp_path, settings=other, clock=clock) as mem:  # now the recorded one
+        assert mem.stats()["vectors"] == 1
