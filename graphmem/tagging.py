@@ -9,31 +9,33 @@ from typing import Final, Literal, get_args
 Category = Literal["preference", "fact", "decision", "entity", "other"]
 CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
 
-#: Built-in auto-tag patterns (seed 000), applied when a write gives no tags.
-TAG_PATTERNS: Final[dict[str, re.Pattern[str]]] = {
-    "nibe": re.compile(r"\bnibe\b", re.I),
-    "zigbee": re.compile(r"\bzigbee\b", re.I),
-    "z-wave": re.compile(r"\bz-?wave\b", re.I),
-    "auth": re.compile(r"\b(o?auth\w*|login|jwt|sso)\b", re.I),
-    "homeassistant": re.compile(r"\bhome\s*assistant\b", re.I),
-    "openclaw": re.compile(r"\bopenclaw\b", re.I),
-    "postgres": re.compile(r"\bpostgres(ql)?\b", re.I),
-    "sqlite": re.compile(r"\bsqlite3?\b", re.I),
-    "lancedb": re.compile(r"\blancedb\b", re.I),
-    "api": re.compile(r"\bapis?\b", re.I),
-    "docker": re.compile(r"\bdocker\w*\b", re.I),
-    "kubernetes": re.compile(r"\b(kubernetes|k8s|kubectl)\b", re.I),
-    "ha": re.compile(r"\bHA\b"),  # Home Assistant's usual abbreviation; upper case only
+#: Built-in auto-tags (seed 000), applied when a write gives no tags: each tag and the lower-case
+#: words (or word prefixes, ending in "*") that bring it. "homeassistant" also matches the two
+#: words "home assistant"; "ha" only the upper-case abbreviation "HA".
+TAG_WORDS: Final[dict[str, tuple[str, ...]]] = {
+    "nibe": ("nibe",),
+    "zigbee": ("zigbee",),
+    "z-wave": ("z-wave", "zwave"),
+    "auth": ("auth*", "oauth*", "login", "jwt", "sso"),
+    "homeassistant": ("homeassistant",),
+    "openclaw": ("openclaw",),
+    "postgres": ("postgres", "postgresql"),
+    "sqlite": ("sqlite", "sqlite3"),
+    "lancedb": ("lancedb",),
+    "api": ("api", "apis"),
+    "docker": ("docker*",),
+    "kubernetes": ("kubernetes", "k8s", "kubectl"),
+    "ha": (),
 }
-
-# All patterns in one alternation: a single scan of the text instead of one per tag.
-_GROUP_TAGS: Final = {f"t{n}": tag for n, tag in enumerate(TAG_PATTERNS)}
-_ANY_TAG: Final = re.compile(
-    "|".join(
-        f"(?P<t{n}>{'(?i:' if p.flags & re.I else '(?:'}{p.pattern}))"
-        for n, p in enumerate(TAG_PATTERNS.values())
-    )
+_WORDS = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_EXACT: Final = {w: tag for tag, ws in TAG_WORDS.items() for w in ws if not w.endswith("*")}
+_PREFIX_TAGS: Final = tuple(
+    (w[:-1], tag) for tag, ws in TAG_WORDS.items() for w in ws if w.endswith("*")
 )
+_PREFIXES: Final = tuple(p for p, _ in _PREFIX_TAGS)
+_HOME_ASSISTANT = re.compile(r"\bhome\s+assistant\b")
+_HA = re.compile(r"\bHA\b")
+
 MAX_TAGS: Final = 32
 MAX_TAG_LENGTH: Final = 64
 _TAG_CHARS = re.compile(r"^[a-z0-9][a-z0-9_.:/+-]*$")
@@ -74,12 +76,21 @@ def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
 
 
 def extract_tags(text: str, entity: str | None = None) -> list[str]:
-    """Auto-tags for a fact: every built-in pattern found in the text or the entity."""
+    """Auto-tags for a fact: every built-in tag whose words occur in the text or the entity."""
     found: set[str] = set()
     for haystack in (text, entity or ""):
-        for match in _ANY_TAG.finditer(haystack):
-            found.add(_GROUP_TAGS[str(match.lastgroup)])
-    return [tag for tag in TAG_PATTERNS if tag in found]
+        lower = haystack.lower()
+        for word in set(_WORDS.findall(lower)):
+            tag = _EXACT.get(word)
+            if tag is None and word.startswith(_PREFIXES):
+                tag = next(t for p, t in _PREFIX_TAGS if word.startswith(p))
+            if tag is not None:
+                found.add(tag)
+        if "home" in lower and _HOME_ASSISTANT.search(lower):
+            found.add("homeassistant")
+        if "HA" in haystack and _HA.search(haystack):
+            found.add("ha")
+    return [tag for tag in TAG_WORDS if tag in found]
 
 
 def detect_category(text: str) -> str:
