@@ -86,7 +86,7 @@ def stub() -> Iterator[tuple[_Stub, str]]:
     state = _Stub()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the http.server API)
+        def do_POST(self) -> None:
             length = int(self.headers.get("content-length", 0))
             status, payload = state.answer(json.loads(self.rfile.read(length)))
             raw = json.dumps(payload).encode()
