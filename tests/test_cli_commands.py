@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -32,9 +34,6 @@ def run(data: Path, *args: str, ok: bool = True) -> Done:
 
 
 def _invoke(argv: list[str]) -> tuple[str, str, int]:
-    import contextlib
-    import io
-
     stdout, stderr = io.StringIO(), io.StringIO()
     old_argv = sys.argv
     sys.argv = argv
