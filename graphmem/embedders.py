@@ -184,12 +184,7 @@ class OpenAIEmbedder:
         ]
         if not parts:
             return np.empty((0, self.dimensions), dtype=np.float32)
-        out = np.concatenate(parts)
-        if out.shape[1] != self.dimensions:
-            raise EmbedderError(
-                f"endpoint returned {out.shape[1]}-dimensional vectors, expected {self.dimensions}"
-            )
-        return out
+        return np.concatenate(parts)
 
     def _request(self, batch: list[str]) -> Vectors:
         kwargs: dict[str, Any] = {
@@ -216,6 +211,11 @@ class OpenAIEmbedder:
             ) from exc
         if matrix.ndim != 2 or not np.isfinite(matrix).all():
             raise EmbedderError("endpoint returned malformed embeddings")
+        expected = getattr(self, "dimensions", None)  # unset during the dimension probe
+        if expected is not None and matrix.shape[1] != expected:
+            raise EmbedderError(
+                f"endpoint returned {matrix.shape[1]}-dimensional vectors, expected {expected}"
+            )
         return _normalize(matrix)
 
 

@@ -712,32 +712,35 @@ class Memory:
     ) -> tuple[dict[str, float], dict[str, sqlite3.Row]]:
         """bm25 of the ``n`` best visible keyword matches (higher is better).
 
-        FTS5 ranks its matches alone (fast), then the visibility filter runs on that top slice,
-        which widens until ``n`` visible matches are found or the matches run out.
+        FTS5 ranks all matches alone (fast); the ranked rows are then read in slices, each
+        filtered for visibility, until ``n`` visible matches are found or the matches run out.
+        Ranking happens once however many invisible versions rank above the visible ones.
         """
         match = ranking.fts_query(query)
         if match is None:
             return {}, {}
         weights = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
-        k = n
-        while True:
-            ranked = conn.execute(
-                f"SELECT rowid, bm25(facts_fts, {weights}) FROM facts_fts"
-                " WHERE facts_fts MATCH ? ORDER BY 2 LIMIT ?",
-                [match, k],
-            ).fetchall()
-            shown = _candidates(conn, "seq", [r[0] for r in ranked], visible, params)
-            if len(shown) >= n or len(ranked) < k:
-                break
-            k *= 4
-        by_seq = {row["seq"]: row for row in shown}
+        cursor = conn.execute(
+            f"SELECT rowid, bm25(facts_fts, {weights}) FROM facts_fts"
+            " WHERE facts_fts MATCH ? ORDER BY 2",
+            [match],
+        )
         scores: dict[str, float] = {}
         rows: dict[str, sqlite3.Row] = {}
-        for seq, rank in ranked:
-            row = by_seq.get(seq)
-            if row is not None and len(scores) < n:
-                rows[row["id"]] = row
-                scores[row["id"]] = -rank  # bm25: lower is better
+        size = n
+        while len(scores) < n:
+            ranked = cursor.fetchmany(size)
+            if not ranked:
+                break
+            by_seq = {r["seq"]: r for r in _candidates(conn, "seq", [r[0] for r in ranked],
+                                                         visible, params)}  # fmt: skip
+            for seq, rank in ranked:
+                row = by_seq.get(seq)
+                if row is not None and len(scores) < n:
+                    rows[row["id"]] = row
+                    scores[row["id"]] = -rank  # bm25: lower is better
+            size *= 4
+        cursor.close()
         return scores, rows
 
     def _vector_leg(
