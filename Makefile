@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test test-slow lint bench bench-quick clean
+.PHONY: test lint bench bench-quick clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -13,9 +13,6 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: $(STAMP)
 	$(PY) -m pytest
-
-test-slow: $(STAMP)
-	$(PY) -m pytest -m slow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphmem tests bench
