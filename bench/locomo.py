@@ -1,0 +1,486 @@
+"""LoCoMo retrieval: does search find the conversation turns that answer a question?
+
+Recipe (../shared/bench-data/README.md): one namespace per conversation; each turn is a fact
+"{speaker}: {text}" with entity = speaker and source_date = valid_from = its session's date,
+stored with one store_many call per conversation; the query is the question and the gold results
+are the evidence turns. Metrics per category and overall: recall_frac@5/@10 (share of evidence
+turns in the top k), recall_all@10 (all of them), NDCG@10, for the fts, vector and hybrid modes,
+hybrid at several keyword weights (Settings.fts_weight).
+
+Categories use the official code's numbering: 1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop, 5 adversarial.
+
+Evidence ids with formatting slips are repaired ("D8:6; D9:17" → two ids, "D:11:26",
+"D30:05"); ids naming no turn are dropped; questions left without evidence are skipped and
+counted. Duplicate turns (same text) become one fact that stands for all of their ids.
+
+``--context`` also indexes each turn's previous and next turn (same session) in the fact's
+down-weighted ``context`` FTS column. ``--explore [parts]`` adds sweeps (slower): FTS column
+weights one at a time, fusion candidates, ranking without the quality adjustment, and other
+fusion methods. ``--column-weights`` overrides graphmem.search.FTS_COLUMN_WEIGHTS for the run.
+Query embeddings are cached across runs of one invocation, so ms/query is indicative only
+(bench/speed.py measures latency).
+
+    python -m bench.locomo [--samples N] [--embedder local|hash] [--context] [--explore [parts]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+import graphmem.search as ranking
+from graphmem import Memory, Settings
+from graphmem.embedders import Embedder
+
+from .common import (
+    OUT_DIR,
+    CachingEmbedder,
+    dataset,
+    machine,
+    make_embedder,
+    markdown_table,
+    mean,
+    ndcg,
+    recall_all,
+    recall_frac,
+    write_json,
+)
+
+CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                     5: "adversarial"}  # fmt: skip
+METRICS: Final = ("recall_frac@5", "recall_frac@10", "recall_all@10", "ndcg@10")
+DEFAULT_WEIGHTS: Final = (0.4, 0.5, 0.6, 0.7, 0.8)
+SESSION_DATE_FORMAT: Final = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+FTS_COLUMNS: Final = ("text", "category", "entity", "key", "value", "tags", "context",
+                      "date_terms")  # fmt: skip
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    folder = dataset("locomo")
+    if folder is None:
+        return 0
+    samples = json.loads((folder / "locomo10.json").read_text(encoding="utf-8"))
+    samples = samples[: args.samples] if args.samples else samples
+    if args.column_weights:
+        ranking.FTS_COLUMN_WEIGHTS = args.column_weights  # type: ignore[misc]
+    embedder = CachingEmbedder(make_embedder(args.embedder))
+    settings = Settings(track_access=False, fusion_candidates=args.candidates)
+
+    with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
+        started = time.perf_counter()
+        conversations = [
+            build_conversation(Path(tmp), sample, embedder, settings, context=args.context)
+            for sample in samples
+        ]
+        build_seconds = time.perf_counter() - started
+        print(f"stored {sum(c.turns for c in conversations)} turns in {build_seconds:.1f} s")
+        try:
+            runs: dict[str, Run] = {}
+            for mode in ("fts", "vector"):
+                runs[mode] = evaluate(conversations, mode)
+            for weight in args.weights:
+                runs[f"hybrid@{weight:g}"] = evaluate(conversations, "hybrid", fts_weight=weight)
+            exploration = explore(conversations, args) if args.explore else None
+        finally:
+            for c in conversations:
+                c.memory.close()
+
+    report = _report(args, samples, conversations, runs, build_seconds, exploration)
+    print(summary_markdown(report))
+    suffix = ("-context" if args.context else "") + ("-explore" if args.explore else "")
+    write_json(args.out or OUT_DIR / f"locomo-{args.embedder}{suffix}.json", report)
+    return 0
+
+
+# --------------------------------------------------------------------------------- data
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    gold: frozenset[str]
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    memory: Memory
+    #: fact id → the turns (dia_ids) it stands for; duplicate turns share one fact.
+    turns_of: dict[str, frozenset[str]]
+    questions: list[Question]
+    turns: int
+    duplicates: int
+    evidence: dict[str, int] = field(default_factory=dict)
+
+
+def build_conversation(
+    root: Path, sample: dict[str, Any], embedder: Embedder, settings: Settings, *, context: bool
+) -> Conversation:
+    """Store one conversation's turns (one store_many call) and parse its questions."""
+    conv = sample["conversation"]
+    items: list[dict[str, Any]] = []
+    dia_ids: list[str] = []
+    for session in _sessions(conv):
+        turns = conv[f"session_{session}"]
+        when = datetime.strptime(conv[f"session_{session}_date_time"], SESSION_DATE_FORMAT)
+        epoch = when.replace(tzinfo=UTC).timestamp()
+        for i, turn in enumerate(turns):
+            item = {
+                "text": f"{turn['speaker']}: {turn['text']}",
+                "entity": turn["speaker"],
+                "source_date": epoch,
+                "valid_from": epoch,
+                "classify": False,
+            }
+            if context:
+                around = [turns[j] for j in (i - 1, i + 1) if 0 <= j < len(turns)]
+                item["context"] = " ".join(f"{t['speaker']}: {t['text']}" for t in around)
+            items.append(item)
+            dia_ids.append(turn["dia_id"])
+    namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", sample["sample_id"])
+    memory = Memory.open(root, namespace=namespace, embedder=embedder, settings=settings)
+    results = memory.store_many(items)
+    turns_of: dict[str, set[str]] = defaultdict(set)
+    for dia_id, result in zip(dia_ids, results, strict=True):
+        assert result.fact is not None
+        turns_of[result.fact.id].add(dia_id)
+    known = set(dia_ids)
+    questions: list[Question] = []
+    counts = {"questions": 0, "skipped_no_evidence": 0, "ids_repaired": 0, "ids_dropped": 0}
+    for qa in sample["qa"]:
+        counts["questions"] += 1
+        gold, repaired, dropped = evidence_ids(qa.get("evidence") or [], known)
+        counts["ids_repaired"] += repaired
+        counts["ids_dropped"] += dropped
+        if not gold:
+            counts["skipped_no_evidence"] += 1
+            continue
+        questions.append(Question(qa["question"], int(qa["category"]), gold))
+    return Conversation(
+        sample_id=sample["sample_id"],
+        memory=memory,
+        turns_of={k: frozenset(v) for k, v in turns_of.items()},
+        questions=questions,
+        turns=len(items),
+        duplicates=sum(1 for r in results if r.action == "NOOP"),
+        evidence=counts,
+    )
+
+
+def evidence_ids(raw: Sequence[str], known: set[str]) -> tuple[frozenset[str], int, int]:
+    """Gold turn ids, with formatting slips repaired: several ids in one string ("D8:6; D9:17"),
+    "D:11:26", zero-padded "D30:05". Returns (ids, how many repaired, how many dropped as
+    unknown)."""
+    gold: set[str] = set()
+    repaired = dropped = 0
+    for item in raw:
+        parts = [p for p in re.split(r"[;,\s]+", str(item)) if p]
+        for part in parts:
+            match = re.fullmatch(r"D:?(\d+):0*(\d+)", part)
+            fixed = f"D{match.group(1)}:{match.group(2)}" if match else part
+            if fixed in known:
+                gold.add(fixed)
+                repaired += fixed != item
+            else:
+                dropped += 1
+    return frozenset(gold), repaired, dropped
+
+
+def _sessions(conv: dict[str, Any]) -> list[int]:
+    """Session numbers that have turns (some samples list more dates than sessions)."""
+    numbers = [int(m.group(1)) for k in conv if (m := re.fullmatch(r"session_(\d+)", k))]
+    return sorted(n for n in numbers if conv[f"session_{n}"])
+
+
+# --------------------------------------------------------------------------------- evaluation
+
+#: metric name → per-category mean (category names, plus "overall"), and the query count.
+Run = dict[str, Any]
+
+
+def evaluate(
+    conversations: Sequence[Conversation],
+    mode: str,
+    *,
+    fts_weight: float | None = None,
+    candidates: int | None = None,
+) -> Run:
+    """Every question of every conversation searched in ``mode``; metrics by category."""
+    per_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    seconds = 0.0
+    for conv in conversations:
+        base = conv.memory.settings
+        update: dict[str, Any] = {}
+        if fts_weight is not None:
+            update["fts_weight"] = fts_weight
+        if candidates is not None:
+            update["fusion_candidates"] = candidates
+        conv.memory.settings = base.model_copy(update=update)
+        try:
+            for q in conv.questions:
+                started = time.perf_counter()
+                hits = conv.memory.search(q.text, limit=10, mode=mode)
+                seconds += time.perf_counter() - started
+                ranked = [conv.turns_of[h.fact.id] for h in hits]
+                scores = {
+                    "recall_frac@5": recall_frac(ranked, q.gold, 5),
+                    "recall_frac@10": recall_frac(ranked, q.gold, 10),
+                    "recall_all@10": recall_all(ranked, q.gold, 10),
+                    "ndcg@10": ndcg(ranked, q.gold, 10),
+                }
+                for name, value in scores.items():
+                    per_category[CATEGORIES[q.category]][name].append(value)
+                    per_category["overall"][name].append(value)
+        finally:
+            conv.memory.settings = base
+    queries = len(per_category["overall"]["ndcg@10"])
+    return {
+        "mode": mode,
+        "fts_weight": fts_weight,
+        "queries": queries,
+        "ms_per_query": 1000 * seconds / max(queries, 1),
+        "metrics": {
+            cat: {name: mean(values) for name, values in metrics.items()}
+            for cat, metrics in sorted(per_category.items(), key=_category_order)
+        },
+    }
+
+
+EXPLORE_PARTS: Final = ("columns", "candidates", "adjust", "fusion")
+
+
+def explore(conversations: Sequence[Conversation], args: argparse.Namespace) -> dict[str, Any]:
+    """Sweeps around the current settings, each part optional: FTS column weights (one column
+    at a time), fusion candidates, ranking by fused relevance alone (no importance/freshness
+    adjustment), and other fusion methods (RRF k=60; bm25 scaled by its maximum)."""
+    weight = args.explore_weight
+    parts = EXPLORE_PARTS if args.explore == "all" else tuple(args.explore.split(","))
+    out: dict[str, Any] = {"fts_weight": weight}
+    base = tuple(ranking.FTS_COLUMN_WEIGHTS)
+
+    def score(run: Run) -> dict[str, float]:
+        return {m: run["metrics"]["overall"][m] for m in METRICS} | {
+            "multi-hop recall_frac@10": run["metrics"]["multi-hop"]["recall_frac@10"]
+        }
+
+    if "columns" in parts:
+        out["columns"] = {}
+        trials: list[tuple[str, tuple[float, ...]]] = [("current", base)]
+        grid = {"text": (0.5, 2.0), "category": (0.0,), "entity": (0.0, 1.0), "tags": (0.0,),
+                "context": (0.0, 0.1, 0.2, 0.5, 1.0), "date_terms": (0.0, 0.6)}  # fmt: skip
+        for column, values in grid.items():
+            n = FTS_COLUMNS.index(column)
+            for value in values:
+                if value != base[n]:
+                    trials.append((f"{column}={value:g}", (*base[:n], value, *base[n + 1 :])))
+        for name, weights in trials:
+            with _patched(ranking, "FTS_COLUMN_WEIGHTS", weights):
+                out["columns"][name] = {
+                    "weights": list(weights),
+                    "fts": score(evaluate(conversations, "fts")),
+                    "hybrid": score(evaluate(conversations, "hybrid", fts_weight=weight)),
+                }
+            print(f"  columns {name}: {out['columns'][name]['hybrid']}")
+    if "candidates" in parts:
+        out["candidates"] = {}
+        for n in (25, 50, 100, 200, 1000):
+            out["candidates"][str(n)] = score(
+                evaluate(conversations, "hybrid", fts_weight=weight, candidates=n)
+            )
+            print(f"  candidates {n}: {out['candidates'][str(n)]}")
+    if "adjust" in parts:
+
+        def relevance_only(relevance: float, **_: Any) -> float:
+            return relevance
+
+        with _patched(ranking, "adjust", relevance_only):
+            out["relevance_only"] = {
+                "fts": score(evaluate(conversations, "fts")),
+                "hybrid": score(evaluate(conversations, "hybrid", fts_weight=weight)),
+            }
+        print(f"  relevance only: {out['relevance_only']['hybrid']}")
+    if "fusion" in parts:
+        out["fusion"] = {}
+        for name, method in (("rrf60", _rrf), ("bm25/max + cosine min-max", _max_scaled_fts)):
+            with _patched(ranking, "fuse", method):
+                out["fusion"][name] = score(evaluate(conversations, "hybrid", fts_weight=weight))
+            print(f"  fusion {name}: {out['fusion'][name]}")
+    return out
+
+
+def _rrf(fts: dict[str, float], vector: dict[str, float], fts_weight: float) -> dict[str, float]:
+    """Reciprocal rank fusion, k = 60, legs weighted equally (the weight is ignored)."""
+    fused: dict[str, float] = defaultdict(float)
+    for leg in (fts, vector):
+        for rank, key in enumerate(sorted(leg, key=leg.__getitem__, reverse=True)):
+            fused[key] += 1.0 / (60 + rank + 1)
+    return dict(fused)
+
+
+def _max_scaled_fts(
+    fts: dict[str, float], vector: dict[str, float], fts_weight: float
+) -> dict[str, float]:
+    """bm25 divided by the query's best bm25 (0 stays 0, near-equal scores stay near-equal),
+    cosine min-max normalised as before."""
+    top = max(fts.values(), default=0.0)
+    a = {k: (v / top if top > 0 else 1.0) for k, v in fts.items()}
+    b = ranking.min_max(vector)
+    return {
+        k: fts_weight * a.get(k, 0.0) + (1.0 - fts_weight) * b.get(k, 0.0)
+        for k in a.keys() | b.keys()
+    }
+
+
+@contextmanager
+def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
+
+
+def _category_order(item: tuple[str, Any]) -> int:
+    names = [*CATEGORIES.values(), "overall"]
+    return names.index(item[0])
+
+
+# --------------------------------------------------------------------------------- report
+
+
+def _report(
+    args: argparse.Namespace,
+    samples: Sequence[dict[str, Any]],
+    conversations: Sequence[Conversation],
+    runs: dict[str, Run],
+    build_seconds: float,
+    exploration: dict[str, Any] | None,
+) -> dict[str, Any]:
+    evidence: dict[str, int] = defaultdict(int)
+    for c in conversations:
+        for k, v in c.evidence.items():
+            evidence[k] += v
+    return {
+        "benchmark": "locomo",
+        "machine": machine(),
+        "config": {
+            "samples": len(samples),
+            "embedder": args.embedder,
+            "context": args.context,
+            "fusion_candidates": args.candidates,
+            "fts_column_weights": list(ranking.FTS_COLUMN_WEIGHTS),
+            "category_numbering": {str(k): v for k, v in CATEGORIES.items()},
+        },
+        "data": {
+            "turns": sum(c.turns for c in conversations),
+            "duplicate_turns_merged": sum(c.duplicates for c in conversations),
+            **evidence,
+            "questions_evaluated": sum(len(c.questions) for c in conversations),
+            "store_seconds": build_seconds,
+        },
+        "runs": runs,
+        "exploration": exploration,
+    }
+
+
+def summary_markdown(report: dict[str, Any]) -> str:
+    """Markdown tables: overall per mode, then per category for fts, vector and best hybrid."""
+    runs: dict[str, Run] = report["runs"]
+    lines = [
+        f"LoCoMo, embedder {report['config']['embedder']}, context "
+        f"{'on' if report['config']['context'] else 'off'}; "
+        f"{report['data']['questions_evaluated']} questions "
+        f"({report['data']['skipped_no_evidence']} skipped without valid evidence)",
+        "",
+        markdown_table(
+            ["run", *METRICS, "ms/query"],
+            [
+                [
+                    name,
+                    *(run["metrics"]["overall"][m] for m in METRICS),
+                    f"{run['ms_per_query']:.1f}",
+                ]
+                for name, run in runs.items()
+            ],
+        ),
+    ]
+    best = max(
+        (n for n in runs if n.startswith("hybrid")),
+        key=lambda n: runs[n]["metrics"]["overall"]["recall_frac@10"],
+        default=None,
+    )
+    for name in ("fts", "vector", best):
+        if name is None:
+            continue
+        metrics = runs[name]["metrics"]
+        lines += ["", f"{name}, per category (official numbering):", ""]
+        lines.append(markdown_table(["category", *METRICS], [
+            [cat, *(values[m] for m in METRICS)] for cat, values in metrics.items()
+        ]))  # fmt: skip
+    return "\n".join(lines)
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.locomo", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--samples", type=int, default=0, help="first N conversations (0: all 10)")
+    parser.add_argument("--embedder", choices=("local", "hash"), default="local")
+    parser.add_argument(
+        "--context",
+        action="store_true",
+        help="index the previous and next turn in each fact's context column",
+    )
+    parser.add_argument(
+        "--weights",
+        type=float,
+        nargs="+",
+        default=list(DEFAULT_WEIGHTS),
+        help="fts_weight values for hybrid runs",
+    )
+    parser.add_argument("--candidates", type=int, default=200, help="Settings.fusion_candidates")
+    parser.add_argument(
+        "--column-weights",
+        type=_weights,
+        default=None,
+        help="override FTS_COLUMN_WEIGHTS: 8 comma-separated numbers, in the order "
+        + ", ".join(FTS_COLUMNS),
+    )
+    parser.add_argument(
+        "--explore",
+        nargs="?",
+        const="all",
+        default=None,
+        help="also run exploration sweeps: all (default), or a comma list of "
+        + ", ".join(EXPLORE_PARTS),
+    )
+    parser.add_argument(
+        "--explore-weight", type=float, default=0.6, help="fts_weight used by the --explore sweeps"
+    )
+    parser.add_argument("--out", type=Path, default=None, help="JSON output path")
+    return parser.parse_args(argv)  # fmt: skip
+
+
+def _weights(text: str) -> tuple[float, ...]:
+    values = tuple(float(v) for v in text.split(","))
+    if len(values) != len(FTS_COLUMNS):
+        raise argparse.ArgumentTypeError(f"expected {len(FTS_COLUMNS)} weights")
+    return values
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
