@@ -8,6 +8,7 @@ commit → bring LanceDB in line and clear the outbox. A crash after the commit 
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -36,6 +37,7 @@ from .decay import (
 )
 from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
 from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
+from .keyword import KeywordRanker
 from .models import MAX_BATCH, MAX_TEXT_LENGTH, Fact, FactInput, SearchHit, StoreResult
 from .settings import Settings
 from .storage import Database
@@ -129,6 +131,7 @@ class Memory:
         self._cache = EmbeddingCache(embedder)
         self._vectors = VectorIndex(directory / VECTOR_DIR, embedder.dimensions)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphmem-search")
+        self._keywords = KeywordRanker()
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -712,35 +715,28 @@ class Memory:
     ) -> tuple[dict[str, float], dict[str, sqlite3.Row]]:
         """bm25 of the ``n`` best visible keyword matches (higher is better).
 
-        FTS5 ranks all matches alone (fast); the ranked rows are then read in slices, each
-        filtered for visibility, until ``n`` visible matches are found or the matches run out.
-        Ranking happens once however many invisible versions rank above the visible ones.
+        The ranked matches (:class:`~graphmem.keyword.KeywordRanker`) are read in growing
+        slices, each filtered for visibility, until ``n`` visible matches are found or the
+        matches run out: ranking happens once however many invisible versions rank above the
+        visible ones.
         """
-        match = ranking.fts_query(query)
-        if match is None:
-            return {}, {}
-        weights = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
-        cursor = conn.execute(
-            f"SELECT rowid, bm25(facts_fts, {weights}) FROM facts_fts"
-            " WHERE facts_fts MATCH ? ORDER BY 2",
-            [match],
-        )
+        ranked = self._keywords.ranked(conn, query)
         scores: dict[str, float] = {}
         rows: dict[str, sqlite3.Row] = {}
         size = n
         while len(scores) < n:
-            ranked = cursor.fetchmany(size)
-            if not ranked:
+            chunk = list(itertools.islice(ranked, size))
+            if not chunk:
                 break
-            by_seq = {r["seq"]: r for r in _candidates(conn, "seq", [r[0] for r in ranked],
+            by_seq = {r["seq"]: r for r in _candidates(conn, "seq", [seq for seq, _ in chunk],
                                                          visible, params)}  # fmt: skip
-            for seq, rank in ranked:
+            for seq, rank in chunk:
                 row = by_seq.get(seq)
                 if row is not None and len(scores) < n:
                     rows[row["id"]] = row
                     scores[row["id"]] = -rank  # bm25: lower is better
             size *= 4
-        cursor.close()
+        ranked.close()
         return scores, rows
 
     def _vector_leg(

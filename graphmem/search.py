@@ -158,16 +158,14 @@ STOPWORDS: Final = frozenset(
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression: the query's words, each quoted, OR-ed; stopwords dropped.
+def fts_terms(text: str) -> list[str]:
+    """The query's words as quoted FTS5 phrases, stopwords dropped (unless nothing else is left).
 
-    Quoting makes any user text safe (no FTS5 syntax survives). None when no word remains.
+    Quoting makes any user text safe: no FTS5 syntax survives. Empty when no word remains.
     """
     words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
     content = [w for w in words if w not in STOPWORDS] or words
-    if not content:
-        return None
-    return " OR ".join('"' + w.replace('"', '""') + '"' for w in content[:MAX_QUERY_TERMS])
+    return ['"' + w.replace('"', '""') + '"' for w in content[:MAX_QUERY_TERMS]]
 
 
 def min_max(scores: Mapping[str, float]) -> dict[str, float]:

@@ -1,0 +1,113 @@
+"""The keyword leg: FTS5 bm25 ranking whose cost stays bounded as memory grows.
+
+FTS5 computes bm25 for every row a query matches before it can return the best one, about
+1.5 µs a row here. An OR of the query's words matches every fact that contains any of them, and
+at 100k facts a word such as "team" or an initial such as "m" is in a fifth of them: ranking
+took 40 to 80 ms a query. :class:`KeywordRanker` therefore splits the words, as Lucene's
+common-terms query does:
+
+* *selecting* words, the rarest, taken while their document frequencies add up to at most
+  :data:`RANKING_BUDGET` (at least one word is always selecting);
+* *scoring* words, the rest: they add to the score of a fact that a selecting word matched, but
+  do not bring in facts on their own.
+
+Two queries, ``(S) AND (C)`` and ``(S) NOT (C)``, rank the selected facts; their bm25 is exactly
+that of the full ``S OR C`` query (each phrase of the expression counts once, and a phrase under
+NOT contributes zero), so the two ranked streams are merged as they are. Only if the caller reads
+past every selected fact are the facts that match scoring words alone ranked, by ``(C) NOT (S)``.
+When all words together match at most the budget, the plain OR query runs: small memories are
+ranked exactly as before. Document frequencies are counted once per word and cached until the
+table has grown or shrunk by a tenth; they only steer the split, never the scores.
+"""
+
+from __future__ import annotations
+
+import heapq
+import sqlite3
+import threading
+from collections.abc import Generator, Iterator
+from typing import Final
+
+from . import search as ranking
+
+#: Matches ranked in full before the most common query words stop selecting facts.
+RANKING_BUDGET: Final = 5_000
+#: Cached document frequencies are recounted once the table size moved by this share.
+DF_REFRESH_SHARE: Final = 0.1
+#: Words whose frequency is cached at most (the cache is cleared when full).
+DF_CACHE_SIZE: Final = 20_000
+
+_WEIGHTS: Final = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
+
+
+class KeywordRanker:
+    """Ranked FTS5 matches for queries, with per-word document frequencies cached."""
+
+    def __init__(self) -> None:
+        self._df: dict[str, int] = {}
+        self._counted_at = 0  # table size when the cache was last cleared
+        self._lock = threading.Lock()
+
+    def ranked(
+        self, conn: sqlite3.Connection, query: str
+    ) -> Generator[tuple[int, float], None, None]:
+        """``(seq, bm25)`` of the facts matching ``query``, best (lowest bm25) first.
+
+        Lazy: later queries of the plan run only if the caller reads that far.
+        """
+        terms = ranking.fts_terms(query)
+        if not terms:
+            return
+        frequency = self._frequencies(conn, terms)
+        selecting: list[str] = []
+        total = 0
+        for term in sorted(terms, key=lambda t: frequency[t]):
+            if selecting and total + frequency[term] > RANKING_BUDGET:
+                break
+            selecting.append(term)
+            total += frequency[term]
+        scoring = [t for t in terms if t not in selecting]
+        if not scoring:
+            yield from _rank(conn, _any(terms))
+            return
+        chosen, rest = _any(selecting), _any(scoring)
+        yield from heapq.merge(
+            _rank(conn, f"{chosen} AND {rest}"),
+            _rank(conn, f"{chosen} NOT {rest}"),
+            key=lambda row: row[1],
+        )
+        yield from _rank(conn, f"{rest} NOT {chosen}")
+
+    def _frequencies(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+        size = conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()[0]
+        with self._lock:
+            moved = abs(size - self._counted_at) > DF_REFRESH_SHARE * max(self._counted_at, 1)
+            if moved or len(self._df) > DF_CACHE_SIZE:
+                self._df.clear()
+                self._counted_at = size
+            known = {t: self._df[t] for t in terms if t in self._df}
+        for term in terms:
+            if term not in known:
+                known[term] = conn.execute(
+                    "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", [term]
+                ).fetchone()[0]
+        with self._lock:
+            self._df.update(known)
+        return known
+
+
+def _any(terms: list[str]) -> str:
+    return "(" + " OR ".join(terms) + ")"
+
+
+def _rank(conn: sqlite3.Connection, match: str) -> Iterator[tuple[int, float]]:
+    cursor = conn.execute(
+        f"SELECT rowid, bm25(facts_fts, {_WEIGHTS}) FROM facts_fts"
+        " WHERE facts_fts MATCH ? ORDER BY 2",
+        [match],
+    )
+    try:
+        while rows := cursor.fetchmany(256):
+            yield from rows
+    finally:
+        cursor.close()

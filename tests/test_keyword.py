@@ -1,0 +1,72 @@
+"""The keyword leg's bounded ranking: common words score but do not select, with exact bm25."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphmem import Memory, keyword
+
+
+@pytest.fixture
+def crowded(mem: Memory) -> Memory:
+    """60 of 160 facts mention the platform team; 4 of them, and 2 others, mention Zephyr."""
+    facts = [{"text": f"Member {n} of the platform team owns service {n}"} for n in range(60)]
+    for n in range(0, 40, 10):
+        facts[n]["text"] += " and the Zephyr gateway"
+    facts += [{"text": "Zephyr is the name of the new gateway"},
+              {"text": "The Zephyr rollout starts on Monday"}]  # fmt: skip
+    facts += [{"text": f"Invoice {n} was paid on day {n}"} for n in range(98)]
+    assert {r.action for r in mem.store_many(facts)} == {"ADD"}
+    return mem
+
+
+def _fts(mem: Memory, query: str, limit: int) -> list[tuple[str, float | None]]:
+    return [(h.fact.text, h.fts_score) for h in mem.search(query, mode="fts", limit=limit)]
+
+
+def test_a_small_budget_ranks_exactly_like_the_full_query(
+    crowded: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exact = _fts(crowded, "zephyr platform team", limit=6)
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # "platform" and "team" become scoring-only
+    split = _fts(crowded, "zephyr platform team", limit=6)
+    assert [t for t, _ in split] == [t for t, _ in exact]
+    assert [s for _, s in split] == pytest.approx([s for _, s in exact])
+    assert all("Zephyr" in t for t, _ in split)
+    # the scoring words still add to the score of the facts that contain them
+    alone = dict(_fts(crowded, "zephyr", limit=6))
+    for text, score in split:
+        assert (
+            (score or 0) > (alone[text] or 0)
+            if "team" in text
+            else score == pytest.approx(alone[text])
+        )
+
+
+def test_facts_with_only_common_words_fill_up_when_the_rare_ones_run_out(
+    crowded: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    hits = _fts(crowded, "zephyr platform team", limit=20)
+    assert len(hits) == 20
+    assert sum("Zephyr" in t for t, _ in hits) == 6
+    assert all("Zephyr" in t for t, _ in hits[:6])  # every rare match outranks the fill
+
+
+def test_the_split_respects_visibility(crowded: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    for hit in crowded.search("zephyr", mode="fts", limit=10):
+        crowded.forget(hit.fact.id)
+    hits = _fts(crowded, "zephyr platform team", limit=5)
+    assert len(hits) == 5 and not any("Zephyr" in t for t, _ in hits)
+
+
+def test_results_stay_complete_as_words_become_common(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    mem.store_many([{"text": f"Quartz note {n}"} for n in range(5)])
+    assert len(_fts(mem, "quartz", limit=50)) == 5
+    mem.store_many([{"text": f"Quartz memo number {n}"} for n in range(40)])
+    # "quartz" is now common, "memo" too: one of them still selects, nothing is lost
+    assert len(_fts(mem, "quartz memo", limit=50)) == 45
