@@ -5,9 +5,12 @@ this vector is neither retracted nor superseded) so that current-time searches c
 SQLite stays the source of truth: writes reach this index through the outbox (see memory.py).
 
 Queries take one of two paths. Up to EXACT_SEARCH_MAX_ROWS vectors, the table is mirrored in
-memory and searched exactly by one matrix product (8 ms for 100k x 384 on 2 cores, against 12-28
-ms for LanceDB's IVF-PQ index and far more for its flat scan, each LanceDB query also carrying a
-fixed overhead that batching does not remove). Above it, queries go to LanceDB's ANN index.
+memory and searched there: LanceDB measured 12-28 ms a query with its IVF-PQ index at 100k
+vectors and far more flat, each query also carrying a fixed overhead that batching does not
+remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
+cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
+coordinates and re-scores the best candidates with the full vectors (bench/REPORT.md has the
+measured recall). Above EXACT_SEARCH_MAX_ROWS, queries go to LanceDB's ANN index.
 """
 
 from __future__ import annotations
@@ -37,6 +40,17 @@ _QUERY_BLOCK: Final = 128
 PARTITION_MIN_ROWS: Final = 20_000
 #: Partitions probed per near-duplicate check.
 PARTITION_PROBES: Final = 4
+#: Rows from which exact search first scores a projection of the rows on their principal
+#: components, then re-scores the best PROJECTION_OVERSAMPLE x k candidates with the full
+#: vectors. Below it one full matrix product is cheap enough.
+PROJECTION_MIN_ROWS: Final = 50_000
+#: Principal components kept by that projection (MiniLM's 384 dimensions: 87% of the variance
+#: of the benchmark's facts).
+PROJECTED_DIMENSIONS: Final = 96
+#: Candidates re-scored exactly per result wanted.
+PROJECTION_OVERSAMPLE: Final = 10
+#: Rows sampled to compute the principal components.
+_PROJECTION_SAMPLE: Final = 20_000
 #: Writes between automatic compactions of the table's small fragments.
 COMPACT_EVERY: Final = 50
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
@@ -230,7 +244,13 @@ class VectorIndex:
                     warnings.simplefilter("ignore", DeprecationWarning)
                     self._table.create_index("vector", config=IvfPq(distance_type="cosine"))
                 indexed = True
-        return {"rows": rows, "ann_index": indexed, "exact_in_memory": self._mirror is not None}
+            projected = self._mirror is not None and self._mirror.prepare()
+        return {
+            "rows": rows,
+            "ann_index": indexed,
+            "exact_in_memory": self._mirror is not None,
+            "projected": projected,
+        }
 
     def _committed(self) -> None:
         """Count a write; every COMPACT_EVERY writes, merge the small fragments they left.
@@ -255,6 +275,7 @@ class _Mirror:
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._ivf: _Partitions | None = None
+        self._projection: _Projection | None = None
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -284,6 +305,8 @@ class _Mirror:
             written.append(row)
         if self._ivf is not None:
             self._ivf.label(self._matrix, np.array(written, dtype=np.int64))
+        if self._projection is not None:
+            self._projection.project(self._matrix, np.array(written, dtype=np.int64))
 
     def delete(self, ids: Iterable[str]) -> None:
         for fact_id in ids:
@@ -299,16 +322,37 @@ class _Mirror:
                 self._pos[moved] = row
                 if self._ivf is not None:
                     self._ivf.move(last, row)
+                if self._projection is not None:
+                    self._projection.move(last, row)
             self._ids.pop()
 
     def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
-        scores = self._scores(np.asarray(vector, dtype=np.float32)[None, :], live_only)[0]
+        query = np.asarray(vector, dtype=np.float32)
+        n = len(self._ids)
+        projection = self._projected(n)
+        if projection is None or k * PROJECTION_OVERSAMPLE * 2 >= n:
+            rows = None
+            scores = self._scores(query[None, :], live_only)[0]
+        else:
+            # First pass on the projection, then the best candidates exactly (their order and
+            # scores are exact; a true neighbour is missed only if the projection ranks it
+            # below k x PROJECTION_OVERSAMPLE others).
+            coarse = projection.scores(query, n)
+            if live_only:
+                coarse = np.where(self._live[:n], coarse, np.float32(-np.inf))
+            wanted = min(k * PROJECTION_OVERSAMPLE, int(np.isfinite(coarse).sum()))
+            if wanted <= 0:
+                return []
+            rows = np.argpartition(-coarse, wanted - 1)[:wanted]
+            rows = rows[np.isfinite(coarse[rows])]
+            scores = self._matrix[rows] @ query
         k = min(k, int(np.isfinite(scores).sum()))
         if k <= 0:
             return []
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self._ids[i], float(scores[i])) for i in top]
+        found = top if rows is None else rows[top]
+        return [(self._ids[i], float(s)) for i, s in zip(found, scores[top], strict=True)]
 
     def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
         if len(self._ids) >= PARTITION_MIN_ROWS:
@@ -338,11 +382,58 @@ class _Mirror:
             self._ivf = _Partitions(self._matrix, n)
         return self._ivf
 
+    def prepare(self) -> bool:
+        """Compute the projection now if the table is large enough; True if it is in use."""
+        return self._projected(len(self._ids)) is not None
+
+    def _projected(self, n: int) -> _Projection | None:
+        if n < PROJECTION_MIN_ROWS or self._matrix.shape[1] <= PROJECTED_DIMENSIONS:
+            return None
+        if self._projection is None or n > 2 * self._projection.trained_on:
+            self._projection = _Projection(self._matrix, n)
+        return self._projection
+
     def _grow(self) -> None:
         self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
         self._live = np.concatenate([self._live, np.zeros_like(self._live)])
         if self._ivf is not None:
             self._ivf.grow(len(self._matrix))
+        if self._projection is not None:
+            self._projection.grow(len(self._matrix))
+
+
+class _Projection:
+    """The rows' coordinates on their first principal components, kept up to date on writes.
+
+    A row's centred coordinates dotted with the query's approximate its cosine up to a term
+    that is the same for every row (the mean's cosine with the query), so they rank alike.
+    """
+
+    def __init__(self, matrix: Vectors, n: int) -> None:
+        rng = np.random.default_rng(0)
+        sample = matrix[np.sort(rng.choice(n, size=min(n, _PROJECTION_SAMPLE), replace=False))]
+        self.mean = sample.mean(axis=0)
+        _, _, components = np.linalg.svd(sample - self.mean, full_matrices=False)
+        self.basis = np.ascontiguousarray(components[:PROJECTED_DIMENSIONS].T, dtype=np.float32)
+        self.trained_on = n
+        self.rows = np.empty((len(matrix), PROJECTED_DIMENSIONS), dtype=np.float32)
+        self.project(matrix, np.arange(n))
+
+    def project(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
+        for start in range(0, len(rows), 8192):
+            chunk = rows[start : start + 8192]
+            self.rows[chunk] = (matrix[chunk] - self.mean) @ self.basis
+
+    def move(self, source: int, target: int) -> None:
+        self.rows[target] = self.rows[source]
+
+    def grow(self, capacity: int) -> None:
+        extra = np.empty((capacity - len(self.rows), self.rows.shape[1]), dtype=np.float32)
+        self.rows = np.concatenate([self.rows, extra])
+
+    def scores(self, query: Vectors, n: int) -> Vectors:
+        result: Vectors = self.rows[:n] @ (query @ self.basis)
+        return result
 
 
 class _Partitions:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from graphmem import vectors
 from graphmem.vectors import PARTITION_MIN_ROWS, _Mirror
 
 
@@ -49,3 +51,55 @@ def test_partitioned_near_duplicate_checks_find_close_copies_in_a_large_table() 
     # Rows written after the partitions were trained are found too.
     mirror.upsert(["late"], unit_rows(1, seed=4), [True])
     assert mirror.nearest_many(unit_rows(1, seed=4), live_only=True)[0][0] == "late"  # type: ignore[index]
+
+
+def structured_rows(n: int, dims: int = 128, factors: int = 24, seed: int = 0) -> np.ndarray:
+    """Unit vectors mostly in a low-dimensional subspace, as text embeddings are."""
+    rng = np.random.default_rng(seed)
+    mixing = rng.standard_normal((factors, dims))
+    rows = rng.standard_normal((n, factors)) @ mixing + 0.3 * rng.standard_normal((n, dims))
+    rows = rows.astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def test_projected_search_on_a_large_table_agrees_with_brute_force(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vectors, "PROJECTION_MIN_ROWS", 2_000)
+    monkeypatch.setattr(vectors, "PROJECTED_DIMENSIONS", 32)
+    n = 6_000
+    rows = structured_rows(n + 50)
+    table, queries = rows[:n], rows[n:]
+    live = np.arange(n) % 4 != 0
+    mirror = _Mirror(128)
+    mirror.upsert([f"f{i}" for i in range(n)], table, live.tolist())
+    found = 0
+    for query in queries:
+        hits = mirror.nearest(query, 10, live_only=True)
+        exact = table @ query
+        expected = [f"f{i}" for i in np.argsort(-np.where(live, exact, -np.inf))[:10]]
+        found += len({h for h, _ in hits} & set(expected))
+        for fact_id, score in hits:  # scores are exact, and only live rows come back
+            assert score == pytest.approx(float(exact[int(fact_id[1:])]), abs=1e-5)
+            assert live[int(fact_id[1:])]
+    assert mirror._projection is not None  # the projected path ran
+    assert found / (10 * len(queries)) >= 0.98
+
+
+def test_projected_search_sees_rows_written_and_deleted_after_training(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(vectors, "PROJECTION_MIN_ROWS", 2_000)
+    monkeypatch.setattr(vectors, "PROJECTED_DIMENSIONS", 32)
+    rows = structured_rows(3_002, seed=5)
+    mirror = _Mirror(128)
+    mirror.upsert([f"f{i}" for i in range(3_000)], rows[:3_000], [True] * 3_000)
+    target = rows[3_000]
+    best = mirror.nearest(target, 3, live_only=True)
+    mirror.upsert(["late"], target[None, :], [True])
+    assert mirror.nearest(target, 1, live_only=True)[0][0] == "late"
+    mirror.delete(["late", best[0][0]])
+    after = [h for h, _ in mirror.nearest(target, 2, live_only=True)]
+    assert after == [h for h, _ in best[1:3]]
+    # asking for most of the table falls back to one exact pass over every row
+    assert len(mirror.nearest(target, 2_000, live_only=False)) == 2_000
