@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -132,6 +133,8 @@ class Memory:
         self._vectors = VectorIndex(directory / VECTOR_DIR, embedder.dimensions)
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphmem-search")
         self._keywords = KeywordRanker()
+        self._access_lock = threading.Lock()
+        self._accessed: dict[str, tuple[int, float]] = {}  # id -> (count, last time) to write
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -201,6 +204,9 @@ class Memory:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        if self._accessed and not self._db.closed:
+            with self._db.write(durable=False) as conn:
+                self._flush_access(conn)
         self._db.close()
 
     def __enter__(self) -> Memory:
@@ -766,26 +772,44 @@ class Memory:
     def _track_access(self, ids: list[str]) -> None:
         """Count an access; facts in refreshable classes get their TTL restarted.
 
+        Never waits for the writer: while another write holds it (a large batch can take a
+        second), the accesses wait in memory and go out with the next search's, or at close.
         Committed without an fsync (``durable=False``): an access counter lost to a power cut
-        is harmless, and search latency would otherwise include a disk flush.
+        or a crash is harmless, and search latency would otherwise include a disk flush.
         """
-        if not ids or not self.settings.track_access:
+        if not self.settings.track_access:
             return
         now = self._now()
-        restart = " ".join(f"WHEN '{c}' THEN {expiry(c, now)!r}" for c in sorted(REFRESH_ON_ACCESS))
-        with self._db.write(durable=False) as conn:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
-                marks = ",".join("?" * len(chunk))
-                refreshed = f"decay_class IN ({','.join(repr(c) for c in sorted(REFRESH_ON_ACCESS))}) AND expires_at IS NOT NULL"
-                conn.execute(
-                    f"""UPDATE facts SET access_count = access_count + 1, last_accessed_at = ?,
-                        last_confirmed_at = CASE WHEN {refreshed} THEN ? ELSE last_confirmed_at END,
-                        expires_at = CASE WHEN {refreshed}
-                            THEN CASE decay_class {restart} END ELSE expires_at END
-                        WHERE id IN ({marks})""",
-                    [now, now, *chunk],
-                )
+        with self._access_lock:
+            for fact_id in ids:
+                count, _ = self._accessed.get(fact_id, (0, now))
+                self._accessed[fact_id] = (count + 1, now)
+            if not self._accessed:
+                return
+        transaction = self._db.try_write(durable=False)
+        if transaction is not None:
+            with transaction as conn:
+                self._flush_access(conn)
+
+    def _flush_access(self, conn: sqlite3.Connection) -> None:
+        with self._access_lock:
+            pending, self._accessed = self._accessed, {}
+        if not pending:
+            return
+        classes = sorted(REFRESH_ON_ACCESS)
+        refreshed = f"decay_class IN ({','.join(map(repr, classes))}) AND expires_at IS NOT NULL"
+        restart = " ".join(f"WHEN '{c}' THEN :{c}" for c in classes)
+        conn.executemany(
+            f"""UPDATE facts SET access_count = access_count + :count, last_accessed_at = :at,
+                last_confirmed_at = CASE WHEN {refreshed} THEN :at ELSE last_confirmed_at END,
+                expires_at = CASE WHEN {refreshed}
+                    THEN CASE decay_class {restart} END ELSE expires_at END
+                WHERE id = :id""",
+            [
+                {"id": i, "count": n, "at": at, **{c: expiry(c, at) for c in classes}}
+                for i, (n, at) in pending.items()
+            ],
+        )
 
     def _purge_ids(self, ids: Sequence[str]) -> int:
         """Delete facts, their links, references to them and their cached embeddings."""

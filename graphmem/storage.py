@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -68,6 +68,27 @@ class Database:
             finally:
                 if not durable:
                     conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
+
+    def try_write(
+        self, *, durable: bool = True
+    ) -> AbstractContextManager[sqlite3.Connection] | None:
+        """:meth:`write`, or None at once if another thread is writing. Enter it right away:
+        the writer is held from this call until the block ends."""
+        if not self._write_lock.acquire(blocking=False):
+            return None
+        return self._held(durable)
+
+    @contextmanager
+    def _held(self, durable: bool) -> Iterator[sqlite3.Connection]:
+        try:
+            with self.write(durable=durable) as conn:
+                yield conn
+        finally:
+            self._write_lock.release()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection (autocommit: each statement sees the latest commit)."""

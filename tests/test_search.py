@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from pathlib import Path
+
 import pytest
 
 from graphmem import InvalidInput, Memory
@@ -167,6 +171,52 @@ def test_search_counts_access_and_refreshes_ttl(mem: Memory, clock: Clock) -> No
     assert seen is not None and seen.access_count == 1
     assert seen.expires_at is not None
     assert seen.expires_at.timestamp() == pytest.approx(clock.now + 14 * 86400)
+
+
+def test_search_does_not_wait_for_a_write_in_progress(mem: Memory, clock: Clock) -> None:
+    fact = mem.store("Sprint goal is the billing page", decay_class="normal").fact
+    assert fact is not None
+    holding, release = threading.Event(), threading.Event()
+
+    def long_write() -> None:
+        with mem._db.write():
+            holding.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=long_write)
+    writer.start()
+    try:
+        assert holding.wait(5)
+        clock.advance(86400)
+        began = time.monotonic()
+        assert [h.fact.id for h in mem.search("sprint goal")] == [fact.id]
+        assert [h.fact.id for h in mem.search("billing page")] == [fact.id]
+        assert time.monotonic() - began < 2  # did not wait for the writer
+        seen = mem.get(fact.id)
+        assert seen is not None and seen.access_count == 0  # not written yet
+    finally:
+        release.set()
+        writer.join()
+    clock.advance(60)
+    assert mem.search("unrelated words", mode="fts") == []  # the next search writes them
+    seen = mem.get(fact.id)
+    assert seen is not None and seen.access_count == 2
+    assert seen.last_accessed_at is not None
+    assert seen.last_accessed_at.timestamp() == pytest.approx(clock.now - 60)
+
+
+def test_accesses_still_waiting_are_written_at_close(tmp_path: Path, clock: Clock) -> None:
+    mem = Memory.open(tmp_path, embedder="hash", clock=clock)
+    fact = mem.store("Sprint goal is the billing page").fact
+    assert fact is not None
+    with mem._db.write():  # this thread holds the writer, so the search must defer its write
+        held = threading.Thread(target=lambda: mem.search("sprint goal"))
+        held.start()
+        held.join()
+    mem.close()
+    with Memory.open(tmp_path, embedder="hash", clock=clock) as again:
+        seen = again.get(fact.id)
+        assert seen is not None and seen.access_count == 1
 
 
 def test_short_lived_classes_are_not_refreshed_by_access(mem: Memory, clock: Clock) -> None:
