@@ -13,6 +13,7 @@ from .errors import (
     NotFound,
     StorageError,
 )
+from .graph import Node, Path, Subgraph
 from .memory import CheckReport, Memory, PruneReport
 from .models import Fact, FactInput, Link, SearchHit, StoreResult
 from .settings import Settings
@@ -29,11 +30,14 @@ __all__ = [
     "InvalidInput",
     "Link",
     "Memory",
+    "Node",
     "NotFound",
+    "Path",
     "PruneReport",
     "SearchHit",
     "Settings",
     "StorageError",
     "StoreResult",
+    "Subgraph",
     "TimeScope",
 ]

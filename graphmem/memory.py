@@ -24,7 +24,7 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import ingest, transfer
+from . import graph, ingest, transfer
 from . import search as ranking
 from .decay import (
     DECAY_CLASSES,
@@ -39,7 +39,7 @@ from .decay import (
 from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
 from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
 from .keyword import KeywordRanker
-from .models import MAX_BATCH, MAX_TEXT_LENGTH, Fact, FactInput, SearchHit, StoreResult
+from .models import MAX_BATCH, MAX_TEXT_LENGTH, Fact, FactInput, Link, SearchHit, StoreResult
 from .settings import Settings
 from .storage import Database
 from .temporal import TimeInput, TimeScope
@@ -484,6 +484,77 @@ class Memory:
             {"id": fact_id, **scope.params},
         ).fetchall()
         return [Fact.from_row(r) for r in rows]
+
+    # ----------------------------------------------------------------------------- graph
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        type: str,
+        strength: float = 1.0,
+        *,
+        valid_from: TimeInput | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Link:
+        """Link two facts (``source -[type]-> target``), or update the live link's strength.
+
+        Types: CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON (SUPERSEDES comes from storing a new
+        version). NotFound for an unknown fact, Conflict for a forgotten one.
+        """
+        with self._db.write() as conn:
+            return graph.link(conn, self._now(), source_id, target_id, type, strength,
+                              valid_from=valid_from, metadata=metadata)  # fmt: skip
+
+    def unlink(self, link_id: str) -> Link:
+        """Retract a link: current reads stop following it, earlier ``known_at`` still do."""
+        with self._db.write() as conn:
+            return graph.unlink(conn, self._now(), link_id)
+
+    def links(
+        self,
+        fact_id: str,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> list[Link]:
+        """A fact's links visible at the time scope, strongest first."""
+        scope = self._scope(as_of, known_at)
+        return graph.links_of(self._db.reader(), fact_id, scope, direction=direction, types=types)
+
+    def traverse(
+        self,
+        ids: Iterable[str] | str,
+        depth: int = 2,
+        types: Iterable[str] | None = None,
+        direction: str = "BOTH",
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        max_nodes: int = graph.DEFAULT_MAX_NODES,
+        min_strength: float = 0.0,
+    ) -> graph.Subgraph:
+        """Breadth-first from ``ids`` (see :func:`graphmem.graph.traverse`)."""
+        scope = self._scope(as_of, known_at)
+        with self._db.snapshot() as conn:
+            return graph.traverse(conn, ids, scope, depth=depth, types=types, direction=direction,
+                                  max_nodes=max_nodes, min_strength=min_strength)  # fmt: skip
+
+    def path(
+        self,
+        source_id: str,
+        target_id: str,
+        types: Iterable[str] | None = None,
+        direction: str = "BOTH",
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        max_depth: int = graph.MAX_DEPTH,
+    ) -> graph.Path | None:
+        """A shortest path between two facts over visible links, or None."""
+        scope = self._scope(as_of, known_at)
+        with self._db.snapshot() as conn:
+            return graph.path(conn, source_id, target_id, scope, types=types,
+                              direction=direction, max_depth=max_depth)  # fmt: skip
 
     # ----------------------------------------------------------------------------- decay
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -180,11 +181,7 @@ class Fact:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
-        out = asdict(self)
-        for name, v in out.items():
-            if isinstance(v, datetime):
-                out[name] = to_iso(v.timestamp())
-        return out
+        return _json_ready(asdict(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +199,27 @@ class Link:
     valid_until: datetime | None
     retracted_at: datetime | None
     metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Link:
+        """A Link from a ``links`` row."""
+        return cls(
+            id=row["id"],
+            source_id=row["source_id"],
+            target_id=row["target_id"],
+            type=row["type"],
+            strength=row["strength"],
+            origin=row["origin"],
+            recorded_at=to_datetime(row["recorded_at"]),  # type: ignore[arg-type]
+            valid_from=to_datetime(row["valid_from"]),  # type: ignore[arg-type]
+            valid_until=to_datetime(row["valid_until"]),
+            retracted_at=to_datetime(row["retracted_at"]),
+            metadata=json.loads(row["metadata"] or "{}"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields: times as ISO-8601 UTC text."""
+        return _json_ready(asdict(self))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,3 +259,7 @@ class SearchHit:
             "fts_score": self.fts_score,
             "vector_score": self.vector_score,
         }
+
+
+def _json_ready(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: to_iso(v.timestamp()) if isinstance(v, datetime) else v for k, v in fields.items()}

@@ -1,0 +1,467 @@
+"""The graph: typed links between facts, breadth-first traversal and shortest paths.
+
+Links are directed and bi-temporal like facts (DESIGN §2, §3): ``A -[DEPENDS_ON]-> B`` means A
+requires B; a link has a validity start (``valid_from``), is recorded at a moment and can be
+retracted (unlink) without being lost: reads known at an earlier time still see it. At most one
+live link joins a (source, target, type); linking again updates its strength.
+
+Traversal is breadth-first with one SQL query per level over the indexed adjacency of
+``links(source_id, type)`` and ``links(target_id, type)``: the frontier goes in as one JSON
+array, the time scope filters links and facts alike, and a window function keeps each fact's
+strongest FAN_OUT links so that a hub cannot flood a level.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .errors import Conflict, InvalidInput, NotFound
+from .models import Fact, Link
+from .temporal import TimeInput, TimeScope, parse_time
+
+LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
+#: Followed when a traversal names no types: supersession is history, not a relationship.
+DEFAULT_TYPES: Final = tuple(t for t in LINK_TYPES if t != "SUPERSEDES")
+DIRECTIONS: Final = ("OUT", "IN", "BOTH")
+#: Deepest traversal and longest path, in links.
+MAX_DEPTH: Final = 6
+#: Most facts one traversal returns, and its default.
+MAX_NODES: Final = 10_000
+DEFAULT_MAX_NODES: Final = 500
+#: Links followed per fact and level, strongest first; the rest make the result ``fan_out``
+#: truncated.
+FAN_OUT: Final = 200
+#: Facts a path search visits at most before it gives up (returns None).
+PATH_MAX_VISITED: Final = 100_000
+#: Largest ``metadata`` object a link carries, as JSON.
+MAX_METADATA_BYTES: Final = 16_384
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A fact reached by a traversal: its shortest depth and the facts it was reached from."""
+
+    fact: Fact
+    depth: int
+    parent_ids: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact.to_dict(),
+            "depth": self.depth,
+            "parent_ids": list(self.parent_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Subgraph:
+    """What a traversal found: each fact once, every visible link among them, and whether
+    (and why) it stopped early: ``depth`` (more lay beyond), ``max_nodes``, ``fan_out``."""
+
+    nodes: list[Node]
+    edges: list[Link]
+    truncated_by: tuple[str, ...] = ()
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.truncated_by)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nodes": [n.to_dict() for n in self.nodes],
+            "edges": [e.to_dict() for e in self.edges],
+            "truncated": self.truncated,
+            "truncated_by": list(self.truncated_by),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """A shortest path: its facts in order, and the link joining each to the next."""
+
+    facts: list[Fact]
+    links: list[Link]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "facts": [f.to_dict() for f in self.facts],
+            "links": [k.to_dict() for k in self.links],
+        }
+
+
+# ------------------------------------------------------------------------------------ checks
+
+
+def check_types(types: Iterable[str] | str | None, *, default: Sequence[str] = DEFAULT_TYPES
+                ) -> tuple[str, ...]:  # fmt: skip
+    """Link types, upper-cased and validated; ``default`` when None."""
+    if types is None:
+        return tuple(default)
+    if isinstance(types, str):
+        types = [types]
+    out = []
+    for t in types:
+        name = str(t).strip().upper()
+        if name not in LINK_TYPES:
+            raise InvalidInput(f"unknown link type {t!r}; use one of {', '.join(LINK_TYPES)}",
+                               field="types")  # fmt: skip
+        out.append(name)
+    if not out:
+        raise InvalidInput("types must name at least one link type", field="types")
+    return tuple(dict.fromkeys(out))
+
+
+def check_direction(direction: str) -> str:
+    name = str(direction).strip().upper()
+    if name not in DIRECTIONS:
+        raise InvalidInput(f"unknown direction {direction!r}; use OUT, IN or BOTH",
+                           field="direction")  # fmt: skip
+    return name
+
+
+def _check_strength(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"{name} must be a number from 0 to 1", field=name)
+    if not 0.0 <= float(value) <= 1.0:
+        raise InvalidInput(f"{name} must be from 0 to 1, got {value}", field=name)
+    return float(value)
+
+
+def _check_count(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidInput(f"{name} must be an integer from {low} to {high}", field=name)
+    return value
+
+
+def _check_ids(ids: Iterable[str] | str, name: str = "ids") -> list[str]:
+    if isinstance(ids, str):
+        ids = [ids]
+    out = list(dict.fromkeys(ids))
+    if not out or not all(isinstance(i, str) and i for i in out):
+        raise InvalidInput(f"{name} must be one or more fact ids", field=name)
+    if len(out) > MAX_NODES:
+        raise InvalidInput(f"at most {MAX_NODES} start ids", field=name)
+    return out
+
+
+# ------------------------------------------------------------------------------------ writes
+
+
+def link(
+    conn: sqlite3.Connection,
+    now: float,
+    source_id: str,
+    target_id: str,
+    type: str,
+    strength: float = 1.0,
+    *,
+    valid_from: TimeInput | None = None,
+    metadata: dict[str, Any] | None = None,
+    origin: str = "explicit",
+) -> Link:
+    """Create the live link, or update its strength (and metadata) if it exists. In ``conn``'s
+    open write transaction."""
+    (kind,) = check_types(type)
+    if kind == "SUPERSEDES":
+        raise InvalidInput("supersession is made by storing the new version with "
+                           "supersedes=<old id>, not by a link", field="type")  # fmt: skip
+    strength = _check_strength(strength, "strength")
+    if source_id == target_id:
+        raise InvalidInput("a fact cannot be linked to itself", field="target_id")
+    meta = _metadata(metadata)
+    start = parse_time(valid_from, field="valid_from") or now
+    for fact_id, name in ((source_id, "source_id"), (target_id, "target_id")):
+        row = conn.execute("SELECT retracted_at FROM facts WHERE id = ?", [fact_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no fact with id {fact_id!r} ({name})")
+        if row[0] is not None:
+            raise Conflict(f"fact {fact_id} ({name}) was forgotten; it cannot be linked")
+    live = conn.execute(
+        "SELECT * FROM links WHERE source_id = ? AND target_id = ? AND type = ?"
+        " AND retracted_at IS NULL",
+        [source_id, target_id, kind],
+    ).fetchone()
+    if live is not None:
+        merged = {**json.loads(live["metadata"] or "{}"), **(meta or {})}
+        conn.execute(
+            "UPDATE links SET strength = ?, metadata = ? WHERE id = ?",
+            [strength, json.dumps(merged, sort_keys=True), live["id"]],
+        )
+        link_id = live["id"]
+    else:
+        link_id = str(uuid.uuid4())
+        conn.execute(
+            "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+            " valid_from, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [link_id, source_id, target_id, kind, strength, origin, now, start,
+             json.dumps(meta or {}, sort_keys=True)],
+        )  # fmt: skip
+    return get_link(conn, link_id)  # type: ignore[return-value]
+
+
+def unlink(conn: sqlite3.Connection, now: float, link_id: str) -> Link:
+    """Retract a link (history keeps it). NotFound if unknown, Conflict if already retracted;
+    supersession links belong to their facts and cannot be unlinked."""
+    row = conn.execute("SELECT * FROM links WHERE id = ?", [link_id]).fetchone()
+    if row is None:
+        raise NotFound(f"no link with id {link_id!r}")
+    if row["retracted_at"] is not None:
+        raise Conflict(f"link {link_id} was already removed")
+    if row["type"] == "SUPERSEDES":
+        raise Conflict("a supersession link is part of the facts' history; forget the newer "
+                       "fact instead")  # fmt: skip
+    conn.execute("UPDATE links SET retracted_at = ? WHERE id = ?", [now, link_id])
+    return Link.from_row(row)
+
+
+def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        raise InvalidInput("metadata must be a JSON object", field="metadata")
+    try:
+        text = json.dumps(metadata, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"metadata is not JSON: {exc}", field="metadata") from exc
+    if len(text.encode()) > MAX_METADATA_BYTES:
+        raise InvalidInput(f"metadata larger than {MAX_METADATA_BYTES} bytes", field="metadata")
+    return metadata
+
+
+# ------------------------------------------------------------------------------------ reads
+
+
+def get_link(conn: sqlite3.Connection, link_id: str) -> Link | None:
+    row = conn.execute("SELECT * FROM links WHERE id = ?", [link_id]).fetchone()
+    return None if row is None else Link.from_row(row)
+
+
+def links_of(
+    conn: sqlite3.Connection,
+    fact_id: str,
+    scope: TimeScope,
+    *,
+    direction: str = "BOTH",
+    types: Iterable[str] | None = None,
+) -> list[Link]:
+    """The links of a fact visible in ``scope``, strongest first (all types unless named)."""
+    direction = check_direction(direction)
+    kinds = check_types(types, default=LINK_TYPES)
+    if conn.execute("SELECT 1 FROM facts WHERE id = ?", [fact_id]).fetchone() is None:
+        raise NotFound(f"no fact with id {fact_id!r}")
+    ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
+    rows: list[sqlite3.Row] = []
+    for end in ends[direction]:
+        rows.extend(conn.execute(
+            f"SELECT l.* FROM links l WHERE l.{end} = :id"
+            " AND l.type IN (SELECT value FROM json_each(:types)) AND " + scope.link_clause(),
+            {"id": fact_id, "types": json.dumps(kinds), **scope.params},
+        ))  # fmt: skip
+    rows.sort(key=lambda r: (-r["strength"], r["seq"]))
+    return [Link.from_row(r) for r in rows]
+
+
+def traverse(
+    conn: sqlite3.Connection,
+    ids: Iterable[str] | str,
+    scope: TimeScope,
+    *,
+    depth: int = 2,
+    types: Iterable[str] | None = None,
+    direction: str = "BOTH",
+    max_nodes: int = DEFAULT_MAX_NODES,
+    min_strength: float = 0.0,
+) -> Subgraph:
+    """Breadth-first from ``ids``: each visible fact once, at its shortest depth, with the facts
+    it was reached from at that depth; then every visible link of ``types`` among them.
+
+    Start facts not visible in ``scope`` are left out (NotFound only for unknown ids).
+    SUPERSEDES links are followed only when named in ``types`` (and then superseded versions
+    are visible, being what such a walk is for).
+    """
+    starts = _check_ids(ids)
+    depth = _check_count(depth, "depth", 0, MAX_DEPTH)
+    max_nodes = _check_count(max_nodes, "max_nodes", 1, MAX_NODES)
+    min_strength = _check_strength(min_strength, "min_strength")
+    walk = _Walk(conn, scope, check_types(types), check_direction(direction), min_strength)
+    _require_known(conn, starts)
+    visible = walk.visible(starts)
+    order = [i for i in starts if i in visible][:max_nodes]
+    reached: dict[str, tuple[int, list[str]]] = {i: (0, []) for i in order}
+    truncated: set[str] = set()
+    if len(visible) > max_nodes:
+        truncated.add("max_nodes")
+    frontier = list(order)
+    for level in range(1, depth + 1):
+        if not frontier:
+            break
+        found: dict[str, list[str]] = {}
+        for via, step, _, rank in walk.level(frontier):
+            if rank > FAN_OUT:
+                truncated.add("fan_out")
+            elif step in found:
+                found[step].append(via)
+            elif step not in reached:
+                if len(reached) + len(found) >= max_nodes:
+                    truncated.add("max_nodes")
+                    continue
+                found[step] = [via]
+        for step, parents in found.items():
+            reached[step] = (level, parents)
+            order.append(step)
+        frontier = list(found)
+    if (
+        frontier
+        and depth > 0
+        and "max_nodes" not in truncated
+        and any(step not in reached for _, step, _, _ in walk.level(frontier))
+    ):
+        truncated.add("depth")
+    facts = _facts(conn, order)
+    nodes = [Node(facts[i], reached[i][0], tuple(dict.fromkeys(reached[i][1]))) for i in order]
+    edges = walk.edges_among(order)
+    return Subgraph(nodes, edges, tuple(sorted(truncated)))
+
+
+def path(
+    conn: sqlite3.Connection,
+    source_id: str,
+    target_id: str,
+    scope: TimeScope,
+    *,
+    types: Iterable[str] | None = None,
+    direction: str = "BOTH",
+    max_depth: int = MAX_DEPTH,
+) -> Path | None:
+    """A shortest path from ``source_id`` to ``target_id`` over visible links: None if there is
+    none within ``max_depth`` links (or PATH_MAX_VISITED facts). Ties go to stronger links."""
+    max_depth = _check_count(max_depth, "max_depth", 1, MAX_DEPTH)
+    walk = _Walk(conn, scope, check_types(types), check_direction(direction), 0.0)
+    _require_known(conn, [source_id, target_id])
+    if not walk.visible([source_id, target_id]) >= {source_id, target_id}:
+        return None
+    if source_id == target_id:
+        return Path(list(_facts(conn, [source_id]).values()), [])
+    parent: dict[str, tuple[str, str] | None] = {source_id: None}
+    frontier = [source_id]
+    for _ in range(max_depth):
+        found: list[str] = []
+        for via, step, link_id, _ in walk.level(frontier, unbounded=True):
+            if step not in parent:
+                parent[step] = (via, link_id)
+                found.append(step)
+        if target_id in parent:
+            break
+        frontier = found
+        if not frontier or len(parent) > PATH_MAX_VISITED:
+            return None
+    else:
+        return None
+    chain, link_ids = [target_id], []
+    while (back := parent[chain[-1]]) is not None:
+        chain.append(back[0])
+        link_ids.append(back[1])
+    chain.reverse()
+    link_ids.reverse()
+    facts = _facts(conn, chain)
+    links = {k.id: k for k in _links(conn, link_ids)}
+    return Path([facts[i] for i in chain], [links[i] for i in link_ids])
+
+
+# ------------------------------------------------------------------------------------ internals
+
+
+class _Walk:
+    """One traversal's SQL: a level of neighbours, visibility, and the links among a set."""
+
+    def __init__(self, conn: sqlite3.Connection, scope: TimeScope, types: tuple[str, ...],
+                 direction: str, min_strength: float) -> None:  # fmt: skip
+        self.conn = conn
+        self.scope = scope
+        self.params = {"types": json.dumps(types), "min_strength": min_strength, **scope.params}
+        self.fact_clause = scope.fact_clause(include_superseded="SUPERSEDES" in types)
+        self.direction = direction
+        link_filter = (
+            "l.type IN (SELECT value FROM json_each(:types)) AND l.strength >= :min_strength"
+            f" AND {scope.link_clause()} AND {self.fact_clause}"
+        )
+        sides = []
+        if direction in ("OUT", "BOTH"):
+            sides.append(
+                "SELECT l.source_id AS via, l.target_id AS step, l.id AS link_id, l.strength"
+                " FROM links l JOIN facts f ON f.id = l.target_id"
+                f" WHERE l.source_id IN (SELECT value FROM json_each(:frontier)) AND {link_filter}"
+            )
+        if direction in ("IN", "BOTH"):
+            sides.append(
+                "SELECT l.target_id AS via, l.source_id AS step, l.id AS link_id, l.strength"
+                " FROM links l JOIN facts f ON f.id = l.source_id"
+                f" WHERE l.target_id IN (SELECT value FROM json_each(:frontier)) AND {link_filter}"
+            )
+        union = " UNION ALL ".join(sides)
+        self._level = (
+            "SELECT via, step, link_id, rank FROM ("
+            " SELECT via, step, link_id, strength, ROW_NUMBER() OVER ("
+            "  PARTITION BY via ORDER BY strength DESC, step) AS rank"
+            f" FROM ({union})) WHERE rank <= :fan_out + 1 ORDER BY strength DESC, rank, step"
+        )
+        self._level_unbounded = (
+            f"SELECT via, step, link_id, 0 FROM ({union}) ORDER BY strength DESC, step"
+        )
+
+    def level(
+        self, frontier: list[str], *, unbounded: bool = False
+    ) -> list[tuple[str, str, str, int]]:
+        sql = self._level_unbounded if unbounded else self._level
+        args = {**self.params, "frontier": json.dumps(frontier), "fan_out": FAN_OUT}
+        return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute(sql, args)]
+
+    def visible(self, ids: list[str]) -> set[str]:
+        rows = self.conn.execute(
+            "SELECT f.id FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids))"
+            f" AND {self.fact_clause}",
+            {**self.scope.params, "ids": json.dumps(ids)},
+        )
+        return {r[0] for r in rows}
+
+    def edges_among(self, ids: list[str]) -> list[Link]:
+        if len(ids) < 2:
+            return []
+        rows = self.conn.execute(
+            "SELECT l.* FROM links l"
+            " WHERE l.source_id IN (SELECT value FROM json_each(:ids))"
+            " AND l.target_id IN (SELECT value FROM json_each(:ids))"
+            " AND l.type IN (SELECT value FROM json_each(:types))"
+            f" AND l.strength >= :min_strength AND {self.scope.link_clause()}"
+            " ORDER BY l.seq",
+            {**self.params, "ids": json.dumps(ids)},
+        )
+        return [Link.from_row(r) for r in rows]
+
+
+def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
+    known = {r[0] for r in conn.execute(
+        "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)])}  # fmt: skip
+    missing = [i for i in ids if i not in known]
+    if missing:
+        raise NotFound(f"no fact with id {missing[0]!r}")
+
+
+def _facts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Fact]:
+    rows = conn.execute(
+        "SELECT * FROM facts WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+    )
+    return {r["id"]: Fact.from_row(r) for r in rows}
+
+
+def _links(conn: sqlite3.Connection, ids: list[str]) -> list[Link]:
+    rows = conn.execute(
+        "SELECT * FROM links WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+    )
+    return [Link.from_row(r) for r in rows]

@@ -1,0 +1,247 @@
+"""The graph (DESIGN §2, §3, §6): typed links, bi-temporal; traversal and shortest paths."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphmem import Conflict, InvalidInput, Memory, NotFound, graph
+
+from .conftest import Clock
+
+
+def facts(mem: Memory, *names: str) -> dict[str, str]:
+    """Store one fact per name; name -> fact id."""
+    results = mem.store_many([{"text": f"Component {n} of the platform ({n * 3})"} for n in names])
+    ids = {}
+    for name, r in zip(names, results, strict=True):
+        assert r.action == "ADD" and r.fact is not None
+        ids[name] = r.fact.id
+    return ids
+
+
+def reached(sub: graph.Subgraph, ids: dict[str, str]) -> dict[str, int]:
+    names = {v: k for k, v in ids.items()}
+    return {names[n.fact.id]: n.depth for n in sub.nodes}
+
+
+# ------------------------------------------------------------------------------------ links
+
+
+def test_each_link_type_points_from_source_to_target(mem: Memory) -> None:
+    f = facts(mem, "api", "db", "outage", "cause", "wheel", "car", "a", "b")
+    pairs = {"DEPENDS_ON": ("api", "db"), "CAUSED_BY": ("outage", "cause"),
+             "PART_OF": ("wheel", "car"), "RELATED_TO": ("a", "b")}  # fmt: skip
+    for kind, (source, target) in pairs.items():
+        link = mem.link(f[source], f[target], kind.lower(), 0.8)
+        assert (link.type, link.source_id, link.target_id) == (kind, f[source], f[target])
+        assert link.origin == "explicit" and link.strength == 0.8
+        out = mem.traverse(f[source], depth=1, direction="OUT")
+        assert reached(out, f) == {source: 0, target: 1}
+        assert reached(mem.traverse(f[target], depth=1, direction="OUT"), f) == {target: 0}
+        assert reached(mem.traverse(f[target], depth=1, direction="IN"), f) == {
+            target: 0,
+            source: 1,
+        }
+        assert [k.id for k in mem.links(f[source], direction="OUT")] == [link.id]
+        assert mem.links(f[source], direction="IN") == []
+
+
+def test_relinking_updates_the_strength_of_the_one_live_link(mem: Memory) -> None:
+    f = facts(mem, "api", "db")
+    first = mem.link(f["api"], f["db"], "DEPENDS_ON", 0.4, metadata={"why": "reads"})
+    again = mem.link(f["api"], f["db"], "DEPENDS_ON", 0.9, metadata={"note": "writes too"})
+    assert again.id == first.id and again.strength == 0.9
+    assert again.metadata == {"why": "reads", "note": "writes too"}
+    assert len(mem.links(f["api"])) == 1
+    other = mem.link(f["api"], f["db"], "RELATED_TO", 0.5)  # another type is another link
+    assert other.id != first.id and len(mem.links(f["api"])) == 2
+
+
+def test_bad_links_are_rejected_and_nothing_is_written(mem: Memory) -> None:
+    f = facts(mem, "api", "db")
+    with pytest.raises(InvalidInput):
+        mem.link(f["api"], f["db"], "LIKES")
+    with pytest.raises(InvalidInput):
+        mem.link(f["api"], f["db"], "SUPERSEDES")
+    with pytest.raises(InvalidInput):
+        mem.link(f["api"], f["api"], "RELATED_TO")
+    for bad in (1.5, -0.1, float("nan"), "high", True):
+        with pytest.raises(InvalidInput):
+            mem.link(f["api"], f["db"], "RELATED_TO", bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput):
+        mem.link(f["api"], f["db"], "RELATED_TO", metadata={"x": object()})
+    with pytest.raises(NotFound):
+        mem.link(f["api"], "no-such-fact", "RELATED_TO")
+    mem.forget(f["db"])
+    with pytest.raises(Conflict):
+        mem.link(f["api"], f["db"], "RELATED_TO")
+    assert mem.links(f["api"]) == []
+
+
+def test_unlink_retracts_but_history_keeps_the_link(mem: Memory, clock: Clock) -> None:
+    f = facts(mem, "api", "db")
+    link = mem.link(f["api"], f["db"], "DEPENDS_ON")
+    clock.advance(60)
+    before = clock.now
+    clock.advance(60)
+    removed = mem.unlink(link.id)
+    assert removed.id == link.id
+    assert mem.links(f["api"]) == []
+    assert reached(mem.traverse(f["api"]), f) == {"api": 0}
+    assert [k.id for k in mem.links(f["api"], known_at=before)] == [link.id]
+    assert reached(mem.traverse(f["api"], known_at=before), f) == {"api": 0, "db": 1}
+    with pytest.raises(Conflict):
+        mem.unlink(link.id)
+    with pytest.raises(NotFound):
+        mem.unlink("no-such-link")
+    relinked = mem.link(f["api"], f["db"], "DEPENDS_ON")  # a new live link after the removal
+    assert relinked.id != link.id
+
+
+def test_links_are_bi_temporal(mem: Memory, clock: Clock) -> None:
+    f = facts(mem, "api", "db")
+    k = clock.now
+    clock.advance(3600)
+    mem.link(f["api"], f["db"], "DEPENDS_ON", valid_from="2030-01-01")
+    # recorded after K: invisible to what memory knew at K
+    assert mem.links(f["api"], known_at=k) == []
+    # valid only from 2030: invisible as of 2029, visible as of 2031 and later
+    assert mem.links(f["api"], as_of="2029-06-01") == []
+    assert reached(mem.traverse(f["api"], as_of="2029-06-01"), f) == {"api": 0}
+    assert reached(mem.traverse(f["api"], as_of="2031-01-01"), f) == {"api": 0, "db": 1}
+
+
+def test_purging_a_fact_removes_its_links(mem: Memory) -> None:
+    f = facts(mem, "api", "db")
+    mem.link(f["api"], f["db"], "DEPENDS_ON")
+    mem.purge(f["db"])
+    assert mem.links(f["api"], known_at="2100-01-01") == []
+
+
+def test_supersession_makes_a_supersedes_link_that_history_follows(mem: Memory) -> None:
+    old = mem.store("Alice lives in Berlin", entity="alice", key="city", value="Berlin").fact
+    new = mem.store("Alice lives in Paris", entity="alice", key="city", value="Paris").fact
+    assert old is not None and new is not None
+    (link,) = mem.links(new.id, direction="OUT", types=["SUPERSEDES"])
+    assert (link.source_id, link.target_id, link.origin) == (new.id, old.id, "supersession")
+    with pytest.raises(Conflict):
+        mem.unlink(link.id)
+    # not followed unless asked for; when asked, the superseded version is reached
+    assert [n.fact.id for n in mem.traverse(new.id).nodes] == [new.id]
+    walk = mem.traverse(new.id, types=["SUPERSEDES"], direction="OUT")
+    assert [(n.fact.id, n.depth) for n in walk.nodes] == [(new.id, 0), (old.id, 1)]
+    assert [f.id for f in mem.history(new.id)] == [old.id, new.id]
+
+
+# ------------------------------------------------------------------------------------ traversal
+
+
+@pytest.fixture
+def chain(mem: Memory) -> dict[str, str]:
+    """a -> b -> c -> d -> e (DEPENDS_ON), a -> x (RELATED_TO 0.2), e -> a closes a cycle."""
+    f = facts(mem, "a", "b", "c", "d", "e", "x")
+    for s, t in ("ab", "bc", "cd", "de", "ea"):
+        mem.link(f[s], f[t], "DEPENDS_ON", 0.9)
+    mem.link(f["a"], f["x"], "RELATED_TO", 0.2)
+    return f
+
+
+def test_depth_bounds_the_walk_and_reports_truncation(mem: Memory, chain: dict[str, str]) -> None:
+    one = mem.traverse(chain["a"], depth=1, direction="OUT")
+    assert reached(one, chain) == {"a": 0, "b": 1, "x": 1}
+    assert one.truncated_by == ("depth",)
+    two = mem.traverse(chain["a"], depth=2, direction="OUT")
+    assert reached(two, chain) == {"a": 0, "b": 1, "x": 1, "c": 2}
+    full = mem.traverse(chain["a"], depth=6, direction="OUT")
+    assert reached(full, chain) == {"a": 0, "b": 1, "x": 1, "c": 2, "d": 3, "e": 4}
+    assert not full.truncated  # the cycle back to a ends the walk
+    assert mem.traverse(chain["a"], depth=0).nodes[0].fact.id == chain["a"]
+
+
+def test_direction_and_type_filters(mem: Memory, chain: dict[str, str]) -> None:
+    into = mem.traverse(chain["c"], depth=2, direction="IN")
+    assert reached(into, chain) == {"c": 0, "b": 1, "a": 2}
+    both = mem.traverse(chain["c"], depth=1, direction="BOTH")
+    assert reached(both, chain) == {"c": 0, "b": 1, "d": 1}
+    related = mem.traverse(chain["a"], depth=3, types=["RELATED_TO"])
+    assert reached(related, chain) == {"a": 0, "x": 1}
+    deps = mem.traverse(chain["a"], depth=1, types="depends_on", direction="OUT")
+    assert reached(deps, chain) == {"a": 0, "b": 1}
+
+
+def test_min_strength_skips_weak_links(mem: Memory, chain: dict[str, str]) -> None:
+    sub = mem.traverse(chain["a"], depth=1, direction="OUT", min_strength=0.5)
+    assert reached(sub, chain) == {"a": 0, "b": 1}
+    assert all(e.strength >= 0.5 for e in sub.edges)
+
+
+def test_cycles_and_diamonds_give_each_fact_once_at_its_shortest_depth(mem: Memory) -> None:
+    f = facts(mem, "top", "left", "right", "bottom", "deep")
+    for s, t in (("top", "left"), ("top", "right"), ("left", "bottom"), ("right", "bottom"),
+                 ("bottom", "deep"), ("deep", "top")):  # fmt: skip
+        mem.link(f[s], f[t], "DEPENDS_ON")
+    sub = mem.traverse(f["top"], depth=5, direction="OUT")
+    assert reached(sub, f) == {"top": 0, "left": 1, "right": 1, "bottom": 2, "deep": 3}
+    bottom = next(n for n in sub.nodes if n.fact.id == f["bottom"])
+    assert set(bottom.parent_ids) == {f["left"], f["right"]}
+    assert len(sub.edges) == 6  # every link among the returned facts, the cycle's too
+    assert [n.depth for n in sub.nodes] == sorted(n.depth for n in sub.nodes)
+
+
+def test_max_nodes_truncates(mem: Memory, chain: dict[str, str]) -> None:
+    sub = mem.traverse(chain["a"], depth=6, direction="OUT", max_nodes=3)
+    assert len(sub.nodes) == 3 and sub.truncated_by == ("max_nodes",)
+    assert reached(sub, chain) == {"a": 0, "b": 1, "x": 1}  # breadth first
+    # within a level the strongest links are followed first
+    assert reached(mem.traverse(chain["a"], direction="OUT", max_nodes=2), chain) == {
+        "a": 0, "b": 1}  # fmt: skip
+
+
+def test_a_hub_is_bounded_by_fan_out(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(graph, "FAN_OUT", 5)
+    names = ["hub", *(f"leaf{i}" for i in range(12))]
+    f = facts(mem, *names)
+    for i in range(12):
+        mem.link(f["hub"], f[f"leaf{i}"], "RELATED_TO", round(0.1 + i * 0.05, 2))
+    sub = mem.traverse(f["hub"], depth=1)
+    assert "fan_out" in sub.truncated_by
+    assert {n for n in reached(sub, f) if n != "hub"} == {f"leaf{i}" for i in range(7, 12)}
+
+
+def test_time_scope_applies_to_facts_and_links(mem: Memory, chain: dict[str, str]) -> None:
+    mem.forget(chain["c"])
+    assert reached(mem.traverse(chain["a"], depth=6, direction="OUT"), chain) == {
+        "a": 0, "b": 1, "x": 1}  # fmt: skip
+    sub = mem.traverse([chain["c"], chain["a"]], depth=0)
+    assert reached(sub, chain) == {"a": 0}  # a forgotten start fact is left out
+
+
+def test_traversal_arguments_are_checked(mem: Memory, chain: dict[str, str]) -> None:
+    for kwargs in ({"depth": 7}, {"depth": -1}, {"max_nodes": 0}, {"max_nodes": 10_001},
+                   {"direction": "UP"}, {"types": ["FRIEND"]}, {"types": []},
+                   {"min_strength": 2}):  # fmt: skip
+        with pytest.raises(InvalidInput):
+            mem.traverse(chain["a"], **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(NotFound):
+        mem.traverse([chain["a"], "no-such-fact"])
+    with pytest.raises(InvalidInput):
+        mem.traverse([])
+
+
+# ------------------------------------------------------------------------------------ paths
+
+
+def test_path_finds_a_shortest_route(mem: Memory, chain: dict[str, str]) -> None:
+    route = mem.path(chain["b"], chain["e"], direction="OUT")
+    assert route is not None
+    assert [f.id for f in route.facts] == [chain[n] for n in "bcde"]
+    assert [(k.source_id, k.target_id) for k in route.links] == [
+        (chain[s], chain[t]) for s, t in ("bc", "cd", "de")]  # fmt: skip
+    both = mem.path(chain["b"], chain["e"])  # BOTH: b <- a <- e is shorter
+    assert both is not None and [f.id for f in both.facts] == [chain[n] for n in "bae"]
+    assert mem.path(chain["x"], chain["b"], direction="OUT") is None
+    assert mem.path(chain["b"], chain["e"], direction="OUT", max_depth=2) is None
+    same = mem.path(chain["b"], chain["b"])
+    assert same is not None and len(same.facts) == 1 and same.links == []
+    with pytest.raises(NotFound):
+        mem.path(chain["b"], "no-such-fact")
