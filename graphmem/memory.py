@@ -24,7 +24,7 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import graph, ingest, transfer
+from . import analytics, graph, ingest, transfer
 from . import search as ranking
 from .decay import (
     DECAY_CLASSES,
@@ -555,6 +555,57 @@ class Memory:
         with self._db.snapshot() as conn:
             return graph.path(conn, source_id, target_id, scope, types=types,
                               direction=direction, max_depth=max_depth)  # fmt: skip
+
+    def clusters(
+        self,
+        types: Iterable[str] | None = None,
+        min_size: int = 2,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> analytics.Clusters:
+        """Groups of facts connected by visible links (connected components)."""
+        scope = self._scope(as_of, known_at)
+        with self._db.snapshot() as conn:
+            return analytics.clusters(conn, scope, types=types, min_size=min_size)
+
+    def centrality(
+        self,
+        ids: Iterable[str] | str,
+        depth: int = 2,
+        types: Iterable[str] | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        max_nodes: int = graph.DEFAULT_MAX_NODES,
+    ) -> list[tuple[str, float, float]]:
+        """(id, degree centrality, betweenness) over the neighbourhood of ``ids``."""
+        sub = self.traverse(ids, depth, types, "BOTH", as_of, known_at, max_nodes)
+        return analytics.centrality(sub)
+
+    def dependency_order(
+        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+    ) -> analytics.DependencyOrder:
+        """What ``fact_id`` depends on (DEPENDS_ON, outward), dependencies first; cycles listed."""
+        sub = self.traverse(fact_id, graph.MAX_DEPTH, ["DEPENDS_ON"], "OUT", as_of, known_at,
+                            graph.MAX_NODES)  # fmt: skip
+        return analytics.dependency_order(sub)
+
+    def causes(
+        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+    ) -> graph.Subgraph:
+        """The cause chain: what ``fact_id`` was caused by (CAUSED_BY, outward), and so on."""
+        return self.traverse(fact_id, graph.MAX_DEPTH, ["CAUSED_BY"], "OUT", as_of, known_at,
+                             graph.MAX_NODES)  # fmt: skip
+
+    def parts(
+        self,
+        fact_id: str,
+        above: bool = False,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> graph.Subgraph:
+        """The PART_OF tree below ``fact_id`` (its parts, their parts…), or above it."""
+        return self.traverse(fact_id, graph.MAX_DEPTH, ["PART_OF"], "OUT" if above else "IN",
+                             as_of, known_at, graph.MAX_NODES)  # fmt: skip
 
     # ----------------------------------------------------------------------------- decay
 

@@ -245,3 +245,55 @@ def test_path_finds_a_shortest_route(mem: Memory, chain: dict[str, str]) -> None
     assert same is not None and len(same.facts) == 1 and same.links == []
     with pytest.raises(NotFound):
         mem.path(chain["b"], "no-such-fact")
+
+
+# ------------------------------------------------------------------------------------ analytics
+
+
+def test_clusters_are_connected_groups(mem: Memory, chain: dict[str, str]) -> None:
+    f = facts(mem, "p", "q", "lonely")
+    mem.link(f["p"], f["q"], "PART_OF")
+    groups = mem.clusters().groups
+    assert [set(g) for g in groups] == [{chain[n] for n in "abcdex"}, {f["p"], f["q"]}]
+    assert mem.clusters(types=["PART_OF"]).groups == [sorted([f["p"], f["q"]])]
+    mem.forget(f["q"])
+    assert [len(g) for g in mem.clusters().groups] == [6]
+
+
+def test_dependency_order_puts_dependencies_first_and_reports_cycles(mem: Memory) -> None:
+    f = facts(mem, "app", "api", "db", "disk", "auth", "tokens")
+    for s, t in (("app", "api"), ("api", "db"), ("db", "disk"), ("app", "auth")):
+        mem.link(f[s], f[t], "DEPENDS_ON")
+    order = mem.dependency_order(f["app"])
+    names = {v: k for k, v in f.items()}
+    ranked = [names[i] for i in order.order]
+    assert set(ranked) == {"app", "api", "db", "disk", "auth"} and order.cycles == []
+    for s, t in (("app", "api"), ("api", "db"), ("db", "disk"), ("app", "auth")):
+        assert ranked.index(t) < ranked.index(s)
+    mem.link(f["auth"], f["tokens"], "DEPENDS_ON")
+    mem.link(f["tokens"], f["auth"], "DEPENDS_ON")
+    cyclic = mem.dependency_order(f["app"])
+    assert [sorted(names[i] for i in c) for c in cyclic.cycles] == [["auth", "tokens"]]
+    ranked = [names[i] for i in cyclic.order]
+    assert ranked[-1] == "app" and len(ranked) == 6
+
+
+def test_cause_chain_and_part_trees(mem: Memory) -> None:
+    f = facts(mem, "outage", "deploy", "config", "wheel", "axle", "car")
+    mem.link(f["outage"], f["deploy"], "CAUSED_BY")
+    mem.link(f["deploy"], f["config"], "CAUSED_BY")
+    assert reached(mem.causes(f["outage"]), f) == {"outage": 0, "deploy": 1, "config": 2}
+    mem.link(f["wheel"], f["axle"], "PART_OF")
+    mem.link(f["axle"], f["car"], "PART_OF")
+    assert reached(mem.parts(f["car"]), f) == {"car": 0, "axle": 1, "wheel": 2}
+    assert reached(mem.parts(f["wheel"], above=True), f) == {"wheel": 0, "axle": 1, "car": 2}
+
+
+def test_centrality_ranks_the_hub_first(mem: Memory) -> None:
+    f = facts(mem, "hub", "s1", "s2", "s3", "far")
+    for n in ("s1", "s2", "s3"):
+        mem.link(f["hub"], f[n], "RELATED_TO")
+    mem.link(f["s3"], f["far"], "RELATED_TO")
+    ranked = mem.centrality(f["s1"], depth=3)
+    assert ranked[0][0] == f["hub"] and ranked[0][2] > 0
+    assert {i for i, _, _ in ranked} == set(f.values())

@@ -1,0 +1,102 @@
+"""Graph analytics with networkx on bounded subgraphs (DESIGN §6).
+
+Each function loads a bounded piece of the graph (a traversal, or at most CLUSTER_MAX_LINKS
+links) visible at a time scope, and says when the bound cut it short.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+import networkx as nx
+
+from . import graph
+from .temporal import TimeScope
+
+#: Links loaded at most to compute clusters (strongest first); more make the result truncated.
+CLUSTER_MAX_LINKS: Final = 200_000
+#: Cycles listed at most by a dependency order.
+MAX_CYCLES: Final = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Clusters:
+    """Connected groups of facts (ids, largest group first)."""
+
+    groups: list[list[str]]
+    truncated: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"groups": self.groups, "truncated": self.truncated}
+
+
+@dataclass(frozen=True, slots=True)
+class DependencyOrder:
+    """The facts a fact depends on, directly or not, each after everything it depends on.
+
+    ``cycles`` lists dependency cycles (their members are ordered as one block).
+    """
+
+    order: list[str]
+    cycles: list[list[str]]
+    truncated_by: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"order": self.order, "cycles": self.cycles, "truncated_by": list(self.truncated_by)}
+
+
+def clusters(
+    conn: sqlite3.Connection,
+    scope: TimeScope,
+    *,
+    types: Iterable[str] | None = None,
+    min_size: int = 2,
+) -> Clusters:
+    """Connected components of the visible links of ``types`` (direction ignored)."""
+    kinds = graph.check_types(types)
+    history = "SUPERSEDES" in kinds
+    ends = " AND ".join(scope.fact_clause(a, include_superseded=history) for a in ("s", "t"))
+    rows = conn.execute(
+        "SELECT l.source_id, l.target_id FROM links l"
+        " JOIN facts s ON s.id = l.source_id JOIN facts t ON t.id = l.target_id"
+        " WHERE l.type IN (SELECT value FROM json_each(:types))"
+        f" AND {scope.link_clause()} AND {ends}"
+        " ORDER BY l.strength DESC, l.seq LIMIT :limit",
+        {"types": json.dumps(kinds), "limit": CLUSTER_MAX_LINKS + 1, **scope.params},
+    ).fetchall()
+    g: nx.Graph[str] = nx.Graph()
+    g.add_edges_from((r[0], r[1]) for r in rows[:CLUSTER_MAX_LINKS])
+    groups = [sorted(c) for c in nx.connected_components(g) if len(c) >= min_size]
+    groups.sort(key=lambda c: (-len(c), c[0]))
+    return Clusters(groups, len(rows) > CLUSTER_MAX_LINKS)
+
+
+def centrality(sub: graph.Subgraph) -> list[tuple[str, float, float]]:
+    """(fact id, degree centrality, betweenness) for a traversal's facts, most central first."""
+    g: nx.Graph[str] = nx.Graph()
+    g.add_nodes_from(n.fact.id for n in sub.nodes)
+    g.add_edges_from((e.source_id, e.target_id) for e in sub.edges)
+    degree = nx.degree_centrality(g) if len(g) > 1 else dict.fromkeys(g, 0.0)
+    between = nx.betweenness_centrality(g)
+    return sorted(((i, degree[i], between[i]) for i in g), key=lambda x: (-x[1], -x[2], x[0]))
+
+
+def dependency_order(sub: graph.Subgraph) -> DependencyOrder:
+    """Order a DEPENDS_ON traversal (outward from a fact): dependencies before dependants."""
+    g: nx.DiGraph[str] = nx.DiGraph()
+    g.add_nodes_from(n.fact.id for n in sub.nodes)
+    g.add_edges_from((e.source_id, e.target_id) for e in sub.edges if e.type == "DEPENDS_ON")
+    cycles = []
+    for cycle in nx.simple_cycles(g):
+        cycles.append(cycle)
+        if len(cycles) >= MAX_CYCLES:
+            break
+    condensed = nx.condensation(g)
+    order: list[str] = []
+    for block in reversed(list(nx.topological_sort(condensed))):
+        order.extend(sorted(condensed.nodes[block]["members"]))
+    return DependencyOrder(order, cycles, sub.truncated_by)
