@@ -17,8 +17,9 @@ from typing import Any
 import click
 
 from .errors import GraphmemError, NotFound
+from .graph import Subgraph
 from .memory import Memory
-from .models import Fact
+from .models import Fact, Link
 from .settings import Settings
 from .temporal import to_iso
 
@@ -268,6 +269,180 @@ def purge(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
     with _memory(ctx) as mem:
         mem.purge(fact_id)
     _emit({"purged": fact_id}, as_json, (f"purged {fact_id}"))
+
+
+# ------------------------------------------------------------------------------------ graph
+
+types_option = click.option(
+    "--types", help="Comma-separated link types [default: all but SUPERSEDES]."
+)
+
+
+def _types(value: str | None) -> list[str] | None:
+    return None if value is None else [t for t in value.split(",") if t.strip()]
+
+
+def _link_line(link: Link) -> str:
+    state = "" if link.retracted_at is None else "  (removed)"
+    return (
+        f"{link.id}  {link.source_id} -[{link.type} {link.strength:.2f}]-> {link.target_id}"
+        f"  {link.origin}{state}"
+    )
+
+
+def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
+    for node in sub.nodes:
+        yield f"{'  ' * node.depth}{node.depth}  {_fact_line(node.fact)}"
+    yield f"{len(sub.nodes)} facts, {len(sub.edges)} links" + (
+        f"; truncated by {', '.join(sub.truncated_by)}" if sub.truncated else ""
+    )
+
+
+@cli.command()
+@click.argument("source_id")
+@click.argument("target_id")
+@click.argument("type", metavar="TYPE")
+@click.option("--strength", default=1.0, show_default=True, type=float, help="0..1.")
+@click.option("--valid-from", help="When the relationship began (default: now).")
+@json_option
+@click.pass_context
+def link(
+    ctx: click.Context, /, source_id: str, target_id: str, type: str, strength: float,
+    valid_from: str | None, as_json: bool,
+) -> None:  # fmt: skip
+    """Link SOURCE_ID -[TYPE]-> TARGET_ID (CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON)."""
+    with _memory(ctx) as mem:
+        made = mem.link(source_id, target_id, type, strength, valid_from=valid_from)
+    _emit(made.to_dict(), as_json, _link_line(made))
+
+
+@cli.command()
+@click.argument("link_id")
+@json_option
+@click.pass_context
+def unlink(ctx: click.Context, /, link_id: str, as_json: bool) -> None:
+    """Remove a link (history stays readable with --known-at)."""
+    with _memory(ctx) as mem:
+        removed = mem.unlink(link_id)
+    _emit({"unlinked": removed.id}, as_json, f"unlinked {removed.id}")
+
+
+@cli.command()
+@click.argument("fact_id")
+@click.option("--direction", type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
+              default="BOTH", show_default=True)  # fmt: skip
+@click.option("--types", help="Comma-separated link types [default: all].")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def links(
+    ctx: click.Context, /, fact_id: str, types: str | None, as_json: bool, **options: Any
+) -> None:
+    """The links of a fact, strongest first."""
+    with _memory(ctx) as mem:
+        found = mem.links(fact_id, types=_types(types), **options)
+    _emit([k.to_dict() for k in found], as_json, (_link_line(k) for k in found))
+
+
+@cli.command()
+@click.argument("ids", nargs=-1, required=True)
+@click.option("--depth", default=2, show_default=True, type=int, help="0..6.")
+@types_option
+@click.option("--direction", type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
+              default="BOTH", show_default=True)  # fmt: skip
+@as_of_option
+@known_at_option
+@click.option("--max-nodes", default=500, show_default=True, type=int, help="1..10000.")
+@click.option("--min-strength", default=0.0, show_default=True, type=float)
+@json_option
+@click.pass_context
+def traverse(
+    ctx: click.Context, /, ids: tuple[str, ...], types: str | None, as_json: bool, **options: Any
+) -> None:
+    """Breadth-first walk from IDS: each fact once at its shortest depth, and their links."""
+    with _memory(ctx) as mem:
+        sub = mem.traverse(list(ids), types=_types(types), **options)
+    _emit(sub.to_dict(), as_json, _subgraph_lines(sub))
+
+
+@cli.command()
+@click.argument("source_id")
+@click.argument("target_id")
+@types_option
+@click.option("--direction", type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
+              default="BOTH", show_default=True)  # fmt: skip
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def path(
+    ctx: click.Context, /, source_id: str, target_id: str, types: str | None, as_json: bool,
+    **options: Any,
+) -> None:  # fmt: skip
+    """A shortest path between two facts (exit 1 if there is none)."""
+    with _memory(ctx) as mem:
+        route = mem.path(source_id, target_id, types=_types(types), **options)
+    if route is None:
+        raise NotFound(f"no path from {source_id} to {target_id}")
+    _emit(route.to_dict(), as_json,
+          [_fact_line(f) for f in route.facts] + [_link_line(k) for k in route.links])  # fmt: skip
+
+
+@cli.command()
+@types_option
+@click.option("--min-size", default=2, show_default=True, type=int)
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def clusters(ctx: click.Context, /, types: str | None, as_json: bool, **options: Any) -> None:
+    """Groups of facts connected by links, largest first."""
+    with _memory(ctx) as mem:
+        found = mem.clusters(types=_types(types), **options)
+    lines = [f"{len(g)} facts: {' '.join(g)}" for g in found.groups]
+    _emit(found.to_dict(), as_json, lines + (["(truncated)"] if found.truncated else []))
+
+
+@cli.command()
+@click.argument("fact_id")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def deps(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> None:
+    """What a fact depends on (DEPENDS_ON), dependencies first; cycles reported."""
+    with _memory(ctx) as mem:
+        order = mem.dependency_order(fact_id, **options)
+    lines = list(order.order) + [f"cycle: {' -> '.join(c)}" for c in order.cycles]
+    _emit(order.to_dict(), as_json, lines)
+
+
+@cli.command()
+@click.argument("fact_id")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def causes(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> None:
+    """The cause chain of a fact (CAUSED_BY)."""
+    with _memory(ctx) as mem:
+        sub = mem.causes(fact_id, **options)
+    _emit(sub.to_dict(), as_json, _subgraph_lines(sub))
+
+
+@cli.command()
+@click.argument("fact_id")
+@click.option("--above", is_flag=True, help="What the fact is part of, instead of its parts.")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def parts(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> None:
+    """The PART_OF tree below a fact (or above it)."""
+    with _memory(ctx) as mem:
+        sub = mem.parts(fact_id, **options)
+    _emit(sub.to_dict(), as_json, _subgraph_lines(sub))
 
 
 @cli.command()

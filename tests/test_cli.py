@@ -392,3 +392,30 @@ def test_check_reports_a_lost_vector_and_exits_1_until_reindex(
 
     assert gm("reindex", "--json") == {"vectors": 2, "embedder": "feature-hash-256"}
     assert gm("check").strip() == "ok"
+
+
+# --------------------------------------------------------------------------------- graph
+
+
+def test_graph_commands_link_walk_and_unlink(gm: Gm, gm_main: Gm) -> None:
+    ids = {n: gm("store", f"Service {n} runs in the cluster ({n})", "--json")["fact"]["id"]
+           for n in ("app", "api", "db")}  # fmt: skip
+    first = gm("link", ids["app"], ids["api"], "DEPENDS_ON", "--strength", "0.9", "--json")
+    assert (first["type"], first["source_id"], first["strength"]) == ("DEPENDS_ON", ids["app"], 0.9)
+    gm("link", ids["api"], ids["db"], "depends_on", "--json")
+    assert [k["id"] for k in gm("links", ids["app"], "--json")] == [first["id"]]
+    sub = gm("traverse", ids["app"], "--depth", "2", "--direction", "out", "--json")
+    assert [(n["fact"]["id"], n["depth"]) for n in sub["nodes"]] == [
+        (ids["app"], 0), (ids["api"], 1), (ids["db"], 2)]  # fmt: skip
+    assert len(sub["edges"]) == 2 and sub["truncated"] is False
+    route = gm("path", ids["db"], ids["app"], "--json")
+    assert [f["id"] for f in route["facts"]] == [ids["db"], ids["api"], ids["app"]]
+    assert gm("deps", ids["app"], "--json")["order"] == [ids["db"], ids["api"], ids["app"]]
+    assert gm("clusters", "--json")["groups"] == [sorted(ids.values())]
+    assert "3 facts, 2 links" in gm("traverse", ids["app"])
+    assert gm("unlink", first["id"], "--json") == {"unlinked": first["id"]}
+    assert gm("links", ids["app"], "--json") == []
+    no_path = gm_main("path", ids["db"], ids["app"], "--direction", "IN")
+    assert no_path.code == 1 and "error [NOT_FOUND]" in no_path.stderr
+    bad = gm_main("link", ids["app"], ids["db"], "LIKES")
+    assert bad.code == 1 and "error [INVALID_INPUT]" in bad.stderr
