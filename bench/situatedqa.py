@@ -8,6 +8,14 @@ is searched with its plain question and as_of = its date; the gold is the versio
 matches the row's answer (rows matching both versions or neither are dropped). Metric:
 version accuracy@1 per date_type.
 
+Two scores. Strict (version identity): the top hit must be the gold fact of the queried
+question itself. Answer-level: the top hit may also be a fact of a *duplicate* question (same
+content words, see question_key: the dataset holds a few paraphrased copies of one question
+under different ids, e.g. "... cleveland browns went to playoffs" / "... went to the
+playoffs") provided that fact's answer matches the row's answer. Different questions that merely
+share an answer ("2018") never count. The strict score stays the headline; the answer-level one
+says how many strict errors are only a paraphrase twin answering correctly.
+
 Controls: "latest wins" (the same rows searched at as_of = now, i.e. no time travel);
 as-of-now returns F_cur; known_at a moment before F_cur was stored returns F_prev. A fake clock
 separates the two writes: every F_prev is stored at t0, every F_cur at t0 + 60 s.
@@ -73,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(cases)} QA rows evaluated ({dict(row_counts)})"
     )
     oracle = oracle_accuracy(questions, cases)
+    duplicates = duplicate_questions(questions)
     results = {}
     embedders = ("hash", "local") if args.embedder == "both" else (args.embedder,)
     for name in embedders:
@@ -84,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         for label, options in variants.items():
             started = time.perf_counter()
-            results[label] = run(questions, cases, name, **options)
+            results[label] = run(questions, cases, name, duplicates=duplicates, **options)
             results[label]["seconds"] = time.perf_counter() - started
     report = {
         "benchmark": "situatedqa",
@@ -96,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "questions_dropped": dict(dropped),
             "start_sources": dict(Counter(s for q in questions for s in q.start_sources)),
             "equal_starts": sum(1 for q in questions if q.prev_start == q.cur_start),
+            "duplicate_question_groups": _duplicate_groups(questions, duplicates),
             "rows": dict(row_counts),
             "rows_evaluated": len(cases),
         },
@@ -131,12 +141,14 @@ class Question:
 
 @dataclass
 class Case:
-    """One QA row to search: its question, date, date type, and which version is gold."""
+    """One QA row to search: its question, date, date type, which version is gold, and the
+    row's own answers (normalised) for the answer-level score."""
 
     question: Question
     as_of: float
     date_type: str
     gold: str  # "prev" or "cur"
+    answers: frozenset[str] = frozenset()
 
 
 def select_questions(
@@ -216,7 +228,8 @@ def attach_rows(
             counts["matches both versions" if prev else "matches neither version"] += 1
             continue
         counts["evaluated"] += 1
-        cases.append(Case(q, as_of(row["date"]), row["date_type"], "prev" if prev else "cur"))
+        cases.append(Case(q, as_of(row["date"]), row["date_type"], "prev" if prev else "cur",
+                          frozenset(answers)))  # fmt: skip
     return cases, counts
 
 
@@ -236,6 +249,54 @@ def _normalize(answer: str) -> str:
     text = "".join(ch for ch in text if ch not in string.punctuation)
     text = re.sub(r"\b(a|an|the)\b", " ", text)
     return " ".join(text.split())
+
+
+#: Words that do not tell two questions apart: articles, auxiliaries, prepositions and
+#: conjunctions. Question words ("when" vs "where") and every content word ("last", "first",
+#: "new", names, numbers) count.
+_QUESTION_STOPWORDS: Final = frozenset({
+    "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "from", "with", "and", "or",
+    "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had",
+    "will", "would", "can", "could",
+})  # fmt: skip
+#: Inflections stripped before comparing (suffix, shortest word it is stripped from).
+_SUFFIXES: Final = (("ing", 6), ("ed", 5), ("s", 4))
+
+
+def question_key(text: str) -> frozenset[str]:
+    """A question's content words: lower case, punctuation removed, stopwords dropped, one
+    inflection stripped ("episodes" → "episode", "airing" → "air"). Two questions are
+    duplicates when their keys are equal: the same content words, so only function words,
+    inflection or word order differ."""
+    words = "".join(" " if ch in string.punctuation else ch for ch in text.lower()).split()
+    out = set()
+    for word in words:
+        if word in _QUESTION_STOPWORDS:
+            continue
+        for suffix, shortest in _SUFFIXES:
+            if len(word) >= shortest and word.endswith(suffix) and not word.endswith("ss"):
+                word = word[: -len(suffix)]
+                break
+        out.add(word)
+    return frozenset(out)
+
+
+def duplicate_questions(questions: Sequence[Question]) -> dict[int, frozenset[int]]:
+    """Each stored question's id → the ids of the other stored questions with the same
+    question_key (empty for most). The dataset holds a few paraphrased copies of one
+    question under different ids ("... went to playoffs" / "... went to the playoffs")."""
+    groups: dict[frozenset[str], list[int]] = defaultdict(list)
+    for q in questions:
+        groups[question_key(q.text)].append(q.id)
+    return {q.id: frozenset(groups[question_key(q.text)]) - {q.id} for q in questions}
+
+
+def _duplicate_groups(
+    questions: Sequence[Question], duplicates: dict[int, frozenset[int]]
+) -> list[list[str]]:
+    text = {q.id: q.text for q in questions}
+    groups = {frozenset({qid, *others}) for qid, others in duplicates.items() if others}
+    return sorted(sorted(text[i] for i in g) for g in groups)
 
 
 # --------------------------------------------------------------------------------- evaluation
@@ -263,13 +324,15 @@ def run(
     cases: Sequence[Case],
     embedder_name: str,
     *,
+    duplicates: dict[int, frozenset[int]] | None = None,
     isolated: bool = False,
     vector_dedup: float = 0.95,
 ) -> dict[str, Any]:
     """Store both versions of every question, then search every row.
 
     All questions share one namespace, or with ``isolated`` each has its own (so that only
-    the time logic, not retrieval among similar questions, decides)."""
+    the time logic, not retrieval among similar questions, decides). ``duplicates`` (see
+    duplicate_questions) widens the answer-level score; the strict score ignores it."""
     clock = FakeClock(CLOCK_START)
     embedder = CachingEmbedder(make_embedder(embedder_name))
     settings = Settings(track_access=False, vector_dedup_threshold=vector_dedup)
@@ -277,7 +340,7 @@ def run(
     by_question: dict[int, list[Case]] = defaultdict(list)
     for c in cases:
         by_question[c.question.id].append(c)
-    tally = Tally()
+    tally = Tally(duplicates=duplicates or {})
     with tempfile.TemporaryDirectory(prefix="bench-situatedqa-") as tmp:
         for n, group in enumerate(groups):
             memory = Memory.open(tmp, namespace=f"situatedqa-{n}", embedder=embedder,
@@ -299,8 +362,12 @@ def run(
 class Tally:
     """Outcomes accumulated over the namespaces of a run."""
 
+    duplicates: dict[int, frozenset[int]] = field(default_factory=dict)
     as_of: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
     latest: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    as_of_answer: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    latest_answer: dict[str, list[bool]] = field(default_factory=lambda: defaultdict(list))
+    other_question_hits: list[dict[str, Any]] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     now_current: list[bool] = field(default_factory=list)
@@ -311,11 +378,14 @@ class Tally:
     def summary(self) -> dict[str, Any]:
         return {
             "store_actions": dict(self.actions),
-            "as_of_accuracy": {k: sum(v) / len(v) for k, v in _ordered(self.as_of).items()},
+            "as_of_accuracy": _rates(self.as_of),
             "as_of_rows": {k: len(v) for k, v in _ordered(self.as_of).items()},
+            "as_of_answer_accuracy": _rates(self.as_of_answer),
             "as_of_errors": dict(self.errors),
             "errors_where_oracle_is_right": self.disagreements,
-            "latest_wins_accuracy": {k: sum(v) / len(v) for k, v in _ordered(self.latest).items()},
+            "as_of_other_question_hits": self.other_question_hits,
+            "latest_wins_accuracy": _rates(self.latest),
+            "latest_wins_answer_accuracy": _rates(self.latest_answer),
             "as_of_now_returns_current": _share(self.now_current),
             "known_before_current_returns_previous": _share(self.before_previous),
             "history_is_prev_then_cur": _share(self.history),
@@ -350,31 +420,63 @@ def run_group(
         ids[q.id] = {"prev": old.fact.id, "cur": new.fact.id}
     tally.actions.update(r.action for r in [*prev_results, *cur_results])
     texts = {r.fact.id: r.fact.text for r in [*prev_results, *cur_results] if r.fact}
+    # Which question and version each stored fact is, for the answer-level score.
+    owner = {fid: (q, version) for q in questions for version, fid in ids[q.id].items()}
 
     def top(query: str, **scope: Any) -> str | None:
         hits = memory.search(query, limit=1, mode="hybrid", **scope)
         return hits[0].fact.id if hits else None
 
+    def answer_ok(c: Case, got: str | None) -> bool:
+        """The gold version, or a duplicate question's fact giving the row's answer."""
+        if got == ids[c.question.id][c.gold]:
+            return True
+        if got not in owner:
+            return False
+        q, version = owner[got]
+        answers = q.prev_answers if version == "prev" else q.cur_answers
+        return q.id in tally.duplicates.get(c.question.id, ()) and bool(
+            c.answers & {_normalize(a) for a in answers}
+        )
+
     for c in cases:
         versions = ids[c.question.id]
         got = top(c.question.text, as_of=c.as_of)
         ok = got == versions[c.gold]
-        tally.as_of[c.date_type].append(ok)
-        tally.as_of["overall"].append(ok)
+        _add(tally.as_of, c.date_type, ok)
+        _add(tally.as_of_answer, c.date_type, answer_ok(c, got))
         if not ok:
             oracle_ok = oracle_pick(c) == c.gold
             kind = _error_kind(got, versions)
             tally.errors[kind + ("" if oracle_ok else " (start-date oracle also wrong)")] += 1
             if oracle_ok and len(tally.disagreements) < 25:
                 tally.disagreements.append(_describe(c, got, versions, texts))
-        latest = top(c.question.text) == versions[c.gold]
-        tally.latest[c.date_type].append(latest)
-        tally.latest["overall"].append(latest)
+            if got in owner and got not in versions.values():
+                other = owner[got][0]
+                tally.other_question_hits.append({
+                    **_describe(c, got, versions, texts),
+                    "row_answers": sorted(c.answers),
+                    "oracle_right": oracle_ok,
+                    "duplicate_question": other.id in tally.duplicates.get(c.question.id, ()),
+                    "answer_level_hit": answer_ok(c, got),
+                })  # fmt: skip
+        latest = top(c.question.text)
+        _add(tally.latest, c.date_type, latest == versions[c.gold])
+        _add(tally.latest_answer, c.date_type, answer_ok(c, latest))
     for q in questions:
         tally.now_current.append(top(q.text) == ids[q.id]["cur"])
         tally.before_previous.append(top(q.text, known_at=prev_stored_at + 30) == ids[q.id]["prev"])
         chain = [f.id for f in memory.history(ids[q.id]["cur"])]
         tally.history.append(chain == [ids[q.id]["prev"], ids[q.id]["cur"]])
+
+
+def _add(hits: dict[str, list[bool]], date_type: str, ok: bool) -> None:
+    hits[date_type].append(ok)
+    hits["overall"].append(ok)
+
+
+def _rates(hits: dict[str, list[bool]]) -> dict[str, float]:
+    return {k: sum(v) / len(v) for k, v in _ordered(hits).items()}
 
 
 def _share(values: Sequence[bool]) -> float:
@@ -412,7 +514,8 @@ def _ordered(hits: dict[str, list[bool]]) -> dict[str, list[bool]]:
 
 
 def summary_markdown(report: dict[str, Any]) -> str:
-    """Accuracy@1 by date type (rows: the start-date oracle, then each run), then controls."""
+    """Accuracy@1 by date type (rows: the start-date oracle, then each run, strict and
+    answer-level), then controls."""
     results: dict[str, dict[str, Any]] = report["results"]
     oracle: dict[str, float] = report["oracle_start_date_filter"]
     types = list(next(iter(results.values()))["as_of_rows"].items())
@@ -421,6 +524,8 @@ def summary_markdown(report: dict[str, Any]) -> str:
     for name, r in results.items():
         rows.append([name, *(r["as_of_accuracy"][t] for t, _ in types),
                      r["latest_wins_accuracy"]["overall"]])  # fmt: skip
+        rows.append([f"{name} (answer-level)", *(r["as_of_answer_accuracy"][t] for t, _ in types),
+                     r["latest_wins_answer_accuracy"]["overall"]])  # fmt: skip
     controls = markdown_table(
         ["run", "as-of-now → F_cur", "known_at before F_cur → F_prev", "history prev→cur",
          "as-of errors"],
