@@ -391,36 +391,35 @@ class _Walk:
             "l.type IN (SELECT value FROM json_each(:types)) AND l.strength >= :min_strength"
             f" AND {scope.link_clause()} AND {self.fact_clause}"
         )
+        # Per frontier fact, its links strongest first, cut after :cap rows: the index on
+        # (end, strength) makes that a short range scan however many links a hub has.
         sides = []
-        if direction in ("OUT", "BOTH"):
+        for near, far in (("source_id", "target_id"), ("target_id", "source_id")):
+            if direction == ("IN" if near == "source_id" else "OUT"):
+                continue
             sides.append(
-                "SELECT l.source_id AS via, l.target_id AS step, l.id AS link_id, l.strength"
-                " FROM links l JOIN facts f ON f.id = l.target_id"
-                f" WHERE l.source_id IN (SELECT value FROM json_each(:frontier)) AND {link_filter}"
+                f"SELECT fr.value AS via, l.{far} AS step, l.id AS link_id, l.strength"
+                " FROM json_each(:frontier) fr JOIN links l ON l.rowid IN ("
+                f"  SELECT l.rowid FROM links l JOIN facts f ON f.id = l.{far}"
+                f"  WHERE l.{near} = fr.value AND {link_filter}"
+                "  ORDER BY l.strength DESC, l.seq LIMIT :cap)"
             )
-        if direction in ("IN", "BOTH"):
-            sides.append(
-                "SELECT l.target_id AS via, l.source_id AS step, l.id AS link_id, l.strength"
-                " FROM links l JOIN facts f ON f.id = l.source_id"
-                f" WHERE l.target_id IN (SELECT value FROM json_each(:frontier)) AND {link_filter}"
-            )
-        union = " UNION ALL ".join(sides)
-        self._level = (
-            "SELECT via, step, link_id, rank FROM ("
-            " SELECT via, step, link_id, strength, ROW_NUMBER() OVER ("
-            "  PARTITION BY via ORDER BY strength DESC, step) AS rank"
-            f" FROM ({union})) WHERE rank <= :fan_out + 1 ORDER BY strength DESC, rank, step"
-        )
-        self._level_unbounded = (
-            f"SELECT via, step, link_id, 0 FROM ({union}) ORDER BY strength DESC, step"
-        )
+        self._level = " UNION ALL ".join(sides)
 
     def level(
         self, frontier: list[str], *, unbounded: bool = False
     ) -> list[tuple[str, str, str, int]]:
-        sql = self._level_unbounded if unbounded else self._level
-        args = {**self.params, "frontier": json.dumps(frontier), "fan_out": FAN_OUT}
-        return [(r[0], r[1], r[2], r[3]) for r in self.conn.execute(sql, args)]
+        """(via, step, link id, rank of the link among via's, strongest first) for the
+        frontier's links; at most FAN_OUT + 1 per fact and direction unless ``unbounded``."""
+        cap = -1 if unbounded else FAN_OUT + 1
+        args = {**self.params, "frontier": json.dumps(frontier), "cap": cap}
+        rows = sorted(self.conn.execute(self._level, args), key=lambda r: (-r[3], r[1]))
+        seen: dict[str, int] = {}
+        out = []
+        for via, step, link_id, _ in rows:
+            seen[via] = seen.get(via, 0) + 1
+            out.append((via, step, link_id, seen[via]))
+        return out
 
     def visible(self, ids: list[str]) -> set[str]:
         rows = self.conn.execute(

@@ -129,6 +129,14 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         value TEXT NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 2: traversal reads each fact's links strongest first and stops after the fan-out cap, so
+    # a hub costs no more than an ordinary fact; these replace the (fact, type) indexes.
+    """
+    CREATE INDEX links_source_strength ON links(source_id, strength DESC);
+    CREATE INDEX links_target_strength ON links(target_id, strength DESC);
+    DROP INDEX links_source;
+    DROP INDEX links_target;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
