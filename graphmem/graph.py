@@ -19,7 +19,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound
 from .models import Fact, Link
@@ -289,7 +289,7 @@ def traverse(
     depth = _check_count(depth, "depth", 0, MAX_DEPTH)
     max_nodes = _check_count(max_nodes, "max_nodes", 1, MAX_NODES)
     min_strength = _check_strength(min_strength, "min_strength")
-    walk = _Walk(conn, scope, check_types(types), check_direction(direction), min_strength)
+    walk = Walk(conn, scope, check_types(types), check_direction(direction), min_strength)
     _require_known(conn, starts)
     visible = walk.visible(starts)
     order = [i for i in starts if i in visible][:max_nodes]
@@ -302,7 +302,7 @@ def traverse(
         if not frontier:
             break
         found: dict[str, list[str]] = {}
-        for via, step, _, rank in walk.level(frontier):
+        for via, step, _, rank, _ in walk.level(frontier):
             if rank > FAN_OUT:
                 truncated.add("fan_out")
             elif step in found:
@@ -320,7 +320,7 @@ def traverse(
         frontier
         and depth > 0
         and "max_nodes" not in truncated
-        and any(step not in reached for _, step, _, _ in walk.level(frontier))
+        and any(s.step not in reached for s in walk.level(frontier))
     ):
         truncated.add("depth")
     facts = _facts(conn, order)
@@ -342,7 +342,7 @@ def path(
     """A shortest path from ``source_id`` to ``target_id`` over visible links: None if there is
     none within ``max_depth`` links (or PATH_MAX_VISITED facts). Ties go to stronger links."""
     max_depth = _check_count(max_depth, "max_depth", 1, MAX_DEPTH)
-    walk = _Walk(conn, scope, check_types(types), check_direction(direction), 0.0)
+    walk = Walk(conn, scope, check_types(types), check_direction(direction), 0.0)
     _require_known(conn, [source_id, target_id])
     if not walk.visible([source_id, target_id]) >= {source_id, target_id}:
         return None
@@ -352,7 +352,7 @@ def path(
     frontier = [source_id]
     for _ in range(max_depth):
         found: list[str] = []
-        for via, step, link_id, _ in walk.level(frontier, unbounded=True):
+        for via, step, link_id, _, _ in walk.level(frontier, unbounded=True):
             if step not in parent:
                 parent[step] = (via, link_id)
                 found.append(step)
@@ -377,7 +377,17 @@ def path(
 # ------------------------------------------------------------------------------------ internals
 
 
-class _Walk:
+class Step(NamedTuple):
+    """One link followed from a frontier fact (``via``) to ``step``."""
+
+    via: str
+    step: str
+    link_id: str
+    rank: int  # among via's links of this level, strongest first
+    strength: float
+
+
+class Walk:
     """One traversal's SQL: a level of neighbours, visibility, and the links among a set."""
 
     def __init__(self, conn: sqlite3.Connection, scope: TimeScope, types: tuple[str, ...],
@@ -406,19 +416,17 @@ class _Walk:
             )
         self._level = " UNION ALL ".join(sides)
 
-    def level(
-        self, frontier: list[str], *, unbounded: bool = False
-    ) -> list[tuple[str, str, str, int]]:
-        """(via, step, link id, rank of the link among via's, strongest first) for the
-        frontier's links; at most FAN_OUT + 1 per fact and direction unless ``unbounded``."""
+    def level(self, frontier: list[str], *, unbounded: bool = False) -> list[Step]:
+        """The frontier's visible links, strongest first, each with its rank among its
+        frontier fact's; at most FAN_OUT + 1 per fact and direction unless ``unbounded``."""
         cap = -1 if unbounded else FAN_OUT + 1
         args = {**self.params, "frontier": json.dumps(frontier), "cap": cap}
         rows = sorted(self.conn.execute(self._level, args), key=lambda r: (-r[3], r[1]))
         seen: dict[str, int] = {}
         out = []
-        for via, step, link_id, _ in rows:
+        for via, step, link_id, strength in rows:
             seen[via] = seen.get(via, 0) + 1
-            out.append((via, step, link_id, seen[via]))
+            out.append(Step(via, step, link_id, seen[via], strength))
         return out
 
     def visible(self, ids: list[str]) -> set[str]:

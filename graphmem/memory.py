@@ -24,7 +24,7 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import analytics, graph, ingest, transfer
+from . import analytics, expansion, graph, ingest, transfer
 from . import search as ranking
 from .decay import (
     DECAY_CLASSES,
@@ -378,11 +378,14 @@ class Memory:
         mode: str = "hybrid",
         *,
         source: str | None = None,
+        graph_depth: int = 0,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first: keyword and vector legs fused (DESIGN §5).
 
         Returns ``limit`` hits whenever that many visible facts match, however many superseded
-        or retracted versions rank above them.
+        or retracted versions rank above them. ``graph_depth`` > 0 lets linked candidates lend
+        each other evidence and adds the linked neighbours of the hits, up to that many links
+        away, each scored below the hit that reached it (see docs/search.md).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
@@ -391,6 +394,13 @@ class Memory:
         if mode not in ranking.MODES:
             raise InvalidInput(f"unknown mode {mode!r}; use hybrid, fts or vector", field="mode")
         _check_limit(limit)
+        if (
+            isinstance(graph_depth, bool)
+            or not isinstance(graph_depth, int)
+            or not (0 <= graph_depth <= graph.MAX_DEPTH)
+        ):
+            raise InvalidInput(f"graph_depth must be from 0 to {graph.MAX_DEPTH}",
+                               field="graph_depth")  # fmt: skip
         scope = self._scope(as_of, known_at)
         params: dict[str, Any] = dict(scope.params)
         where = [scope.fact_clause(include_superseded=include_superseded)]
@@ -430,6 +440,8 @@ class Memory:
             relevance = ranking.min_max(fts)
         else:
             relevance = dict(vec)
+        if graph_depth > 0:
+            relevance = expansion.lend_evidence(conn, relevance, scope)
         ranked = []
         for fact_id, rel in relevance.items():
             row = candidates[fact_id]
@@ -444,12 +456,23 @@ class Memory:
             ranked.append((score, effective, fact_id))
         ranked.sort(reverse=True)
         top = ranked[:limit]
+        reached: dict[str, tuple[float, int, str]] = {}
+        if graph_depth > 0:
+            reached = expansion.neighbours(
+                conn, [(fact_id, score) for score, _, fact_id in top], graph_depth, scope,
+                lambda ids: {r["id"] for r in _candidates(conn, "id", ids, visible, params)},
+            )  # fmt: skip
+            merged = [(score, 0, fact_id) for score, _, fact_id in top]
+            merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
+            merged.sort(key=lambda x: (-x[0], x[1]))
+            top = [(score, 0, fact_id) for score, _, fact_id in merged[:limit]]
         rows = _rows_by_id(conn, [fact_id for _, _, fact_id in top])
         out = [
-            SearchHit(Fact.from_row(rows[fact_id]), score, fts.get(fact_id), vec.get(fact_id))
+            SearchHit(Fact.from_row(rows[fact_id]), score, fts.get(fact_id), vec.get(fact_id),
+                      *(reached[fact_id][1:] if fact_id in reached else (0, None)))
             for score, _, fact_id in top
             if fact_id in rows  # purged since the legs ran
-        ]
+        ]  # fmt: skip
         if scope.current:
             self._track_access([h.fact.id for h in out])
         return out

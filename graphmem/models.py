@@ -245,12 +245,17 @@ class StoreResult:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A search result: the fact and its final score (higher is better), with the leg scores."""
+    """A search result: the fact and its final score (higher is better), with the leg scores.
+
+    A fact added by graph expansion has ``depth`` > 0 and ``via``, the hit it was reached from.
+    """
 
     fact: Fact
     score: float
     fts_score: float | None = None
     vector_score: float | None = None
+    depth: int = 0
+    via: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -258,6 +263,8 @@ class SearchHit:
             "score": self.score,
             "fts_score": self.fts_score,
             "vector_score": self.vector_score,
+            "depth": self.depth,
+            "via": self.via,
         }
 
 

@@ -297,3 +297,65 @@ def test_centrality_ranks_the_hub_first(mem: Memory) -> None:
     ranked = mem.centrality(f["s1"], depth=3)
     assert ranked[0][0] == f["hub"] and ranked[0][2] > 0
     assert {i for i, _, _ in ranked} == set(f.values())
+
+
+# ------------------------------------------------------------------------------------ search
+
+
+def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory) -> None:
+    hit = mem.store("The payments service is written in Rust").fact
+    near = mem.store("Its on-call rotation changes every Monday").fact
+    far = mem.store("The rotation schedule lives in PagerDuty").fact
+    assert hit and near and far
+    mem.link(near.id, hit.id, "PART_OF", 0.8)
+    mem.link(far.id, near.id, "RELATED_TO", 0.5)
+    plain = mem.search("payments service rust", mode="fts", limit=5)
+    assert [h.fact.id for h in plain] == [hit.id]
+    one = mem.search("payments service rust", mode="fts", limit=5, graph_depth=1)
+    assert [(h.fact.id, h.depth, h.via) for h in one] == [(hit.id, 0, None), (near.id, 1, hit.id)]
+    assert one[1].score == pytest.approx(one[0].score * 0.5 * 0.8)
+    two = mem.search("payments service rust", mode="fts", limit=5, graph_depth=2)
+    assert [(h.fact.id, h.depth, h.via) for h in two][2] == (far.id, 2, near.id)
+    assert two[2].score < two[1].score < two[0].score
+    # filters and the time scope apply to neighbours too
+    assert [h.fact.id for h in mem.search("payments service rust", mode="fts", graph_depth=2,
+                                          category="decision")] == []  # fmt: skip
+    mem.forget(near.id)
+    assert [h.fact.id for h in mem.search("payments rust", mode="fts", graph_depth=2)] == [hit.id]
+
+
+def test_graph_expansion_never_demotes_a_stronger_direct_hit(mem: Memory) -> None:
+    texts = [f"Deploy note {i}: the canary for region {i} is healthy" for i in range(8)]
+    ids = [r.fact.id for r in mem.store_many([{"text": t} for t in texts]) if r.fact]
+    extra = [r.fact.id for r in mem.store_many(
+        [{"text": f"Unrelated remark number {i} about lunch"} for i in range(8)]) if r.fact]  # fmt: skip
+    for source, target in zip(ids, extra, strict=True):
+        mem.link(source, target, "RELATED_TO", 1.0)
+    plain = mem.search("deploy canary region healthy", limit=5)
+    expanded = mem.search("deploy canary region healthy", limit=5, graph_depth=1)
+    kept = {h.fact.id for h in expanded}
+    for n in (h for h in expanded if h.depth):
+        via = next(h for h in plain if h.fact.id == n.via)
+        assert n.score < via.score
+        assert all(h.fact.id in kept for h in plain if h.score >= via.score)
+
+
+def test_linked_candidates_lend_each_other_evidence(mem: Memory) -> None:
+    strong = mem.store("Falcon launch checklist: fuel, weather, range safety").fact
+    linked = mem.store("Falcon pad crew briefing").fact
+    alone = mem.store("Falcon hangar door repaired").fact
+    assert strong and linked and alone
+    mem.store_many([{"text": f"Quarterly budget line {n} approved"} for n in range(6)])
+    before = {h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts")}
+    assert before[linked.id] == pytest.approx(before[alone.id], abs=1e-9)
+    mem.link(linked.id, strong.id, "PART_OF", 1.0)
+    after = {h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts",
+                                                    graph_depth=1)}  # fmt: skip
+    assert after[linked.id] > after[alone.id] and after[linked.id] > before[linked.id]
+    assert after[strong.id] >= before[strong.id]
+
+
+def test_graph_depth_is_checked(mem: Memory) -> None:
+    for bad in (-1, 7, 1.5, True):
+        with pytest.raises(InvalidInput):
+            mem.search("anything", graph_depth=bad)  # type: ignore[arg-type]

@@ -1,0 +1,83 @@
+"""Graph-aware search (``search(..., graph_depth=k)``): links lend evidence and bring neighbours.
+
+Two effects, both over the visible links of every type but SUPERSEDES:
+
+* **Evidence.** A candidate linked to another candidate gains part of that one's relevance:
+  ``relevance + EVIDENCE_WEIGHT * max(strength * neighbour relevance)``. On conversations, where
+  an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md);
+  merely listing neighbours below their hits barely helps.
+* **Neighbours.** The facts up to ``k`` links from the final hits join the results, each scored
+  ``HOP_FACTOR * strength`` times the score of the fact that reached it: always below that fact,
+  so a neighbour can never push out a direct hit that outscored the hit it came from.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from . import graph
+from .temporal import TimeScope
+
+#: Share of a linked candidate's relevance (times link strength) lent to a fact.
+EVIDENCE_WEIGHT: Final = 0.3
+#: A neighbour's score relative to the fact that reached it, per link (times its strength).
+HOP_FACTOR: Final = 0.5
+
+
+def lend_evidence(
+    conn: sqlite3.Connection, relevance: Mapping[str, float], scope: TimeScope
+) -> dict[str, float]:
+    """Each candidate's relevance plus the best evidence a linked candidate lends it."""
+    ids = json.dumps(list(relevance))
+    rows = conn.execute(
+        "SELECT l.source_id, l.target_id, l.strength FROM links l"
+        " WHERE l.source_id IN (SELECT value FROM json_each(:ids))"
+        " AND l.target_id IN (SELECT value FROM json_each(:ids))"
+        " AND l.type IN (SELECT value FROM json_each(:types))"
+        f" AND {scope.link_clause()}",
+        {"ids": ids, "types": json.dumps(graph.DEFAULT_TYPES), **scope.params},
+    )
+    lent: dict[str, float] = {}
+    for source, target, strength in rows:
+        for a, b in ((source, target), (target, source)):
+            lent[a] = max(lent.get(a, 0.0), strength * relevance[b])
+    return {i: r + EVIDENCE_WEIGHT * lent.get(i, 0.0) for i, r in relevance.items()}
+
+
+def neighbours(
+    conn: sqlite3.Connection,
+    hits: list[tuple[str, float]],
+    depth: int,
+    scope: TimeScope,
+    admit: Callable[[list[str]], set[str]],
+) -> dict[str, tuple[float, int, str]]:
+    """Facts up to ``depth`` links from the hits (``(id, score)``): id -> (score, depth, via).
+
+    ``admit`` keeps the ids that pass the search's filters and time scope; the others are
+    neither returned nor walked through.
+    """
+    walk = graph.Walk(conn, scope, graph.DEFAULT_TYPES, "BOTH", 0.0)
+    score = dict(hits)
+    found: dict[str, tuple[float, int, str]] = {}
+    frontier = [i for i, _ in hits]
+    for level in range(1, depth + 1):
+        offers: dict[str, tuple[float, str]] = {}
+        for s in walk.level(frontier):
+            if s.rank > graph.FAN_OUT or s.step in score:
+                continue
+            offered = score[s.via] * HOP_FACTOR * s.strength
+            if offered > offers.get(s.step, (-1.0, ""))[0]:
+                offers[s.step] = (offered, s.via)
+        admitted = admit(list(offers)) if offers else set()
+        frontier = []
+        for fact_id, (value, via) in offers.items():
+            if fact_id in admitted:
+                score[fact_id] = value
+                found[fact_id] = (value, level, via)
+                frontier.append(fact_id)
+        if not frontier:
+            break
+    return found
