@@ -14,6 +14,10 @@ Evidence ids with formatting slips are repaired ("D8:6; D9:17" → two ids, "D:1
 "D30:05"); ids naming no turn are dropped; questions left without evidence are skipped and
 counted. Duplicate turns (same text) become one fact that stands for all of their ids.
 
+``--link-turns`` links each turn to the previous turn of its session (RELATED_TO, strength 1)
+and adds hybrid runs with ``graph_depth=1`` (graph-aware ranking, graphmem/expansion.py), at
+several evidence weights.
+
 ``--context`` also indexes each turn's previous and next turn (same session) in the fact's
 down-weighted ``context`` FTS column. ``--explore [parts]`` adds sweeps (slower): FTS column
 weights one at a time, fusion candidates, ranking without the quality adjustment, and other
@@ -21,7 +25,8 @@ fusion methods. ``--column-weights`` overrides graphmem.search.FTS_COLUMN_WEIGHT
 Query embeddings are cached across runs of one invocation, so ms/query is indicative only
 (bench/speed.py measures latency).
 
-    python -m bench.locomo [--samples N] [--embedder local|hash] [--context] [--explore [parts]]
+    python -m bench.locomo [--samples N] [--embedder local|hash] [--context] [--link-turns]
+                           [--explore [parts]]
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import graphmem.search as ranking
-from graphmem import Memory, Settings
+from graphmem import Memory, Settings, expansion, graph
 from graphmem.embedders import Embedder
 
 from .common import (
@@ -81,7 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
         started = time.perf_counter()
         conversations = [
-            build_conversation(Path(tmp), sample, embedder, settings, context=args.context)
+            build_conversation(
+                Path(tmp),
+                sample,
+                embedder,
+                settings,
+                context=args.context,
+                link_turns=args.link_turns,
+            )
             for sample in samples
         ]
         build_seconds = time.perf_counter() - started
@@ -92,6 +104,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs[mode] = evaluate(conversations, mode)
             for weight in args.weights:
                 runs[f"hybrid@{weight:g}"] = evaluate(conversations, "hybrid", fts_weight=weight)
+            if args.link_turns:
+                for lend in args.evidence_weights:
+                    with _patched(expansion, "EVIDENCE_WEIGHT", lend):
+                        runs[f"hybrid@0.6, graph_depth 1, evidence {lend:g}"] = evaluate(
+                            conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
             exploration = explore(conversations, args) if args.explore else None
         finally:
             for c in conversations:
@@ -99,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = _report(args, samples, conversations, runs, build_seconds, exploration)
     print(summary_markdown(report))
-    suffix = ("-context" if args.context else "") + ("-explore" if args.explore else "")
+    suffix = (("-context" if args.context else "") + ("-linked" if args.link_turns else "")
+              + ("-explore" if args.explore else ""))  # fmt: skip
     write_json(args.out or OUT_DIR / f"locomo-{args.embedder}{suffix}.json", report)
     return 0
 
@@ -127,12 +145,20 @@ class Conversation:
 
 
 def build_conversation(
-    root: Path, sample: dict[str, Any], embedder: Embedder, settings: Settings, *, context: bool
+    root: Path,
+    sample: dict[str, Any],
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    context: bool,
+    link_turns: bool = False,
 ) -> Conversation:
-    """Store one conversation's turns (one store_many call) and parse its questions."""
+    """Store one conversation's turns (one store_many call), link each to the previous turn
+    of its session if asked, and parse its questions."""
     conv = sample["conversation"]
     items: list[dict[str, Any]] = []
     dia_ids: list[str] = []
+    session_of: list[int] = []
     for session in _sessions(conv):
         turns = conv[f"session_{session}"]
         when = datetime.strptime(conv[f"session_{session}_date_time"], SESSION_DATE_FORMAT)
@@ -150,9 +176,21 @@ def build_conversation(
                 item["context"] = " ".join(f"{t['speaker']}: {t['text']}" for t in around)
             items.append(item)
             dia_ids.append(turn["dia_id"])
+            session_of.append(session)
     namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", sample["sample_id"])
     memory = Memory.open(root, namespace=namespace, embedder=embedder, settings=settings)
     results = memory.store_many(items)
+    if link_turns:
+        with memory._db.write() as conn:  # one transaction for the conversation's links
+            for i in range(1, len(results)):
+                before, after = results[i - 1].fact, results[i].fact
+                if (
+                    session_of[i] == session_of[i - 1]
+                    and before
+                    and after
+                    and before.id != after.id
+                ):
+                    graph.link(conn, time.time(), after.id, before.id, "RELATED_TO", 1.0)
     turns_of: dict[str, set[str]] = defaultdict(set)
     for dia_id, result in zip(dia_ids, results, strict=True):
         assert result.fact is not None
@@ -217,6 +255,7 @@ def evaluate(
     *,
     fts_weight: float | None = None,
     candidates: int | None = None,
+    graph_depth: int = 0,
 ) -> Run:
     """Every question of every conversation searched in ``mode``; metrics by category."""
     per_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -232,7 +271,7 @@ def evaluate(
         try:
             for q in conv.questions:
                 started = time.perf_counter()
-                hits = conv.memory.search(q.text, limit=10, mode=mode)
+                hits = conv.memory.search(q.text, limit=10, mode=mode, graph_depth=graph_depth)
                 seconds += time.perf_counter() - started
                 ranked = [conv.turns_of[h.fact.id] for h in hits]
                 scores = {
@@ -250,6 +289,7 @@ def evaluate(
     return {
         "mode": mode,
         "fts_weight": fts_weight,
+        "graph_depth": graph_depth,
         "queries": queries,
         "ms_per_query": 1000 * seconds / max(queries, 1),
         "metrics": {
@@ -381,6 +421,7 @@ def _report(
             "samples": len(samples),
             "embedder": args.embedder,
             "context": args.context,
+            "link_turns": args.link_turns,
             "fusion_candidates": args.candidates,
             "fts_column_weights": list(ranking.FTS_COLUMN_WEIGHTS),
             "category_numbering": {str(k): v for k, v in CATEGORIES.items()},
@@ -444,6 +485,18 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--context",
         action="store_true",
         help="index the previous and next turn in each fact's context column",
+    )
+    parser.add_argument(
+        "--link-turns",
+        action="store_true",
+        help="link each turn to the previous one and add graph_depth=1 runs",
+    )
+    parser.add_argument(
+        "--evidence-weights",
+        type=float,
+        nargs="+",
+        default=[0.0, 0.3, 0.5, 1.0],
+        help="expansion.EVIDENCE_WEIGHT values for the graph runs",
     )
     parser.add_argument(
         "--weights",
