@@ -15,6 +15,7 @@ import random
 import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from graphmem import Memory, graph
@@ -114,7 +115,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--links", type=int, default=500_000)
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--out", default=None)
+    parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 
 

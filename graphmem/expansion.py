@@ -6,9 +6,10 @@ Two effects, both over the visible links of every type but SUPERSEDES:
   ``relevance + EVIDENCE_WEIGHT * max(strength * neighbour relevance)``. On conversations, where
   an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md);
   merely listing neighbours below their hits barely helps.
-* **Neighbours.** The facts up to ``k`` links from the final hits join the results, each scored
-  ``HOP_FACTOR * strength`` times the score of the fact that reached it: always below that fact,
-  so a neighbour can never push out a direct hit that outscored the hit it came from.
+* **Neighbours.** The facts up to ``k`` links from the final hits join the results. A neighbour
+  scores its own search score (0 if the legs did not find it) plus ``HOP_FACTOR * strength``
+  times the score of the fact that reached it, capped at MAX_SHARE of that score: always below
+  that fact, so a neighbour can never push out a direct hit that outscored the hit it came from.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from .temporal import TimeScope
 
 #: Share of a linked candidate's relevance (times link strength) lent to a fact.
 EVIDENCE_WEIGHT: Final = 0.3
-#: A neighbour's score relative to the fact that reached it, per link (times its strength).
-HOP_FACTOR: Final = 0.5
+#: Share of the reaching fact's score a neighbour gains, per link (times its strength).
+HOP_FACTOR: Final = 0.8
+#: A neighbour's score stays below this share of the score of the fact that reached it.
+MAX_SHARE: Final = 0.95
 
 
 def lend_evidence(
@@ -53,11 +56,12 @@ def neighbours(
     depth: int,
     scope: TimeScope,
     admit: Callable[[list[str]], set[str]],
+    own: Mapping[str, float],
 ) -> dict[str, tuple[float, int, str]]:
     """Facts up to ``depth`` links from the hits (``(id, score)``): id -> (score, depth, via).
 
-    ``admit`` keeps the ids that pass the search's filters and time scope; the others are
-    neither returned nor walked through.
+    ``own`` holds the search scores of the other candidates. ``admit`` keeps the ids that pass
+    the search's filters and time scope; the others are neither returned nor walked through.
     """
     walk = graph.Walk(conn, scope, graph.DEFAULT_TYPES, "BOTH", 0.0)
     score = dict(hits)
@@ -68,7 +72,9 @@ def neighbours(
         for s in walk.level(frontier):
             if s.rank > graph.FAN_OUT or s.step in score:
                 continue
-            offered = score[s.via] * HOP_FACTOR * s.strength
+            reaching = score[s.via]
+            offered = min(own.get(s.step, 0.0) + reaching * HOP_FACTOR * s.strength,
+                          reaching * MAX_SHARE)  # fmt: skip
             if offered > offers.get(s.step, (-1.0, ""))[0]:
                 offers[s.step] = (offered, s.via)
         admitted = admit(list(offers)) if offers else set()

@@ -461,6 +461,7 @@ class Memory:
             reached = expansion.neighbours(
                 conn, [(fact_id, score) for score, _, fact_id in top], graph_depth, scope,
                 lambda ids: {r["id"] for r in _candidates(conn, "id", ids, visible, params)},
+                {fact_id: score for score, _, fact_id in ranked[limit:]},
             )  # fmt: skip
             merged = [(score, 0, fact_id) for score, _, fact_id in top]
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]

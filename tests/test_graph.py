@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphmem import Conflict, InvalidInput, Memory, NotFound, graph
+from graphmem import Conflict, InvalidInput, Memory, NotFound, expansion, graph
 
 from .conftest import Clock
 
@@ -313,7 +313,7 @@ def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory
     assert [h.fact.id for h in plain] == [hit.id]
     one = mem.search("payments service rust", mode="fts", limit=5, graph_depth=1)
     assert [(h.fact.id, h.depth, h.via) for h in one] == [(hit.id, 0, None), (near.id, 1, hit.id)]
-    assert one[1].score == pytest.approx(one[0].score * 0.5 * 0.8)
+    assert one[1].score == pytest.approx(one[0].score * expansion.HOP_FACTOR * 0.8)
     two = mem.search("payments service rust", mode="fts", limit=5, graph_depth=2)
     assert [(h.fact.id, h.depth, h.via) for h in two][2] == (far.id, 2, near.id)
     assert two[2].score < two[1].score < two[0].score

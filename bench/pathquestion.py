@@ -1,0 +1,182 @@
+"""PathQuestion: multi-hop questions over a small knowledge base, answered by search + graph.
+
+Recipe (../shared/bench-data/README.md): every KB triple ``s r o`` is a fact "{s} {r} {o}"
+(entity = s, key = r, value = o; underscores read as spaces; stored without the entity/key
+rule, since keys such as "children" hold several values). Facts that name the same entity are
+linked **explicitly by this bench** (RELATED_TO, strength 1): a fact whose value is another
+fact's entity links to it (the path's next hop), and facts about the same entity link to each
+other, at most SIBLINGS_PER_FACT per fact. The query is the question; the gold is the 2 or 3
+triples of its path. Metrics: recall_all@10 (the whole path in the top 10) and recall_frac@10,
+for search without graph expansion and with graph_depth 1 and 2.
+
+    python -m bench.pathquestion [--embedder hash|local] [--limit N] [--sets 2H 3H]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from graphmem import Memory, Settings, graph
+
+from .common import (
+    OUT_DIR,
+    CachingEmbedder,
+    dataset,
+    machine,
+    make_embedder,
+    markdown_table,
+    mean,
+    recall_all,
+    recall_frac,
+    write_json,
+)
+
+SETS: Final = {"2H": ("PQ-2H.txt", "2H-kb.txt"), "3H": ("PQ-3H.txt", "3H-kb.txt")}
+DEPTHS: Final = (0, 1, 2)
+#: Same-entity links made per fact at most (a popular subject must not become a huge hub).
+SIBLINGS_PER_FACT: Final = 10
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    folder = dataset("pathquestion")
+    if folder is None:
+        return 0
+    embedder = CachingEmbedder(make_embedder(args.embedder))
+    settings = Settings(track_access=False)
+    report: dict[str, Any] = {"benchmark": "pathquestion", "machine": machine(),
+                              "embedder": args.embedder, "sets": {}}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-pathquestion-") as tmp:
+        for name in args.sets:
+            questions_file, kb_file = SETS[name]
+            triples = [_triple(line) for line in (folder / kb_file).open(encoding="utf-8")]
+            triples = [t for t in triples if t is not None]
+            questions = [
+                _question(line) for line in (folder / questions_file).open(encoding="utf-8")
+            ]
+            questions = [q for q in questions if q is not None][: args.limit or None]
+            memory = Memory.open(tmp, namespace=f"pq-{name}", embedder=embedder, settings=settings)
+            try:
+                began = time.perf_counter()
+                fact_of, links = build(memory, triples)
+                runs = {f"graph_depth {d}": evaluate(memory, questions, fact_of, d) for d in DEPTHS}
+                report["sets"][name] = {
+                    "triples": len(triples),
+                    "facts": len(set(fact_of.values())),
+                    "links": links,
+                    "questions": len(questions),
+                    "questions_without_gold": sum(
+                        1 for _, path in questions if not all(t in fact_of for t in path)
+                    ),
+                    "seconds": time.perf_counter() - began,
+                    "runs": runs,
+                }
+            finally:
+                memory.close()
+    print(summary_markdown(report))
+    write_json(args.out or OUT_DIR / f"pathquestion-{args.embedder}.json", report)
+    return 0
+
+
+Triple = tuple[str, str, str]
+
+
+def _words(text: str) -> str:
+    return text.replace("_", " ").strip()
+
+
+def _triple(line: str) -> Triple | None:
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) != 3 or not all(p.strip() for p in parts):
+        return None
+    s, r, o = (_words(p) for p in parts)
+    return s, r, o
+
+
+def _question(line: str) -> tuple[str, list[Triple]] | None:
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) != 3:
+        return None
+    hops = parts[2].split("#<end>#")[0].split("#")
+    path = [(_words(hops[i]), _words(hops[i + 1]), _words(hops[i + 2]))
+            for i in range(0, len(hops) - 2, 2)]  # fmt: skip
+    return _words(parts[0]), path
+
+
+def build(memory: Memory, triples: list[Triple]) -> tuple[dict[Triple, str], int]:
+    """Store the triples (one batch) and link facts that name the same entity."""
+    results = memory.store_many([
+        {"text": f"{s} {r} {o}", "entity": s, "key": r, "value": o, "classify": False}
+        for s, r, o in triples
+    ])  # fmt: skip
+    fact_of = {t: r.fact.id for t, r in zip(triples, results, strict=True) if r.fact}
+    about: dict[str, list[str]] = defaultdict(list)
+    for (s, _, _), fact_id in fact_of.items():
+        if fact_id not in about[s.lower()]:
+            about[s.lower()].append(fact_id)
+    pairs: set[tuple[str, str]] = set()
+    for (_, _, o), fact_id in fact_of.items():
+        for target in about.get(o.lower(), []):
+            pairs.add((fact_id, target))
+    for ids in about.values():
+        for i, fact_id in enumerate(ids):
+            for other in ids[i + 1 : i + 1 + SIBLINGS_PER_FACT]:
+                pairs.add((fact_id, other))
+    now = time.time()
+    with memory._db.write() as conn:  # the bench's explicit linking, in one transaction
+        for source, target in sorted(pairs):
+            if source != target:
+                graph.link(conn, now, source, target, "RELATED_TO", 1.0)
+    return fact_of, len(pairs)
+
+
+def evaluate(
+    memory: Memory, questions: list[tuple[str, list[Triple]]], fact_of: dict[Triple, str],
+    depth: int,
+) -> dict[str, float]:  # fmt: skip
+    all_at_10: list[float] = []
+    frac_at_10: list[float] = []
+    began = time.perf_counter()
+    for text, path in questions:
+        gold = frozenset(fact_of[t] for t in path if t in fact_of)
+        if len(gold) != len(set(path)):
+            continue
+        hits = memory.search(text, limit=10, graph_depth=depth)
+        ranked = [frozenset({h.fact.id}) for h in hits]
+        all_at_10.append(recall_all(ranked, gold, 10))
+        frac_at_10.append(recall_frac(ranked, gold, 10))
+    return {
+        "recall_all@10": mean(all_at_10),
+        "recall_frac@10": mean(frac_at_10),
+        "questions": len(all_at_10),
+        "ms_per_query": 1000 * (time.perf_counter() - began) / max(1, len(all_at_10)),
+    }
+
+
+def summary_markdown(report: dict[str, Any]) -> str:
+    rows = [[name, run, f"{r['recall_all@10']:.3f}", f"{r['recall_frac@10']:.3f}",
+             r["questions"], f"{r['ms_per_query']:.1f}"]
+            for name, data in report["sets"].items() for run, r in data["runs"].items()]  # fmt: skip
+    return f"PathQuestion, embedder {report['embedder']}\n\n" + markdown_table(
+        ["set", "search", "recall_all@10", "recall_frac@10", "questions", "ms/query"], rows
+    )
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.pathquestion",
+                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser.add_argument("--embedder", choices=("hash", "local"), default="local")
+    parser.add_argument("--limit", type=int, default=0, help="first N questions per set")
+    parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
+    parser.add_argument("--out", type=Path, default=None)
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
