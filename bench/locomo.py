@@ -495,7 +495,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--evidence-weights",
         type=float,
         nargs="+",
-        default=[0.0, 0.3, 0.5, 1.0],
+        default=[0.0, 0.5, 1.0],
         help="expansion.EVIDENCE_WEIGHT values for the graph runs",
     )
     parser.add_argument(

@@ -23,7 +23,7 @@ from . import graph
 from .temporal import TimeScope
 
 #: Share of a linked candidate's relevance (times link strength) lent to a fact.
-EVIDENCE_WEIGHT: Final = 0.3
+EVIDENCE_WEIGHT: Final = 0.5
 #: Share of the reaching fact's score a neighbour gains, per link (times its strength).
 HOP_FACTOR: Final = 0.8
 #: A neighbour's score stays below this share of the score of the fact that reached it.
