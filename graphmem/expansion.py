@@ -34,15 +34,9 @@ def lend_evidence(
     conn: sqlite3.Connection, relevance: Mapping[str, float], scope: TimeScope
 ) -> dict[str, float]:
     """Each candidate's relevance plus the best evidence a linked candidate lends it."""
-    ids = json.dumps(list(relevance))
-    rows = conn.execute(
-        "SELECT l.source_id, l.target_id, l.strength FROM links l"
-        " WHERE l.source_id IN (SELECT value FROM json_each(:ids))"
-        " AND l.target_id IN (SELECT value FROM json_each(:ids))"
-        " AND l.type IN (SELECT value FROM json_each(:types))"
-        f" AND {scope.link_clause()}",
-        {"ids": ids, "types": json.dumps(graph.DEFAULT_TYPES), **scope.params},
-    )
+    params = {"types": json.dumps(graph.DEFAULT_TYPES), "min_strength": 0.0, **scope.params}
+    rows = [(r["source_id"], r["target_id"], r["strength"])
+            for r in graph.links_among(conn, list(relevance), scope, params)]  # fmt: skip
     lent: dict[str, float] = {}
     for source, target, strength in rows:
         for a, b in ((source, target), (target, source)):

@@ -438,18 +438,33 @@ class Walk:
         return {r[0] for r in rows}
 
     def edges_among(self, ids: list[str]) -> list[Link]:
-        if len(ids) < 2:
-            return []
-        rows = self.conn.execute(
-            "SELECT l.* FROM links l"
-            " WHERE l.source_id IN (SELECT value FROM json_each(:ids))"
-            " AND l.target_id IN (SELECT value FROM json_each(:ids))"
-            " AND l.type IN (SELECT value FROM json_each(:types))"
-            f" AND l.strength >= :min_strength AND {self.scope.link_clause()}"
-            " ORDER BY l.seq",
-            {**self.params, "ids": json.dumps(ids)},
-        )
-        return [Link.from_row(r) for r in rows]
+        return [Link.from_row(r) for r in links_among(self.conn, ids, self.scope, self.params)]
+
+
+def links_among(
+    conn: sqlite3.Connection, ids: list[str], scope: TimeScope, params: dict[str, Any]
+) -> list[sqlite3.Row]:
+    """The visible links among ``ids`` of the types in ``params`` (``:types`` as JSON, and
+    ``:min_strength``): each fact's FAN_OUT + 1 strongest links from either end, so a hub costs
+    no more here than in a walk (a link between two hubs, weak for both, can be left out)."""
+    if len(ids) < 2:
+        return []
+    link_filter = (
+        "l.type IN (SELECT value FROM json_each(:types)) AND l.strength >= :min_strength"
+        f" AND {scope.link_clause()}"
+    )
+    sides = [
+        "SELECT l.rowid FROM json_each(:ids) fr JOIN links l ON l.rowid IN ("
+        f"  SELECT l.rowid FROM links l WHERE l.{end} = fr.value AND {link_filter}"
+        "  ORDER BY l.strength DESC, l.seq LIMIT :cap)"
+        for end in ("source_id", "target_id")
+    ]
+    return conn.execute(
+        f"SELECT * FROM links WHERE rowid IN ({' UNION '.join(sides)})"
+        " AND source_id IN (SELECT value FROM json_each(:ids))"
+        " AND target_id IN (SELECT value FROM json_each(:ids)) ORDER BY seq",
+        {**params, "ids": json.dumps(ids), "cap": FAN_OUT + 1},
+    ).fetchall()
 
 
 def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:

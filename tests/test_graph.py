@@ -206,6 +206,7 @@ def test_a_hub_is_bounded_by_fan_out(mem: Memory, monkeypatch: pytest.MonkeyPatc
     sub = mem.traverse(f["hub"], depth=1)
     assert "fan_out" in sub.truncated_by
     assert {n for n in reached(sub, f) if n != "hub"} == {f"leaf{i}" for i in range(7, 12)}
+    assert len(sub.edges) == 5  # the links to the returned leaves
 
 
 def test_time_scope_applies_to_facts_and_links(mem: Memory, chain: dict[str, str]) -> None:
