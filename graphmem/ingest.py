@@ -259,27 +259,25 @@ def _prefetch(
     pairs = list(dict.fromkeys(
         k for x in inputs if x.classify and (k := _group_key(x.entity, x.key)) is not None
     ))  # fmt: skip
-    # entity IN (...) AND key IN (...) uses the (lower(entity), lower(key)) index; a row-value
-    # IN (VALUES ...) does not. The cross product may over-fetch: keep the pairs asked for.
-    wanted = set(pairs)
-    seen: set[str] = set()  # a row can match the cross product of several chunks
+    # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into the
+    # (lower(entity), lower(key)) index. The earlier entity IN (...) AND key IN (...) form probed
+    # the cross product of a chunk's entities and keys, tens of thousands of probes per chunk.
+    # Pairs are distinct, so no row is returned twice.
     for start in range(0, len(pairs), _CHUNK):
         chunk = pairs[start : start + _CHUNK]
         params: dict[str, Any] = dict(scope.params)
-        params.update({f"e{i}": entity for i, (entity, _) in enumerate(chunk)})
-        params.update({f"k{i}": key for i, (_, key) in enumerate(chunk)})
-        entities = ", ".join(f":e{i}" for i in range(len(chunk)))
-        keys = ", ".join(f":k{i}" for i in range(len(chunk)))
+        for i, (entity, key) in enumerate(chunk):
+            params[f"e{i}"], params[f"k{i}"] = entity, key
+        wanted = ", ".join(f"(:e{i}, :k{i})" for i in range(len(chunk)))
         for row in conn.execute(
-            f"SELECT * FROM facts f WHERE lower(f.entity) IN ({entities})"
-            f" AND lower(f.key) IN ({keys}) AND {live}",
+            f"WITH wanted(entity, key) AS (VALUES {wanted}) SELECT f.* FROM wanted w"
+            " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
+            f" AND {live}",
             params,
         ):
             group = _group_key(row["entity"], row["key"])
-            if group in wanted and row["id"] not in seen:
-                assert group is not None
-                seen.add(row["id"])
-                batch.by_key[group].append(_remember(batch, row))
+            assert group is not None
+            batch.by_key[group].append(_remember(batch, row))
 
 
 def _remember(batch: _Batch, row: sqlite3.Row) -> dict[str, Any]:

@@ -137,6 +137,25 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     DROP INDEX links_source;
     DROP INDEX links_target;
     """,
+    # 3: the embedding cache becomes a rowid table with a unique index. As a WITHOUT ROWID table
+    # keyed by a random hash, its ~1 KB rows landed on random pages: a batch of 1,000 new texts
+    # dirtied ~3,000 pages (12 MB of WAL). Now the vectors append and only the small index
+    # entries land at random.
+    """
+    CREATE TABLE embedding_cache_v2 (
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        text_hash TEXT NOT NULL,
+        dims INTEGER NOT NULL,
+        vector BLOB NOT NULL,                  -- float32, little-endian
+        created_at REAL NOT NULL
+    );
+    INSERT INTO embedding_cache_v2 (provider, model, text_hash, dims, vector, created_at)
+        SELECT provider, model, text_hash, dims, vector, created_at FROM embedding_cache;
+    DROP TABLE embedding_cache;
+    ALTER TABLE embedding_cache_v2 RENAME TO embedding_cache;
+    CREATE UNIQUE INDEX embedding_cache_key ON embedding_cache(provider, model, text_hash);
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import Memory, Settings, StorageError
-from graphmem.migrations import SCHEMA_VERSION
+from graphmem.migrations import MIGRATIONS, SCHEMA_VERSION
 from graphmem.storage import Database
 
 from .conftest import Clock
@@ -30,6 +30,28 @@ def test_migrations_build_the_schema_from_an_empty_file(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     db.close()
     Database(path).close()  # reopening runs nothing and fails nothing
+
+
+def test_an_older_schema_is_migrated_and_keeps_its_cached_embeddings(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript(MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    conn.execute(
+        "INSERT INTO embedding_cache VALUES ('hash', 'feature-hash-4', 'abc', 4, x'00', 1.0)"
+    )
+    conn.close()
+    db = Database(path)
+    reader = db.reader()
+    assert reader.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    rows = reader.execute("SELECT text_hash, dims FROM embedding_cache").fetchall()
+    assert [tuple(r) for r in rows] == [("abc", 4)]
+    indexes = {r[0] for r in reader.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"links_source_strength", "links_target_strength"} <= indexes
+    with pytest.raises(sqlite3.IntegrityError), db.write() as w:
+        w.execute(
+            "INSERT INTO embedding_cache VALUES ('hash', 'feature-hash-4', 'abc', 4, x'01', 2.0)"
+        )
+    db.close()
 
 
 def test_a_database_from_a_newer_graphmem_is_refused(tmp_path: Path) -> None:
