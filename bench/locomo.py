@@ -14,6 +14,7 @@ Evidence ids with formatting slips are repaired ("D8:6; D9:17" → two ids, "D:1
 "D30:05"); ids naming no turn are dropped; questions left without evidence are skipped and
 counted. Duplicate turns (same text) become one fact that stands for all of their ids.
 
+Turns are stored without automatic links unless ``--autolink``.
 ``--link-turns`` links each turn to the previous turn of its session (RELATED_TO, strength 1)
 and adds hybrid runs with ``graph_depth=1`` (graph-aware ranking, graphmem/expansion.py), at
 several evidence weights.
@@ -25,7 +26,7 @@ fusion methods. ``--column-weights`` overrides graphmem.search.FTS_COLUMN_WEIGHT
 Query embeddings are cached across runs of one invocation, so ms/query is indicative only
 (bench/speed.py measures latency).
 
-    python -m bench.locomo [--samples N] [--embedder local|hash] [--context] [--link-turns]
+    python -m bench.locomo [--samples N] [--embedder local|hash] [--context] [--link-turns] [--autolink]
                            [--explore [parts]]
 """
 
@@ -81,7 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.column_weights:
         ranking.FTS_COLUMN_WEIGHTS = args.column_weights  # type: ignore[misc]
     embedder = CachingEmbedder(make_embedder(args.embedder))
-    settings = Settings(track_access=False, fusion_candidates=args.candidates)
+    settings = Settings(
+        track_access=False, fusion_candidates=args.candidates, autolink=args.autolink
+    )
 
     with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
         started = time.perf_counter()
@@ -104,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs[mode] = evaluate(conversations, mode)
             for weight in args.weights:
                 runs[f"hybrid@{weight:g}"] = evaluate(conversations, "hybrid", fts_weight=weight)
-            if args.link_turns:
+            if args.link_turns or args.autolink:
                 for lend in args.evidence_weights:
                     with _patched(expansion, "EVIDENCE_WEIGHT", lend):
                         runs[f"hybrid@0.6, graph_depth 1, evidence {lend:g}"] = evaluate(
@@ -117,7 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = _report(args, samples, conversations, runs, build_seconds, exploration)
     print(summary_markdown(report))
     suffix = (("-context" if args.context else "") + ("-linked" if args.link_turns else "")
-              + ("-explore" if args.explore else ""))  # fmt: skip
+              + ("-autolink" if args.autolink else "") + ("-explore" if args.explore else ""))  # fmt: skip
     write_json(args.out or OUT_DIR / f"locomo-{args.embedder}{suffix}.json", report)
     return 0
 
@@ -422,6 +425,7 @@ def _report(
             "embedder": args.embedder,
             "context": args.context,
             "link_turns": args.link_turns,
+            "autolink": args.autolink,
             "fusion_candidates": args.candidates,
             "fts_column_weights": list(ranking.FTS_COLUMN_WEIGHTS),
             "category_numbering": {str(k): v for k, v in CATEGORIES.items()},
@@ -490,6 +494,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--link-turns",
         action="store_true",
         help="link each turn to the previous one and add graph_depth=1 runs",
+    )
+    parser.add_argument(
+        "--autolink",
+        action="store_true",
+        help="store with automatic similarity links (off otherwise) and add graph_depth=1 runs",
     )
     parser.add_argument(
         "--evidence-weights",

@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if folder is None:
         return 0
     embedder = CachingEmbedder(make_embedder(args.embedder))
-    settings = Settings(track_access=False)
+    settings = Settings(track_access=False, autolink=False)  # the links are made below
     report: dict[str, Any] = {"benchmark": "pathquestion", "machine": machine(),
                               "embedder": args.embedder, "sets": {}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-pathquestion-") as tmp:

@@ -25,6 +25,7 @@ from typing import IO, Any, Final
 import numpy as np
 
 from . import analytics, expansion, graph, ingest, transfer
+from . import autolink as autolinks
 from . import search as ranking
 from .decay import (
     DECAY_CLASSES,
@@ -235,12 +236,14 @@ class Memory:
         source: str | None = None,
         valid_from: TimeInput | None = None,
         supersedes: str | None = None,
+        autolink: bool | None = None,
         **extra: Any,
     ) -> StoreResult:
         """Store one fact through the write pipeline; see ``store_many``.
 
+        ``autolink=False`` makes no automatic links for this write (None follows the settings).
         ``extra`` takes the other FactInput fields: summary, why, context, confidence,
-        source_date, expires_at, classify.
+        source_date, expires_at, classify, entity_links.
         """
         item = {
             "text": text,
@@ -254,13 +257,18 @@ class Memory:
             "source": source,
             "valid_from": valid_from,
             "supersedes": supersedes,
+            "autolink": autolink,
             **extra,
         }
         return self.store_many([{k: v for k, v in item.items() if v is not None}])[0]
 
-    def store_many(self, items: Sequence[Mapping[str, Any] | FactInput]) -> list[StoreResult]:
-        """Store a batch: one validation pass, one embedding pass, one SQLite transaction.
+    def store_many(
+        self, items: Sequence[Mapping[str, Any] | FactInput], *, autolink: bool | None = None
+    ) -> list[StoreResult]:
+        """Store a batch: one validation pass, one embedding pass, one SQLite transaction (with
+        the new facts' automatic links, see :mod:`graphmem.autolink`).
 
+        ``autolink=False`` makes no automatic links for items that do not say otherwise.
         Raises InvalidInput (nothing written) if any item is invalid, NotFound or Conflict if a
         ``supersedes`` id is unknown or not live. Results are in input order.
         """
@@ -271,11 +279,16 @@ class Memory:
         inputs = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
         if not inputs:
             return []
+        if autolink is False:
+            inputs = [x if x.autolink is not None else x.model_copy(update={"autolink": False})
+                      for x in inputs]  # fmt: skip
         vectors, fresh = self._cache.embed(self._db.reader(), [x.text for x in inputs])
-        twins = self._near_duplicates(vectors)
+        options = autolinks.Options.resolve(self.settings, self.embedder.provider)
+        twins, similar = self._similar(vectors, inputs, options)
         now = self._now()
         with self._db.write() as conn:
             results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings)
+            autolinks.link_batch(conn, now, inputs, results, similar, options)
             self._cache.store(conn, fresh, now)
             _queue(conn, touched, now)
         known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
@@ -842,25 +855,30 @@ class Memory:
     def _count_facts(self) -> int:
         return int(self._db.reader().execute("SELECT count(*) FROM facts").fetchone()[0])
 
-    def _near_duplicates(self, vectors: Vectors) -> list[str | int | None]:
+    def _similar(
+        self, vectors: Vectors, inputs: Sequence[FactInput], options: autolinks.Options
+    ) -> tuple[list[str | int | None], list[list[autolinks.Neighbour]]]:
         """For each new vector: the live fact id, or the earlier batch position, that it
-        near-duplicates (cosine ≥ the threshold), else None."""
-        threshold = self.settings.vector_dedup_threshold
-        out: list[str | int | None] = [None] * len(vectors)
-        if threshold > 1.0:
-            return out
-        for i, hit in enumerate(self._vectors.nearest_many(vectors, live_only=True)):
-            if hit is not None and hit[1] >= threshold:
-                out[i] = hit[0]
-        for start in range(0, len(vectors), 1024):
-            block = vectors[start : start + 1024] @ vectors[: start + 1024].T
-            for r in range(block.shape[0]):
-                i = start + r
-                if out[i] is None and i > 0:
-                    j = int(np.argmax(block[r, :i]))
-                    if block[r, j] >= threshold:
-                        out[i] = j
-        return out
+        near-duplicates (cosine ≥ vector_dedup_threshold), else None; and its candidates for
+        similarity links (cosine ≥ the autolink threshold), most similar first."""
+        dedup = self.settings.vector_dedup_threshold
+        linking = [options.similarity_for(x) for x in inputs]
+        # Two spare neighbours: the version a fact supersedes and a retracted one are skipped.
+        k = options.max_similar + 2 if any(linking) else 1
+        floor = min(dedup, options.threshold if any(linking) else dedup)
+        twins: list[str | int | None] = [None] * len(vectors)
+        similar: list[list[autolinks.Neighbour]] = [[] for _ in range(len(vectors))]
+        if floor > 1.0:
+            return twins, similar
+        stored = self._vectors.neighbours_many(vectors, k, live_only=True)
+        in_batch = autolinks.batch_neighbours(vectors, k, floor)
+        for i in range(len(vectors)):
+            merged = sorted([*stored[i], *in_batch[i]], key=lambda hit: -hit[1])
+            if merged and merged[0][1] >= dedup:
+                twins[i] = merged[0][0]
+            if linking[i]:
+                similar[i] = [hit for hit in merged if hit[1] >= options.threshold]
+        return twins, similar
 
     def _fts_leg(
         self, conn: sqlite3.Connection, query: str, visible: str, params: dict[str, Any], n: int

@@ -156,6 +156,11 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     ALTER TABLE embedding_cache_v2 RENAME TO embedding_cache;
     CREATE UNIQUE INDEX embedding_cache_key ON embedding_cache(provider, model, text_hash);
     """,
+    # 4: same-entity links find an entity's most recent live facts without reading them all.
+    """
+    CREATE INDEX facts_live_entity ON facts(lower(entity), seq)
+        WHERE entity IS NOT NULL AND retracted_at IS NULL AND superseded_by IS NULL;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

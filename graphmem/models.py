@@ -53,6 +53,10 @@ class FactInput(BaseModel):
     supersedes: str | None = Field(default=None, max_length=64)
     #: False skips classify-before-write for this fact (it is always added).
     classify: bool = True
+    #: False makes no automatic links for this fact; None follows the settings.
+    autolink: bool | None = None
+    #: Same-entity links for this fact; None follows the settings.
+    entity_links: bool | None = None
 
     @field_validator("entity", "key", "value", "source", "summary", "why", "context", "supersedes")
     @classmethod

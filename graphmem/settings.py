@@ -63,6 +63,27 @@ class Settings(BaseModel):
         description="Cosine at or above which a new fact shares its near-duplicate's vector "
         "instead of writing its own (above 1 disables).",
     )
+    autolink: bool = Field(
+        True,
+        description="Link each new fact RELATED_TO its most similar live facts (cosine at or "
+        "above autolink_threshold).",
+    )
+    autolink_threshold: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Cosine for a similarity link; unset = the value calibrated for the "
+        "embedder (docs/graph.md).",
+    )
+    autolink_max: int = Field(5, ge=0, le=50, description="Most similarity links per new fact.")
+    entity_links: bool = Field(
+        False,
+        description="Link each new fact RELATED_TO the most recent live facts naming the same "
+        "entity.",
+    )
+    entity_links_max: int = Field(
+        5, ge=0, le=50, description="Most same-entity links per new fact (bounds hubs)."
+    )
     classifier: Literal["rules", "off"] = Field(
         "rules", description="Classify-before-write: offline entity/key rules, or off (always ADD)."
     )

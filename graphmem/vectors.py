@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +26,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+from threadpoolctl import ThreadpoolController
 
 from .embedders import Vectors
 from .errors import StorageError
@@ -163,25 +165,33 @@ class VectorIndex:
 
     def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
         """The single nearest (id, cosine) for each query vector, None when the table is empty."""
-        if len(vectors) == 0 or self.count() == 0:
-            return [None] * len(vectors)
+        return [hits[0] if hits else None
+                for hits in self.neighbours_many(vectors, 1, live_only=live_only)]  # fmt: skip
+
+    def neighbours_many(
+        self, vectors: Vectors, k: int, *, live_only: bool
+    ) -> list[list[tuple[str, float]]]:
+        """For each query vector, up to ``k`` (id, cosine) pairs, most similar first. Above
+        PARTITION_MIN_ROWS the in-memory search probes partitions: approximate, made for
+        write-time checks (near-duplicates, automatic links), not for search."""
+        if len(vectors) == 0 or self.count() == 0 or k <= 0:
+            return [[] for _ in range(len(vectors))]
         with self._lock:
             if self._mirror is not None:
-                return self._mirror.nearest_many(vectors, live_only=live_only)
+                return self._mirror.neighbours_many(vectors, k, live_only=live_only)
         query = self._table.search(np.asarray(vectors, dtype=np.float32)).distance_type("cosine")
         query = query.select(["id", "_distance"])
         if live_only:
             query = query.where("live = true", prefilter=True)
-        result = query.limit(1).to_arrow()
-        out: list[tuple[str, float] | None] = [None] * len(vectors)
+        result = query.limit(k).to_arrow()
+        out: list[list[tuple[str, float]]] = [[] for _ in range(len(vectors))]
         qi = result.column("query_index").to_pylist() if len(vectors) > 1 else [0] * result.num_rows
         for q, i, d in zip(
             qi, result.column("id").to_pylist(), result.column("_distance").to_pylist(), strict=True
         ):
-            similarity = 1.0 - float(d)
-            current = out[q]
-            if current is None or similarity > current[1]:
-                out[q] = (i, similarity)
+            out[q].append((i, 1.0 - float(d)))
+        for hits in out:
+            hits.sort(key=lambda hit: -hit[1])
         return out
 
     def rows(self, ids: Iterable[str] | None = None) -> dict[str, tuple[Vectors, bool]]:
@@ -354,20 +364,33 @@ class _Mirror:
         found = top if rows is None else rows[top]
         return [(self._ids[i], float(s)) for i, s in zip(found, scores[top], strict=True)]
 
-    def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
+    def neighbours_many(
+        self, vectors: Vectors, k: int, *, live_only: bool
+    ) -> list[list[tuple[str, float]]]:
         if len(self._ids) >= PARTITION_MIN_ROWS:
-            return self._partitions().nearest_many(self, vectors, live_only=live_only)
-        out: list[tuple[str, float] | None] = []
-        for start in range(0, len(vectors), _QUERY_BLOCK):
-            scores = self._scores(vectors[start : start + _QUERY_BLOCK], live_only)
-            if scores.shape[1] == 0:
-                out.extend([None] * len(scores))
-                continue
-            best = np.argmax(scores, axis=1)
-            for row, i in enumerate(best):
-                value = float(scores[row, i])
-                out.append((self._ids[i], value) if np.isfinite(value) else None)
-        return out
+            rows, scores = self._partitions().neighbours_many(self, vectors, k, live_only=live_only)
+        else:
+            rows = np.full((len(vectors), k), -1, dtype=np.int64)
+            scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+            for start in range(0, len(vectors), _QUERY_BLOCK):
+                block = self._scores(vectors[start : start + _QUERY_BLOCK], live_only)
+                width = min(k, block.shape[1])
+                if width == 0:
+                    continue
+                top = np.argpartition(-block, width - 1, axis=1)[:, :width]
+                rows[start : start + len(block), :width] = top
+                scores[start : start + len(block), :width] = np.take_along_axis(block, top, 1)
+        return self._hits(rows, scores)
+
+    def _hits(self, rows: npt.NDArray[np.int64], scores: Vectors) -> list[list[tuple[str, float]]]:
+        order = np.argsort(-scores, axis=1, kind="stable")
+        rows = np.take_along_axis(rows, order, 1)
+        scores = np.take_along_axis(scores, order, 1)
+        return [
+            [(self._ids[int(r)], float(v)) for r, v in zip(rs, vs, strict=True)
+             if r >= 0 and np.isfinite(v)]
+            for rs, vs in zip(rows, scores, strict=True)
+        ]  # fmt: skip
 
     def _scores(self, queries: Vectors, live_only: bool) -> Vectors:
         n = len(self._ids)
@@ -474,32 +497,42 @@ class _Partitions:
     def grow(self, capacity: int) -> None:
         self.labels = np.concatenate([self.labels, np.zeros(capacity - len(self.labels), np.int64)])
 
-    def nearest_many(
-        self, mirror: _Mirror, vectors: Vectors, *, live_only: bool
-    ) -> list[tuple[str, float] | None]:
+    def neighbours_many(
+        self, mirror: _Mirror, vectors: Vectors, k: int, *, live_only: bool
+    ) -> tuple[npt.NDArray[np.int64], Vectors]:
+        """The best ``k`` rows (and scores) per query among the partitions it probes; -1 and
+        -inf where fewer were found."""
         members = self._member_lists(len(mirror))
-        probes = np.argsort(-(vectors @ self.centroids.T), axis=1)[:, :PARTITION_PROBES]
-        best_score = np.full(len(vectors), -np.inf, dtype=np.float32)
-        best_row = np.full(len(vectors), -1, dtype=np.int64)
+        probes = np.argpartition(-(vectors @ self.centroids.T), PARTITION_PROBES - 1, axis=1)
+        probes = probes[:, :PARTITION_PROBES]
+        # Each query's best k of each partition it probes go in that probe's slot of k columns.
+        found_score = np.full((len(vectors), PARTITION_PROBES * k), -np.inf, dtype=np.float32)
+        found_row = np.full((len(vectors), PARTITION_PROBES * k), -1, dtype=np.int64)
+        order = np.argsort(probes, axis=None, kind="stable")
+        flat = probes.ravel()[order]
+        bounds = np.searchsorted(flat, np.arange(len(self.centroids) + 1))
         # One pass per probed partition, scoring all the queries that probe it: each row is
-        # gathered once per call, not once per query.
-        for c in np.unique(probes):
-            queries = np.nonzero((probes == c).any(axis=1))[0]
-            rows = members[c]
-            if live_only:
-                rows = rows[mirror._live[rows]]
-            if len(rows) == 0:
-                continue
-            scores = mirror._matrix[rows] @ vectors[queries].T
-            top = np.argmax(scores, axis=0)
-            values = scores[top, np.arange(len(queries))]
-            better = values > best_score[queries]
-            best_score[queries[better]] = values[better]
-            best_row[queries[better]] = rows[top[better]]
-        return [
-            None if row < 0 else (mirror._ids[int(row)], float(score))
-            for row, score in zip(best_row, best_score, strict=True)
-        ]
+        # gathered once per call, not once per query. Small products: one BLAS thread each is
+        # faster than waking a pool (and far faster when the cores are busy).
+        with _single_threaded_blas():
+            for c in np.nonzero(bounds[1:] > bounds[:-1])[0]:
+                queries, slots = np.divmod(order[bounds[c] : bounds[c + 1]], PARTITION_PROBES)
+                rows = members[c]
+                if live_only:
+                    rows = rows[mirror._live[rows]]
+                if len(rows) == 0:
+                    continue
+                scores = vectors[queries] @ mirror._matrix[rows].T  # queries x rows
+                width = min(k, len(rows))
+                if width < len(rows):
+                    top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+                else:
+                    top = np.broadcast_to(np.arange(width), (len(queries), width))
+                columns = slots[:, None] * k + np.arange(width)
+                found_score[queries[:, None], columns] = np.take_along_axis(scores, top, 1)
+                found_row[queries[:, None], columns] = rows[top]
+        keep = np.argpartition(-found_score, k - 1, axis=1)[:, :k]
+        return np.take_along_axis(found_row, keep, 1), np.take_along_axis(found_score, keep, 1)
 
     def _member_lists(self, n: int) -> list[npt.NDArray[np.int64]]:
         if self._members is None or self._n != n:
@@ -509,6 +542,18 @@ class _Partitions:
             self._members = [order[bounds[c] : bounds[c + 1]] for c in range(len(self.centroids))]
             self._n = n
         return self._members
+
+
+_blas: ThreadpoolController | None = None
+
+
+def _single_threaded_blas() -> AbstractContextManager[object]:
+    """Limit BLAS to one thread for the enclosed many small matrix products."""
+    global _blas
+    if _blas is None:
+        _blas = ThreadpoolController()
+    limiter: AbstractContextManager[object] = _blas.limit(limits=1, user_api="blas")
+    return limiter
 
 
 def _id_filter(ids: Iterable[str]) -> str:

@@ -10,8 +10,10 @@ from .conftest import Clock
 
 
 def facts(mem: Memory, *names: str) -> dict[str, str]:
-    """Store one fact per name; name -> fact id."""
-    results = mem.store_many([{"text": f"Component {n} of the platform ({n * 3})"} for n in names])
+    """Store one fact per name, with no automatic links; name -> fact id."""
+    results = mem.store_many(
+        [{"text": f"Component {n} of the platform ({n * 3})"} for n in names], autolink=False
+    )
     ids = {}
     for name, r in zip(names, results, strict=True):
         assert r.action == "ADD" and r.fact is not None
@@ -327,9 +329,9 @@ def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory
 
 def test_graph_expansion_never_demotes_a_stronger_direct_hit(mem: Memory) -> None:
     texts = [f"Deploy note {i}: the canary for region {i} is healthy" for i in range(8)]
-    ids = [r.fact.id for r in mem.store_many([{"text": t} for t in texts]) if r.fact]
+    ids = [r.fact.id for r in mem.store_many([{"text": t} for t in texts], autolink=False)]
     extra = [r.fact.id for r in mem.store_many(
-        [{"text": f"Unrelated remark number {i} about lunch"} for i in range(8)]) if r.fact]  # fmt: skip
+        [{"text": f"Unrelated remark number {i} about lunch"} for i in range(8)], autolink=False)]  # fmt: skip
     for source, target in zip(ids, extra, strict=True):
         mem.link(source, target, "RELATED_TO", 1.0)
     plain = mem.search("deploy canary region healthy", limit=5)

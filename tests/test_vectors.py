@@ -45,12 +45,12 @@ def test_partitioned_near_duplicate_checks_find_close_copies_in_a_large_table() 
     noise = unit_rows(200, seed=3) * 0.05
     queries = rows[picks] + noise
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    found = mirror.nearest_many(queries, live_only=True)
-    hits = sum(hit is not None and hit[0] == f"f{i}" for hit, i in zip(found, picks, strict=True))
+    found = mirror.neighbours_many(queries, 3, live_only=True)
+    hits = sum(bool(hit) and hit[0][0] == f"f{i}" for hit, i in zip(found, picks, strict=True))
     assert hits >= 196  # approximate by design, but near-copies are almost always found
     # Rows written after the partitions were trained are found too.
     mirror.upsert(["late"], unit_rows(1, seed=4), [True])
-    assert mirror.nearest_many(unit_rows(1, seed=4), live_only=True)[0][0] == "late"  # type: ignore[index]
+    assert mirror.neighbours_many(unit_rows(1, seed=4), 1, live_only=True)[0][0][0] == "late"
 
 
 def structured_rows(n: int, dims: int = 128, factors: int = 24, seed: int = 0) -> np.ndarray:

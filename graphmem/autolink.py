@@ -1,0 +1,183 @@
+"""Automatic links made as facts are stored (DESIGN §4.7).
+
+- **Similarity** (origin ``auto_similarity``, on by default): a new fact gets a RELATED_TO link
+  to each of its nearest live facts (and earlier facts of the same batch) whose cosine is at or
+  above the embedder's threshold, at most ``autolink_max`` of them, strength = the cosine.
+- **Same entity** (origin ``auto_entity``, off by default): a new fact naming an entity gets a
+  RELATED_TO link to the ``entity_links_max`` most recent live facts naming the same entity
+  (case-insensitive). Each fact links only backwards to that many, so a fact is the target of at
+  most as many newer facts: a popular entity makes a chain of small neighbourhoods, never a hub.
+
+Links point from the new fact to the older one and are valid from the later of the two facts'
+``valid_from``. They are written in the same transaction as the facts: a batch is stored with
+its links or not at all. A fact never gets an automatic link to the version it supersedes (the
+SUPERSEDES link says more) nor to a retracted or superseded fact.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import numpy as np
+
+from .embedders import Vectors
+from .models import FactInput, StoreResult
+from .settings import Settings
+
+#: Cosine at or above which a new fact is linked to a neighbour, by embedder provider.
+#: Calibrated with ``python -m bench.autolink`` (docs/graph.md gives the figures): for each
+#: embedder, the lowest cosine at which at most 5% of automatic links join LoCoMo turns of
+#: different conversations. OpenAI-compatible models vary; that value was not measured here.
+THRESHOLDS: Final = {"local": 0.75, "hash": 0.9, "openai": 0.75}
+#: Strength of a same-entity link: weaker than a close paraphrase, stronger than chance.
+ENTITY_LINK_STRENGTH: Final = 0.5
+#: New facts' pairs per matrix product when comparing a batch with itself.
+_BLOCK: Final = 1024
+
+#: A neighbour: a stored fact's id, or the position of an earlier item of the same batch.
+Neighbour = tuple[str | int, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """What a write links automatically."""
+
+    similarity: bool
+    entity: bool
+    threshold: float
+    max_similar: int
+    max_entity: int
+
+    @classmethod
+    def resolve(cls, settings: Settings, provider: str) -> Options:
+        threshold = settings.autolink_threshold
+        return cls(
+            similarity=settings.autolink,
+            entity=settings.entity_links,
+            threshold=THRESHOLDS.get(provider, 0.75) if threshold is None else threshold,
+            max_similar=settings.autolink_max,
+            max_entity=settings.entity_links_max,
+        )
+
+    def similarity_for(self, x: FactInput) -> bool:
+        on = self.similarity if x.autolink is None else x.autolink
+        return on and self.max_similar > 0
+
+    def entity_for(self, x: FactInput) -> bool:
+        on = x.entity_links if x.entity_links is not None else self.entity
+        return on and x.autolink is not False and self.max_entity > 0 and bool(x.entity)
+
+
+def batch_neighbours(vectors: Vectors, k: int, floor: float) -> list[list[Neighbour]]:
+    """For each item, up to ``k`` earlier items of the batch with cosine ≥ ``floor``, most
+    similar first."""
+    out: list[list[Neighbour]] = [[] for _ in range(len(vectors))]
+    if k <= 0:
+        return out
+    for start in range(0, len(vectors), _BLOCK):
+        block = vectors[start : start + _BLOCK] @ vectors[: start + _BLOCK].T
+        for r in range(block.shape[0]):
+            i = start + r
+            if i == 0:
+                continue
+            row = block[r, :i]
+            hits = np.nonzero(row >= floor)[0]
+            if len(hits) > k:
+                hits = hits[np.argpartition(-row[hits], k - 1)[:k]]
+            out[i] = sorted(((int(j), float(row[j])) for j in hits), key=lambda h: -h[1])
+    return out
+
+
+def link_batch(
+    conn: sqlite3.Connection,
+    now: float,
+    inputs: Sequence[FactInput],
+    results: Sequence[StoreResult],
+    similar: Sequence[Sequence[Neighbour]],
+    options: Options,
+) -> int:
+    """Write the automatic links of a stored batch in ``conn``'s open transaction; returns how
+    many. ``similar[i]`` are item i's candidates (stored ids or earlier batch positions) with
+    their cosine, most similar first, already above the threshold."""
+    made: list[tuple[str, str, float, str]] = []  # source, target, strength, origin
+    new = [i for i, r in enumerate(results) if r.fact is not None and r.action in ("ADD", "UPDATE")]
+    wanted: dict[int, list[tuple[str, float]]] = {}
+    for i in new:
+        if not options.similarity_for(inputs[i]):
+            continue
+        resolved = []
+        for target, score in similar[i]:
+            if isinstance(target, int):
+                fact = results[target].fact
+                if fact is None:
+                    continue
+                target = fact.id
+            resolved.append((target, score))
+        wanted[i] = resolved
+    live = _live_facts(conn, sorted({t for hits in wanted.values() for t, _ in hits}))
+    for i, hits in wanted.items():
+        fact = results[i].fact
+        assert fact is not None
+        skip = {fact.id, *results[i].target_ids}
+        chosen: list[str] = []
+        for target, score in hits:
+            if target in live and target not in skip and target not in chosen:
+                chosen.append(target)
+                made.append((fact.id, target, min(1.0, max(0.0, score)), "auto_similarity"))
+                if len(chosen) == options.max_similar:
+                    break
+    entity_items = [i for i in new if options.entity_for(inputs[i])]
+    if entity_items:
+        already = {(s, t) for s, t, _, _ in made}
+        for i in entity_items:
+            fact = results[i].fact
+            assert fact is not None
+            for target in _recent_same_entity(conn, fact.id, options.max_entity):
+                if target not in results[i].target_ids and (fact.id, target) not in already:
+                    made.append((fact.id, target, ENTITY_LINK_STRENGTH, "auto_entity"))
+    if not made:
+        return 0
+    starts = _valid_from(conn, {end for s, t, _, _ in made for end in (s, t)})
+    conn.executemany(
+        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+        " valid_from) VALUES (?, ?, ?, 'RELATED_TO', ?, ?, ?, ?)",
+        [(str(uuid.uuid4()), s, t, round(strength, 4), origin, now, max(starts[s], starts[t]))
+         for s, t, strength, origin in made],
+    )  # fmt: skip
+    return len(made)
+
+
+def _live_facts(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    if not ids:
+        return set()
+    rows = conn.execute(
+        "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))"
+        " AND retracted_at IS NULL AND superseded_by IS NULL",
+        [json.dumps(ids)],
+    )
+    return {r[0] for r in rows}
+
+
+def _recent_same_entity(conn: sqlite3.Connection, fact_id: str, k: int) -> list[str]:
+    """The ``k`` most recently stored live facts naming the entity of ``fact_id``, before it."""
+    rows = conn.execute(
+        "SELECT o.id FROM facts f JOIN facts o ON lower(o.entity) = lower(f.entity)"
+        " AND o.entity IS NOT NULL AND o.seq < f.seq AND o.retracted_at IS NULL"
+        " AND o.superseded_by IS NULL"
+        " WHERE f.id = ? ORDER BY o.seq DESC LIMIT ?",
+        [fact_id, k],
+    )
+    return [r[0] for r in rows]
+
+
+def _valid_from(conn: sqlite3.Connection, ids: set[str]) -> dict[str, float]:
+    rows = conn.execute(
+        "SELECT id, valid_from FROM facts WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(sorted(ids))],
+    )
+    return {r[0]: r[1] for r in rows}
