@@ -10,7 +10,8 @@ import resource
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -149,6 +150,17 @@ def machine() -> dict[str, Any]:
         "versions": versions,
         "command": "python -m " + " ".join([_module_name(), *sys.argv[1:]]),
     }
+
+
+@contextmanager
+def patched(module: Any, name: str, value: Any) -> Iterator[None]:
+    """``module.name`` set to ``value`` inside the block (bench sweeps of tuning constants)."""
+    old = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, old)
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:

@@ -1,11 +1,16 @@
 """Graph speed at scale: traverse and path latency over many facts and links.
 
-Stores N synthetic facts (hash embedder: the graph code does not embed), then links them with
-L random links of the four explicit types (each fact's links drawn with a skew, so some facts
-are hubs, as real memories have), and times traverse at depth 1 and 2 (BOTH directions, default
-types) from random facts, and shortest paths between random pairs.
+Stores N synthetic facts (hash embedder, no automatic links: the graph code does not embed),
+then makes L links of the four explicit types between random facts (each end drawn uniformly:
+~2L/N links per fact, random strengths). Times, from random start facts: traverse at depth 1, 2
+and 3 (BOTH directions, default types, default max_nodes), and shortest paths (at most 4 links)
+between random pairs. Then gives one fact HUB_LINKS more links (half out, half in) and times
+traverse from the hub and from the hub's neighbours at depth 1 and 2.
 
-    python -m bench.graph [--facts 100000] [--links 500000] [--queries 300]
+    python -m bench.graph [--facts 100000] [--links 500000] [--queries 300] [--data DIR]
+
+``--data DIR`` keeps the store (facts and random links; the hub's links are removed after each
+run) in DIR and reuses it when it is already there.
 """
 
 from __future__ import annotations
@@ -14,51 +19,53 @@ import argparse
 import random
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from graphmem import Memory, graph
+from graphmem import Memory, Settings, graph
 
 from . import synthetic
 from .common import OUT_DIR, machine, markdown_table, peak_rss_mb, percentile, write_json
 
 TYPES: Final = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
+HUB_LINKS: Final = 10_000
+NAMESPACE: Final = "graph"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
-    rng = random.Random(11)
-    facts = list(synthetic.facts(synthetic.pairs(args.facts)))
     out: dict[str, Any] = {"benchmark": "graph", "machine": machine(),
-                           "facts": args.facts, "links": args.links}  # fmt: skip
+                           "facts": args.facts, "links": args.links, "hub_links": HUB_LINKS}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
-        mem = Memory.open(tmp, namespace="graph", embedder="hash")
+        root = args.data or Path(tmp)
+        settings = Settings(embedder="hash", autolink=False, track_access=False)
+        mem = Memory.open(root, namespace=NAMESPACE, settings=settings)
         try:
-            began = time.perf_counter()
-            ids = []
-            for start in range(0, len(facts), 1000):
-                ids += [r.fact.id for r in mem.store_many(facts[start : start + 1000]) if r.fact]
-            out["store_seconds"] = time.perf_counter() - began
-            ids = list(dict.fromkeys(ids))
-            began = time.perf_counter()
-            made = _link(mem, ids, args.links, rng)
-            out["link_seconds"] = time.perf_counter() - began
-            out["links_made"] = made
-            starts = [rng.choice(ids) for _ in range(args.queries)]
-            for depth in (1, 2):
-                sizes: list[int] = []
-                out[f"traverse_depth_{depth}"] = _latency(
-                    lambda s, d=depth, n=sizes: n.append(len(mem.traverse(s, depth=d).nodes)),
-                    starts,
-                )
-                out[f"traverse_depth_{depth}"]["mean_nodes"] = sum(sizes) / len(sizes)
+            out.update(_build(mem, args, random.Random(11)))
+            ids = _ids(mem)
+            hub = ids[0]
+            rng = random.Random(12)
+            starts = [ids[rng.randrange(1, len(ids))] for _ in range(args.queries)]  # not the hub
+            for depth in (1, 2, 3):
+                out[f"traverse_depth_{depth}"] = _traversals(mem, starts, depth)
             pairs = [(rng.choice(ids), rng.choice(ids)) for _ in range(args.queries // 3)]
             found: list[bool] = []
             out["path"] = _latency(
                 lambda p: found.append(mem.path(p[0], p[1], max_depth=4) is not None), pairs
             )
             out["path"]["found_share"] = sum(found) / len(found)
+            _add_hub(mem, hub, ids, random.Random(13))
+            try:
+                near_hub = [k.target_id for k in mem.links(hub, direction="out")[: args.queries]]
+                for depth in (1, 2):
+                    out[f"hub_depth_{depth}"] = _traversals(mem, [hub] * 30, depth)
+                    out[f"near_hub_depth_{depth}"] = _traversals(mem, near_hub, depth)
+            finally:  # back to random links only, for the next run on this store
+                with mem._db.write() as conn:
+                    conn.execute(
+                        "DELETE FROM links WHERE source_id = ? OR target_id = ?", [hub, hub]
+                    )
         finally:
             mem.close()
     out["peak_rss_mb"] = peak_rss_mb()
@@ -67,29 +74,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _link(mem: Memory, ids: list[str], n: int, rng: random.Random) -> int:
-    """``n`` links between distinct random facts, in transactions of 10,000; sources are drawn
-    with a Pareto skew (a few hubs), targets uniformly."""
+def _ids(mem: Memory) -> list[str]:
+    return [r[0] for r in mem._db.reader().execute("SELECT id FROM facts ORDER BY seq")]
+
+
+def _build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
+    """Store the facts and make the random links, unless a kept store already has them."""
+    out = {}
+    if len(_ids(mem)) < args.facts:
+        facts = list(synthetic.facts(synthetic.pairs(args.facts)))
+        began = time.perf_counter()
+        for start in range(0, len(facts), 1000):
+            mem.store_many(facts[start : start + 1000])
+        out["store_seconds"] = time.perf_counter() - began
+    if mem.stats()["links"] < args.links:
+        ids = _ids(mem)
+        others = ids[1:]  # ids[0] is kept for the hub
+        began = time.perf_counter()
+        _link(mem, [(rng.choice(others), rng.choice(others)) for _ in range(args.links)], rng)
+        out["link_seconds"] = time.perf_counter() - began
+    return out
+
+
+def _add_hub(mem: Memory, hub: str, ids: list[str], rng: random.Random) -> None:
+    others = rng.sample(ids[1:], HUB_LINKS)
+    _link(mem, [(hub, o) if i % 2 else (o, hub) for i, o in enumerate(others)], rng)
+
+
+def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None:
+    """graph.link for each pair (a random type and strength), in transactions of 10,000."""
     now = time.time()
-    made = 0
-    while made < n:
+    for start in range(0, len(pairs), 10_000):
         with mem._db.write() as conn:
-            for _ in range(min(10_000, n - made)):
-                source = ids[min(len(ids) - 1, int(rng.paretovariate(1.2)) * 7 % len(ids))]
-                source = source if rng.random() < 0.3 else rng.choice(ids)
-                target = rng.choice(ids)
-                if source == target:
-                    continue
-                graph.link(conn, now, source, target, rng.choice(TYPES), round(rng.random(), 3))
-                made += 1
-    return made
+            for source, target in pairs[start : start + 10_000]:
+                if source != target:
+                    graph.link(conn, now, source, target, rng.choice(TYPES), rng.random())
 
 
-def _latency(call: Any, inputs: Sequence[Any]) -> dict[str, float]:
+def _traversals(mem: Memory, starts: Sequence[str], depth: int) -> dict[str, float]:
+    sizes: list[int] = []
+    result = _latency(lambda s: sizes.append(len(mem.traverse(s, depth=depth).nodes)), starts)
+    result["mean_nodes"] = sum(sizes) / len(sizes)
+    return result
+
+
+def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, float]:
     for item in inputs[:10]:
         call(item)
     times = []
-    for item in inputs[10:]:
+    for item in inputs:
         began = time.perf_counter()
         call(item)
         times.append(1000 * (time.perf_counter() - began))
@@ -97,16 +130,18 @@ def _latency(call: Any, inputs: Sequence[Any]) -> dict[str, float]:
 
 
 def summary_markdown(r: dict[str, Any]) -> str:
-    rows = [[name, f"{r[key]['p50_ms']:.2f}", f"{r[key]['p95_ms']:.2f}", extra]
-            for name, key, extra in (
-                ("traverse depth 1", "traverse_depth_1",
-                 f"{r['traverse_depth_1']['mean_nodes']:.0f} facts on average"),
-                ("traverse depth 2", "traverse_depth_2",
-                 f"{r['traverse_depth_2']['mean_nodes']:.0f} facts on average"),
-                ("path (max 4 links)", "path", f"{r['path']['found_share']:.0%} found"))]  # fmt: skip
-    head = (f"{r['facts']} facts, {r['links_made']} links (linking took {r['link_seconds']:.0f} s),"
+    rows = [[name, f"{r[key]['p50_ms']:.2f}", f"{r[key]['p95_ms']:.2f}",
+             f"{r[key]['mean_nodes']:.0f} facts" if "mean_nodes" in r[key]
+             else f"{r[key]['found_share']:.0%} found"]
+            for name, key in (
+                ("traverse depth 1", "traverse_depth_1"), ("traverse depth 2", "traverse_depth_2"),
+                ("traverse depth 3", "traverse_depth_3"), ("path (at most 4 links)", "path"),
+                ("hub, depth 1", "hub_depth_1"), ("hub, depth 2", "hub_depth_2"),
+                ("hub's neighbour, depth 1", "near_hub_depth_1"),
+                ("hub's neighbour, depth 2", "near_hub_depth_2")) if key in r]  # fmt: skip
+    head = (f"{r['facts']} facts, {r['links']} random links + a hub of {r['hub_links']} links;"
             f" peak RSS {r['peak_rss_mb']:.0f} MiB\n\n")  # fmt: skip
-    return head + markdown_table(["operation", "p50 ms", "p95 ms", "result size"], rows)
+    return head + markdown_table(["traversal", "p50 ms", "p95 ms", "mean result"], rows)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -115,6 +150,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--links", type=int, default=500_000)
     parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--data", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 

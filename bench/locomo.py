@@ -38,8 +38,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +57,7 @@ from .common import (
     markdown_table,
     mean,
     ndcg,
+    patched,
     recall_all,
     recall_frac,
     write_json,
@@ -109,8 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs[f"hybrid@{weight:g}"] = evaluate(conversations, "hybrid", fts_weight=weight)
             if args.link_turns or args.autolink:
                 for lend in args.evidence_weights:
-                    with _patched(expansion, "EVIDENCE_WEIGHT", lend):
+                    with patched(expansion, "EVIDENCE_WEIGHT", lend):
                         runs[f"hybrid@0.6, graph_depth 1, evidence {lend:g}"] = evaluate(
+                            conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
+            if args.autolink:  # the same, with similarity links left out of one or both effects
+                with patched(expansion, "EVIDENCE_SKIPS", ("auto_similarity",)):
+                    runs["graph_depth 1, similarity links lend no evidence"] = evaluate(
+                        conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
+                    with patched(expansion, "NEIGHBOUR_SKIPS", ("auto_similarity",)):
+                        runs["graph_depth 1, similarity links not followed"] = evaluate(
                             conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
             exploration = explore(conversations, args) if args.explore else None
         finally:
@@ -330,7 +337,7 @@ def explore(conversations: Sequence[Conversation], args: argparse.Namespace) -> 
                 if value != base[n]:
                     trials.append((f"{column}={value:g}", (*base[:n], value, *base[n + 1 :])))
         for name, weights in trials:
-            with _patched(ranking, "FTS_COLUMN_WEIGHTS", weights):
+            with patched(ranking, "FTS_COLUMN_WEIGHTS", weights):
                 out["columns"][name] = {
                     "weights": list(weights),
                     "fts": score(evaluate(conversations, "fts")),
@@ -349,7 +356,7 @@ def explore(conversations: Sequence[Conversation], args: argparse.Namespace) -> 
         def relevance_only(relevance: float, **_: Any) -> float:
             return relevance
 
-        with _patched(ranking, "adjust", relevance_only):
+        with patched(ranking, "adjust", relevance_only):
             out["relevance_only"] = {
                 "fts": score(evaluate(conversations, "fts")),
                 "hybrid": score(evaluate(conversations, "hybrid", fts_weight=weight)),
@@ -358,7 +365,7 @@ def explore(conversations: Sequence[Conversation], args: argparse.Namespace) -> 
     if "fusion" in parts:
         out["fusion"] = {}
         for name, method in (("rrf60", _rrf), ("bm25/max + cosine min-max", _max_scaled_fts)):
-            with _patched(ranking, "fuse", method):
+            with patched(ranking, "fuse", method):
                 out["fusion"][name] = score(evaluate(conversations, "hybrid", fts_weight=weight))
             print(f"  fusion {name}: {out['fusion'][name]}")
     return out
@@ -385,16 +392,6 @@ def _max_scaled_fts(
         k: fts_weight * a.get(k, 0.0) + (1.0 - fts_weight) * b.get(k, 0.0)
         for k in a.keys() | b.keys()
     }
-
-
-@contextmanager
-def _patched(module: Any, name: str, value: Any) -> Iterator[None]:
-    old = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, old)
 
 
 def _category_order(item: tuple[str, Any]) -> int:

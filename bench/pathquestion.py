@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from graphmem import Memory, Settings, graph
+from graphmem import Memory, Settings, expansion, graph
 
 from .common import (
     OUT_DIR,
@@ -32,6 +32,7 @@ from .common import (
     make_embedder,
     markdown_table,
     mean,
+    patched,
     recall_all,
     recall_frac,
     write_json,
@@ -64,8 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             memory = Memory.open(tmp, namespace=f"pq-{name}", embedder=embedder, settings=settings)
             try:
                 began = time.perf_counter()
-                fact_of, links = build(memory, triples)
+                fact_of, links = build(memory, triples, args.siblings)
                 runs = {f"graph_depth {d}": evaluate(memory, questions, fact_of, d) for d in DEPTHS}
+                for hop in args.hop_factors:
+                    with patched(expansion, "HOP_FACTOR", hop):
+                        runs[f"graph_depth 2, hop factor {hop:g}"] = evaluate(
+                            memory, questions, fact_of, 2)  # fmt: skip
                 report["sets"][name] = {
                     "triples": len(triples),
                     "facts": len(set(fact_of.values())),
@@ -109,7 +114,9 @@ def _question(line: str) -> tuple[str, list[Triple]] | None:
     return _words(parts[0]), path
 
 
-def build(memory: Memory, triples: list[Triple]) -> tuple[dict[Triple, str], int]:
+def build(
+    memory: Memory, triples: list[Triple], siblings: int = SIBLINGS_PER_FACT
+) -> tuple[dict[Triple, str], int]:
     """Store the triples (one batch) and link facts that name the same entity."""
     results = memory.store_many([
         {"text": f"{s} {r} {o}", "entity": s, "key": r, "value": o, "classify": False}
@@ -126,7 +133,7 @@ def build(memory: Memory, triples: list[Triple]) -> tuple[dict[Triple, str], int
             pairs.add((fact_id, target))
     for ids in about.values():
         for i, fact_id in enumerate(ids):
-            for other in ids[i + 1 : i + 1 + SIBLINGS_PER_FACT]:
+            for other in ids[i + 1 : i + 1 + siblings]:
                 pairs.add((fact_id, other))
     now = time.time()
     with memory._db.write() as conn:  # the bench's explicit linking, in one transaction
@@ -174,6 +181,19 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedder", choices=("hash", "local"), default="local")
     parser.add_argument("--limit", type=int, default=0, help="first N questions per set")
     parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))
+    parser.add_argument(
+        "--siblings",
+        type=int,
+        default=SIBLINGS_PER_FACT,
+        help="same-subject links per fact (0: only value -> entity links)",
+    )
+    parser.add_argument(
+        "--hop-factors",
+        type=float,
+        nargs="*",
+        default=[],
+        help="extra graph_depth 2 runs with expansion.HOP_FACTOR patched",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 

@@ -13,7 +13,7 @@ from .errors import (
     NotFound,
     StorageError,
 )
-from .graph import Node, Path, Subgraph
+from .graph import LinkType, Node, Path, Subgraph
 from .memory import CheckReport, Memory, PruneReport
 from .models import Fact, FactInput, Link, SearchHit, StoreResult
 from .settings import Settings
@@ -29,6 +29,7 @@ __all__ = [
     "GraphmemError",
     "InvalidInput",
     "Link",
+    "LinkType",
     "Memory",
     "Node",
     "NotFound",

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from .errors import GraphmemError, NotFound
-from .graph import Subgraph
+from .graph import DEFAULT_MAX_NODES, Subgraph
 from .memory import Memory
 from .models import Fact, Link
 from .settings import Settings
@@ -353,7 +353,9 @@ def links(
               default="BOTH", show_default=True)  # fmt: skip
 @as_of_option
 @known_at_option
-@click.option("--max-nodes", default=500, show_default=True, type=int, help="1..10000.")
+@click.option(
+    "--max-nodes", default=DEFAULT_MAX_NODES, show_default=True, type=int, help="1..10000."
+)
 @click.option("--min-strength", default=0.0, show_default=True, type=float)
 @json_option
 @click.pass_context

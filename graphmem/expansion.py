@@ -26,6 +26,9 @@ from .temporal import TimeScope
 EVIDENCE_WEIGHT: Final = 0.5
 #: Share of the reaching fact's score a neighbour gains, per link (times its strength).
 HOP_FACTOR: Final = 0.8
+#: Link origins that lend no evidence, and that neighbours are not found through.
+EVIDENCE_SKIPS: tuple[str, ...] = ()
+NEIGHBOUR_SKIPS: tuple[str, ...] = ()
 #: A neighbour's score stays below this share of the score of the fact that reached it.
 MAX_SHARE: Final = 0.95
 
@@ -34,9 +37,10 @@ def lend_evidence(
     conn: sqlite3.Connection, relevance: Mapping[str, float], scope: TimeScope
 ) -> dict[str, float]:
     """Each candidate's relevance plus the best evidence a linked candidate lends it."""
-    params = {"types": json.dumps(graph.DEFAULT_TYPES), "min_strength": 0.0, **scope.params}
-    rows = [(r["source_id"], r["target_id"], r["strength"])
-            for r in graph.links_among(conn, list(relevance), scope, params)]  # fmt: skip
+    params = {"types": json.dumps(graph.DEFAULT_TYPES), "min_strength": 0.0,
+              "skip_origins": json.dumps(EVIDENCE_SKIPS), **scope.params}  # fmt: skip
+    rows = [(k.source_id, k.target_id, k.strength)
+            for k in graph.links_among(conn, list(relevance), scope, params)]  # fmt: skip
     lent: dict[str, float] = {}
     for source, target, strength in rows:
         for a, b in ((source, target), (target, source)):
@@ -57,7 +61,7 @@ def neighbours(
     ``own`` holds the search scores of the other candidates. ``admit`` keeps the ids that pass
     the search's filters and time scope; the others are neither returned nor walked through.
     """
-    walk = graph.Walk(conn, scope, graph.DEFAULT_TYPES, "BOTH", 0.0)
+    walk = graph.Walk(conn, scope, graph.DEFAULT_TYPES, "BOTH", 0.0, NEIGHBOUR_SKIPS)
     score = dict(hits)
     found: dict[str, tuple[float, int, str]] = {}
     frontier = [i for i, _ in hits]

@@ -5,10 +5,11 @@ requires B; a link has a validity start (``valid_from``), is recorded at a momen
 retracted (unlink) without being lost: reads known at an earlier time still see it. At most one
 live link joins a (source, target, type); linking again updates its strength.
 
-Traversal is breadth-first with one SQL query per level over the indexed adjacency of
-``links(source_id, type)`` and ``links(target_id, type)``: the frontier goes in as one JSON
-array, the time scope filters links and facts alike, and a window function keeps each fact's
-strongest FAN_OUT links so that a hub cannot flood a level.
+Traversal is breadth-first with one SQL query per level over the adjacency indexes
+``links(source_id, strength DESC, target_id)`` and ``links(target_id, strength DESC)``: the
+frontier goes in as one JSON array, the time scope filters links and facts alike, and each
+frontier fact's links are read strongest first and cut after FAN_OUT, so a hub costs no more
+than any fact. Paths are searched from both ends at once.
 """
 
 from __future__ import annotations
@@ -19,13 +20,25 @@ import sqlite3
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound
-from .models import Fact, Link
+from .models import Fact, Link, fact_columns, link_columns
 from .temporal import TimeInput, TimeScope, parse_time
 
-LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
+
+class LinkType(StrEnum):
+    """The five link types; every API taking a type accepts these or their names as strings."""
+
+    SUPERSEDES = "SUPERSEDES"
+    CAUSED_BY = "CAUSED_BY"
+    PART_OF = "PART_OF"
+    RELATED_TO = "RELATED_TO"
+    DEPENDS_ON = "DEPENDS_ON"
+
+
+LINK_TYPES: Final = tuple(t.value for t in LinkType)
 #: Followed when a traversal names no types: supersession is history, not a relationship.
 DEFAULT_TYPES: Final = tuple(t for t in LINK_TYPES if t != "SUPERSEDES")
 DIRECTIONS: Final = ("OUT", "IN", "BOTH")
@@ -33,7 +46,7 @@ DIRECTIONS: Final = ("OUT", "IN", "BOTH")
 MAX_DEPTH: Final = 6
 #: Most facts one traversal returns, and its default.
 MAX_NODES: Final = 10_000
-DEFAULT_MAX_NODES: Final = 500
+DEFAULT_MAX_NODES: Final = 200
 #: Links followed per fact and level, strongest first; the rest make the result ``fan_out``
 #: truncated.
 FAN_OUT: Final = 200
@@ -320,7 +333,7 @@ def traverse(
         frontier
         and depth > 0
         and "max_nodes" not in truncated
-        and any(s.step not in reached for s in walk.level(frontier))
+        and walk.leads_beyond(frontier, reached)
     ):
         truncated.add("depth")
     facts = _facts(conn, order)
@@ -348,33 +361,65 @@ def path(
         return None
     if source_id == target_id:
         return Path(list(_facts(conn, [source_id]).values()), [])
-    parent: dict[str, tuple[str, str] | None] = {source_id: None}
-    frontier = [source_id]
-    for _ in range(max_depth):
-        found: list[str] = []
-        for via, step, link_id, _, _ in walk.level(frontier, unbounded=True):
-            if step not in parent:
-                parent[step] = (via, link_id)
-                found.append(step)
-        if target_id in parent:
-            break
-        frontier = found
-        if not frontier or len(parent) > PATH_MAX_VISITED:
+    # Bidirectional breadth-first search: each round expands, by one whole level, the side
+    # whose frontier is smaller (the target side follows links backwards), so a path of n links
+    # costs about two searches of n/2 links instead of one of n.
+    backward = Walk(conn, scope, check_types(types), _REVERSED[walk.direction], 0.0)
+    sides = [_Side(walk, source_id), _Side(backward, target_id)]
+    meeting: str | None = None
+    while meeting is None:
+        if sides[0].depth + sides[1].depth >= max_depth:
             return None
-    else:
-        return None
-    chain, link_ids = [target_id], []
-    while (back := parent[chain[-1]]) is not None:
-        chain.append(back[0])
-        link_ids.append(back[1])
-    chain.reverse()
-    link_ids.reverse()
+        near, far = sorted(sides, key=lambda side: len(side.frontier))
+        found = near.expand()
+        if not found or len(sides[0].parent) + len(sides[1].parent) > PATH_MAX_VISITED:
+            return None
+        met = [f for f in found if f in far.parent]
+        if met:  # the one closest to the other end; ties to the strongest link found first
+            meeting = min(met, key=lambda f: far.distance[f])
+    chain, link_ids = sides[0].chain(meeting)
+    tail, tail_links = sides[1].chain(meeting)
+    chain += tail[::-1][1:]
+    link_ids += tail_links[::-1]
     facts = _facts(conn, chain)
     links = {k.id: k for k in _links(conn, link_ids)}
     return Path([facts[i] for i in chain], [links[i] for i in link_ids])
 
 
 # ------------------------------------------------------------------------------------ internals
+
+
+_REVERSED: Final = {"OUT": "IN", "IN": "OUT", "BOTH": "BOTH"}
+
+
+class _Side:
+    """One end of a bidirectional path search: what it reached, how, and at what distance."""
+
+    def __init__(self, walk: Walk, start: str) -> None:
+        self.walk = walk
+        self.parent: dict[str, tuple[str, str] | None] = {start: None}
+        self.distance = {start: 0}
+        self.frontier = [start]
+        self.depth = 0
+
+    def expand(self) -> list[str]:
+        self.depth += 1
+        found: list[str] = []
+        for via, step, link_id, _, _ in self.walk.level(self.frontier, unbounded=True):
+            if step not in self.parent:
+                self.parent[step] = (via, link_id)
+                self.distance[step] = self.depth
+                found.append(step)
+        self.frontier = found
+        return found
+
+    def chain(self, end: str) -> tuple[list[str], list[str]]:
+        """Facts from this side's start to ``end``, and the links between them."""
+        facts, links = [end], []
+        while (back := self.parent[facts[-1]]) is not None:
+            facts.append(back[0])
+            links.append(back[1])
+        return facts[::-1], links[::-1]
 
 
 class Step(NamedTuple):
@@ -391,14 +436,16 @@ class Walk:
     """One traversal's SQL: a level of neighbours, visibility, and the links among a set."""
 
     def __init__(self, conn: sqlite3.Connection, scope: TimeScope, types: tuple[str, ...],
-                 direction: str, min_strength: float) -> None:  # fmt: skip
+                 direction: str, min_strength: float, skip_origins: Sequence[str] = ()) -> None:  # fmt: skip
         self.conn = conn
         self.scope = scope
-        self.params = {"types": json.dumps(types), "min_strength": min_strength, **scope.params}
+        self.params = {"types": json.dumps(types), "min_strength": min_strength,
+                       "skip_origins": json.dumps(list(skip_origins)), **scope.params}  # fmt: skip
         self.fact_clause = scope.fact_clause(include_superseded="SUPERSEDES" in types)
         self.direction = direction
         link_filter = (
             "l.type IN (SELECT value FROM json_each(:types)) AND l.strength >= :min_strength"
+            " AND l.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
             f" AND {scope.link_clause()} AND {self.fact_clause}"
         )
         # Per frontier fact, its links strongest first, cut after :cap rows: the index on
@@ -415,6 +462,13 @@ class Walk:
                 "  ORDER BY l.strength DESC, l.seq LIMIT :cap)"
             )
         self._level = " UNION ALL ".join(sides)
+        self._beyond = " UNION ALL ".join(
+            f"SELECT 1 FROM json_each(:frontier) fr JOIN links l ON l.{near} = fr.value"
+            f" JOIN facts f ON f.id = l.{far} WHERE {link_filter}"
+            f" AND l.{far} NOT IN (SELECT value FROM json_each(:reached))"
+            for near, far in (("source_id", "target_id"), ("target_id", "source_id"))
+            if direction != ("IN" if near == "source_id" else "OUT")
+        )
 
     def level(self, frontier: list[str], *, unbounded: bool = False) -> list[Step]:
         """The frontier's visible links, strongest first, each with its rank among its
@@ -429,6 +483,16 @@ class Walk:
             out.append(Step(via, step, link_id, seen[via], strength))
         return out
 
+    def leads_beyond(self, frontier: list[str], reached: Iterable[str]) -> bool:
+        """Whether a visible link leads from the frontier to a fact not in ``reached``."""
+        args = {
+            **self.params,
+            "frontier": json.dumps(frontier),
+            "reached": json.dumps(list(reached)),
+        }
+        (exists,) = self.conn.execute(f"SELECT EXISTS ({self._beyond})", args).fetchone()
+        return bool(exists)
+
     def visible(self, ids: list[str]) -> set[str]:
         rows = self.conn.execute(
             "SELECT f.id FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids))"
@@ -438,33 +502,28 @@ class Walk:
         return {r[0] for r in rows}
 
     def edges_among(self, ids: list[str]) -> list[Link]:
-        return [Link.from_row(r) for r in links_among(self.conn, ids, self.scope, self.params)]
+        return links_among(self.conn, ids, self.scope, self.params)
 
 
 def links_among(
     conn: sqlite3.Connection, ids: list[str], scope: TimeScope, params: dict[str, Any]
-) -> list[sqlite3.Row]:
-    """The visible links among ``ids`` of the types in ``params`` (``:types`` as JSON, and
-    ``:min_strength``): each fact's FAN_OUT + 1 strongest links from either end, so a hub costs
-    no more here than in a walk (a link between two hubs, weak for both, can be left out)."""
+) -> list[Link]:
+    """Every visible link among ``ids`` of the types in ``params`` (``:types`` as JSON,
+    ``:min_strength``, and ``:skip_origins``, a JSON list of origins left out). The pairs are found in the (source, strength, target) index alone, so a
+    hub costs a scan of its index entries; only the links found are read."""
     if len(ids) < 2:
         return []
-    link_filter = (
-        "l.type IN (SELECT value FROM json_each(:types)) AND l.strength >= :min_strength"
-        f" AND {scope.link_clause()}"
+    rows = _tuples(conn).execute(
+        f"SELECT {link_columns('k')} FROM links k WHERE k.rowid IN ("
+        "  SELECT l.rowid FROM json_each(:ids) fr"
+        "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
+        "  WHERE +l.target_id IN (SELECT value FROM json_each(:ids)))"
+        " AND k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
+        " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
+        f" AND {scope.link_clause('k')} ORDER BY k.seq",
+        {**params, "ids": json.dumps(ids)},
     )
-    sides = [
-        "SELECT l.rowid FROM json_each(:ids) fr JOIN links l ON l.rowid IN ("
-        f"  SELECT l.rowid FROM links l WHERE l.{end} = fr.value AND {link_filter}"
-        "  ORDER BY l.strength DESC, l.seq LIMIT :cap)"
-        for end in ("source_id", "target_id")
-    ]
-    return conn.execute(
-        f"SELECT * FROM links WHERE rowid IN ({' UNION '.join(sides)})"
-        " AND source_id IN (SELECT value FROM json_each(:ids))"
-        " AND target_id IN (SELECT value FROM json_each(:ids)) ORDER BY seq",
-        {**params, "ids": json.dumps(ids), "cap": FAN_OUT + 1},
-    ).fetchall()
+    return [Link.from_values(r) for r in rows]
 
 
 def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
@@ -476,10 +535,18 @@ def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
 
 
 def _facts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Fact]:
-    rows = conn.execute(
-        "SELECT * FROM facts WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+    rows = _tuples(conn).execute(
+        f"SELECT {fact_columns()} FROM facts WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)],
     )
-    return {r["id"]: Fact.from_row(r) for r in rows}
+    return {r[0]: Fact.from_values(r) for r in rows}
+
+
+def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
+    """A cursor on ``conn`` that returns plain tuples (faster to read than sqlite3.Row)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    return cursor
 
 
 def _links(conn: sqlite3.Connection, ids: list[str]) -> list[Link]:

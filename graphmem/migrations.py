@@ -161,6 +161,12 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     CREATE INDEX facts_live_entity ON facts(lower(entity), seq)
         WHERE entity IS NOT NULL AND retracted_at IS NULL AND superseded_by IS NULL;
     """,
+    # 5: the source index also holds the target, so the links among a set of facts are found
+    # from the index alone (a hub's thousands of entries are scanned, not its rows read).
+    """
+    DROP INDEX links_source_strength;
+    CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

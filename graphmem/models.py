@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
 from .tagging import CATEGORIES, normalize_tags
-from .temporal import TimeInput, parse_time, to_datetime, to_iso
+from .temporal import TimeInput, parse_time, to_iso
 
 #: Longest fact text accepted, in characters.
 MAX_TEXT_LENGTH: Final = 10_000
@@ -154,34 +154,17 @@ class Fact:
     @classmethod
     def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Fact:
         """A Fact from a ``facts`` row (a sqlite3.Row or a dict with the same columns)."""
-        return cls(
-            id=row["id"],
-            text=row["text"],
-            category=row["category"],
-            importance=row["importance"],
-            entity=row["entity"],
-            key=row["key"],
-            value=row["value"],
-            source=row["source"],
-            tags=[t for t in (row["tags"] or "").split(",") if t],
-            summary=row["summary"],
-            why=row["why"],
-            context=row["context"],
-            decay_class=row["decay_class"],
-            expires_at=to_datetime(row["expires_at"]),
-            confidence=row["confidence"],
-            last_confirmed_at=to_datetime(row["last_confirmed_at"]),
-            access_count=row["access_count"],
-            last_accessed_at=to_datetime(row["last_accessed_at"]),
-            source_date=to_datetime(row["source_date"]),
-            valid_from=to_datetime(row["valid_from"]),  # type: ignore[arg-type]
-            valid_until=to_datetime(row["valid_until"]),
-            valid_until_recorded_at=to_datetime(row["valid_until_recorded_at"]),
-            recorded_at=to_datetime(row["recorded_at"]),  # type: ignore[arg-type]
-            retracted_at=to_datetime(row["retracted_at"]),
-            superseded_by=row["superseded_by"],
-            supersedes_id=row["supersedes_id"],
-        )
+        return cls.from_values([row[name] for name in FACT_COLUMNS])
+
+    @classmethod
+    def from_values(cls, values: Sequence[Any]) -> Fact:
+        """A Fact from the values of FACT_COLUMNS, in order (``SELECT {fact_columns()}``)."""
+        v = list(values)
+        v[_FACT_TAGS] = [t for t in (v[_FACT_TAGS] or "").split(",") if t]
+        for i in _FACT_TIMES:
+            if v[i] is not None:
+                v[i] = _moment(v[i])
+        return cls(*v)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
@@ -207,23 +190,55 @@ class Link:
     @classmethod
     def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Link:
         """A Link from a ``links`` row."""
-        return cls(
-            id=row["id"],
-            source_id=row["source_id"],
-            target_id=row["target_id"],
-            type=row["type"],
-            strength=row["strength"],
-            origin=row["origin"],
-            recorded_at=to_datetime(row["recorded_at"]),  # type: ignore[arg-type]
-            valid_from=to_datetime(row["valid_from"]),  # type: ignore[arg-type]
-            valid_until=to_datetime(row["valid_until"]),
-            retracted_at=to_datetime(row["retracted_at"]),
-            metadata=json.loads(row["metadata"] or "{}"),
-        )
+        return cls.from_values([row[name] for name in LINK_COLUMNS])
+
+    @classmethod
+    def from_values(cls, values: Sequence[Any]) -> Link:
+        """A Link from the values of LINK_COLUMNS, in order."""
+        v = list(values)
+        for i in _LINK_TIMES:
+            if v[i] is not None:
+                v[i] = _moment(v[i])
+        v[-1] = json.loads(v[-1]) if v[-1] and v[-1] != "{}" else {}
+        return cls(*v)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
         return _json_ready(asdict(self))
+
+
+#: The ``facts`` and ``links`` columns that make a Fact and a Link, in field order.
+FACT_COLUMNS: Final = tuple(f.name for f in fields(Fact))
+LINK_COLUMNS: Final = tuple(f.name for f in fields(Link))
+_FACT_TAGS: Final = FACT_COLUMNS.index("tags")
+_FACT_TIMES: Final = tuple(i for i, f in enumerate(fields(Fact)) if "datetime" in str(f.type))
+_LINK_TIMES: Final = tuple(i for i, f in enumerate(fields(Link)) if "datetime" in str(f.type))
+
+
+_moments: dict[float, datetime] = {}
+
+
+def _moment(seconds: float) -> datetime:
+    """to_datetime for stored times, remembering recent ones: rows written together share
+    their times, and traversals and searches convert thousands of them."""
+    moment = _moments.get(seconds)
+    if moment is None:
+        if len(_moments) >= 4096:
+            _moments.clear()
+        moment = _moments[seconds] = datetime.fromtimestamp(seconds, UTC)
+    return moment
+
+
+def fact_columns(alias: str = "") -> str:
+    """FACT_COLUMNS as a SELECT list, each prefixed by ``alias.`` if given."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + name for name in FACT_COLUMNS)
+
+
+def link_columns(alias: str = "") -> str:
+    """LINK_COLUMNS as a SELECT list, each prefixed by ``alias.`` if given."""
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(prefix + name for name in LINK_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,7 @@ def to_datetime(seconds: float | None) -> datetime | None:
     """A timezone-aware UTC datetime for stored epoch seconds."""
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, tz=UTC)
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def to_iso(seconds: float | None) -> str | None:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+import random
+
+import networkx as nx
 import pytest
 
-from graphmem import Conflict, InvalidInput, Memory, NotFound, expansion, graph
+from graphmem import Conflict, InvalidInput, LinkType, Memory, NotFound, expansion, graph
 
 from .conftest import Clock
 
@@ -46,6 +50,15 @@ def test_each_link_type_points_from_source_to_target(mem: Memory) -> None:
         }
         assert [k.id for k in mem.links(f[source], direction="OUT")] == [link.id]
         assert mem.links(f[source], direction="IN") == []
+
+
+def test_types_are_accepted_as_the_enum_or_any_case_of_their_names(mem: Memory) -> None:
+    f = facts(mem, "a", "b", "c")
+    assert mem.link(f["a"], f["b"], LinkType.CAUSED_BY).type == "CAUSED_BY"
+    assert mem.link(f["b"], f["c"], "part_of").type == LinkType.PART_OF
+    walk = mem.traverse(f["a"], depth=2, types=[LinkType.CAUSED_BY, "PART_OF"], direction="out")
+    assert reached(walk, f) == {"a": 0, "b": 1, "c": 2}
+    assert [k.type for k in mem.links(f["b"], types=[LinkType.PART_OF])] == ["PART_OF"]
 
 
 def test_relinking_updates_the_strength_of_the_one_live_link(mem: Memory) -> None:
@@ -248,6 +261,35 @@ def test_path_finds_a_shortest_route(mem: Memory, chain: dict[str, str]) -> None
     assert same is not None and len(same.facts) == 1 and same.links == []
     with pytest.raises(NotFound):
         mem.path(chain["b"], "no-such-fact")
+
+
+def test_path_lengths_agree_with_networkx_on_a_random_graph(mem: Memory) -> None:
+    rng = random.Random(4)
+    f = facts(mem, *[f"n{i}" for i in range(60)])
+    ids = list(f.values())
+    directed = nx.DiGraph()
+    directed.add_nodes_from(ids)
+    for _ in range(90):
+        s, t = rng.sample(ids, 2)
+        mem.link(s, t, rng.choice(["DEPENDS_ON", "RELATED_TO"]), round(rng.random(), 2))
+        directed.add_edge(s, t)
+    for direction, g in (("OUT", directed), ("BOTH", directed.to_undirected())):
+        for _ in range(40):
+            a, b = rng.sample(ids, 2)
+            route = mem.path(a, b, direction=direction)
+            try:
+                expected = nx.shortest_path_length(g, a, b)
+            except nx.NetworkXNoPath:
+                expected = None
+            if expected is None or expected > graph.MAX_DEPTH:
+                assert route is None
+                continue
+            assert route is not None and len(route.links) == expected
+            assert route.facts[0].id == a and route.facts[-1].id == b
+            for k, (x, y) in zip(route.links, itertools.pairwise(route.facts), strict=True):
+                assert {k.source_id, k.target_id} == {x.id, y.id}
+                if direction == "OUT":
+                    assert (k.source_id, k.target_id) == (x.id, y.id)
 
 
 # ------------------------------------------------------------------------------------ analytics
