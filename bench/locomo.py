@@ -112,12 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     with patched(expansion, "EVIDENCE_WEIGHT", lend):
                         runs[f"hybrid@0.6, graph_depth 1, evidence {lend:g}"] = evaluate(
                             conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
-            if args.autolink:  # the same, with similarity links left out of one or both effects
-                with patched(expansion, "EVIDENCE_SKIPS", ("auto_similarity",)):
-                    runs["graph_depth 1, similarity links lend no evidence"] = evaluate(
-                        conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
-                    with patched(expansion, "NEIGHBOUR_SKIPS", ("auto_similarity",)):
-                        runs["graph_depth 1, similarity links not followed"] = evaluate(
+            if args.autolink:  # similarity links are skipped by default; here they count
+                with patched(expansion, "NEIGHBOUR_SKIPS", ()):
+                    runs["graph_depth 1, similarity links followed, lending no evidence"] = (
+                        evaluate(conversations, "hybrid", fts_weight=0.6, graph_depth=1))  # fmt: skip
+                    with patched(expansion, "EVIDENCE_SKIPS", ()):
+                        runs["graph_depth 1, similarity links followed and lending"] = evaluate(
                             conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
             exploration = explore(conversations, args) if args.explore else None
         finally:
