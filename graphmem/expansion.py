@@ -8,11 +8,9 @@ Two effects, both over the visible links of every type but SUPERSEDES, and of ev
   an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md);
   merely listing neighbours below their hits barely helps.
 * **Neighbours.** The facts up to ``k`` links from the final hits join the results. A neighbour
-  scores its own search score (0 if the legs did not find it), plus the evidence its own other
-  linked candidates lend it (LOOK_AHEAD: the middle fact of a multi-hop path leads on to a
-  relevant one), plus ``HOP_FACTOR * strength`` times the score of the fact that reached it,
-  capped at MAX_SHARE of that score: always below that fact, so a neighbour can never push out
-  a direct hit that outscored the hit it came from.
+  scores its own search score (0 if the legs did not find it) plus ``HOP_FACTOR * strength``
+  times the score of the fact that reached it, capped at MAX_SHARE of that score: always below
+  that fact, so a neighbour can never push out a direct hit that outscored the hit it came from.
 """
 
 from __future__ import annotations
@@ -34,8 +32,6 @@ HOP_FACTOR: Final = 0.8
 #: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md).
 EVIDENCE_SKIPS: tuple[str, ...] = ("auto_similarity",)
 NEIGHBOUR_SKIPS: tuple[str, ...] = ("auto_similarity",)
-#: Whether a neighbour also gains the evidence its own linked candidates lend it.
-LOOK_AHEAD: bool = True
 #: A neighbour's score stays below this share of the score of the fact that reached it.
 MAX_SHARE: Final = 0.95
 
@@ -73,38 +69,22 @@ def neighbours(
     found: dict[str, tuple[float, int, str]] = {}
     frontier = [i for i, _ in hits]
     for level in range(1, depth + 1):
-        offers: dict[str, tuple[float, str, float]] = {}  # id -> (reach x strength, via, strength)
+        offers: dict[str, tuple[float, str]] = {}
         for s in walk.level(frontier):
             if s.rank > graph.FAN_OUT or s.step in score:
                 continue
-            inherited = score[s.via] * s.strength
-            if inherited > offers.get(s.step, (-1.0, "", 0.0))[0]:
-                offers[s.step] = (inherited, s.via, score[s.via])
+            reaching = score[s.via]
+            offered = min(own.get(s.step, 0.0) + reaching * HOP_FACTOR * s.strength,
+                          reaching * MAX_SHARE)  # fmt: skip
+            if offered > offers.get(s.step, (-1.0, ""))[0]:
+                offers[s.step] = (offered, s.via)
         admitted = admit(list(offers)) if offers else set()
-        offers = {i: o for i, o in offers.items() if i in admitted}
-        lent = (_evidence_ahead(walk, {i: o[1] for i, o in offers.items()}, {**own, **score})
-                if LOOK_AHEAD and offers else {})  # fmt: skip
         frontier = []
-        for fact_id, (inherited, via, reaching) in offers.items():
-            value = min(own.get(fact_id, 0.0) + EVIDENCE_WEIGHT * lent.get(fact_id, 0.0)
-                        + HOP_FACTOR * inherited, reaching * MAX_SHARE)  # fmt: skip
-            score[fact_id] = value
-            found[fact_id] = (value, level, via)
-            frontier.append(fact_id)
+        for fact_id, (value, via) in offers.items():
+            if fact_id in admitted:
+                score[fact_id] = value
+                found[fact_id] = (value, level, via)
+                frontier.append(fact_id)
         if not frontier:
             break
     return found
-
-
-def _evidence_ahead(
-    walk: graph.Walk, via: Mapping[str, str], scores: Mapping[str, float]
-) -> dict[str, float]:
-    """For facts about to join the results (id -> the fact that reached it), the best evidence
-    their other scored linked facts lend them (strength x that fact's score): a fact that leads
-    on to a relevant fact is itself more likely to be relevant (the middle of a multi-hop
-    path)."""
-    lent: dict[str, float] = {}
-    for s in walk.level(list(via)):
-        if s.rank <= graph.FAN_OUT and s.step in scores and s.step != via[s.via]:
-            lent[s.via] = max(lent.get(s.via, 0.0), s.strength * scores[s.step])
-    return lent

@@ -410,33 +410,6 @@ def test_linked_candidates_lend_each_other_evidence(mem: Memory) -> None:
     assert after[strong.id] >= before[strong.id]
 
 
-def test_a_neighbour_leading_on_to_a_relevant_fact_ranks_above_its_siblings(
-    mem: Memory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Alice -> Bob's facts; one of them (his father) leads on to Carl, whose birth is asked.
-    ids = {r.fact.id: r.fact for r in mem.store_many([
-        {"text": "Alice married Bob"}, {"text": "Bob plays chess"},
-        {"text": "Bob drives a van"}, {"text": "Bob's father is Carl"},
-        {"text": "Carl was born in Lisbon"},
-        *({"text": f"Dana {n} was born in Porto"} for n in range(4)),
-    ], autolink=False) if r.fact}  # fmt: skip
-    by_text = {f.text: i for i, f in ids.items()}
-    alice, father, carl = (by_text[t] for t in (
-        "Alice married Bob", "Bob's father is Carl", "Carl was born in Lisbon"))  # fmt: skip
-    siblings = ("Bob plays chess", "Bob drives a van")
-    for text in (*siblings, "Bob's father is Carl"):
-        mem.link(alice, by_text[text], "RELATED_TO")
-    mem.link(father, carl, "RELATED_TO")
-    # None of Bob's facts matches the query; only his father's leads on to one that does.
-    query = "where was alice married to born lisbon"
-    scores = {h.fact.id: h.score for h in mem.search(query, mode="fts", graph_depth=2, limit=20)}
-    assert scores[carl] > 0 and all(scores[father] > scores[by_text[t]] for t in siblings)
-    assert scores[father] < scores[alice]  # still below the hit that reached it
-    monkeypatch.setattr(expansion, "LOOK_AHEAD", False)
-    plain = {h.fact.id: h.score for h in mem.search(query, mode="fts", graph_depth=2, limit=20)}
-    assert all(plain[father] == pytest.approx(plain[by_text[t]]) for t in siblings)
-
-
 def test_search_expansion_does_not_follow_similarity_links(tmp_path: Path, clock: Clock) -> None:
     settings = Settings(embedder="hash", autolink_threshold=0.5)
     with Memory.open(tmp_path / "d", settings=settings, clock=clock) as mem:
