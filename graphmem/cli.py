@@ -146,15 +146,24 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--source-date", help="When the fact was stated.")
 @click.option("--supersedes", help="Id of the live fact this one replaces.")
 @click.option("--no-classify", is_flag=True, help="Always add; skip the entity/key rules.")
+@click.option("--no-autolink", is_flag=True, help="Make no automatic links for this fact.")
 @json_option
 @click.pass_context
 def store(
-    ctx: click.Context, /, text: str, as_json: bool, no_classify: bool, **fields: Any
+    ctx: click.Context,
+    /,
+    text: str,
+    as_json: bool,
+    no_classify: bool,
+    no_autolink: bool,
+    **fields: Any,
 ) -> None:
-    """Store a fact (ADD, or UPDATE/NOOP by the classify rules)."""
+    """Store a fact (ADD, or UPDATE/NOOP by the classify rules), with its automatic links."""
     item = {k: v for k, v in fields.items() if v is not None}
     if no_classify:
         item["classify"] = False
+    if no_autolink:
+        item["autolink"] = False
     with _memory(ctx) as mem:
         result = mem.store_many([{"text": text, **item}])[0]
     _emit(

@@ -397,6 +397,15 @@ def test_check_reports_a_lost_vector_and_exits_1_until_reindex(
 # --------------------------------------------------------------------------------- graph
 
 
+def test_store_makes_automatic_links_unless_told_not_to(gm: Gm) -> None:
+    first = gm("store", "The payments service is written in Rust", "--json")["fact"]["id"]
+    close = gm("store", "The payments service is written in Rust, mostly", "--json")["fact"]
+    assert [k["target_id"] for k in gm("links", close["id"], "--json")] == [first]
+    other = gm("store", "The payments service is written in Rust, mainly", "--no-autolink",
+               "--json")["fact"]  # fmt: skip
+    assert gm("links", other["id"], "--json") == []
+
+
 def test_graph_commands_link_walk_and_unlink(gm: Gm, gm_main: Gm) -> None:
     ids = {n: gm("store", f"Service {n} runs in the cluster ({n})", "--json")["fact"]["id"]
            for n in ("app", "api", "db")}  # fmt: skip
