@@ -21,12 +21,18 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.locomo
+	$(PY) -m bench.locomo --link-turns --weights 0.6 --evidence-weights 0 0.5
 	$(PY) -m bench.situatedqa
+	$(PY) -m bench.pathquestion
+	$(PY) -m bench.autolink
+	$(PY) -m bench.graph
 	$(PY) -m bench.speed
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.locomo --samples 2
 	$(PY) -m bench.situatedqa --limit 300
+	$(PY) -m bench.pathquestion --embedder hash --limit 300
+	$(PY) -m bench.graph --facts 10000 --links 50000
 	$(PY) -m bench.speed --sizes 10000
 
 clean:

@@ -36,7 +36,7 @@ NAMESPACE: Final = "graph"
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     out: dict[str, Any] = {"benchmark": "graph", "machine": machine(),
-                           "facts": args.facts, "links": args.links, "hub_links": HUB_LINKS}  # fmt: skip
+                           "facts": args.facts, "links": args.links, "hub_links": min(HUB_LINKS, args.facts - 1)}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         root = args.data or Path(tmp)
         settings = Settings(embedder="hash", autolink=False, track_access=False)
@@ -97,7 +97,7 @@ def _build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[st
 
 
 def _add_hub(mem: Memory, hub: str, ids: list[str], rng: random.Random) -> None:
-    others = rng.sample(ids[1:], HUB_LINKS)
+    others = rng.sample(ids[1:], min(HUB_LINKS, len(ids) - 1))
     _link(mem, [(hub, o) if i % 2 else (o, hub) for i, o in enumerate(others)], rng)
 
 
