@@ -94,12 +94,17 @@ class Subgraph:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Path:
-    """A shortest path: its facts in order, and the link joining each to the next."""
+class Path(list[Fact]):
+    """A shortest path: the list of its facts in order (as the contract's ``path`` returns),
+    with ``links``, the link joining each fact to the next."""
 
-    facts: list[Fact]
-    links: list[Link]
+    def __init__(self, facts: Iterable[Fact], links: Iterable[Link]) -> None:
+        super().__init__(facts)
+        self.links = list(links)
+
+    @property
+    def facts(self) -> list[Fact]:
+        return list(self)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -261,6 +261,7 @@ def test_path_finds_a_shortest_route(mem: Memory, chain: dict[str, str]) -> None
     route = mem.path(chain["b"], chain["e"], direction="OUT")
     assert route is not None
     assert [f.id for f in route.facts] == [chain[n] for n in "bcde"]
+    assert [f.id for f in route] == [chain[n] for n in "bcde"] and len(route) == 4  # a list
     assert [(k.source_id, k.target_id) for k in route.links] == [
         (chain[s], chain[t]) for s, t in ("bc", "cd", "de")]  # fmt: skip
     both = mem.path(chain["b"], chain["e"])  # BOTH: b <- a <- e is shorter
