@@ -46,7 +46,9 @@ def test_an_older_schema_is_migrated_and_keeps_its_cached_embeddings(tmp_path: P
     rows = reader.execute("SELECT text_hash, dims FROM embedding_cache").fetchall()
     assert [tuple(r) for r in rows] == [("abc", 4)]
     indexes = {r[0] for r in reader.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"links_source_strength", "links_target_strength"} <= indexes
+    assert {"links_source_strength", "links_target_strength", "facts_live_entity"} <= indexes
+    columns = [r[2] for r in reader.execute("PRAGMA index_info(links_source_strength)")]
+    assert columns == ["source_id", "strength", "target_id"]
     with pytest.raises(sqlite3.IntegrityError), db.write() as w:
         w.execute(
             "INSERT INTO embedding_cache VALUES ('hash', 'feature-hash-4', 'abc', 4, x'01', 2.0)"
