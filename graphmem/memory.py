@@ -8,6 +8,7 @@ commit → bring LanceDB in line and clear the outbox. A crash after the commit 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -434,6 +435,7 @@ class Memory:
         live_only = scope.current and not include_superseded
         fts: dict[str, float] = {}
         vec: dict[str, float] = {}
+        query_vector: Vectors | None = None
         candidates: dict[str, sqlite3.Row] = {}
         # The legs run concurrently: FTS5 and the embedding/matrix product release the GIL.
         pending = (
@@ -445,7 +447,7 @@ class Memory:
             fts, rows = self._fts_leg(conn, query, visible, params, wanted)
             candidates.update(rows)
         if pending is not None:
-            vec, rows = pending.result()
+            vec, rows, query_vector = pending.result()
             candidates.update(rows)
         if mode == "hybrid":
             relevance = ranking.fuse(fts, vec, self.settings.fts_weight)
@@ -475,6 +477,8 @@ class Memory:
                 conn, [(fact_id, score) for score, _, fact_id in top], graph_depth, scope,
                 lambda ids: {r["id"] for r in _candidates(conn, "id", ids, visible, params)},
                 {fact_id: score for score, _, fact_id in ranked[limit:]},
+                None if query_vector is None
+                else functools.partial(self._vectors.similarities, query_vector),
             )  # fmt: skip
             merged = [(score, 0, fact_id) for score, _, fact_id in top]
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
@@ -911,8 +915,9 @@ class Memory:
 
     def _vector_leg(
         self, query: str, visible: str, params: dict[str, Any], n: int, live_only: bool
-    ) -> tuple[dict[str, float], dict[str, sqlite3.Row]]:
-        """Cosine of the ``n`` most similar visible facts, widening the ANN search as needed.
+    ) -> tuple[dict[str, float], dict[str, sqlite3.Row], Vectors]:
+        """Cosine of the ``n`` most similar visible facts, widening the ANN search as needed;
+        and the query's vector.
 
         Runs on a pool thread, with that thread's own read connection.
         """
@@ -931,7 +936,11 @@ class Memory:
             k = min(total, k * 4)
         shown.sort(key=lambda row: scores[row["id"]], reverse=True)
         best = shown[:n]
-        return {row["id"]: scores[row["id"]] for row in best}, {row["id"]: row for row in best}
+        return (
+            {row["id"]: scores[row["id"]] for row in best},
+            {row["id"]: row for row in best},
+            vector,
+        )
 
     def _track_access(self, ids: list[str]) -> None:
         """Count an access; facts in refreshable classes get their TTL restarted.

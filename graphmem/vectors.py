@@ -213,6 +213,19 @@ class VectorIndex:
             out[i] = (matrix[n], bool(live))
         return out
 
+    def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
+        """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy
+        (empty above EXACT_SEARCH_MAX_ROWS, where there is none)."""
+        with self._lock:
+            mirror = self._mirror
+            if mirror is None:
+                return {}
+            rows = [(i, r) for i in ids if (r := mirror._pos.get(i)) is not None]
+            if not rows:
+                return {}
+            scores = mirror._matrix[[r for _, r in rows]] @ np.asarray(vector, dtype=np.float32)
+        return {i: float(v) for (i, _), v in zip(rows, scores, strict=True)}
+
     def count(self) -> int:
         with self._lock:
             if self._mirror is not None:

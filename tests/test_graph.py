@@ -411,6 +411,27 @@ def test_linked_candidates_lend_each_other_evidence(mem: Memory) -> None:
     assert after[strong.id] >= before[strong.id]
 
 
+def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memory) -> None:
+    f = facts(mem, "hit", "a", "b", "c")
+    for n in "abc":
+        mem.link(f["hit"], f[n], "RELATED_TO")
+    near = {f["a"]: 0.9, f["b"]: 0.1, f["c"]: 0.2}
+    found = expansion.neighbours(
+        mem._db.reader(), [(f["hit"], 1.0)], 1, mem._scope(None, None), set, {},
+        lambda ids: {i: near[i] for i in ids},
+    )  # fmt: skip
+    score = {i: v for i, (v, _, _) in found.items()}
+    assert score[f["a"]] > score[f["c"]] > score[f["b"]]
+    assert score[f["b"]] == pytest.approx(expansion.HOP_FACTOR)
+    assert score[f["a"]] == pytest.approx(
+        min(expansion.HOP_FACTOR + expansion.CLOSENESS_BONUS, expansion.MAX_SHARE)
+    )
+    plain = expansion.neighbours(
+        mem._db.reader(), [(f["hit"], 1.0)], 1, mem._scope(None, None), set, {}
+    )
+    assert [v for v, _, _ in plain.values()] == [pytest.approx(expansion.HOP_FACTOR)] * 3
+
+
 def test_search_expansion_does_not_follow_similarity_links(tmp_path: Path, clock: Clock) -> None:
     settings = Settings(embedder="hash", autolink_threshold=0.5)
     with Memory.open(tmp_path / "d", settings=settings, clock=clock) as mem:
