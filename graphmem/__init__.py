@@ -8,26 +8,33 @@ from .errors import (
     Conflict,
     EmbedderError,
     EmbedderMismatch,
+    Forbidden,
     GraphmemError,
     InvalidInput,
     NotFound,
     StorageError,
 )
 from .graph import LinkType, Node, Path, Subgraph
-from .memory import CheckReport, Memory, PruneReport
-from .models import Fact, FactInput, Link, SearchHit, StoreResult
+from .keys import ApiKey, KeyStore
+from .memory import CheckReport, FactPage, Memory, PruneReport
+from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
 from .settings import Settings
 from .temporal import TimeScope
 
 __all__ = [
+    "ApiKey",
+    "Change",
     "CheckReport",
     "Conflict",
     "EmbedderError",
     "EmbedderMismatch",
     "Fact",
     "FactInput",
+    "FactPage",
+    "Forbidden",
     "GraphmemError",
     "InvalidInput",
+    "KeyStore",
     "Link",
     "LinkType",
     "Memory",

@@ -18,6 +18,7 @@ import click
 
 from .errors import GraphmemError, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
+from .keys import KeyStore
 from .memory import Memory
 from .models import Fact, Link
 from .settings import Settings
@@ -569,3 +570,54 @@ def optimize(ctx: click.Context) -> None:
     """Compact the vector index and build its ANN index when large enough."""
     with _memory(ctx) as mem:
         click.echo(json.dumps(mem.optimize()))
+
+
+@cli.command("create-key")
+@click.option(
+    "--namespace", "namespaces", multiple=True, required=True,
+    help="Namespace the key may use (repeat for several; the first is its default).",
+)  # fmt: skip
+@click.option("--read-only", is_flag=True, help="The key may read but not write.")
+@click.option("--label", help="A note to tell keys apart (e.g. who holds it).")
+@json_option
+@click.pass_context
+def create_key(
+    ctx: click.Context, /, namespaces: tuple[str, ...], read_only: bool, label: str | None,
+    as_json: bool,
+) -> None:  # fmt: skip
+    """Create an API key for the server; it is printed once and only its hash is kept."""
+    settings: Settings = ctx.obj
+    token, key = KeyStore(settings.data_dir).create(namespaces, read_only=read_only, label=label)
+    _emit(
+        {"key": token, **key.to_dict()},
+        as_json,
+        [token, f"id {key.id}, namespaces {', '.join(key.namespaces)}"
+                + (", read-only" if key.read_only else "")
+                + " (shown once: store it now)"],
+    )  # fmt: skip
+
+
+@cli.command("list-keys")
+@json_option
+@click.pass_context
+def list_keys(ctx: click.Context, /, as_json: bool) -> None:
+    """List API keys (ids, namespaces, state; never the secrets)."""
+    settings: Settings = ctx.obj
+    keys = KeyStore(settings.data_dir).list()
+    _emit(
+        [k.to_dict() for k in keys],
+        as_json,
+        [f"{k.id}  {','.join(k.namespaces)}  {'read-only' if k.read_only else 'read-write'}"
+         f"  {'revoked ' + str(to_iso(k.revoked_at)) if k.revoked_at else 'active'}"
+         f"  {k.label or ''}".rstrip() for k in keys] or ["no keys"],
+    )  # fmt: skip
+
+
+@cli.command("revoke-key")
+@click.argument("key_id")
+@click.pass_context
+def revoke_key(ctx: click.Context, /, key_id: str) -> None:
+    """Revoke an API key by id; a running server refuses it from the next request."""
+    settings: Settings = ctx.obj
+    key = KeyStore(settings.data_dir).revoke(key_id)
+    click.echo(f"revoked {key.id}")

@@ -1,11 +1,12 @@
 """The exceptions graphmem raises on purpose.
 
-Every one carries a stable ``code`` (used by the CLI and, later, the GraphQL error payloads):
+Every one carries a stable ``code`` (used by the CLI and the GraphQL error payloads):
 
     GraphmemError                 base class, code "ERROR"
     ├── InvalidInput              "INVALID_INPUT"  bad text, category, date, importance, …
     ├── NotFound                  "NOT_FOUND"      no fact with that id (visible at the time scope)
     ├── Conflict                  "CONFLICT"       the operation contradicts the stored state
+    ├── Forbidden                 "FORBIDDEN"      the API key does not allow this operation
     ├── EmbedderMismatch          "EMBEDDER_MISMATCH"  store was built by another embedder
     ├── EmbedderError             "EMBEDDER_ERROR" model file damaged, endpoint failing, bad dims
     └── StorageError              "STORAGE_ERROR"  database newer than this code, unusable files
@@ -50,6 +51,12 @@ class Conflict(GraphmemError):
     """The request contradicts what is stored, e.g. superseding a fact that is no longer live."""
 
     code = "CONFLICT"
+
+
+class Forbidden(GraphmemError):
+    """The caller's API key does not allow the operation (e.g. a write with a read-only key)."""
+
+    code = "FORBIDDEN"
 
 
 class EmbedderMismatch(GraphmemError):

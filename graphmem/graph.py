@@ -285,6 +285,60 @@ def links_of(
     return [Link.from_row(r) for r in rows]
 
 
+class LinkPosition(NamedTuple):
+    """Where a link sits in a fact's links, strongest first: the keyset of ``links_page``."""
+
+    strength: float
+    seq: int
+
+
+def links_page(
+    conn: sqlite3.Connection,
+    fact_ids: Sequence[str],
+    scope: TimeScope,
+    *,
+    direction: str = "BOTH",
+    types: Iterable[str] | None = None,
+    first: int = 50,
+    after: LinkPosition | None = None,
+) -> dict[str, tuple[list[tuple[LinkPosition, Link]], bool]]:
+    """For each of ``fact_ids``: up to ``first`` of its visible links after ``after``, strongest
+    first, each with its position, and whether more follow. One statement for all the facts
+    (unknown ids get an empty page), so a list of facts with their links costs one query."""
+    direction = check_direction(direction)
+    kinds = check_types(types, default=LINK_TYPES)
+    first = _check_count(first, "first", 0, MAX_NODES)
+    ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
+    sides = " UNION ALL ".join(
+        f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l')}"
+        f" FROM json_each(:ids) fr JOIN links l ON l.{end} = fr.value"
+        " WHERE l.type IN (SELECT value FROM json_each(:types))"
+        " AND (:after_seq IS NULL OR l.strength < :after_strength"
+        "      OR (l.strength = :after_strength AND l.seq > :after_seq))"
+        f" AND {scope.link_clause()}"
+        for end in ends[direction]
+    )
+    rows = _tuples(conn).execute(
+        f"SELECT * FROM (SELECT *, row_number() OVER"
+        f" (PARTITION BY owner ORDER BY strength DESC, pos) AS rank FROM ({sides}))"
+        " WHERE rank <= :first + 1 ORDER BY owner, rank",
+        {"ids": json.dumps(list(dict.fromkeys(fact_ids))), "types": json.dumps(kinds),
+         "after_strength": after.strength if after else None,
+         "after_seq": after.seq if after else None, "first": first, **scope.params},
+    )  # fmt: skip
+    pages: dict[str, tuple[list[tuple[LinkPosition, Link]], bool]] = {
+        i: ([], False) for i in fact_ids
+    }
+    for owner, seq, *values, rank in rows:
+        items, _ = pages[owner]
+        if rank > first:
+            pages[owner] = (items, True)
+            continue
+        link = Link.from_values(values)
+        items.append((LinkPosition(link.strength, seq), link))
+    return pages
+
+
 def traverse(
     conn: sqlite3.Connection,
     ids: Iterable[str] | str,

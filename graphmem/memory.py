@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import logging
 import re
 import shutil
 import sqlite3
@@ -41,7 +42,18 @@ from .decay import (
 from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
 from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
 from .keyword import KeywordRanker
-from .models import MAX_BATCH, MAX_TEXT_LENGTH, Fact, FactInput, Link, SearchHit, StoreResult
+from .models import (
+    MAX_BATCH,
+    MAX_TEXT_LENGTH,
+    Change,
+    ChangeKind,
+    Fact,
+    FactInput,
+    Link,
+    SearchHit,
+    StoreResult,
+    fact_columns,
+)
 from .settings import Settings
 from .storage import Database
 from .temporal import TimeInput, TimeScope
@@ -52,10 +64,19 @@ SQLITE_FILE: Final = "graphmem.sqlite3"
 VECTOR_DIR: Final = "vectors"
 
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_log = logging.getLogger("graphmem")
 _CHUNK: Final = 500  # ids per `IN (...)` list, well under SQLite's variable limit
 
 #: Called as ``progress(done, total)`` during long operations.
 Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class FactPage:
+    """A page of ``Memory.facts``: (position, fact) pairs in order, and whether more follow."""
+
+    items: list[tuple[int, Fact]]
+    has_more: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +158,7 @@ class Memory:
         self._keywords = KeywordRanker()
         self._access_lock = threading.Lock()
         self._accessed: dict[str, tuple[int, float]] = {}  # id -> (count, last time) to write
+        self._listeners: list[Callable[[list[Change]], None]] = []
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -160,12 +182,7 @@ class Memory:
         """
         settings = settings or Settings.load()
         namespace = settings.namespace if namespace is None else namespace
-        if not _NAMESPACE.match(namespace):
-            raise InvalidInput(
-                f"invalid namespace {namespace!r}: 1-64 letters, digits, '_', '-' or '.', "
-                "starting with a letter or digit",
-                field="namespace",
-            )
+        check_namespace(namespace)
         directory = Path(data_dir if data_dir is not None else settings.data_dir) / namespace
         directory.mkdir(parents=True, exist_ok=True)
         if isinstance(embedder, str) or embedder is None:
@@ -294,6 +311,14 @@ class Memory:
             _queue(conn, touched, now)
         known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
         self._sync(touched, known)
+        changes: list[tuple[ChangeKind, str]] = []
+        for r in results:
+            if r.action in ("ADD", "UPDATE") and r.fact is not None:
+                changes.append(("FACT_STORED", r.fact.id))
+            kind: ChangeKind = "FACT_FORGOTTEN" if r.action == "DELETE" else "FACT_SUPERSEDED"
+            if r.action in ("UPDATE", "DELETE"):
+                changes.extend((kind, target) for target in r.target_ids)
+        self._announce(changes, now)
         return results
 
     def forget(self, fact_id: str) -> Fact:
@@ -311,6 +336,7 @@ class Memory:
             conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [now, fact_id])
             _queue(conn, [fact_id], now)
         self._sync([fact_id])
+        self._announce([("FACT_FORGOTTEN", fact_id)], now)
         return Fact.from_row(row)
 
     def purge(self, fact_id: str) -> None:
@@ -335,6 +361,58 @@ class Memory:
             .fetchone()
         )
         return None if row is None else Fact.from_row(row)
+
+    def get_many(
+        self,
+        ids: Iterable[str],
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        *,
+        include_superseded: bool = False,
+    ) -> dict[str, Fact]:
+        """The facts among ``ids`` visible at the time scope, by id, in one query."""
+        scope = self._scope(as_of, known_at)
+        rows = self._db.reader().execute(
+            f"SELECT {fact_columns('f')} FROM facts f WHERE f.id IN"
+            " (SELECT value FROM json_each(:ids))"
+            f" AND {scope.fact_clause(include_superseded=include_superseded)}",
+            {"ids": json.dumps(list(ids)), **scope.params},
+        )
+        return {r[0]: Fact.from_values(r) for r in rows}
+
+    def facts(
+        self,
+        first: int = 50,
+        after: int | None = None,
+        tag: str | None = None,
+        category: str | None = None,
+        entity: str | None = None,
+        source: str | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        *,
+        include_superseded: bool = False,
+    ) -> FactPage:
+        """Visible facts in the order they were recorded, ``first`` at a time after position
+        ``after`` (a keyset: facts written meanwhile join the end, so no page repeats or skips
+        a fact that stays visible)."""
+        _check_limit(first)
+        if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
+            raise InvalidInput("after must be a position from a previous page", field="after")
+        scope = self._scope(as_of, known_at)
+        params: dict[str, Any] = {**scope.params, "after": after or 0, "first": first + 1}
+        visible = _filters(scope, params, include_superseded, tag, category, entity, source)
+        rows = (
+            self._db.reader()
+            .execute(
+                f"SELECT f.seq, {fact_columns('f')} FROM facts f WHERE f.seq > :after AND {visible}"
+                " ORDER BY f.seq LIMIT :first",
+                params,
+            )
+            .fetchall()
+        )
+        items = [(r[0], Fact.from_values(r[1:])) for r in rows[:first]]
+        return FactPage(items, has_more=len(rows) > first)
 
     def lookup(
         self,
@@ -417,19 +495,7 @@ class Memory:
                                field="graph_depth")  # fmt: skip
         scope = self._scope(as_of, known_at)
         params: dict[str, Any] = dict(scope.params)
-        where = [scope.fact_clause(include_superseded=include_superseded)]
-        if category is not None:
-            where.append("f.category = :category")
-            params["category"] = category.lower()
-        if entity is not None:
-            where.append("lower(f.entity) = lower(:entity)")
-            params["entity"] = entity
-        if source is not None:
-            where.append("f.source = :source")
-            params["source"] = source
-        if tag is not None:
-            where.append(_tag_clause(tag, params))
-        visible = " AND ".join(where)
+        visible = _filters(scope, params, include_superseded, tag, category, entity, source)
         wanted = max(self.settings.fusion_candidates, limit)
         conn = self._db.reader()
         live_only = scope.current and not include_superseded
@@ -543,14 +609,42 @@ class Memory:
         Types: CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON (SUPERSEDES comes from storing a new
         version). NotFound for an unknown fact, Conflict for a forgotten one.
         """
+        now = self._now()
         with self._db.write() as conn:
-            return graph.link(conn, self._now(), source_id, target_id, type, strength,
+            made = graph.link(conn, now, source_id, target_id, type, strength,
                               valid_from=valid_from, metadata=metadata)  # fmt: skip
+        self._announce([("LINK_MADE", made.id)], now)
+        return made
 
     def unlink(self, link_id: str) -> Link:
         """Retract a link: current reads stop following it, earlier ``known_at`` still do."""
+        now = self._now()
         with self._db.write() as conn:
-            return graph.unlink(conn, self._now(), link_id)
+            removed = graph.unlink(conn, now, link_id)
+        self._announce([("LINK_REMOVED", link_id)], now)
+        return removed
+
+    def subscribe(self, listener: Callable[[list[Change]], None]) -> Callable[[], None]:
+        """Call ``listener`` with the changes of each write once it has committed (in the
+        writing thread; keep it quick). Returns a function that unsubscribes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def links_page(
+        self,
+        fact_ids: Sequence[str],
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+        first: int = 50,
+        after: graph.LinkPosition | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]:
+        """A page of each fact's visible links, strongest first (see
+        :func:`graphmem.graph.links_page`): one query for any number of facts."""
+        scope = self._scope(as_of, known_at)
+        return graph.links_page(self._db.reader(), fact_ids, scope, direction=direction,
+                                types=types, first=first, after=after)  # fmt: skip
 
     def links(
         self,
@@ -853,6 +947,16 @@ class Memory:
     def _now(self) -> float:
         return round(self._clock(), 6)
 
+    def _announce(self, changes: Sequence[tuple[ChangeKind, str]], at: float) -> None:
+        if not changes or not self._listeners:
+            return
+        batch = [Change(kind, item, self.namespace, at) for kind, item in changes]
+        for listener in list(self._listeners):
+            try:
+                listener(batch)
+            except Exception:  # a listener's failure must not fail a committed write
+                _log.exception("memory change listener failed")
+
     def _scope(self, as_of: TimeInput | None, known_at: TimeInput | None) -> TimeScope:
         return TimeScope.resolve(self._now(), as_of, known_at)
 
@@ -989,14 +1093,16 @@ class Memory:
         removed = 0
         now = self._now()
         touched: set[str] = set()
+        gone: list[str] = []
         with self._db.write() as conn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = list(ids[start : start + _CHUNK])
                 marks = ",".join("?" * len(chunk))
-                texts = [
-                    r[0]
-                    for r in conn.execute(f"SELECT text FROM facts WHERE id IN ({marks})", chunk)
-                ]
+                found = conn.execute(
+                    f"SELECT id, text FROM facts WHERE id IN ({marks})", chunk
+                ).fetchall()
+                gone.extend(r[0] for r in found)
+                texts = [r[1] for r in found]
                 dependants = [
                     r[0]
                     for r in conn.execute(
@@ -1028,6 +1134,7 @@ class Memory:
                 touched.update(chunk, dependants)
             _queue(conn, touched, now)
         self._sync(touched)
+        self._announce([("FACT_PURGED", i) for i in gone], now)
         return removed
 
     def _sync(self, ids: Iterable[str], known: Mapping[str, Vectors] | None = None) -> None:
@@ -1081,6 +1188,17 @@ class Memory:
 # --------------------------------------------------------------------------------- helpers
 
 
+def check_namespace(name: str) -> str:
+    """``name`` if it can name a namespace (its directory), else InvalidInput."""
+    if not isinstance(name, str) or not _NAMESPACE.match(name):
+        raise InvalidInput(
+            f"invalid namespace {name!r}: 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit",
+            field="namespace",
+        )
+    return name
+
+
 def _describe(embedder: Mapping[str, Any]) -> str:
     return f"{embedder['provider']}/{embedder['model']} ({embedder['dimensions']} dims)"
 
@@ -1098,6 +1216,31 @@ def _check_limit(limit: int) -> None:
 def _tag_clause(tag: str, params: dict[str, Any]) -> str:
     params["tag_pattern"] = "%," + tag.strip().lower().replace("%", "").replace("_", "\\_") + ",%"
     return "(',' || f.tags || ',') LIKE :tag_pattern ESCAPE '\\'"
+
+
+def _filters(
+    scope: TimeScope,
+    params: dict[str, Any],
+    include_superseded: bool,
+    tag: str | None,
+    category: str | None,
+    entity: str | None,
+    source: str | None,
+) -> str:
+    """The SQL condition on ``facts f`` of a filtered read in ``scope``; fills ``params``."""
+    where = [scope.fact_clause(include_superseded=include_superseded)]
+    if category is not None:
+        where.append("f.category = :category")
+        params["category"] = category.lower()
+    if entity is not None:
+        where.append("lower(f.entity) = lower(:entity)")
+        params["entity"] = entity
+    if source is not None:
+        where.append("f.source = :source")
+        params["source"] = source
+    if tag is not None:
+        where.append(_tag_clause(tag, params))
+    return " AND ".join(where)
 
 
 def _row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row | None:

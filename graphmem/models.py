@@ -287,5 +287,32 @@ class SearchHit:
         }
 
 
+ChangeKind = Literal[
+    "FACT_STORED", "FACT_SUPERSEDED", "FACT_FORGOTTEN", "FACT_PURGED", "LINK_MADE", "LINK_REMOVED"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One committed change, as announced to ``Memory.subscribe`` listeners.
+
+    ``id`` is the fact's id, or the link's for LINK_MADE / LINK_REMOVED. Automatic links made
+    with a stored fact are not announced on their own: its FACT_STORED stands for them.
+    """
+
+    kind: ChangeKind
+    id: str
+    namespace: str
+    at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "namespace": self.namespace,
+            "at": to_iso(self.at),
+        }
+
+
 def _json_ready(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: to_iso(v.timestamp()) if isinstance(v, datetime) else v for k, v in fields.items()}

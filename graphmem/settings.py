@@ -106,6 +106,37 @@ class Settings(BaseModel):
         True, description="Current-time search and lookup count accesses and refresh TTLs."
     )
 
+    host: str = Field(
+        "127.0.0.1",
+        description="Address `graphmem serve` binds to; other than loopback only once API keys "
+        "exist.",
+    )
+    port: int = Field(8420, ge=1, le=65535, description="Port `graphmem serve` listens on.")
+    max_body_bytes: int = Field(
+        1_048_576,
+        ge=1024,
+        le=10_485_760,
+        description="Largest HTTP request body accepted, in bytes (413 above it; at most 10 MiB).",
+    )
+    graphql_max_depth: int = Field(
+        12, ge=2, le=50, description="Deepest selection nesting a GraphQL document may use."
+    )
+    graphql_max_tokens: int = Field(
+        5000, ge=100, le=100_000, description="Most tokens a GraphQL document may have."
+    )
+    graphql_max_aliases: int = Field(
+        30, ge=1, le=1000, description="Most field aliases a GraphQL document may use."
+    )
+    cors_origins: tuple[str, ...] = Field(
+        (), description="Origins allowed to call the API from a browser (none: CORS off)."
+    )
+    prune_interval: float = Field(
+        3600.0,
+        ge=0,
+        description="Seconds between the server's background prunes of each open namespace "
+        "(0: only at start-up).",
+    )
+
     @classmethod
     def load(
         cls,

@@ -1,0 +1,167 @@
+"""API keys: bearer tokens that give access to named namespaces.
+
+A key reads ``gm_<id>_<secret>``. Only the sha256 of the secret is stored, in ``_keys.sqlite``
+beside the namespaces of a data directory (no namespace can be called that: names start with a
+letter or digit). A presented key is found by its public id and its secret compared in constant
+time. Every check reads the file, so a key revoked by ``graphmem revoke-key`` in another process
+stops working at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .errors import InvalidInput, NotFound, StorageError
+from .memory import check_namespace
+
+KEYS_FILE: Final = "_keys.sqlite"
+PREFIX: Final = "gm"
+_KEY: Final = re.compile(r"^gm_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    id          TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
+    namespaces  TEXT NOT NULL,
+    read_only   INTEGER NOT NULL DEFAULT 0,
+    label       TEXT,
+    created_at  REAL NOT NULL,
+    revoked_at  REAL
+)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """What a key grants: its namespaces (the first is its default) and whether it may write."""
+
+    id: str
+    namespaces: tuple[str, ...]
+    read_only: bool
+    label: str | None
+    created_at: float
+    revoked_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "namespaces": list(self.namespaces),
+            "read_only": self.read_only,
+            "label": self.label,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+class KeyStore:
+    """The API keys of a data directory."""
+
+    def __init__(self, data_dir: str | Path) -> None:
+        self.path = Path(data_dir) / KEYS_FILE
+
+    def any_active(self) -> bool:
+        """Whether at least one unrevoked key exists (then every request needs one)."""
+        if not self.path.exists():
+            return False
+        with self._connect() as conn:
+            return (
+                conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
+                is not None
+            )
+
+    def create(
+        self, namespaces: Iterable[str], *, read_only: bool = False, label: str | None = None
+    ) -> tuple[str, ApiKey]:
+        """A new key for ``namespaces``: returns the token (shown once, never stored) and its record."""
+        names = tuple(dict.fromkeys(namespaces))
+        if not names:
+            raise InvalidInput("a key needs at least one namespace", field="namespace")
+        for name in names:
+            check_namespace(name)
+        key_id = secrets.token_hex(6)
+        secret = secrets.token_urlsafe(32)
+        record = ApiKey(key_id, names, read_only, label, time.time(), None)
+        with self._connect() as conn:
+            conn.execute(
+                "INSERT INTO api_keys (id, secret_hash, namespaces, read_only, label, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    key_id,
+                    _digest(secret),
+                    json.dumps(names),
+                    int(read_only),
+                    label,
+                    record.created_at,
+                ],
+            )
+        return f"{PREFIX}_{key_id}_{secret}", record
+
+    def authenticate(self, token: str) -> ApiKey | None:
+        """The live key ``token`` stands for, or None (malformed, unknown, wrong secret, revoked)."""
+        match = _KEY.match(token.strip())
+        if match is None or not self.path.exists():
+            return None
+        key_id, secret = match.groups()
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM api_keys WHERE id = ?", [key_id]).fetchone()
+        if row is None or not hmac.compare_digest(row["secret_hash"], _digest(secret)):
+            return None
+        key = _record(row)
+        return None if key.revoked_at is not None else key
+
+    def revoke(self, key_id: str) -> ApiKey:
+        """Revoke a key by id; requests with it fail from now on. NotFound for an unknown id."""
+        with self._connect() as conn:
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                [time.time(), key_id],
+            )
+            row = conn.execute("SELECT * FROM api_keys WHERE id = ?", [key_id]).fetchone()
+        if row is None:
+            raise NotFound(f"no API key with id {key_id!r}")
+        return _record(row)
+
+    def list(self) -> list[ApiKey]:
+        """Every key, revoked ones included, oldest first."""
+        if not self.path.exists():
+            return []
+        with self._connect() as conn:
+            return [_record(r) for r in conn.execute("SELECT * FROM api_keys ORDER BY created_at")]
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(sqlite3.connect(self.path, timeout=30)) as conn:
+                conn.row_factory = sqlite3.Row
+                with conn:  # one transaction, committed on success
+                    conn.execute(_SCHEMA)
+                    yield conn
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot use the key file {self.path}: {exc}") from exc
+
+
+def _digest(secret: str) -> str:
+    # The secret is 256 random bits, so a plain hash (no salt, no stretching) cannot be guessed.
+    return hashlib.sha256(secret.encode("ascii")).hexdigest()
+
+
+def _record(row: sqlite3.Row) -> ApiKey:
+    return ApiKey(
+        id=row["id"],
+        namespaces=tuple(json.loads(row["namespaces"])),
+        read_only=bool(row["read_only"]),
+        label=row["label"],
+        created_at=row["created_at"],
+        revoked_at=row["revoked_at"],
+    )

@@ -1,0 +1,415 @@
+"""The starlette application: ``/graphql`` (GraphiQL in a browser), ``/healthz``, ``/metrics``.
+
+Requests to ``/graphql`` pass a gate first: the body size limit (413), then the API key. With no
+key configured every request is let in (``graphmem serve`` then binds to loopback only); once a
+key exists, each request needs ``Authorization: Bearer <key>`` (401 otherwise). The namespace is
+the key's first one, or another of the key's named by the ``X-Graphmem-Namespace`` header (403
+for one the key does not hold); without keys the header may name any namespace. Queries cannot
+name a namespace, so none can escape it. WebSocket clients, which cannot set headers in a
+browser, may instead send ``{"Authorization": "Bearer <key>"}`` as the connection_init payload.
+
+The lifespan opens the default namespace (replaying its outbox), prunes it, and prunes every open
+namespace each ``prune_interval`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
+from strawberry.asgi import GraphQL
+from strawberry.exceptions import ConnectionRejectionError
+
+from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory, Settings
+from graphmem.embedders import Embedder, create_embedder
+from graphmem.memory import check_namespace
+
+from .context import Context
+from .events import Broadcaster
+from .schema import build_schema
+
+NAMESPACE_HEADER: Final = "x-graphmem-namespace"
+GRAPHQL_PATH: Final = "/graphql"
+_log = logging.getLogger("graphmem.server")
+
+
+class Denied(Exception):
+    """A request the gate turns away: HTTP ``status``, a code and a message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def response(self) -> JSONResponse:
+        headers = {"WWW-Authenticate": 'Bearer realm="graphmem"'} if self.status == 401 else None
+        body = {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
+        return JSONResponse(body, status_code=self.status, headers=headers)
+
+
+class Namespaces:
+    """The namespaces this server has opened, each opened once on first use, sharing one
+    embedder; every Memory's changes feed the broadcaster."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder,
+        clock: Callable[[], float] | None,
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.clock = clock
+        self.broadcaster: Broadcaster | None = None
+        self._open: dict[str, Memory] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> Memory:
+        """The open Memory of ``name``, opening it (in this thread) if needed."""
+        check_namespace(name)
+        with self._lock:
+            memory = self._open.get(name)
+            if memory is None:
+                memory = Memory.open(
+                    self.settings.data_dir, name, self.embedder, settings=self.settings,
+                    clock=self.clock,
+                )  # fmt: skip
+                if self.broadcaster is not None:
+                    self.broadcaster.watch(memory)
+                self._open[name] = memory
+            return memory
+
+    def opened(self) -> dict[str, Memory]:
+        with self._lock:
+            return dict(self._open)
+
+    def close(self) -> None:
+        with self._lock:
+            for memory in self._open.values():
+                memory.close()
+            self._open.clear()
+
+
+@dataclass
+class Gate:
+    """Who may use which namespace (see the module docstring)."""
+
+    keys: KeyStore
+    namespaces: Namespaces
+
+    async def admit(
+        self, authorization: str | None, requested: str | None
+    ) -> tuple[Memory, ApiKey | None]:
+        key = None
+        if await run_in_threadpool(self.keys.any_active):
+            token = _bearer(authorization)
+            if token is None:
+                raise Denied(
+                    401, "UNAUTHENTICATED", "an API key is required: Authorization: Bearer <key>"
+                )
+            key = await run_in_threadpool(self.keys.authenticate, token)
+            if key is None:
+                raise Denied(401, "UNAUTHENTICATED", "unknown or revoked API key")
+        name = requested or (key.namespaces[0] if key else self.namespaces.settings.namespace)
+        if key is not None and name not in key.namespaces:
+            raise Denied(403, "FORBIDDEN", f"this API key has no access to namespace {name!r}")
+        try:
+            memory = await run_in_threadpool(self.namespaces.get, name)
+        except InvalidInput as exc:
+            raise Denied(400, exc.code, exc.message) from None
+        return memory, key
+
+
+class GraphQLApp(GraphQL[Context, None]):
+    """strawberry's ASGI view with graphmem's context and WebSocket authentication."""
+
+    def __init__(self, gate: Gate, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = gate
+
+    async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
+        admitted = request.scope.get("graphmem.admitted")
+        memory, key = admitted if admitted else (None, None)
+        broadcaster = self.gate.namespaces.broadcaster
+        assert broadcaster is not None, "the app's lifespan has not started"
+        return Context(memory, key, request, broadcaster)
+
+    async def on_ws_connect(self, context: Context) -> Any:
+        if context.admitted:
+            return await super().on_ws_connect(context)
+        params = context.connection_params or {}
+        authorization = params.get("Authorization") or params.get("authorization")
+        try:
+            context.memory, context.key = await self.gate.admit(
+                authorization if isinstance(authorization, str) else None,
+                context.request.headers.get(NAMESPACE_HEADER),
+            )
+        except Denied as exc:
+            raise ConnectionRejectionError({"code": exc.code, "message": exc.message}) from None
+        return await super().on_ws_connect(context)
+
+
+class Guard:
+    """ASGI middleware in front of ``/graphql``: body size limit, then the gate."""
+
+    def __init__(self, app: ASGIApp, gate: Gate, max_body_bytes: int) -> None:
+        self.app = app
+        self.gate = gate
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(GRAPHQL_PATH):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "GET"
+            and "text/html" in headers.get("accept", "")
+        ):
+            await self.app(scope, receive, send)  # GraphiQL: a page, no data
+            return
+        try:
+            if scope["type"] == "http":
+                receive = await self._limited(headers, receive)
+            scope["graphmem.admitted"] = await self.gate.admit(
+                headers.get("authorization"), headers.get(NAMESPACE_HEADER)
+            )
+        except Denied as exc:
+            if scope["type"] == "websocket":
+                if exc.status == 401 and "authorization" not in headers:
+                    await self.app(scope, receive, send)  # may authenticate in connection_init
+                else:
+                    await send(
+                        {"type": "websocket.close", "code": 4403, "reason": exc.message[:120]}
+                    )
+                return
+            await exc.response()(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _limited(self, headers: Mapping[str, str], receive: Receive) -> Receive:
+        """Read the body (at most ``max_body_bytes``) and hand it on; Denied(413) beyond."""
+        too_large = Denied(
+            413, "PAYLOAD_TOO_LARGE", f"request body larger than {self.max_body_bytes} bytes"
+        )
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return replay
+
+
+class Metrics:
+    """Prometheus metrics of one app: requests by route and status, their latency, and facts,
+    links and subscribers per open namespace."""
+
+    def __init__(self, namespaces: Namespaces) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "graphmem_http_requests", "HTTP requests served.", ["route", "method", "status"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.latency = Histogram(
+            "graphmem_http_request_seconds", "Time to answer an HTTP request.", ["route"],
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )  # fmt: skip
+        self.registry.register(_MemoryCollector(namespaces))
+
+
+class Timing:
+    """ASGI middleware counting and timing every HTTP request into ``metrics``."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        route = scope["path"] if scope["path"] in _ROUTES else "other"
+        status = 500
+        start = time.perf_counter()
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            self.metrics.latency.labels(route).observe(time.perf_counter() - start)
+            self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+
+
+class _MemoryCollector(Collector):
+    def __init__(self, namespaces: Namespaces) -> None:
+        self.namespaces = namespaces
+
+    def collect(self) -> Any:
+        facts = GaugeMetricFamily(
+            "graphmem_facts", "Facts by state.", labels=["namespace", "state"]
+        )
+        links = GaugeMetricFamily("graphmem_links", "Live links.", labels=["namespace"])
+        pending = GaugeMetricFamily(
+            "graphmem_outbox_pending", "Vector writes not yet applied.", labels=["namespace"]
+        )
+        subscribers = GaugeMetricFamily(
+            "graphmem_subscribers", "Open memoryChanged subscriptions.", labels=["namespace"]
+        )
+        broadcaster = self.namespaces.broadcaster
+        for name, memory in self.namespaces.opened().items():
+            try:
+                stats = memory.stats()
+            except GraphmemError:
+                continue  # closing
+            for state in ("current", "superseded", "retracted"):
+                facts.add_metric([name, state], stats[state])
+            links.add_metric([name], stats["links"])
+            pending.add_metric([name], stats["outbox_pending"])
+            subscribers.add_metric([name], broadcaster.subscribers(name) if broadcaster else 0)
+        yield from (facts, links, pending, subscribers)
+
+
+_ROUTES: Final = (GRAPHQL_PATH, "/healthz", "/metrics")
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    embedder: Embedder | None = None,
+    clock: Callable[[], float] | None = None,
+) -> Starlette:
+    """The graphmem service for ``settings`` (default: ``Settings.load()``).
+
+    ``embedder`` and ``clock`` replace the settings' embedder and the system clock (tests).
+    """
+    settings = settings or Settings.load()
+    namespaces = Namespaces(
+        settings, embedder or create_embedder(settings.embedder, settings), clock
+    )
+    gate = Gate(KeyStore(settings.data_dir), namespaces)
+    graphql = GraphQLApp(gate, schema=build_schema(settings), graphql_ide="graphiql")
+    metrics = Metrics(namespaces)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "namespaces": sorted(namespaces.opened())})
+
+    async def metrics_text(request: Request) -> Response:
+        data = await run_in_threadpool(generate_latest, metrics.registry)
+        return Response(data, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
+        default = await run_in_threadpool(namespaces.get, settings.namespace)
+        await run_in_threadpool(_prune, default)
+        pruner = asyncio.create_task(_prune_every(namespaces, settings.prune_interval))
+        try:
+            yield
+        finally:
+            pruner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pruner
+            await run_in_threadpool(namespaces.close)
+
+    middleware = [
+        Middleware(Timing, metrics=metrics),
+        Middleware(Guard, gate=gate, max_body_bytes=settings.max_body_bytes),
+    ]
+    if settings.cors_origins:
+        middleware.insert(1, Middleware(
+            CORSMiddleware, allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["authorization", "content-type", NAMESPACE_HEADER],
+        ))  # fmt: skip
+    app = Starlette(
+        routes=[
+            Route(GRAPHQL_PATH, graphql, methods=["GET", "POST"]),
+            Route("/healthz", healthz),
+            Route("/metrics", metrics_text),
+            WebSocketRoute(GRAPHQL_PATH, graphql),
+        ],
+        middleware=middleware,
+        lifespan=lifespan,
+    )
+    app.state.namespaces = namespaces
+    return app
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _prune(memory: Memory) -> None:
+    try:
+        report = memory.prune()
+    except GraphmemError as exc:
+        _log.warning("prune of %s failed: %s", memory.namespace, exc.message)
+        return
+    if report.expired or report.decayed or report.low_confidence:
+        _log.info("pruned %s: %s", memory.namespace, json.dumps(report.to_dict()))
+
+
+async def _prune_every(namespaces: Namespaces, interval: float) -> None:
+    if interval <= 0:
+        return
+    while True:
+        await asyncio.sleep(interval)
+        for memory in namespaces.opened().values():
+            await run_in_threadpool(_prune, memory)
+
+
+def data_dir_has_keys(data_dir: str | Path) -> bool:
+    """Whether API keys are configured for ``data_dir`` (then serving beyond loopback is safe)."""
+    return KeyStore(data_dir).any_active()

@@ -1,0 +1,73 @@
+"""The CLI commands that need the GraphQL layer, added to ``graphmem``'s command group:
+``serve`` and ``export-schema``. The console script enters here, so ``graphmem`` (the core)
+never imports the service."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import click
+
+from graphmem.cli import cli
+from graphmem.cli import main as _main
+from graphmem.errors import InvalidInput
+from graphmem.keys import KeyStore
+from graphmem.settings import Settings
+
+#: The SDL file at the project root that `export-schema` writes and a test compares.
+SCHEMA_FILE = "schema.graphql"
+
+
+@cli.command()
+@click.option("--host", help="Address to bind [default: 127.0.0.1, or GRAPHMEM_HOST].")
+@click.option("--port", type=int, help="Port [default: 8420, or GRAPHMEM_PORT].")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+@click.pass_context
+def serve(ctx: click.Context, /, host: str | None, port: int | None, log_level: str) -> None:
+    """Serve the GraphQL API (GraphiQL at /graphql in a browser, /healthz, /metrics).
+
+    Without API keys (see create-key) it only binds to a loopback address.
+    """
+    import uvicorn
+
+    from .app import create_app
+
+    settings: Settings = ctx.obj.model_copy(
+        update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    )
+    if not _loopback(settings.host) and not KeyStore(settings.data_dir).any_active():
+        raise InvalidInput(
+            f"refusing to serve on {settings.host} without API keys: create one with "
+            "`graphmem create-key --namespace NAME`, or bind to 127.0.0.1",
+            field="host",
+        )
+    click.echo(f"graphmem: http://{settings.host}:{settings.port}/graphql "
+               f"(data in {Path(settings.data_dir).resolve()})", err=True)  # fmt: skip
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
+                ws="websockets-sansio")  # fmt: skip
+
+
+@cli.command("export-schema")
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+def export_schema(path: str) -> None:
+    """Print the GraphQL schema (SDL), or write it to PATH (the repo keeps schema.graphql)."""
+    from .schema import schema_sdl
+
+    with click.open_file(path, "w", encoding="utf-8") as out:
+        out.write(schema_sdl())
+
+
+def main() -> None:
+    """Console entry point of ``graphmem``."""
+    _main()
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,133 @@
+"""Per-request context: the namespace's Memory, the caller's key, and the request's DataLoaders.
+
+Memory's methods block (SQLite, embedding), so every call runs in a worker thread. Nested fields
+go through DataLoaders, which gather the loads of one execution step into a single call: a list
+of 50 facts with their links and neighbours costs a few queries, not 50 of each.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.websockets import WebSocket
+from strawberry.dataloader import DataLoader
+
+from graphmem import ApiKey, Forbidden, Memory
+from graphmem import Fact as CoreFact
+from graphmem import Link as CoreLink
+from graphmem.graph import LinkPosition
+
+if TYPE_CHECKING:
+    from .events import Broadcaster
+    from .types import Fact
+
+#: A read's time scope as the client gave it: (as_of, known_at) in epoch seconds, None = now.
+Scope = tuple[float | None, float | None]
+#: Where ``Fact.links`` pages start and what they hold (see ``Context.links``).
+LinksKey = tuple[str, Scope, str, tuple[str, ...] | None, int, LinkPosition | None]
+LinksPage = tuple[list[tuple[LinkPosition, CoreLink]], bool]
+
+T = TypeVar("T")
+
+
+@dataclass
+class Context:
+    """What every resolver of one request (or one subscription) can use."""
+
+    _memory: Memory | None
+    key: ApiKey | None
+    request: Request | WebSocket
+    broadcaster: Broadcaster
+    #: A WebSocket's connection_init payload (where browsers send their key).
+    connection_params: dict[str, Any] | None = None
+    _facts: DataLoader[tuple[str, Scope], CoreFact | None] = field(init=False)
+    _links: DataLoader[LinksKey, LinksPage] = field(init=False)
+    _history: DataLoader[tuple[str, Scope], list[CoreFact]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._facts = DataLoader(self._load_facts)
+        self._links = DataLoader(self._load_links)
+        self._history = DataLoader(self._load_history)
+
+    @property
+    def memory(self) -> Memory:
+        if self._memory is None:  # a WebSocket that has not sent its key yet
+            raise Forbidden("not authenticated")
+        return self._memory
+
+    @memory.setter
+    def memory(self, memory: Memory) -> None:
+        self._memory = memory
+
+    @property
+    def admitted(self) -> bool:
+        return self._memory is not None
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in a worker thread (Memory's calls block)."""
+        return await run_in_threadpool(fn, *args, **kwargs)
+
+    def require_write(self) -> None:
+        """Forbidden unless the caller may write (no key on loopback, or a read-write key)."""
+        if self.key is not None and self.key.read_only:
+            raise Forbidden(f"API key {self.key.id} is read-only")
+
+    async def fact(self, fact_id: str, scope: Scope) -> Fact | None:
+        """The fact (superseded versions included) as seen at ``scope``, or None."""
+        from .types import Fact
+
+        found = await self._facts.load((fact_id, scope))
+        return None if found is None else Fact.of(found, scope)
+
+    async def links(
+        self,
+        fact_id: str,
+        scope: Scope,
+        direction: str,
+        types: tuple[str, ...] | None,
+        first: int,
+        after: LinkPosition | None,
+    ) -> LinksPage:
+        return await self._links.load((fact_id, scope, direction, types, first, after))
+
+    async def history(self, fact_id: str, scope: Scope) -> list[Fact]:
+        from .types import Fact
+
+        return [Fact.of(f, scope) for f in await self._history.load((fact_id, scope))]
+
+    async def _load_facts(self, keys: list[tuple[str, Scope]]) -> list[CoreFact | None]:
+        def load() -> dict[tuple[str, Scope], CoreFact]:
+            by_scope: dict[Scope, list[str]] = defaultdict(list)
+            for fact_id, scope in keys:
+                by_scope[scope].append(fact_id)
+            found = {}
+            for scope, ids in by_scope.items():
+                facts = self.memory.get_many(ids, *scope, include_superseded=True)
+                found.update({(i, scope): f for i, f in facts.items()})
+            return found
+
+        found = await self.run(load)
+        return [found.get(k) for k in keys]
+
+    async def _load_links(self, keys: list[LinksKey]) -> list[LinksPage]:
+        def load() -> dict[LinksKey, LinksPage]:
+            by_args: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+            for key in keys:
+                by_args[key[1:]].append(key[0])
+            pages: dict[LinksKey, LinksPage] = {}
+            for args, ids in by_args.items():
+                scope, direction, types, first, after = args
+                found = self.memory.links_page(ids, direction, types, first, after, *scope)
+                pages.update({(i, *args): found[i] for i in ids})
+            return pages
+
+        pages = await self.run(load)
+        return [pages[k] for k in keys]
+
+    async def _load_history(self, keys: list[tuple[str, Scope]]) -> list[list[CoreFact]]:
+        return await self.run(lambda: [self.memory.history(i, *scope) for i, scope in keys])

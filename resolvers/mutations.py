@@ -1,0 +1,297 @@
+"""The Mutation root: writes. Each returns a payload whose ``error`` carries an expected failure
+(invalid input, not found, conflict, forbidden) as data; nothing is written when it is set."""
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+import strawberry
+from strawberry.types import Info
+
+import graphmem
+
+from .context import Context
+from .types import (
+    JSON,
+    DateTime,
+    Fact,
+    Link,
+    LinkType,
+    StoreAction,
+    UserError,
+)
+
+P = TypeVar("P")
+
+NOW: tuple[None, None] = (None, None)
+
+
+@strawberry.input(description="A fact to store. Only `text` is required.")
+class FactInput:
+    text: str = strawberry.field(description="What the fact says (at most 10,000 characters).")
+    entity: str | None = strawberry.field(default=None, description="What it is about.")
+    key: str | None = strawberry.field(default=None, description="The attribute it states.")
+    value: str | None = strawberry.field(default=None, description="The attribute's value.")
+    category: str | None = strawberry.field(
+        default=None, description="preference, fact, decision, entity or other (default: detected)."
+    )
+    tags: list[str] | None = strawberry.field(
+        default=None, description="Tags (default: found in the text)."
+    )
+    importance: float | None = strawberry.field(default=None, description="0 to 1 (default 0.5).")
+    confidence: float | None = strawberry.field(default=None, description="0 to 1 (default 1).")
+    decay_class: str | None = strawberry.field(
+        default=None,
+        description="permanent, stable, active, session or checkpoint (default: detected).",
+    )
+    source: str | None = strawberry.field(default=None, description="Where it came from.")
+    summary: str | None = strawberry.field(default=None, description="A short form of the text.")
+    why: str | None = strawberry.field(default=None, description="Why it is stored.")
+    context: str | None = strawberry.field(default=None, description="Surrounding context.")
+    valid_from: DateTime | None = strawberry.field(
+        default=None, description="When it became true (default: now)."
+    )
+    source_date: DateTime | None = strawberry.field(default=None, description="When it was stated.")
+    expires_at: DateTime | None = strawberry.field(
+        default=None, description="When it expires (default: by its decay class)."
+    )
+    supersedes: strawberry.ID | None = strawberry.field(
+        default=None, description="The id of the live fact this one replaces."
+    )
+    classify: bool = strawberry.field(
+        default=True,
+        description="Let the write rules decide ADD, UPDATE (same entity and key, new value) or "
+        "NOOP (a repeat); false always adds.",
+    )
+    autolink: bool | None = strawberry.field(
+        default=None, description="Make automatic similarity links (default: the server setting)."
+    )
+    entity_links: bool | None = strawberry.field(
+        default=None, description="Link to recent facts about the same entity (default: setting)."
+    )
+
+    def to_core(self) -> dict[str, Any]:
+        values = {name: getattr(self, name) for name in graphmem.FactInput.model_fields
+                  if hasattr(self, name)}  # fmt: skip
+        return {k: str(v) if k == "supersedes" and v is not None else v
+                for k, v in values.items() if v is not None}  # fmt: skip
+
+
+@strawberry.input(description="A link to make: `source -[type]-> target`.")
+class LinkInput:
+    source_id: strawberry.ID = strawberry.field(description="The fact the link starts from.")
+    target_id: strawberry.ID = strawberry.field(description="The fact it points to.")
+    type: LinkType = strawberry.field(
+        description="CAUSED_BY, PART_OF, RELATED_TO or DEPENDS_ON (SUPERSEDES comes from storing "
+        "a new version)."
+    )
+    strength: float = strawberry.field(default=1.0, description="0 to 1; relinking updates it.")
+    valid_from: DateTime | None = strawberry.field(
+        default=None, description="When the link started to hold (default: now)."
+    )
+    metadata: JSON | None = strawberry.field(
+        default=None, description="A JSON object kept with the link (at most 16 KiB)."
+    )
+
+
+@strawberry.type(description="What storing one fact did.")
+class StoreResult:
+    action: StoreAction | None = strawberry.field(description="ADD, UPDATE, DELETE or NOOP.")
+    fact: Fact | None = strawberry.field(description="The fact stored, or the one it repeats.")
+    reason: str | None = strawberry.field(description="Why the write rules chose the action.")
+    target_ids: list[strawberry.ID] = strawberry.field(
+        description="Facts superseded (UPDATE), retracted (DELETE) or repeated (NOOP)."
+    )
+
+
+@strawberry.type(description="The result of `storeFact`.")
+class StoreFactPayload(StoreResult):
+    error: UserError | None = strawberry.field(description="Set when nothing was stored.")
+
+
+@strawberry.type(description="The result of `storeFacts`: all stored, or none.")
+class StoreFactsPayload:
+    results: list[StoreResult] = strawberry.field(description="One per input, in input order.")
+    error: UserError | None = strawberry.field(
+        description="Set when nothing was stored (then `results` is empty)."
+    )
+
+
+@strawberry.type(description="The result of `linkFacts` or `unlink`.")
+class LinkPayload:
+    link: Link | None = strawberry.field(description="The link made or retracted.")
+    error: UserError | None = strawberry.field(description="Set when nothing changed.")
+
+
+@strawberry.type(description="The result of `forgetFact`.")
+class ForgetPayload:
+    fact: Fact | None = strawberry.field(description="The fact as it was before it was forgotten.")
+    error: UserError | None = strawberry.field(description="Set when nothing changed.")
+
+
+@strawberry.type(description="The result of `purgeFact`.")
+class PurgePayload:
+    purged_id: strawberry.ID | None = strawberry.field(description="The id deleted for good.")
+    error: UserError | None = strawberry.field(description="Set when nothing was deleted.")
+
+
+@strawberry.type(description="The result of `prune`.")
+class PrunePayload:
+    expired: int = strawberry.field(description="Expired facts deleted.")
+    decayed: int = strawberry.field(description="Ageing facts whose confidence was lowered.")
+    low_confidence: int = strawberry.field(description="Faded facts deleted.")
+    dry_run: bool = strawberry.field(description="True when only counted, nothing changed.")
+    error: UserError | None = strawberry.field(description="Set when nothing was done.")
+
+
+@strawberry.type(description="Writes. Each needs a key that may write (or none, on loopback).")
+class Mutation:
+    @strawberry.mutation(description="Store one fact through the write rules (dedup, update).")
+    async def store_fact(
+        self,
+        info: Info[Context, None],
+        input: Annotated[FactInput, strawberry.argument(description="The fact.")],
+    ) -> StoreFactPayload:
+        async def store() -> StoreFactPayload:
+            [result] = await info.context.run(info.context.memory.store_many, [input.to_core()])
+            return StoreFactPayload(**_result(result), error=None)
+
+        return await _guarded(info, store, _failed_store)
+
+    @strawberry.mutation(
+        description="Store a batch in one transaction (at most 10,000): all stored, or none."
+    )
+    async def store_facts(
+        self,
+        info: Info[Context, None],
+        inputs: Annotated[list[FactInput], strawberry.argument(description="The facts.")],
+    ) -> StoreFactsPayload:
+        async def store() -> StoreFactsPayload:
+            results = await info.context.run(
+                info.context.memory.store_many, [i.to_core() for i in inputs]
+            )
+            return StoreFactsPayload(
+                results=[StoreResult(**_result(r)) for r in results], error=None
+            )
+
+        return await _guarded(info, store, lambda e: StoreFactsPayload(results=[], error=e))
+
+    @strawberry.mutation(description="Link two facts, or update the strength of their live link.")
+    async def link_facts(
+        self,
+        info: Info[Context, None],
+        input: Annotated[LinkInput, strawberry.argument(description="The link.")],
+    ) -> LinkPayload:
+        async def link() -> LinkPayload:
+            made = await info.context.run(
+                info.context.memory.link,
+                str(input.source_id),
+                str(input.target_id),
+                input.type.name,
+                input.strength,
+                valid_from=input.valid_from,
+                metadata=input.metadata,
+            )
+            return LinkPayload(link=Link.of(made, NOW), error=None)
+
+        return await _guarded(info, link, lambda e: LinkPayload(link=None, error=e))
+
+    @strawberry.mutation(
+        description="Retract a link: current reads stop following it; reads known at an earlier "
+        "time still see it."
+    )
+    async def unlink(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The link's id.")],
+    ) -> LinkPayload:
+        async def unlink() -> LinkPayload:
+            removed = await info.context.run(info.context.memory.unlink, str(id))
+            return LinkPayload(link=Link.of(removed, NOW), error=None)
+
+        return await _guarded(info, unlink, lambda e: LinkPayload(link=None, error=e))
+
+    @strawberry.mutation(
+        description="Retract a fact: current reads stop seeing it; reads known at an earlier "
+        "time still do (nothing is deleted)."
+    )
+    async def forget_fact(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
+    ) -> ForgetPayload:
+        async def forget() -> ForgetPayload:
+            fact = await info.context.run(info.context.memory.forget, str(id))
+            return ForgetPayload(fact=Fact.of(fact, NOW), error=None)
+
+        return await _guarded(info, forget, lambda e: ForgetPayload(fact=None, error=e))
+
+    @strawberry.mutation(
+        description="Delete a fact for good, with its links and vector (for privacy requests)."
+    )
+    async def purge_fact(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
+    ) -> PurgePayload:
+        async def purge() -> PurgePayload:
+            await info.context.run(info.context.memory.purge, str(id))
+            return PurgePayload(purged_id=id, error=None)
+
+        return await _guarded(info, purge, lambda e: PurgePayload(purged_id=None, error=e))
+
+    @strawberry.mutation(
+        description="Delete expired facts, lower the confidence of ageing ones, delete the faded."
+    )
+    async def prune(
+        self,
+        info: Info[Context, None],
+        dry_run: Annotated[
+            bool, strawberry.argument(description="Only count what would change.")
+        ] = False,
+        soft: Annotated[
+            bool, strawberry.argument(description="Skip deleting expired facts.")
+        ] = False,
+    ) -> PrunePayload:
+        async def prune() -> PrunePayload:
+            report = await info.context.run(info.context.memory.prune, dry_run, soft)
+            return PrunePayload(
+                expired=report.expired,
+                decayed=report.decayed,
+                low_confidence=report.low_confidence,
+                dry_run=report.dry_run,
+                error=None,
+            )
+
+        return await _guarded(
+            info,
+            prune,
+            lambda e: PrunePayload(
+                expired=0, decayed=0, low_confidence=0, dry_run=dry_run, error=e
+            ),
+        )
+
+
+async def _guarded(
+    info: Info[Context, None],
+    write: Callable[[], Awaitable[P]],
+    failed: Callable[[UserError], P],
+) -> P:
+    """Run a write; an expected failure (or a read-only key) becomes the payload's error."""
+    try:
+        info.context.require_write()
+        return await write()
+    except (graphmem.InvalidInput, graphmem.NotFound, graphmem.Conflict, graphmem.Forbidden) as e:
+        return failed(UserError.of(e))
+
+
+def _failed_store(error: UserError) -> StoreFactPayload:
+    return StoreFactPayload(action=None, fact=None, reason=None, target_ids=[], error=error)
+
+
+def _result(result: graphmem.StoreResult) -> dict[str, Any]:
+    return {
+        "action": StoreAction(result.action),
+        "fact": None if result.fact is None else Fact.of(result.fact, NOW),
+        "reason": result.reason,
+        "target_ids": [strawberry.ID(i) for i in result.target_ids],
+    }

@@ -1,0 +1,307 @@
+"""The Query root: reads. Every field takes an optional time scope (``asOf``, ``knownAt``) that
+applies to everything beneath it. A failure (bad argument, unknown id) is a GraphQL error whose
+``extensions.code`` says which (docs/graphql.md)."""
+
+from typing import Annotated
+
+import strawberry
+from strawberry.types import Info
+
+from graphmem import graph
+
+from .context import Context, Scope
+from .types import (
+    JSON,
+    DateTime,
+    Direction,
+    Fact,
+    FactConnection,
+    FactEdge,
+    Link,
+    LinkType,
+    PageInfo,
+    Path,
+    SearchHit,
+    SearchMode,
+    Stats,
+    Subgraph,
+    decode_fact_cursor,
+    encode_cursor,
+)
+
+AsOf = Annotated[
+    DateTime | None,
+    strawberry.argument(description="Valid time: what was true at this instant (default now)."),
+]
+KnownAt = Annotated[
+    DateTime | None,
+    strawberry.argument(
+        description="Transaction time: what memory had recorded by this instant (default now)."
+    ),
+]
+Types = Annotated[
+    list[LinkType] | None,
+    strawberry.argument(description="Link types to follow (default: all but SUPERSEDES)."),
+]
+
+
+@strawberry.input(description="Which facts `facts` lists.")
+class FactFilter:
+    tag: str | None = strawberry.field(default=None, description="Only facts with this tag.")
+    category: str | None = strawberry.field(default=None, description="Only this category.")
+    entity: str | None = strawberry.field(
+        default=None, description="Only facts about this entity (case-insensitive)."
+    )
+    source: str | None = strawberry.field(default=None, description="Only facts from this source.")
+    include_superseded: bool = strawberry.field(
+        default=False, description="Also list versions replaced by newer ones."
+    )
+
+
+@strawberry.type(description="Reads: search, lookup, traversal, history, listing.")
+class Query:
+    @strawberry.field(description="The namespace this request reads and writes.")
+    def namespace(self, info: Info[Context, None]) -> str:
+        return info.context.memory.namespace
+
+    @strawberry.field(
+        description="A fact by id as seen at the time scope; null if unknown or not visible then "
+        "(a superseded version is visible at an `asOf` within its validity)."
+    )
+    async def fact(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+    ) -> Fact | None:
+        found = await info.context.run(info.context.memory.get, str(id), as_of, known_at)
+        return None if found is None else Fact.of(found, (as_of, known_at))
+
+    @strawberry.field(
+        description="Facts in the order memory recorded them, a page at a time. The cursor is a "
+        "position, so facts written while paging join the end: no fact is repeated or skipped."
+    )
+    async def facts(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[
+            FactFilter | None, strawberry.argument(description="Which facts to list.")
+        ] = None,
+        first: Annotated[int, strawberry.argument(description="Page size (1 to 1000).")] = 50,
+        after: Annotated[
+            str | None, strawberry.argument(description="The `cursor` to continue after.")
+        ] = None,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+    ) -> FactConnection:
+        wanted = filter or FactFilter()
+        page = await info.context.run(
+            info.context.memory.facts,
+            first,
+            None if after is None else decode_fact_cursor(after),
+            wanted.tag,
+            wanted.category,
+            wanted.entity,
+            wanted.source,
+            as_of,
+            known_at,
+            include_superseded=wanted.include_superseded,
+        )
+        scope = (as_of, known_at)
+        edges = [
+            FactEdge(cursor=encode_cursor("fact", str(pos)), node=Fact.of(f, scope))
+            for pos, f in page.items
+        ]
+        return FactConnection(
+            edges=edges,
+            page_info=PageInfo(
+                has_next_page=page.has_more, end_cursor=edges[-1].cursor if edges else None
+            ),
+        )
+
+    @strawberry.field(
+        description="Facts matching a query, best first: keywords and meaning fused, optionally "
+        "with linked facts (`graphDepth`)."
+    )
+    async def search(
+        self,
+        info: Info[Context, None],
+        query: Annotated[str, strawberry.argument(description="What to look for.")],
+        limit: Annotated[int, strawberry.argument(description="Most hits (1 to 1000).")] = 10,
+        tag: Annotated[str | None, strawberry.argument(description="Only this tag.")] = None,
+        category: Annotated[
+            str | None, strawberry.argument(description="Only this category.")
+        ] = None,
+        entity: Annotated[
+            str | None, strawberry.argument(description="Only this entity (case-insensitive).")
+        ] = None,
+        source: Annotated[str | None, strawberry.argument(description="Only this source.")] = None,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+        include_superseded: Annotated[
+            bool, strawberry.argument(description="Also find replaced versions.")
+        ] = False,
+        mode: Annotated[
+            SearchMode, strawberry.argument(description="hybrid, fts or vector.")
+        ] = SearchMode.HYBRID,
+        graph_depth: Annotated[
+            int,
+            strawberry.argument(
+                description="Also add facts up to this many links from the hits, each scored "
+                "below the hit that reached it (0 to 6)."
+            ),
+        ] = 0,
+    ) -> list[SearchHit]:
+        hits = await info.context.run(
+            info.context.memory.search,
+            query,
+            limit,
+            tag,
+            category,
+            entity,
+            as_of,
+            known_at,
+            include_superseded,
+            mode.name.lower(),
+            source=source,
+            graph_depth=graph_depth,
+        )
+        scope = (as_of, known_at)
+        return [
+            SearchHit(
+                score=h.score,
+                fact=Fact.of(h.fact, scope),
+                fts_score=h.fts_score,
+                vector_score=h.vector_score,
+                depth=h.depth,
+                via=None if h.via is None else strawberry.ID(h.via),
+            )
+            for h in hits
+        ]
+
+    @strawberry.field(
+        description="Facts about an entity (and key), by exact match, most confident and newest "
+        "first; no embedding involved."
+    )
+    async def lookup(
+        self,
+        info: Info[Context, None],
+        entity: Annotated[str, strawberry.argument(description="The entity (case-insensitive).")],
+        key: Annotated[str | None, strawberry.argument(description="Only this key.")] = None,
+        tag: Annotated[str | None, strawberry.argument(description="Only this tag.")] = None,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+        include_superseded: Annotated[
+            bool, strawberry.argument(description="Also list replaced versions.")
+        ] = False,
+        limit: Annotated[int, strawberry.argument(description="Most facts (1 to 1000).")] = 100,
+    ) -> list[Fact]:
+        facts = await info.context.run(
+            info.context.memory.lookup,
+            entity,
+            key,
+            tag,
+            as_of,
+            known_at,
+            include_superseded=include_superseded,
+            limit=limit,
+        )
+        return [Fact.of(f, (as_of, known_at)) for f in facts]
+
+    @strawberry.field(
+        description="Breadth-first from the given facts: each fact reached once, at its shortest "
+        "depth, with the facts it was reached from, and every visible link among them."
+    )
+    async def traverse(
+        self,
+        info: Info[Context, None],
+        from_: Annotated[
+            list[strawberry.ID],
+            strawberry.argument(name="from", description="The facts to start from."),
+        ],
+        depth: Annotated[
+            int, strawberry.argument(description=f"Links to follow (0 to {graph.MAX_DEPTH}).")
+        ] = 2,
+        types: Types = None,
+        direction: Annotated[
+            Direction, strawberry.argument(description="Follow links OUT, IN or BOTH ways.")
+        ] = Direction.BOTH,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+        max_nodes: Annotated[
+            int,
+            strawberry.argument(
+                description=f"Most facts returned (1 to {graph.MAX_NODES}); more sets `truncated`."
+            ),
+        ] = graph.DEFAULT_MAX_NODES,
+        min_strength: Annotated[
+            float, strawberry.argument(description="Follow only links at least this strong.")
+        ] = 0.0,
+    ) -> Subgraph:
+        sub = await info.context.run(
+            info.context.memory.traverse,
+            [str(i) for i in from_],
+            depth,
+            _types(types),
+            direction.name,
+            as_of,
+            known_at,
+            max_nodes,
+            min_strength,
+        )
+        return Subgraph.of(sub, (as_of, known_at))
+
+    @strawberry.field(description="A shortest path between two facts over visible links, or null.")
+    async def path(
+        self,
+        info: Info[Context, None],
+        from_: Annotated[
+            strawberry.ID, strawberry.argument(name="from", description="Where the path starts.")
+        ],
+        to: Annotated[strawberry.ID, strawberry.argument(description="Where it ends.")],
+        types: Types = None,
+        direction: Annotated[
+            Direction, strawberry.argument(description="Follow links OUT, IN or BOTH ways.")
+        ] = Direction.BOTH,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+    ) -> Path | None:
+        found = await info.context.run(
+            info.context.memory.path,
+            str(from_),
+            str(to),
+            _types(types),
+            direction.name,
+            as_of,
+            known_at,
+        )
+        if found is None:
+            return None
+        scope: Scope = (as_of, known_at)
+        return Path(
+            facts=[Fact.of(f, scope) for f in found], links=[Link.of(k, scope) for k in found.links]
+        )
+
+    @strawberry.field(
+        description="Every version in a fact's supersession chain, oldest first (those recorded "
+        "after `knownAt`, or starting after `asOf`, left out)."
+    )
+    async def history(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="Any version's id.")],
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+    ) -> list[Fact]:
+        facts = await info.context.run(info.context.memory.history, str(id), as_of, known_at)
+        return [Fact.of(f, (as_of, known_at)) for f in facts]
+
+    @strawberry.field(description="Counts describing this namespace.")
+    async def stats(self, info: Info[Context, None]) -> Stats:
+        data = await info.context.run(info.context.memory.stats)
+        return Stats(namespace=info.context.memory.namespace, data=JSON(data))
+
+
+def _types(types: list[LinkType] | None) -> list[str] | None:
+    return None if types is None else [t.name for t in types]

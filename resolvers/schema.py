@@ -1,0 +1,90 @@
+"""The strawberry schema: roots, custom scalars, limits and error codes.
+
+Every GraphQL error carries ``extensions.code``: a graphmem error keeps its code and message
+(``INVALID_INPUT``, ``NOT_FOUND``…); a malformed or over-limit document is ``INVALID_QUERY``;
+anything unexpected is masked as ``INTERNAL_ERROR`` ("Unexpected error.") and logged.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.schema.config import StrawberryConfig
+
+from graphmem import GraphmemError, Settings
+
+from .mutations import Mutation
+from .queries import Query
+from .subscriptions import Subscription
+from .types import SCALARS
+
+_log = logging.getLogger("graphmem.graphql")
+
+
+class ErrorCodes(MaskErrors):
+    """Give every error a code; mask the unexpected ones (their details only go to the log)."""
+
+    def __init__(self) -> None:
+        super().__init__(should_mask_error=_unexpected)
+
+    def anonymise_error(self, error: GraphQLError) -> GraphQLError:
+        _log.error("unexpected error in %s", error.path, exc_info=error.original_error)
+        return _with_code(error, "INTERNAL_ERROR", self.error_message)
+
+    def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        out = []
+        for error in errors:
+            original = error.original_error
+            if _unexpected(error):
+                out.append(self.anonymise_error(error))
+            elif isinstance(original, GraphmemError):
+                out.append(_with_code(error, original.code, error.message))
+            else:
+                out.append(_with_code(error, "INVALID_QUERY", error.message))
+        return out
+
+
+def build_schema(settings: Settings | None = None) -> strawberry.Schema:
+    """The schema with the document limits of ``settings`` (extensions as factories, so each
+    request gets its own instances)."""
+    settings = settings or Settings.model_validate({})
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        subscription=Subscription,
+        config=StrawberryConfig(scalar_map=SCALARS),
+        extensions=[
+            functools.partial(QueryDepthLimiter, max_depth=settings.graphql_max_depth),
+            functools.partial(MaxTokensLimiter, max_token_count=settings.graphql_max_tokens),
+            functools.partial(MaxAliasesLimiter, max_alias_count=settings.graphql_max_aliases),
+            ErrorCodes,
+        ],
+    )
+
+
+def schema_sdl() -> str:
+    """The schema in SDL, as ``schema.graphql`` holds it (limits do not change the SDL)."""
+    return build_schema().as_str() + "\n"
+
+
+def _unexpected(error: GraphQLError) -> bool:
+    original = error.original_error
+    return original is not None and not isinstance(original, GraphmemError | GraphQLError)
+
+
+def _with_code(error: GraphQLError, code: str, message: str) -> GraphQLError:
+    extensions: dict[str, Any] = {**(error.extensions or {}), "code": code}
+    return GraphQLError(
+        message,
+        nodes=error.nodes,
+        source=error.source,
+        positions=error.positions,
+        path=error.path,
+        original_error=None,
+        extensions=extensions,
+    )

@@ -1,0 +1,499 @@
+"""The GraphQL object, input and enum types, and how graphmem values become them.
+
+A ``Fact`` carries the time scope of the top-level field that produced it (``scope``), so every
+nested field (``links``, ``supersedes``, ``history``…) reads memory at that same moment.
+"""
+
+import base64
+import binascii
+from datetime import datetime
+from enum import Enum
+from typing import Annotated, Any, NewType
+
+import strawberry
+from strawberry.types import Info
+
+import graphmem
+from graphmem import graph
+from graphmem.temporal import parse_time, to_iso
+
+from .context import Context, Scope
+
+# ------------------------------------------------------------------------------------ scalars
+
+
+def _parse_datetime(value: Any) -> float:
+    seconds = parse_time(value, field="DateTime")
+    assert seconds is not None
+    return seconds
+
+
+DateTime = NewType("DateTime", float)
+JSON = NewType("JSON", object)
+
+#: The custom scalars, for the schema's ``scalar_map``.
+SCALARS: dict[object, Any] = {
+    DateTime: strawberry.scalar(
+        name="DateTime",
+        description="An instant, as ISO-8601 text in UTC (`2024-05-01T12:00:00Z`). Inputs also "
+        "take a date (`2024-05-01`, midnight UTC), a year (`2024`), an offset (`+02:00`) or "
+        "epoch seconds.",
+        serialize=to_iso,
+        parse_value=_parse_datetime,
+    ),
+    JSON: strawberry.scalar(
+        name="JSON", description="Any JSON value.", serialize=lambda v: v, parse_value=lambda v: v
+    ),
+}
+
+
+# ------------------------------------------------------------------------------------ enums
+
+
+@strawberry.enum(description="The kind of a link. Every link reads `source -[TYPE]-> target`.")
+class LinkType(Enum):
+    SUPERSEDES = strawberry.enum_value(
+        "SUPERSEDES", description="The source is a newer version of the target."
+    )
+    CAUSED_BY = strawberry.enum_value(
+        "CAUSED_BY", description="The source was caused by the target."
+    )
+    PART_OF = strawberry.enum_value("PART_OF", description="The source is a part of the target.")
+    RELATED_TO = strawberry.enum_value(
+        "RELATED_TO", description="The two are related (automatic links are of this type)."
+    )
+    DEPENDS_ON = strawberry.enum_value("DEPENDS_ON", description="The source requires the target.")
+
+
+@strawberry.enum(description="Which links of a fact to follow.")
+class Direction(Enum):
+    OUT = strawberry.enum_value("OUT", description="Links whose source is the fact.")
+    IN = strawberry.enum_value("IN", description="Links whose target is the fact.")
+    BOTH = strawberry.enum_value("BOTH", description="Both.")
+
+
+@strawberry.enum(description="How search ranks facts.")
+class SearchMode(Enum):
+    HYBRID = strawberry.enum_value("hybrid", description="Keywords and meaning, fused (default).")
+    FTS = strawberry.enum_value("fts", description="Keywords only (SQLite FTS5, bm25).")
+    VECTOR = strawberry.enum_value("vector", description="Meaning only (embedding cosine).")
+
+
+@strawberry.enum(description="What a write did.")
+class StoreAction(Enum):
+    ADD = strawberry.enum_value("ADD", description="Stored as a new fact.")
+    UPDATE = strawberry.enum_value(
+        "UPDATE", description="Stored as the new version of the facts in `targetIds` (superseded)."
+    )
+    DELETE = strawberry.enum_value("DELETE", description="Retracted the facts in `targetIds`.")
+    NOOP = strawberry.enum_value(
+        "NOOP", description="Nothing written: it repeats the fact in `targetIds`."
+    )
+
+
+@strawberry.enum(description="The code of an expected error (docs/graphql.md lists them).")
+class ErrorCode(Enum):
+    INVALID_INPUT = strawberry.enum_value(
+        "INVALID_INPUT", description="The input was rejected; nothing was written."
+    )
+    NOT_FOUND = strawberry.enum_value(
+        "NOT_FOUND", description="No fact or link with that id (in this namespace)."
+    )
+    CONFLICT = strawberry.enum_value(
+        "CONFLICT", description="The request contradicts the stored state (e.g. already forgotten)."
+    )
+    FORBIDDEN = strawberry.enum_value(
+        "FORBIDDEN", description="The API key may read but not write this namespace."
+    )
+    UNAVAILABLE = strawberry.enum_value(
+        "UNAVAILABLE", description="The embedder or the storage could not serve the request."
+    )
+
+
+@strawberry.enum(description="The kind of a change to memory.")
+class ChangeKind(Enum):
+    FACT_STORED = strawberry.enum_value("FACT_STORED", description="A new fact (or version).")
+    FACT_SUPERSEDED = strawberry.enum_value(
+        "FACT_SUPERSEDED", description="A fact was replaced by a new version."
+    )
+    FACT_FORGOTTEN = strawberry.enum_value("FACT_FORGOTTEN", description="A fact was retracted.")
+    FACT_PURGED = strawberry.enum_value(
+        "FACT_PURGED", description="A fact was deleted for good (purge or prune)."
+    )
+    LINK_MADE = strawberry.enum_value("LINK_MADE", description="A link was made or re-weighted.")
+    LINK_REMOVED = strawberry.enum_value("LINK_REMOVED", description="A link was retracted.")
+
+
+# ------------------------------------------------------------------------------------ objects
+
+
+@strawberry.type(description="An expected failure, returned as data in a mutation's payload.")
+class UserError:
+    code: ErrorCode = strawberry.field(description="What went wrong, as a stable code.")
+    message: str = strawberry.field(description="What went wrong, for a person to read.")
+    field: str | None = strawberry.field(
+        default=None, description="The input field at fault, when one is."
+    )
+
+    @classmethod
+    def of(cls, error: graphmem.GraphmemError) -> "UserError":
+        code = error.code if error.code in ErrorCode.__members__ else "UNAVAILABLE"
+        return cls(code=ErrorCode[code], message=error.message, field=getattr(error, "field", None))
+
+
+@strawberry.type(description="A typed, directed, bi-temporal link between two facts.")
+class Link:
+    id: strawberry.ID = strawberry.field(description="The link's id.")
+    source_id: strawberry.ID = strawberry.field(description="The fact the link starts from.")
+    target_id: strawberry.ID = strawberry.field(description="The fact the link points to.")
+    type: LinkType = strawberry.field(description="The kind of link.")
+    strength: float = strawberry.field(description="How strong the link is, 0 to 1.")
+    origin: str = strawberry.field(
+        description="Who made it: `manual`, `supersession`, `auto_similarity`, `auto_entity`…"
+    )
+    recorded_at: DateTime = strawberry.field(description="When memory learnt of the link.")
+    valid_from: DateTime = strawberry.field(description="When the link started to hold.")
+    valid_until: DateTime | None = strawberry.field(description="When it stopped holding.")
+    retracted_at: DateTime | None = strawberry.field(description="When it was unlinked.")
+    metadata: JSON = strawberry.field(description="Free-form data given when linking.")
+    scope: strawberry.Private[Scope]
+
+    @classmethod
+    def of(cls, link: graphmem.Link, scope: Scope) -> "Link":
+        return cls(
+            id=strawberry.ID(link.id),
+            source_id=strawberry.ID(link.source_id),
+            target_id=strawberry.ID(link.target_id),
+            type=LinkType(link.type),
+            strength=link.strength,
+            origin=link.origin,
+            recorded_at=_seconds(link.recorded_at),
+            valid_from=_seconds(link.valid_from),
+            valid_until=_maybe_seconds(link.valid_until),
+            retracted_at=_maybe_seconds(link.retracted_at),
+            metadata=JSON(link.metadata),
+            scope=scope,
+        )
+
+    @strawberry.field(description="The source fact, as seen at the same time scope.")
+    async def source(self, info: Info[Context, None]) -> "Fact | None":
+        return await info.context.fact(self.source_id, self.scope)
+
+    @strawberry.field(description="The target fact, as seen at the same time scope.")
+    async def target(self, info: Info[Context, None]) -> "Fact | None":
+        return await info.context.fact(self.target_id, self.scope)
+
+
+@strawberry.type(description="A link of a fact, with the fact at its other end.")
+class LinkEdge:
+    cursor: str = strawberry.field(description="Pass as `after` to continue after this edge.")
+    link: Link = strawberry.field(description="The link.")
+    outgoing: bool = strawberry.field(description="True when the fact is the link's source.")
+    neighbour_id: strawberry.ID = strawberry.field(description="The fact at the other end.")
+    scope: strawberry.Private[Scope]
+
+    @strawberry.field(
+        description="The fact at the other end, at the same time scope (superseded versions "
+        "included; null if it was forgotten or not yet recorded then)."
+    )
+    async def neighbour(self, info: Info[Context, None]) -> "Fact | None":
+        return await info.context.fact(self.neighbour_id, self.scope)
+
+
+@strawberry.type(description="Where a page ends and whether another follows.")
+class PageInfo:
+    has_next_page: bool = strawberry.field(description="Whether more items follow this page.")
+    end_cursor: str | None = strawberry.field(description="The cursor of the page's last item.")
+
+
+@strawberry.type(description="A page of a fact's links, strongest first.")
+class LinkConnection:
+    edges: list[LinkEdge] = strawberry.field(description="The links of this page.")
+    page_info: PageInfo = strawberry.field(description="How to fetch the next page.")
+
+
+@strawberry.type(
+    description="A fact: one piece of memory (a preference, a decision, an event…), bi-temporal: "
+    "valid from `validFrom` until `validUntil`, known to memory from `recordedAt` until "
+    "`retractedAt`."
+)
+class Fact:
+    id: strawberry.ID = strawberry.field(description="The fact's id.")
+    text: str = strawberry.field(description="What the fact says.")
+    category: str = strawberry.field(description="preference, fact, decision, entity or other.")
+    importance: float = strawberry.field(description="How much it matters, 0 to 1.")
+    entity: str | None = strawberry.field(description="What the fact is about.")
+    key: str | None = strawberry.field(description="The attribute of the entity it states.")
+    value: str | None = strawberry.field(description="The attribute's value.")
+    source: str | None = strawberry.field(description="Where the fact came from.")
+    tags: list[str] = strawberry.field(description="Tags (given, or found in the text).")
+    summary: str | None = strawberry.field(description="A short form of a long text.")
+    why: str | None = strawberry.field(description="Why the fact was stored or changed.")
+    context: str | None = strawberry.field(description="Surrounding context of the fact.")
+    decay_class: str = strawberry.field(
+        description="How fast it fades: permanent, stable, active, session or checkpoint."
+    )
+    expires_at: DateTime | None = strawberry.field(description="When it expires, if it does.")
+    confidence: float = strawberry.field(description="How sure memory is of it, 0 to 1.")
+    last_confirmed_at: DateTime | None = strawberry.field(
+        description="When it was last confirmed (refreshes its expiry)."
+    )
+    access_count: int = strawberry.field(description="How often searches returned it.")
+    last_accessed_at: DateTime | None = strawberry.field(description="When it was last returned.")
+    source_date: DateTime | None = strawberry.field(description="When it was stated, if given.")
+    valid_from: DateTime = strawberry.field(description="When it became true.")
+    valid_until: DateTime | None = strawberry.field(
+        description="When it stopped being true (set when a newer version supersedes it)."
+    )
+    valid_until_recorded_at: DateTime | None = strawberry.field(
+        description="When memory learnt that it stopped being true."
+    )
+    recorded_at: DateTime = strawberry.field(description="When memory recorded it.")
+    retracted_at: DateTime | None = strawberry.field(description="When it was forgotten.")
+    superseded_by_id: strawberry.ID | None = strawberry.field(
+        description="The id of the version that replaced it."
+    )
+    supersedes_id: strawberry.ID | None = strawberry.field(
+        description="The id of the version it replaced."
+    )
+    scope: strawberry.Private[Scope]
+
+    @classmethod
+    def of(cls, fact: graphmem.Fact, scope: Scope) -> "Fact":
+        return cls(
+            id=strawberry.ID(fact.id),
+            text=fact.text,
+            category=fact.category,
+            importance=fact.importance,
+            entity=fact.entity,
+            key=fact.key,
+            value=fact.value,
+            source=fact.source,
+            tags=list(fact.tags),
+            summary=fact.summary,
+            why=fact.why,
+            context=fact.context,
+            decay_class=fact.decay_class,
+            expires_at=_maybe_seconds(fact.expires_at),
+            confidence=fact.confidence,
+            last_confirmed_at=_maybe_seconds(fact.last_confirmed_at),
+            access_count=fact.access_count,
+            last_accessed_at=_maybe_seconds(fact.last_accessed_at),
+            source_date=_maybe_seconds(fact.source_date),
+            valid_from=_seconds(fact.valid_from),
+            valid_until=_maybe_seconds(fact.valid_until),
+            valid_until_recorded_at=_maybe_seconds(fact.valid_until_recorded_at),
+            recorded_at=_seconds(fact.recorded_at),
+            retracted_at=_maybe_seconds(fact.retracted_at),
+            superseded_by_id=_maybe_id(fact.superseded_by),
+            supersedes_id=_maybe_id(fact.supersedes_id),
+            scope=scope,
+        )
+
+    @strawberry.field(
+        description="The fact's links visible at the time scope, strongest first, a page at a "
+        "time; each edge carries the fact at its other end."
+    )
+    async def links(
+        self,
+        info: Info[Context, None],
+        direction: Annotated[
+            Direction, strawberry.argument(description="Which links: OUT, IN or BOTH.")
+        ] = Direction.BOTH,
+        types: Annotated[
+            list[LinkType] | None,
+            strawberry.argument(
+                description="Only these link types (default: all, SUPERSEDES too)."
+            ),
+        ] = None,
+        first: Annotated[int, strawberry.argument(description="Page size (at most 1000).")] = 50,
+        after: Annotated[
+            str | None,
+            strawberry.argument(description="The `cursor` of the edge to continue after."),
+        ] = None,
+    ) -> LinkConnection:
+        kinds = None if types is None else tuple(t.name for t in types)
+        position = None if after is None else decode_link_cursor(after)
+        items, more = await info.context.links(
+            self.id, self.scope, direction.name, kinds, first, position
+        )
+        edges = [
+            LinkEdge(
+                cursor=encode_cursor("link", f"{pos.strength!r}:{pos.seq}"),
+                link=Link.of(link, self.scope),
+                outgoing=link.source_id == self.id,
+                neighbour_id=strawberry.ID(
+                    link.target_id if link.source_id == self.id else link.source_id
+                ),
+                scope=self.scope,
+            )
+            for pos, link in items
+        ]
+        return LinkConnection(
+            edges=edges,
+            page_info=PageInfo(has_next_page=more, end_cursor=edges[-1].cursor if edges else None),
+        )
+
+    @strawberry.field(description="The version this fact replaced, if any.")
+    async def supersedes(self, info: Info[Context, None]) -> "Fact | None":
+        if self.supersedes_id is None:
+            return None
+        return await info.context.fact(self.supersedes_id, self.scope)
+
+    @strawberry.field(description="The version that replaced this fact, if memory knew of it then.")
+    async def superseded_by(self, info: Info[Context, None]) -> "Fact | None":
+        if self.superseded_by_id is None:
+            return None
+        return await info.context.fact(self.superseded_by_id, self.scope)
+
+    @strawberry.field(
+        description="Every version of this fact's supersession chain visible at the time scope, "
+        "oldest first."
+    )
+    async def history(self, info: Info[Context, None]) -> "list[Fact]":
+        return await info.context.history(self.id, self.scope)
+
+
+@strawberry.type(description="A search result.")
+class SearchHit:
+    score: float = strawberry.field(description="The final score; higher is better.")
+    fact: Fact = strawberry.field(description="The fact found.")
+    fts_score: float | None = strawberry.field(
+        description="The keyword leg's score, if it found it."
+    )
+    vector_score: float | None = strawberry.field(
+        description="The vector leg's cosine, if it found it."
+    )
+    depth: int = strawberry.field(
+        description="0 for a direct hit; k for a fact added k links away by graph expansion."
+    )
+    via: strawberry.ID | None = strawberry.field(
+        description="For an added neighbour, the fact it was reached from."
+    )
+
+
+@strawberry.type(description="A fact reached by a traversal.")
+class Node:
+    fact: Fact = strawberry.field(description="The fact.")
+    depth: int = strawberry.field(description="Its shortest distance, in links, from a start fact.")
+    parent_ids: list[strawberry.ID] = strawberry.field(
+        description="The facts one level up it was reached from."
+    )
+
+
+@strawberry.type(
+    description="What a traversal found: a flat list of nodes and the edges among them."
+)
+class Subgraph:
+    nodes: list[Node] = strawberry.field(description="Each fact once, at its shortest depth.")
+    edges: list[Link] = strawberry.field(description="Every visible link among the nodes.")
+    truncated: bool = strawberry.field(description="Whether the traversal stopped early.")
+    truncated_by: list[str] = strawberry.field(
+        description="Why: `depth` (more lay beyond), `max_nodes` or `fan_out`."
+    )
+
+    @classmethod
+    def of(cls, sub: graph.Subgraph, scope: Scope) -> "Subgraph":
+        return cls(
+            nodes=[
+                Node(
+                    fact=Fact.of(n.fact, scope),
+                    depth=n.depth,
+                    parent_ids=[strawberry.ID(p) for p in n.parent_ids],
+                )
+                for n in sub.nodes
+            ],
+            edges=[Link.of(e, scope) for e in sub.edges],
+            truncated=sub.truncated,
+            truncated_by=list(sub.truncated_by),
+        )
+
+
+@strawberry.type(description="A shortest path between two facts.")
+class Path:
+    facts: list[Fact] = strawberry.field(description="The facts along the path, in order.")
+    links: list[Link] = strawberry.field(description="The link joining each fact to the next.")
+
+
+@strawberry.type(description="An edge of the `facts` connection.")
+class FactEdge:
+    cursor: str = strawberry.field(description="Pass as `after` to continue after this fact.")
+    node: Fact = strawberry.field(description="The fact.")
+
+
+@strawberry.type(description="A page of facts in the order memory recorded them.")
+class FactConnection:
+    edges: list[FactEdge] = strawberry.field(description="The facts of this page.")
+    page_info: PageInfo = strawberry.field(description="How to fetch the next page.")
+
+
+@strawberry.type(description="Counts describing the namespace.")
+class Stats:
+    namespace: str = strawberry.field(description="The namespace these counts are for.")
+    data: JSON = strawberry.field(
+        description="Facts (live, superseded, forgotten), links, vectors, by category and decay "
+        "class, and the embedder, as `graphmem stats --json` prints them."
+    )
+
+
+@strawberry.type(description="A change to memory, sent to `memoryChanged` subscribers.")
+class MemoryChange:
+    kind: ChangeKind = strawberry.field(description="What happened.")
+    id: strawberry.ID = strawberry.field(
+        description="The fact's id, or the link's for LINK_MADE and LINK_REMOVED."
+    )
+    at: DateTime = strawberry.field(description="When it was committed.")
+
+    @strawberry.field(
+        description="The fact as it is now, for fact changes (null for links, and once purged)."
+    )
+    async def fact(self, info: Info[Context, None]) -> Fact | None:
+        if self.kind in (ChangeKind.LINK_MADE, ChangeKind.LINK_REMOVED, ChangeKind.FACT_PURGED):
+            return None
+        return await info.context.fact(self.id, (None, None))
+
+
+# ------------------------------------------------------------------------------------ cursors
+
+
+def encode_cursor(kind: str, position: str) -> str:
+    return base64.urlsafe_b64encode(f"{kind}:{position}".encode()).decode("ascii")
+
+
+def decode_cursor(kind: str, cursor: str) -> str:
+    """The position in ``cursor``; InvalidInput if it is not a ``kind`` cursor."""
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode("utf-8")
+    except (ValueError, UnicodeError, binascii.Error):
+        text = ""
+    prefix, _, position = text.partition(":")
+    if prefix != kind or not position:
+        raise graphmem.InvalidInput(f"not a {kind} cursor: {cursor!r}", field="after")
+    return position
+
+
+def decode_fact_cursor(cursor: str) -> int:
+    position = decode_cursor("fact", cursor)
+    if not position.isdigit():
+        raise graphmem.InvalidInput(f"not a fact cursor: {cursor!r}", field="after")
+    return int(position)
+
+
+def decode_link_cursor(cursor: str) -> graph.LinkPosition:
+    strength, _, seq = decode_cursor("link", cursor).partition(":")
+    try:
+        return graph.LinkPosition(float(strength), int(seq))
+    except ValueError:
+        raise graphmem.InvalidInput(f"not a link cursor: {cursor!r}", field="after") from None
+
+
+def _seconds(moment: datetime) -> DateTime:
+    return DateTime(moment.timestamp())
+
+
+def _maybe_seconds(moment: datetime | None) -> DateTime | None:
+    return None if moment is None else DateTime(moment.timestamp())
+
+
+def _maybe_id(value: str | None) -> strawberry.ID | None:
+    return None if value is None else strawberry.ID(value)
