@@ -4,19 +4,24 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test lint bench bench-quick clean
+.PHONY: serve test lint bench bench-quick clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
+# The service on the embedded default: SQLite + LanceDB in ./data, the local embedder,
+# http://127.0.0.1:8420/graphql (settings: GRAPHMEM_* variables or ./graphmem.toml).
+serve: $(STAMP)
+	$(VENV)/bin/graphmem serve
+
 test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check graphmem tests bench
-	$(VENV)/bin/ruff format --check graphmem tests bench
+	$(VENV)/bin/ruff check graphmem resolvers tests bench
+	$(VENV)/bin/ruff format --check graphmem resolvers tests bench
 	$(VENV)/bin/mypy
 
 bench: $(STAMP)

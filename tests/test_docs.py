@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from graphmem import Settings
-from graphmem.cli import cli
+from resolvers.commands import cli  # the full command set, serve included
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 HEADER = """# CLI reference

@@ -47,7 +47,9 @@ def store(api: Api, clock: Clock | None = None, **fields: Any) -> dict[str, Any]
     return payload
 
 
-def link(api: Api, source: str, target: str, type: str = "DEPENDS_ON", **extra: Any) -> dict[str, Any]:
+def link(
+    api: Api, source: str, target: str, type: str = "DEPENDS_ON", **extra: Any
+) -> dict[str, Any]:
     payload = api.data(LINK, {"input": {"sourceId": source, "targetId": target, "type": type,
                                          **extra}})["linkFacts"]  # fmt: skip
     assert payload["error"] is None, payload
@@ -62,7 +64,9 @@ def test_store_fact_returns_the_contract_shape(api: Api) -> None:
     assert payload["fact"]["validUntil"] is None
 
 
-def test_moving_city_is_answered_for_now_the_past_and_what_memory_knew(api: Api, clock: Clock) -> None:
+def test_moving_city_is_answered_for_now_the_past_and_what_memory_knew(
+    api: Api, clock: Clock
+) -> None:
     berlin = store(api, clock, text="Ana lives in Berlin", entity="Ana", key="city", value="Berlin",
                    validFrom="2020-01-01")  # fmt: skip
     stored_berlin_at = clock.now
@@ -91,9 +95,15 @@ def test_moving_city_is_answered_for_now_the_past_and_what_memory_knew(api: Api,
 
 
 def test_traverse_respects_valid_and_transaction_time_of_links(api: Api, clock: Clock) -> None:
-    a = store(api, clock, text="Service A serves the checkout page", validFrom="2020-01-01")["fact"]["id"]
-    b = store(api, clock, text="Service B stores the shopping carts", validFrom="2020-01-01")["fact"]["id"]
-    c = store(api, clock, text="Service C sends the receipts by mail", validFrom="2020-01-01")["fact"]["id"]
+    a = store(api, clock, text="Service A serves the checkout page", validFrom="2020-01-01")[
+        "fact"
+    ]["id"]
+    b = store(api, clock, text="Service B stores the shopping carts", validFrom="2020-01-01")[
+        "fact"
+    ]["id"]
+    c = store(api, clock, text="Service C sends the receipts by mail", validFrom="2020-01-01")[
+        "fact"
+    ]["id"]
     before_links = clock.now
     clock.advance(60)
     made = link(api, a, b, validFrom="2025-06-01")
@@ -136,9 +146,9 @@ def test_forget_hides_a_fact_and_reports_a_second_forget_as_a_conflict(
     fact = store(api, clock, text="The office wifi password rotates monthly")["fact"]["id"]
     known_at = clock.now
     clock.advance(60)
-    forget = 'mutation($id: ID!) { forgetFact(id: $id) { fact { id } error { code message } } }'
+    forget = "mutation($id: ID!) { forgetFact(id: $id) { fact { id } error { code message } } }"
     assert api.data(forget, {"id": fact})["forgetFact"] == {"fact": {"id": fact}, "error": None}
-    get = 'query($id: ID!, $knownAt: DateTime) { fact(id: $id, knownAt: $knownAt) { text } }'
+    get = "query($id: ID!, $knownAt: DateTime) { fact(id: $id, knownAt: $knownAt) { text } }"
     assert api.data(get, {"id": fact})["fact"] is None
     assert api.data(get, {"id": fact, "knownAt": known_at})["fact"] is not None
     second = api.data(forget, {"id": fact})["forgetFact"]
@@ -223,7 +233,7 @@ def test_expected_failures_are_typed_and_write_nothing(api: Api) -> None:
     )["storeFacts"]
     assert batch["results"] == [] and batch["error"]["code"] == "INVALID_INPUT"
     assert "item 1" in batch["error"]["message"]
-    assert api.data('{ facts { edges { cursor } } }')["facts"]["edges"] == []
+    assert api.data("{ facts { edges { cursor } } }")["facts"]["edges"] == []
 
     status, body = api.post('{ search(query: "  ") { score } }')
     assert status == 200 and body["errors"][0]["extensions"]["code"] == "INVALID_INPUT"

@@ -1,0 +1,280 @@
+"""The service around the schema: API keys and namespaces, limits, subscriptions, the N+1
+guard, schema drift and descriptions, and the serve / export-schema commands."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from graphql import GraphQLArgument, GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType
+from starlette.testclient import TestClient
+from starlette.websockets import WebSocketDisconnect
+
+import graphmem.storage
+from graphmem import KeyStore, Settings
+from resolvers import build_schema, create_app, schema_sdl
+from resolvers.commands import cli
+
+from .api import InProcess
+from .conftest import Clock
+
+ROOT = Path(__file__).resolve().parent.parent
+STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
+SEARCH = "query($q: String!) { search(query: $q) { fact { text } } }"
+WS = "graphql-transport-ws"
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def service(data_dir: Path, clock: Clock) -> Iterator[InProcess]:
+    settings = Settings(embedder="hash", data_dir=data_dir, max_body_bytes=4096,
+                        graphql_max_depth=8, graphql_max_aliases=3)  # fmt: skip
+    with InProcess(create_app(settings, clock=clock)) as client:
+        yield client
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+# ------------------------------------------------------------------------------------ auth
+
+
+def test_once_a_key_exists_requests_without_a_valid_one_get_401(
+    service: InProcess, data_dir: Path
+) -> None:
+    assert service.post(STORE, {"t": "Open while no key exists"})[0] == 200
+    token, _ = KeyStore(data_dir).create(["default"])
+    for headers in (None, {"Authorization": "Bearer gm_000000000000_notthesecretatall"},
+                    {"Authorization": token}, bearer(token[:-1] + "x")):  # fmt: skip
+        status, body = service.post(SEARCH, {"q": "open"}, headers)
+        assert status == 401, headers
+        assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    assert service.post(SEARCH, {"q": "open"}, bearer(token))[0] == 200
+
+
+def test_a_key_for_one_namespace_never_sees_another(service: InProcess, data_dir: Path) -> None:
+    keys = KeyStore(data_dir)
+    alice, _ = keys.create(["alice"])
+    bob, _ = keys.create(["bob"])
+    stored = service.data(STORE, {"t": "Alice keeps her notes in Obsidian"}, **bearer(alice))
+    fact_id = stored["storeFact"]["fact"]["id"]
+    assert service.data(SEARCH, {"q": "Obsidian notes"}, **bearer(bob))["search"] == []
+    assert service.data('query($id: ID!) { fact(id: $id) { id } }', {"id": fact_id},
+                        **bearer(bob)) == {"fact": None}  # fmt: skip
+    forget = "mutation($id: ID!) { forgetFact(id: $id) { error { code } } }"
+    assert service.data(forget, {"id": fact_id}, **bearer(bob))["forgetFact"]["error"]["code"] == (
+        "NOT_FOUND"
+    )
+    status, body = service.post(SEARCH, {"q": "Obsidian"},
+                                {**bearer(bob), "X-Graphmem-Namespace": "alice"})  # fmt: skip
+    assert status == 403 and body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert service.data("{ namespace }", **bearer(alice)) == {"namespace": "alice"}
+    hits = service.data(SEARCH, {"q": "Obsidian notes"}, **bearer(alice))["search"]
+    assert [h["fact"]["text"] for h in hits] == ["Alice keeps her notes in Obsidian"]
+
+
+def test_a_revoked_key_stops_working_at_once(service: InProcess, data_dir: Path) -> None:
+    keys = KeyStore(data_dir)
+    token, key = keys.create(["default"])
+    keys.create(["default"])  # another key stays, so keys are still required
+    assert service.post(SEARCH, {"q": "anything"}, bearer(token))[0] == 200
+    keys.revoke(key.id)
+    assert service.post(SEARCH, {"q": "anything"}, bearer(token))[0] == 401
+
+
+def test_a_read_only_key_reads_but_cannot_write(service: InProcess, data_dir: Path) -> None:
+    keys = KeyStore(data_dir)
+    writer, _ = keys.create(["default"])
+    reader, _ = keys.create(["default"], read_only=True)
+    service.data(STORE, {"t": "Readers may search this fact"}, **bearer(writer))
+    refused = service.data(STORE, {"t": "Readers may not store"}, **bearer(reader))
+    assert refused["storeFact"] == {"fact": None, "error": {"code": "FORBIDDEN"}}
+    assert len(service.data(SEARCH, {"q": "search fact"}, **bearer(reader))["search"]) == 1
+
+
+def test_keys_are_stored_hashed(data_dir: Path) -> None:
+    token, key = KeyStore(data_dir).create(["default"], label="ci")
+    raw = (data_dir / "_keys.sqlite").read_bytes()
+    assert token.split("_")[-1].encode() not in raw
+    assert KeyStore(data_dir).authenticate(token) == key
+
+
+# ------------------------------------------------------------------------------------ limits
+
+
+def test_deep_aliased_and_oversized_documents_are_refused(service: InProcess) -> None:
+    deep = ('{ facts { edges { node { links { edges { neighbour { links { edges { neighbour '
+            '{ id } } } } } } } } } }')  # fmt: skip
+    status, body = service.post(deep)
+    assert "exceeds maximum operation depth" in body["errors"][0]["message"]
+    assert body["errors"][0]["extensions"]["code"] == "INVALID_QUERY"
+    aliases = "{ " + " ".join(f"a{i}: namespace" for i in range(4)) + " }"
+    assert "aliases" in service.post(aliases)[1]["errors"][0]["message"]
+    status, body = service.post(STORE, {"t": "x" * 5000})
+    assert status == 413 and body["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+    chunked = service.request("POST", "/graphql", content=iter([b"{" + b" " * 3000, b" " * 3000]),
+                              headers={"content-type": "application/json"})  # fmt: skip
+    assert chunked.status_code == 413
+    assert service.data("{ facts { edges { cursor } } }")["facts"]["edges"] == []
+
+
+def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
+    service: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [service.data(STORE, {"t": f"Component {i} of the payment system"})["storeFact"]["fact"]["id"]
+           for i in range(50)]  # fmt: skip
+    link = "mutation($s: ID!, $t: ID!) { linkFacts(input: {sourceId: $s, targetId: $t, type: PART_OF}) { error { code } } }"
+    for source, target in zip(ids[1:], ids[:-1], strict=True):
+        service.data(link, {"s": source, "t": target})
+    statements: list[str] = []
+    connect = graphmem.storage._connect
+
+    def traced(path: Path) -> sqlite3.Connection:
+        conn = connect(path)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(graphmem.storage, "_connect", traced)
+    query = """query($n: Int!) { facts(first: $n) { edges { node { id supersedes { id }
+        links { edges { link { type } neighbour { id text supersededBy { id } } } } } } } }"""
+    # Fresh reader connections are opened (and traced) by threads new to this test.
+    service.data(query, {"n": 5})
+    statements.clear()
+    service.data(query, {"n": 5})
+    few = len([s for s in statements if not s.startswith("PRAGMA")])
+    statements.clear()
+    service.data(query, {"n": 50})
+    many = len([s for s in statements if not s.startswith("PRAGMA")])
+    assert many == few <= 10, (few, many)
+
+
+# ------------------------------------------------------------------------------------ subscriptions
+
+
+def _subscribe(ws: Any, kinds: str = "") -> None:
+    ws.send_json({"type": "subscribe", "id": "1", "payload": {
+        "query": f"subscription {{ memoryChanged{kinds} {{ kind id fact {{ text }} }} }}"}})  # fmt: skip
+
+
+def test_subscribers_hear_of_changes_in_their_own_namespace_only(
+    data_dir: Path, clock: Clock
+) -> None:
+    keys = KeyStore(data_dir)
+    alice, _ = keys.create(["alice"])
+    bob, _ = keys.create(["bob"])
+    app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
+    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+        ws.send_json({"type": "connection_init", "payload": {"Authorization": f"Bearer {alice}"}})
+        assert ws.receive_json()["type"] == "connection_ack"
+        _subscribe(ws)
+        client.post(
+            "/graphql",
+            headers=bearer(bob),
+            json={"query": STORE, "variables": {"t": "Bob's secret plan"}},
+        )
+        client.post(
+            "/graphql",
+            headers=bearer(alice),
+            json={"query": STORE, "variables": {"t": "Alice's public plan"}},
+        )
+        message = ws.receive_json()
+        assert message["type"] == "next"
+        assert message["payload"]["data"]["memoryChanged"]["kind"] == "FACT_STORED"
+        assert message["payload"]["data"]["memoryChanged"]["fact"] == {
+            "text": "Alice's public plan"
+        }
+
+
+def test_a_subscription_without_a_valid_key_is_refused(data_dir: Path, clock: Clock) -> None:
+    KeyStore(data_dir).create(["default"])
+    app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
+    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+        ws.send_json({"type": "connection_init", "payload": {"Authorization": "Bearer wrong"}})
+        with pytest.raises(WebSocketDisconnect) as refused:
+            ws.receive_json()
+        assert refused.value.code == 4403
+
+
+def test_supersession_and_forgetting_are_announced(data_dir: Path, clock: Clock) -> None:
+    app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
+    store = """mutation($v: String!) { storeFact(input: {text: $v, entity: "Ana", key: "city",
+        value: $v}) { fact { id } } }"""
+    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+        ws.send_json({"type": "connection_init"})
+        assert ws.receive_json()["type"] == "connection_ack"
+        _subscribe(ws, "(kinds: [FACT_SUPERSEDED, FACT_FORGOTTEN])")
+        first = client.post("/graphql", json={"query": store, "variables": {"v": "Berlin"}}).json()
+        old = first["data"]["storeFact"]["fact"]["id"]
+        clock.advance(60)
+        second = client.post("/graphql", json={"query": store, "variables": {"v": "Paris"}}).json()
+        new = second["data"]["storeFact"]["fact"]["id"]
+        client.post("/graphql", json={"query": 'mutation($id: ID!) { forgetFact(id: $id) { error { code } } }',
+                                      "variables": {"id": new}})  # fmt: skip
+        kinds = [ws.receive_json()["payload"]["data"]["memoryChanged"] for _ in range(2)]
+        assert [(k["kind"], k["id"]) for k in kinds] == [
+            ("FACT_SUPERSEDED", old),
+            ("FACT_FORGOTTEN", new),
+        ]
+
+
+# ------------------------------------------------------------------------------------ schema
+
+
+def test_schema_graphql_matches_the_code() -> None:
+    assert (ROOT / "schema.graphql").read_text(encoding="utf-8") == schema_sdl(), (
+        "schema.graphql is stale: run `graphmem export-schema schema.graphql`"
+    )
+
+
+def test_every_type_field_and_argument_has_a_description() -> None:
+    schema = build_schema()._schema
+    missing = []
+    for name, kind in schema.type_map.items():
+        if name.startswith("__") or name in ("String", "Int", "Float", "Boolean", "ID"):
+            continue
+        if not kind.description:
+            missing.append(name)
+        if isinstance(kind, GraphQLObjectType | GraphQLInputObjectType):
+            for field_name, field in kind.fields.items():
+                if not field.description:
+                    missing.append(f"{name}.{field_name}")
+                args: dict[str, GraphQLArgument] = getattr(field, "args", {})
+                missing += [
+                    f"{name}.{field_name}({a})" for a, arg in args.items() if not arg.description
+                ]
+        if isinstance(kind, GraphQLEnumType):
+            missing += [f"{name}.{v}" for v, value in kind.values.items() if not value.description]
+    assert missing == []
+
+
+def test_export_schema_prints_the_sdl() -> None:
+    result = CliRunner().invoke(cli, ["export-schema"])
+    assert result.exit_code == 0 and result.output == schema_sdl()
+
+
+def test_serve_refuses_a_public_address_without_keys(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "serve", "--host", "0.0.0.0"])
+    assert result.exit_code != 0
+    assert "without API keys" in str(result.exception)
+
+
+def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, graphmem, graphmem.cli; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers'}))")  # fmt: skip
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"  # fmt: skip
+    for source in (ROOT / "resolvers").glob("*.py"):
+        text = source.read_text(encoding="utf-8")
+        assert "sqlite3" not in text and ".execute(" not in text, source.name
