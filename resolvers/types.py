@@ -105,9 +105,6 @@ class ErrorCode(Enum):
     FORBIDDEN = strawberry.enum_value(
         "FORBIDDEN", description="The API key may read but not write this namespace."
     )
-    UNAVAILABLE = strawberry.enum_value(
-        "UNAVAILABLE", description="The embedder or the storage could not serve the request."
-    )
 
 
 @strawberry.enum(description="The kind of a change to memory.")
@@ -137,8 +134,7 @@ class UserError:
 
     @classmethod
     def of(cls, error: graphmem.GraphmemError) -> "UserError":
-        code = error.code if error.code in ErrorCode.__members__ else "UNAVAILABLE"
-        return cls(code=ErrorCode[code], message=error.message, field=getattr(error, "field", None))
+        return cls(code=ErrorCode[error.code], message=error.message, field=getattr(error, "field", None))
 
 
 @strawberry.type(description="A typed, directed, bi-temporal link between two facts.")
