@@ -134,7 +134,9 @@ class UserError:
 
     @classmethod
     def of(cls, error: graphmem.GraphmemError) -> "UserError":
-        return cls(code=ErrorCode[error.code], message=error.message, field=getattr(error, "field", None))
+        return cls(
+            code=ErrorCode[error.code], message=error.message, field=getattr(error, "field", None)
+        )
 
 
 @strawberry.type(description="A typed, directed, bi-temporal link between two facts.")
