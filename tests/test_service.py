@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 import graphmem.storage
-from graphmem import KeyStore, Settings
+from graphmem import KeyStore, Memory, Settings
 from resolvers import build_schema, create_app, schema_sdl
 from resolvers.commands import cli
 
@@ -278,3 +278,30 @@ def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> N
     for source in (ROOT / "resolvers").glob("*.py"):
         text = source.read_text(encoding="utf-8")
         assert "sqlite3" not in text and ".execute(" not in text, source.name
+
+
+def test_cors_is_off_unless_origins_are_configured(data_dir: Path, clock: Clock) -> None:
+    preflight = {"Origin": "https://ui.example.com", "Access-Control-Request-Method": "POST"}
+    for origins, allowed in (((), None), (("https://ui.example.com",), "https://ui.example.com")):
+        settings = Settings(embedder="hash", data_dir=data_dir, cors_origins=origins)
+        with InProcess(create_app(settings, clock=clock)) as client:
+            response = client.request("OPTIONS", "/graphql", headers=preflight)
+            assert response.headers.get("access-control-allow-origin") == allowed
+
+
+def test_the_server_prunes_expired_facts_when_it_starts(data_dir: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash", data_dir=data_dir)
+    with Memory.open(data_dir, settings=settings, clock=clock) as mem:
+        mem.store("A one-off discount code valid today", expires_at=clock.now + 60)
+        mem.store("The office is in Lisbon")
+    clock.advance(3600)
+    with InProcess(create_app(settings, clock=clock)) as client:
+        stats = client.data("{ stats { data } }")["stats"]["data"]
+    assert (stats["facts"], stats["expired_pending_prune"]) == (1, 0)  # deleted, not just hidden
+
+
+def test_queries_also_work_over_get(service: InProcess) -> None:
+    response = service.request("GET", "/graphql", params={"query": "{ namespace }"})
+    assert response.json() == {"data": {"namespace": "default"}}
+    mutation = service.request("GET", "/graphql", params={"query": "mutation { prune { dryRun } }"})
+    assert 400 <= mutation.status_code < 500
