@@ -22,10 +22,17 @@ SCHEMA_FILE = "schema.graphql"
 @cli.command()
 @click.option("--host", help="Address to bind [default: 127.0.0.1, or GRAPHMEM_HOST].")
 @click.option("--port", type=int, help="Port [default: 8420, or GRAPHMEM_PORT].")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory of namespaces (same as the global --data-dir).",
+)
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
 @click.pass_context
-def serve(ctx: click.Context, /, host: str | None, port: int | None, log_level: str) -> None:
+def serve(
+    ctx: click.Context, /, host: str | None, port: int | None, data_dir: Path | None, log_level: str
+) -> None:
     """Serve the GraphQL API (GraphiQL at /graphql in a browser, /healthz, /metrics).
 
     Without API keys (see create-key) it only binds to a loopback address.
@@ -35,7 +42,11 @@ def serve(ctx: click.Context, /, host: str | None, port: int | None, log_level: 
     from .app import create_app
 
     settings: Settings = ctx.obj.model_copy(
-        update={k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+        update={
+            k: v
+            for k, v in {"host": host, "port": port, "data_dir": data_dir}.items()
+            if v is not None
+        }  # fmt: skip
     )
     if not _loopback(settings.host) and not KeyStore(settings.data_dir).any_active():
         raise InvalidInput(
