@@ -4,6 +4,7 @@ guard, schema drift and descriptions, and the serve / export-schema commands."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from graphmem import KeyStore, Memory, Settings
 from resolvers import build_schema, create_app, schema_sdl
 from resolvers.commands import cli
 
-from .api import InProcess
+from .api import InProcess, LiveServer
 from .conftest import Clock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -305,3 +306,34 @@ def test_queries_also_work_over_get(service: InProcess) -> None:
     assert response.json() == {"data": {"namespace": "default"}}
     mutation = service.request("GET", "/graphql", params={"query": "mutation { prune { dryRun } }"})
     assert 400 <= mutation.status_code < 500
+
+
+@pytest.mark.integration
+def test_a_live_server_streams_changes_over_graphql_transport_ws(
+    data_dir: Path, clock: Clock
+) -> None:
+    import json
+
+    from websockets.sync.client import connect
+
+    token, _ = KeyStore(data_dir).create(["default"])
+    app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
+    with LiveServer(app) as server:
+        url = server.base_url.replace("http://", "ws://") + "/graphql"
+        with connect(url, subprotocols=[WS], additional_headers=bearer(token)) as ws:  # type: ignore[list-item]
+            ws.send(json.dumps({"type": "connection_init"}))
+            assert json.loads(ws.recv(timeout=10))["type"] == "connection_ack"
+            ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": {
+                "query": "subscription { memoryChanged { kind fact { text } } }"}}))  # fmt: skip
+            deadline = time.monotonic() + 10  # write once the subscription is listening
+            while (
+                'graphmem_subscribers{namespace="default"} 1.0'
+                not in server.request("GET", "/metrics").text
+            ):
+                assert time.monotonic() < deadline, "the subscription never started"
+                time.sleep(0.02)
+            server.data(STORE, {"t": "Streamed over a real socket"}, **bearer(token))
+            change = json.loads(ws.recv(timeout=10))["payload"]["data"]["memoryChanged"]
+        assert change == {"kind": "FACT_STORED", "fact": {"text": "Streamed over a real socket"}}
+        with pytest.raises(Exception, match="403"):
+            connect(url, subprotocols=[WS], additional_headers=bearer(token + "x"))  # type: ignore[list-item]
