@@ -161,9 +161,14 @@ def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
 # ------------------------------------------------------------------------------------ subscriptions
 
 
-def _subscribe(ws: Any, kinds: str = "") -> None:
+def _subscribe(ws: Any, client: Any, namespace: str, kinds: str = "") -> None:
+    """Subscribe, and return once the server counts the subscriber (so no write is missed)."""
     ws.send_json({"type": "subscribe", "id": "1", "payload": {
         "query": f"subscription {{ memoryChanged{kinds} {{ kind id fact {{ text }} }} }}"}})  # fmt: skip
+    deadline = time.monotonic() + 10
+    while f'graphmem_subscribers{{namespace="{namespace}"}} 1.0' not in client.get("/metrics").text:
+        assert time.monotonic() < deadline, "the subscription never started"
+        time.sleep(0.02)
 
 
 def test_subscribers_hear_of_changes_in_their_own_namespace_only(
@@ -176,7 +181,7 @@ def test_subscribers_hear_of_changes_in_their_own_namespace_only(
     with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
         ws.send_json({"type": "connection_init", "payload": {"Authorization": f"Bearer {alice}"}})
         assert ws.receive_json()["type"] == "connection_ack"
-        _subscribe(ws)
+        _subscribe(ws, client, "alice")
         client.post(
             "/graphql",
             headers=bearer(bob),
@@ -212,7 +217,7 @@ def test_supersession_and_forgetting_are_announced(data_dir: Path, clock: Clock)
     with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
         ws.send_json({"type": "connection_init"})
         assert ws.receive_json()["type"] == "connection_ack"
-        _subscribe(ws, "(kinds: [FACT_SUPERSEDED, FACT_FORGOTTEN])")
+        _subscribe(ws, client, "default", "(kinds: [FACT_SUPERSEDED, FACT_FORGOTTEN])")
         first = client.post("/graphql", json={"query": store, "variables": {"v": "Berlin"}}).json()
         old = first["data"]["storeFact"]["fact"]["id"]
         clock.advance(60)
