@@ -17,6 +17,7 @@ def test_every_error_has_a_distinct_code_and_is_a_graphmem_error() -> None:
         errors.InvalidInput,
         errors.NotFound,
         errors.Conflict,
+        errors.Forbidden,
         errors.EmbedderMismatch,
         errors.EmbedderError,
         errors.StorageError,
@@ -26,3 +27,32 @@ def test_every_error_has_a_distinct_code_and_is_a_graphmem_error() -> None:
     assert len(set(codes)) == len(codes)
     for c in classes:  # the hierarchy in the module docstring names every class and code
         assert c.__name__ in (errors.__doc__ or "") and c.code in (errors.__doc__ or "")
+
+
+def test_listeners_hear_each_committed_change_and_cannot_break_a_write(
+    mem: graphmem.Memory,
+) -> None:
+    heard: list[tuple[str, str]] = []
+    mem.subscribe(lambda changes: heard.extend((c.kind, c.id) for c in changes))
+
+    def broken(changes: list[graphmem.Change]) -> None:
+        raise RuntimeError("a listener bug")
+
+    unsubscribe = mem.subscribe(broken)
+    berlin = mem.store("Ana lives in Berlin", entity="Ana", key="city", value="Berlin").fact
+    paris = mem.store("Ana lives in Paris", entity="Ana", key="city", value="Paris").fact
+    unsubscribe()
+    assert berlin is not None and paris is not None
+    link = mem.link(paris.id, berlin.id, "RELATED_TO")
+    mem.unlink(link.id)
+    mem.forget(paris.id)
+    mem.purge(berlin.id)
+    assert heard == [
+        ("FACT_STORED", berlin.id),
+        ("FACT_STORED", paris.id),
+        ("FACT_SUPERSEDED", berlin.id),
+        ("LINK_MADE", link.id),
+        ("LINK_REMOVED", link.id),
+        ("FACT_FORGOTTEN", paris.id),
+        ("FACT_PURGED", berlin.id),
+    ]
