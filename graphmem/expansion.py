@@ -7,11 +7,17 @@ Two effects, both over the visible links of every type but SUPERSEDES, and of ev
   ``relevance + EVIDENCE_WEIGHT * max(strength * neighbour relevance)``. On conversations, where
   an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md);
   merely listing neighbours below their hits barely helps.
-* **Neighbours.** The facts up to ``k`` links from the final hits join the results. A neighbour
-  scores its own search score (0 if the legs did not find it) plus ``HOP_FACTOR * strength``
-  times the score of the fact that reached it (up to CLOSENESS_BONUS more for the neighbours of
-  that level nearest the query in meaning), capped at MAX_SHARE of that score: always below that
-  fact, so a neighbour can never push out a direct hit that outscored the hit it came from.
+* **Neighbours.** The facts up to ``k`` links from the final hits join the results. A link
+  offers a fact its own search score (0 if the legs did not find it) plus ``HOP_FACTOR *
+  strength`` times the score of the fact it comes from (up to CLOSENESS_BONUS more for the
+  neighbours of that level nearest the query in meaning), capped at MAX_SHARE of that score.
+  Every fact takes the best offer that beats the score it already has, a direct hit included:
+  a hit linked to a stronger hit rises to just below it, and a fact first reached from a weak
+  hit still gets the score a stronger path offers one level later. So the facts of a path stay
+  close below its first fact instead of ranking by whichever hit reached them first (PathQuestion
+  3H, graph_depth 2: 0.741 -> 0.805, bench/REPORT.md). A fact always scores below the fact that
+  reached it, hence below the direct hit its path starts from, so it never pushes out a direct
+  hit that outscored that one.
 """
 
 from __future__ import annotations
@@ -66,10 +72,11 @@ def neighbours(
     own: Mapping[str, float],
     closeness: Callable[[list[str]], dict[str, float]] | None = None,
 ) -> dict[str, tuple[float, int, str]]:
-    """Facts up to ``depth`` links from the hits (``(id, score)``): id -> (score, depth, via).
+    """Facts up to ``depth`` links from the hits (``(id, score)``) that a link scores higher
+    than the search did, hits included: id -> (score, depth, via).
 
-    ``own`` holds the search scores of the other candidates. ``admit`` keeps the ids that pass
-    the search's filters and time scope; the others are neither returned nor walked through.
+    ``own`` holds the search scores of the candidates. ``admit`` keeps the ids that pass the
+    search's filters and time scope; the others are neither returned nor walked through.
     ``closeness`` gives the query's cosine with facts (missing ones count as farthest).
     """
     walk = graph.Walk(conn, scope, graph.DEFAULT_TYPES, "BOTH", 0.0, NEIGHBOUR_SKIPS)
@@ -77,7 +84,7 @@ def neighbours(
     found: dict[str, tuple[float, int, str]] = {}
     frontier = [i for i, _ in hits]
     for level in range(1, depth + 1):
-        steps = [s for s in walk.level(frontier) if s.rank <= graph.FAN_OUT and s.step not in score]
+        steps = [s for s in walk.level(frontier) if s.rank <= graph.FAN_OUT]
         near = _rescaled(closeness([s.step for s in steps]) if closeness and steps else {})
         offers: dict[str, tuple[float, str]] = {}
         for s in steps:
@@ -85,12 +92,14 @@ def neighbours(
             share = HOP_FACTOR + CLOSENESS_BONUS * near.get(s.step, 0.0)
             offered = min(own.get(s.step, 0.0) + reaching * share * s.strength,
                           reaching * MAX_SHARE)  # fmt: skip
-            if offered > offers.get(s.step, (-1.0, ""))[0]:
+            best = offers[s.step][0] if s.step in offers else score.get(s.step, -1.0)
+            if offered > best:
                 offers[s.step] = (offered, s.via)
-        admitted = admit(list(offers)) if offers else set()
+        new = [i for i in offers if i not in score]
+        admitted = admit(new) if new else set()
         frontier = []
         for fact_id, (value, via) in offers.items():
-            if fact_id in admitted:
+            if fact_id in score or fact_id in admitted:
                 score[fact_id] = value
                 found[fact_id] = (value, level, via)
                 frontier.append(fact_id)

@@ -477,7 +477,8 @@ class Memory:
         Returns ``limit`` hits whenever that many visible facts match, however many superseded
         or retracted versions rank above them. ``graph_depth`` > 0 lets linked candidates lend
         each other evidence and adds the linked neighbours of the hits, up to that many links
-        away, each scored below the hit that reached it (see docs/search.md).
+        away, each scored below the fact that reached it; a hit linked to a stronger one may rise
+        to just below it (see docs/graph.md).
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
@@ -542,11 +543,11 @@ class Memory:
             reached = expansion.neighbours(
                 conn, [(fact_id, score) for score, _, fact_id in top], graph_depth, scope,
                 lambda ids: {r["id"] for r in _candidates(conn, "id", ids, visible, params)},
-                {fact_id: score for score, _, fact_id in ranked[limit:]},
+                {fact_id: score for score, _, fact_id in ranked},
                 None if query_vector is None
                 else functools.partial(self._vectors.similarities, query_vector),
             )  # fmt: skip
-            merged = [(score, 0, fact_id) for score, _, fact_id in top]
+            merged = [(score, 0, fact_id) for score, _, fact_id in top if fact_id not in reached]
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
             merged.sort(key=lambda x: (-x[0], x[1]))
             top = [(score, 0, fact_id) for score, _, fact_id in merged[:limit]]

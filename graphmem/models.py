@@ -266,7 +266,8 @@ class StoreResult:
 class SearchHit:
     """A search result: the fact and its final score (higher is better), with the leg scores.
 
-    A fact added by graph expansion has ``depth`` > 0 and ``via``, the hit it was reached from.
+    A fact graph expansion added, or scored higher than the search did, has ``depth`` > 0 and
+    ``via``, the fact it was reached from.
     """
 
     fact: Fact

@@ -41,12 +41,9 @@ def serve(
 
     from .app import create_app
 
+    given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(
-        update={
-            k: v
-            for k, v in {"host": host, "port": port, "data_dir": data_dir}.items()
-            if v is not None
-        }  # fmt: skip
+        update={k: v for k, v in given.items() if v is not None}
     )
     if not _loopback(settings.host) and not KeyStore(settings.data_dir).any_active():
         raise InvalidInput(

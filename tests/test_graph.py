@@ -432,6 +432,22 @@ def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memor
     assert [v for v, _, _ in plain.values()] == [pytest.approx(expansion.HOP_FACTOR)] * 3
 
 
+def test_a_fact_takes_the_best_score_a_link_offers_even_a_direct_hit(mem: Memory) -> None:
+    f = facts(mem, "strong", "other", "weak", "leaf")
+    mem.link(f["weak"], f["strong"], "RELATED_TO")
+    mem.link(f["leaf"], f["weak"], "RELATED_TO")
+    hits = [(f["strong"], 1.0), (f["other"], 0.6), (f["weak"], 0.3)]
+    found = expansion.neighbours(
+        mem._db.reader(), hits, 2, mem._scope(None, None), set, dict(hits)
+    )  # fmt: skip
+    assert set(found) == {f["weak"], f["leaf"]}
+    weak, depth, via = found[f["weak"]]
+    assert (depth, via) == (1, f["strong"]) and 0.6 < weak < 1.0
+    assert weak == pytest.approx(min(0.3 + expansion.HOP_FACTOR, expansion.MAX_SHARE))
+    # the leaf is scored from the raised hit, not from its search score
+    assert found[f["leaf"]] == (pytest.approx(weak * expansion.HOP_FACTOR), 2, f["weak"])
+
+
 def test_search_expansion_does_not_follow_similarity_links(tmp_path: Path, clock: Clock) -> None:
     settings = Settings(embedder="hash", autolink_threshold=0.5)
     with Memory.open(tmp_path / "d", settings=settings, clock=clock) as mem:
