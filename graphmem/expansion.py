@@ -15,7 +15,7 @@ Two effects, both over the visible links of every type but SUPERSEDES, and of ev
   a hit linked to a stronger hit rises to just below it, and a fact first reached from a weak
   hit still gets the score a stronger path offers one level later. So the facts of a path stay
   close below its first fact instead of ranking by whichever hit reached them first (PathQuestion
-  3H, graph_depth 2: 0.741 -> 0.805, bench/REPORT.md). A fact always scores below the fact that
+  3H, graph_depth 2: 0.741 -> 0.801, bench/REPORT.md). A fact always scores below the fact that
   reached it, hence below the direct hit its path starts from, so it never pushes out a direct
   hit that outscored that one.
 """

@@ -13,7 +13,15 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError
-from strawberry.extensions import MaskErrors, MaxAliasesLimiter, MaxTokensLimiter, QueryDepthLimiter
+from strawberry.extensions import (
+    AddValidationRules,
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
 from strawberry.schema.config import StrawberryConfig
 
 from graphmem import GraphmemError, Settings
@@ -24,6 +32,10 @@ from .subscriptions import Subscription
 from .types import SCALARS
 
 _log = logging.getLogger("graphmem.graphql")
+
+#: Parsed and validated documents kept (per distinct query text): agents repeat a few documents,
+#: and parsing plus validating one costs milliseconds.
+DOCUMENT_CACHE_SIZE = 256
 
 
 class ErrorCodes(MaskErrors):
@@ -50,18 +62,27 @@ class ErrorCodes(MaskErrors):
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
-    """The schema with the document limits of ``settings`` (extensions as factories, so each
-    request gets its own instances)."""
+    """The schema with the document limits of ``settings``.
+
+    Extensions are factories, so each request gets its own instances. The depth and alias rules
+    are made once here: the validation cache is keyed by the rules, so rule classes made afresh
+    per request would never hit it.
+    """
     settings = settings or Settings.model_validate({})
+    rules = [
+        *QueryDepthLimiter(max_depth=settings.graphql_max_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases).validation_rules,
+    ]
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
         extensions=[
-            functools.partial(QueryDepthLimiter, max_depth=settings.graphql_max_depth),
             functools.partial(MaxTokensLimiter, max_token_count=settings.graphql_max_tokens),
-            functools.partial(MaxAliasesLimiter, max_alias_count=settings.graphql_max_aliases),
+            functools.partial(AddValidationRules, rules),
+            functools.partial(ParserCache, maxsize=DOCUMENT_CACHE_SIZE),
+            functools.partial(ValidationCache, maxsize=DOCUMENT_CACHE_SIZE),
             ErrorCodes,
         ],
     )
