@@ -93,6 +93,9 @@ class LocalEmbedder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
+        # Idle worker threads sleep instead of spinning: a spinning thread holds a core that the
+        # keyword leg of the same search, or another request, is waiting for.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         self._session = onnxruntime.InferenceSession(
             model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
