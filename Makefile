@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(PY) -m bench.autolink
 	$(PY) -m bench.graph
 	$(PY) -m bench.speed
+	$(PY) -m bench.http
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.locomo --samples 2
@@ -39,6 +40,7 @@ bench-quick: $(STAMP)
 	$(PY) -m bench.pathquestion --embedder hash --limit 300
 	$(PY) -m bench.graph --facts 10000 --links 50000
 	$(PY) -m bench.speed --sizes 10000
+	$(PY) -m bench.http --facts 5000 --links 20000 --embedder hash
 
 clean:
 	rm -rf $(VENV) build *.egg-info

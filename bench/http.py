@@ -1,0 +1,355 @@
+"""GraphQL over HTTP: search and traverse latency, throughput and memory of ``graphmem serve``.
+
+Stores N synthetic facts (bench/synthetic.py) with store_many in batches of 1,000 and
+``autolink=False`` (automatic similarity links would make a 100k build several times slower;
+the graph here is made of explicit links instead), then L links of the four explicit types
+between uniformly random facts with random strengths (as bench/graph.py), then ``optimize``.
+Then starts the real server as a subprocess (``graphmem serve`` on a free loopback port,
+default settings: access tracking on) and times, from httpx clients in threads of this
+process, GraphQL ``search`` (limit 10, hybrid, query embedding included) and ``traverse``
+(depth 2 from a random fact, BOTH directions) with 1 client and with 16 concurrent clients:
+latency per request as the client sees it (JSON, HTTP, uvicorn and GraphQL included),
+requests/s, and the server's RSS (VmRSS now, VmHWM its peak) after each phase. A response
+with ``errors`` is counted and reported (exit status 1).
+
+    python -m bench.http [--facts 100000] [--links 500000] [--embedder local|hash] [--data DIR]
+                         [--requests 300] [--per-client 100]
+
+``--data DIR`` keeps the store in DIR and reuses it when it is already there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from graphmem import Memory, Settings, graph
+
+from . import synthetic
+from .common import OUT_DIR, ROOT, machine, markdown_table, percentile, write_json
+
+NAMESPACE: Final = "http"
+TYPES: Final = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
+BATCH: Final = 1_000
+CLIENTS: Final = 16
+#: Untimed requests before the single-client phase, and per client before the concurrent one.
+WARMUP: Final = 20
+CONCURRENT_WARMUP: Final = 2
+STARTUP_TIMEOUT: Final = 300.0
+SEARCH: Final = """query Search($q: String!) {
+  search(query: $q, limit: 10) { score fact { id text } }
+}"""
+TRAVERSE: Final = """query Traverse($id: ID!) {
+  traverse(from: [$id], depth: 2) { nodes { depth fact { id } } edges { id } truncated }
+}"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    out: dict[str, Any] = {"benchmark": "http", "facts": args.facts, "links": args.links,
+                           "embedder": args.embedder, "clients": CLIENTS,
+                           "requests_single": args.requests, "requests_per_client": args.per_client,
+                           "graphmem_env": {k: v for k, v in os.environ.items()
+                                            if k.startswith("GRAPHMEM_")}}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
+        root = args.data or Path(tmp)
+        ids = _prepare(root, args, out)
+        rng = random.Random(21)
+        needed = WARMUP + args.requests + CLIENTS * (CONCURRENT_WARMUP + args.per_client)
+        questions = synthetic.queries(synthetic.pairs(args.facts), needed)
+        starts = [rng.choice(ids) for _ in range(needed)]
+        _wait_for_quiet()
+        out["load_average_before_timing"] = [round(x, 2) for x in os.getloadavg()]
+        with _server(root, args.embedder, Path(tmp) / "server.log") as (url, pid, startup):
+            out["server_startup_seconds"] = startup
+            out["rss_idle"] = _rss(pid)
+            for name, query, inputs in (("search", SEARCH, [{"q": q} for q in questions]),
+                                        ("traverse", TRAVERSE, [{"id": i} for i in starts])):  # fmt: skip
+                out[f"{name}_single"] = _single(url, query, inputs, args.requests)
+                out[f"{name}_single"]["rss"] = _rss(pid)
+                out[f"{name}_concurrent"] = _concurrent(url, query, inputs, args.per_client)
+                out[f"{name}_concurrent"]["rss"] = _rss(pid)
+                print(_one_line(name, out), flush=True)
+        out["other_benches_after_timing"] = _other_benches()
+    out["machine"] = machine()
+    print(summary_markdown(out))
+    write_json(args.out or OUT_DIR / "http.json", out)
+    errors = sum(out[f"{n}_{p}"]["errors"] for n in ("search", "traverse")
+                 for p in ("single", "concurrent"))  # fmt: skip
+    return 1 if errors else 0
+
+
+# --------------------------------------------------------------------------------- the store
+
+
+def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[str]:
+    """Build the store unless ``root`` already holds it; the ids of its facts."""
+    settings = Settings(embedder=args.embedder, autolink=False, track_access=False)
+    mem = Memory.open(root, namespace=NAMESPACE, settings=settings)
+    try:
+        if _count(mem, "facts") < args.facts:
+            print(f"storing {args.facts} facts ({args.embedder} embedder) ...", flush=True)
+            facts = list(synthetic.facts(synthetic.pairs(args.facts)))
+            began = time.perf_counter()
+            for start in range(0, len(facts), BATCH):
+                mem.store_many(facts[start : start + BATCH], autolink=False)
+            out["store_seconds"] = time.perf_counter() - began
+        ids = [r[0] for r in mem._db.reader().execute("SELECT id FROM facts ORDER BY seq")]
+        if _count(mem, "links") == 0:
+            print(f"making {args.links} links ...", flush=True)
+            rng = random.Random(11)
+            began = time.perf_counter()
+            _link(mem, _pairs(ids, args.links, rng), rng)
+            out["link_seconds"] = time.perf_counter() - began
+        out["optimize_seconds"] = _timed(mem.optimize)
+        stats = mem.stats()
+        out["store"] = {"facts": stats["facts"], "links": stats["links"]}
+    finally:
+        mem.close()
+    out["disk_mb"] = sum(p.stat().st_size for p in (root / NAMESPACE).rglob("*")
+                         if p.is_file()) / 2**20  # fmt: skip
+    return ids
+
+
+def _count(mem: Memory, what: str) -> int:
+    return int(mem.stats()[what])
+
+
+def _pairs(ids: list[str], n: int, rng: random.Random) -> list[tuple[str, str]]:
+    """``n`` distinct (source, target) pairs of different facts, uniformly at random."""
+    pairs: set[tuple[str, str]] = set()
+    while len(pairs) < n:
+        source, target = rng.choice(ids), rng.choice(ids)
+        if source != target:
+            pairs.add((source, target))
+    return sorted(pairs)
+
+
+def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None:
+    """graph.link for each pair (a random type and strength), in transactions of 10,000."""
+    now = time.time()
+    for start in range(0, len(pairs), 10_000):
+        with mem._db.write() as conn:
+            for source, target in pairs[start : start + 10_000]:
+                graph.link(conn, now, source, target, rng.choice(TYPES), rng.random())
+
+
+# --------------------------------------------------------------------------------- the server
+
+
+@contextmanager
+def _server(root: Path, embedder: str, log: Path) -> Iterator[tuple[str, int, float]]:
+    """``graphmem serve`` on a free port: (its URL, its pid, seconds until /healthz answered)."""
+    port = _free_port()
+    command = [str(Path(sys.executable).parent / "graphmem"), "--data-dir", str(root),
+               "--namespace", NAMESPACE, "--embedder", embedder,
+               "serve", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    with log.open("wb") as sink:
+        began = time.perf_counter()
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT)
+        try:
+            _wait_healthy(url, process, log)
+            yield url, process.pid, time.perf_counter() - began
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited ({process.returncode}):\n{log.read_text()}")
+        try:
+            if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the server did not answer /healthz in {STARTUP_TIMEOUT:.0f} s")
+
+
+def _rss(pid: int) -> dict[str, float]:
+    """The server's resident memory now (VmRSS) and at its peak (VmHWM), in MiB."""
+    fields = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    return {name: int(fields[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")}
+
+
+def _other_benches(waiting: bool = False) -> list[str]:
+    """Command lines of other ``python -m bench.*`` processes (not this one or its parents);
+    ``waiting`` leaves out runs of this bench started later (they wait for this one)."""
+    ps = subprocess.run(["ps", "-eo", "pid=,ppid=,etimes=,args="], capture_output=True,
+                        text=True, check=True)  # fmt: skip
+    rows = [line.split(None, 3) for line in ps.stdout.splitlines()]
+    parent = {int(r[0]): int(r[1]) for r in rows}
+    age = {int(r[0]): int(r[2]) for r in rows}
+    mine, pid = set(), os.getpid()
+    while pid > 1:
+        mine.add(pid)
+        pid = parent.get(pid, 1)
+    return [r[3] for r in rows if len(r) == 4 and "-m bench." in r[3] and int(r[0]) not in mine
+            and not (waiting and "-m bench.http" in r[3] and age[int(r[0])] <= age[os.getpid()])]  # fmt: skip
+
+
+def _wait_for_quiet() -> None:
+    """Wait until no other ``python -m bench.*`` runs, so that they do not share the CPU."""
+    while others := _other_benches(waiting=True):
+        print(f"waiting for other benches to finish: {others}", flush=True)
+        time.sleep(60)
+
+
+# --------------------------------------------------------------------------------- clients
+
+
+class Client:
+    """One HTTP connection posting GraphQL; counts answers with errors."""
+
+    def __init__(self, url: str, query: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=120)
+        self.query = query
+        self.errors: list[str] = []
+
+    def post(self, variables: dict[str, Any]) -> float:
+        """Milliseconds to send one request and read its whole answer."""
+        began = time.perf_counter()
+        response = self.http.post("/graphql", json={"query": self.query, "variables": variables})
+        body = response.json()
+        elapsed = 1000 * (time.perf_counter() - began)
+        if response.status_code != 200 or body.get("errors") or not body.get("data"):
+            self.errors.append(f"{response.status_code}: {str(body)[:300]}")
+        return elapsed
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _single(url: str, query: str, inputs: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    client = Client(url, query)
+    try:
+        for variables in inputs[:WARMUP]:
+            client.post(variables)
+        client.errors.clear()
+        began = time.perf_counter()
+        times = [client.post(v) for v in inputs[WARMUP : WARMUP + n]]
+        wall = time.perf_counter() - began
+    finally:
+        client.close()
+    return _summary(times, wall, client.errors)
+
+
+def _concurrent(url: str, query: str, inputs: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """CLIENTS threads, each with its own connection, ``n`` timed requests each, started
+    together after their warm-up."""
+    offset = len(inputs) - CLIENTS * (CONCURRENT_WARMUP + n)  # after the single client's
+    clients = [Client(url, query) for _ in range(CLIENTS)]
+    times: list[list[float]] = [[] for _ in clients]
+    ready = threading.Barrier(CLIENTS + 1)
+    done = threading.Barrier(CLIENTS + 1)
+
+    def run(i: int) -> None:
+        mine = inputs[offset + i * (CONCURRENT_WARMUP + n) :][: CONCURRENT_WARMUP + n]
+        try:
+            for variables in mine[:CONCURRENT_WARMUP]:
+                clients[i].post(variables)
+            clients[i].errors.clear()
+        finally:
+            ready.wait()
+        try:
+            times[i] = [clients[i].post(v) for v in mine[CONCURRENT_WARMUP:]]
+        finally:
+            done.wait()
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    ready.wait()
+    began = time.perf_counter()
+    done.wait()
+    wall = time.perf_counter() - began
+    for thread in threads:
+        thread.join()
+    for client in clients:
+        client.close()
+    return _summary([t for ts in times for t in ts], wall, [e for c in clients for e in c.errors])
+
+
+def _summary(times: list[float], wall: float, errors: list[str]) -> dict[str, Any]:
+    return {"n": len(times), "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95),
+            "p99_ms": percentile(times, 99), "mean_ms": sum(times) / len(times),
+            "requests_per_s": len(times) / wall, "seconds": wall,
+            "errors": len(errors), "error_samples": errors[:5]}  # fmt: skip
+
+
+def _timed(call: Callable[[], Any]) -> float:
+    began = time.perf_counter()
+    call()
+    return time.perf_counter() - began
+
+
+# --------------------------------------------------------------------------------- report
+
+
+def _one_line(name: str, out: dict[str, Any]) -> str:
+    single, many = out[f"{name}_single"], out[f"{name}_concurrent"]
+    return (f"  {name}: 1 client p50 {single['p50_ms']:.1f} ms; {CLIENTS} clients p50 "
+            f"{many['p50_ms']:.1f} ms, {many['requests_per_s']:.1f} req/s; server RSS "
+            f"{many['rss']['VmRSS']:.0f} MiB")  # fmt: skip
+
+
+def summary_markdown(r: dict[str, Any]) -> str:
+    rows = [[name, clients, r[key]["n"], f"{r[key]['p50_ms']:.1f}", f"{r[key]['p95_ms']:.1f}",
+             f"{r[key]['requests_per_s']:.1f}", r[key]["errors"],
+             f"{r[key]['rss']['VmRSS']:.0f} / {r[key]['rss']['VmHWM']:.0f}"]
+            for name, op in (("search (limit 10)", "search"), ("traverse depth 2", "traverse"))
+            for clients, key in ((1, f"{op}_single"), (CLIENTS, f"{op}_concurrent"))]  # fmt: skip
+    head = (f"{r['store']['facts']} facts, {r['store']['links']} links, {r['embedder']} embedder;"
+            f" server up in {r['server_startup_seconds']:.1f} s, idle RSS"
+            f" {r['rss_idle']['VmRSS']:.0f} MiB\n\n")  # fmt: skip
+    return head + markdown_table(
+        ["query", "clients", "requests", "p50 ms", "p95 ms", "requests/s", "errors",
+         "server RSS / peak MiB"], rows)  # fmt: skip
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.http",
+                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--links", type=int, default=500_000)
+    parser.add_argument("--embedder", choices=("local", "hash"), default="local")
+    parser.add_argument("--data", type=Path, default=None, help="keep (and reuse) the store here")
+    parser.add_argument("--requests", type=int, default=300, help="timed requests, 1 client")
+    parser.add_argument("--per-client", type=int, default=100,
+                        help=f"timed requests per client, {CLIENTS} clients")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=None, help="JSON output path")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
