@@ -327,7 +327,9 @@ def _decode(embedding: Any) -> Any:
         try:
             raw = base64.b64decode(embedding, validate=True)
         except (binascii.Error, ValueError) as exc:
-            raise EmbedderError(f"endpoint returned an embedding that is not base64: {exc}") from exc
+            raise EmbedderError(
+                f"endpoint returned an embedding that is not base64: {exc}"
+            ) from exc
         if len(raw) % 4:
             raise EmbedderError("endpoint returned a base64 embedding of partial float32 values")
         return np.frombuffer(raw, dtype="<f4")

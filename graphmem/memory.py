@@ -626,7 +626,6 @@ class Memory:
             recalls.Candidate(h.fact, h.score, "graph" if h.depth else
                               "sqlite" if h.fts_score is not None else "lance")
             for h in hits
-            if h.score > 0
         ]  # fmt: skip
         ranked = recalls.ranked(candidates, self._entity_facts(query, scope))
         result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())

@@ -6,7 +6,8 @@ class; and, when the prompt names an entity memory knows (case-insensitively, as
 a run of up to three words), that entity's facts by lookup. This module turns them into the
 block:
 
-- candidates best first; a fact found by lookup only ranks at ``ENTITY_SCORE`` of the best hit;
+- candidates best first; hits below ``MIN_SHARE`` of the best hit's score are dropped; a fact
+  found by lookup only ranks at ``ENTITY_SCORE`` of the best hit;
 - a text longer than ``SUMMARY_CHARS`` is replaced by the fact's stored summary, or else by its
   opening cut at a sentence or word boundary, ending with "…";
 - one line per fact in the chosen format (the seed's three)::
@@ -52,6 +53,9 @@ CHARS_PER_TOKEN: Final = 4
 SUMMARY_CHARS: Final = 300
 #: Search hits considered for the block.
 CANDIDATES: Final = 30
+#: Hits scoring below this share of the best hit are left out, so that a prompt about nothing
+#: memory knows brings a short block, not one filled up with the least unrelated facts.
+MIN_SHARE: Final = 0.2
 #: Facts taken per entity the prompt names, most confident and newest first.
 ENTITY_FACTS: Final = 10
 #: The score of a fact found by entity lookup only, as a share of the best search hit's.
@@ -151,9 +155,11 @@ def entity_names(prompt: str) -> list[str]:
 
 
 def ranked(hits: Sequence[Candidate], entity_facts: Sequence[Fact]) -> list[Candidate]:
-    """Search hits and entity facts merged, best first; a fact found both ways keeps its hit."""
-    seen = {c.fact.id for c in hits}
+    """Search hits (those above MIN_SHARE of the best) and entity facts merged, best first; a
+    fact found both ways keeps its hit."""
     top = max((c.score for c in hits), default=1.0)
+    hits = [c for c in hits if c.score > 0 and c.score >= top * MIN_SHARE]
+    seen = {c.fact.id for c in hits}
     extra = [Candidate(f, top * ENTITY_SCORE, "sqlite") for f in entity_facts if f.id not in seen]
     # Stable: among equal scores, hits keep their order and entity facts their lookup order.
     return sorted([*hits, *{c.fact.id: c for c in extra}.values()], key=lambda c: -c.score)

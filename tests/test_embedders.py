@@ -253,9 +253,7 @@ def test_base64_embeddings_are_asked_for_when_configured_and_decoded(stub: OpenA
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("asked", "answered"), [("float", "base64"), ("base64", "float")])
-def test_an_answer_in_the_other_encoding_is_decoded_all_the_same(
-    asked: str, answered: str
-) -> None:
+def test_an_answer_in_the_other_encoding_is_decoded_all_the_same(asked: str, answered: str) -> None:
     stub = OpenAIStub(dimensions=STUB_DIMS, force_encoding=answered)
     with stub:
         vectors = openai_embedder(stub, embed_encoding=asked).embed(["whatever was asked"])
@@ -331,9 +329,7 @@ def test_a_namespace_on_the_openai_embedder_finds_a_fact_by_vector_search(
 
 @pytest.mark.integration
 def test_a_store_whose_embedding_fails_writes_nothing(tmp_path: Path, stub: OpenAIStub) -> None:
-    with Memory.open(
-        tmp_path / "data", settings=openai_settings(stub, embed_max_retries=0)
-    ) as mem:
+    with Memory.open(tmp_path / "data", settings=openai_settings(stub, embed_max_retries=0)) as mem:
         stub.fail_next(status=503)
         with pytest.raises(EmbedderError):
             mem.store("Dave's birthday is in March")
