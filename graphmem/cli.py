@@ -147,7 +147,11 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--valid-from", help="When the fact became true (default: now).")
 @click.option("--source-date", help="When the fact was stated.")
 @click.option("--supersedes", help="Id of the live fact this one replaces.")
-@click.option("--no-classify", is_flag=True, help="Always add; skip the entity/key rules.")
+@click.option(
+    "--no-classify",
+    is_flag=True,
+    help="Always add; skip classification (entity/key rules or the LLM).",
+)
 @click.option("--no-autolink", is_flag=True, help="Make no automatic links for this fact.")
 @json_option
 @click.pass_context
@@ -160,7 +164,7 @@ def store(
     no_autolink: bool,
     **fields: Any,
 ) -> None:
-    """Store a fact (ADD, or UPDATE/NOOP by the classify rules), with its automatic links."""
+    """Store a fact (ADD, or UPDATE/DELETE/NOOP by the classifier), with its automatic links."""
     item = {k: v for k, v in fields.items() if v is not None}
     if no_classify:
         item["classify"] = False

@@ -60,8 +60,9 @@ class FactInput:
     )
     classify: bool = strawberry.field(
         default=True,
-        description="Let the write rules decide ADD, UPDATE (same entity and key, new value) or "
-        "NOOP (a repeat); false always adds.",
+        description="Let the classifier decide: the rules (UPDATE for the same entity and key "
+        "with a new value, NOOP for a repeat) or, when the server uses one, an LLM (also DELETE); "
+        "false always adds.",
     )
     autolink: bool | None = strawberry.field(
         default=None, description="Make automatic similarity links (default: the server setting)."

@@ -65,6 +65,12 @@ def test_the_block_never_exceeds_the_budget_and_a_bigger_budget_shows_more(mem: 
     assert small.omitted > 0  # some candidates did not fit
 
 
+def test_a_very_long_prompt_is_searched_by_its_beginning(mem: Memory) -> None:
+    mem.store("The staging database runs PostgreSQL 16")
+    prompt = "Which PostgreSQL version runs on staging? " + "Some pasted log line. " * 2000
+    assert [f.text for f in mem.recall(prompt).facts] == ["The staging database runs PostgreSQL 16"]
+
+
 def test_nothing_to_recall_is_an_empty_context(mem: Memory) -> None:
     r = mem.recall("what editor does the user like?")
     assert (r.context, r.facts, r.tokens) == ("", [], 0)
