@@ -9,7 +9,8 @@ strict JSON answer::
 
 Existing facts travel under short references (``E1``, ``E2``…) rather than their UUIDs: fewer
 tokens, and fewer ids for the model to mangle. A new fact with no similar facts is added without
-asking. Anything that goes wrong falls back to ADD for the facts concerned, with the reason in
+asking, and so is one repeating a live fact's text (dedup makes it a NOOP anyway). Anything
+that goes wrong falls back to ADD for the facts concerned, with the reason in
 the write's result (and the log): the request failing after its retries, an answer that is not
 JSON or not the agreed shape, an unknown action, a target that names no listed fact, a fact the
 answer leaves out. Nothing is ever lost to the classifier.
@@ -24,12 +25,12 @@ import json
 import logging
 import sqlite3
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final, get_args
 
 from .errors import LLMError
+from .ingest import normalized_hash
 from .llm import ChatClient
-from .models import Action, FactInput
+from .models import Action, FactInput, Verdict
 from .temporal import TimeScope, to_iso
 
 #: Nearest live facts (by vector) shown to the model for each new fact.
@@ -54,17 +55,6 @@ Give exactly one decision for every new fact."""
 
 _ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
 _log = logging.getLogger("graphmem.classify")
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The classifier's decision for one new fact. ``target`` is an existing fact's id (None for
-    ADD); ``fallback`` marks an ADD chosen because the classifier could not answer."""
-
-    action: Action
-    target: str | None
-    reason: str
-    fallback: bool = False
 
 
 def similar_facts(
@@ -97,6 +87,24 @@ def similar_facts(
                 found.setdefault(r["id"], r)
         out.append(list(found.values()))
     return out
+
+
+def repeats(
+    conn: sqlite3.Connection, inputs: Sequence[FactInput], now: float, fuzzy: bool
+) -> set[int]:
+    """Positions of the new facts that dedup will make NOOPs (the text of a live fact, or its
+    normalised text when ``fuzzy``): nothing to ask the model about."""
+    hashes = [normalized_hash(x.text) for x in inputs]
+    scope = TimeScope(now, now)
+    live: dict[str, set[str]] = {}
+    for h, text in conn.execute(
+        "SELECT normalized_hash, text FROM facts f WHERE normalized_hash IN"
+        f" (SELECT value FROM json_each(:hashes)) AND {scope.fact_clause()}",
+        {"hashes": json.dumps(sorted(set(hashes))), **scope.params},
+    ):
+        live.setdefault(h, set()).add(text)
+    return {i for i, (x, h) in enumerate(zip(inputs, hashes, strict=True))
+            if h in live and (fuzzy or x.text in live[h])}  # fmt: skip
 
 
 def classify(

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from .classify import Verdict
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
-from .models import Action, Fact, FactInput, StoreResult
+from .models import Action, Fact, FactInput, StoreResult, Verdict
 from .settings import Settings
 from .tagging import detect_category, extract_tags
 from .temporal import TimeScope

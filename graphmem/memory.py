@@ -36,7 +36,6 @@ from . import autolink as autolinks
 from . import capture as captures
 from . import recall as recalls
 from . import search as ranking
-from .classify import Verdict
 from .decay import (
     DECAY_CLASSES,
     PRUNE_CONFIDENCE,
@@ -61,6 +60,7 @@ from .models import (
     Link,
     SearchHit,
     StoreResult,
+    Verdict,
     fact_columns,
 )
 from .settings import Settings
@@ -1063,8 +1063,12 @@ class Memory:
 
     def _classify(self, inputs: Sequence[FactInput], vectors: Vectors) -> list[Verdict | None]:
         """The LLM classifier's verdicts for the items it may decide (classify on, no explicit
-        ``supersedes``); None for the others. See :mod:`graphmem.classify`."""
-        asked = [i for i, x in enumerate(inputs) if x.classify and x.supersedes is None]
+        ``supersedes``, not a repeat that dedup will catch); None for the others. See
+        :mod:`graphmem.classify`."""
+        conn = self._db.reader()
+        repeats = classify.repeats(conn, inputs, self._now(), self.settings.fuzzy_dedup)
+        asked = [i for i, x in enumerate(inputs)
+                 if x.classify and x.supersedes is None and i not in repeats]  # fmt: skip
         out: list[Verdict | None] = [None] * len(inputs)
         if not asked:
             return out
@@ -1073,7 +1077,7 @@ class Memory:
         chosen = [inputs[i] for i in asked]
         neighbours = self._vectors.neighbours_many(vectors[asked], classify.SIMILAR_FACTS,
                                                    live_only=True)  # fmt: skip
-        similar = classify.similar_facts(self._db.reader(), chosen, neighbours, self._now())
+        similar = classify.similar_facts(conn, chosen, neighbours, self._now())
         verdicts = classify.classify(self._llm, chosen, similar, self.settings.llm_batch_size)
         for i, verdict in zip(asked, verdicts, strict=True):
             out[i] = verdict

@@ -150,6 +150,14 @@ def test_facts_without_similar_facts_are_added_without_asking(
     assert stub.chat_requests == []
 
 
+def test_repeats_of_stored_facts_are_noops_without_asking(mem: Memory, stub: OpenAIStub) -> None:
+    [tea] = seed(mem, "Ben drinks green tea every morning")
+    results = mem.store_many([{"text": "Ben drinks green tea every morning"},
+                              {"text": "  ben drinks GREEN tea every morning "}])  # fmt: skip
+    assert [(r.action, r.target_ids) for r in results] == [("NOOP", (tea,)), ("NOOP", (tea,))]
+    assert stub.chat_requests == []
+
+
 def test_explicit_supersedes_and_unclassified_facts_are_not_sent(
     mem: Memory, stub: OpenAIStub
 ) -> None:
