@@ -125,7 +125,7 @@ class RecallResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "context": self.context,
-            "facts": [item.to_dict() for item in self.items],
+            "items": [item.to_dict() for item in self.items],
             "tokens": self.tokens,
             "omitted": self.omitted,
         }

@@ -225,7 +225,7 @@ def test_capture_reads_messages_from_a_file_and_recall_prints_the_block(
     block = gm("recall", "how should code be formatted?", "--format", "minimal")
     assert block == "<memory-context>\nI always use black for formatting.\n</memory-context>\n"
     out = gm("recall", "formatting", "--max-tokens", "5", "--json")
-    assert (out["context"], out["facts"], out["omitted"]) == ("", [], 1)
+    assert (out["context"], out["items"], out["omitted"]) == ("", [], 1)
     assert "hunter2" not in gm("export")
 
 
