@@ -9,7 +9,7 @@ block:
 - candidates best first; hits below ``MIN_SHARE`` of the best hit's score are dropped; a fact
   found by lookup only ranks at ``ENTITY_SCORE`` of the best hit;
 - a text longer than ``SUMMARY_CHARS`` is replaced by the fact's stored summary, or else by its
-  opening cut at a sentence or word boundary, ending with "…";
+  opening cut at a sentence or word boundary, ending with "…" (a summary that long is cut too);
 - one line per fact in the chosen format (the seed's three)::
 
       full     [sqlite/preference] User prefers dark mode
@@ -193,8 +193,7 @@ def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
     text = _clean(fact.text)
     summarized = len(text) > SUMMARY_CHARS
     if summarized:
-        summary = _clean(fact.summary or "")
-        text = summary if summary and len(summary) < len(text) else shorten(text, SUMMARY_CHARS)
+        text = shorten(_clean(fact.summary or "") or text, SUMMARY_CHARS)
     if format == "full":
         return f"[{source}/{fact.category}] {text}", summarized
     if format == "short":
