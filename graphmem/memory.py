@@ -1,9 +1,14 @@
 """``Memory``: one namespace's facts, their vectors, and every read and write on them.
 
-Write path (DESIGN §4): validate → embed (outside the write lock) → one SQLite transaction that
-dedups, classifies (rules), supersedes, inserts and queues an outbox row per vector to sync →
-commit → bring LanceDB in line and clear the outbox. A crash after the commit loses nothing:
-``open`` replays the outbox.
+Write path (DESIGN §4): validate → embed (outside the write lock) → with the LLM classifier,
+one chat request for the batch (also outside the lock) → one SQLite transaction that dedups,
+classifies (rules, or applies the LLM's verdicts), supersedes, inserts and queues an outbox row
+per vector to sync → commit → bring LanceDB in line and clear the outbox. A crash after the
+commit loses nothing: ``open`` replays the outbox.
+
+For agent loops, ``recall`` builds the ``<memory-context>`` block before a turn
+(:mod:`graphmem.recall`) and ``capture`` stores what a turn's messages say
+(:mod:`graphmem.capture`).
 """
 
 from __future__ import annotations
@@ -26,8 +31,10 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import analytics, expansion, graph, ingest, transfer
+from . import analytics, classify, expansion, graph, ingest, transfer
 from . import autolink as autolinks
+from . import capture as captures
+from . import recall as recalls
 from . import search as ranking
 from .decay import (
     DECAY_CLASSES,
@@ -42,6 +49,7 @@ from .decay import (
 from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
 from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
 from .keyword import KeywordRanker
+from .llm import ChatClient
 from .models import (
     MAX_BATCH,
     MAX_TEXT_LENGTH,
@@ -52,6 +60,7 @@ from .models import (
     Link,
     SearchHit,
     StoreResult,
+    Verdict,
     fact_columns,
 )
 from .settings import Settings
@@ -143,6 +152,7 @@ class Memory:
         embedder: Embedder,
         settings: Settings,
         clock: Callable[[], float],
+        llm: ChatClient | None = None,
     ) -> None:
         from .vectors import VectorIndex
 
@@ -159,6 +169,8 @@ class Memory:
         self._access_lock = threading.Lock()
         self._accessed: dict[str, tuple[int, float]] = {}  # id -> (count, last time) to write
         self._listeners: list[Callable[[list[Change]], None]] = []
+        self._llm = llm
+        self._token_counter: recalls.TokenCounter | None = None
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -173,18 +185,23 @@ class Memory:
         clock: Callable[[], float] | None = None,
         reindex: bool = False,
         progress: Progress | None = None,
+        llm: ChatClient | None = None,
     ) -> Memory:
         """Open (creating if needed) a namespace under ``data_dir``.
 
         Refuses with EmbedderMismatch when the namespace was indexed by another embedder, unless
         ``reindex`` is True, which rebuilds the vectors with this one (reporting to ``progress``).
         Replays the outbox; rebuilds the vector index if its directory has gone missing.
+        ``llm`` is the chat model of the LLM classifier (default: from the ``llm_*`` settings
+        when ``classifier`` is ``llm``; InvalidInput if they name no endpoint).
         """
         settings = settings or Settings.load()
         namespace = settings.namespace if namespace is None else namespace
         check_namespace(namespace)
         directory = Path(data_dir if data_dir is not None else settings.data_dir) / namespace
         directory.mkdir(parents=True, exist_ok=True)
+        if llm is None and settings.classifier == "llm":
+            llm = ChatClient.from_settings(settings)
         if isinstance(embedder, str) or embedder is None:
             embedder = create_embedder(embedder or settings.embedder, settings)
         db = Database(directory / SQLITE_FILE)
@@ -205,7 +222,7 @@ class Memory:
             if rebuild and (directory / VECTOR_DIR).exists():
                 # Rebuilt from SQLite anyway; removing it first also recovers a damaged index.
                 shutil.rmtree(directory / VECTOR_DIR)
-            memory = cls(directory, namespace, db, embedder, settings, clock or time.time)
+            memory = cls(directory, namespace, db, embedder, settings, clock or time.time, llm)
             if rebuild or (memory._vectors.missing and memory._count_facts()):
                 memory.reindex(progress)
             else:
@@ -287,7 +304,9 @@ class Memory:
         the new facts' automatic links, see :mod:`graphmem.autolink`).
 
         ``autolink=False`` makes no automatic links for items that do not say otherwise.
-        Raises InvalidInput (nothing written) if any item is invalid, NotFound or Conflict if a
+        With ``classifier = llm``, one chat request classifies the batch (per ``llm_batch_size``
+        facts) before the transaction; if it fails, the facts are added (see
+        :mod:`graphmem.classify`). Raises InvalidInput (nothing written) if any item is invalid, NotFound or Conflict if a
         ``supersedes`` id is unknown or not live. Results are in input order.
         """
         if isinstance(items, Mapping | str | bytes):
@@ -303,9 +322,11 @@ class Memory:
         vectors, fresh = self._cache.embed(self._db.reader(), [x.text for x in inputs])
         options = autolinks.Options.resolve(self.settings, self.embedder.provider)
         twins, similar = self._similar(vectors, inputs, options)
+        verdicts = self._classify(inputs, vectors) if self.settings.classifier == "llm" else None
         now = self._now()
         with self._db.write() as conn:
-            results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings)
+            results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings,
+                                                  verdicts)  # fmt: skip
             autolinks.link_batch(conn, now, inputs, results, similar, options)
             self._cache.store(conn, fresh, now)
             _queue(conn, touched, now)
@@ -480,6 +501,27 @@ class Memory:
         away, each scored below the fact that reached it; a hit linked to a stronger one may rise
         to just below it (see docs/graph.md).
         """
+        hits, scope = self._search(query, limit, tag, category, entity, as_of, known_at,
+                                   include_superseded, mode, source, graph_depth)  # fmt: skip
+        if scope.current:
+            self._track_access([h.fact.id for h in hits])
+        return hits
+
+    def _search(
+        self,
+        query: str,
+        limit: int,
+        tag: str | None,
+        category: str | None,
+        entity: str | None,
+        as_of: TimeInput | None,
+        known_at: TimeInput | None,
+        include_superseded: bool,
+        mode: str,
+        source: str | None,
+        graph_depth: int,
+    ) -> tuple[list[SearchHit], TimeScope]:
+        """``search`` without access tracking; also returns the resolved time scope."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
         if len(query) > MAX_TEXT_LENGTH:
@@ -558,8 +600,60 @@ class Memory:
             for score, _, fact_id in top
             if fact_id in rows  # purged since the legs ran
         ]  # fmt: skip
+        return out, scope
+
+    def recall(
+        self,
+        prompt: str,
+        max_tokens: int = recalls.DEFAULT_MAX_TOKENS,
+        format: recalls.Format = "full",
+        graph_depth: int = 0,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> recalls.RecallResult:
+        """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
+
+        Hybrid search on the prompt (its first 10,000 characters), with the facts of any known
+        entity it names merged in and, with ``graph_depth`` > 0, linked facts; best first, long
+        texts as summaries, one line per fact in ``format`` (full, short or minimal). See
+        :mod:`graphmem.recall`. The facts in the block count as accessed.
+        """
+        recalls.check(prompt, max_tokens, format)
+        query = prompt[:MAX_TEXT_LENGTH]
+        hits, scope = self._search(query, recalls.CANDIDATES, None, None, None, as_of, known_at,
+                                   False, "hybrid", None, graph_depth)  # fmt: skip
+        candidates = [
+            recalls.Candidate(h.fact, h.score, "graph" if h.depth else
+                              "sqlite" if h.fts_score is not None else "lance")
+            for h in hits
+        ]  # fmt: skip
+        ranked = recalls.ranked(candidates, self._entity_facts(query, scope))
+        result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())
         if scope.current:
-            self._track_access([h.fact.id for h in out])
+            self._track_access([f.id for f in result.facts])
+        return result
+
+    def capture(self, messages: Sequence[Mapping[str, Any]]) -> list[captures.CaptureResult]:
+        """Store what a turn's messages say that is worth remembering (auto-capture).
+
+        ``messages`` are ``{"role", "content"}`` objects (OpenAI chat format). Sentences that a
+        trigger marks as memorable, from messages without sensitive content, go through the
+        write path in one batch; see :mod:`graphmem.capture`. Returns one result per candidate
+        (and a SKIP for each message without one), in order. InvalidInput, with nothing stored,
+        for messages that are not a list of role/content objects or have an unknown role.
+        """
+        found = captures.candidates(captures.parse_messages(messages),
+                                    self.settings.capture_max_chars)  # fmt: skip
+        items = [c.item for c in found if c.item is not None]
+        stored = iter(self.store_many(items) if items else [])
+        out = []
+        for c in found:
+            if c.item is None:
+                out.append(captures.CaptureResult("SKIP", None, c.reason, c.message, c.role, None))
+                continue
+            r = next(stored)
+            out.append(captures.CaptureResult(r.action, r.fact, r.reason, c.message, c.role,
+                                              c.text, r.target_ids))  # fmt: skip
         return out
 
     def history(
@@ -819,7 +913,9 @@ class Memory:
     # ----------------------------------------------------------------------------- operations
 
     def stats(self) -> dict[str, Any]:
-        """Counts by state, decay class and category, plus index and embedder facts."""
+        """Counts by state, decay class and category, plus index and embedder facts, and the
+        ``usage`` of the embedder and the classifier's chat model (calls, retries, tokens; see
+        :mod:`graphmem.usage`)."""
         now = self._now()
         scope = TimeScope(now, now)
         conn = self._db.reader()
@@ -858,6 +954,10 @@ class Memory:
                 "provider": self.embedder.provider,
                 "model": self.embedder.model,
                 "dimensions": self.embedder.dimensions,
+            },
+            "usage": {
+                "embedding": self.embedder.meter.snapshot().to_dict(),
+                "llm": None if self._llm is None else self._llm.meter.snapshot().to_dict(),
             },
         }
 
@@ -960,6 +1060,50 @@ class Memory:
 
     def _scope(self, as_of: TimeInput | None, known_at: TimeInput | None) -> TimeScope:
         return TimeScope.resolve(self._now(), as_of, known_at)
+
+    def _classify(self, inputs: Sequence[FactInput], vectors: Vectors) -> list[Verdict | None]:
+        """The LLM classifier's verdicts for the items it may decide (classify on, no explicit
+        ``supersedes``, not a repeat that dedup will catch); None for the others. See
+        :mod:`graphmem.classify`."""
+        conn = self._db.reader()
+        repeats = classify.repeats(conn, inputs, self._now(), self.settings.fuzzy_dedup)
+        asked = [i for i, x in enumerate(inputs)
+                 if x.classify and x.supersedes is None and i not in repeats]  # fmt: skip
+        out: list[Verdict | None] = [None] * len(inputs)
+        if not asked:
+            return out
+        if self._llm is None:
+            self._llm = ChatClient.from_settings(self.settings)
+        chosen = [inputs[i] for i in asked]
+        neighbours = self._vectors.neighbours_many(vectors[asked], classify.SIMILAR_FACTS,
+                                                   live_only=True)  # fmt: skip
+        similar = classify.similar_facts(conn, chosen, neighbours, self._now())
+        verdicts = classify.classify(self._llm, chosen, similar, self.settings.llm_batch_size)
+        for i, verdict in zip(asked, verdicts, strict=True):
+            out[i] = verdict
+        return out
+
+    def _entity_facts(self, prompt: str, scope: TimeScope) -> list[Fact]:
+        """The facts of every entity the prompt names (recall's entity lookup): up to
+        ENTITY_FACTS each, most confident and newest first, in one query."""
+        rows = self._db.reader().execute(
+            f"""SELECT * FROM (
+                SELECT f.*, row_number() OVER (PARTITION BY lower(f.entity) ORDER BY
+                    f.confidence DESC, COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC) AS n
+                FROM facts f WHERE lower(f.entity) IN (SELECT value FROM json_each(:names))
+                AND {scope.fact_clause()}
+            ) WHERE n <= :per_entity ORDER BY n, seq""",
+            {"names": json.dumps(recalls.entity_names(prompt)),
+             "per_entity": recalls.ENTITY_FACTS, **scope.params},
+        ).fetchall()  # fmt: skip
+        return [Fact.from_row(r) for r in rows]
+
+    def _count_tokens(self) -> recalls.TokenCounter:
+        if self.settings.recall_tokenizer is None:
+            return recalls.chars_counter
+        if self._token_counter is None:
+            self._token_counter = recalls.tokenizer_counter(self.settings.recall_tokenizer)
+        return self._token_counter
 
     def _count_facts(self) -> int:
         return int(self._db.reader().execute("SELECT count(*) FROM facts").fetchone()[0])

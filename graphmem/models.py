@@ -263,6 +263,17 @@ class StoreResult:
 
 
 @dataclass(frozen=True, slots=True)
+class Verdict:
+    """The LLM classifier's decision for one new fact. ``target`` is an existing fact's id (None for
+    ADD); ``fallback`` marks an ADD chosen because the classifier could not answer."""
+
+    action: Action
+    target: str | None
+    reason: str
+    fallback: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     """A search result: the fact and its final score (higher is better), with the leg scores.
 

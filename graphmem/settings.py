@@ -32,23 +32,29 @@ class Settings(BaseModel):
         description="Embedding provider: local MiniLM ONNX, an OpenAI-compatible "
         "endpoint, or the hash embedder (tests only).",
     )
-    openai_base_url: str | None = Field(
-        None, description="Base URL of the OpenAI-compatible API (None: api.openai.com)."
+    embed_base_url: str | None = Field(
+        None,
+        description="Base URL of the OpenAI-compatible embeddings API (None: api.openai.com).",
     )
-    openai_api_key: str | None = Field(
-        None, description="API key for the endpoint; falls back to OPENAI_API_KEY."
+    embed_api_key: str | None = Field(
+        None, description="API key for the embeddings endpoint; falls back to OPENAI_API_KEY."
     )
-    openai_embedding_model: str = Field(
+    embed_model: str = Field(
         "text-embedding-3-small", description="Embedding model name at the endpoint."
     )
-    openai_dimensions: int | None = Field(
+    embed_dimensions: int | None = Field(
         None,
         ge=1,
         le=8192,
         description="Requested embedding size (None: the model's own, learnt from the first call).",
     )
-    openai_timeout: float = Field(30.0, gt=0, description="Seconds per embedding request.")
-    openai_max_retries: int = Field(
+    embed_encoding: Literal["float", "base64"] = Field(
+        "float",
+        description="How embeddings are asked to travel: JSON floats, or base64 float32 (smaller); "
+        "either answer is accepted.",
+    )
+    embed_timeout: float = Field(30.0, gt=0, description="Seconds per embedding request.")
+    embed_max_retries: int = Field(
         4, ge=0, le=10, description="Retries, with exponential backoff, on 429, 5xx and timeouts."
     )
     embed_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding call.")
@@ -84,8 +90,24 @@ class Settings(BaseModel):
     entity_links_max: int = Field(
         5, ge=0, le=50, description="Most same-entity links per new fact (bounds hubs)."
     )
-    classifier: Literal["rules", "off"] = Field(
-        "rules", description="Classify-before-write: offline entity/key rules, or off (always ADD)."
+    classifier: Literal["rules", "llm", "off"] = Field(
+        "rules",
+        description="Classify-before-write: offline entity/key rules, an LLM over an "
+        "OpenAI-compatible chat endpoint, or off (always ADD).",
+    )
+    llm_base_url: str | None = Field(
+        None, description="Base URL of the OpenAI-compatible chat API (None: api.openai.com)."
+    )
+    llm_api_key: str | None = Field(
+        None, description="API key for the chat endpoint; falls back to OPENAI_API_KEY."
+    )
+    llm_model: str = Field("gpt-4o-mini", description="Chat model that classifies writes.")
+    llm_timeout: float = Field(60.0, gt=0, description="Seconds per chat request.")
+    llm_max_retries: int = Field(
+        4, ge=0, le=10, description="Retries, with exponential backoff, on 429, 5xx and timeouts."
+    )
+    llm_batch_size: int = Field(
+        50, ge=1, le=500, description="Most new facts one classification request carries."
     )
     multi_valued_keys: tuple[str, ...] = Field(
         ("child", "children", "kid", "kids", "skill", "skills", "hobby", "hobbies", "pet",
@@ -104,6 +126,17 @@ class Settings(BaseModel):
     )
     track_access: bool = Field(
         True, description="Current-time search and lookup count accesses and refresh TTLs."
+    )
+    recall_tokenizer: Path | None = Field(
+        None,
+        description="A tokenizer.json (Hugging Face tokenizers format) that counts the tokens of "
+        "the recall budget; None: about 4 characters per token.",
+    )
+    capture_max_chars: int = Field(
+        5000,
+        ge=10,
+        le=10_000,
+        description="Longest message capture considers, in characters (longer ones are skipped).",
     )
 
     host: str = Field(
@@ -167,8 +200,9 @@ class Settings(BaseModel):
                 values[name] = tuple(part.strip() for part in raw.split(",") if part.strip())
             else:
                 values[name] = raw
-        if values.get("openai_api_key") is None and "OPENAI_API_KEY" in env:
-            values["openai_api_key"] = env["OPENAI_API_KEY"]
+        for name in ("embed_api_key", "llm_api_key"):
+            if values.get(name) is None and "OPENAI_API_KEY" in env:
+                values[name] = env["OPENAI_API_KEY"]
         values.update({k: v for k, v in overrides.items() if v is not None})
         try:
             return cls.model_validate(values)

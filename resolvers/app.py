@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -42,6 +42,7 @@ from strawberry.exceptions import ConnectionRejectionError
 
 from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
+from graphmem.llm import ChatClient
 from graphmem.memory import check_namespace
 
 from .context import Context
@@ -70,7 +71,8 @@ class Denied(Exception):
 
 class Namespaces:
     """The namespaces this server has opened, each opened once on first use, sharing one
-    embedder; every Memory's changes feed the broadcaster."""
+    embedder and (with the LLM classifier) one chat model; every Memory's changes feed the
+    broadcaster."""
 
     def __init__(
         self,
@@ -80,6 +82,7 @@ class Namespaces:
     ) -> None:
         self.settings = settings
         self.embedder = embedder
+        self.llm = ChatClient.from_settings(settings) if settings.classifier == "llm" else None
         self.clock = clock
         self.broadcaster: Broadcaster | None = None
         self._open: dict[str, Memory] = {}
@@ -93,7 +96,7 @@ class Namespaces:
             if memory is None:
                 memory = Memory.open(
                     self.settings.data_dir, name, self.embedder, settings=self.settings,
-                    clock=self.clock,
+                    clock=self.clock, llm=self.llm,
                 )  # fmt: skip
                 if self.broadcaster is not None:
                     self.broadcaster.watch(memory)
@@ -244,8 +247,8 @@ class Guard:
 
 
 class Metrics:
-    """Prometheus metrics of one app: requests by route and status, their latency, and facts,
-    links and subscribers per open namespace."""
+    """Prometheus metrics of one app: requests by route and status, their latency, facts, links
+    and subscribers per open namespace, and the calls and tokens of the model providers."""
 
     def __init__(self, namespaces: Namespaces) -> None:
         self.registry = CollectorRegistry()
@@ -259,6 +262,7 @@ class Metrics:
             buckets=(0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )  # fmt: skip
         self.registry.register(_MemoryCollector(namespaces))
+        self.registry.register(_UsageCollector(namespaces))
 
 
 class Timing:
@@ -316,6 +320,40 @@ class _MemoryCollector(Collector):
             pending.add_metric([name], stats["outbox_pending"])
             subscribers.add_metric([name], broadcaster.subscribers(name) if broadcaster else 0)
         yield from (facts, links, pending, subscribers)
+
+
+class _UsageCollector(Collector):
+    """The meters of the shared embedder and chat model (graphmem.usage), as counters."""
+
+    def __init__(self, namespaces: Namespaces) -> None:
+        self.namespaces = namespaces
+
+    def collect(self) -> Any:
+        labels = ["kind", "provider", "model"]
+        counters = {
+            name: CounterMetricFamily(f"graphmem_provider_{name}", text, labels=labels)
+            for name, text in (
+                ("calls", "Calls answered by a model provider (embedder or chat model)."),
+                ("failed_calls", "Calls to a model provider that failed after their retries."),
+                ("retries", "Retries of calls to a model provider (429, 5xx, timeouts)."),
+                ("inputs", "Texts sent to a model provider (chat: one per request)."),
+            )
+        }
+        tokens = CounterMetricFamily(
+            "graphmem_provider_tokens", "Tokens a model provider reported using.",
+            labels=[*labels, "type"],
+        )  # fmt: skip
+        meters = [self.namespaces.embedder.meter]
+        if self.namespaces.llm is not None:
+            meters.append(self.namespaces.llm.meter)
+        for meter in meters:
+            usage = meter.snapshot()
+            key = [usage.kind, usage.provider, usage.model]
+            for name, family in counters.items():
+                family.add_metric(key, getattr(usage, name))
+            tokens.add_metric([*key, "prompt"], usage.prompt_tokens)
+            tokens.add_metric([*key, "completion"], usage.completion_tokens)
+        yield from (*counters.values(), tokens)
 
 
 _ROUTES: Final = (GRAPHQL_PATH, "/healthz", "/metrics")

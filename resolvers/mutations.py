@@ -12,6 +12,7 @@ import graphmem
 from .context import Context
 from .types import (
     JSON,
+    CaptureAction,
     DateTime,
     Fact,
     Link,
@@ -59,8 +60,9 @@ class FactInput:
     )
     classify: bool = strawberry.field(
         default=True,
-        description="Let the write rules decide ADD, UPDATE (same entity and key, new value) or "
-        "NOOP (a repeat); false always adds.",
+        description="Let the classifier decide: the rules (UPDATE for the same entity and key "
+        "with a new value, NOOP for a repeat) or, when the server uses one, an LLM (also DELETE); "
+        "false always adds.",
     )
     autolink: bool | None = strawberry.field(
         default=None, description="Make automatic similarity links (default: the server setting)."
@@ -90,6 +92,43 @@ class LinkInput:
     )
     metadata: JSON | None = strawberry.field(
         default=None, description="A JSON object kept with the link (at most 16 KiB)."
+    )
+
+
+@strawberry.input(description="A chat message, as agents exchange them (OpenAI format).")
+class MessageInput:
+    role: str = strawberry.field(
+        description="system, developer, user, assistant or tool (only user and assistant "
+        "messages are read)."
+    )
+    content: str = strawberry.field(description="The message's text.")
+
+
+@strawberry.type(description="What capture did with one candidate (or one skipped message).")
+class CaptureResult:
+    action: CaptureAction = strawberry.field(description="ADD, UPDATE, DELETE, NOOP or SKIP.")
+    fact: Fact | None = strawberry.field(
+        description="The fact stored, repeated (NOOP) or retracted (DELETE)."
+    )
+    reason: str = strawberry.field(description="Why: the write rules' reason, or why skipped.")
+    message: int = strawberry.field(description="The index of the message it came from.")
+    role: str = strawberry.field(description="That message's role.")
+    text: str | None = strawberry.field(
+        description="The sentence; null when a whole message was skipped (a secret is never "
+        "repeated)."
+    )
+    target_ids: list[strawberry.ID] = strawberry.field(
+        description="Facts superseded (UPDATE), retracted (DELETE) or repeated (NOOP)."
+    )
+
+
+@strawberry.type(description="The result of `captureMessages`.")
+class CapturePayload:
+    results: list[CaptureResult] = strawberry.field(
+        description="One per candidate sentence, and one SKIP per message without any, in order."
+    )
+    error: UserError | None = strawberry.field(
+        description="Set when the messages were refused (then nothing was stored)."
     )
 
 
@@ -174,6 +213,38 @@ class Mutation:
             )
 
         return await _guarded(info, store, lambda e: StoreFactsPayload(results=[], error=e))
+
+    @strawberry.mutation(
+        description="Store what a turn's messages say that is worth remembering (auto-capture): "
+        "memorable sentences of user and assistant messages without sensitive content go "
+        "through the write rules in one batch (docs/agents.md)."
+    )
+    async def capture_messages(
+        self,
+        info: Info[Context, None],
+        messages: Annotated[
+            list[MessageInput], strawberry.argument(description="The turn's messages, in order.")
+        ],
+    ) -> CapturePayload:
+        async def capture() -> CapturePayload:
+            results = await info.context.run(
+                info.context.memory.capture,
+                [{"role": m.role, "content": m.content} for m in messages],
+            )
+            return CapturePayload(
+                results=[
+                    CaptureResult(
+                        action=CaptureAction(r.action),
+                        fact=None if r.fact is None else Fact.of(r.fact, NOW),
+                        reason=r.reason, message=r.message, role=r.role, text=r.text,
+                        target_ids=[strawberry.ID(i) for i in r.target_ids],
+                    )
+                    for r in results
+                ],
+                error=None,
+            )  # fmt: skip
+
+        return await _guarded(info, capture, lambda e: CapturePayload(results=[], error=e))
 
     @strawberry.mutation(description="Link two facts, or update the strength of their live link.")
     async def link_facts(

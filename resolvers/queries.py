@@ -8,6 +8,7 @@ import strawberry
 from strawberry.types import Info
 
 from graphmem import graph
+from graphmem import recall as recalls
 
 from .context import Context, Scope
 from .types import (
@@ -21,6 +22,8 @@ from .types import (
     LinkType,
     PageInfo,
     Path,
+    Recall,
+    RecallFormat,
     SearchHit,
     SearchMode,
     Stats,
@@ -179,6 +182,45 @@ class Query:
             )
             for h in hits
         ]
+
+    @strawberry.field(
+        description="The `<memory-context>` block to put before an agent's turn (auto-recall): "
+        "hybrid search on the prompt, the facts of entities it names, optionally linked facts; "
+        "best first, long facts as summaries, within a token budget (docs/agents.md)."
+    )
+    async def recall(
+        self,
+        info: Info[Context, None],
+        prompt: Annotated[str, strawberry.argument(description="The user's message.")],
+        max_tokens: Annotated[
+            int,
+            strawberry.argument(
+                description=f"The block's budget in tokens (1 to {recalls.MAX_TOKENS}; about 4 "
+                "characters each unless the server has a tokenizer)."
+            ),
+        ] = recalls.DEFAULT_MAX_TOKENS,
+        format: Annotated[
+            RecallFormat, strawberry.argument(description="How each fact's line is written.")
+        ] = RecallFormat.FULL,
+        graph_depth: Annotated[
+            int,
+            strawberry.argument(
+                description=f"Also bring facts up to this many links away (0 to {graph.MAX_DEPTH})."
+            ),
+        ] = 0,
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+    ) -> Recall:
+        result = await info.context.run(
+            info.context.memory.recall,
+            prompt,
+            max_tokens,
+            format.value,
+            graph_depth,
+            as_of,
+            known_at,
+        )
+        return Recall.of(result, (as_of, known_at))
 
     @strawberry.field(
         description="Facts about an entity (and key), by exact match, most confident and newest "

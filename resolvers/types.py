@@ -91,6 +91,39 @@ class StoreAction(Enum):
     )
 
 
+@strawberry.enum(description="What capture did with a candidate sentence or message.")
+class CaptureAction(Enum):
+    ADD = strawberry.enum_value("ADD", description="Stored as a new fact.")
+    UPDATE = strawberry.enum_value(
+        "UPDATE", description="Stored as the new version of the facts in `targetIds`."
+    )
+    DELETE = strawberry.enum_value("DELETE", description="Retracted the facts in `targetIds`.")
+    NOOP = strawberry.enum_value(
+        "NOOP", description="Nothing written: it repeats the fact in `targetIds`."
+    )
+    SKIP = strawberry.enum_value(
+        "SKIP", description="Not stored: sensitive, too short or long, or nothing memorable."
+    )
+
+
+@strawberry.enum(description="How `recall` writes each fact's line (the seeds' formats).")
+class RecallFormat(Enum):
+    FULL = strawberry.enum_value(
+        "full", description="`[source/category] text`, e.g. `[sqlite/preference] …`."
+    )
+    SHORT = strawberry.enum_value("short", description="`category: text`.")
+    MINIMAL = strawberry.enum_value("minimal", description="The text alone.")
+
+
+@strawberry.enum(description="How a recalled fact was found.")
+class RecallSource(Enum):
+    SQLITE = strawberry.enum_value(
+        "sqlite", description="By keywords (SQLite FTS5) or by the entity the prompt names."
+    )
+    LANCE = strawberry.enum_value("lance", description="By meaning alone (LanceDB vectors).")
+    GRAPH = strawberry.enum_value("graph", description="Through a link from another fact.")
+
+
 @strawberry.enum(description="The code of an expected error (docs/graphql.md lists them).")
 class ErrorCode(Enum):
     INVALID_INPUT = strawberry.enum_value(
@@ -368,6 +401,50 @@ class SearchHit:
     via: strawberry.ID | None = strawberry.field(
         description="For an added neighbour, the fact it was reached from."
     )
+
+
+@strawberry.type(description="A fact in a recall block.")
+class RecallItem:
+    fact: Fact = strawberry.field(description="The fact.")
+    score: float = strawberry.field(description="Its rank score; higher is better.")
+    source: RecallSource = strawberry.field(description="How it was found.")
+    line: str = strawberry.field(description="Its line in the block.")
+    summarized: bool = strawberry.field(
+        description="True when the line shows a summary instead of the (long) text."
+    )
+
+
+@strawberry.type(description="The `<memory-context>` block for a prompt, and what is in it.")
+class Recall:
+    context: str = strawberry.field(
+        description="The block to put before the agent's turn; empty when memory has nothing "
+        "to say or the budget is too small for one line."
+    )
+    tokens: int = strawberry.field(description="The block's size in tokens (at most maxTokens).")
+    omitted: int = strawberry.field(
+        description="Candidates left out because they did not fit the budget."
+    )
+    items: list[RecallItem] = strawberry.field(description="The facts in the block, in order.")
+
+    @classmethod
+    def of(cls, result: graphmem.RecallResult, scope: Scope) -> "Recall":
+        return cls(
+            context=result.context,
+            tokens=result.tokens,
+            omitted=result.omitted,
+            items=[
+                RecallItem(
+                    fact=Fact.of(item.fact, scope), score=item.score,
+                    source=RecallSource(item.source), line=item.line,
+                    summarized=item.summarized,
+                )
+                for item in result.items
+            ],
+        )  # fmt: skip
+
+    @strawberry.field(description="The facts in the block, in order.")
+    def facts(self) -> list[Fact]:
+        return [item.fact for item in self.items]
 
 
 @strawberry.type(description="A fact reached by a traversal.")

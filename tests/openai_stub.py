@@ -1,38 +1,54 @@
-"""A small OpenAI-compatible embeddings server for tests (standard library only).
+"""A small OpenAI-compatible server for tests: starlette, served by uvicorn on 127.0.0.1 in a
+thread, so both providers (embeddings and chat) are tested over real HTTP.
 
-    stub = EmbeddingsStub(dimensions=12)
+    stub = OpenAIStub(dimensions=12)
     with stub as base_url:          # "http://127.0.0.1:<port>/v1"
         stub.fail_next(status=500, times=2)
+        stub.reply_next('{"decisions": []}')
         ...
         stub.requests               # every request received, in order
 
 ``POST /v1/embeddings`` answers a deterministic vector per input text (seeded from the text's
 sha256, deliberately not normalised), honours the ``dimensions`` request field, and encodes as
-the request's ``encoding_format`` asks: ``"float"`` as JSON lists, ``"base64"`` (the openai
-client's default) as base64 of little-endian float32. The answer's ``data`` items come back in
-reverse order, each with its ``index``, as the API allows, so callers must sort by index.
+the request's ``encoding_format`` asks: ``"float"`` as JSON lists, ``"base64"`` as base64 of
+little-endian float32 (``force_encoding`` answers one way whatever is asked, as some servers
+do). The answer's ``data`` items come back in reverse order, each with its ``index``, as the API
+allows, so callers must sort by index.
 
-Scripted faults apply to the next requests, in the order they were scripted:
-``fail_next`` (an HTTP error status, with ``retry-after-ms: 10`` so client retries are quick),
-``wrong_count_next`` (one vector too few) and ``wrong_dimensions_next`` (vectors of another size).
+``POST /v1/chat/completions`` answers the scripted replies (``reply_next``: a text, or a function
+of the request body giving the text), then ``default_reply``. Both routes report ``usage``:
+tokens counted as words.
+
+Scripted faults apply to the next requests of a route (or of any route), in the order they were
+scripted: ``fail_next`` (an HTTP error status, with ``retry-after-ms: 10`` so client retries are
+quick), ``delay_next`` (answer late, for timeouts), ``wrong_count_next`` (one vector too few),
+``wrong_dimensions_next`` (vectors of another size) and ``garbage_next`` (a body that is not
+JSON).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import contextlib
 import hashlib
-import json
 import socket
 import threading
+import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+Reply = str | Callable[[dict[str, Any]], str]
 
 
 def stub_vector(text: str, dimensions: int) -> npt.NDArray[np.float32]:
@@ -58,60 +74,97 @@ class StubRequest:
         raw = self.body.get("input", [])
         return [raw] if isinstance(raw, str) else list(raw)
 
+    @property
+    def route(self) -> str:
+        return "chat" if self.path.endswith("/chat/completions") else "embeddings"
+
 
 @dataclass(frozen=True)
 class _Fault:
-    kind: str  # "ok", "status", "count" or "dimensions"
-    value: int
+    kind: str  # "ok", "status", "delay", "count", "dimensions" or "garbage"
+    value: float
+    route: str | None  # "embeddings", "chat", or None for any
 
 
-class EmbeddingsStub:
-    """An OpenAI-compatible ``/v1/embeddings`` endpoint on 127.0.0.1, scriptable to fail."""
+class OpenAIStub:
+    """``/v1/embeddings`` and ``/v1/chat/completions`` on 127.0.0.1, scriptable to fail."""
 
-    def __init__(self, dimensions: int = 12, *, honour_dimensions: bool = True) -> None:
+    def __init__(
+        self,
+        dimensions: int = 12,
+        *,
+        honour_dimensions: bool = True,
+        force_encoding: str | None = None,
+    ) -> None:
         self.dimensions = dimensions
         self.honour_dimensions = honour_dimensions
+        self.force_encoding = force_encoding
+        self.default_reply: Reply = "{}"
         self.requests: list[StubRequest] = []
+        self._replies: deque[Reply] = deque()
         self._faults: deque[_Fault] = deque()
         self._lock = threading.Lock()
-        self._connections: set[socket.socket] = set()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
 
     # ----------------------------------------------------------------------------- scripting
 
-    def fail_next(self, status: int = 500, times: int = 1, *, after: int = 0) -> None:
+    def fail_next(
+        self, status: int = 500, times: int = 1, *, after: int = 0, route: str | None = None
+    ) -> None:
         """Answer ``times`` requests with HTTP ``status`` and an OpenAI error body.
 
-        ``after``: answer that many requests normally first (all faults queue in order).
+        ``after``: answer that many requests normally first. ``route``: only requests to
+        "embeddings" or "chat" (default: any).
         """
-        self._script(_Fault("status", status), times, after)
+        self._script(_Fault("status", status, route), times, after)
+
+    def delay_next(self, seconds: float, times: int = 1, *, route: str | None = None) -> None:
+        """Answer ``times`` requests only after ``seconds`` (a client timeout gives up first)."""
+        self._script(_Fault("delay", seconds, route), times, 0)
+
+    def garbage_next(self, times: int = 1, *, route: str | None = None) -> None:
+        """Answer ``times`` requests with status 200 and a body that is not JSON."""
+        self._script(_Fault("garbage", 0, route), times, 0)
 
     def wrong_count_next(self, times: int = 1, *, after: int = 0) -> None:
-        """Answer ``times`` requests with one vector fewer than texts sent."""
-        self._script(_Fault("count", 0), times, after)
+        """Answer ``times`` embedding requests with one vector fewer than texts sent."""
+        self._script(_Fault("count", 0, "embeddings"), times, after)
 
     def wrong_dimensions_next(self, dimensions: int, times: int = 1, *, after: int = 0) -> None:
-        """Answer ``times`` requests with vectors of ``dimensions`` values."""
-        self._script(_Fault("dimensions", dimensions), times, after)
+        """Answer ``times`` embedding requests with vectors of ``dimensions`` values."""
+        self._script(_Fault("dimensions", dimensions, "embeddings"), times, after)
+
+    def reply_next(self, reply: Reply, times: int = 1) -> None:
+        """The content of the next ``times`` chat answers: a text, or a function of the
+        request's body that gives it."""
+        with self._lock:
+            self._replies.extend(reply for _ in range(times))
 
     def _script(self, fault: _Fault, times: int, after: int) -> None:
         with self._lock:
-            self._faults.extend(_Fault("ok", 0) for _ in range(after))
+            self._faults.extend(_Fault("ok", 0, fault.route) for _ in range(after))
             self._faults.extend(fault for _ in range(times))
 
     # ----------------------------------------------------------------------------- inspection
 
     @property
     def answered(self) -> list[StubRequest]:
-        """The requests answered with embeddings (status 200)."""
+        """The requests answered with status 200."""
         with self._lock:
             return [r for r in self.requests if r.status == 200]
 
     @property
     def embedded_texts(self) -> list[str]:
         """Every text embedded successfully, in request order."""
-        return [text for r in self.answered for text in r.inputs]
+        return [text for r in self.answered if r.route == "embeddings" for text in r.inputs]
+
+    @property
+    def chat_requests(self) -> list[StubRequest]:
+        """Every chat request received (answered or not), in order."""
+        with self._lock:
+            return [r for r in self.requests if r.route == "chat"]
 
     def vector(self, text: str, dimensions: int | None = None) -> npt.NDArray[np.float32]:
         """The unnormalised vector this stub answers for ``text``."""
@@ -121,26 +174,32 @@ class EmbeddingsStub:
 
     @property
     def base_url(self) -> str:
-        if self._server is None:
+        if self._socket is None:
             raise RuntimeError("the stub is not running")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        host, port = self._socket.getsockname()[:2]
+        return f"http://{host}:{port}/v1"
 
     def __enter__(self) -> str:
-        stub = self
-
-        class Handler(_Handler):
-            owner = stub
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="openai-stub",
-            daemon=True,
+        app = Starlette(routes=[
+            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+        ])  # fmt: skip
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, log_level="error", lifespan="off", timeout_graceful_shutdown=1)
         )
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name="openai-stub",
+            daemon=True,
+        )  # fmt: skip
         self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise TimeoutError("the OpenAI stub did not start")
+            time.sleep(0.01)
         return self.base_url
 
     def __exit__(
@@ -149,42 +208,29 @@ class EmbeddingsStub:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._server is not None and self._thread is not None
-        self._server.shutdown()
-        # Keep-alive connections would park their handler threads; end them.
-        with self._lock:
-            open_connections = list(self._connections)
-        for conn in open_connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        assert self._server is not None and self._thread is not None and self._socket
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
 
     # ----------------------------------------------------------------------------- serving
 
-    def _answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        with self._lock:
-            fault = self._faults.popleft() if self._faults else None
-        if fault is not None and fault.kind == "status":
-            kind = "rate_limit_exceeded" if fault.value == 429 else "server_error"
-            return fault.value, {
-                "error": {"message": f"scripted failure {fault.value}", "type": kind, "code": kind}
-            }
+    async def _embeddings(self, request: Request) -> Response:
+        body, fault = await self._begin(request, "embeddings")
+        if fault is not None and fault.kind in ("status", "garbage"):
+            return self._faulted(request, body, fault)
         raw = body.get("input")
         texts = [raw] if isinstance(raw, str) else raw
         if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-            return 400, {
-                "error": {"message": "input must be a string or a list of strings",
-                          "type": "invalid_request_error", "code": None}
-            }  # fmt: skip
+            return self._error(request, body, 400, "input must be a string or a list of strings")
         dims = self.dimensions
         if self.honour_dimensions and isinstance(body.get("dimensions"), int):
             dims = body["dimensions"]
         if fault is not None and fault.kind == "dimensions":
-            dims = fault.value
+            dims = int(fault.value)
         if fault is not None and fault.kind == "count":
             texts = texts[:-1]
-        encoding = body.get("encoding_format") or "float"
+        encoding = self.force_encoding or body.get("encoding_format") or "float"
         data = []
         for index, text in enumerate(texts):
             vector = stub_vector(text, dims)
@@ -196,56 +242,66 @@ class EmbeddingsStub:
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         data.reverse()  # allowed by the API: clients must order by "index"
         tokens = sum(len(t.split()) for t in texts)
-        return 200, {
-            "object": "list",
-            "data": data,
-            "model": body.get("model", "stub"),
+        return self._ok(request, body, {
+            "object": "list", "data": data, "model": body.get("model", "stub"),
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
+        })  # fmt: skip
 
+    async def _chat(self, request: Request) -> Response:
+        body, fault = await self._begin(request, "chat")
+        if fault is not None and fault.kind in ("status", "garbage"):
+            return self._faulted(request, body, fault)
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            return self._error(request, body, 400, "messages must be a non-empty list")
+        with self._lock:
+            reply = self._replies.popleft() if self._replies else self.default_reply
+        content = reply(body) if callable(reply) else reply
+        prompt = sum(len(str(m.get("content", "")).split()) for m in messages)
+        completion = len(content.split())
+        return self._ok(request, body, {
+            "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model", "stub"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion},
+        })  # fmt: skip
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: EmbeddingsStub
-    protocol_version = "HTTP/1.1"
-
-    def setup(self) -> None:
-        super().setup()
-        with self.owner._lock:
-            self.owner._connections.add(self.connection)
-
-    def finish(self) -> None:
-        with self.owner._lock:
-            self.owner._connections.discard(self.connection)
-        super().finish()
-
-    def log_message(self, format: str, *args: Any) -> None:  # quiet
-        pass
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+    async def _begin(self, request: Request, route: str) -> tuple[dict[str, Any], _Fault | None]:
         try:
-            body = json.loads(raw or b"{}")
-        except json.JSONDecodeError:
+            body = await request.json()
+        except ValueError:
             body = {}
-        path = self.path.split("?", 1)[0]
-        if path.rstrip("/") == "/v1/embeddings" and isinstance(body, dict):
-            status, payload = self.owner._answer(body)
-        else:
-            status, payload = 404, {
-                "error": {"message": f"no route {path}", "type": "invalid_request_error",
-                          "code": None}
-            }  # fmt: skip
-            body = body if isinstance(body, dict) else {}
-        with self.owner._lock:
-            self.owner.requests.append(
-                StubRequest(path, body, status, {k.lower(): v for k, v in self.headers.items()})
-            )
-        out = json.dumps(payload).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(out)))
-        if status != 200:
-            self.send_header("retry-after-ms", "10")
-        self.end_headers()
-        self.wfile.write(out)
+        with self._lock:
+            fault = next((f for f in self._faults if f.route in (None, route)), None)
+            if fault is not None:
+                self._faults.remove(fault)
+        if fault is not None and fault.kind == "delay":
+            await asyncio.sleep(fault.value)
+        return (body if isinstance(body, dict) else {}), fault
+
+    def _faulted(self, request: Request, body: dict[str, Any], fault: _Fault) -> Response:
+        if fault.kind == "garbage":
+            self._record(request, body, 200)
+            return Response("<html>not json</html>", media_type="text/html")
+        status = int(fault.value)
+        return self._error(request, body, status, f"scripted failure {status}")
+
+    def _error(self, request: Request, body: dict[str, Any], status: int, message: str) -> Response:
+        self._record(request, body, status)
+        kind = "rate_limit_exceeded" if status == 429 else "server_error"
+        return JSONResponse(
+            {"error": {"message": message, "type": kind, "code": kind}},
+            status_code=status,
+            headers={"retry-after-ms": "10"},
+        )
+
+    def _ok(self, request: Request, body: dict[str, Any], payload: dict[str, Any]) -> Response:
+        self._record(request, body, 200)
+        return JSONResponse(payload)
+
+    def _record(self, request: Request, body: dict[str, Any], status: int) -> None:
+        with self._lock:
+            self.requests.append(StubRequest(request.url.path, body, status,
+                                             {k.lower(): v for k, v in request.headers.items()}))  # fmt: skip

@@ -20,6 +20,7 @@ def test_every_error_has_a_distinct_code_and_is_a_graphmem_error() -> None:
         errors.Forbidden,
         errors.EmbedderMismatch,
         errors.EmbedderError,
+        errors.LLMError,
         errors.StorageError,
     ]
     assert all(issubclass(c, errors.GraphmemError) for c in classes)

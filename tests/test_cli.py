@@ -206,6 +206,61 @@ def test_the_installed_script_exits_2_on_a_usage_error(data: Path) -> None:
     assert not data.exists()
 
 
+# --------------------------------------------------------------------------------- agent loop
+
+
+def test_capture_reads_messages_from_a_file_and_recall_prints_the_block(
+    gm: Gm, tmp_path: Path
+) -> None:
+    turn = tmp_path / "turn.json"
+    turn.write_text(json.dumps([
+        {"role": "user", "content": "I live in Lisbon. My password is hunter2."},
+        {"role": "user", "content": "I always use black for formatting. Thanks!"},
+        {"role": "assistant", "content": "Glad to help."},
+    ]), encoding="utf-8")  # fmt: skip
+    results = gm("capture", str(turn), "--json")
+    assert [(r["action"], r["message"]) for r in results] == [("SKIP", 0), ("ADD", 1), ("SKIP", 2)]
+    assert "sensitive content (a password)" in results[0]["reason"]
+    assert results[1]["fact"]["text"] == "I always use black for formatting."
+    block = gm("recall", "how should code be formatted?", "--format", "minimal")
+    assert block == "<memory-context>\nI always use black for formatting.\n</memory-context>\n"
+    out = gm("recall", "formatting", "--max-tokens", "5", "--json")
+    assert (out["context"], out["items"], out["omitted"]) == ("", [], 1)
+    assert "hunter2" not in gm("export")
+
+
+def test_capture_reads_standard_input_and_prints_what_it_did(data: Path) -> None:
+    messages = json.dumps([{"role": "user", "content": "My favourite editor is helix."}])
+    result = CliRunner().invoke(cli, ["--data-dir", str(data), "capture"], input=messages,
+                                env=HASH_ENV)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("ADD    #0 user: ")
+    assert "user.favourite_editor=helix" in result.output
+
+
+@pytest.mark.parametrize(
+    ("content", "mentions"),
+    [
+        ("not json at all", "not JSON"),
+        ('{"role": "user", "content": "hi"}', "list of"),
+        ('[{"role": "robot", "content": "I live in Rome"}]', "unknown role"),
+    ],
+)
+def test_capture_of_bad_messages_is_refused(
+    gm_main: Gm, tmp_path: Path, content: str, mentions: str
+) -> None:
+    turn = tmp_path / "turn.json"
+    turn.write_text(content, encoding="utf-8")
+    done = gm_main("capture", str(turn))
+    assert done.code == 1 and done.stderr.startswith("error [INVALID_INPUT]:")
+    assert mentions in done.stderr
+
+
+def test_recall_with_a_zero_budget_is_refused(gm_main: Gm) -> None:
+    done = gm_main("recall", "anything", "--max-tokens", "0")
+    assert done.code == 1 and "max_tokens" in done.stderr
+
+
 # --------------------------------------------------------------------------------- bad input
 
 

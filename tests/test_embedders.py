@@ -17,7 +17,7 @@ from graphmem import Memory, Settings
 from graphmem.embedders import HashEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder
 from graphmem.errors import EmbedderError, EmbedderMismatch
 
-from .openai_stub import EmbeddingsStub
+from .openai_stub import OpenAIStub
 
 STUB_DIMS = 24
 
@@ -135,36 +135,36 @@ def test_the_hash_embedder_takes_its_size_from_settings() -> None:
 
 
 @pytest.fixture
-def stub() -> Iterator[EmbeddingsStub]:
-    server = EmbeddingsStub(dimensions=STUB_DIMS)
+def stub() -> Iterator[OpenAIStub]:
+    server = OpenAIStub(dimensions=STUB_DIMS)
     with server:
         yield server
 
 
-def openai_settings(stub: EmbeddingsStub, **overrides: Any) -> Settings:
+def openai_settings(stub: OpenAIStub, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "embedder": "openai",
-        "openai_base_url": stub.base_url,
-        "openai_api_key": "test",
-        "openai_dimensions": STUB_DIMS,
-        "openai_max_retries": 2,
+        "embed_base_url": stub.base_url,
+        "embed_api_key": "test",
+        "embed_dimensions": STUB_DIMS,
+        "embed_max_retries": 2,
     }
     values.update(overrides)
     return Settings(**values)
 
 
-def openai_embedder(stub: EmbeddingsStub, **overrides: Any) -> OpenAIEmbedder:
+def openai_embedder(stub: OpenAIStub, **overrides: Any) -> OpenAIEmbedder:
     embedder = create_embedder("openai", openai_settings(stub, **overrides))
     assert isinstance(embedder, OpenAIEmbedder)
     return embedder
 
 
-def expected(stub: EmbeddingsStub, texts: list[str], dims: int = STUB_DIMS) -> np.ndarray:
+def expected(stub: OpenAIStub, texts: list[str], dims: int = STUB_DIMS) -> np.ndarray:
     return np.stack([unit(stub.vector(t, dims)) for t in texts])
 
 
 @pytest.mark.integration
-def test_openai_vectors_come_back_in_input_order_and_normalised(stub: EmbeddingsStub) -> None:
+def test_openai_vectors_come_back_in_input_order_and_normalised(stub: OpenAIStub) -> None:
     texts = ["alpha", "beta", "gamma", "delta"]
     vectors = openai_embedder(stub).embed(texts)
     assert vectors.shape == (4, STUB_DIMS) and vectors.dtype == np.float32
@@ -175,7 +175,7 @@ def test_openai_vectors_come_back_in_input_order_and_normalised(stub: Embeddings
 
 @pytest.mark.integration
 def test_a_batch_larger_than_embed_batch_size_is_split_into_requests(
-    stub: EmbeddingsStub,
+    stub: OpenAIStub,
 ) -> None:
     texts = [f"fact number {i}" for i in range(10)]
     vectors = openai_embedder(stub, embed_batch_size=4).embed(texts)
@@ -186,8 +186,8 @@ def test_a_batch_larger_than_embed_batch_size_is_split_into_requests(
 
 @pytest.mark.integration
 @pytest.mark.parametrize("status", [500, 429, 503])
-def test_a_transient_failure_is_retried_transparently(stub: EmbeddingsStub, status: int) -> None:
-    embedder = openai_embedder(stub, openai_max_retries=2)
+def test_a_transient_failure_is_retried_transparently(stub: OpenAIStub, status: int) -> None:
+    embedder = openai_embedder(stub, embed_max_retries=2)
     stub.fail_next(status=status, times=2)
     vectors = embedder.embed(["retry me"])
     assert [r.status for r in stub.requests] == [status, status, 200]
@@ -195,8 +195,8 @@ def test_a_transient_failure_is_retried_transparently(stub: EmbeddingsStub, stat
 
 
 @pytest.mark.integration
-def test_an_endpoint_that_keeps_failing_raises_embedder_error(stub: EmbeddingsStub) -> None:
-    embedder = openai_embedder(stub, openai_max_retries=1)
+def test_an_endpoint_that_keeps_failing_raises_embedder_error(stub: OpenAIStub) -> None:
+    embedder = openai_embedder(stub, embed_max_retries=1)
     stub.fail_next(status=500, times=5)
     with pytest.raises(EmbedderError) as caught:
         embedder.embed(["never embedded"])
@@ -207,7 +207,7 @@ def test_an_endpoint_that_keeps_failing_raises_embedder_error(stub: EmbeddingsSt
 
 @pytest.mark.integration
 def test_an_unreachable_endpoint_raises_embedder_error() -> None:
-    stopped = EmbeddingsStub()
+    stopped = OpenAIStub()
     with stopped as base_url:
         pass
     embedder = OpenAIEmbedder(
@@ -218,7 +218,7 @@ def test_an_unreachable_endpoint_raises_embedder_error() -> None:
 
 
 @pytest.mark.integration
-def test_a_wrong_dimension_answer_raises_embedder_error(stub: EmbeddingsStub) -> None:
+def test_a_wrong_dimension_answer_raises_embedder_error(stub: OpenAIStub) -> None:
     embedder = openai_embedder(stub)
     stub.wrong_dimensions_next(STUB_DIMS + 5)
     with pytest.raises(EmbedderError, match="dimension"):
@@ -227,7 +227,7 @@ def test_a_wrong_dimension_answer_raises_embedder_error(stub: EmbeddingsStub) ->
 
 @pytest.mark.integration
 def test_a_wrong_dimension_answer_in_a_later_batch_raises_embedder_error(
-    stub: EmbeddingsStub,
+    stub: OpenAIStub,
 ) -> None:
     embedder = openai_embedder(stub, embed_batch_size=2)
     stub.wrong_dimensions_next(STUB_DIMS + 5, after=1)
@@ -236,7 +236,7 @@ def test_a_wrong_dimension_answer_in_a_later_batch_raises_embedder_error(
 
 
 @pytest.mark.integration
-def test_a_wrong_number_of_vectors_raises_embedder_error(stub: EmbeddingsStub) -> None:
+def test_a_wrong_number_of_vectors_raises_embedder_error(stub: OpenAIStub) -> None:
     embedder = openai_embedder(stub)
     stub.wrong_count_next()
     with pytest.raises(EmbedderError, match="2 embeddings for 3 texts"):
@@ -244,10 +244,51 @@ def test_a_wrong_number_of_vectors_raises_embedder_error(stub: EmbeddingsStub) -
 
 
 @pytest.mark.integration
-def test_without_configured_dimensions_the_size_is_learnt_from_one_probe(
-    stub: EmbeddingsStub,
+def test_base64_embeddings_are_asked_for_when_configured_and_decoded(stub: OpenAIStub) -> None:
+    texts = ["compact", "over the wire"]
+    vectors = openai_embedder(stub, embed_encoding="base64").embed(texts)
+    assert stub.requests[0].body["encoding_format"] == "base64"
+    assert np.allclose(vectors, expected(stub, texts), atol=1e-5)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("asked", "answered"), [("float", "base64"), ("base64", "float")])
+def test_an_answer_in_the_other_encoding_is_decoded_all_the_same(asked: str, answered: str) -> None:
+    stub = OpenAIStub(dimensions=STUB_DIMS, force_encoding=answered)
+    with stub:
+        vectors = openai_embedder(stub, embed_encoding=asked).embed(["whatever was asked"])
+    assert np.allclose(vectors, expected(stub, ["whatever was asked"]), atol=1e-5)
+
+
+@pytest.mark.integration
+def test_an_answer_that_is_not_json_raises_embedder_error(stub: OpenAIStub) -> None:
+    embedder = openai_embedder(stub)
+    stub.garbage_next()
+    with pytest.raises(EmbedderError, match="JSON"):
+        embedder.embed(["anything"])
+    assert embedder.meter.snapshot().failed_calls == 1
+
+
+@pytest.mark.integration
+def test_every_embedding_call_is_metered_with_its_retries_and_reported_tokens(
+    stub: OpenAIStub,
 ) -> None:
-    embedder = openai_embedder(stub, openai_dimensions=None)
+    embedder = openai_embedder(stub, embed_batch_size=2, embed_max_retries=2)
+    stub.fail_next(status=429)
+    embedder.embed(["one two", "three", "four five six"])
+    usage = embedder.meter.snapshot()
+    assert (usage.calls, usage.retries, usage.failed_calls) == (2, 1, 0)
+    assert usage.inputs == 3
+    assert usage.prompt_tokens == 6  # the stub reports words as tokens
+    assert (usage.kind, usage.provider, usage.model) == (
+        "embedding", "openai", "text-embedding-3-small")  # fmt: skip
+
+
+@pytest.mark.integration
+def test_without_configured_dimensions_the_size_is_learnt_from_one_probe(
+    stub: OpenAIStub,
+) -> None:
+    embedder = openai_embedder(stub, embed_dimensions=None)
     assert embedder.dimensions == STUB_DIMS
     assert len(stub.requests) == 1
     assert "dimensions" not in stub.requests[0].body
@@ -256,9 +297,9 @@ def test_without_configured_dimensions_the_size_is_learnt_from_one_probe(
 
 @pytest.mark.integration
 def test_configured_dimensions_are_asked_of_the_endpoint_without_a_probe(
-    stub: EmbeddingsStub,
+    stub: OpenAIStub,
 ) -> None:
-    embedder = openai_embedder(stub, openai_dimensions=8)
+    embedder = openai_embedder(stub, embed_dimensions=8)
     assert embedder.dimensions == 8
     assert stub.requests == []
     vectors = embedder.embed(["small please"])
@@ -269,7 +310,7 @@ def test_configured_dimensions_are_asked_of_the_endpoint_without_a_probe(
 
 @pytest.mark.integration
 def test_a_namespace_on_the_openai_embedder_finds_a_fact_by_vector_search(
-    tmp_path: Path, stub: EmbeddingsStub
+    tmp_path: Path, stub: OpenAIStub
 ) -> None:
     texts = ["Alice lives in Paris", "Bob's favourite editor is vim", "The office opens at 9"]
     with Memory.open(tmp_path / "data", settings=openai_settings(stub)) as mem:
@@ -287,10 +328,8 @@ def test_a_namespace_on_the_openai_embedder_finds_a_fact_by_vector_search(
 
 
 @pytest.mark.integration
-def test_a_store_whose_embedding_fails_writes_nothing(tmp_path: Path, stub: EmbeddingsStub) -> None:
-    with Memory.open(
-        tmp_path / "data", settings=openai_settings(stub, openai_max_retries=0)
-    ) as mem:
+def test_a_store_whose_embedding_fails_writes_nothing(tmp_path: Path, stub: OpenAIStub) -> None:
+    with Memory.open(tmp_path / "data", settings=openai_settings(stub, embed_max_retries=0)) as mem:
         stub.fail_next(status=503)
         with pytest.raises(EmbedderError):
             mem.store("Dave's birthday is in March")
@@ -303,7 +342,7 @@ def test_a_store_whose_embedding_fails_writes_nothing(tmp_path: Path, stub: Embe
 
 
 @pytest.mark.integration
-def test_reindexing_does_not_embed_stored_facts_again(tmp_path: Path, stub: EmbeddingsStub) -> None:
+def test_reindexing_does_not_embed_stored_facts_again(tmp_path: Path, stub: OpenAIStub) -> None:
     texts = [f"remembered fact {i}" for i in range(5)]
     settings = openai_settings(stub)
     with Memory.open(tmp_path / "data", settings=settings) as mem:

@@ -262,3 +262,56 @@ def test_health_metrics_and_graphiql_are_served(api: Api) -> None:
     assert 'graphmem_http_requests_total{method="POST",route="/graphql",status="200"}' in metrics
     page = api.request("GET", "/graphql", headers={"accept": "text/html"})
     assert page.status_code == 200 and "graphiql" in page.text.lower()
+
+
+# ------------------------------------------------------------------------------------ agents
+
+RECALL = """
+query($prompt: String!, $maxTokens: Int, $format: RecallFormat, $asOf: DateTime) {
+  recall(prompt: $prompt, maxTokens: $maxTokens, format: $format, asOf: $asOf) {
+    context tokens omitted facts { id text } items { source line summarized fact { id } }
+  }
+}"""
+CAPTURE = """
+mutation($messages: [MessageInput!]!) {
+  captureMessages(messages: $messages) {
+    results { action reason message role text targetIds fact { id entity key value } }
+    error { code message field }
+  }
+}"""
+
+
+def test_capture_then_recall_round_trip_for_an_agent(api: Api, clock: Clock) -> None:
+    payload = api.data(CAPTURE, {"messages": [
+        {"role": "user", "content": "My favourite editor is vim. What's the weather like?"},
+        {"role": "assistant", "content": "Noted. My API key is sk-proj-4fT9xQ2mZk81LwPq7RbN3v."},
+    ]})["captureMessages"]  # fmt: skip
+    assert payload["error"] is None
+    stored, secret = payload["results"]
+    assert (stored["action"], stored["text"], stored["role"]) == (
+        "ADD", "My favourite editor is vim.", "user")  # fmt: skip
+    assert stored["fact"]["key"] == "favourite_editor" and stored["fact"]["value"] == "vim"
+    assert (secret["action"], secret["text"], secret["message"]) == ("SKIP", None, 1)
+    assert "sk-proj" not in str(payload)
+    clock.advance(60)
+    recall = api.data(RECALL, {"prompt": "what editor does the user like?"})["recall"]
+    assert recall["context"] == (
+        "<memory-context>\n[sqlite/preference] My favourite editor is vim.\n</memory-context>"
+    )
+    assert recall["facts"] == [{"id": stored["fact"]["id"], "text": "My favourite editor is vim."}]
+    assert recall["items"][0]["source"] == "SQLITE" and recall["tokens"] <= 800
+    short = api.data(RECALL, {"prompt": "editor", "format": "SHORT"})["recall"]
+    assert short["items"][0]["line"] == "preference: My favourite editor is vim."
+    before = api.data(RECALL, {"prompt": "editor", "asOf": "2020-01-01"})["recall"]
+    assert before["context"] == "" and before["facts"] == []
+
+
+def test_agent_calls_with_bad_input_fail_clearly_and_store_nothing(api: Api) -> None:
+    payload = api.data(CAPTURE, {"messages": [{"role": "narrator", "content": "I live in Rome"}]})
+    assert payload["captureMessages"]["results"] == []
+    assert payload["captureMessages"]["error"]["code"] == "INVALID_INPUT"
+    assert "unknown role" in payload["captureMessages"]["error"]["message"]
+    status, body = api.post(RECALL, {"prompt": "anything", "maxTokens": 0})
+    assert status == 200 and body["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
+    assert "max_tokens" in body["errors"][0]["message"]
+    assert api.data("{ stats { data } }")["stats"]["data"]["facts"] == 0

@@ -22,6 +22,7 @@ from resolvers.commands import cli
 
 from .api import InProcess, LiveServer
 from .conftest import Clock
+from .openai_stub import OpenAIStub
 
 ROOT = Path(__file__).resolve().parent.parent
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
@@ -295,6 +296,34 @@ def test_cors_is_off_unless_origins_are_configured(data_dir: Path, clock: Clock)
         with InProcess(create_app(settings, clock=clock)) as client:
             response = client.request("OPTIONS", "/graphql", headers=preflight)
             assert response.headers.get("access-control-allow-origin") == allowed
+
+
+@pytest.mark.integration
+def test_metrics_and_stats_count_the_calls_and_tokens_of_the_model_providers(
+    data_dir: Path, clock: Clock
+) -> None:
+    stub = OpenAIStub(dimensions=16)
+    with stub:
+        settings = Settings(
+            data_dir=data_dir, embedder="openai", embed_base_url=stub.base_url,
+            embed_dimensions=16, classifier="llm", llm_base_url=stub.base_url,
+            llm_model="tiny-classifier",
+        )  # fmt: skip
+        stub.default_reply = '{"decisions": [{"fact": 0, "action": "ADD"}]}'
+        with InProcess(create_app(settings, clock=clock)) as client:
+            client.data(STORE, {"t": "Kim likes sailing"})
+            client.data(STORE, {"t": "Kim likes sailing boats"})
+            metrics = client.request("GET", "/metrics").text
+            usage = client.data("{ stats { data } }")["stats"]["data"]["usage"]
+    labels = 'kind="llm",model="tiny-classifier",provider="openai"'
+    assert f"graphmem_provider_calls_total{{{labels}}} 1.0" in metrics
+    chat = next(r for r in stub.requests if r.route == "chat")
+    words = sum(len(m["content"].split()) for m in chat.body["messages"])
+    assert f'graphmem_provider_tokens_total{{{labels},type="prompt"}} {words}.0' in metrics
+    embedding = 'kind="embedding",model="text-embedding-3-small",provider="openai"'
+    assert f"graphmem_provider_calls_total{{{embedding}}} 2.0" in metrics
+    assert f'graphmem_provider_tokens_total{{{embedding},type="prompt"}} 7.0' in metrics
+    assert usage["llm"]["calls"] == 1 and usage["embedding"]["calls"] == 2
 
 
 def test_the_server_prunes_expired_facts_when_it_starts(data_dir: Path, clock: Clock) -> None:

@@ -1,0 +1,306 @@
+"""Auto-capture (seed 003): the facts worth keeping in a turn's messages, found without an LLM.
+
+``Memory.capture(messages)`` takes OpenAI-style chat messages (``{"role", "content"}``) and, for
+each message:
+
+1. only ``user`` and ``assistant`` messages are read (system, developer and tool messages are
+   skipped); recalled ``<memory-context>`` blocks and fenced code are removed first, so memory
+   never captures its own recall or pasted code;
+2. **sensitive content** anywhere in the message skips all of it: passwords, API keys and
+   tokens, private keys, card numbers (Luhn-checked), US social security numbers, URLs with
+   credentials. The result does not repeat the text;
+3. **length**: a message shorter than ``MIN_CHARS`` or longer than ``capture_max_chars`` is
+   skipped;
+4. the message is split into sentences; a sentence is a **candidate** when a trigger marks it as
+   memorable (a preference, decision, convention, personal detail, contact, "remember…", or a
+   retraction such as "no longer") and it is not a question;
+5. each candidate gets a **category** (decision, preference, entity, fact, other: fast regexes)
+   and, where a pattern fits, an **entity, key and value**: "My birthday is Nov 13" → user /
+   birthday / Nov 13; in the assistant's words "your" stands for the user's. So the entity/key
+   rules can supersede "My favourite editor is vim" with "My favourite editor is helix".
+
+Then every candidate of the call goes through the write path in one ``store_many`` batch (one
+embedding pass, one classification request with the LLM classifier). There is one result per
+candidate, and one SKIP result for a message without any, in message order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from .errors import InvalidInput
+from .models import MAX_FIELD_LENGTH, Fact
+from .tagging import detect_category
+
+CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
+
+#: Message roles accepted (others are an error).
+ROLES: Final = ("system", "developer", "user", "assistant", "tool")
+#: Roles whose messages are read for facts.
+CAPTURED_ROLES: Final = ("user", "assistant")
+#: Shortest message, and shortest sentence, worth reading (the seeds' minimum).
+MIN_CHARS: Final = 10
+#: Most messages one capture call takes.
+MAX_MESSAGES: Final = 1000
+#: Longest value an extracted entity/key/value may have; a longer one is not extracted.
+MAX_VALUE_CHARS: Final = 200
+
+_BLOCKS = re.compile(r"<memory-context>.*?(</memory-context>|$)|```.*?(```|$)", re.I | re.S)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
+
+_SENSITIVE: Final = (
+    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
+    ("a password", re.compile(
+        r"\b(?:password|passwd|passphrase|passcode|pwd|pin)\b\s*(?:is|was|:|=)\s*\S+", re.I)),
+    ("an API key", re.compile(
+        r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b"
+        r"|\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a token", re.compile(
+        r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}|\bxox[abposr]-[A-Za-z0-9-]{10,}"
+        r"|\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}|\bbearer\s+[\w.~+/-]{16,}", re.I)),
+    ("a secret", re.compile(
+        r"\b(?:api[_ -]?key|secret(?:[_ -]key)?|access[_ -]?key|client[_ -]secret"
+        r"|(?:auth|access|refresh|api)?[_ -]?token)\b\s*(?:is|was|:|=)\s*[\"']?[\w./+=-]{6,}", re.I)),
+    ("credentials in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s@/]+@", re.I)),
+    ("a social security number", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
+)  # fmt: skip
+_CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
+
+_TRIGGERS: Final = re.compile(
+    r"\b(?:remember|don'?t forget|note that|keep in mind|prefers?|preferred|favou?rite"
+    r"|(?:i|we|you|user)\s+(?:really\s+|also\s+|do\s+not\s+|don'?t\s+|never\s+)?"
+    r"(?:like|love|hate|dislike|enjoy|want|need|use|avoid)s?"
+    r"|decided|decision|chose|chosen|will use|going with|agreed|switch(?:ed)? to"
+    r"|always|never|important|must"
+    r"|is called|named|call me|born|birthday|lives?|living|moved|works?|working"
+    r"|email|phone|address|allergic"
+    r"|forget|no longer|anymore|not true)\b"
+    r"|\bmy\s+[\w -]{1,40}?\s+(?:is|are|was)\b|\byour\s+[\w -]{1,40}?\s+(?:is|are|was)\b"
+    r"|[\w.+-]+@[\w-]+\.[\w.]+|\+\d[\d\s().-]{7,}\d",
+    re.I,
+)
+
+_FILLERS = re.compile(
+    r"(?:\s+(?:now|these days|nowadays|at the moment|currently|anymore|too|as well|recently"
+    r"|yesterday|today|(?:last|this|next) (?:year|month|week)|in \d{4}))+$",
+    re.I,
+)
+_QUOTES: Final = "\"'\u201c\u201d\u2018\u2019"  # straight and curly quotes
+_NOT_NAMES: Final = frozenset({"it", "that", "there", "here", "what", "who", "let", "he",
+                               "she", "this", "where", "how", "today", "everyone"})  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A validated chat message: its role and its text."""
+
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A sentence to store (``item``, the write's fields) or a skip (``reason``), from message
+    number ``message``. ``text`` is None when a whole message is skipped."""
+
+    message: int
+    role: str
+    text: str | None
+    item: dict[str, Any] | None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureResult:
+    """What capture did with one candidate: ADD, UPDATE, DELETE or NOOP as the write path decided,
+    or SKIP (not stored, ``reason`` says why). ``fact`` is the fact stored, repeated (NOOP) or
+    retracted (DELETE); ``message`` the index of the message it came from; ``text`` the sentence
+    (None when a whole message was skipped, so a secret is never repeated)."""
+
+    action: CaptureAction
+    fact: Fact | None
+    reason: str
+    message: int
+    role: str
+    text: str | None
+    target_ids: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "fact": None if self.fact is None else self.fact.to_dict(),
+            "reason": self.reason,
+            "message": self.message,
+            "role": self.role,
+            "text": self.text,
+            "target_ids": list(self.target_ids),
+        }
+
+
+def parse_messages(messages: Any) -> list[Message]:
+    """Validated messages; InvalidInput (naming the message) for anything that is not a list of
+    ``{role, content}`` objects with a known role and text content. Content may also be a list
+    of parts, whose ``text`` parts are read."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise InvalidInput("messages must be a list of {role, content} objects", field="messages")
+    if len(messages) > MAX_MESSAGES:
+        raise InvalidInput(f"at most {MAX_MESSAGES} messages per capture, got {len(messages)}",
+                           field="messages")  # fmt: skip
+    out = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, Mapping):
+            raise InvalidInput(f"expected a {{role, content}} object, got {type(m).__name__}",
+                               index=i)  # fmt: skip
+        role = m.get("role")
+        if not isinstance(role, str) or role.lower() not in ROLES:
+            raise InvalidInput(f"unknown role {role!r}; use one of {', '.join(ROLES)}",
+                               field="role", index=i)  # fmt: skip
+        if "content" not in m:
+            raise InvalidInput("a message needs content", field="content", index=i)
+        out.append(Message(role.lower(), _text(m["content"], i)))
+    return out
+
+
+def candidates(messages: Sequence[Message], max_chars: int) -> list[Candidate]:
+    """The candidates of every message, in order (see the module docstring)."""
+    out: list[Candidate] = []
+    for i, m in enumerate(messages):
+        out.extend(_message_candidates(i, m, max_chars))
+    return out
+
+
+def sensitive(text: str) -> str | None:
+    """What sensitive content ``text`` holds ("a password", "a card number"…), or None."""
+    for what, pattern in _SENSITIVE:
+        if pattern.search(text):
+            return what
+    for match in _CARD.finditer(text):
+        if _luhn(re.sub(r"\D", "", match.group())):
+            return "a card number"
+    return None
+
+
+def extract(sentence: str, role: str) -> dict[str, str]:
+    """Entity, key and value (and ``why``) the sentence states, when a pattern fits; else {}.
+
+    The user's first person ("I", "my") and, in the assistant's words, the second person
+    ("you", "your") are the entity ``user``.
+    """
+    s = sentence.strip().rstrip(".!;").strip()
+    me, my, i_am = ("i", "my", r"(?:i am|i'm)") if role == "user" else \
+                   ("you", "your", r"(?:you are|you're)")  # fmt: skip
+    # (regex, key, entity): with a key, the groups are (value); without one, (key, value) or,
+    # without an entity either, (entity, key, value). Only names must be capitalised.
+    patterns: list[tuple[str, str | None, str | None]] = [
+        (rf"\b(?:{i_am} called|call me|{my} name'?s) (.+)", "name", "user"),
+        (rf"\b{me}(?: now)? (?:live|{'am' if role == 'user' else 'are'} living) in (.+)",
+         "location", "user"),
+        (rf"\b{me}(?: have|'ve)? (?:just )?moved to (.+)", "location", "user"),
+        (rf"\b{i_am} (?:based|located) in (.+)", "location", "user"),
+        (rf"\b{me} (?:now )?work (?:at|for) (.+)", "employer", "user"),
+        (rf"\b{me} work as an? (.+)", "occupation", "user"),
+        (rf"\b{me} was born (?:on|in) (.+)", "born", "user"),
+        (rf"\b{my} ((?:[\w-]+ ){{0,2}}[\w-]+) (?:is|are|was) (?:called |named )?(.+)", None, "user"),
+        (r"\b(?:the )?user'?s ((?:[\w-]+ ){0,2}[\w-]+) (?:is|are|was) (.+)", None, "user"),
+        (r"\b([A-Z][\w-]+(?: [A-Z][\w-]+)?)'s ((?i:(?:[\w-]+ ){0,2}[\w-]+ (?:is|are|was))) (.+)",
+         None, None),
+        (r"\b(always|never) ((?:use|do|write|put|run|commit|deploy|add|push|call|name)\b.+)",
+         None, "convention"),
+    ]  # fmt: skip
+    for regex, key, entity in patterns:
+        m = re.search(regex, s, 0 if entity is None else re.I)
+        if m is None:
+            continue
+        if entity == "convention":
+            fields = {"entity": "convention", "key": _key(m.group(2)), "value": m.group(1).lower()}
+        elif key is not None:
+            fields = {"entity": "user", "key": key, "value": m.group(1)}
+        elif entity == "user":
+            fields = {"entity": "user", "key": _key(m.group(1)), "value": m.group(2)}
+        else:
+            if m.group(1).lower() in _NOT_NAMES:
+                continue
+            key_words = re.sub(r"\s+(?:is|are|was)$", "", m.group(2), flags=re.I)
+            fields = {"entity": m.group(1), "key": _key(key_words), "value": m.group(3)}
+        value = _value(fields["value"])
+        if value and fields["key"] and len(fields["key"]) <= 60:
+            return {**fields, "value": value}
+    decision = re.search(
+        r"\b(?:we|i|you)(?: have|'ve)? (?:decided|chose|agreed|are going|'re going|will)"
+        r" (?:to use|to go with|on|with|use) (.+?)(?:,? because (.+))?$", s, re.I)  # fmt: skip
+    if decision is not None and (value := _value(decision.group(1))):
+        out = {"entity": "decision", "value": value}
+        if decision.group(2):
+            out["why"] = decision.group(2).strip()[:MAX_FIELD_LENGTH]
+        return out
+    if re.search(rf"\b{me} (?:really |also |strongly |do not |don'?t )?(?:prefer|like|love|hate"
+                 r"|dislike|enjoy|want|need|avoid)s?\b", s, re.I):  # fmt: skip
+        return {"entity": "user"}
+    return {}
+
+
+def _message_candidates(index: int, m: Message, max_chars: int) -> list[Candidate]:
+    def skip(reason: str) -> list[Candidate]:
+        return [Candidate(index, m.role, None, None, reason)]
+
+    if m.role not in CAPTURED_ROLES:
+        return skip(f"{m.role} messages are not captured")
+    text = _BLOCKS.sub(" ", m.content).strip()
+    if (what := sensitive(m.content)) is not None:
+        return skip(f"sensitive content ({what}); nothing of this message is stored")
+    if len(text) < MIN_CHARS:
+        return skip(f"shorter than {MIN_CHARS} characters")
+    if len(text) > max_chars:
+        return skip(f"longer than {max_chars} characters (capture_max_chars)")
+    out = []
+    for raw in _SENTENCES.split(text):
+        sentence = _BULLET.sub("", raw).strip()
+        if len(sentence) < MIN_CHARS or sentence.endswith("?") or not _TRIGGERS.search(sentence):
+            continue
+        item: dict[str, Any] = {
+            "text": sentence,
+            "category": detect_category(sentence),
+            "source": f"capture:{m.role}",
+            **extract(sentence, m.role),
+        }
+        out.append(Candidate(index, m.role, sentence, item))
+    return out or skip("nothing memorable (no trigger in any sentence)")
+
+
+def _text(content: Any, index: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence) and not isinstance(content, bytes):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                if not isinstance(part.get("text"), str):
+                    raise InvalidInput("a text part needs a text string", field="content",
+                                       index=index)  # fmt: skip
+                parts.append(part["text"])
+        return "\n".join(parts)
+    raise InvalidInput(f"content must be text or a list of parts, got {type(content).__name__}",
+                       field="content", index=index)  # fmt: skip
+
+
+def _key(words: str) -> str:
+    return re.sub(r"[^\w]+", "_", words.strip().lower()).strip("_")
+
+
+def _value(raw: str) -> str:
+    value = _FILLERS.sub("", raw.strip().strip(_QUOTES).strip()).rstrip(",;:").strip()
+    return value if 0 < len(value) <= MAX_VALUE_CHARS else ""
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for n, ch in enumerate(reversed(digits)):
+        d = int(ch) * (2 if n % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return 13 <= len(digits) <= 19 and total % 10 == 0

@@ -1,0 +1,209 @@
+"""Classify-before-write by an LLM: ADD, UPDATE, DELETE or NOOP for each new fact of a batch.
+
+For each new fact, the live facts most like it (its nearest vectors, and the facts with the same
+entity and key) are found first; then **one chat request** carries up to ``llm_batch_size`` new
+facts with those existing facts (a batch of 20 facts is one request, not 20) and asks for a
+strict JSON answer::
+
+    {"decisions": [{"fact": 0, "action": "UPDATE", "target": "E2", "reason": "moved"}, ...]}
+
+Existing facts travel under short references (``E1``, ``E2``…) rather than their UUIDs: fewer
+tokens, and fewer ids for the model to mangle. A new fact with no similar facts is added without
+asking, and so is one repeating a live fact's text (dedup makes it a NOOP anyway). Anything
+that goes wrong falls back to ADD for the facts concerned, with the reason in
+the write's result (and the log): the request failing after its retries, an answer that is not
+JSON or not the agreed shape, an unknown action, a target that names no listed fact, a fact the
+answer leaves out. Nothing is ever lost to the classifier.
+
+The decisions are applied inside the write transaction by :mod:`graphmem.ingest`: UPDATE
+supersedes the target, DELETE retracts it (the new text is not stored), NOOP stores nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Final, get_args
+
+from .errors import LLMError
+from .ingest import normalized_hash
+from .llm import ChatClient
+from .models import Action, FactInput, Verdict
+from .temporal import TimeScope, to_iso
+
+#: Nearest live facts (by vector) shown to the model for each new fact.
+SIMILAR_FACTS: Final = 5
+#: Live facts with the new fact's entity and key shown besides (newest first).
+SAME_KEY_FACTS: Final = 3
+
+SYSTEM_PROMPT: Final = """\
+You keep the long-term memory of an AI agent. New facts are about to be stored. For each new \
+fact, compare it with the existing facts listed as similar to it and choose one action:
+- ADD: new information; store it beside the existing facts.
+- UPDATE: a newer or corrected version of one existing fact (the world changed, or it was \
+wrong); that fact is replaced. target = its id.
+- DELETE: the new statement withdraws one existing fact ("forget that…", "that is no longer \
+true") without stating a replacement; that fact is removed and nothing is stored. target = its id.
+- NOOP: one existing fact already says the same; nothing is stored. target = its id.
+Facts that can hold together (two hobbies, two children) are both ADD.
+Answer with one JSON object and nothing else:
+{"decisions": [{"fact": <index of the new fact>, "action": "ADD"|"UPDATE"|"DELETE"|"NOOP", \
+"target": <id of an existing fact, or null for ADD>, "reason": <a few words>}]}
+Give exactly one decision for every new fact."""
+
+_ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
+_log = logging.getLogger("graphmem.classify")
+
+
+def similar_facts(
+    conn: sqlite3.Connection,
+    inputs: Sequence[FactInput],
+    neighbours: Sequence[Sequence[tuple[str, float]]],
+    now: float,
+) -> list[list[sqlite3.Row]]:
+    """For each new fact: the live facts to show the model (nearest first, then same key)."""
+    scope = TimeScope(now, now)
+    wanted = {fact_id for hits in neighbours for fact_id, _ in hits[:SIMILAR_FACTS]}
+    rows = {
+        r["id"]: r
+        for r in conn.execute(
+            "SELECT id, text, entity, key, value, valid_from FROM facts f"
+            f" WHERE f.id IN (SELECT value FROM json_each(:ids)) AND {scope.fact_clause()}",
+            {"ids": json.dumps(sorted(wanted)), **scope.params},
+        )
+    }
+    out: list[list[sqlite3.Row]] = []
+    for x, hits in zip(inputs, neighbours, strict=True):
+        found = {fact_id: rows[fact_id] for fact_id, _ in hits[:SIMILAR_FACTS] if fact_id in rows}
+        if x.entity and x.key:
+            for r in conn.execute(
+                "SELECT id, text, entity, key, value, valid_from FROM facts f"
+                " WHERE lower(f.entity) = lower(:entity) AND lower(f.key) = lower(:key)"
+                f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC LIMIT :n",
+                {"entity": x.entity, "key": x.key, "n": SAME_KEY_FACTS, **scope.params},
+            ):
+                found.setdefault(r["id"], r)
+        out.append(list(found.values()))
+    return out
+
+
+def repeats(
+    conn: sqlite3.Connection, inputs: Sequence[FactInput], now: float, fuzzy: bool
+) -> set[int]:
+    """Positions of the new facts that dedup will make NOOPs (the text of a live fact, or its
+    normalised text when ``fuzzy``): nothing to ask the model about."""
+    hashes = [normalized_hash(x.text) for x in inputs]
+    scope = TimeScope(now, now)
+    live: dict[str, set[str]] = {}
+    for h, text in conn.execute(
+        "SELECT normalized_hash, text FROM facts f WHERE normalized_hash IN"
+        f" (SELECT value FROM json_each(:hashes)) AND {scope.fact_clause()}",
+        {"hashes": json.dumps(sorted(set(hashes))), **scope.params},
+    ):
+        live.setdefault(h, set()).add(text)
+    return {i for i, (x, h) in enumerate(zip(inputs, hashes, strict=True))
+            if h in live and (fuzzy or x.text in live[h])}  # fmt: skip
+
+
+def classify(
+    chat: ChatClient,
+    inputs: Sequence[FactInput],
+    similar: Sequence[Sequence[sqlite3.Row]],
+    batch_size: int,
+) -> list[Verdict]:
+    """A verdict per new fact, in order: one chat request per ``batch_size`` facts that have
+    similar facts; never raises (failures fall back to ADD, see the module docstring)."""
+    verdicts: list[Verdict] = [Verdict("ADD", None, "no similar facts") for _ in inputs]
+    asked = [i for i, rows in enumerate(similar) if rows]
+    for start in range(0, len(asked), batch_size):
+        chunk = asked[start : start + batch_size]
+        answers = _ask(chat, [inputs[i] for i in chunk], [similar[i] for i in chunk])
+        for i, verdict in zip(chunk, answers, strict=True):
+            verdicts[i] = verdict
+    return verdicts
+
+
+def _ask(
+    chat: ChatClient, inputs: Sequence[FactInput], similar: Sequence[Sequence[sqlite3.Row]]
+) -> list[Verdict]:
+    refs: dict[str, str] = {}  # E1 → fact id
+    existing: list[dict[str, Any]] = []
+    by_id: dict[str, str] = {}
+    for rows in similar:
+        for r in rows:
+            if r["id"] not in by_id:
+                ref = by_id[r["id"]] = f"E{len(by_id) + 1}"
+                refs[ref] = r["id"]
+                existing.append(_described({"id": ref, "text": r["text"], "entity": r["entity"],
+                                            "key": r["key"], "value": r["value"],
+                                            "valid_from": to_iso(r["valid_from"])}))  # fmt: skip
+    new = [
+        _described({"fact": n, "text": x.text, "entity": x.entity, "key": x.key, "value": x.value,
+                    "similar": [by_id[r["id"]] for r in rows]})
+        for n, (x, rows) in enumerate(zip(inputs, similar, strict=True))
+    ]  # fmt: skip
+    question = json.dumps({"existing_facts": existing, "new_facts": new}, ensure_ascii=False)
+    try:
+        answer = chat.complete_json(SYSTEM_PROMPT, question)
+        decisions = _decisions(answer)
+    except LLMError as exc:
+        _log.warning("classification of %d facts fell back to ADD: %s", len(inputs), exc.message)
+        return [_fallback(exc.message) for _ in inputs]
+    verdicts = [_fallback("the answer gave no decision for this fact") for _ in inputs]
+    decided: set[int] = set()
+    for item in decisions:
+        index, verdict = _verdict(item, refs, len(inputs))
+        if index is None or index in decided:
+            continue
+        decided.add(index)
+        verdicts[index] = verdict
+    if missing := [n for n, v in enumerate(verdicts) if v.fallback]:
+        _log.warning("classifier fell back to ADD for facts %s of a batch of %d: %s",
+                     missing, len(inputs), "; ".join({verdicts[n].reason for n in missing}))  # fmt: skip
+    return verdicts
+
+
+def _decisions(answer: str) -> list[Any]:
+    """The ``decisions`` list of an answer; LLMError if the answer is not that JSON."""
+    text = answer.strip()
+    if text.startswith("```") and text.endswith("```"):  # a fenced block despite JSON mode
+        text = text.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMError(f"the answer is not valid JSON ({exc.msg})") from None
+    decisions = parsed.get("decisions") if isinstance(parsed, dict) else None
+    if not isinstance(decisions, list):
+        raise LLMError('the answer has no "decisions" list')
+    return decisions
+
+
+def _verdict(item: Any, refs: dict[str, str], count: int) -> tuple[int | None, Verdict]:
+    """The fact index an answer entry is about (None if it names none) and its verdict; an
+    entry that breaks the rules gives a fallback verdict for its fact."""
+    index = item.get("fact") if isinstance(item, dict) else None
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        return None, _fallback("")
+    raw = item.get("action")
+    action = next((a for a in _ACTIONS if isinstance(raw, str) and raw.upper() == a), None)
+    reason = item.get("reason")
+    reason = f"llm: {reason.strip()[:500]}" if isinstance(reason, str) and reason.strip() else "llm"
+    target = item.get("target")
+    if action is None:
+        return index, _fallback(f"unknown action {raw!r}")
+    if action == "ADD":
+        return index, Verdict("ADD", None, reason)
+    if not isinstance(target, str) or target not in refs:
+        return index, _fallback(f"{action} names {target!r}, which is not a listed fact")
+    return index, Verdict(action, refs[target], reason)
+
+
+def _fallback(why: str) -> Verdict:
+    return Verdict("ADD", None, f"classifier fell back to ADD: {why}", fallback=True)
+
+
+def _described(fields: dict[str, Any]) -> dict[str, Any]:
+    """A fact for the prompt, without empty fields."""
+    return {k: v for k, v in fields.items() if v is not None and v != []}

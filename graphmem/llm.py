@@ -1,0 +1,101 @@
+"""A client for OpenAI-compatible chat endpoints (OpenAI, Ollama, vLLM, llama.cpp…), asking for
+JSON answers.
+
+The openai package sends the request and retries 429, 5xx and timeouts with exponential backoff
+(honouring ``retry-after``); this module checks the answer and counts the call in its meter.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidInput, LLMError
+from .settings import Settings
+from .usage import Meter, reported_tokens
+
+
+class ChatClient:
+    """One chat model at one endpoint."""
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None,
+        api_key: str | None,
+        model: str,
+        timeout: float = 60.0,
+        max_retries: int = 4,
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.model = model
+        self.meter = Meter("llm", self.provider, model)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ChatClient:
+        """The chat model of ``llm_*`` settings; InvalidInput if neither a key nor a base URL
+        says where to send requests."""
+        if settings.llm_base_url is None and settings.llm_api_key is None:
+            raise InvalidInput(
+                "classifier = llm needs llm_base_url (any OpenAI-compatible server) or "
+                "llm_api_key / OPENAI_API_KEY (api.openai.com)",
+                field="llm_base_url",
+            )
+        return cls(
+            base_url=settings.llm_base_url,
+            api_key=settings.llm_api_key,
+            model=settings.llm_model,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return str(self._client.base_url)
+
+    def complete_json(self, system: str, user: str) -> str:
+        """The model's answer to ``system`` + ``user``, asked for as a JSON object at
+        temperature 0; LLMError if the endpoint fails or the answer has no text."""
+        try:
+            raw = self._client.chat.completions.with_raw_response.create(
+                model=self.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                response_format={"type": "json_object"},
+                temperature=0,
+            )
+            body = raw.http_response.json()
+        except self._openai.OpenAIError as exc:
+            self.meter.record(inputs=1, failed=True)
+            raise LLMError(f"chat request to {self.endpoint} failed: {exc}") from exc
+        except ValueError as exc:
+            self.meter.record(inputs=1, failed=True)
+            raise LLMError(f"chat endpoint answered something other than JSON: {exc}") from exc
+        usage = body.get("usage") if isinstance(body, dict) else None
+        self.meter.record(
+            inputs=1,
+            retries=raw.retries_taken,
+            prompt_tokens=reported_tokens(usage, "prompt_tokens"),
+            completion_tokens=reported_tokens(usage, "completion_tokens"),
+        )
+        content = _content(body)
+        if content is None:
+            raise LLMError("chat endpoint answered without a message")
+        return content
+
+
+def _content(body: Any) -> str | None:
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, str) else None

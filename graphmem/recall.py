@@ -1,0 +1,246 @@
+"""Auto-recall (seed 003): the ``<memory-context>`` block an agent puts before a turn.
+
+``Memory.recall`` gathers the candidates: the prompt's hybrid search hits (optionally with
+linked facts, ``graph_depth``), already adjusted for importance, confidence, freshness and decay
+class; and, when the prompt names an entity memory knows (case-insensitively, as a whole word or
+a run of up to three words), that entity's facts by lookup. This module turns them into the
+block:
+
+- candidates best first; hits below ``MIN_SHARE`` of the best hit's score are dropped; a fact
+  found by lookup only ranks at ``ENTITY_SCORE`` of the best hit;
+- a text longer than ``SUMMARY_CHARS`` is replaced by the fact's stored summary, or else by its
+  opening cut at a sentence or word boundary, ending with "…" (a summary that long is cut too);
+- one line per fact in the chosen format (the seed's three)::
+
+      full     [sqlite/preference] User prefers dark mode
+      short    preference: User prefers dark mode
+      minimal  User prefers dark mode
+
+  where the source says how the fact was found: ``sqlite`` by keywords or by entity lookup,
+  ``lance`` by meaning alone, ``graph`` through a link;
+- lines are added while the whole block, tags included, fits ``max_tokens``; a line that does not
+  fit is left out and shorter ones after it may still go in. Tokens are counted as one per 4
+  characters (rounded up), as in the seeds, unless ``recall_tokenizer`` names a tokenizer file.
+
+Fact texts cannot break out of the block: line breaks become spaces and the block's own tags are
+removed from them. With nothing to show (no candidates, or a budget too small for even one line)
+the context is the empty string.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol, get_args
+
+from .errors import InvalidInput
+from .models import Fact
+
+Format = Literal["full", "short", "minimal"]
+FORMATS: Final[tuple[str, ...]] = get_args(Format)
+Source = Literal["sqlite", "lance", "graph"]
+
+#: The budget when none is given, in tokens (the seeds' maxTokens).
+DEFAULT_MAX_TOKENS: Final = 800
+#: The largest budget accepted.
+MAX_TOKENS: Final = 100_000
+#: Characters per token when no tokenizer is configured (the seeds' estimate).
+CHARS_PER_TOKEN: Final = 4
+#: Texts longer than this many characters are shown as a summary (the seeds' summaryThreshold).
+SUMMARY_CHARS: Final = 300
+#: Search hits considered for the block.
+CANDIDATES: Final = 30
+#: Hits scoring below this share of the best hit are left out, so that a prompt about nothing
+#: memory knows brings a short block, not one filled up with the least unrelated facts.
+MIN_SHARE: Final = 0.2
+#: Facts taken per entity the prompt names, most confident and newest first.
+ENTITY_FACTS: Final = 10
+#: The score of a fact found by entity lookup only, as a share of the best search hit's: after
+#: the hits at least a quarter as good as the best (at 0.5 LoCoMo lost 0.03 of its blocks'
+#: evidence, its speakers being entities; bench/REPORT.md).
+ENTITY_SCORE: Final = 0.25
+#: Longest run of words tried as an entity name.
+ENTITY_WORDS: Final = 3
+
+OPEN_TAG: Final = "<memory-context>"
+CLOSE_TAG: Final = "</memory-context>"
+_TAGS = re.compile(r"</?\s*memory-context\s*>", re.I)
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[\w][\w.'@+-]*", re.UNICODE)
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
+class TokenCounter(Protocol):
+    def __call__(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A fact that may go in the block, its score and how it was found."""
+
+    fact: Fact
+    score: float
+    source: Source
+
+
+@dataclass(frozen=True, slots=True)
+class RecallItem:
+    """A fact in the block: its score, how it was found, its line, and whether the line shows a
+    summary instead of the full text."""
+
+    fact: Fact
+    score: float
+    source: Source
+    line: str
+    summarized: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fact": self.fact.to_dict(),
+            "score": self.score,
+            "source": self.source,
+            "line": self.line,
+            "summarized": self.summarized,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """What ``Memory.recall`` gives an agent: the block to inject (``context``, empty when there
+    is nothing to say), the facts in it in order, its size in tokens, and how many candidates
+    were left out for lack of room."""
+
+    context: str
+    items: list[RecallItem]
+    tokens: int
+    omitted: int
+
+    @property
+    def facts(self) -> list[Fact]:
+        return [item.fact for item in self.items]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "context": self.context,
+            "items": [item.to_dict() for item in self.items],
+            "tokens": self.tokens,
+            "omitted": self.omitted,
+        }
+
+
+def check(prompt: Any, max_tokens: Any, format: Any) -> None:
+    """InvalidInput for an empty prompt, a budget outside 1..MAX_TOKENS or an unknown format."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InvalidInput("prompt must be a non-empty string", field="prompt")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise InvalidInput("max_tokens must be an integer", field="max_tokens")
+    if not 1 <= max_tokens <= MAX_TOKENS:
+        raise InvalidInput(f"max_tokens must be from 1 to {MAX_TOKENS}", field="max_tokens")
+    if format not in FORMATS:
+        raise InvalidInput(f"unknown format {format!r}; use full, short or minimal",
+                           field="format")  # fmt: skip
+
+
+def entity_names(prompt: str) -> list[str]:
+    """Lower-case words and runs of up to ENTITY_WORDS words of the prompt: the names it may
+    mention (compared with fact entities case-insensitively)."""
+    words = [w.strip(".'-").lower() for w in _WORD.findall(prompt)]
+    words = [w for w in words if w]
+    names: dict[str, None] = {}
+    for size in range(1, ENTITY_WORDS + 1):
+        for start in range(len(words) - size + 1):
+            names[" ".join(words[start : start + size])] = None
+    return list(names)
+
+
+def ranked(hits: Sequence[Candidate], entity_facts: Sequence[Fact]) -> list[Candidate]:
+    """Search hits (those above MIN_SHARE of the best) and entity facts merged, best first; a
+    fact found both ways keeps its hit."""
+    top = max((c.score for c in hits), default=1.0)
+    hits = [c for c in hits if c.score > 0 and c.score >= top * MIN_SHARE]
+    seen = {c.fact.id for c in hits}
+    extra = [Candidate(f, top * ENTITY_SCORE, "sqlite") for f in entity_facts if f.id not in seen]
+    # Stable: among equal scores, hits keep their order and entity facts their lookup order.
+    return sorted([*hits, *{c.fact.id: c for c in extra}.values()], key=lambda c: -c.score)
+
+
+def assemble(
+    candidates: Sequence[Candidate], max_tokens: int, format: Format, count: TokenCounter
+) -> RecallResult:
+    """The block of as many candidates as fit ``max_tokens``, in order (see the module
+    docstring)."""
+    items: list[RecallItem] = []
+    lines: list[str] = []
+    omitted = 0
+    tokens = 0
+    for c in candidates:
+        line, summarized = format_line(c.fact, c.source, format)
+        size = count(_block([*lines, line]))
+        if size > max_tokens:
+            omitted += 1
+            continue
+        lines.append(line)
+        items.append(RecallItem(c.fact, c.score, c.source, line, summarized))
+        tokens = size
+    return RecallResult(_block(lines) if lines else "", items, tokens, omitted)
+
+
+def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
+    """The fact's line in ``format``, and whether it shows a summary."""
+    text = _clean(fact.text)
+    summarized = len(text) > SUMMARY_CHARS
+    if summarized:
+        text = shorten(_clean(fact.summary or "") or text, SUMMARY_CHARS)
+    if format == "full":
+        return f"[{source}/{fact.category}] {text}", summarized
+    if format == "short":
+        return f"{fact.category}: {text}", summarized
+    return text, summarized
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters: at its last sentence end that keeps at
+    least half, else at a word boundary, marked with "…"."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 2]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head + " ")]
+    if ends and ends[-1] >= limit // 2:
+        return head[: ends[-1]] + " …"
+    space = head.rfind(" ", limit // 2)
+    return (head[:space] if space > 0 else head).rstrip(" ,;:") + "…"
+
+
+def chars_counter(text: str) -> int:
+    """Tokens as the seeds count them: one per CHARS_PER_TOKEN characters, rounded up."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def tokenizer_counter(path: Path) -> TokenCounter:
+    """A counter with the tokenizer in ``path`` (a tokenizers JSON file); InvalidInput if it
+    cannot be loaded."""
+    from tokenizers import Tokenizer
+
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:  # tokenizers raises a bare Exception for missing or bad files
+        raise InvalidInput(f"cannot load the tokenizer {path}: {exc}",
+                           field="recall_tokenizer") from None  # fmt: skip
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+
+    def count(text: str) -> int:
+        return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+    return count
+
+
+def _block(lines: Sequence[str]) -> str:
+    return "\n".join([OPEN_TAG, *lines, CLOSE_TAG])
+
+
+def _clean(text: str) -> str:
+    return _SPACE.sub(" ", _TAGS.sub(" ", text)).strip()
