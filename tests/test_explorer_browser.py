@@ -32,9 +32,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
 @dataclass
 class Explorer:
-    """The live server, its data directory, the seeded facts' ids, and the browser."""
+    """The live server, its clock and data directory, the seeded facts' ids, and the browser."""
 
     server: LiveServer
+    clock: Clock
     data_dir: Path
     ids: dict[str, str]
     driver: Any
@@ -167,7 +168,7 @@ def explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Explorer]:
     driver = start_browser(paths)
     try:
         with LiveServer(create_app(settings, clock=clock)) as server:
-            yield Explorer(server, data_dir, ids, driver)
+            yield Explorer(server, clock, data_dir, ids, driver)
     finally:
         driver.quit()
 
@@ -286,11 +287,22 @@ def test_a_link_and_a_forget_made_in_the_page_change_the_graph(page: Explorer) -
     assert "The daily standup is at 9:30" in page.text("forget-dialog")
     page.driver.find_element("css selector", "#forget-dialog button[value=cancel]").click()
     assert page.driver.find_element("id", "graph").get_attribute("data-nodes") == "2"
+    page.clock.set("2026-01-02T00:00:00+00:00")  # forgotten a day after it was recorded
     page.driver.find_element("id", "forget-button").click()
     page.driver.find_element("id", "forget-confirm").click()
     page.drawn(nodes=0, edges=0)
     assert "No version of this fact is visible now" in page.text("graph-summary")
     assert "Forgot" in page.text("notice")
+
+    known_at = page.driver.find_element("id", "known-at")
+    page.driver.execute_script(
+        "arguments[0].value = '2026-01-01T12:00:00';"
+        "arguments[0].dispatchEvent(new Event('change'));",
+        known_at,
+    )  # what memory knew before the forgetting
+    page.drawn(nodes=2, edges=1)
+    assert "forgotten" in page.graph()["nodes"][page.ids["standup"]]["classes"]
+    assert page.text("details-status").startswith("decision Forgotten on 2026-01-02")
 
 
 def test_with_api_keys_the_page_asks_for_one_and_keeps_it_for_the_tab(page: Explorer) -> None:
@@ -326,7 +338,7 @@ def main() -> None:
         driver = start_browser(paths)
         try:
             with LiveServer(create_app(settings, clock=clock)) as server:
-                page = Explorer(server, data_dir, ids, driver)
+                page = Explorer(server, clock, data_dir, ids, driver)
                 page.open()
                 driver.find_element("id", "search-input").send_keys("where does Ana live\n")
                 page.wait(lambda d: "Ana lives in Paris" in page.text("results"), "no results")

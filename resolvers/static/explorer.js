@@ -16,6 +16,7 @@ const MAX_NODES = 200; // facts in one neighbourhood
 const EXPAND_PAGE = 50; // links added by expanding one node (strongest first)
 const EXPAND_BATCH = 20; // expansions per request (the service limits aliases)
 const SLIDER_STEP = 3600; // seconds
+const NOTICE_SECONDS = 10; // how long a confirmation stays
 const DAY = 86400;
 
 const state = {
@@ -586,6 +587,8 @@ function notify(message) {
   hideAlert();
   $("notice").textContent = message;
   $("notice").hidden = false;
+  clearTimeout(notify.timer);
+  notify.timer = setTimeout(() => ($("notice").hidden = true), NOTICE_SECONDS * 1000);
 }
 
 // ------------------------------------------------------------------------------ wiring
@@ -659,19 +662,21 @@ function renderLegend() {
     ...Object.entries(CATEGORY_COLOURS).map(([name, colour]) => el("li", {}, swatch(colour), name)),
     el("li", {}, swatch(null, "swatch root"), "picked fact"),
     el("li", {}, swatch(null, "swatch superseded"), "replaced by then"),
-    el("li", {}, swatch(null, "swatch forgotten"), "forgotten by then"),
+    el("li", {}, swatch(null, "swatch forgotten"), "forgotten later"),
     el("li", {}, el("span", { class: "dash" }), "SUPERSEDES: newer → older"),
   );
 }
 
 // ------------------------------------------------------------------------------ helpers
 
-/** "current", "superseded" (replaced or ended by the moment shown) or "forgotten". */
+/**
+ * "forgotten" (a fact the API returns only at a "Known at" before it was forgotten), else
+ * "superseded" (replaced, or no longer valid, at the moment shown), else "current".
+ */
 function statusOf(fact) {
+  if (fact.retractedAt) return "forgotten";
   const now = nowSeconds();
   const known = state.knownAt ?? now;
-  const retracted = toSeconds(fact.retractedAt);
-  if (retracted !== null && retracted <= known) return "forgotten";
   const end = endOf(fact, known);
   return end !== null && end <= (state.asOf ?? now) ? "superseded" : "current";
 }
@@ -682,7 +687,7 @@ function statusLabel(fact) {
 
 function statusSentence(fact) {
   const status = statusOf(fact);
-  if (status === "forgotten") return `Forgotten on ${formatTime(fact.retractedAt)}.`;
+  if (status === "forgotten") return `Forgotten on ${formatTime(fact.retractedAt)}; shown because “Known at” is earlier.`;
   if (status === "superseded") {
     return fact.supersededById
       ? `Replaced by a newer version on ${formatTime(fact.validUntil)}.`

@@ -46,7 +46,11 @@ const STYLE = [
     selector: "node.forgotten",
     style: { "background-opacity": 0.35, "border-style": "dotted", "border-color": "#c0392b", color: "#922b21" },
   },
-  { selector: "node.selected", style: { "border-color": "#f1c40f", "border-width": 5, "border-style": "solid" } },
+  // A halo, so the selection keeps the node's own border (root, replaced, forgotten).
+  {
+    selector: "node.selected",
+    style: { "underlay-color": "#f1c40f", "underlay-opacity": 0.7, "underlay-padding": 7, "underlay-shape": "ellipse" },
+  },
   {
     selector: "edge",
     style: {
