@@ -124,3 +124,10 @@ def test_explorer_requests_are_counted_under_their_own_route(service: InProcess)
     service.request("GET", "/explore/explorer.js")
     metrics = service.request("GET", "/metrics").text
     assert 'graphmem_http_requests_total{method="GET",route="/explore",status="200"} 1.0' in metrics
+
+
+def test_the_explorer_is_documented_with_a_screenshot() -> None:
+    text = (ROOT / "docs" / "explorer.md").read_text(encoding="utf-8")
+    assert "](explorer.png)" in text and "make vendor" in text
+    assert (ROOT / "docs" / "explorer.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "docs/explorer.md" in (ROOT / "README.md").read_text(encoding="utf-8")

@@ -305,6 +305,15 @@ def test_a_link_and_a_forget_made_in_the_page_change_the_graph(page: Explorer) -
     assert page.text("details-status").startswith("decision Forgotten on 2026-01-02")
 
 
+def test_an_error_of_the_api_is_shown_and_the_page_keeps_working(page: Explorer) -> None:
+    page.open("#fact=no-such-fact")
+    page.wait(lambda d: "NOT_FOUND" in page.text("alert"), "the unknown fact was not reported")
+    assert "no-such-fact" in page.text("alert")
+    assert page.driver.find_element("id", "graph").get_attribute("data-state") == "error"
+    page.driver.find_element("id", "search-input").send_keys("Lisbon office\n")
+    page.wait(lambda d: "Lisbon office" in page.text("results"), "search stopped working")
+
+
 def test_with_api_keys_the_page_asks_for_one_and_keeps_it_for_the_tab(page: Explorer) -> None:
     keys = KeyStore(page.data_dir)
     token, key = keys.create(["default"], read_only=True, label="browser test")
@@ -312,6 +321,8 @@ def test_with_api_keys_the_page_asks_for_one_and_keeps_it_for_the_tab(page: Expl
         page.driver.get(f"{page.server.base_url}/explore#fact={page.ids['paris']}")
         page.wait(lambda d: d.find_element("id", "key-dialog").is_displayed(), "no key prompt")
         assert "needs an API key" in page.text("key-message")
+        page.driver.find_element("id", "key-input").send_keys(token[:-1] + "x\n")
+        page.wait(lambda d: "refused the key" in page.text("key-message"), "a bad key passed")
         page.driver.find_element("id", "key-input").send_keys(token)
         page.driver.find_element("id", "key-save").click()
         page.wait(lambda d: page.text("access") == "read-only", "the key was not used")

@@ -20,6 +20,7 @@ const NOTICE_SECONDS = 10; // how long a confirmation stays
 const DAY = 86400;
 
 const state = {
+  connected: false, // the service answered, with the key in use (if any)
   canWrite: false,
   root: null, // the fact the neighbourhood is drawn around, as picked
   shown: null, // the version of root's chain drawn at the current moment
@@ -47,7 +48,7 @@ window.explorer = { cy: graph.cy, state };
 
 wire();
 renderLegend();
-renderTime();
+setRanges();
 attempt(start);
 
 // ------------------------------------------------------------------------------ connecting
@@ -62,6 +63,7 @@ async function start() {
 /** Ask the service who we are; false (and a key prompt) when it answers 401. */
 async function connect() {
   const data = await guarded(() => gql("{ namespace canWrite }"));
+  state.connected = Boolean(data);
   if (!data) return false;
   state.canWrite = data.canWrite;
   $("namespace").textContent = `namespace: ${data.namespace}`;
@@ -73,17 +75,27 @@ async function connect() {
 
 function askForKey(message) {
   const dialog = $("key-dialog");
+  const { key, namespace } = credentials();
   $("key-message").textContent = message;
-  $("namespace-input").value = credentials().namespace;
+  $("namespace-input").value = namespace;
   $("key-input").value = "";
+  $("key-input").placeholder = key ? "(keep the key in use)" : "gm_…";
+  $("key-clear").hidden = !key;
   if (!dialog.open) dialog.showModal();
   $("key-input").focus();
 }
 
+/** Save: a new key (or keep the one in use when left empty) and namespace; clear: no key. */
 async function keyDialogClosed() {
-  if ($("key-dialog").returnValue !== "save") return;
-  saveCredentials({ key: $("key-input").value.trim(), namespace: $("namespace-input").value.trim() });
+  const answer = $("key-dialog").returnValue;
+  const entered = $("key-input").value.trim();
   $("key-input").value = "";
+  if (answer !== "save" && answer !== "clear") {
+    if (!state.connected) report(new ApiError("this server needs an API key: enter one with “API key…”", "UNAUTHENTICATED"));
+    return;
+  }
+  const key = answer === "clear" ? "" : entered || credentials().key;
+  saveCredentials({ key, namespace: $("namespace-input").value.trim() });
   hideAlert();
   if (!(await connect())) return;
   if (state.searched) await search();
@@ -455,12 +467,15 @@ function scope() {
   };
 }
 
-/** The sliders span the picked fact's life: from its first version (at least a day) to now. */
+/**
+ * The sliders span the picked fact's life: from its first version (at least a day, and the
+ * moment set, if earlier) to now.
+ */
 function setRanges() {
   const now = Math.ceil(nowSeconds() / SLIDER_STEP) * SLIDER_STEP;
-  const earliest = (name) => Math.min(now - DAY, ...state.chain.map((fact) => toSeconds(fact[name])));
-  for (const [slider, name] of [["as-of-slider", "validFrom"], ["known-at-slider", "recordedAt"]]) {
-    $(slider).min = String(earliest(name));
+  for (const [slider, name, field] of [["as-of-slider", "asOf", "validFrom"], ["known-at-slider", "knownAt", "recordedAt"]]) {
+    const times = [now - DAY, state[name] ?? now, ...state.chain.map((fact) => toSeconds(fact[field]))];
+    $(slider).min = String(Math.min(...times));
     $(slider).max = String(now);
     $(slider).step = String(SLIDER_STEP);
   }
@@ -639,6 +654,7 @@ function wire() {
     askForKey("Enter an API key (leave it empty to use none: a server without keys on loopback)."),
   );
   $("key-cancel").addEventListener("click", () => $("key-dialog").close("cancel"));
+  $("key-clear").addEventListener("click", () => $("key-dialog").close("clear"));
   $("key-dialog").addEventListener("close", () => attempt(keyDialogClosed));
   $("alert-close").addEventListener("click", hideAlert);
   $("notice").addEventListener("click", () => ($("notice").hidden = true));
