@@ -709,7 +709,9 @@ function statusSentence(fact) {
       ? `Replaced by a newer version on ${formatTime(fact.validUntil)}.`
       : `No longer valid since ${formatTime(fact.validUntil)}.`;
   }
-  return `Valid ${validity(fact)}${momentText()}.`;
+  const end = endOf(fact, state.knownAt ?? nowSeconds());
+  const since = formatTime(fact.validFrom);
+  return `${end === null ? `Valid since ${since}` : `Valid ${since} → ${formatTime(toIso(end))}`}${momentText()}.`;
 }
 
 function validity(fact) {
