@@ -33,8 +33,6 @@ CONTENT_TYPES: Final = {
     ".css": "text/css; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
     ".mjs": "text/javascript; charset=utf-8",
-    ".svg": "image/svg+xml",
-    ".png": "image/png",
     ".txt": "text/plain; charset=utf-8",
     "": "text/plain; charset=utf-8",  # NOTICE
 }
@@ -44,9 +42,10 @@ REVALIDATE: Final = "no-cache"
 IMMUTABLE: Final = "public, max-age=31536000, immutable"
 #: The one <style> element Cytoscape.js adds to the page; the policy allows it by its hash.
 CYTOSCAPE_STYLE: Final = ".__________cytoscape_container { position: relative; }"
+_CYTOSCAPE_STYLE_HASH: Final = base64.b64encode(hashlib.sha256(CYTOSCAPE_STYLE.encode()).digest())
 CONTENT_SECURITY_POLICY: Final = (
     "default-src 'self'; script-src 'self'; "
-    f"style-src 'self' 'sha256-{base64.b64encode(hashlib.sha256(CYTOSCAPE_STYLE.encode()).digest()).decode()}'; "
+    f"style-src 'self' 'sha256-{_CYTOSCAPE_STYLE_HASH.decode()}'; "
     "img-src 'self' data:; connect-src 'self'; base-uri 'self'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
