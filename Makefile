@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint bench bench-quick clean
+.PHONY: serve test lint bench bench-quick vendor clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,5 +44,21 @@ bench-quick: $(STAMP)
 	$(PY) -m bench.speed --sizes 10000
 	$(PY) -m bench.http --facts 5000 --links 20000 --embedder hash
 
+# The explorer's graph library (Cytoscape.js), vendored as its built ES module from the npm
+# registry; `npm pack` checks the registry's integrity hash. Needs npm, and only to update: bump
+# CYTOSCAPE, run `make vendor`, commit resolvers/static/vendor. A test checks the page loads it.
+CYTOSCAPE := 3.34.4
+VENDOR    := resolvers/static/vendor
+
+vendor:
+	rm -rf build/npm && mkdir -p build/npm $(VENDOR)
+	cd build/npm && npm pack --silent cytoscape@$(CYTOSCAPE) >/dev/null && tar xzf cytoscape-$(CYTOSCAPE).tgz
+	rm -f $(VENDOR)/cytoscape-*.mjs
+	cp build/npm/package/dist/cytoscape.esm.min.mjs $(VENDOR)/cytoscape-$(CYTOSCAPE).esm.min.mjs
+	cp build/npm/package/LICENSE $(VENDOR)/cytoscape.LICENSE.txt
+	sed -i -E 's/cytoscape-[0-9.]+\.esm\.min\.mjs/cytoscape-$(CYTOSCAPE).esm.min.mjs/' resolvers/static/graph.js
+	printf 'cytoscape-%s.esm.min.mjs is dist/cytoscape.esm.min.mjs of the npm package cytoscape@%s\n(Cytoscape.js, MIT licence: cytoscape.LICENSE.txt), npm integrity %s\n' \
+	  $(CYTOSCAPE) $(CYTOSCAPE) "$$(cd build/npm && npm view --silent cytoscape@$(CYTOSCAPE) dist.integrity)" > $(VENDOR)/NOTICE
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info test-artefacts

@@ -1,4 +1,5 @@
-"""The starlette application: ``/graphql`` (GraphiQL in a browser), ``/healthz``, ``/metrics``.
+"""The starlette application: ``/graphql`` (GraphiQL in a browser), ``/healthz``, ``/metrics``,
+and the relationship explorer at ``/explore/`` (a static page that calls ``/graphql``).
 
 Requests to ``/graphql`` pass a gate first: the body size limit (413), then the API key. With no
 key configured every request is let in (``graphmem serve`` then binds to loopback only); once a
@@ -47,6 +48,7 @@ from graphmem.memory import check_namespace
 
 from .context import Context
 from .events import Broadcaster
+from .explorer import EXPLORE_PATH, explorer_routes
 from .schema import build_schema
 
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
@@ -276,7 +278,10 @@ class Timing:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        route = scope["path"] if scope["path"] in _ROUTES else "other"
+        path = scope["path"]
+        route = (
+            path if path in _ROUTES else EXPLORE_PATH if path.startswith(EXPLORE_PATH) else "other"
+        )
         status = 500
         start = time.perf_counter()
 
@@ -414,6 +419,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/metrics", metrics_text),
             WebSocketRoute(GRAPHQL_PATH, graphql),
+            *explorer_routes(),
         ],
         middleware=middleware,
         lifespan=lifespan,

@@ -33,9 +33,10 @@ SCHEMA_FILE = "schema.graphql"
 def serve(
     ctx: click.Context, /, host: str | None, port: int | None, data_dir: Path | None, log_level: str
 ) -> None:
-    """Serve the GraphQL API (GraphiQL at /graphql in a browser, /healthz, /metrics).
+    """Serve the GraphQL API (/graphql), the explorer (/explore), /healthz and /metrics.
 
-    Without API keys (see create-key) it only binds to a loopback address.
+    A browser at /graphql gets GraphiQL. Without API keys (see create-key) it only binds to a
+    loopback address.
     """
     import uvicorn
 
@@ -51,7 +52,8 @@ def serve(
             "`graphmem create-key --namespace NAME`, or bind to 127.0.0.1",
             field="host",
         )
-    click.echo(f"graphmem: http://{settings.host}:{settings.port}/graphql "
+    base = f"http://{settings.host}:{settings.port}"
+    click.echo(f"graphmem: {base}/graphql, explorer {base}/explore "
                f"(data in {Path(settings.data_dir).resolve()})", err=True)  # fmt: skip
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
                 ws="websockets-sansio")  # fmt: skip

@@ -72,9 +72,14 @@ class Context:
         """``fn(*args, **kwargs)`` in a worker thread (Memory's calls block)."""
         return await run_in_threadpool(fn, *args, **kwargs)
 
+    @property
+    def may_write(self) -> bool:
+        """Whether the caller may write: no key (on loopback), or a read-write key."""
+        return self.key is None or not self.key.read_only
+
     def require_write(self) -> None:
-        """Forbidden unless the caller may write (no key on loopback, or a read-write key)."""
-        if self.key is not None and self.key.read_only:
+        """Forbidden unless the caller may write (see ``may_write``)."""
+        if self.key is not None and not self.may_write:
             raise Forbidden(f"API key {self.key.id} is read-only")
 
     async def fact(self, fact_id: str, scope: Scope) -> Fact | None:

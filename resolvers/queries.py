@@ -68,6 +68,13 @@ class Query:
         return info.context.memory.namespace
 
     @strawberry.field(
+        description="Whether this request may write: true without API keys (loopback) or with a "
+        "read-write key, false with a read-only key (its mutations answer FORBIDDEN)."
+    )
+    def can_write(self, info: Info[Context, None]) -> bool:
+        return info.context.may_write
+
+    @strawberry.field(
         description="A fact by id as seen at the time scope; null if unknown or not visible then "
         "(a superseded version is visible at an `asOf` within its validity)."
     )
