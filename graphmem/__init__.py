@@ -14,6 +14,7 @@ from .errors import (
     InvalidInput,
     LLMError,
     NotFound,
+    QueryTimeout,
     StorageError,
 )
 from .graph import LinkType, Node, Path, Subgraph
@@ -48,6 +49,7 @@ __all__ = [
     "NotFound",
     "Path",
     "PruneReport",
+    "QueryTimeout",
     "RecallItem",
     "RecallResult",
     "SearchHit",

@@ -10,7 +10,8 @@ Every one carries a stable ``code`` (used by the CLI and the GraphQL error paylo
     ├── EmbedderMismatch          "EMBEDDER_MISMATCH"  store was built by another embedder
     ├── EmbedderError             "EMBEDDER_ERROR" model file damaged, endpoint failing, bad dims
     ├── LLMError                  "LLM_ERROR"      chat endpoint failing or answering badly
-    └── StorageError              "STORAGE_ERROR"  database newer than this code, unusable files
+    ├── StorageError              "STORAGE_ERROR"  disk full, read-only or damaged files, newer schema
+    └── QueryTimeout              "TIMEOUT"        a read ran past its time limit (sql_time_limit)
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ class LLMError(GraphmemError):
 
 
 class StorageError(GraphmemError):
-    """The namespace's files cannot be used (schema newer than this code, unreadable files)."""
+    """The namespace's files cannot be used or written: the disk is full, the directory is
+    read-only, a file is damaged or written by a newer graphmem. A write that fails with it
+    wrote nothing."""
 
     code = "STORAGE_ERROR"
+
+
+class QueryTimeout(GraphmemError, TimeoutError):
+    """A read ran longer than its time limit (the ``sql_time_limit`` setting) and was stopped."""
+
+    code = "TIMEOUT"

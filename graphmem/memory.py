@@ -13,6 +13,7 @@ For agent loops, ``recall`` builds the ``<memory-context>`` block before a turn
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import json
@@ -24,10 +25,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, TypeVar
 
 import numpy as np
 
@@ -47,7 +49,7 @@ from .decay import (
     freshness,
 )
 from .embedders import Embedder, EmbeddingCache, Vectors, create_embedder, text_hash
-from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound
+from .errors import Conflict, EmbedderMismatch, InvalidInput, NotFound, StorageError
 from .keyword import KeywordRanker
 from .llm import ChatClient
 from .models import (
@@ -78,6 +80,7 @@ _CHUNK: Final = 500  # ids per `IN (...)` list, well under SQLite's variable lim
 
 #: Called as ``progress(done, total)`` during long operations.
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ class CheckReport:
     orphan_vectors: list[str] = field(default_factory=list)
     stale_live_flags: list[str] = field(default_factory=list)
     wrong_vectors: list[str] = field(default_factory=list)
+    duplicate_vectors: list[str] = field(default_factory=list)
     pending_outbox: int = 0
 
     @property
@@ -125,6 +129,7 @@ class CheckReport:
             or self.orphan_vectors
             or self.stale_live_flags
             or self.wrong_vectors
+            or self.duplicate_vectors
             or self.pending_outbox
         )
 
@@ -137,6 +142,7 @@ class CheckReport:
             "orphan_vectors": self.orphan_vectors,
             "stale_live_flags": self.stale_live_flags,
             "wrong_vectors": self.wrong_vectors,
+            "duplicate_vectors": self.duplicate_vectors,
             "pending_outbox": self.pending_outbox,
         }
 
@@ -171,6 +177,8 @@ class Memory:
         self._listeners: list[Callable[[list[Change]], None]] = []
         self._llm = llm
         self._token_counter: recalls.TokenCounter | None = None
+        self._sync_lock = threading.Lock()
+        self._sync_failed = False  # a vector write failed: the next sync replays the outbox
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -191,7 +199,11 @@ class Memory:
 
         Refuses with EmbedderMismatch when the namespace was indexed by another embedder, unless
         ``reindex`` is True, which rebuilds the vectors with this one (reporting to ``progress``).
-        Replays the outbox; rebuilds the vector index if its directory has gone missing.
+        Replays the outbox. The vector index is derived from SQLite: when it is missing or cannot
+        be read, it is rebuilt, with a warning on the ``graphmem`` logger; when it holds another
+        number of vectors than SQLite has facts to index, the warning names `graphmem reindex`.
+        StorageError when the namespace's directory or database cannot be created, opened or
+        written.
         ``llm`` is the chat model of the LLM classifier (default: from the ``llm_*`` settings
         when ``classifier`` is ``llm``; InvalidInput if they name no endpoint).
         """
@@ -199,7 +211,11 @@ class Memory:
         namespace = settings.namespace if namespace is None else namespace
         check_namespace(namespace)
         directory = Path(data_dir if data_dir is not None else settings.data_dir) / namespace
-        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create the namespace directory {directory}: "
+                               f"{exc.strerror}") from exc  # fmt: skip
         if llm is None and settings.classifier == "llm":
             llm = ChatClient.from_settings(settings)
         if isinstance(embedder, str) or embedder is None:
@@ -222,11 +238,28 @@ class Memory:
             if rebuild and (directory / VECTOR_DIR).exists():
                 # Rebuilt from SQLite anyway; removing it first also recovers a damaged index.
                 shutil.rmtree(directory / VECTOR_DIR)
-            memory = cls(directory, namespace, db, embedder, settings, clock or time.time, llm)
-            if rebuild or (memory._vectors.missing and memory._count_facts()):
-                memory.reindex(progress)
-            else:
+            try:
+                memory = cls(directory, namespace, db, embedder, settings, clock or time.time, llm)
+            except StorageError as exc:  # the index cannot be read: it is derived, rebuild it
+                _log.warning("%s: namespace %r: rebuilding it from SQLite", exc.message, namespace)
+                shutil.rmtree(directory / VECTOR_DIR, ignore_errors=True)
+                memory = cls(directory, namespace, db, embedder, settings, clock or time.time, llm)
+                rebuild = True
+            if not rebuild and memory._vectors.missing and memory._count_facts():
+                _log.warning("the vector index of namespace %r is missing: rebuilding it from "
+                             "SQLite", namespace)  # fmt: skip
+                rebuild = True
+            if not rebuild:
                 memory.replay_outbox()
+                expected = memory._count_vector_owners()
+                if not memory._sync_failed and memory._vectors.count() != expected:
+                    _log.warning(
+                        "the vector index of namespace %r holds %d vectors where SQLite has %d "
+                        "facts to index: run `graphmem check`, then `graphmem reindex`",
+                        namespace, memory._vectors.count(), expected,
+                    )  # fmt: skip
+            if rebuild:
+                memory.reindex(progress)
             if recorded != wanted:  # only once the vectors are this embedder's
                 with db.write() as conn:
                     conn.execute(
@@ -323,8 +356,10 @@ class Memory:
         options = autolinks.Options.resolve(self.settings, self.embedder.provider)
         twins, similar = self._similar(vectors, inputs, options)
         verdicts = self._classify(inputs, vectors) if self.settings.classifier == "llm" else None
-        now = self._now()
         with self._db.write() as conn:
+            # Stamped once the writer is held: recorded_at follows commit order, so a read at a
+            # fixed knownAt sees the same facts whichever moment it runs (see _search).
+            now = self._now()
             results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings,
                                                   verdicts)  # fmt: skip
             autolinks.link_batch(conn, now, inputs, results, similar, options)
@@ -347,8 +382,8 @@ class Memory:
 
         Returns the fact as it was. NotFound for an unknown id, Conflict if already retracted.
         """
-        now = self._now()
         with self._db.write() as conn:
+            now = self._now()
             row = _row(conn, fact_id)
             if row is None:
                 raise NotFound(f"no fact with id {fact_id!r}")
@@ -548,10 +583,11 @@ class Memory:
         candidates: dict[str, sqlite3.Row] = {}
         # The legs run concurrently: FTS5 and the embedding/matrix product release the GIL.
         pending = (
-            self._pool.submit(self._vector_leg, query, visible, params, wanted, live_only)
+            self._pool.submit(self._limited, self._db.deadline, self._vector_leg, query, visible,
+                              params, wanted, live_only)
             if mode != "fts"
             else None
-        )
+        )  # fmt: skip
         if mode != "vector":
             fts, rows = self._fts_leg(conn, query, visible, params, wanted)
             candidates.update(rows)
@@ -593,12 +629,25 @@ class Memory:
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
             merged.sort(key=lambda x: (-x[0], x[1]))
             top = [(score, 0, fact_id) for score, _, fact_id in merged[:limit]]
-        rows = _rows_by_id(conn, [fact_id for _, _, fact_id in top])
+        # The legs ran as separate statements, so a write committed between them (a
+        # supersession) may have hidden a candidate since. The hits are read again, visible, in
+        # one snapshot: old and new version are never both returned; the next candidates fill in.
+        more = iter([] if graph_depth > 0 else ranked[limit:])
+        shown: dict[str, sqlite3.Row] = {}
+        with self._db.snapshot() as final:
+            while True:
+                shown.update(_visible_rows(final, [f for _, _, f in top], visible, params))
+                if len(shown) >= min(limit, len(top)) or graph_depth > 0:
+                    break
+                extra = list(itertools.islice(more, limit - len(shown)))
+                if not extra:
+                    break
+                top = [hit for hit in top if hit[2] in shown] + extra
         out = [
-            SearchHit(Fact.from_row(rows[fact_id]), score, fts.get(fact_id), vec.get(fact_id),
+            SearchHit(Fact.from_row(shown[fact_id]), score, fts.get(fact_id), vec.get(fact_id),
                       *(reached[fact_id][1:] if fact_id in reached else (0, None)))
             for score, _, fact_id in top
-            if fact_id in rows  # purged since the legs ran
+            if fact_id in shown
         ]  # fmt: skip
         return out, scope
 
@@ -628,6 +677,11 @@ class Memory:
             for h in hits
         ]  # fmt: skip
         ranked = recalls.ranked(candidates, self._entity_facts(query, scope))
+        # Hits and entity facts were read by separate statements; one more keeps only the facts
+        # visible together, so a supersession between them never puts both versions in.
+        shown = _visible_rows(self._db.reader(), [c.fact.id for c in ranked], scope.fact_clause(),
+                              dict(scope.params))  # fmt: skip
+        ranked = [c for c in ranked if c.fact.id in shown]
         result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())
         if scope.current:
             self._track_access([f.id for f in result.facts])
@@ -704,8 +758,8 @@ class Memory:
         Types: CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON (SUPERSEDES comes from storing a new
         version). NotFound for an unknown fact, Conflict for a forgotten one.
         """
-        now = self._now()
         with self._db.write() as conn:
+            now = self._now()
             made = graph.link(conn, now, source_id, target_id, type, strength,
                               valid_from=valid_from, metadata=metadata)  # fmt: skip
         self._announce([("LINK_MADE", made.id)], now)
@@ -713,8 +767,8 @@ class Memory:
 
     def unlink(self, link_id: str) -> Link:
         """Retract a link: current reads stop following it, earlier ``known_at`` still do."""
-        now = self._now()
         with self._db.write() as conn:
+            now = self._now()
             removed = graph.unlink(conn, now, link_id)
         self._announce([("LINK_REMOVED", link_id)], now)
         return removed
@@ -975,6 +1029,7 @@ class Memory:
             for i in set(owners) & stored.keys()
             if i in expected and not np.allclose(stored[i][0], expected[i], atol=1e-5)
         )
+        rows = collections.Counter(self._vectors.ids())
         return CheckReport(
             facts=self._count_facts(),
             vectors=len(stored),
@@ -982,6 +1037,7 @@ class Memory:
             orphan_vectors=orphans,
             stale_live_flags=stale,
             wrong_vectors=wrong,
+            duplicate_vectors=sorted(i for i, n in rows.items() if n > 1),
             pending_outbox=conn.execute("SELECT count(*) FROM outbox").fetchone()[0],
         )
 
@@ -1038,6 +1094,14 @@ class Memory:
             if progress:
                 progress(min(start + _CHUNK, len(ids)), len(ids))
         return report
+
+    def time_limit(self, seconds: float | None = None) -> AbstractContextManager[None]:
+        """Stop this thread's reads inside the block ``seconds`` from now with QueryTimeout
+        (default: the ``sql_time_limit`` setting, where 0 means no limit). The server gives
+        each request one. Writes are not stopped: a batch is bounded by its size."""
+        if seconds is None:
+            seconds = self.settings.sql_time_limit or None
+        return self._db.time_limit(None if seconds is None else time.monotonic() + seconds)
 
     def optimize(self) -> dict[str, Any]:
         """Compact the vector index; past the in-memory size, build its ANN index (slow)."""
@@ -1108,6 +1172,10 @@ class Memory:
     def _count_facts(self) -> int:
         return int(self._db.reader().execute("SELECT count(*) FROM facts").fetchone()[0])
 
+    def _count_vector_owners(self) -> int:
+        sql = "SELECT count(*) FROM facts WHERE vector_of IS NULL"
+        return int(self._db.reader().execute(sql).fetchone()[0])
+
     def _similar(
         self, vectors: Vectors, inputs: Sequence[FactInput], options: autolinks.Options
     ) -> tuple[list[str | int | None], list[list[autolinks.Neighbour]]]:
@@ -1161,6 +1229,11 @@ class Memory:
             size *= 4
         ranked.close()
         return scores, rows
+
+    def _limited(self, deadline: float | None, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` with its reads stopped at ``deadline`` (for work on pool threads)."""
+        with self._db.time_limit(deadline):
+            return fn(*args)
 
     def _vector_leg(
         self, query: str, visible: str, params: dict[str, Any], n: int, live_only: bool
@@ -1286,32 +1359,58 @@ class Memory:
         """Make LanceDB agree with SQLite for these facts, then clear their outbox rows.
 
         ``known`` holds vectors the caller already has (by fact id), saving cache lookups.
+        One sync at a time: two writers' syncs interleaved could leave the older state of a
+        fact in LanceDB. An outbox row queued again while this runs is left for the sync of
+        the write that queued it. If LanceDB cannot be written (disk full, index damaged), the
+        write that called this has still committed: the outbox keeps the rows, the failure is
+        logged, and the next sync retries every pending row (as does the next ``open``).
         """
         ids = list(dict.fromkeys(ids))
         if not ids:
             return
-        conn = self._db.reader()
-        found = _rows_by_id(conn, ids, columns="id, vector_of")
-        gone = [i for i in ids if i not in found or found[i]["vector_of"] is not None]
-        owner_ids = {found[i]["vector_of"] or i for i in ids if i in found}
-        owners = _vector_owners(conn, owner_ids)
-        known = known or {}
-        vectors = {i: known[i] for i in owners if i in known}
-        missing = [i for i in owners if i not in vectors]
-        vectors.update(self._expected_vectors(conn, missing, embed_missing=True))
-        self._vectors.delete(gone)
-        ordered = list(owners)
-        if ordered:
-            self._vectors.upsert(
-                ordered, np.stack([vectors[i] for i in ordered]), [owners[i] for i in ordered]
-            )
-        # Not flushed to disk: an outbox row that survives a power cut is replayed, harmlessly.
-        with self._db.write(durable=False) as wconn:
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
-                wconn.execute(
-                    f"DELETE FROM outbox WHERE fact_id IN ({','.join('?' * len(chunk))})", chunk
+        with self._sync_lock:
+            if self._sync_failed:
+                ids = list(dict.fromkeys([*ids, *self._pending_outbox()]))
+            try:
+                self._sync_chunks(ids, known or {})
+            except (OSError, RuntimeError, ValueError, StorageError) as exc:
+                self._sync_failed = True
+                _log.error("namespace %r: the vector index could not be written (%s); its "
+                           "outbox keeps the writes and retries them", self.namespace, exc)  # fmt: skip
+                return
+            self._sync_failed = False
+
+    def _sync_chunks(self, ids: list[str], known: Mapping[str, Vectors]) -> None:
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            conn = self._db.reader()
+            marks = ",".join("?" * len(chunk))
+            queued = conn.execute(
+                f"SELECT fact_id, rowid FROM outbox WHERE fact_id IN ({marks})", chunk
+            ).fetchall()
+            found = _rows_by_id(conn, chunk, columns="id, vector_of")
+            gone = [i for i in chunk if i not in found or found[i]["vector_of"] is not None]
+            owner_ids = {found[i]["vector_of"] or i for i in chunk if i in found}
+            owners = _vector_owners(conn, owner_ids)
+            vectors = {i: known[i] for i in owners if i in known}
+            missing = [i for i in owners if i not in vectors]
+            vectors.update(self._expected_vectors(conn, missing, embed_missing=True))
+            self._vectors.delete(gone)
+            ordered = list(owners)
+            if ordered:
+                self._vectors.upsert(
+                    ordered, np.stack([vectors[i] for i in ordered]), [owners[i] for i in ordered]
                 )
+            # Only the rows read above: one queued again since (a new rowid) stays for its own
+            # sync. Not flushed to disk: a row that survives a power cut is replayed, harmlessly.
+            with self._db.write(durable=False) as wconn:
+                wconn.executemany(
+                    "DELETE FROM outbox WHERE fact_id = ? AND rowid = ?",
+                    [(r[0], r[1]) for r in queued],
+                )
+
+    def _pending_outbox(self) -> list[str]:
+        return [r[0] for r in self._db.reader().execute("SELECT fact_id FROM outbox")]
 
     def _expected_vectors(
         self, conn: sqlite3.Connection, ids: list[str], *, embed_missing: bool = False
@@ -1411,6 +1510,19 @@ _CANDIDATE_COLUMNS: Final = (
     "f.id, f.seq, f.importance, f.confidence, f.expires_at, f.last_confirmed_at, f.decay_class,"
     " f.source_date, f.valid_from"
 )
+
+
+def _visible_rows(
+    conn: sqlite3.Connection, ids: Sequence[str], visible: str, params: dict[str, Any]
+) -> dict[str, sqlite3.Row]:
+    """Every column of the facts among ``ids`` that satisfy ``visible``, by id."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT f.* FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids)) AND {visible}",
+        {**params, "ids": json.dumps(list(ids))},
+    )
+    return {r["id"]: r for r in rows}
 
 
 def _candidates(

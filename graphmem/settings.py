@@ -132,6 +132,13 @@ class Settings(BaseModel):
         description="A tokenizer.json (Hugging Face tokenizers format) that counts the tokens of "
         "the recall budget; None: about 4 characters per token.",
     )
+    sql_time_limit: float = Field(
+        10.0,
+        ge=0,
+        le=3600,
+        description="Seconds a request's reads may spend in SQLite before they are stopped "
+        "with a TIMEOUT error (0: no limit).",
+    )
     capture_max_chars: int = Field(
         5000,
         ge=10,

@@ -3,19 +3,28 @@
 Every write in the process goes through ``Database.write()``, which holds a lock around a single
 connection and opens the transaction with ``BEGIN IMMEDIATE`` (a plain BEGIN can fail with
 SQLITE_BUSY_SNAPSHOT under concurrency). Readers get a connection of their own per thread.
+
+A failure of the disk (full, read-only, I/O error, damaged file) becomes a StorageError that
+says which; the transaction is rolled back, so nothing of it was written. Reads inside
+``time_limit`` are interrupted past their deadline (QueryTimeout): SQLite calls a progress
+handler every few thousand steps of a statement, which stops it once the thread's deadline has
+passed.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Final
 
 from . import migrations
-from .errors import StorageError
+from .errors import QueryTimeout, StorageError
 
 #: FULL: an acknowledged write survives a power cut, not only a crash of the process.
 _SYNCHRONOUS: Final = "FULL"
@@ -24,6 +33,8 @@ _SYNCHRONOUS: Final = "FULL"
 WAL_AUTOCHECKPOINT_PAGES: Final = 10_000
 #: How long a connection waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS: Final = 30_000
+#: SQLite virtual-machine steps between two checks of a read's deadline (well under 1 ms).
+_PROGRESS_STEPS: Final = 1_000
 
 
 class Database:
@@ -39,7 +50,7 @@ class Database:
             self._writer = _connect(path)
             migrations.apply(self._writer)
         except sqlite3.DatabaseError as exc:
-            raise StorageError(f"cannot open {path}: {exc}") from exc
+            raise storage_error(exc, path, "cannot open") from exc
         self._closed = False
 
     @contextmanager
@@ -55,19 +66,24 @@ class Database:
             if conn.in_transaction:  # nested use joins the outer transaction
                 yield conn
                 return
-            if not durable:
-                conn.execute("PRAGMA synchronous = NORMAL")
             try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-            finally:
                 if not durable:
-                    conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield conn
+                        conn.execute("COMMIT")
+                    finally:
+                        # A failed COMMIT (disk full) can leave the transaction open; the next
+                        # write would then join it, and nothing after would ever be committed.
+                        if conn.in_transaction:
+                            conn.execute("ROLLBACK")
+                finally:
+                    if not durable:
+                        conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
+            except sqlite3.OperationalError as exc:
+                raise storage_error(exc, self.path, "cannot write to") from exc
 
     def try_write(
         self, *, durable: bool = True
@@ -95,8 +111,12 @@ class Database:
         self._check_open()
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = _connect(self.path)
+            try:
+                conn = _connect(self.path)
+            except sqlite3.DatabaseError as exc:
+                raise storage_error(exc, self.path, "cannot read") from exc
             conn.execute("PRAGMA query_only = ON")
+            conn.set_progress_handler(self._past_deadline, _PROGRESS_STEPS)
             self._local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
@@ -114,6 +134,33 @@ class Database:
             yield conn
         finally:
             conn.execute("COMMIT")
+
+    @contextmanager
+    def time_limit(self, deadline: float | None) -> Iterator[None]:
+        """Stop this thread's reads once ``time.monotonic()`` passes ``deadline`` (None: no
+        limit; an enclosing, earlier deadline still holds): QueryTimeout."""
+        outer: float | None = getattr(self._local, "deadline", None)
+        if deadline is None or (outer is not None and outer < deadline):
+            deadline = outer
+        self._local.deadline = deadline
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if deadline is not None and _interrupted(exc):
+                raise QueryTimeout("the query ran past its time limit and was stopped") from None
+            raise
+        finally:
+            self._local.deadline = outer
+
+    @property
+    def deadline(self) -> float | None:
+        """The deadline of this thread's reads (see ``time_limit``), if any."""
+        deadline: float | None = getattr(self._local, "deadline", None)
+        return deadline
+
+    def _past_deadline(self) -> int:
+        deadline = getattr(self._local, "deadline", None)
+        return 1 if deadline is not None and time.monotonic() > deadline else 0
 
     def close(self) -> None:
         with self._write_lock:
@@ -142,3 +189,34 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
+
+
+def storage_error(exc: sqlite3.Error, path: Path, doing: str) -> StorageError:
+    """A StorageError that says what the disk did: full, read-only, failing, or a damaged file."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code == sqlite3.SQLITE_FULL:
+        reason = "the disk is full; nothing was written (free some space and retry)"
+    elif code == sqlite3.SQLITE_READONLY or (code == sqlite3.SQLITE_CANTOPEN and _read_only(path)):
+        reason = "the file or its directory is read-only; nothing was written"
+    elif code == sqlite3.SQLITE_IOERR:
+        reason = f"disk I/O error ({exc}); nothing was written"
+    elif code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+        reason = f"the file is damaged or not a graphmem database ({exc})"
+    elif code == sqlite3.SQLITE_BUSY:
+        reason = f"another process held the database lock for over {BUSY_TIMEOUT_MS // 1000} s"
+    else:
+        reason = str(exc)
+    return StorageError(f"{doing} {path}: {reason}")
+
+
+def _read_only(path: Path) -> bool:
+    """Whether ``path``'s directory cannot be written (a read-only mount or permissions)."""
+    directory = path.parent
+    try:
+        return os.statvfs(directory).f_flag & os.ST_RDONLY != 0 or not os.access(directory, os.W_OK)
+    except OSError as exc:
+        return exc.errno in (errno.EROFS, errno.EACCES)
+
+
+def _interrupted(exc: sqlite3.OperationalError) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_INTERRUPT

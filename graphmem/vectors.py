@@ -77,6 +77,7 @@ class VectorIndex:
                 pa.field("live", pa.bool_(), nullable=False),
             ]
         )
+        self._mirror: _Mirror | None = None
         try:
             self._db = lancedb.connect(str(path))
             self.missing = TABLE not in self._db.list_tables().tables
@@ -85,20 +86,18 @@ class VectorIndex:
                 if self.missing
                 else self._db.open_table(TABLE)
             )
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise StorageError(
-                f"cannot open the vector index at {path}: {exc}; `graphmem reindex` rebuilds it"
-            ) from exc
-        stored = self._table.schema.field("vector").type
+            stored = self._table.schema.field("vector").type
+            if self.count() <= EXACT_SEARCH_MAX_ROWS:
+                mirror = _Mirror(dimensions)
+                mirror.load(self._table.to_arrow())  # reads every row: finds damaged files
+                self._mirror = mirror
+        except (OSError, ValueError, RuntimeError, KeyError, pa.ArrowException) as exc:
+            raise StorageError(f"cannot read the vector index at {path} ({exc})") from exc
         if getattr(stored, "list_size", dimensions) != dimensions:
             raise StorageError(
                 f"the vector index at {path} holds {stored.list_size}-dimensional vectors, "
-                f"the embedder makes {dimensions}; run `graphmem reindex`"
+                f"the embedder makes {dimensions}"
             )
-        self._mirror: _Mirror | None = None
-        if self.count() <= EXACT_SEARCH_MAX_ROWS:
-            self._mirror = _Mirror(dimensions)
-            self._mirror.load(self._table.to_arrow())
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
         """Write (or replace) the vectors of ``ids``. Idempotent, so outbox replays are safe."""
@@ -109,8 +108,11 @@ class VectorIndex:
             # Rows the table lacks are appended; only rows it has need merge_insert's join.
             fresh = [n for n, i in enumerate(ids) if mirror is not None and not mirror.has(i)]
             known = [n for n in range(len(ids)) if mirror is None or mirror.has(ids[n])]
+            # The mirror follows each LanceDB commit at once: a retry after a failure between
+            # the two would otherwise append a second row for the same id.
             if fresh:
                 self._table.add(self._arrow(ids, vectors, live, fresh))
+                self._mirrored(ids, vectors, live, fresh)
             if known:
                 (
                     self._table.merge_insert("id")
@@ -118,11 +120,18 @@ class VectorIndex:
                     .when_not_matched_insert_all()
                     .execute(self._arrow(ids, vectors, live, known))
                 )
+                self._mirrored(ids, vectors, live, known)
             self._committed()
-            if mirror is not None:
-                mirror.upsert(ids, vectors, live)
-                if len(mirror) > EXACT_SEARCH_MAX_ROWS:
-                    self._mirror = None  # too large to hold: LanceDB's ANN index takes over
+
+    def _mirrored(
+        self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool], rows: list[int]
+    ) -> None:
+        mirror = self._mirror
+        if mirror is None:
+            return
+        mirror.upsert([ids[n] for n in rows], np.asarray(vectors)[rows], [live[n] for n in rows])
+        if len(mirror) > EXACT_SEARCH_MAX_ROWS:
+            self._mirror = None  # too large to hold: LanceDB's ANN index takes over
 
     def _arrow(
         self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool], rows: list[int]
@@ -212,6 +221,12 @@ class VectorIndex:
         ):
             out[i] = (matrix[n], bool(live))
         return out
+
+    def ids(self) -> list[str]:
+        """The id of every row, in table order (an id twice means a duplicated row)."""
+        with self._lock:
+            ids: list[str] = self._table.to_arrow().column("id").to_pylist()
+        return ids
 
     def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy

@@ -127,15 +127,21 @@ class Gate:
         self, authorization: str | None, requested: str | None
     ) -> tuple[Memory, ApiKey | None]:
         key = None
-        if await run_in_threadpool(self.keys.any_active):
-            token = _bearer(authorization)
-            if token is None:
-                raise Denied(
-                    401, "UNAUTHENTICATED", "an API key is required: Authorization: Bearer <key>"
-                )
-            key = await run_in_threadpool(self.keys.authenticate, token)
-            if key is None:
-                raise Denied(401, "UNAUTHENTICATED", "unknown or revoked API key")
+        try:
+            if await run_in_threadpool(self.keys.any_active):
+                token = _bearer(authorization)
+                if token is None:
+                    raise Denied(
+                        401,
+                        "UNAUTHENTICATED",
+                        "an API key is required: Authorization: Bearer <key>",
+                    )
+                key = await run_in_threadpool(self.keys.authenticate, token)
+                if key is None:
+                    raise Denied(401, "UNAUTHENTICATED", "unknown or revoked API key")
+        except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
+            _log.error("cannot check API keys: %s", exc.message)
+            raise Denied(503, exc.code, exc.message) from None
         name = requested or (key.namespaces[0] if key else self.namespaces.settings.namespace)
         if key is not None and name not in key.namespaces:
             raise Denied(403, "FORBIDDEN", f"this API key has no access to namespace {name!r}")
@@ -143,6 +149,9 @@ class Gate:
             memory = await run_in_threadpool(self.namespaces.get, name)
         except InvalidInput as exc:
             raise Denied(400, exc.code, exc.message) from None
+        except GraphmemError as exc:  # the namespace's files cannot be opened (disk, damage)
+            _log.error("cannot open namespace %r: %s", name, exc.message)
+            raise Denied(503, exc.code, exc.message) from None
         return memory, key
 
 

@@ -7,6 +7,7 @@ of 50 facts with their links and neighbours costs a few queries, not 50 of each.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class Context:
     broadcaster: Broadcaster
     #: A WebSocket's connection_init payload (where browsers send their key).
     connection_params: dict[str, Any] | None = None
+    _deadline: float | None = field(default=None, init=False)
     _facts: DataLoader[tuple[str, Scope], CoreFact | None] = field(init=False)
     _links: DataLoader[LinksKey, LinksPage] = field(init=False)
     _history: DataLoader[tuple[str, Scope], list[CoreFact]] = field(init=False)
@@ -69,8 +71,27 @@ class Context:
         return self._memory is not None
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` in a worker thread (Memory's calls block)."""
-        return await run_in_threadpool(fn, *args, **kwargs)
+        """``fn(*args, **kwargs)`` in a worker thread (Memory's calls block), its reads limited
+        by the request's time budget (``sql_time_limit``; shared by every field of an HTTP
+        request, counted afresh per call on a WebSocket, where a subscription lives on)."""
+        memory = self._memory
+        if memory is None:
+            return await run_in_threadpool(fn, *args, **kwargs)
+        limit = memory.settings.sql_time_limit
+        if not limit:
+            return await run_in_threadpool(fn, *args, **kwargs)
+        if isinstance(self.request, WebSocket):
+            seconds = limit
+        else:
+            if self._deadline is None:
+                self._deadline = time.monotonic() + limit
+            seconds = self._deadline - time.monotonic()
+
+        def limited() -> T:
+            with memory.time_limit(seconds):
+                return fn(*args, **kwargs)
+
+        return await run_in_threadpool(limited)
 
     @property
     def may_write(self) -> bool:

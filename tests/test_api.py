@@ -22,6 +22,7 @@ def test_every_error_has_a_distinct_code_and_is_a_graphmem_error() -> None:
         errors.EmbedderError,
         errors.LLMError,
         errors.StorageError,
+        errors.QueryTimeout,
     ]
     assert all(issubclass(c, errors.GraphmemError) for c in classes)
     codes = [c.code for c in classes]
