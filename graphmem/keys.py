@@ -119,6 +119,16 @@ class KeyStore:
         key = _record(row)
         return None if key.revoked_at is not None else key
 
+    def is_active(self, key_id: str) -> bool:
+        """Whether the key with this id exists and is not revoked (read afresh each call)."""
+        if not self.path.exists():
+            return False
+        with self._connect() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", [key_id]
+            ).fetchone()
+        return row is not None
+
     def revoke(self, key_id: str) -> ApiKey:
         """Revoke a key by id; requests with it fail from now on. NotFound for an unknown id."""
         with self._connect() as conn:

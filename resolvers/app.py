@@ -167,7 +167,7 @@ class GraphQLApp(GraphQL[Context, None]):
         memory, key = admitted if admitted else (None, None)
         broadcaster = self.gate.namespaces.broadcaster
         assert broadcaster is not None, "the app's lifespan has not started"
-        return Context(memory, key, request, broadcaster)
+        return Context(memory, key, request, broadcaster, keys=self.gate.keys)
 
     async def on_ws_connect(self, context: Context) -> Any:
         if context.admitted:

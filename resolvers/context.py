@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.websockets import WebSocket
 from strawberry.dataloader import DataLoader
 
-from graphmem import ApiKey, Forbidden, Memory
+from graphmem import ApiKey, Forbidden, KeyStore, Memory
 from graphmem import Fact as CoreFact
 from graphmem import Link as CoreLink
 from graphmem.graph import LinkPosition
@@ -46,6 +46,8 @@ class Context:
     broadcaster: Broadcaster
     #: A WebSocket's connection_init payload (where browsers send their key).
     connection_params: dict[str, Any] | None = None
+    #: The server's key store, to see a key revoked while a subscription is open.
+    keys: KeyStore | None = None
     _deadline: float | None = field(default=None, init=False)
     _facts: DataLoader[tuple[str, Scope], CoreFact | None] = field(init=False)
     _links: DataLoader[LinksKey, LinksPage] = field(init=False)
@@ -97,6 +99,16 @@ class Context:
     def may_write(self) -> bool:
         """Whether the caller may write: no key (on loopback), or a read-write key."""
         return self.key is None or not self.key.read_only
+
+    async def require_live_key(self) -> None:
+        """Forbidden once the caller's key has been revoked (checked per subscription event)."""
+        key, keys = self.key, self.keys
+        if (
+            key is not None
+            and keys is not None
+            and not await run_in_threadpool(keys.is_active, key.id)
+        ):
+            raise Forbidden(f"API key {key.id} has been revoked")
 
     def require_write(self) -> None:
         """Forbidden unless the caller may write (see ``may_write``)."""

@@ -14,7 +14,8 @@ from .types import ChangeKind, DateTime, MemoryChange
 class Subscription:
     @strawberry.subscription(
         description="Every change committed in this namespace from now on: facts stored, "
-        "superseded, forgotten or purged, links made or removed."
+        "superseded, forgotten or purged, links made or removed. Ends with FORBIDDEN at the "
+        "first change after the caller's API key is revoked."
     )
     async def memory_changed(
         self,
@@ -27,6 +28,7 @@ class Subscription:
         wanted = None if kinds is None else {k.name for k in kinds}
         async for change in info.context.broadcaster.changes(info.context.memory.namespace):
             if wanted is None or change.kind in wanted:
+                await info.context.require_live_key()  # a revoked key hears nothing more
                 yield MemoryChange(
                     kind=ChangeKind(change.kind),
                     id=strawberry.ID(change.id),

@@ -3,6 +3,7 @@ guard, schema drift and descriptions, and the serve / export-schema commands."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -108,6 +109,122 @@ def test_keys_are_stored_hashed(data_dir: Path) -> None:
     raw = (data_dir / "_keys.sqlite").read_bytes()
     assert token.split("_")[-1].encode() not in raw
     assert KeyStore(data_dir).authenticate(token) == key
+
+
+def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
+    service: InProcess, data_dir: Path
+) -> None:
+    keys = KeyStore(data_dir)
+    alice, _ = keys.create(["alice"])
+    bob, _ = keys.create(["bob"])
+    store = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } } }"
+    a = [service.data(store, {"t": f"Alice's private note {n} about the merger"}, **bearer(alice))
+         ["storeFact"]["fact"]["id"] for n in range(3)]  # fmt: skip
+    link = "mutation($s: ID!, $t: ID!) { linkFacts(input: {sourceId: $s, targetId: $t, type: PART_OF}) { link { id } error { code } } }"
+    alice_link = service.data(link, {"s": a[1], "t": a[0]}, **bearer(alice))["linkFacts"]["link"][
+        "id"
+    ]
+    b = service.data(store, {"t": "Bob's note about lunch"}, **bearer(bob))["storeFact"]["fact"][
+        "id"
+    ]
+    page = "query($after: String) { facts(first: 1, after: $after) { edges { cursor node { id text } } } }"
+    alice_cursor = service.data(page, {"after": None}, **bearer(alice))["facts"]["edges"][0][
+        "cursor"
+    ]
+    links = "query($id: ID!, $after: String) { fact(id: $id) { links(first: 1, after: $after) { edges { cursor neighbour { id } } } } }"
+    alice_link_cursor = service.data(links, {"id": a[0], "after": None}, **bearer(alice))[
+        "fact"]["links"]["edges"][0]["cursor"]  # fmt: skip
+
+    def as_bob(query: str, **variables: object) -> dict[str, object]:
+        status, body = service.post(query, dict(variables), bearer(bob))
+        assert status == 200, body
+        return body  # type: ignore[no-any-return]
+
+    reads = [
+        (page, {"after": alice_cursor}),
+        (links, {"id": b, "after": alice_link_cursor}),
+        (links, {"id": a[0], "after": None}),
+        ("query($ids: [ID!]!) { traverse(from: $ids, depth: 6) { nodes { fact { id } } edges { id } } }", {"ids": a}),
+        ("query($a: ID!, $b: ID!) { path(from: $a, to: $b) { facts { id } } }", {"a": b, "b": a[0]}),
+        ("query($id: ID!) { history(id: $id) { id } }", {"id": a[0]}),
+        ('{ search(query: "private note merger", limit: 50) { fact { id text } } }', {}),
+        ('{ recall(prompt: "What about the merger?") { context } }', {}),
+    ]  # fmt: skip
+    seen = json.dumps([as_bob(query, **variables).get("data") for query, variables in reads])
+    for secret in [*a, alice_link, "merger"]:
+        assert secret not in seen, (secret, seen)
+    # A guessed id that exists in another namespace answers exactly as one that exists nowhere.
+    nowhere = "00000000-0000-4000-8000-000000000000"
+    for query, variables in reads[2:6]:
+        answer = json.dumps(as_bob(query, **variables))
+        for fact_id in a:
+            answer = answer.replace(fact_id, nowhere)
+        guessed = {k: ([nowhere] * len(v) if isinstance(v, list) else nowhere if v in a else v)
+                   for k, v in variables.items()}  # fmt: skip
+        assert answer == json.dumps(as_bob(query, **guessed)), query
+    for mutation, variables in [
+        (link, {"s": b, "t": a[0]}),
+        ("mutation($id: ID!) { unlink(id: $id) { error { code } } }", {"id": alice_link}),
+        ("mutation($id: ID!) { forgetFact(id: $id) { error { code } } }", {"id": a[2]}),
+        ("mutation($id: ID!) { purgeFact(id: $id) { error { code } } }", {"id": a[2]}),
+        ("mutation($id: ID!) { storeFact(input: {text: \"Replaced by Bob\", supersedes: $id}) { error { code } } }", {"id": a[1]}),
+    ]:  # fmt: skip
+        body = as_bob(mutation, **variables)
+        payload = next(iter(body["data"].values()))  # type: ignore[union-attr]
+        assert payload["error"]["code"] == "NOT_FOUND", (mutation, body)
+    after = service.data("{ facts { edges { node { id links { edges { link { id } } } } } } }",
+                         **bearer(alice))["facts"]["edges"]  # fmt: skip
+    assert sorted(e["node"]["id"] for e in after) == sorted(a)  # nothing forgotten, purged, added
+    assert sum(len(e["node"]["links"]["edges"]) for e in after) == 2  # the one link, both ends
+    for name in ("alice", "../alice", "bob/../alice", "ALICE"):
+        status, body = service.post(
+            "{ namespace }", None, {**bearer(bob), "X-Graphmem-Namespace": name}
+        )
+        assert status in (400, 403) and body["errors"][0]["extensions"]["code"] != "OK", name
+
+
+def test_key_secrets_are_compared_in_constant_time(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hmac
+
+    import graphmem.keys
+
+    token, key = KeyStore(data_dir).create(["default"])
+    compared: list[tuple[str, str]] = []
+    real = hmac.compare_digest
+
+    def recording(a: str, b: str) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(graphmem.keys.hmac, "compare_digest", recording)
+    wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    assert KeyStore(data_dir).authenticate(wrong) is None
+    assert KeyStore(data_dir).authenticate(token) == key
+    assert len(compared) == 2  # every presented secret goes through compare_digest
+    assert all(len(a) == len(b) == 64 for a, b in compared)  # sha256 hex digests, not secrets
+
+
+def test_a_revoked_key_ends_its_open_subscription(data_dir: Path, clock: Clock) -> None:
+    keys = KeyStore(data_dir)
+    token, key = keys.create(["default"])
+    writer, _ = keys.create(["default"])
+    app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
+    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+        ws.send_json({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
+        assert ws.receive_json()["type"] == "connection_ack"
+        _subscribe(ws, client, "default")
+        post = {"query": STORE, "variables": {"t": "Heard while the key is valid"}}
+        client.post("/graphql", headers=bearer(writer), json=post)
+        assert ws.receive_json()["payload"]["data"]["memoryChanged"]["kind"] == "FACT_STORED"
+        keys.revoke(key.id)
+        post = {"query": STORE, "variables": {"t": "Never heard: the key was revoked"}}
+        client.post("/graphql", headers=bearer(writer), json=post)
+        message = ws.receive_json()
+        assert message["payload"]["data"] is None
+        assert message["payload"]["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+        assert ws.receive_json()["type"] == "complete"  # the subscription is over
 
 
 # ------------------------------------------------------------------------------------ limits
