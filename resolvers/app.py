@@ -21,6 +21,7 @@ import json
 import logging
 import threading
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.types import ExecutionResult
 
 from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
@@ -52,6 +54,9 @@ from .explorer import EXPLORE_PATH, explorer_routes
 from .schema import build_schema
 
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
+#: Brackets a request's JSON may open before it is parsed once here to make sure it is not
+#: nested deeper than Python's parser can go.
+MAX_JSON_NESTING: Final = 500
 GRAPHQL_PATH: Final = "/graphql"
 _log = logging.getLogger("graphmem.server")
 
@@ -169,6 +174,13 @@ class GraphQLApp(GraphQL[Context, None]):
         assert broadcaster is not None, "the app's lifespan has not started"
         return Context(memory, key, request, broadcaster, keys=self.gate.keys)
 
+    async def process_result(self, request: Request, result: ExecutionResult) -> Any:
+        # A document refused before execution (over the token limit) bypasses ErrorCodes.
+        for error in result.errors or []:
+            if not (error.extensions or {}).get("code"):
+                error.extensions = {**(error.extensions or {}), "code": "INVALID_QUERY"}
+        return await super().process_result(request, result)
+
     async def on_ws_connect(self, context: Context) -> Any:
         if context.admitted:
             return await super().on_ws_connect(context)
@@ -207,6 +219,7 @@ class Guard:
         try:
             if scope["type"] == "http":
                 receive = await self._limited(headers, receive)
+                _check_query_string(scope.get("query_string", b""))
             scope["graphmem.admitted"] = await self.gate.admit(
                 headers.get("authorization"), headers.get(NAMESPACE_HEADER)
             )
@@ -245,6 +258,7 @@ class Guard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
+        _check_json(body)
         sent = False
 
         async def replay() -> Message:
@@ -435,6 +449,35 @@ def create_app(
     )
     app.state.namespaces = namespaces
     return app
+
+
+def _check_json(data: bytes) -> None:
+    """Denied(400) for a body that is not UTF-8, or whose JSON nests deeper than the parser can
+    go (Python's json raises RecursionError past about a thousand levels, which would be a 500).
+    A body with fewer brackets than that cannot nest so deep and is left to strawberry."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Denied(400, "INVALID_QUERY", f"the request body is not UTF-8 ({exc.reason} at "
+                                           f"byte {exc.start})") from None  # fmt: skip
+    if text.count("[") + text.count("{") < MAX_JSON_NESTING:
+        return
+    try:
+        json.loads(text)
+    except RecursionError:
+        raise Denied(
+            400, "INVALID_QUERY", f"the request's JSON nests deeper than {MAX_JSON_NESTING} levels"
+        ) from None
+    except ValueError:
+        return  # malformed: strawberry answers it
+
+
+def _check_query_string(raw: bytes) -> None:
+    """``_check_json`` for the ``variables`` of a GET request."""
+    if raw.count(b"%5B") + raw.count(b"%7B") + raw.count(b"[") + raw.count(b"{") < MAX_JSON_NESTING:
+        return
+    for value in urllib.parse.parse_qs(raw.decode("latin-1")).get("variables", []):
+        _check_json(value.encode("utf-8"))
 
 
 def _bearer(authorization: str | None) -> str | None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import GraphQLError, OperationDefinitionNode
 from strawberry.extensions import (
     AddValidationRules,
     MaskErrors,
@@ -20,6 +21,7 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
+    SchemaExtension,
     ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
@@ -61,6 +63,24 @@ class ErrorCodes(MaskErrors):
         return out
 
 
+class OneOperation(SchemaExtension):
+    """Refuse a document of several operations sent without ``operationName``: graphql-core
+    wants one named, but strawberry would run the first (the client may have meant another)."""
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        document = context.graphql_document
+        operations = [] if document is None else [
+            d for d in document.definitions if isinstance(d, OperationDefinitionNode)]  # fmt: skip
+        # operation_name falls back to the first operation's name: read what the client sent.
+        if context._provided_operation_name is None and len(operations) > 1:
+            error = GraphQLError(
+                "this document has several operations: say which to run with `operationName`"
+            )
+            context.pre_execution_errors = [*(context.pre_execution_errors or []), error]
+        yield
+
+
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     """The schema with the document limits of ``settings``.
 
@@ -83,6 +103,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
             functools.partial(AddValidationRules, rules),
             functools.partial(ParserCache, maxsize=DOCUMENT_CACHE_SIZE),
             functools.partial(ValidationCache, maxsize=DOCUMENT_CACHE_SIZE),
+            OneOperation,
             ErrorCodes,
         ],
     )

@@ -1,0 +1,243 @@
+"""Hostile and random input to the GraphQL API, in process: valid and invalid documents
+generated from the schema (hypothesis-graphql), and the known attacks one by one. Whatever comes
+in, the answer is never a 500 nor a masked INTERNAL_ERROR: it is data, or an error with a code
+that says what was wrong."""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from graphql import build_schema as parse_sdl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis_graphql import Mode, from_schema, nodes
+
+from graphmem import Memory, Settings
+from resolvers import create_app, schema_sdl
+
+from .api import InProcess
+
+SCHEMA = parse_sdl(schema_sdl())
+#: Codes an answer to bad input may carry (docs/graphql.md): never INTERNAL_ERROR.
+EXPECTED = {"INVALID_QUERY", "INVALID_INPUT", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE"}
+SCALARS = {
+    "DateTime": st.one_of(
+        st.sampled_from(
+            [
+                "2024-05-01",
+                "2024-05-01T12:00:00Z",
+                "2024",
+                "not a date",
+                "99999-01-01",
+                "1970-01-01T00:00:00+14:00",
+                "",
+            ]
+        ).map(nodes.String),
+        st.integers(-(2**31), 2**31 - 1).map(nodes.Int),
+        st.floats(allow_nan=False, allow_infinity=False).map(nodes.Float),
+    ),
+    "JSON": st.one_of(st.text(max_size=20).map(nodes.String), st.integers(-5, 5).map(nodes.Int)),
+}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InProcess, list[str]]]:
+    """One service for the module (hypothesis runs many examples against it), holding a few
+    linked facts whose ids the generated documents may use."""
+    data = tmp_path_factory.mktemp("hostile") / "data"
+    settings_ = Settings(embedder="hash", data_dir=data, graphql_max_depth=10)
+    with Memory.open(data, settings=settings_) as mem:
+        ids = [r.fact.id for r in mem.store_many(  # type: ignore[union-attr]
+            [{"text": f"Server {n} runs the {w} service"} for n, w in enumerate(["mail", "db"])])]  # fmt: skip
+        mem.link(ids[0], ids[1], "DEPENDS_ON")
+    with InProcess(create_app(settings_)) as client:
+        yield client, ids
+
+
+def _assert_handled(status: int, body: Any) -> None:
+    assert status in (200, 400, 413), (status, body)
+    if isinstance(body, dict):
+        for error in body.get("errors") or []:
+            assert error.get("extensions", {}).get("code") in EXPECTED, body
+
+
+def _ids(text: str, ids: list[str]) -> str:
+    """The document with some ID strings swapped for real ids, so that reads find something."""
+    return text.replace('"0"', json.dumps(ids[0])).replace('"1"', json.dumps(ids[1]))
+
+
+FUZZ = settings(max_examples=120, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+
+
+@FUZZ
+@given(document=from_schema(SCHEMA, custom_scalars=SCALARS))
+def test_any_valid_document_is_answered_without_a_server_error(
+    api: tuple[InProcess, list[str]], document: str
+) -> None:
+    client, ids = api
+    _assert_handled(*client.post(_ids(document, ids)))
+
+
+@FUZZ
+@given(document=from_schema(SCHEMA, custom_scalars=SCALARS, mode=Mode.NEGATIVE))
+def test_any_invalid_document_is_refused_with_invalid_query(
+    api: tuple[InProcess, list[str]], document: str
+) -> None:
+    client, _ = api
+    status, body = client.post(document)
+    _assert_handled(status, body)
+    assert status == 400 or body.get("errors"), body
+
+
+@FUZZ
+@given(text=st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=300))
+def test_any_search_text_is_safe_for_fts5(api: tuple[InProcess, list[str]], text: str) -> None:
+    client, _ = api
+    status, body = client.post("query($q: String!) { search(query: $q, mode: FTS) { fact { id } } }",
+                               {"q": text})  # fmt: skip
+    _assert_handled(status, body)
+    if text.strip():
+        assert "errors" not in body, body
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        'NEAR(server service, 2) AND "db" OR mail* NOT ^runs',
+        'text: "server" + col:service - {mail db}',
+        '" unbalanced quote AND (( OR',
+        "'; DROP TABLE facts; --",
+        "1 OR 1=1; SELECT * FROM facts WHERE '' = '",
+        "\x00\x01\x02 service",
+        "*",
+    ],
+)
+def test_fts5_syntax_and_sql_in_search_text_are_plain_words(
+    api: tuple[InProcess, list[str]], query: str
+) -> None:
+    client, _ = api
+    for mode in ("FTS", "HYBRID"):
+        status, body = client.post(
+            f"query($q: String!) {{ search(query: $q, mode: {mode}) {{ fact {{ text }} }} }}",
+            {"q": query},
+        )
+        assert status == 200 and "errors" not in body, body
+    assert len(client.data("{ facts { edges { cursor } } }")["facts"]["edges"]) >= 2  # intact
+
+
+def test_sql_looking_text_is_stored_and_found_verbatim(api: tuple[InProcess, list[str]]) -> None:
+    client, _ = api
+    text = 'Robert\'); DROP TABLE facts;-- said the "admin" \\ OR 1=1'
+    stored = client.data("mutation($t: String!) { storeFact(input: {text: $t, entity: $t, "
+                         "source: $t}) { fact { id text entity } error { message } } }", {"t": text})  # fmt: skip
+    assert stored["storeFact"]["fact"] == {
+        **stored["storeFact"]["fact"],
+        "text": text,
+        "entity": text,
+    }
+    hits = client.data("query($q: String!) { search(query: $q) { fact { text } } }", {"q": text})
+    assert hits["search"][0]["fact"]["text"] == text
+
+
+def _nested(depth: int) -> str:
+    return "{ facts { edges { node { " + "links { edges { neighbour { " * depth + "id" + \
+        " } } }" * depth + " } } } }"  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "status", "code", "says"),
+    [
+        ("alias bomb", {"query": "{ " + " ".join(f"a{i}: namespace" for i in range(5000)) + " }"},
+         200, "INVALID_QUERY", "tokens"),
+        ("alias bomb under the token limit",
+         {"query": "{ " + " ".join(f"a{i}: stats {{ namespace }}" for i in range(200)) + " }"},
+         200, "INVALID_QUERY", "aliases"),
+        ("depth bomb", {"query": _nested(40)}, 200, "INVALID_QUERY", "depth"),
+        ("fragment cycle", {"query": "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }"},
+         200, "INVALID_QUERY", "Cannot spread fragment"),
+        ("two operations, no name", {"query": "query A { namespace } query B { namespace }"},
+         200, "INVALID_QUERY", "operation"),
+        ("huge string", {"query": "mutation($t: String!) { storeFact(input: {text: $t}) { error { code } } }",
+                         "variables": {"t": "x" * 2_000_000}}, 413, "PAYLOAD_TOO_LARGE", "larger"),
+        ("text over the limit", {"query": "mutation($t: String!) { storeFact(input: {text: $t}) { error { code message } } }",
+                                 "variables": {"t": "y" * 10_001}}, 200, None, "10000"),
+        ("oversized batch", {"query": "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { error { code message } } }",
+                             "variables": {"i": [{"text": "z"}] * 10_001}}, 200, None, "at most 10000"),
+        ("limit out of range", {"query": "{ search(query: \"x\", limit: 100000) { score } }"},
+         200, "INVALID_INPUT", "limit"),
+        ("32-bit overflow", {"query": "{ facts(first: 99999999999) { edges { cursor } } }"},
+         200, "INVALID_QUERY", "32-bit"),
+        ("forged cursor", {"query": "{ facts(after: \"Zm9vOmJhcg==\") { edges { cursor } } }"},
+         200, "INVALID_INPUT", "cursor"),
+        ("variables not an object", {"query": "{ namespace }", "variables": [1, 2]}, 400, None, "object"),
+        ("batched request", [{"query": "{ namespace }"}] * 3, 400, None, "Batching"),
+    ],
+)  # fmt: skip
+def test_known_attacks_are_refused_with_a_clear_error(
+    api: tuple[InProcess, list[str]], name: str, body: Any, status: int, code: str | None,
+    says: str,
+) -> None:  # fmt: skip
+    client, _ = api
+    response = client.request("POST", "/graphql", content=json.dumps(body).encode(),
+                              headers={"content-type": "application/json"})  # fmt: skip
+    assert response.status_code == status, (name, response.text[:300])
+    text = response.text
+    assert says in text, (name, text[:300])
+    if code is not None:
+        assert response.json()["errors"][0]["extensions"]["code"] == code, name
+    if status == 200 and code is None:  # a mutation's typed error, as data
+        payload = next(iter(response.json()["data"].values()))
+        assert payload["error"]["code"] == "INVALID_INPUT", name
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("invalid UTF-8", b'{"query": "{ namespace }", "variables": {"x": "\xff\xfe"}}'),
+        ("binary garbage", bytes(range(256)) * 4),
+        ("deeply nested variables", b'{"query": "{ namespace }", "variables": {"x": '
+         + b"[" * 100_000 + b"]" * 100_000 + b"}}"),
+        ("not JSON", b"{ namespace }"),
+        ("NaN", b'{"query": "mutation($i: Float) { storeFact(input: {text: \\"n\\", importance: $i}) { error { code } } }", "variables": {"i": NaN}}'),
+    ],
+)  # fmt: skip
+def test_malformed_bodies_get_a_400_or_an_invalid_query_never_a_500(
+    api: tuple[InProcess, list[str]], name: str, content: bytes
+) -> None:
+    client, _ = api
+    response = client.request("POST", "/graphql", content=content,
+                              headers={"content-type": "application/json"})  # fmt: skip
+    assert response.status_code in (200, 400), (name, response.text[:300])
+    if response.status_code == 200:
+        assert response.json()["errors"][0]["extensions"]["code"] == "INVALID_QUERY", name
+
+
+def test_deeply_nested_variables_in_a_get_request_are_refused(
+    api: tuple[InProcess, list[str]],
+) -> None:
+    client, _ = api
+    response = client.request("GET", "/graphql",
+                              params={"query": "{ namespace }", "variables": "[" * 3000 + "]" * 3000})  # fmt: skip
+    assert response.status_code == 400 and "nests deeper" in response.text
+
+
+def test_odd_but_valid_text_round_trips(api: tuple[InProcess, list[str]], tmp_path: Path) -> None:
+    client, _ = api
+    odd = ["\x00 null byte inside", "emoji 🧠 and RTL \u202e text", "a\u0301 combining",
+           string.punctuation, "\ud7ff\ue000 edges of the BMP", "tab\tnew\nline"]  # fmt: skip
+    for text in odd:
+        status, body = client.post(
+            "mutation($t: String!) { storeFact(input: {text: $t, classify: false}) { fact { text } error { code } } }",
+            {"t": text},
+        )
+        _assert_handled(status, body)
+        payload = body["data"]["storeFact"]
+        assert payload["error"] is None or payload["error"]["code"] == "INVALID_INPUT", payload
+        if payload["fact"] is not None:
+            assert payload["fact"]["text"] == text.strip()
