@@ -275,13 +275,13 @@ class LoadResult:
     writes: int
     reads: int
     facts_written: int
-    latencies_ms: list[float]
+    latencies_ms: dict[str, list[float]]
     failures: list[str] = field(default_factory=list)
     anomalies: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        lat = sorted(self.latencies_ms) or [0.0]
+        every = [ms for kind in self.latencies_ms.values() for ms in kind]
         return {
             "writers": self.writers,
             "readers": self.readers,
@@ -291,14 +291,22 @@ class LoadResult:
             "reads": self.reads,
             "facts_written": self.facts_written,
             "ops_per_s": round((self.writes + self.reads) / max(self.seconds, 1e-9), 1),
-            "p50_ms": round(statistics.median(lat), 1),
-            "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))], 1),
+            "latency_ms": {
+                kind: _percentiles(ms)
+                for kind, ms in sorted({**self.latencies_ms, "all": every}.items())
+            },
             "failures": self.failures[:10],
             "failure_count": len(self.failures),
             "anomalies": self.anomalies[:10],
             "anomaly_count": len(self.anomalies),
             "problems": self.problems,
         }
+
+
+def _percentiles(ms: list[float]) -> dict[str, float | int]:
+    ms = sorted(ms) or [0.0]
+    return {"n": len(ms), "p50": round(statistics.median(ms), 1),
+            "p99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 1)}  # fmt: skip
 
 
 def load(
@@ -312,17 +320,21 @@ def load(
     acknowledged: set[str] = set()
     sent: set[str] = set()
     batches: dict[str, int] = {}  # entity -> facts in its batch (sent: maybe in flight)
-    result = LoadResult(writers, readers, 0.0, 0, 0, 0, [])
+    result = LoadResult(writers, readers, 0.0, 0, 0, 0, {})
     budget = threading.Semaphore(operations)
     log = data.parent / "load-server.log"
     with server(data, embedder, log) as (url, process):
         deadline = time.monotonic() + seconds
 
-        def timed(client: httpx.Client, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        def timed(
+            kind: str, client: httpx.Client, query: str, variables: dict[str, Any]
+        ) -> dict[str, Any]:
             start = time.perf_counter()
             out = _post(client, query, variables)
             with lock:
-                result.latencies_ms.append((time.perf_counter() - start) * 1000)
+                result.latencies_ms.setdefault(kind, []).append(
+                    (time.perf_counter() - start) * 1000
+                )
             return out
 
         def writer(w: int) -> None:
@@ -337,7 +349,7 @@ def load(
                             text = f"Writer {w} note {n}: {_words(rng)}"
                             with lock:
                                 sent.add(text)
-                            timed(client, STORE, {"input": {"text": text}})
+                            timed("store fact", client, STORE, {"input": {"text": text}})
                             texts = [text]
                         elif kind < 0.7:
                             entity = f"batch-{w}-{n}"
@@ -346,7 +358,7 @@ def load(
                             with lock:
                                 sent.update(texts)
                                 batches[entity] = batch
-                            timed(client, STORE_MANY, {"inputs": [
+                            timed(f"store batch of {batch}", client, STORE_MANY, {"inputs": [
                                 {"text": t, "entity": entity, "key": f"part{i}", "value": str(i)}
                                 for i, t in enumerate(texts)]})  # fmt: skip
                         else:
@@ -355,7 +367,7 @@ def load(
                             text = f"{mover} lives in {city}"
                             with lock:
                                 sent.add(text)
-                            timed(client, STORE, {"input": {
+                            timed("supersede", client, STORE, {"input": {
                                 "text": text, "entity": mover, "key": "city", "value": city}})  # fmt: skip
                             texts = [text]
                     except (Failure, httpx.HTTPError) as exc:
@@ -376,7 +388,7 @@ def load(
                             with lock:
                                 entity, size = (rng.choice(list(batches.items())) if batches
                                                 else ("batch-none", 0))  # fmt: skip
-                            got = timed(client, LOOKUP, {"e": entity})["lookup"]
+                            got = timed("lookup batch", client, LOOKUP, {"e": entity})["lookup"]
                             if len(got) not in (0, size):
                                 with lock:
                                     result.anomalies.append(
@@ -388,7 +400,9 @@ def load(
                             variables = (
                                 {"e": mover} if query is LOOKUP else {"q": f"{mover} lives in"}
                             )
-                            got = timed(client, query, variables)
+                            got = timed(
+                                "search" if query is SEARCH else "lookup", client, query, variables
+                            )
                             facts = (
                                 got["lookup"]
                                 if query is LOOKUP
@@ -406,7 +420,7 @@ def load(
                         else:
                             after = None
                             for _ in range(3):
-                                page = timed(client, PAGE, {"after": after})["facts"]
+                                page = timed("page of 100", client, PAGE, {"after": after})["facts"]
                                 after = page["pageInfo"]["endCursor"]
                                 if not page["pageInfo"]["hasNextPage"]:
                                     break
