@@ -27,9 +27,8 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from mcp.server.context import ServerRequestContext
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -54,13 +53,17 @@ from .context import Context
 from .events import Broadcaster
 from .explorer import EXPLORE_PATH, explorer_routes
 from .schema import build_schema
-from .tools import HttpEndpoint, build_server
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
 
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
 GRAPHQL_PATH: Final = "/graphql"
 MCP_PATH: Final = "/mcp"
 #: Where the gate leaves what it admitted, in the ASGI scope: (Memory, ApiKey | None).
 ADMITTED: Final = "graphmem.admitted"
+#: JSON-RPC's "Invalid Request" error code, for refusals at /mcp.
+INVALID_REQUEST: Final = -32600
 _log = logging.getLogger("graphmem.server")
 
 
@@ -73,9 +76,16 @@ class Denied(Exception):
         self.code = code
         self.message = message
 
-    def response(self) -> JSONResponse:
+    def response(self, *, jsonrpc: bool = False) -> JSONResponse:
+        """The refusal as GraphQL errors, or as a JSON-RPC error (what MCP clients read and show;
+        its id is null, as the request was never read)."""
         headers = {"WWW-Authenticate": 'Bearer realm="graphmem"'} if self.status == 401 else None
-        body = {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
+        body: dict[str, Any] = (
+            {"jsonrpc": "2.0", "id": None,
+             "error": {"code": INVALID_REQUEST, "message": self.message, "data": {"code": self.code}}}
+            if jsonrpc
+            else {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
+        )  # fmt: skip
         return JSONResponse(body, status_code=self.status, headers=headers)
 
 
@@ -218,7 +228,7 @@ class Guard:
                         {"type": "websocket.close", "code": 4403, "reason": exc.message[:120]}
                     )
                 return
-            await exc.response()(scope, receive, send)
+            await exc.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -388,6 +398,9 @@ def create_app(
         settings, embedder or create_embedder(settings.embedder, settings), clock
     )
     gate = Gate(KeyStore(settings.data_dir), namespaces)
+    # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
+    from .tools import HttpEndpoint, build_server
+
     graphql = GraphQLApp(gate, schema=build_schema(settings), graphql_ide="graphiql")
     mcp = HttpEndpoint(build_server(_admitted), loopback=is_loopback(settings.host),
                        max_body_bytes=settings.max_body_bytes)  # fmt: skip
