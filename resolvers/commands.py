@@ -35,7 +35,8 @@ SCHEMA_FILE = "schema.graphql"
 def serve(
     ctx: click.Context, /, host: str | None, port: int | None, data_dir: Path | None, log_level: str
 ) -> None:
-    """Serve the GraphQL API (/graphql), the explorer (/explore), /healthz and /metrics.
+    """Serve the GraphQL API (/graphql), MCP tools (/mcp), the explorer (/explore), /healthz
+    and /metrics.
 
     A browser at /graphql gets GraphiQL. Without API keys (see create-key) it only binds to a
     loopback address.
@@ -55,7 +56,7 @@ def serve(
             field="host",
         )
     base = f"http://{settings.host}:{settings.port}"
-    click.echo(f"graphmem: {base}/graphql, explorer {base}/explore "
+    click.echo(f"graphmem: {base}/graphql, MCP {base}/mcp, explorer {base}/explore "
                f"(data in {Path(settings.data_dir).resolve()})", err=True)  # fmt: skip
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
                 ws="websockets-sansio")  # fmt: skip

@@ -9,8 +9,8 @@ text, category, validity), and ``structuredContent`` with the same JSON as the C
 Expected failures (arguments the schema or graphmem refuses, unknown ids, conflicts, a
 read-only key) are tool results with ``isError`` set, text ``CODE: message`` and
 ``structuredContent`` ``{"error": {"code", "message"}}``, so a model can correct itself. An
-unexpected exception is logged and answered the same way with the code ``INTERNAL``; neither
-ends the server.
+unexpected exception is logged and answered the same way, code ``INTERNAL_ERROR`` (its details
+stay in the log); neither ends the server.
 
 One server object (``build_server``) serves both transports; what differs is where a call's
 namespace comes from (``Caller``):
@@ -32,6 +32,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib.metadata import version
 from typing import Any, Final
 
@@ -63,7 +64,6 @@ from graphmem.memory import MAX_LIMIT
 from graphmem.models import MAX_FIELD_LENGTH, MAX_TEXT_LENGTH
 from graphmem.recall import FORMATS, MAX_TOKENS
 from graphmem.tagging import CATEGORIES
-from graphmem.temporal import to_iso
 
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
@@ -118,7 +118,9 @@ async def call(
         return _error(exc.code, exc.message)
     except Exception:
         _log.exception("tool %s failed", name)
-        return _error("INTERNAL", "the tool failed unexpectedly; the server's log has the details")
+        return _error(
+            "INTERNAL_ERROR", "the tool failed unexpectedly; the server's log has the details"
+        )
     return CallToolResult(content=[TextContent(text=text)], structured_content=data)
 
 
@@ -574,18 +576,19 @@ def _error(code: str, message: str) -> CallToolResult:
 def _line(fact: Fact) -> str:
     """One fact on one line: id, text, what it states, category and validity."""
     about = f" [{fact.entity}.{fact.key}={fact.value}]" if fact.entity and fact.key else ""
-    until = _when(fact.valid_until.timestamp()) if fact.valid_until else "now"
-    notes = [fact.category, f"valid {_when(fact.valid_from.timestamp())} → {until}"]
+    until = _when(fact.valid_until) if fact.valid_until else "now"
+    notes = [fact.category, f"valid {_when(fact.valid_from)} → {until}"]
     if fact.superseded_by:
         notes.append(f"superseded by {fact.superseded_by}")
     if fact.retracted_at:
-        notes.append(f"forgotten {_when(fact.retracted_at.timestamp())}")
+        notes.append(f"forgotten {_when(fact.retracted_at)}")
     return f"{fact.id}  {' '.join(fact.text.split())}{about}  ({'; '.join(notes)})"
 
 
-def _when(seconds: float) -> str:
-    """ISO-8601 UTC, as a bare date at midnight (fewer tokens, and how dates are usually given)."""
-    text = to_iso(seconds) or ""
+def _when(moment: datetime) -> str:
+    """ISO-8601 UTC to the second, or the bare date at midnight: fewer tokens for a model (the
+    structured content keeps every digit)."""
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return text.removesuffix("T00:00:00Z")
 
 

@@ -285,6 +285,8 @@ def test_a_request_naming_another_host_is_refused_on_loopback(live: LiveServer) 
     for extra in ({"Host": "evil.example:8420"}, {"Origin": "http://evil.example"}):
         response = httpx.post(url, json=message, headers={**headers, **extra}, timeout=30)
         assert response.status_code in (403, 421), extra
+    metrics = httpx.get(f"{live.base_url}/metrics", timeout=30).text
+    assert 'route="/mcp"' in metrics
 
 
 # ------------------------------------------------------------------------------------ failures
@@ -306,7 +308,7 @@ def test_an_unexpected_failure_is_a_tool_error_and_the_server_goes_on(
         async def run() -> None:
             async with Client(build_server(caller)) as client:
                 code, text = await refused(client, "memory_recall", query="anything")
-                assert code == "INTERNAL" and "disk on fire" not in text
+                assert code == "INTERNAL_ERROR" and "disk on fire" not in text
                 await ok(client, "memory_store", text="The server survived its failure")
 
         with caplog.at_level(logging.ERROR, logger="graphmem.mcp"):
