@@ -209,6 +209,7 @@ class Guard:
         if (
             scope["type"] == "http"
             and scope["method"] == "GET"
+            and scope["path"].startswith(GRAPHQL_PATH)
             and "text/html" in headers.get("accept", "")
         ):
             await self.app(scope, receive, send)  # GraphiQL: a page, no data

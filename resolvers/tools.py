@@ -84,11 +84,12 @@ Caller = Callable[[ServerRequestContext[Any, Any]], tuple[Memory, ApiKey | None]
 
 def build_server(caller: Caller) -> Server[Any]:
     """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names."""
+    specs = [tool.spec() for tool in TOOLS]
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return ListToolsResult(tools=[tool.spec() for tool in TOOLS])
+        return ListToolsResult(tools=specs)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams

@@ -264,6 +264,7 @@ def test_a_key_for_one_namespace_cannot_reach_another_through_mcp(
                           ({**bearer(bob), "X-Graphmem-Namespace": "alice"}, 403)):  # fmt: skip
         response = httpx.post(url, json=message, headers={**headers, **extra}, timeout=30)
         assert response.status_code == status, (extra, response.text)
+    assert httpx.get(url, headers={"Accept": "text/html"}, timeout=30).status_code == 401
     with pytest.raises(BaseExceptionGroup) as refusal:  # the SDK's client shows the message
         anyio.run(_connect, url, {**bearer(bob), "X-Graphmem-Namespace": "alice"})
     assert refusal.group_contains(MCPError, match="no access to namespace 'alice'")
