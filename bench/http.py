@@ -9,7 +9,7 @@ default settings: access tracking on) and times, from httpx clients in threads o
 process, GraphQL ``search`` (limit 10, hybrid, query embedding included) and ``traverse``
 (depth 2 from a random fact, BOTH directions) with 1 client and with 16 concurrent clients:
 latency per request as the client sees it (JSON, HTTP, uvicorn and GraphQL included),
-requests/s, and the server's RSS (VmRSS now, VmHWM its peak) after each phase. A response
+requests/s, and the server's memory (RSS, heap and PSS; see _rss) after each phase. A response
 with ``errors`` is counted and reported (exit status 1).
 
     python -m bench.http [--facts 100000] [--links 500000] [--embedder local|hash] [--data DIR]
@@ -195,11 +195,24 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
 
 
 def _rss(pid: int) -> dict[str, float]:
-    """The server's resident memory now (VmRSS) and at its peak (VmHWM), in MiB."""
-    fields = dict(
+    """The server's memory in MiB: resident now (VmRSS) and at its peak (VmHWM), and of what is
+    resident now, its own heap (Anonymous) and its proportional share (Pss).
+
+    VmRSS counts a page of the database file once per connection that maps it (each reader
+    thread's SQLite connection maps the file, see graphmem/storage.py), so with many threads it
+    overstates memory use; Pss counts every page once.
+    """
+    status = dict(
         line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
     )
-    return {name: int(fields[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")}
+    rollup = dict(
+        line.split(":", 1)
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
+    )
+    return {
+        **{name: int(status[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")},
+        **{name: int(rollup[name].split()[0]) / 1024 for name in ("Anonymous", "Pss")},
+    }
 
 
 def _other_benches(waiting: bool = False) -> list[str]:
@@ -319,22 +332,23 @@ def _timed(call: Callable[[], Any]) -> float:
 def _one_line(name: str, out: dict[str, Any]) -> str:
     single, many = out[f"{name}_single"], out[f"{name}_concurrent"]
     return (f"  {name}: 1 client p50 {single['p50_ms']:.1f} ms; {CLIENTS} clients p50 "
-            f"{many['p50_ms']:.1f} ms, {many['requests_per_s']:.1f} req/s; server RSS "
-            f"{many['rss']['VmRSS']:.0f} MiB")  # fmt: skip
+            f"{many['p50_ms']:.1f} ms, {many['requests_per_s']:.1f} req/s; server PSS "
+            f"{many['rss']['Pss']:.0f} MiB")  # fmt: skip
 
 
 def summary_markdown(r: dict[str, Any]) -> str:
     rows = [[name, clients, r[key]["n"], f"{r[key]['p50_ms']:.1f}", f"{r[key]['p95_ms']:.1f}",
              f"{r[key]['requests_per_s']:.1f}", r[key]["errors"],
-             f"{r[key]['rss']['VmRSS']:.0f} / {r[key]['rss']['VmHWM']:.0f}"]
+             f"{r[key]['rss']['Pss']:.0f} / {r[key]['rss']['Anonymous']:.0f}"
+             f" / {r[key]['rss']['VmRSS']:.0f}"]
             for name, op in (("search (limit 10)", "search"), ("traverse depth 2", "traverse"))
             for clients, key in ((1, f"{op}_single"), (CLIENTS, f"{op}_concurrent"))]  # fmt: skip
     head = (f"{r['store']['facts']} facts, {r['store']['links']} links, {r['embedder']} embedder;"
             f" server up in {r['server_startup_seconds']:.1f} s, idle RSS"
-            f" {r['rss_idle']['VmRSS']:.0f} MiB\n\n")  # fmt: skip
+            f" {r['rss_idle']['VmRSS']:.0f} MiB (PSS {r['rss_idle']['Pss']:.0f} MiB)\n\n")  # fmt: skip
     return head + markdown_table(
         ["query", "clients", "requests", "p50 ms", "p95 ms", "requests/s", "errors",
-         "server RSS / peak MiB"], rows)  # fmt: skip
+         "server PSS / heap / RSS MiB"], rows)  # fmt: skip
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

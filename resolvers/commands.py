@@ -1,10 +1,11 @@
-"""The CLI commands that need the GraphQL layer, added to ``graphmem``'s command group:
-``serve`` and ``export-schema``. The console script enters here, so ``graphmem`` (the core)
-never imports the service."""
+"""The CLI commands that need the service layer, added to ``graphmem``'s command group:
+``serve``, ``mcp`` and ``export-schema``. The console script enters here, so ``graphmem`` (the
+core) never imports the service."""
 
 from __future__ import annotations
 
-import ipaddress
+import logging
+import sys
 from pathlib import Path
 
 import click
@@ -13,6 +14,7 @@ from graphmem.cli import cli
 from graphmem.cli import main as _main
 from graphmem.errors import InvalidInput
 from graphmem.keys import KeyStore
+from graphmem.memory import Memory
 from graphmem.settings import Settings
 
 #: The SDL file at the project root that `export-schema` writes and a test compares.
@@ -33,30 +35,50 @@ SCHEMA_FILE = "schema.graphql"
 def serve(
     ctx: click.Context, /, host: str | None, port: int | None, data_dir: Path | None, log_level: str
 ) -> None:
-    """Serve the GraphQL API (/graphql), the explorer (/explore), /healthz and /metrics.
+    """Serve the GraphQL API (/graphql), MCP tools (/mcp), the explorer (/explore), /healthz
+    and /metrics.
 
     A browser at /graphql gets GraphiQL. Without API keys (see create-key) it only binds to a
     loopback address.
     """
     import uvicorn
 
-    from .app import create_app
+    from .app import create_app, is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(
         update={k: v for k, v in given.items() if v is not None}
     )
-    if not _loopback(settings.host) and not KeyStore(settings.data_dir).any_active():
+    if not is_loopback(settings.host) and not KeyStore(settings.data_dir).any_active():
         raise InvalidInput(
             f"refusing to serve on {settings.host} without API keys: create one with "
             "`graphmem create-key --namespace NAME`, or bind to 127.0.0.1",
             field="host",
         )
     base = f"http://{settings.host}:{settings.port}"
-    click.echo(f"graphmem: {base}/graphql, explorer {base}/explore "
+    click.echo(f"graphmem: {base}/graphql, MCP {base}/mcp, explorer {base}/explore "
                f"(data in {Path(settings.data_dir).resolve()})", err=True)  # fmt: skip
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
                 ws="websockets-sansio")  # fmt: skip
+
+
+@cli.command("mcp")
+@click.option("--log-level", default="warning", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+@click.pass_context
+def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
+    """Serve memory as MCP tools on stdin/stdout, for desktop and command-line agents.
+
+    An MCP client starts this command and speaks the Model Context Protocol with it; logs go to
+    stderr. It uses the namespace of the global options (--data-dir, --namespace, --embedder).
+    `graphmem serve` offers the same tools over HTTP at /mcp. See docs/mcp.md.
+    """
+    from .tools import serve_stdio
+
+    logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    with Memory.open(settings=ctx.obj) as memory:
+        serve_stdio(memory)
 
 
 @cli.command("export-schema")
@@ -72,12 +94,3 @@ def export_schema(path: str) -> None:
 def main() -> None:
     """Console entry point of ``graphmem``."""
     _main()
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

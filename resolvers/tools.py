@@ -1,0 +1,648 @@
+"""graphmem's memory as tools for agents, over the Model Context Protocol (the ``mcp`` SDK).
+
+Nine tools (``TOOLS``) call ``Memory``: store, recall, context, lookup, link, traverse, history,
+forget and capture. Each has a JSON schema generated from its argument model (pydantic, so the
+schema and the validation cannot disagree, and defaults are the core's own), a description
+written for a model to read, and a result in two forms: compact text, one line per fact (id,
+text, category, validity), and ``structuredContent`` with the same JSON as the CLI's ``--json``.
+
+Expected failures (arguments the schema or graphmem refuses, unknown ids, conflicts, a
+read-only key) are tool results with ``isError`` set, text ``CODE: message`` and
+``structuredContent`` ``{"error": {"code", "message"}}``, so a model can correct itself. An
+unexpected exception is logged and answered the same way, code ``INTERNAL_ERROR`` (its details
+stay in the log); neither ends the server.
+
+One server object (``build_server``) serves both transports; what differs is where a call's
+namespace comes from (``Caller``):
+
+- stdio (``graphmem mcp``, ``serve_stdio``): the one namespace the command opened;
+- streamable HTTP at ``/mcp`` in ``graphmem serve`` (``HttpEndpoint``): the namespace the
+  service's gate admitted for that HTTP request (the bearer key, ``X-Graphmem-Namespace``; see
+  ``resolvers.app``). The endpoint is stateless and answers JSON: every request is admitted on
+  its own, so no session outlives its key, and the tools need no server-to-client messages.
+
+This lives in ``resolvers/`` because the SDK is built on starlette, which ``graphmem/`` never
+imports; like the GraphQL layer it only calls graphmem and writes no SQL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib.metadata import version
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
+from mcp_types import Tool as ToolSpec
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memory
+from graphmem.capture import MAX_MESSAGES, ROLES
+from graphmem.decay import DECAY_CLASSES, HOUR, TTL_SECONDS
+from graphmem.graph import DIRECTIONS, LINK_TYPES, MAX_DEPTH, MAX_NODES
+from graphmem.memory import MAX_LIMIT
+from graphmem.models import MAX_FIELD_LENGTH, MAX_TEXT_LENGTH
+from graphmem.recall import FORMATS, MAX_TOKENS
+from graphmem.tagging import CATEGORIES
+
+#: The server's name in the MCP handshake.
+SERVER_NAME: Final = "graphmem"
+#: What a client may show the model about the server as a whole.
+INSTRUCTIONS: Final = (
+    "Long-term memory that persists across conversations. Facts have ids, a category and a "
+    "validity period; a newer fact about the same entity and key supersedes the older one, which "
+    "stays readable as history (as_of). Recall before answering from memory; store what the user "
+    "wants remembered or what will matter later; forget what is wrong."
+)
+
+_log = logging.getLogger("graphmem.mcp")
+
+Result = tuple[str, dict[str, Any]]
+#: Where a call's namespace comes from: the Memory to use and the API key (None: no key).
+Caller = Callable[[ServerRequestContext[Any, Any]], tuple[Memory, ApiKey | None]]
+
+
+def build_server(caller: Caller) -> Server[Any]:
+    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names."""
+    specs = [tool.spec() for tool in TOOLS]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return ListToolsResult(tools=specs)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        return await call(caller, ctx, params.name, params.arguments or {})
+
+    return Server(
+        SERVER_NAME, version=version("graphmem"), instructions=INSTRUCTIONS,
+        on_list_tools=list_tools, on_call_tool=call_tool,
+    )  # fmt: skip
+
+
+async def call(
+    caller: Caller, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+) -> CallToolResult:
+    """Run one tool call; every failure becomes a tool error (see the module docstring)."""
+    tool = _BY_NAME.get(name)
+    try:
+        if tool is None:
+            raise InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(_BY_NAME)}")
+        args = _validated(tool.args, arguments)
+        memory, key = caller(ctx)
+        if not tool.read_only and key is not None and key.read_only:
+            raise Forbidden(f"API key {key.id} is read-only")
+        text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args)
+    except GraphmemError as exc:
+        return _error(exc.code, exc.message)
+    except Exception:
+        _log.exception("tool %s failed", name)
+        return _error(
+            "INTERNAL_ERROR", "the tool failed unexpectedly; the server's log has the details"
+        )
+    return CallToolResult(content=[TextContent(text=text)], structured_content=data)
+
+
+def _limited(tool: Tool, memory: Memory, args: Any) -> Result:
+    """``tool.run(memory, args)`` with its reads stopped past ``sql_time_limit`` (TIMEOUT)."""
+    with memory.time_limit():
+        return tool.run(memory, args)
+
+
+def serve_stdio(memory: Memory) -> None:
+    """Serve the tools on stdin/stdout for ``memory`` until the client closes stdin.
+
+    While it serves, the SDK points file descriptor 1 at stderr, so nothing but the protocol
+    reaches stdout, whatever a library prints.
+    """
+    server = build_server(lambda ctx: (memory, None))
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+class HttpEndpoint:
+    """The ASGI app at ``/mcp``: streamable HTTP, stateless, JSON responses.
+
+    ``running()`` belongs in the app's lifespan; it starts a fresh SDK session manager each time
+    (one cannot be restarted), so an app may be started more than once. When the service binds
+    to ``loopback``, requests whose Host or Origin header names another host are refused (DNS
+    rebinding: a web page must not reach a keyless local server through a name of its own).
+    """
+
+    def __init__(self, server: Server[Any], *, loopback: bool, max_body_bytes: int) -> None:
+        self.server = server
+        self.max_body_bytes = max_body_bytes
+        self.security = _rebinding_protection(loopback)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        manager = StreamableHTTPSessionManager(
+            self.server, stateless=True, json_response=True, security_settings=self.security,
+            max_request_body_size=self.max_body_bytes,
+        )  # fmt: skip
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._manager is None:
+            await PlainTextResponse("the MCP endpoint is not running", 503)(scope, receive, send)
+            return
+        await self._manager.handle_request(scope, receive, send)
+
+
+# ------------------------------------------------------------------------------------ tools
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: its name, what the model reads about it, its arguments and what it does."""
+
+    name: str
+    title: str
+    description: str
+    args: type[BaseModel]
+    run: Callable[[Memory, Any], Result]
+    read_only: bool = True
+    #: Whether it may take back earlier writes (a hint for clients that ask before such calls).
+    destructive: bool = False
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            input_schema=_schema(self.args),
+            annotations=ToolAnnotations(
+                title=self.title,
+                read_only_hint=self.read_only,
+                destructive_hint=None if self.read_only else self.destructive,
+                idempotent_hint=True if self.read_only else None,
+                open_world_hint=False,
+            ),
+        )
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _default(method: Callable[..., Any], parameter: str) -> Any:
+    """The default of ``Memory.<method>``'s ``parameter``: the schema states the core's own."""
+    return inspect.signature(method).parameters[parameter].default
+
+
+AS_OF = (
+    "Valid time: read memory as the world was at this moment, e.g. to get the version of a fact "
+    "that was true then. ISO-8601 (2021-06-01, 2021-06-01T12:00:00Z) or epoch seconds. "
+    "Default: now."
+)
+KNOWN_AT = (
+    "Transaction time: read memory as it was known at this moment (facts stored later left out, "
+    "facts forgotten since still in). ISO-8601 or epoch seconds. Default: now."
+)
+FACT_ID = "A fact's id, as earlier tool results show it."
+
+
+def _lifetimes() -> str:
+    """The decay classes and their time to live, in words ("durable 90 days, ...")."""
+
+    def span(seconds: float | None) -> str:
+        if seconds is None:
+            return "never expires"
+        hours = round(seconds / HOUR)
+        days = hours // 24
+        return f"{days} day{'s' * (days != 1)}" if hours % 24 == 0 else f"{hours} hours"
+
+    return ", ".join(f"{name} {span(TTL_SECONDS[name])}" for name in DECAY_CLASSES)
+
+
+class StoreArgs(_Args):
+    text: str = Field(
+        min_length=1, max_length=MAX_TEXT_LENGTH,
+        description="The fact as one self-contained statement, e.g. 'Alice moved to Paris in "
+        "June 2023'.",
+    )  # fmt: skip
+    entity: str | None = Field(
+        None, max_length=MAX_FIELD_LENGTH,
+        description="Who or what the fact is about, e.g. 'user', 'alice', 'project-x'.",
+    )  # fmt: skip
+    key: str | None = Field(
+        None, max_length=MAX_FIELD_LENGTH,
+        description="The attribute the fact states, e.g. 'city', 'email', 'editor'. With entity, "
+        "a later fact with the same entity and key and another value supersedes this one.",
+    )  # fmt: skip
+    value: str | None = Field(
+        None, max_length=MAX_FIELD_LENGTH, description="The attribute's value, e.g. 'Paris'."
+    )
+    category: str | None = Field(
+        None, json_schema_extra={"enum": list(CATEGORIES)},
+        description="The kind of fact. Default: detected from the text.",
+    )  # fmt: skip
+    tags: list[str] | None = Field(
+        None, description="Tags to find it by. Default: detected from the text."
+    )
+    importance: float | None = Field(
+        None, ge=0, le=1, description="How much it matters, 0 to 1. Default 0.5."
+    )
+    decay_class: str | None = Field(
+        None, json_schema_extra={"enum": list(DECAY_CLASSES)},
+        description=f"How long it stays relevant: {_lifetimes()}. Default: detected from the text.",
+    )  # fmt: skip
+    valid_from: str | None = Field(
+        None,
+        description="When it became true in the world, ISO-8601 or epoch seconds. Default: now.",
+    )
+    supersedes: str | None = Field(
+        None, description="The id of a current fact this one replaces (it becomes history)."
+    )
+
+
+def store(memory: Memory, args: StoreArgs) -> Result:
+    [result] = memory.store_many([args.model_dump(exclude_none=True)])
+    lines = [f"{result.action}: {_line(result.fact)}" if result.fact else result.action]
+    if result.reason:
+        lines.append(f"reason: {result.reason}")
+    if result.target_ids:
+        lines.append(f"{_TARGETS[result.action]}: {', '.join(result.target_ids)}")
+    return "\n".join(lines), result.to_dict()
+
+
+class RecallArgs(_Args):
+    query: str = Field(
+        min_length=1, max_length=MAX_TEXT_LENGTH,
+        description="What to look for, in words: a question or keywords.",
+    )  # fmt: skip
+    limit: int = Field(
+        _default(Memory.search, "limit"), ge=1, le=MAX_LIMIT, description="Most facts to return."
+    )
+    tag: str | None = Field(None, description="Only facts with this tag.")
+    as_of: str | None = Field(None, description=AS_OF)
+    known_at: str | None = Field(None, description=KNOWN_AT)
+    include_superseded: bool = Field(
+        _default(Memory.search, "include_superseded"),
+        description="Also return versions that a newer fact has replaced.",
+    )
+    graph_depth: int = Field(
+        _default(Memory.search, "graph_depth"), ge=0, le=MAX_DEPTH,
+        description="Also return facts linked to the hits, up to this many links away.",
+    )  # fmt: skip
+
+
+def recall(memory: Memory, args: RecallArgs) -> Result:
+    hits = memory.search(**args.model_dump())
+    lines = [
+        f"{len(hits)} {_plural(len(hits), 'fact')}{_scope(args.as_of, args.known_at)}, best first:"
+    ]
+    lines += [_line(h.fact) for h in hits]
+    return "\n".join(lines), {"hits": [h.to_dict() for h in hits]}
+
+
+class ContextArgs(_Args):
+    prompt: str = Field(
+        min_length=1, description="The user's message or the task at hand (its first 10,000 "
+        "characters are used).",
+    )  # fmt: skip
+    max_tokens: int = Field(
+        _default(Memory.recall, "max_tokens"), ge=1, le=MAX_TOKENS,
+        description="The block's budget in tokens.",
+    )  # fmt: skip
+    format: str = Field(
+        _default(Memory.recall, "format"), json_schema_extra={"enum": list(FORMATS)},
+        description="Line format: full '[source/category] text', short 'category: text', "
+        "minimal 'text'.",
+    )  # fmt: skip
+    graph_depth: int = Field(
+        _default(Memory.recall, "graph_depth"), ge=0, le=MAX_DEPTH,
+        description="Also consider facts linked to the best matches, up to this many links away.",
+    )  # fmt: skip
+    as_of: str | None = Field(None, description=AS_OF)
+    known_at: str | None = Field(None, description=KNOWN_AT)
+
+
+def context(memory: Memory, args: ContextArgs) -> Result:
+    result = memory.recall(**args.model_dump())
+    return result.context or "Memory holds nothing relevant to this prompt.", result.to_dict()
+
+
+class LookupArgs(_Args):
+    entity: str = Field(
+        min_length=1, max_length=MAX_FIELD_LENGTH,
+        description="Who or what the facts are about (case-insensitive), e.g. 'user'.",
+    )  # fmt: skip
+    key: str | None = Field(
+        None, max_length=MAX_FIELD_LENGTH, description="Only facts stating this attribute."
+    )
+    as_of: str | None = Field(None, description=AS_OF)
+    known_at: str | None = Field(None, description=KNOWN_AT)
+
+
+def lookup(memory: Memory, args: LookupArgs) -> Result:
+    facts = memory.lookup(**args.model_dump())
+    about = f"{args.entity}.{args.key}" if args.key else args.entity
+    lines = [f"{len(facts)} {_plural(len(facts), 'fact')} about {about}"
+             f"{_scope(args.as_of, args.known_at)}:"]  # fmt: skip
+    lines += [_line(f) for f in facts]
+    return "\n".join(lines), {"facts": [f.to_dict() for f in facts]}
+
+
+class LinkArgs(_Args):
+    source_id: str = Field(min_length=1, description="The fact the link starts from. " + FACT_ID)
+    target_id: str = Field(min_length=1, description="The fact it points to. " + FACT_ID)
+    type: str = Field(
+        json_schema_extra={"enum": [t for t in LINK_TYPES if t != "SUPERSEDES"]},
+        description="source CAUSED_BY target: the source was caused by the target; PART_OF: "
+        "the source is part of the target; DEPENDS_ON: the source requires the target; "
+        "RELATED_TO: loosely related.",
+    )  # fmt: skip
+    strength: float = Field(
+        _default(Memory.link, "strength"), ge=0, le=1,
+        description="How strong the relationship is, 0 to 1.",
+    )  # fmt: skip
+
+
+def link(memory: Memory, args: LinkArgs) -> Result:
+    made = memory.link(**args.model_dump())
+    return (
+        f"Linked {made.source_id} -[{made.type}]-> {made.target_id} "
+        f"(strength {made.strength:g}; link {made.id})",
+        {"link": made.to_dict()},
+    )
+
+
+class TraverseArgs(_Args):
+    ids: list[str] = Field(min_length=1, description="The facts to start from. " + FACT_ID)
+    depth: int = Field(
+        _default(Memory.traverse, "depth"), ge=0, le=MAX_DEPTH, description="Most links to follow."
+    )
+    types: list[str] | None = Field(
+        None, json_schema_extra={"items": {"type": "string", "enum": list(LINK_TYPES)}},
+        description="Link types to follow. Default: all but SUPERSEDES; name SUPERSEDES to walk "
+        "to earlier versions too.",
+    )  # fmt: skip
+    direction: str = Field(
+        _default(Memory.traverse, "direction"), json_schema_extra={"enum": list(DIRECTIONS)},
+        description="OUT follows links from source to target (what a fact was caused by, is "
+        "part of, depends on); IN the reverse; BOTH either way.",
+    )  # fmt: skip
+    as_of: str | None = Field(None, description=AS_OF)
+    known_at: str | None = Field(None, description=KNOWN_AT)
+    max_nodes: int = Field(
+        _default(Memory.traverse, "max_nodes"), ge=1, le=MAX_NODES,
+        description="Most facts to return; the walk stops there and says so.",
+    )  # fmt: skip
+
+
+def traverse(memory: Memory, args: TraverseArgs) -> Result:
+    found = memory.traverse(**args.model_dump())
+    stopped = f", stopped by {' and '.join(found.truncated_by)}" if found.truncated else ""
+    lines = [f"{len(found.nodes)} {_plural(len(found.nodes), 'fact')} and {len(found.edges)} "
+             f"{_plural(len(found.edges), 'link')}{_scope(args.as_of, args.known_at)}{stopped}:"]  # fmt: skip
+    lines += [f"depth {node.depth}  {_line(node.fact)}" for node in found.nodes]
+    lines += [f"{e.source_id} -[{e.type}]-> {e.target_id} (strength {e.strength:g})"
+              for e in found.edges]  # fmt: skip
+    return "\n".join(lines), found.to_dict()
+
+
+class IdArgs(_Args):
+    id: str = Field(min_length=1, description=FACT_ID)
+
+
+def history(memory: Memory, args: IdArgs) -> Result:
+    versions = memory.history(args.id)
+    lines = [f"{len(versions)} {_plural(len(versions), 'version')}, oldest first:"]
+    lines += [_line(f) for f in versions]
+    return "\n".join(lines), {"versions": [f.to_dict() for f in versions]}
+
+
+def forget(memory: Memory, args: IdArgs) -> Result:
+    fact = memory.forget(args.id)
+    return (
+        f"Forgot {_line(fact)}\nCurrent reads no longer return it; reads with an earlier "
+        "known_at still do.",
+        {"fact": fact.to_dict()},
+    )
+
+
+class Message(_Args):
+    role: str = Field(
+        json_schema_extra={"enum": list(ROLES)},
+        description="Who said it; only user and assistant messages are read.",
+    )
+    content: str = Field(description="What was said.")
+
+
+class CaptureArgs(_Args):
+    messages: list[Message] = Field(
+        min_length=1, max_length=MAX_MESSAGES, description="The turn's messages, in order."
+    )
+
+
+def capture(memory: Memory, args: CaptureArgs) -> Result:
+    results = memory.capture(args.model_dump()["messages"])
+    stored = sum(r.action in ("ADD", "UPDATE") for r in results)
+    lines = [f"{stored} {_plural(stored, 'fact')} stored:"]
+    for r in results:
+        if r.fact is None:
+            lines.append(f"{r.action} message {r.message} ({r.role}): {r.reason}")
+        else:
+            lines.append(f"{r.action}: {_line(r.fact)}")
+    return "\n".join(lines), {"results": [r.to_dict() for r in results]}
+
+
+TOOLS: Final = (
+    Tool(
+        "memory_store", "Store a fact",
+        "Store one fact in long-term memory so that later conversations can use it. Write one "
+        "self-contained statement per call, not a transcript. For an attribute that can change, "
+        "give entity, key and value (entity 'alice', key 'city', value 'Paris'): a new value for "
+        "the same entity and key supersedes the old fact (action UPDATE), which stays readable "
+        "as history. A fact memory already holds is not stored twice (NOOP). Returns the action "
+        "(ADD, UPDATE, NOOP or DELETE), the fact with its id, and why.",
+        StoreArgs, store, read_only=False,
+    ),
+    Tool(
+        "memory_recall", "Search memory",
+        "Search long-term memory for the facts relevant to a query (keywords and meaning "
+        "combined), best first. Use it when what you were given from memory does not answer the "
+        "question. By default only facts true and known now are returned; set as_of to ask what "
+        "was true at an earlier date (e.g. where someone lived in 2021, a version since "
+        "replaced), known_at to ask what memory believed at an earlier moment. One line per "
+        "fact: id, text, [entity.key=value], (category; validity).",
+        RecallArgs, recall,
+    ),
+    Tool(
+        "memory_context", "Memory for a prompt",
+        "Build the <memory-context> block for a prompt: the facts most relevant to it, best "
+        "first, one line each, within max_tokens. Use it at the start of a task to load what "
+        "memory knows about it; use memory_recall for a targeted search that shows fact ids.",
+        ContextArgs, context,
+    ),
+    Tool(
+        "memory_lookup", "Look up an entity",
+        "Exact lookup of the facts about one entity, optionally one attribute (entity 'user', "
+        "key 'email'), most confident and newest first; no search ranking. Use it when you know "
+        "what the fact is about; memory_recall otherwise.",
+        LookupArgs, lookup,
+    ),
+    Tool(
+        "memory_link", "Link two facts",
+        "Record a typed, directed relationship between two stored facts: source -[type]-> "
+        "target (e.g. a decision CAUSED_BY an incident, a task PART_OF a project). Linking the "
+        "same pair with the same type again updates its strength. Versions are linked "
+        "(SUPERSEDES) by memory_store itself.",
+        LinkArgs, link, read_only=False,
+    ),
+    Tool(
+        "memory_traverse", "Follow links",
+        "Walk the links from one or more facts, breadth-first, and return the facts reached "
+        "(with their depth) and the links among them. Use it to gather what surrounds a fact: "
+        "its causes, parts, dependencies and related facts.",
+        TraverseArgs, traverse,
+    ),
+    Tool(
+        "memory_history", "History of a fact",
+        "Every version of a fact, oldest first: the facts it replaced and those that replaced "
+        "it, each with the period it was valid. Use it to see how something changed over time.",
+        IdArgs, history,
+    ),
+    Tool(
+        "memory_forget", "Forget a fact",
+        "Forget a fact that is wrong, or that the user wants forgotten: current reads stop "
+        "returning it (reads with an earlier known_at still see it). When something changed in "
+        "the world instead, store the new fact with memory_store, which keeps the old one as "
+        "history.",
+        IdArgs, forget, read_only=False, destructive=True,
+    ),
+    Tool(
+        "memory_capture", "Capture a turn",
+        "Store what a conversation turn says that is worth remembering: memorable sentences "
+        "(preferences, decisions, personal details, contacts, conventions) of user and "
+        "assistant messages go through the same rules as memory_store; questions, small talk "
+        "and messages holding secrets (passwords, keys, card numbers) are skipped. Pass the "
+        "turn's messages in order. Returns what was done with each sentence.",
+        CaptureArgs, capture, read_only=False,
+    ),
+)  # fmt: skip
+_BY_NAME: Final = {tool.name: tool for tool in TOOLS}
+#: What a store result's target_ids are, by action.
+_TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already stored as"}
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        ]
+        raise InvalidInput("; ".join(problems)) from None
+
+
+def _error(code: str, message: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(text=f"{code}: {message}")],
+        structured_content={"error": {"code": code, "message": message}},
+        is_error=True,
+    )
+
+
+def _line(fact: Fact) -> str:
+    """One fact on one line: id, text, what it states, category and validity."""
+    about = f" [{fact.entity}.{fact.key}={fact.value}]" if fact.entity and fact.key else ""
+    until = _when(fact.valid_until) if fact.valid_until else "now"
+    notes = [fact.category, f"valid {_when(fact.valid_from)} → {until}"]
+    if fact.superseded_by:
+        notes.append(f"superseded by {fact.superseded_by}")
+    if fact.retracted_at:
+        notes.append(f"forgotten {_when(fact.retracted_at)}")
+    return f"{fact.id}  {' '.join(fact.text.split())}{about}  ({'; '.join(notes)})"
+
+
+def _when(moment: datetime) -> str:
+    """ISO-8601 UTC to the second, or the bare date at midnight: fewer tokens for a model (the
+    structured content keeps every digit)."""
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text.removesuffix("T00:00:00Z")
+
+
+def _scope(as_of: str | None, known_at: str | None) -> str:
+    parts = [f"as of {as_of}" if as_of else "", f"known at {known_at}" if known_at else ""]
+    return f" ({', '.join(p for p in parts if p)})" if as_of or known_at else ""
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON schema as clients and models read it best: no titles, nested models
+    inlined (no $ref), and an optional field as its plain type rather than "X or null"."""
+    raw = model.model_json_schema()
+    definitions = raw.pop("$defs", {})
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, list):
+            return [clean(n) for n in node]
+        if not isinstance(node, dict):
+            return node
+        node = dict(node)
+        if "$ref" in node:
+            node = {**definitions[node.pop("$ref").rsplit("/", 1)[1]], **node}
+        options = node.get("anyOf", [])
+        if len(options) == 2 and {"type": "null"} in options:
+            del node["anyOf"]
+            [plain] = [o for o in options if o != {"type": "null"}]
+            node = {**plain, **node}  # the field's own description, enum or items win
+            if "default" in node and node["default"] is None:
+                del node["default"]
+        return {k: clean(v) for k, v in node.items() if k != "title"}
+
+    schema: dict[str, Any] = clean(raw)
+    return schema
+
+
+def _rebinding_protection(loopback: bool) -> TransportSecuritySettings | None:
+    """Host and Origin checks for a server bound to loopback; none otherwise (then API keys are
+    required, and a page in a browser has none to send)."""
+    if not loopback:
+        return None
+    names = ("127.0.0.1", "localhost", "[::1]")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[o for n in names for o in (f"http://{n}", f"http://{n}:*")],
+    )
