@@ -313,3 +313,25 @@ def test_the_server_stops_a_request_whose_reads_outrun_the_time_limit(
         assert client.data("{ namespace }") == {"namespace": "default"}  # no SQL, no limit hit
     with InProcess(create_app(Settings(embedder="hash", data_dir=tmp_path), clock=clock)) as client:
         assert len(client.data(query)["search"]) == 10
+
+
+def test_an_mcp_tool_call_whose_reads_outrun_the_time_limit_is_a_timeout_tool_error(
+    tmp_path: Path, clock: Clock
+) -> None:
+    import anyio
+    from mcp import Client
+
+    from resolvers.tools import build_server
+
+    strict = Settings(embedder="hash", sql_time_limit=1e-6)
+    with Memory.open(tmp_path, settings=strict, clock=clock) as memory:
+        memory.store_many([{"text": f"Invoice {n} was paid late"} for n in range(300)])
+
+        async def run() -> tuple[bool, dict[str, object]]:
+            async with Client(build_server(lambda ctx: (memory, None))) as client:
+                result = await client.call_tool("memory_recall", {"query": "invoice paid late"})
+                return result.is_error, result.structured_content
+
+        is_error, content = anyio.run(run)
+    assert is_error and content["error"] == {  # type: ignore[comparison-overlap]
+        "code": "TIMEOUT", "message": "the query ran past its time limit and was stopped"}  # fmt: skip
