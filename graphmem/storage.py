@@ -7,7 +7,7 @@ SQLITE_BUSY_SNAPSHOT under concurrency). Readers get a connection of their own p
 A failure of the disk (full, read-only, I/O error, damaged file) becomes a StorageError that
 says which; the transaction is rolled back, so nothing of it was written. Reads inside
 ``time_limit`` are interrupted past their deadline (QueryTimeout): SQLite calls a progress
-handler every few thousand steps of a statement, which stops it once the thread's deadline has
+handler every thousand steps of a statement, which stops it once the thread's deadline has
 passed.
 """
 
