@@ -395,7 +395,7 @@ def traverse(
         and walk.leads_beyond(frontier, reached)
     ):
         truncated.add("depth")
-    facts = _facts(conn, order, scope)
+    facts = _facts(conn, order)
     nodes = [Node(facts[i], reached[i][0], tuple(dict.fromkeys(reached[i][1]))) for i in order]
     edges = walk.edges_among(order)
     return Subgraph(nodes, edges, tuple(sorted(truncated)))
@@ -419,7 +419,7 @@ def path(
     if not walk.visible([source_id, target_id]) >= {source_id, target_id}:
         return None
     if source_id == target_id:
-        return Path(list(_facts(conn, [source_id], scope).values()), [])
+        return Path(list(_facts(conn, [source_id]).values()), [])
     # Bidirectional breadth-first search: each round expands, by one whole level, the side
     # whose frontier is smaller (the target side follows links backwards), so a path of n links
     # costs about two searches of n/2 links instead of one of n.
@@ -440,7 +440,7 @@ def path(
     tail, tail_links = sides[1].chain(meeting)
     chain += tail[::-1][1:]
     link_ids += tail_links[::-1]
-    facts = _facts(conn, chain, scope)
+    facts = _facts(conn, chain)
     links = {k.id: k for k in _links(conn, link_ids)}
     return Path([facts[i] for i in chain], [links[i] for i in link_ids])
 
@@ -593,15 +593,12 @@ def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
         raise NotFound(f"no fact with id {missing[0]!r}")
 
 
-def _facts(conn: sqlite3.Connection, ids: list[str], scope: TimeScope) -> dict[str, Fact]:
-    """The facts of ``ids``, as memory knew them at the scope's ``known_at``."""
+def _facts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Fact]:
     rows = _tuples(conn).execute(
         f"SELECT {fact_columns()} FROM facts WHERE id IN (SELECT value FROM json_each(?))",
         [json.dumps(ids)],
     )
-    if scope.current:
-        return {r[0]: Fact.from_values(r) for r in rows}
-    return {r[0]: Fact.from_values(r).as_known_at(scope.known_at) for r in rows}
+    return {r[0]: Fact.from_values(r) for r in rows}
 
 
 def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:

@@ -416,7 +416,7 @@ class Memory:
             )
             .fetchone()
         )
-        return None if row is None else _known(Fact.from_row(row), scope)
+        return None if row is None else Fact.from_row(row)
 
     def get_many(
         self,
@@ -434,7 +434,7 @@ class Memory:
             f" AND {scope.fact_clause(include_superseded=include_superseded)}",
             {"ids": json.dumps(list(ids)), **scope.params},
         )
-        return {r[0]: _known(Fact.from_values(r), scope) for r in rows}
+        return {r[0]: Fact.from_values(r) for r in rows}
 
     def facts(
         self,
@@ -467,7 +467,7 @@ class Memory:
             )
             .fetchall()
         )
-        items = [(r[0], _known(Fact.from_values(r[1:]), scope)) for r in rows[:first]]
+        items = [(r[0], Fact.from_values(r[1:])) for r in rows[:first]]
         return FactPage(items, has_more=len(rows) > first)
 
     def lookup(
@@ -508,7 +508,7 @@ class Memory:
             )
             .fetchall()
         )
-        facts = [_known(Fact.from_row(r), scope) for r in rows]
+        facts = [Fact.from_row(r) for r in rows]
         if scope.current:
             self._track_access([f.id for f in facts])
         return facts
@@ -644,7 +644,7 @@ class Memory:
                     break
                 top = [hit for hit in top if hit[2] in shown] + extra
         out = [
-            SearchHit(_known(Fact.from_row(shown[fact_id]), scope), score, fts.get(fact_id), vec.get(fact_id),
+            SearchHit(Fact.from_row(shown[fact_id]), score, fts.get(fact_id), vec.get(fact_id),
                       *(reached[fact_id][1:] if fact_id in reached else (0, None)))
             for score, _, fact_id in top
             if fact_id in shown
@@ -739,7 +739,7 @@ class Memory:
             """,
             {"id": fact_id, **scope.params},
         ).fetchall()
-        return [_known(Fact.from_row(r), scope) for r in rows]
+        return [Fact.from_row(r) for r in rows]
 
     # ----------------------------------------------------------------------------- graph
 
@@ -1160,7 +1160,7 @@ class Memory:
             {"names": json.dumps(recalls.entity_names(prompt)),
              "per_entity": recalls.ENTITY_FACTS, **scope.params},
         ).fetchall()  # fmt: skip
-        return [_known(Fact.from_row(r), scope) for r in rows]
+        return [Fact.from_row(r) for r in rows]
 
     def _count_tokens(self) -> recalls.TokenCounter:
         if self.settings.recall_tokenizer is None:
@@ -1490,11 +1490,6 @@ def _filters(
 def _row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row | None:
     row: sqlite3.Row | None = conn.execute("SELECT * FROM facts WHERE id = ?", [fact_id]).fetchone()
     return row
-
-
-def _known(fact: Fact, scope: TimeScope) -> Fact:
-    """``fact`` as memory knew it at the scope's ``known_at`` (see Fact.as_known_at)."""
-    return fact if scope.current else fact.as_known_at(scope.known_at)
 
 
 def _rows_by_id(

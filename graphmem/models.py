@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
@@ -165,17 +165,6 @@ class Fact:
             if v[i] is not None:
                 v[i] = _moment(v[i])
         return cls(*v)
-
-    def as_known_at(self, known_at: float) -> Fact:
-        """The fact as memory knew it at ``known_at``: an end of validity (and the version that
-        replaced it) or a retraction recorded after that moment is not shown."""
-        fact = self
-        ended = fact.valid_until_recorded_at
-        if ended is not None and ended.timestamp() > known_at:
-            fact = replace(fact, valid_until=None, valid_until_recorded_at=None, superseded_by=None)
-        if fact.retracted_at is not None and fact.retracted_at.timestamp() > known_at:
-            fact = replace(fact, retracted_at=None)
-        return fact
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""

@@ -94,38 +94,6 @@ def test_forgetting_paris_hides_it_now_but_not_known_before_the_forget(
     ]
 
 
-def test_a_read_known_at_an_earlier_moment_shows_the_fact_as_memory_knew_it_then(
-    mem: Memory,
-    moved: dict,  # type: ignore[type-arg]
-    clock: Clock,
-) -> None:
-    before_move = moved["stored_paris_at"] - 1
-    before_forget = clock.now
-    clock.advance(3600)
-    mem.forget(moved["paris"])
-    # Before the move was stored, Berlin had no end and no successor, on every read.
-    berlin = mem.get(moved["berlin"], known_at=before_move)
-    assert berlin is not None
-    assert (berlin.valid_until, berlin.valid_until_recorded_at, berlin.superseded_by) == (
-        None, None, None,
-    )  # fmt: skip
-    [hit] = mem.search("where does Alice live", known_at=before_move)
-    [looked_up] = mem.lookup("alice", "city", known_at=before_move)
-    [walked] = mem.traverse(moved["berlin"], depth=0, known_at=before_move).nodes
-    assert hit.fact == looked_up == walked.fact == berlin
-    assert mem.get_many([moved["berlin"]], known_at=before_move)[moved["berlin"]] == berlin
-    # Known now, the same version shows its end and what replaced it.
-    now_berlin = mem.get(moved["berlin"], as_of="2021-01-01")
-    assert now_berlin is not None and now_berlin.superseded_by == moved["paris"]
-    assert now_berlin.valid_until == datetime(2023, 6, 1, tzinfo=UTC)
-    # Before the forget, Paris was not yet forgotten.
-    paris = mem.get(moved["paris"], known_at=before_forget)
-    assert paris is not None and paris.retracted_at is None
-    assert [f.retracted_at for f in mem.history(moved["berlin"], known_at=before_forget)] == [
-        None, None,
-    ]  # fmt: skip
-
-
 def test_forgetting_twice_is_a_conflict_and_unknown_ids_are_not_found(
     mem: Memory,
     moved: dict,  # type: ignore[type-arg]
