@@ -159,6 +159,21 @@ class HashEmbedder:
         return _normalize(out)
 
 
+def openai_client(
+    base_url: str | None, api_key: str | None, timeout: float, max_retries: int
+) -> Any:
+    """An ``openai.OpenAI`` client for an OpenAI-compatible endpoint. Endpoints that take no key
+    (Ollama, vLLM, llama.cpp…) get a placeholder, which the client insists on."""
+    import openai
+
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
 class OpenAIEmbedder:
     """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …).
 
@@ -185,12 +200,7 @@ class OpenAIEmbedder:
         import openai
 
         self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._client = openai_client(base_url, api_key, timeout, max_retries)
         self.model = model
         self.meter = Meter("embedding", self.provider, model)
         self._requested_dimensions = dimensions

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .embedders import openai_client
 from .errors import InvalidInput, LLMError
 from .settings import Settings
 from .usage import Meter, reported_tokens
@@ -31,12 +32,7 @@ class ChatClient:
         import openai
 
         self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+        self._client = openai_client(base_url, api_key, timeout, max_retries)
         self.model = model
         self.meter = Meter("llm", self.provider, model)
 
