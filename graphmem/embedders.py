@@ -39,6 +39,8 @@ LOCAL_MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e120
 LOCAL_TOKENIZER_SHA256: Final = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 LOCAL_DIMENSIONS: Final = 384
 LOCAL_MAX_TOKENS: Final = 256
+#: Inputs of at most this many tokens (the whole batch, padding included) run on one thread.
+SINGLE_THREAD_TOKENS: Final = 64
 
 
 class Embedder(Protocol):
@@ -96,16 +98,11 @@ class LocalEmbedder:
         self._tokenizer = Tokenizer.from_str(tokenizer_bytes.decode("utf-8"))
         self._tokenizer.enable_truncation(max_length=LOCAL_MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # to the batch's longest
-        options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads or min(2, os.cpu_count() or 1)
-        options.inter_op_num_threads = 1
-        # Idle worker threads sleep instead of spinning: a spinning thread holds a core that the
-        # keyword leg of the same search, or another request, is waiting for.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        self._session = onnxruntime.InferenceSession(
-            model_bytes, sess_options=options, providers=["CPUExecutionProvider"]
-        )
+        threads = threads or min(2, os.cpu_count() or 1)
+        self._session = _session(onnxruntime, model_bytes, threads)
+        # A short input (a search query) is hardly faster on two threads, and the second one
+        # would take the core that the same search's keyword leg runs on.
+        self._single = self._session if threads == 1 else _session(onnxruntime, model_bytes, 1)
         self._batch_size = batch_size
         self.meter = Meter("embedding", self.provider, self.model)
 
@@ -124,13 +121,28 @@ class LocalEmbedder:
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.zeros_like(ids)
-        (hidden,) = self._session.run(
+        session = self._single if ids.size <= SINGLE_THREAD_TOKENS else self._session
+        (hidden,) = session.run(
             ["last_hidden_state"],
             {"input_ids": ids, "attention_mask": mask, "token_type_ids": types},
         )
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         return _normalize(pooled.astype(np.float32))
+
+
+def _session(onnxruntime: Any, model: bytes, threads: int) -> Any:
+    """An onnxruntime CPU session for ``model`` on ``threads`` threads."""
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    # Idle worker threads sleep instead of spinning: a spinning thread holds a core that the
+    # keyword leg of the same search, or another request, is waiting for.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(
+        model, sess_options=options, providers=["CPUExecutionProvider"]
+    )
 
 
 class HashEmbedder:

@@ -7,22 +7,25 @@ took 40 to 80 ms a query. :class:`KeywordRanker` therefore splits the words, as 
 common-terms query does:
 
 * *selecting* words, the rarest, taken while their document frequencies add up to at most
-  :data:`RANKING_BUDGET` (at least one word is always selecting);
+  :data:`RANKING_BUDGET` (at least one word that matches anything always selects);
 * *scoring* words, the rest: they add to the score of a fact that a selecting word matched, but
   do not bring in facts on their own.
 
-Two queries, ``(S) AND (C)`` and ``(S) NOT (C)``, rank the selected facts; their bm25 is exactly
-that of the full ``S OR C`` query (each phrase of the expression counts once, and a phrase under
-NOT contributes zero), so the two ranked streams are merged as they are. Only if the caller reads
-past every selected fact are the facts that match scoring words alone ranked, by ``(C) NOT (S)``.
-When all words together match at most the budget, the plain OR query runs: small memories are
-ranked exactly as before. Document frequencies are counted once per word and cached until the
-table has grown or shrunk by a tenth; they only steer the split, never the scores.
+One statement ranks the selected facts with the bm25 of the full ``S OR C`` query: the facts
+that also match a scoring word are ranked by ``(S) AND (C)``, whose bm25 is that of the full
+query (each phrase of the expression counts once); the others by ``S`` alone, whose bm25 for a
+fact without any scoring word is the same number, since a phrase a fact lacks adds nothing and
+the idf and length terms do not depend on the expression. (Ranking them with ``(S) NOT (C)``
+instead costs twice as much: FTS5 walks the long lists of the common words for every fact.)
+Only if the caller reads past every selected fact are the facts that match scoring words alone
+ranked, by ``(C) NOT (S)``. When all words together match at most the budget, the plain OR query
+runs: small memories are ranked exactly as before. Document frequencies are counted once per word
+and cached until the table has grown or shrunk by a tenth; they only steer the split, never the
+scores or which facts match.
 """
 
 from __future__ import annotations
 
-import heapq
 import sqlite3
 import threading
 from collections.abc import Generator, Iterator
@@ -30,14 +33,14 @@ from typing import Final
 
 from . import search as ranking
 
-#: Matches ranked in full before the most common query words stop selecting facts.
-RANKING_BUDGET: Final = 5_000
+#: Matches ranked in full before the most common query words stop selecting facts (measured in
+#: bench/REPORT.md: at 100k facts, 2,500 finds the same facts as the full query and halves the
+#: keyword leg's time against 5,000).
+RANKING_BUDGET: Final = 2_500
 #: Cached document frequencies are recounted once the table size moved by this share.
 DF_REFRESH_SHARE: Final = 0.1
 #: Words whose frequency is cached at most (the cache is cleared when full).
 DF_CACHE_SIZE: Final = 20_000
-
-_WEIGHTS: Final = ", ".join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)
 
 
 class KeywordRanker:
@@ -62,21 +65,19 @@ class KeywordRanker:
         selecting: list[str] = []
         total = 0
         for term in sorted(terms, key=lambda t: frequency[t]):
-            if selecting and total + frequency[term] > RANKING_BUDGET:
+            # A word that matched nothing when counted selects for free, but does not count as
+            # the one word that always selects.
+            if total > 0 and total + frequency[term] > RANKING_BUDGET:
                 break
             selecting.append(term)
             total += frequency[term]
         scoring = [t for t in terms if t not in selecting]
         if not scoring:
-            yield from _rank(conn, _any(terms))
+            yield from _rank(conn, _RANKED, {"match": _any(terms)})
             return
         chosen, rest = _any(selecting), _any(scoring)
-        yield from heapq.merge(
-            _rank(conn, f"{chosen} AND {rest}"),
-            _rank(conn, f"{chosen} NOT {rest}"),
-            key=lambda row: row[1],
-        )
-        yield from _rank(conn, f"{rest} NOT {chosen}")
+        yield from _rank(conn, _RANKED_SPLIT, {"both": f"{chosen} AND {rest}", "chosen": chosen})
+        yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
 
     def _frequencies(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
         size = conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()[0]
@@ -100,14 +101,30 @@ def _any(terms: list[str]) -> str:
     return "(" + " OR ".join(terms) + ")"
 
 
-def _rank(conn: sqlite3.Connection, match: str) -> Iterator[tuple[int, float]]:
-    cursor = conn.execute(
-        f"SELECT rowid, bm25(facts_fts, {_WEIGHTS}) FROM facts_fts"
-        " WHERE facts_fts MATCH ? ORDER BY 2",
-        [match],
-    )
+def _rank(
+    conn: sqlite3.Connection, sql: str, params: dict[str, str]
+) -> Iterator[tuple[int, float]]:
+    cursor = conn.execute(sql, params)
     try:
         while rows := cursor.fetchmany(256):
             yield from rows
     finally:
         cursor.close()
+
+
+_BM25: Final = f"bm25(facts_fts, {', '.join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)})"
+#: ``(seq, bm25)`` of the facts matching ``:match``, best first.
+_RANKED: Final = f"SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :match ORDER BY 2"
+#: The same for the facts matching ``:chosen``, scored as by ``:chosen OR (scoring words)``:
+#: those matching ``:both`` (the chosen AND the scoring words) with its bm25, the rest with that
+#: of ``:chosen`` alone (equal for a fact that has no scoring word).
+_RANKED_SPLIT: Final = f"""
+    WITH also AS MATERIALIZED (
+        SELECT rowid AS seq, {_BM25} AS score FROM facts_fts WHERE facts_fts MATCH :both
+    )
+    SELECT seq, score FROM also
+    UNION ALL
+    SELECT rowid, {_BM25} FROM facts_fts
+    WHERE facts_fts MATCH :chosen AND rowid NOT IN (SELECT seq FROM also)
+    ORDER BY 2
+"""

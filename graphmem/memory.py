@@ -18,6 +18,7 @@ import functools
 import itertools
 import json
 import logging
+import math
 import re
 import shutil
 import sqlite3
@@ -77,6 +78,8 @@ VECTOR_DIR: Final = "vectors"
 _NAMESPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _log = logging.getLogger("graphmem")
 _CHUNK: Final = 500  # ids per `IN (...)` list, well under SQLite's variable limit
+#: Facts per LanceDB write when syncing (a batch of 1,000 is one commit, not two).
+_SYNC_CHUNK: Final = 5_000
 
 #: Called as ``progress(done, total)`` during long operations.
 Progress = Callable[[int, int], None]
@@ -174,6 +177,8 @@ class Memory:
         self._keywords = KeywordRanker()
         self._access_lock = threading.Lock()
         self._accessed: dict[str, tuple[int, float]] = {}  # id -> (count, last time) to write
+        self._accesses_written = -math.inf  # time.monotonic() of the last write of them
+        db.on_write = self._flush_access
         self._listeners: list[Callable[[list[Change]], None]] = []
         self._llm = llm
         self._token_counter: recalls.TokenCounter | None = None
@@ -274,8 +279,8 @@ class Memory:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         if self._accessed and not self._db.closed:
-            with self._db.write(durable=False) as conn:
-                self._flush_access(conn)
+            with self._db.write(durable=False):
+                pass  # the write's start hook (_flush_access) writes the waiting accesses
         self._db.close()
 
     def __enter__(self) -> Memory:
@@ -1267,10 +1272,13 @@ class Memory:
     def _track_access(self, ids: list[str]) -> None:
         """Count an access; facts in refreshable classes get their TTL restarted.
 
-        Never waits for the writer: while another write holds it (a large batch can take a
-        second), the accesses wait in memory and go out with the next search's, or at close.
-        Committed without an fsync (``durable=False``): an access counter lost to a power cut
-        or a crash is harmless, and search latency would otherwise include a disk flush.
+        Written without an fsync (``durable=False``): an access counter lost to a power cut or
+        a crash is harmless, and search latency would otherwise include a disk flush. Written
+        at most once per ``access_write_interval``: every write makes the readers drop their
+        page caches, which costs the next search more than the write itself (4 ms at 100k
+        facts). Accesses in between wait in memory and go out with the next write of any kind,
+        the first search after the interval, or at close. Never waits for the writer: while
+        another write holds it, they wait for the next chance.
         """
         if not self.settings.track_access:
             return
@@ -1279,18 +1287,21 @@ class Memory:
             for fact_id in ids:
                 count, _ = self._accessed.get(fact_id, (0, now))
                 self._accessed[fact_id] = (count + 1, now)
-            if not self._accessed:
+            due = time.monotonic() - self._accesses_written >= self.settings.access_write_interval
+            if not self._accessed or not due:
                 return
         transaction = self._db.try_write(durable=False)
         if transaction is not None:
-            with transaction as conn:
-                self._flush_access(conn)
+            with transaction:
+                pass  # the write's start hook (_flush_access) writes them
 
     def _flush_access(self, conn: sqlite3.Connection) -> None:
+        """Write the accesses waiting in memory, in ``conn``'s transaction."""
         with self._access_lock:
             pending, self._accessed = self._accessed, {}
-        if not pending:
-            return
+            if not pending:
+                return
+            self._accesses_written = time.monotonic()
         classes = sorted(REFRESH_ON_ACCESS)
         refreshed = f"decay_class IN ({','.join(map(repr, classes))}) AND expires_at IS NOT NULL"
         restart = " ".join(f"WHEN '{c}' THEN :{c}" for c in classes)
@@ -1381,8 +1392,8 @@ class Memory:
             self._sync_failed = False
 
     def _sync_chunks(self, ids: list[str], known: Mapping[str, Vectors]) -> None:
-        for start in range(0, len(ids), _CHUNK):
-            chunk = ids[start : start + _CHUNK]
+        for start in range(0, len(ids), _SYNC_CHUNK):
+            chunk = ids[start : start + _SYNC_CHUNK]
             conn = self._db.reader()
             marks = ",".join("?" * len(chunk))
             queued = conn.execute(

@@ -127,6 +127,14 @@ class Settings(BaseModel):
     track_access: bool = Field(
         True, description="Current-time search and lookup count accesses and refresh TTLs."
     )
+    access_write_interval: float = Field(
+        1.0,
+        ge=0,
+        le=3600,
+        description="Seconds after writing counted accesses during which new ones wait in "
+        "memory (they go out with the next write, the first search after the interval, or at "
+        "close); 0 writes every search's accesses at once.",
+    )
     recall_tokenizer: Path | None = Field(
         None,
         description="A tokenizer.json (Hugging Face tokenizers format) that counts the tokens of "

@@ -18,7 +18,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Final
@@ -50,6 +50,9 @@ class Database:
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
+        #: Called with the connection at the start of every write transaction (to add pending
+        #: bookkeeping to it).
+        self.on_write: Callable[[sqlite3.Connection], None] | None = None
         try:
             self._writer = _connect(path)
             migrations.apply(self._writer)
@@ -76,6 +79,8 @@ class Database:
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                     try:
+                        if self.on_write is not None:
+                            self.on_write(conn)
                         yield conn
                         conn.execute("COMMIT")
                     finally:

@@ -70,3 +70,14 @@ def test_results_stay_complete_as_words_become_common(
     mem.store_many([{"text": f"Quartz memo number {n}"} for n in range(40)])
     # "quartz" is now common, "memo" too: one of them still selects, nothing is lost
     assert len(_fts(mem, "quartz memo", limit=50)) == 45
+
+
+def test_a_word_that_matches_nothing_changes_nothing(
+    crowded: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exact = _fts(crowded, "zephyr platform team", limit=8)
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    split = _fts(crowded, "quokka zephyr platform team", limit=8)
+    assert [t for t, _ in split] == [t for t, _ in exact]
+    assert [s for _, s in split] == pytest.approx([s for _, s in exact])
+    assert len(_fts(crowded, "quokka platform", limit=80)) == 60

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphmem import InvalidInput, Memory
+from graphmem import InvalidInput, Memory, Settings
 
 from .conftest import Clock
 
@@ -217,6 +217,25 @@ def test_accesses_still_waiting_are_written_at_close(tmp_path: Path, clock: Cloc
     with Memory.open(tmp_path, embedder="hash", clock=clock) as again:
         seen = again.get(fact.id)
         assert seen is not None and seen.access_count == 1
+
+
+def test_accesses_within_the_interval_wait_for_the_next_write(tmp_path: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash", access_write_interval=3600)
+    with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
+        fact = mem.store("Sprint goal is the billing page").fact
+        assert fact is not None
+        mem.search("sprint goal")  # the first accesses are written at once
+        versions = mem._db.reader().execute("PRAGMA data_version").fetchone()[0]
+        mem.search("billing page")
+        mem.lookup("sprint")  # no entity: nothing returned, nothing counted
+        # the second search wrote nothing: the readers' caches stay valid
+        assert mem._db.reader().execute("PRAGMA data_version").fetchone()[0] == versions
+        assert mem.get(fact.id).access_count == 1  # type: ignore[union-attr]
+        mem.store("Retro is on Friday")  # any write takes the waiting accesses along
+        assert mem.get(fact.id).access_count == 2  # type: ignore[union-attr]
+        mem.search("sprint goal")
+    with Memory.open(tmp_path, settings=settings, clock=clock) as again:  # and so does close
+        assert again.get(fact.id).access_count == 3  # type: ignore[union-attr]
 
 
 def test_short_lived_classes_are_not_refreshed_by_access(mem: Memory, clock: Clock) -> None:
