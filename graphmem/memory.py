@@ -177,7 +177,7 @@ class Memory:
         self._keywords = KeywordRanker()
         self._access_lock = threading.Lock()
         self._accessed: dict[str, tuple[int, float]] = {}  # id -> (count, last time) to write
-        self._accesses_written = -math.inf  # time.monotonic() of the last write of them
+        self._accesses_written = -math.inf  # when accesses were last written (memory's clock)
         db.on_write = self._flush_access
         self._listeners: list[Callable[[list[Change]], None]] = []
         self._llm = llm
@@ -1287,7 +1287,7 @@ class Memory:
             for fact_id in ids:
                 count, _ = self._accessed.get(fact_id, (0, now))
                 self._accessed[fact_id] = (count + 1, now)
-            due = time.monotonic() - self._accesses_written >= self.settings.access_write_interval
+            due = now - self._accesses_written >= self.settings.access_write_interval
             if not self._accessed or not due:
                 return
         transaction = self._db.try_write(durable=False)
@@ -1301,7 +1301,7 @@ class Memory:
             pending, self._accessed = self._accessed, {}
             if not pending:
                 return
-            self._accesses_written = time.monotonic()
+            self._accesses_written = self._now()
         classes = sorted(REFRESH_ON_ACCESS)
         refreshed = f"decay_class IN ({','.join(map(repr, classes))}) AND expires_at IS NOT NULL"
         restart = " ".join(f"WHEN '{c}' THEN :{c}" for c in classes)
