@@ -11,6 +11,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
     from .events import Broadcaster
     from .types import Fact
 
-#: A read's time scope as the client gave it: (as_of, known_at) in epoch seconds, None = now.
-Scope = tuple[float | None, float | None]
+#: A read's time scope as the client gave it: (as_of, known_at), None = now.
+Scope = tuple[datetime | None, datetime | None]
 #: Where ``Fact.links`` pages start and what they hold (see ``Context.links``).
 LinksKey = tuple[str, Scope, str, tuple[str, ...] | None, int, LinkPosition | None]
 LinksPage = tuple[list[tuple[LinkPosition, CoreLink]], bool]

@@ -1,6 +1,7 @@
 """The Subscription root: changes to memory as they are committed (graphql-transport-ws)."""
 
 from collections.abc import AsyncGenerator
+from datetime import UTC, datetime
 from typing import Annotated
 
 import strawberry
@@ -32,5 +33,5 @@ class Subscription:
                 yield MemoryChange(
                     kind=ChangeKind(change.kind),
                     id=strawberry.ID(change.id),
-                    at=DateTime(change.at),
+                    at=DateTime(datetime.fromtimestamp(change.at, UTC)),
                 )

@@ -6,7 +6,7 @@ nested field (``links``, ``supersedes``, ``history``…) reads memory at that sa
 
 import base64
 import binascii
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Annotated, Any, NewType
 
@@ -22,13 +22,21 @@ from .context import Context, Scope
 # ------------------------------------------------------------------------------------ scalars
 
 
-def _parse_datetime(value: Any) -> float:
+def _parse_datetime(value: Any) -> datetime:
     seconds = parse_time(value, field="DateTime")
     assert seconds is not None
-    return seconds
+    return datetime.fromtimestamp(seconds, UTC)
 
 
-DateTime = NewType("DateTime", float)
+#: Times are UTC datetimes, as the engine returns and accepts them; an output time becomes text
+#: only when a query asks for it.
+def _iso(value: datetime | float) -> str | None:
+    if isinstance(value, datetime):  # always UTC: the engine's times are
+        return value.isoformat().replace("+00:00", "Z")
+    return to_iso(value)
+
+
+DateTime = NewType("DateTime", datetime)
 JSON = NewType("JSON", object)
 
 #: The custom scalars, for the schema's ``scalar_map``.
@@ -38,7 +46,7 @@ SCALARS: dict[object, Any] = {
         description="An instant, as ISO-8601 text in UTC (`2024-05-01T12:00:00Z`). Inputs also "
         "take a date (`2024-05-01`, midnight UTC), a year (`2024`), an offset (`+02:00`) or "
         "epoch seconds.",
-        serialize=to_iso,
+        serialize=_iso,
         parse_value=_parse_datetime,
     ),
     JSON: strawberry.scalar(
@@ -198,10 +206,10 @@ class Link:
             type=LinkType(link.type),
             strength=link.strength,
             origin=link.origin,
-            recorded_at=_seconds(link.recorded_at),
-            valid_from=_seconds(link.valid_from),
-            valid_until=_maybe_seconds(link.valid_until),
-            retracted_at=_maybe_seconds(link.retracted_at),
+            recorded_at=_time(link.recorded_at),
+            valid_from=_time(link.valid_from),
+            valid_until=_maybe_time(link.valid_until),
+            retracted_at=_maybe_time(link.retracted_at),
             metadata=JSON(link.metadata),
             scope=scope,
         )
@@ -305,17 +313,17 @@ class Fact:
             why=fact.why,
             context=fact.context,
             decay_class=fact.decay_class,
-            expires_at=_maybe_seconds(fact.expires_at),
+            expires_at=_maybe_time(fact.expires_at),
             confidence=fact.confidence,
-            last_confirmed_at=_maybe_seconds(fact.last_confirmed_at),
+            last_confirmed_at=_maybe_time(fact.last_confirmed_at),
             access_count=fact.access_count,
-            last_accessed_at=_maybe_seconds(fact.last_accessed_at),
-            source_date=_maybe_seconds(fact.source_date),
-            valid_from=_seconds(fact.valid_from),
-            valid_until=_maybe_seconds(fact.valid_until),
-            valid_until_recorded_at=_maybe_seconds(fact.valid_until_recorded_at),
-            recorded_at=_seconds(fact.recorded_at),
-            retracted_at=_maybe_seconds(fact.retracted_at),
+            last_accessed_at=_maybe_time(fact.last_accessed_at),
+            source_date=_maybe_time(fact.source_date),
+            valid_from=_time(fact.valid_from),
+            valid_until=_maybe_time(fact.valid_until),
+            valid_until_recorded_at=_maybe_time(fact.valid_until_recorded_at),
+            recorded_at=_time(fact.recorded_at),
+            retracted_at=_maybe_time(fact.retracted_at),
             superseded_by_id=_maybe_id(fact.superseded_by),
             supersedes_id=_maybe_id(fact.supersedes_id),
             scope=scope,
@@ -562,12 +570,12 @@ def decode_link_cursor(cursor: str) -> graph.LinkPosition:
         raise graphmem.InvalidInput(f"not a link cursor: {cursor!r}", field="after") from None
 
 
-def _seconds(moment: datetime) -> DateTime:
-    return DateTime(moment.timestamp())
+def _time(moment: datetime) -> DateTime:
+    return DateTime(moment)
 
 
-def _maybe_seconds(moment: datetime | None) -> DateTime | None:
-    return None if moment is None else DateTime(moment.timestamp())
+def _maybe_time(moment: datetime | None) -> DateTime | None:
+    return None if moment is None else DateTime(moment)
 
 
 def _maybe_id(value: str | None) -> strawberry.ID | None:
