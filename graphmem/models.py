@@ -159,12 +159,8 @@ class Fact:
     @classmethod
     def from_values(cls, values: Sequence[Any]) -> Fact:
         """A Fact from the values of FACT_COLUMNS, in order (``SELECT {fact_columns()}``)."""
-        v = list(values)
-        v[_FACT_TAGS] = [t for t in (v[_FACT_TAGS] or "").split(",") if t]
-        for i in _FACT_TIMES:
-            if v[i] is not None:
-                v[i] = _moment(v[i])
-        return cls(*v)
+        fact: Fact = _make_fact(values)
+        return fact
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
@@ -195,12 +191,8 @@ class Link:
     @classmethod
     def from_values(cls, values: Sequence[Any]) -> Link:
         """A Link from the values of LINK_COLUMNS, in order."""
-        v = list(values)
-        for i in _LINK_TIMES:
-            if v[i] is not None:
-                v[i] = _moment(v[i])
-        v[-1] = json.loads(v[-1]) if v[-1] and v[-1] != "{}" else {}
-        return cls(*v)
+        link: Link = _make_link(values)
+        return link
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
@@ -210,9 +202,6 @@ class Link:
 #: The ``facts`` and ``links`` columns that make a Fact and a Link, in field order.
 FACT_COLUMNS: Final = tuple(f.name for f in fields(Fact))
 LINK_COLUMNS: Final = tuple(f.name for f in fields(Link))
-_FACT_TAGS: Final = FACT_COLUMNS.index("tags")
-_FACT_TIMES: Final = tuple(i for i, f in enumerate(fields(Fact)) if "datetime" in str(f.type))
-_LINK_TIMES: Final = tuple(i for i, f in enumerate(fields(Link)) if "datetime" in str(f.type))
 
 
 _moments: dict[float, datetime] = {}
@@ -227,6 +216,47 @@ def _moment(seconds: float) -> datetime:
             _moments.clear()
         moment = _moments[seconds] = datetime.fromtimestamp(seconds, UTC)
     return moment
+
+
+def _metadata(text: str | None) -> dict[str, Any]:
+    return json.loads(text) if text and text != "{}" else {}
+
+
+def _tags(text: str | None) -> list[str]:
+    return [t for t in text.split(",") if t] if text else []
+
+
+def _maker(cls: type, converters: Mapping[str, str]) -> Any:
+    """A function building a ``cls`` from its fields' stored values, in field order.
+
+    Rows are read by the thousand (a traversal, a search's candidates), and a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``: this sets the slots
+    directly instead, with each field's conversion written inline (half the time per object).
+    ``converters`` maps a field name to an expression of ``x``, its stored value.
+    """
+    names = [f.name for f in fields(cls)]
+    lines = ["def make(v):", "    o = new(cls)"]
+    for i, name in enumerate(names):
+        expression = converters.get(name, "x").replace("x", f"v[{i}]")
+        lines.append(f"    set_{name}(o, {expression})")
+    lines.append("    return o")
+    scope: dict[str, Any] = {"cls": cls, "new": object.__new__, "moment": _moment,
+                             "cached": _moments.get, "tags": _tags, "metadata": _metadata}  # fmt: skip
+    scope.update({f"set_{name}": getattr(cls, name).__set__ for name in names})
+    exec("\n".join(lines), scope)  # the source is built from field names only
+    return scope["make"]
+
+
+def _time_converters(cls: type) -> dict[str, str]:
+    return {
+        f.name: "(None if x is None else (cached(x) or moment(x)))"
+        for f in fields(cls)
+        if "datetime" in str(f.type)
+    }
+
+
+_make_fact: Final = _maker(Fact, {**_time_converters(Fact), "tags": "tags(x)"})
+_make_link: Final = _maker(Link, {**_time_converters(Link), "metadata": "metadata(x)"})
 
 
 def fact_columns(alias: str = "") -> str:
