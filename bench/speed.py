@@ -5,7 +5,9 @@ stores that many synthetic facts (bench/synthetic.py) with store_many in batches
 runs ``optimize``, then times hybrid search (query embedding included, default settings, so
 access tracking is on as for any user; also with it off, and each leg alone) and lookup; then
 supersedes half the facts (same entity and key, a new value: the rule classifier's UPDATE) and
-times as-of searches at a moment when the superseded versions were still valid.
+times as-of searches at a moment when the superseded versions were still valid. Search quality
+at that size: the share of questions about an entity's attribute ("Where does Elena B. Santos
+live?") whose answer, the fact of that entity and key, is in the top 10.
 
     python -m bench.speed [--sizes 10000 100000] [--embedder hash local] [--profile]
 """
@@ -88,6 +90,7 @@ def measure(embedder: str, size: int, n_queries: int, profile: bool) -> dict[str
             out["search_vector"] = _latency(
                 lambda q: memory.search(q, limit=10, mode="vector"), questions
             )
+            out["search_success_at_10"] = _success(memory, synthetic.questions(pairs, n_queries))
             memory.settings = settings
             out["lookup"] = _latency(lambda p: memory.lookup(p.entity, p.key), lookups)
 
@@ -165,6 +168,20 @@ def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, flo
             "mean_ms": sum(times) / len(times), "n": len(times)}  # fmt: skip
 
 
+def _success(memory: Memory, asked: list[tuple[str, synthetic.Pair]]) -> dict[str, float]:
+    """Share of questions about an entity's attribute whose answer (the fact of that entity and
+    key) is in the top 10, per search mode: search quality at this size."""
+    answers = [{f.id for f in memory.lookup(p.entity, p.key)} for _, p in asked]
+    return {
+        mode: sum(
+            bool(want & {h.fact.id for h in memory.search(q, limit=10, mode=mode)})
+            for (q, _), want in zip(asked, answers, strict=True)
+        )
+        / len(asked)
+        for mode in ("hybrid", "fts", "vector")
+    }
+
+
 def _timed(call: Callable[[], Any]) -> float:
     began = time.perf_counter()
     call()
@@ -236,7 +253,12 @@ def summary_markdown(report: dict[str, Any]) -> str:
         [[r["embedder"], r["size"], label, f"{r[key]['p50_ms']:.1f}", f"{r[key]['p95_ms']:.1f}"]
          for r in results for key, label in reads],
     )  # fmt: skip
-    return write + "\n\n" + latency
+    quality = markdown_table(
+        ["embedder", "facts", "hybrid", "fts only", "vector only", "questions"],
+        [[r["embedder"], r["size"], *(f"{r['search_success_at_10'][m]:.3f}"
+          for m in ("hybrid", "fts", "vector")), report["queries"]] for r in results],
+    )  # fmt: skip
+    return write + "\n\n" + latency + "\n\nAnswer in the top 10 (success@10):\n\n" + quality
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -293,33 +293,43 @@ def updates(chosen: list[Pair], old_values: list[str], seed: int = 13) -> Iterat
         yield _fact(rng, p, value, templates, rng.uniform(UPDATE_START, UPDATE_START + 3e7))
 
 
+#: A question about an entity, per key; its answer is the fact of that entity and key.
+ASKS: Final = {
+    "city": "Where does {e} live?", "employer": "Which company does {e} work for?",
+    "role": "What is {e}'s job title?", "team": "Which team is {e} on?",
+    "favorite_food": "What food does {e} like?", "language": "What language does {e} use?",
+    "editor": "Which editor does {e} use?", "hobby": "What does {e} do on weekends?",
+    "pet": "Does {e} have pets?", "drink": "What does {e} drink in the morning?",
+    "office_day": "When is {e} in the office?", "manager": "Who is {e}'s manager?",
+    "birthday_month": "When is {e}'s birthday?", "timezone": "What timezone is {e} in?",
+    "status": "What is the status of {e}?", "owner": "Who owns {e}?",
+    "database": "Which database does {e} use?", "cloud": "Where is {e} deployed?",
+    "deadline": "When is {e} due?", "budget": "How much budget does {e} have?",
+}  # fmt: skip
+
+
 def queries(chosen: list[Pair], n: int, seed: int = 17) -> list[str]:
     """Natural questions about the stored entities (mostly) and topics."""
     rng = random.Random(seed)
-    asks = {
-        "city": "Where does {e} live?", "employer": "Which company does {e} work for?",
-        "role": "What is {e}'s job title?", "team": "Which team is {e} on?",
-        "favorite_food": "What food does {e} like?", "language": "What language does {e} use?",
-        "editor": "Which editor does {e} use?", "hobby": "What does {e} do on weekends?",
-        "pet": "Does {e} have pets?", "drink": "What does {e} drink in the morning?",
-        "office_day": "When is {e} in the office?", "manager": "Who is {e}'s manager?",
-        "birthday_month": "When is {e}'s birthday?", "timezone": "What timezone is {e} in?",
-        "status": "What is the status of {e}?", "owner": "Who owns {e}?",
-        "database": "Which database does {e} use?", "cloud": "Where is {e} deployed?",
-        "deadline": "When is {e} due?", "budget": "How much budget does {e} have?",
-    }  # fmt: skip
     topics = ["who lives in {c}", "people who like {f}", "projects running on {d}",
               "who works at {co}", "anyone into {h}?"]  # fmt: skip
     out = []
     for _ in range(n):
         if rng.random() < 0.8:
             p = rng.choice(chosen)
-            out.append(asks[p.key].format(e=p.entity))
+            out.append(ASKS[p.key].format(e=p.entity))
         else:
             out.append(rng.choice(topics).format(
                 c=rng.choice(CITIES), f=rng.choice(FOODS), d=rng.choice(DATABASES),
                 co=rng.choice(COMPANIES), h=rng.choice(HOBBIES)))  # fmt: skip
     return out
+
+
+def questions(chosen: list[Pair], n: int, seed: int = 23) -> list[tuple[str, Pair]]:
+    """Questions about ``n`` random stored pairs, each with the pair that answers it."""
+    rng = random.Random(seed)
+    picked = [rng.choice(chosen) for _ in range(n)]
+    return [(ASKS[p.key].format(e=p.entity), p) for p in picked]
 
 
 def _fact(
