@@ -9,7 +9,8 @@ The namespace is the key's first one, or another of the key's named by the
 ``X-Graphmem-Namespace`` header (403 for one the key does not hold); without keys the header may
 name any namespace. Neither queries nor tool arguments can name a namespace, so none can escape
 it. WebSocket clients, which cannot set headers in a browser, may instead send
-``{"Authorization": "Bearer <key>"}`` as the connection_init payload.
+``{"Authorization": "Bearer <key>"}`` as the connection_init payload. A server bound to loopback
+refuses, on every route, requests whose Host or Origin names another site (``LoopbackOnly``).
 
 The lifespan opens the default namespace (replaying its outbox), prunes it, prunes every open
 namespace each ``prune_interval`` seconds, and runs the MCP endpoint.
@@ -212,6 +213,52 @@ class GraphQLApp(GraphQL[Context, None]):
         except Denied as exc:
             raise ConnectionRejectionError({"code": exc.code, "message": exc.message}) from None
         return await super().on_ws_connect(context)
+
+
+class LoopbackOnly:
+    """ASGI middleware of a server bound to loopback: every request must name this machine.
+
+    A page on another site can make its own host name resolve to 127.0.0.1 (DNS rebinding) and
+    then read this server's answers as same-origin, in a browser on the machine. Such requests
+    carry that site's name, so a ``Host`` other than a loopback name (any port), or an
+    ``Origin`` other than a loopback one or one of ``cors_origins``, is refused with 403 before
+    anything runs. A server bound elsewhere needs API keys, which such a page does not have.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_origins: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.allowed_origins = frozenset(allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host, origin = headers.get("host"), headers.get("origin")
+        if host is not None and not _names_loopback(urllib.parse.urlsplit(f"//{host}")):
+            problem = f"this server answers only requests for a loopback name, not {host!r}"
+        elif (
+            origin is not None
+            and origin not in self.allowed_origins
+            and not _names_loopback(urllib.parse.urlsplit(origin), schemes=("http", "https"))
+        ):
+            problem = f"requests from pages at {origin!r} are not accepted (see cors_origins)"
+        else:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4403, "reason": problem[:120]})
+            return
+        denied = Denied(403, "FORBIDDEN", problem)
+        await denied.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
+
+
+def _names_loopback(url: urllib.parse.SplitResult, schemes: tuple[str, ...] = ("",)) -> bool:
+    try:
+        url.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError:
+        return False
+    return url.scheme in schemes and url.hostname is not None and is_loopback(url.hostname)
 
 
 class Guard:
@@ -456,6 +503,8 @@ def create_app(
         Middleware(Timing, metrics=metrics),
         Middleware(Guard, gate=gate, max_body_bytes=settings.max_body_bytes),
     ]
+    if is_loopback(settings.host):
+        middleware.insert(1, Middleware(LoopbackOnly, allowed_origins=tuple(settings.cors_origins)))
     if settings.cors_origins:
         middleware.insert(1, Middleware(
             CORSMiddleware, allow_origins=list(settings.cors_origins),

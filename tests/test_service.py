@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
 SEARCH = "query($q: String!) { search(query: $q) { fact { text } } }"
 WS = "graphql-transport-ws"
+LOCAL, WS_URL = "http://127.0.0.1", "ws://127.0.0.1/graphql"  # names a loopback server answers
 
 
 @pytest.fixture
@@ -211,7 +212,10 @@ def test_a_revoked_key_ends_its_open_subscription(data_dir: Path, clock: Clock) 
     token, key = keys.create(["default"])
     writer, _ = keys.create(["default"])
     app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
-    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+    with (
+        TestClient(app, base_url=LOCAL) as client,
+        client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+    ):
         ws.send_json({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
         assert ws.receive_json()["type"] == "connection_ack"
         _subscribe(ws, client, "default")
@@ -298,7 +302,10 @@ def test_subscribers_hear_of_changes_in_their_own_namespace_only(
     alice, _ = keys.create(["alice"])
     bob, _ = keys.create(["bob"])
     app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
-    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+    with (
+        TestClient(app, base_url=LOCAL) as client,
+        client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+    ):
         ws.send_json({"type": "connection_init", "payload": {"Authorization": f"Bearer {alice}"}})
         assert ws.receive_json()["type"] == "connection_ack"
         _subscribe(ws, client, "alice")
@@ -323,7 +330,10 @@ def test_subscribers_hear_of_changes_in_their_own_namespace_only(
 def test_a_subscription_without_a_valid_key_is_refused(data_dir: Path, clock: Clock) -> None:
     KeyStore(data_dir).create(["default"])
     app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
-    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+    with (
+        TestClient(app, base_url=LOCAL) as client,
+        client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+    ):
         ws.send_json({"type": "connection_init", "payload": {"Authorization": "Bearer wrong"}})
         with pytest.raises(WebSocketDisconnect) as refused:
             ws.receive_json()
@@ -334,7 +344,10 @@ def test_supersession_and_forgetting_are_announced(data_dir: Path, clock: Clock)
     app = create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)
     store = """mutation($v: String!) { storeFact(input: {text: $v, entity: "Ana", key: "city",
         value: $v}) { fact { id } } }"""
-    with TestClient(app) as client, client.websocket_connect("/graphql", subprotocols=[WS]) as ws:
+    with (
+        TestClient(app, base_url=LOCAL) as client,
+        client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+    ):
         ws.send_json({"type": "connection_init"})
         assert ws.receive_json()["type"] == "connection_ack"
         _subscribe(ws, client, "default", "(kinds: [FACT_SUPERSEDED, FACT_FORGOTTEN])")
@@ -404,6 +417,58 @@ def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> N
     for source in (ROOT / "resolvers").glob("*.py"):
         text = source.read_text(encoding="utf-8")
         assert "sqlite3" not in text and ".execute(" not in text, source.name
+
+
+def test_a_keyless_loopback_server_refuses_requests_naming_another_site(
+    data_dir: Path, clock: Clock
+) -> None:
+    """DNS rebinding: a page elsewhere whose name resolves to 127.0.0.1 reads nothing."""
+    settings = Settings(embedder="hash", data_dir=data_dir, cors_origins=("https://ui.example",))
+    with InProcess(create_app(settings, clock=clock)) as client:
+        client.data(STORE, {"t": "The staging password rotates monthly"})
+        query = {"query": SEARCH, "variables": {"q": "staging"}}
+        for headers in (
+            {"Host": "evil.example"},
+            {"Host": "evil.example:8420"},
+            {"Host": "127.0.0.1.evil.example"},
+            {"Origin": "http://evil.example"},
+            {"Origin": "null"},
+        ):
+            response = client.client.post("/graphql", json=query, headers=headers)
+            assert response.status_code == 403, headers
+            assert response.json()["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+            assert "staging" not in response.text
+            assert client.client.get("/explore/", headers=headers).status_code == 403
+        for headers in (
+            {"Host": "localhost:8420", "Origin": "http://localhost:8420"},
+            {"Host": "[::1]:8420"},
+            {"Origin": "https://ui.example"},  # a configured CORS origin
+        ):
+            response = client.client.post("/graphql", json=query, headers=headers)
+            assert response.status_code == 200, headers
+            assert response.json()["data"]["search"][0]["fact"]["text"].startswith("The staging")
+        with (
+            pytest.raises(WebSocketDisconnect) as refused,
+            client.client.websocket_connect(
+                WS_URL, subprotocols=[WS], headers={"Origin": "http://evil.example"}
+            ) as ws,
+        ):
+            ws.send_json({"type": "connection_init"})
+            ws.receive_json()
+        assert refused.value.code == 4403
+
+
+def test_a_server_bound_elsewhere_leaves_names_to_its_api_keys(
+    data_dir: Path, clock: Clock
+) -> None:
+    token, _ = KeyStore(data_dir).create(["default"])
+    settings = Settings(embedder="hash", data_dir=data_dir, host="0.0.0.0")
+    with InProcess(create_app(settings, clock=clock)) as client:
+        query = {"query": "{ stats { facts } }"}
+        headers = {"Host": "memory.internal:8420", "Authorization": f"Bearer {token}"}
+        assert client.client.post("/graphql", json=query, headers=headers).status_code == 200
+        del headers["Authorization"]
+        assert client.client.post("/graphql", json=query, headers=headers).status_code == 401
 
 
 def test_cors_is_off_unless_origins_are_configured(data_dir: Path, clock: Clock) -> None:
