@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from . import keyword
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
 from .models import Action, Fact, FactInput, StoreResult, Verdict
@@ -103,7 +104,9 @@ def write_batch(
                                    strict=True):  # fmt: skip
         owner = _vector_owner(conn, batch, twin, decisions)
         decisions.append(_decide(conn, batch, x, h, owner, settings, verdict))
+    before = keyword.last_seq(conn)
     conn.executemany(_INSERT_FACT, batch.inserts)
+    keyword.index_new_facts(conn, before)
     conn.executemany(
         "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
         " WHERE id = ?",

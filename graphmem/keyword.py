@@ -32,6 +32,7 @@ from collections.abc import Generator, Iterator
 from typing import Final
 
 from . import search as ranking
+from .migrations import FTS_COLUMNS
 
 #: Matches ranked in full before the most common query words stop selecting facts (measured in
 #: bench/REPORT.md: at 100k facts, 2,500 finds the same facts as the full query and halves the
@@ -41,6 +42,26 @@ RANKING_BUDGET: Final = 2_500
 DF_REFRESH_SHARE: Final = 0.1
 #: Words whose frequency is cached at most (the cache is cleared when full).
 DF_CACHE_SIZE: Final = 20_000
+
+
+def last_seq(conn: sqlite3.Connection) -> int:
+    """The position of the newest fact (0 for none): facts inserted next come after it."""
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()[0])
+
+
+def index_new_facts(conn: sqlite3.Connection, after: int) -> None:
+    """Add the facts after position ``after`` (see :func:`last_seq`) to the keyword index.
+
+    Every writer that inserts facts calls it in the same transaction, right after the inserts
+    and before anything updates them (the update and delete triggers keep the index in step
+    from then on). One statement for the batch: an insert trigger made FTS5 work per row, about
+    85 ms more per 1,000 facts.
+    """
+    conn.execute(
+        f"INSERT INTO facts_fts(rowid, {FTS_COLUMNS}) SELECT seq, {FTS_COLUMNS} FROM facts"
+        " WHERE seq > ?",
+        [after],
+    )
 
 
 class KeywordRanker:

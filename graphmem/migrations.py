@@ -11,7 +11,9 @@ from typing import Final
 
 from .errors import StorageError
 
-_FTS_COLUMNS = "text, category, entity, key, value, tags, context, date_terms"
+#: The facts columns in the keyword index, in its column order.
+FTS_COLUMNS: Final = "text, category, entity, key, value, tags, context, date_terms"
+_FTS_COLUMNS = FTS_COLUMNS
 
 MIGRATIONS: Final[tuple[str, ...]] = (
     # 1: facts, FTS5, links, outbox, embedding cache, meta.
@@ -166,6 +168,11 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     DROP INDEX links_source_strength;
     CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
+    """,
+    # 6: writers index their new facts in one statement (keyword.index_new_facts): through the
+    # per-row trigger, FTS5 took about 85 ms more per 1,000 facts inserted.
+    """
+    DROP TRIGGER facts_fts_insert;
     """,
 )
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
+from . import keyword
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
 from .models import LINK_TYPES, MAX_TEXT_LENGTH
@@ -92,6 +93,7 @@ def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportR
     """
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
+    before = keyword.last_seq(conn)
     inserted: list[str] = []
     links = skipped = 0
     header_seen = False
@@ -133,6 +135,7 @@ def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportR
             raise InvalidInput(f"line {number}: unknown kind {kind!r}")
     if not header_seen:
         raise InvalidInput("empty input: not a graphmem export")
+    keyword.index_new_facts(conn, before)
     return ImportReport(len(inserted), links, skipped), inserted
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import sqlite3
 import subprocess
@@ -54,6 +55,78 @@ def test_an_older_schema_is_migrated_and_keeps_its_cached_embeddings(tmp_path: P
             "INSERT INTO embedding_cache VALUES ('hash', 'feature-hash-4', 'abc', 4, x'01', 2.0)"
         )
     db.close()
+
+
+def _keyword_index_agrees(path: Path) -> None:
+    """FTS5's own check of the index against the facts (raises if a fact is missing or stale)."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("INSERT INTO facts_fts(facts_fts, rank) VALUES ('integrity-check', 1)")
+    finally:
+        conn.close()
+
+
+def _keyword_texts(memory: Memory, query: str) -> set[str]:
+    return {hit.fact.text for hit in memory.search(query, limit=50, mode="fts")}
+
+
+def test_every_write_keeps_the_keyword_index_in_step(tmp_path: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash")
+    with Memory.open(tmp_path / "a", settings=settings, clock=clock) as mem:
+        path = tmp_path / "a" / "default" / "graphmem.sqlite3"
+        first = mem.store("Ana lives in Berlin", entity="Ana", key="city", value="Berlin").fact
+        results = mem.store_many([
+            {"text": "Ana lives in Paris", "entity": "Ana", "key": "city", "value": "Paris"},
+            {"text": "The quarterly report is due on Fridays"},
+            {"text": "The quarterly report is due on Fridays"},  # a duplicate: NOOP
+            {"text": "Bruno prefers green tea in the quarterly review"},
+        ])  # fmt: skip
+        assert [r.action for r in results] == ["UPDATE", "ADD", "NOOP", "ADD"]
+        _keyword_index_agrees(path)
+        assert _keyword_texts(mem, "quarterly") == {
+            "The quarterly report is due on Fridays",
+            "Bruno prefers green tea in the quarterly review",
+        }
+        assert _keyword_texts(mem, "Berlin") == set()  # superseded
+        assert first is not None and mem.search("Berlin", mode="fts", include_superseded=True)
+        mem.forget(results[3].fact.id)  # type: ignore[union-attr]
+        mem.purge(results[1].fact.id)  # type: ignore[union-attr]
+        _keyword_index_agrees(path)
+        assert _keyword_texts(mem, "quarterly") == set()
+        mem.store("A quarterly offsite is planned in Lisbon")  # may take the purged position
+        _keyword_index_agrees(path)
+        assert _keyword_texts(mem, "quarterly") == {"A quarterly offsite is planned in Lisbon"}
+        exported = io.StringIO()
+        mem.export_jsonl(exported)
+    with Memory.open(tmp_path / "b", settings=settings, clock=clock) as copy:
+        copy.import_jsonl(io.StringIO(exported.getvalue()).readlines())
+        _keyword_index_agrees(tmp_path / "b" / "default" / "graphmem.sqlite3")
+        assert _keyword_texts(copy, "Paris Lisbon") == {
+            "Ana lives in Paris",
+            "A quarterly offsite is planned in Lisbon",
+        }
+
+
+def test_facts_indexed_before_the_schema_change_stay_searchable(tmp_path: Path) -> None:
+    """Version 5 indexed facts by trigger; version 6 indexes each batch in one statement."""
+    path = tmp_path / "data" / "default" / "graphmem.sqlite3"
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("".join(MIGRATIONS[:5]) + "PRAGMA user_version = 5;")
+    conn.execute(
+        "INSERT INTO facts (id, text, category, importance, decay_class, normalized_hash,"
+        " valid_from, recorded_at) VALUES ('old', 'The backup runs nightly at two', 'fact',"
+        " 0.5, 'permanent', 'h', 1.0, 1.0)"
+    )
+    conn.execute("INSERT INTO outbox VALUES ('old', 1.0)")
+    conn.close()
+    with Memory.open(tmp_path / "data", settings=Settings(embedder="hash")) as mem:
+        mem.store("The backup is verified every Monday")
+        assert _keyword_texts(mem, "backup") == {
+            "The backup runs nightly at two",
+            "The backup is verified every Monday",
+        }
+    _keyword_index_agrees(path)
 
 
 def test_a_database_from_a_newer_graphmem_is_refused(tmp_path: Path) -> None:
