@@ -1196,7 +1196,7 @@ class Memory:
         similar: list[list[autolinks.Neighbour]] = [[] for _ in range(len(vectors))]
         if floor > 1.0:
             return twins, similar
-        stored = self._vectors.neighbours_many(vectors, k, live_only=True)
+        stored = self._vectors.neighbours_many(vectors, k, live_only=True, floor=floor)
         in_batch = autolinks.batch_neighbours(vectors, k, floor)
         for i in range(len(vectors)):
             merged = sorted([*stored[i], *in_batch[i]], key=lambda hit: -hit[1])

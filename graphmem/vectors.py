@@ -188,16 +188,17 @@ class VectorIndex:
                 for hits in self.neighbours_many(vectors, 1, live_only=live_only)]  # fmt: skip
 
     def neighbours_many(
-        self, vectors: Vectors, k: int, *, live_only: bool
+        self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf
     ) -> list[list[tuple[str, float]]]:
-        """For each query vector, up to ``k`` (id, cosine) pairs, most similar first. Above
-        PARTITION_MIN_ROWS the in-memory search probes partitions: approximate, made for
-        write-time checks (near-duplicates, automatic links), not for search."""
+        """For each query vector, up to ``k`` (id, cosine) pairs with cosine ≥ ``floor``, most
+        similar first. Above PARTITION_MIN_ROWS the in-memory search probes partitions:
+        approximate, made for write-time checks (near-duplicates, automatic links), not for
+        search. A ``floor`` makes it cheaper: few pairs pass it, so no ranking of the rest."""
         if len(vectors) == 0 or self.count() == 0 or k <= 0:
             return [[] for _ in range(len(vectors))]
         with self._lock:
             if self._mirror is not None:
-                return self._mirror.neighbours_many(vectors, k, live_only=live_only)
+                return self._mirror.neighbours_many(vectors, k, live_only=live_only, floor=floor)
         query = self._table.search(np.asarray(vectors, dtype=np.float32)).distance_type("cosine")
         query = query.select(["id", "_distance"])
         if live_only:
@@ -211,6 +212,7 @@ class VectorIndex:
             out[q].append((i, 1.0 - float(d)))
         for hits in out:
             hits.sort(key=lambda hit: -hit[1])
+            hits[:] = [hit for hit in hits if hit[1] >= floor]
         return out
 
     def rows(self, ids: Iterable[str] | None = None) -> dict[str, tuple[Vectors, bool]]:
@@ -410,21 +412,18 @@ class _Mirror:
         return [(self._ids[i], float(s)) for i, s in zip(found, scores[top], strict=True)]
 
     def neighbours_many(
-        self, vectors: Vectors, k: int, *, live_only: bool
+        self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf
     ) -> list[list[tuple[str, float]]]:
         if len(self._ids) >= PARTITION_MIN_ROWS:
-            rows, scores = self._partitions().neighbours_many(self, vectors, k, live_only=live_only)
+            rows, scores = self._partitions().neighbours_many(
+                self, vectors, k, live_only=live_only, floor=floor
+            )
         else:
-            rows = np.full((len(vectors), k), -1, dtype=np.int64)
-            scores = np.full((len(vectors), k), -np.inf, dtype=np.float32)
+            best = _Best(len(vectors), k, floor)
             for start in range(0, len(vectors), _QUERY_BLOCK):
                 block = self._scores(vectors[start : start + _QUERY_BLOCK], live_only)
-                width = min(k, block.shape[1])
-                if width == 0:
-                    continue
-                top = np.argpartition(-block, width - 1, axis=1)[:, :width]
-                rows[start : start + len(block), :width] = top
-                scores[start : start + len(block), :width] = np.take_along_axis(block, top, 1)
+                best.add(np.arange(start, start + len(block)), np.arange(block.shape[1]), block)
+            rows, scores = best.result()
         return self._hits(rows, scores)
 
     def _hits(self, rows: npt.NDArray[np.int64], scores: Vectors) -> list[list[tuple[str, float]]]:
@@ -503,6 +502,74 @@ class _Projection:
         return _matvec(self.rows[:n], query @ self.basis)
 
 
+class _Best:
+    """The best ``k`` (row, score) per query with score ≥ ``floor``, gathered block by block.
+
+    Without a floor each block's top ``k`` per query is kept, in its own group of ``k`` columns
+    (one group per ``slots``, e.g. per probed partition). With one, only the pairs that pass
+    are collected, then ranked: checks such as near-duplicates find a handful of candidates
+    among thousands of rows, and ranking all of them cost more than the products.
+    """
+
+    def __init__(self, queries: int, k: int, floor: float, *, slots: int = 1) -> None:
+        self.k, self.floor, self.queries = k, floor, queries
+        self._sparse = math.isfinite(floor)
+        self._found: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Vectors]] = []
+        if not self._sparse:
+            self._rows = np.full((queries, slots * k), -1, dtype=np.int64)
+            self._scores = np.full((queries, slots * k), -np.inf, dtype=np.float32)
+
+    def add(
+        self,
+        queries: npt.NDArray[np.int64],
+        rows: npt.NDArray[np.int64],
+        scores: Vectors,
+        slots: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        """``scores[i, j]`` is query ``queries[i]`` against row ``rows[j]``; each query's
+        ``slots[i]`` is its group of columns (without a floor)."""
+        if self._sparse:
+            qi, rj = np.nonzero(scores >= self.floor)
+            self._found.append((queries[qi], rows[rj], scores[qi, rj]))
+            return
+        width = min(self.k, len(rows))
+        if width == 0:
+            return
+        if width < len(rows):
+            top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+        else:
+            top = np.broadcast_to(np.arange(width), (len(queries), width))
+        columns = (0 if slots is None else slots[:, None] * self.k) + np.arange(width)
+        self._scores[queries[:, None], columns] = np.take_along_axis(scores, top, 1)
+        self._rows[queries[:, None], columns] = rows[top]
+
+    def result(self) -> tuple[npt.NDArray[np.int64], Vectors]:
+        """Rows and scores, ``queries`` x ``k``, unordered; -1 and -inf where fewer were found."""
+        k = self.k
+        if not self._sparse:
+            if self._scores.shape[1] == k:
+                return self._rows, self._scores
+            keep = np.argpartition(-self._scores, k - 1, axis=1)[:, :k]
+            return np.take_along_axis(self._rows, keep, 1), np.take_along_axis(
+                self._scores, keep, 1
+            )
+        rows = np.full((self.queries, k), -1, dtype=np.int64)
+        scores = np.full((self.queries, k), -np.inf, dtype=np.float32)
+        if not self._found:
+            return rows, scores
+        query = np.concatenate([q for q, _, _ in self._found])
+        row = np.concatenate([r for _, r, _ in self._found])
+        score = np.concatenate([s for _, _, s in self._found])
+        order = np.lexsort((-score, query))  # by query, best first
+        query, row, score = query[order], row[order], score[order]
+        starts = np.searchsorted(query, query)  # each pair's rank within its query
+        rank = np.arange(len(query)) - starts
+        kept = rank < k
+        rows[query[kept], rank[kept]] = row[kept]
+        scores[query[kept], rank[kept]] = score[kept]
+        return rows, scores
+
+
 class _Partitions:
     """k-means partitions of the mirror's rows (an in-memory IVF) for near-duplicate checks.
 
@@ -542,16 +609,14 @@ class _Partitions:
         self.labels = np.concatenate([self.labels, np.zeros(capacity - len(self.labels), np.int64)])
 
     def neighbours_many(
-        self, mirror: _Mirror, vectors: Vectors, k: int, *, live_only: bool
+        self, mirror: _Mirror, vectors: Vectors, k: int, *, live_only: bool, floor: float
     ) -> tuple[npt.NDArray[np.int64], Vectors]:
-        """The best ``k`` rows (and scores) per query among the partitions it probes; -1 and
-        -inf where fewer were found."""
+        """The best ``k`` rows (and scores) with a score ≥ ``floor`` per query among the
+        partitions it probes; -1 and -inf where fewer were found."""
         members = self._member_lists(len(mirror))
         probes = np.argpartition(-(vectors @ self.centroids.T), PARTITION_PROBES - 1, axis=1)
         probes = probes[:, :PARTITION_PROBES]
-        # Each query's best k of each partition it probes go in that probe's slot of k columns.
-        found_score = np.full((len(vectors), PARTITION_PROBES * k), -np.inf, dtype=np.float32)
-        found_row = np.full((len(vectors), PARTITION_PROBES * k), -1, dtype=np.int64)
+        best = _Best(len(vectors), k, floor, slots=PARTITION_PROBES)
         order = np.argsort(probes, axis=None, kind="stable")
         flat = probes.ravel()[order]
         bounds = np.searchsorted(flat, np.arange(len(self.centroids) + 1))
@@ -566,17 +631,8 @@ class _Partitions:
                     rows = rows[mirror._live[rows]]
                 if len(rows) == 0:
                     continue
-                scores = vectors[queries] @ mirror._matrix[rows].T  # queries x rows
-                width = min(k, len(rows))
-                if width < len(rows):
-                    top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
-                else:
-                    top = np.broadcast_to(np.arange(width), (len(queries), width))
-                columns = slots[:, None] * k + np.arange(width)
-                found_score[queries[:, None], columns] = np.take_along_axis(scores, top, 1)
-                found_row[queries[:, None], columns] = rows[top]
-        keep = np.argpartition(-found_score, k - 1, axis=1)[:, :k]
-        return np.take_along_axis(found_row, keep, 1), np.take_along_axis(found_score, keep, 1)
+                best.add(queries, rows, vectors[queries] @ mirror._matrix[rows].T, slots)
+        return best.result()
 
     def _member_lists(self, n: int) -> list[npt.NDArray[np.int64]]:
         if self._members is None or self._n != n:

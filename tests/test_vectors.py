@@ -53,6 +53,27 @@ def test_partitioned_near_duplicate_checks_find_close_copies_in_a_large_table() 
     assert mirror.neighbours_many(unit_rows(1, seed=4), 1, live_only=True)[0][0][0] == "late"
 
 
+@pytest.mark.parametrize("n", [3_000, PARTITION_MIN_ROWS + 2_000])
+def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
+    """Write-time checks pass the similarity they need: the same best neighbours come back,
+    less those below the floor, whether the table is scanned or its partitions probed."""
+    rows = structured_rows(n, dims=32, factors=6, seed=5)
+    mirror = _Mirror(32)
+    live = [i % 7 != 0 for i in range(n)]
+    mirror.upsert([f"f{i}" for i in range(n)], rows, live)
+    queries = structured_rows(300, dims=32, factors=6, seed=6)
+    queries[:50] = rows[:50] + 0.02 * unit_rows(50, seed=7)  # near-copies, some of dead rows
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    unranked = mirror.neighbours_many(queries, 5, live_only=True)
+    for floor in (0.6, 0.9, 0.99):
+        ranked = mirror.neighbours_many(queries, 5, live_only=True, floor=floor)
+        expected = [[(i, s) for i, s in hits if s >= floor] for hits in unranked]
+        assert ranked == expected
+        assert any(ranked) and not all(len(hits) == 5 for hits in ranked)
+    assert not any(hits and hits[0][0] in {f"f{i}" for i in range(0, 50, 7)}
+                   for hits in unranked)  # fmt: skip
+
+
 def structured_rows(n: int, dims: int = 128, factors: int = 24, seed: int = 0) -> np.ndarray:
     """Unit vectors mostly in a low-dimensional subspace, as text embeddings are."""
     rng = np.random.default_rng(seed)
