@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final, Literal, get_args
 
+from .tagging import search_words
+
 DecayClass = Literal[
     "permanent", "durable", "normal", "short", "ephemeral", "stable", "active", "session",
     "checkpoint",
@@ -51,15 +53,16 @@ _PERMANENT_KEYS = re.compile(
     r"(?:^|[^a-z])(name|email|api_key|api_endpoint|architecture|decision|birthday|born|phone"
     r"|language|location|city|country|address|home|hometown|residence)(?:$|[^a-z])"
 )
-_PERMANENT_TEXT = re.compile(r"\b(decided|architecture|always use|never use)\b", re.I)
+# Text patterns are lower-case and searched ignoring case (tagging.search_words).
+_PERMANENT_TEXT = re.compile(r"\b(decided|architecture|always use|never use)\b")
 _PERMANENT_ENTITIES = frozenset({"decision", "convention"})
 _SESSION_KEYS = re.compile(
     r"(?:^|[^a-z])(current_file|temp|debug|working_on_right_now)(?:$|[^a-z])"
 )
-_SESSION_TEXT = re.compile(r"\b(currently debugging|right now|this session)\b", re.I)
+_SESSION_TEXT = re.compile(r"\b(currently debugging|right now|this session)\b")
 _ACTIVE_KEYS = re.compile(r"(?:^|[^a-z])(task|todo|wip|branch|sprint|blocker)(?:$|[^a-z])")
-_ACTIVE_TEXT = re.compile(r"\b(working on|need to|todo|blocker|sprint)\b", re.I)
-_CHECKPOINT = re.compile(r"checkpoint|preflight", re.I)
+_ACTIVE_TEXT = re.compile(r"\b(working on|need to|todo|blocker|sprint)\b")
+_CHECKPOINT = re.compile(r"checkpoint|preflight")
 
 
 def classify_decay(entity: str | None, key: str | None, value: str | None, text: str) -> str:
@@ -69,15 +72,15 @@ def classify_decay(entity: str | None, key: str | None, value: str | None, text:
     if (
         _PERMANENT_KEYS.search(key_l)
         or _PERMANENT_KEYS.search(entity_l)
-        or _PERMANENT_TEXT.search(text)
+        or search_words(_PERMANENT_TEXT, text)
         or entity_l in _PERMANENT_ENTITIES
     ):
         return "permanent"
-    if _SESSION_KEYS.search(key_l) or _SESSION_TEXT.search(text):
+    if _SESSION_KEYS.search(key_l) or search_words(_SESSION_TEXT, text):
         return "session"
-    if _ACTIVE_KEYS.search(key_l) or _ACTIVE_TEXT.search(text):
+    if _ACTIVE_KEYS.search(key_l) or search_words(_ACTIVE_TEXT, text):
         return "active"
-    if _CHECKPOINT.search(key_l) or _CHECKPOINT.search(text):
+    if _CHECKPOINT.search(key_l) or search_words(_CHECKPOINT, text):
         return "checkpoint"
     return DEFAULT_DECAY_CLASS
 

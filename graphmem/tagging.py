@@ -33,6 +33,9 @@ _PREFIX_TAGS: Final = tuple(
     (w[:-1], tag) for tag, ws in TAG_WORDS.items() for w in ws if w.endswith("*")
 )
 _PREFIXES: Final = tuple(p for p, _ in _PREFIX_TAGS)
+#: Any tag word or prefix anywhere: text without one (most) needs no word-by-word look.
+_ANY_TAG_WORD: Final = re.compile("|".join(re.escape(w.rstrip("*")) for ws in TAG_WORDS.values()
+                                           for w in ws))  # fmt: skip
 _HOME_ASSISTANT = re.compile(r"\bhome\s+assistant\b")
 _HA = re.compile(r"\bHA\b")
 
@@ -40,12 +43,16 @@ MAX_TAGS: Final = 32
 MAX_TAG_LENGTH: Final = 64
 _TAG_CHARS = re.compile(r"^[a-z0-9][a-z0-9_.:/+-]*$")
 
+#: Words that give a category, in priority order, matched case-insensitively (see
+#: :func:`search_words`). An email address or a phone number also makes an entity.
 _CATEGORY_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
-    ("decision", re.compile(r"\b(decided|decision|chose|chosen|will use|going with|agreed to)\b", re.I)),
-    ("preference", re.compile(r"\b(prefers?|preferred|likes?|loves?|hates?|dislikes?|favou?rite|wants?)\b", re.I)),
-    ("entity", re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+|\+?\d[\d\s().-]{7,}\d|\b(is called|named|'s (email|phone|address))\b", re.I)),
-    ("fact", re.compile(r"\b(is|are|was|were|has|have|had|lives?|lived|works?|worked|born|uses?|runs?)\b", re.I)),
+    ("decision", re.compile(r"\b(decided|decision|chose|chosen|will use|going with|agreed to)\b")),
+    ("preference", re.compile(r"\b(prefers?|preferred|likes?|loves?|hates?|dislikes?|favou?rite|wants?)\b")),
+    ("entity", re.compile(r"\b(is called|named|'s (email|phone|address))\b")),
+    ("fact", re.compile(r"\b(is|are|was|were|has|have|had|lives?|lived|works?|worked|born|uses?|runs?)\b")),
 )  # fmt: skip
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+_PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
 
 
 def normalize_tags(tags: Iterable[str] | str | None) -> list[str]:
@@ -80,7 +87,7 @@ def extract_tags(text: str, entity: str | None = None) -> list[str]:
     found: set[str] = set()
     for haystack in (text, entity or ""):
         lower = haystack.lower()
-        for word in set(_WORDS.findall(lower)):
+        for word in set(_WORDS.findall(lower)) if _ANY_TAG_WORD.search(lower) else ():
             tag = _EXACT.get(word)
             if tag is None and word.startswith(_PREFIXES):
                 tag = next(t for p, t in _PREFIX_TAGS if word.startswith(p))
@@ -96,6 +103,20 @@ def extract_tags(text: str, entity: str | None = None) -> list[str]:
 def detect_category(text: str) -> str:
     """A category from fast regexes (no LLM): decision, preference, entity, fact, else other."""
     for category, pattern in _CATEGORY_RULES:
-        if pattern.search(text):
+        if search_words(pattern, text):
+            return category
+        if category == "entity" and (("@" in text and _EMAIL.search(text)) or _PHONE.search(text)):
             return category
     return "other"
+
+
+def search_words(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether the lower-case ``pattern`` occurs in ``text``, ignoring case.
+
+    ASCII text (nearly all) is lower-cased and searched plainly, which gives the same answer as
+    ``re.IGNORECASE`` in half the time; other text is searched with the flag, since
+    lower-casing differs from its case folding there (the long s, the dotted capital I).
+    """
+    if text.isascii():
+        return pattern.search(text.lower()) is not None
+    return re.search(pattern.pattern, text, re.IGNORECASE) is not None
