@@ -180,6 +180,20 @@ def test_defaults_fill_category_tags_decay_and_expiry(mem: Memory, clock: Clock)
     assert task.expires_at.timestamp() == pytest.approx(clock.now + 14 * 86400)
 
 
+def test_the_heuristics_ignore_case_in_any_script(mem: Memory) -> None:
+    cases = [
+        ("WE DECIDED TO RUN POSTGRES IN DOCKER", "decision", ["postgres", "docker"], "permanent"),
+        ("Élodie PREFERS oat milk", "preference", [], "stable"),
+        ("Zoë: call +33 1 23 45 67 89 about the OAuth flow", "entity", ["auth"], "stable"),
+        ("Next \u017fprint review moved", "other", [], "active"),  # the long s folds to s
+        ("The api-gateway lesson was rapid", "fact", [], "stable"),  # no tag word as a word
+    ]
+    for text, category, tags, decay_class in cases:
+        fact = mem.store(text).fact
+        assert fact is not None
+        assert (fact.category, fact.tags, fact.decay_class) == (category, tags, decay_class), text
+
+
 def test_explicit_fields_override_the_heuristics(mem: Memory) -> None:
     fact = mem.store(
         "We decided to run Postgres",
