@@ -507,8 +507,9 @@ class _Best:
 
     Without a floor each block's top ``k`` per query is kept, in its own group of ``k`` columns
     (one group per ``slots``, e.g. per probed partition). With one, only the pairs that pass
-    are collected, then ranked: checks such as near-duplicates find a handful of candidates
-    among thousands of rows, and ranking all of them cost more than the products.
+    are collected (at most ``k`` per query and block), then ranked: checks such as
+    near-duplicates find a handful of candidates among thousands of rows, and ranking all of
+    them cost more than the products.
     """
 
     def __init__(self, queries: int, k: int, floor: float, *, slots: int = 1) -> None:
@@ -530,7 +531,13 @@ class _Best:
         ``slots[i]`` is its group of columns (without a floor)."""
         if self._sparse:
             qi, rj = np.nonzero(scores >= self.floor)
-            self._found.append((queries[qi], rows[rj], scores[qi, rj]))
+            if len(qi) > len(queries) * self.k:  # many pass (a low floor): keep each query's k
+                top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]
+                best = np.take_along_axis(scores, top, 1)
+                qi, cj = np.nonzero(best >= self.floor)
+                self._found.append((queries[qi], rows[top[qi, cj]], best[qi, cj]))
+            else:
+                self._found.append((queries[qi], rows[rj], scores[qi, rj]))
             return
         width = min(self.k, len(rows))
         if width == 0:
