@@ -104,9 +104,8 @@ def write_batch(
                                    strict=True):  # fmt: skip
         owner = _vector_owner(conn, batch, twin, decisions)
         decisions.append(_decide(conn, batch, x, h, owner, settings, verdict))
-    before = keyword.last_seq(conn)
-    conn.executemany(_INSERT_FACT, batch.inserts)
-    keyword.index_new_facts(conn, before)
+    with keyword.indexing(conn):
+        conn.executemany(_INSERT_FACT, batch.inserts)
     conn.executemany(
         "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
         " WHERE id = ?",

@@ -13,7 +13,6 @@ from .errors import StorageError
 
 #: The facts columns in the keyword index, in its column order.
 FTS_COLUMNS: Final = "text, category, entity, key, value, tags, context, date_terms"
-_FTS_COLUMNS = FTS_COLUMNS
 
 MIGRATIONS: Final[tuple[str, ...]] = (
     # 1: facts, FTS5, links, outbox, embedding cache, meta.
@@ -66,24 +65,24 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         WHERE last_accessed_at IS NOT NULL;
 
     CREATE VIRTUAL TABLE facts_fts USING fts5(
-        {_FTS_COLUMNS}, content='facts', content_rowid='seq', tokenize='porter unicode61'
+        {FTS_COLUMNS}, content='facts', content_rowid='seq', tokenize='porter unicode61'
     );
     CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
-        INSERT INTO facts_fts(rowid, {_FTS_COLUMNS})
+        INSERT INTO facts_fts(rowid, {FTS_COLUMNS})
         VALUES (new.seq, new.text, new.category, new.entity, new.key, new.value, new.tags,
                 new.context, new.date_terms);
     END;
     CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
-        INSERT INTO facts_fts(facts_fts, rowid, {_FTS_COLUMNS})
+        INSERT INTO facts_fts(facts_fts, rowid, {FTS_COLUMNS})
         VALUES ('delete', old.seq, old.text, old.category, old.entity, old.key, old.value,
                 old.tags, old.context, old.date_terms);
     END;
     CREATE TRIGGER facts_fts_update
-    AFTER UPDATE OF {_FTS_COLUMNS} ON facts BEGIN
-        INSERT INTO facts_fts(facts_fts, rowid, {_FTS_COLUMNS})
+    AFTER UPDATE OF {FTS_COLUMNS} ON facts BEGIN
+        INSERT INTO facts_fts(facts_fts, rowid, {FTS_COLUMNS})
         VALUES ('delete', old.seq, old.text, old.category, old.entity, old.key, old.value,
                 old.tags, old.context, old.date_terms);
-        INSERT INTO facts_fts(rowid, {_FTS_COLUMNS})
+        INSERT INTO facts_fts(rowid, {FTS_COLUMNS})
         VALUES (new.seq, new.text, new.category, new.entity, new.key, new.value, new.tags,
                 new.context, new.date_terms);
     END;
@@ -169,7 +168,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     DROP INDEX links_source_strength;
     CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
     """,
-    # 6: writers index their new facts in one statement (keyword.index_new_facts): through the
+    # 6: writers index their new facts in one statement (keyword.indexing): through the
     # per-row trigger, FTS5 took about 85 ms more per 1,000 facts inserted.
     """
     DROP TRIGGER facts_fts_insert;

@@ -91,9 +91,13 @@ def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportR
     Ids already present are skipped. Raises InvalidInput naming the line of the first problem;
     the caller rolls back. Returns the report and the ids of the facts inserted.
     """
+    with keyword.indexing(conn):
+        return _insert_lines(conn, lines)
+
+
+def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
-    before = keyword.last_seq(conn)
     inserted: list[str] = []
     links = skipped = 0
     header_seen = False
@@ -135,7 +139,6 @@ def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportR
             raise InvalidInput(f"line {number}: unknown kind {kind!r}")
     if not header_seen:
         raise InvalidInput("empty input: not a graphmem export")
-    keyword.index_new_facts(conn, before)
     return ImportReport(len(inserted), links, skipped), inserted
 
 

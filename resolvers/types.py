@@ -15,7 +15,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem import graph
-from graphmem.temporal import parse_time, to_iso
+from graphmem.temporal import parse_time
 
 from .context import Context, Scope
 
@@ -30,10 +30,8 @@ def _parse_datetime(value: Any) -> datetime:
 
 #: Times are UTC datetimes, as the engine returns and accepts them; an output time becomes text
 #: only when a query asks for it.
-def _iso(value: datetime | float) -> str | None:
-    if isinstance(value, datetime):  # always UTC: the engine's times are
-        return value.isoformat().replace("+00:00", "Z")
-    return to_iso(value)
+def _iso(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")  # always UTC: the engine's times are
 
 
 DateTime = NewType("DateTime", datetime)
