@@ -44,8 +44,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     related: set[tuple[int, int]] = set()
     for c, sample in enumerate(samples):
         conv = sample["conversation"]
-        sessions = sorted(int(k.split("_")[1]) for k in conv
-                          if k.startswith("session_") and k.count("_") == 1 and conv[k])  # fmt: skip
+        sessions = sorted(
+            int(k.split("_")[1])
+            for k in conv
+            if k.startswith("session_") and k.count("_") == 1 and conv[k]
+        )
         for s in sessions:
             for turn in conv[f"session_{s}"]:
                 turn_index[(c, turn["dia_id"])] = len(texts)
@@ -56,9 +59,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             gold, _, _ = evidence_ids(qa.get("evidence") or [], known)
             rows = sorted(turn_index[(c, d)] for d in gold)
             related.update(combinations(rows, 2))
-    report: dict[str, Any] = {"benchmark": "autolink", "machine": machine(),
-                              "turns": len(texts), "evidence_pairs": len(related),
-                              "max_cross_share": MAX_CROSS_SHARE, "embedders": {}}  # fmt: skip
+    report: dict[str, Any] = {
+        "benchmark": "autolink",
+        "machine": machine(),
+        "turns": len(texts),
+        "evidence_pairs": len(related),
+        "max_cross_share": MAX_CROSS_SHARE,
+        "embedders": {},
+    }
     for name in args.embedder:
         vectors = make_embedder(name).embed(texts)
         report["embedders"][name] = calibrate(vectors, np.array(owner), related)
@@ -81,39 +89,64 @@ def calibrate(
         links = [(i, j) for i, hits in enumerate(candidates) for j, s in hits if s >= t]
         cross = sum(owner[i] != owner[int(j)] for i, j in links)
         linked = {i for i, _ in links} | {int(j) for _, j in links}
-        rows.append({
-            "threshold": t,
-            "links_per_turn": len(links) / n,
-            "cross_conversation_share": cross / len(links) if links else 0.0,
-            "turns_linked_share": len(linked) / n,
-            "evidence_pairs_reached": float((pair_scores >= t).mean()) if len(pair_scores) else 0.0,
-        })  # fmt: skip
-    ok = [r["threshold"] for r in rows if r["links_per_turn"] and
-          r["cross_conversation_share"] <= MAX_CROSS_SHARE]  # fmt: skip
+        rows.append(
+            {
+                "threshold": t,
+                "links_per_turn": len(links) / n,
+                "cross_conversation_share": cross / len(links) if links else 0.0,
+                "turns_linked_share": len(linked) / n,
+                "evidence_pairs_reached": float((pair_scores >= t).mean())
+                if len(pair_scores)
+                else 0.0,
+            }
+        )
+    ok = [
+        r["threshold"]
+        for r in rows
+        if r["links_per_turn"] and r["cross_conversation_share"] <= MAX_CROSS_SHARE
+    ]
     return {"calibrated": min(ok) if ok else None, "thresholds": rows}
 
 
 def summary_markdown(report: dict[str, Any]) -> str:
-    parts = [f"LoCoMo, {report['turns']} turns, {report['evidence_pairs']} evidence pairs; "
-             f"calibrated = lowest threshold with at most {report['max_cross_share']:.0%} of "
-             "links across conversations\n"]  # fmt: skip
+    parts = [
+        f"LoCoMo, {report['turns']} turns, {report['evidence_pairs']} evidence pairs; "
+        f"calibrated = lowest threshold with at most {report['max_cross_share']:.0%} of "
+        "links across conversations\n"
+    ]
     for name, r in report["embedders"].items():
         parts.append(f"{name}: calibrated threshold **{r['calibrated']}**\n")
-        parts.append(markdown_table(
-            ["cosine ≥", "links per turn", "across conversations", "turns linked",
-             "evidence pairs reached"],
-            [[f"{x['threshold']:.2f}", f"{x['links_per_turn']:.2f}",
-              f"{x['cross_conversation_share']:.1%}", f"{x['turns_linked_share']:.1%}",
-              f"{x['evidence_pairs_reached']:.1%}"] for x in r["thresholds"]],
-        ))  # fmt: skip
+        parts.append(
+            markdown_table(
+                [
+                    "cosine ≥",
+                    "links per turn",
+                    "across conversations",
+                    "turns linked",
+                    "evidence pairs reached",
+                ],
+                [
+                    [
+                        f"{x['threshold']:.2f}",
+                        f"{x['links_per_turn']:.2f}",
+                        f"{x['cross_conversation_share']:.1%}",
+                        f"{x['turns_linked_share']:.1%}",
+                        f"{x['evidence_pairs_reached']:.1%}",
+                    ]
+                    for x in r["thresholds"]
+                ],
+            )
+        )
     return "\n".join(parts)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.autolink",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
-    parser.add_argument("--embedder", nargs="+", choices=("local", "hash"),
-                        default=["local", "hash"])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.autolink", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--embedder", nargs="+", choices=("local", "hash"), default=["local", "hash"]
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 

@@ -35,8 +35,13 @@ NAMESPACE: Final = "graph"
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
-    out: dict[str, Any] = {"benchmark": "graph", "machine": machine(),
-                           "facts": args.facts, "links": args.links, "hub_links": min(HUB_LINKS, args.facts - 1)}  # fmt: skip
+    out: dict[str, Any] = {
+        "benchmark": "graph",
+        "machine": machine(),
+        "facts": args.facts,
+        "links": args.links,
+        "hub_links": min(HUB_LINKS, args.facts - 1),
+    }
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         root = args.data or Path(tmp)
         settings = Settings(embedder="hash", autolink=False, track_access=False)
@@ -130,23 +135,38 @@ def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, flo
 
 
 def summary_markdown(r: dict[str, Any]) -> str:
-    rows = [[name, f"{r[key]['p50_ms']:.2f}", f"{r[key]['p95_ms']:.2f}",
-             f"{r[key]['mean_nodes']:.0f} facts" if "mean_nodes" in r[key]
-             else f"{r[key]['found_share']:.0%} found"]
-            for name, key in (
-                ("traverse depth 1", "traverse_depth_1"), ("traverse depth 2", "traverse_depth_2"),
-                ("traverse depth 3", "traverse_depth_3"), ("path (at most 4 links)", "path"),
-                ("hub, depth 1", "hub_depth_1"), ("hub, depth 2", "hub_depth_2"),
-                ("hub's neighbour, depth 1", "near_hub_depth_1"),
-                ("hub's neighbour, depth 2", "near_hub_depth_2")) if key in r]  # fmt: skip
-    head = (f"{r['facts']} facts, {r['links']} random links + a hub of {r['hub_links']} links;"
-            f" peak RSS {r['peak_rss_mb']:.0f} MiB\n\n")  # fmt: skip
+    rows = [
+        [
+            name,
+            f"{r[key]['p50_ms']:.2f}",
+            f"{r[key]['p95_ms']:.2f}",
+            f"{r[key]['mean_nodes']:.0f} facts"
+            if "mean_nodes" in r[key]
+            else f"{r[key]['found_share']:.0%} found",
+        ]
+        for name, key in (
+            ("traverse depth 1", "traverse_depth_1"),
+            ("traverse depth 2", "traverse_depth_2"),
+            ("traverse depth 3", "traverse_depth_3"),
+            ("path (at most 4 links)", "path"),
+            ("hub, depth 1", "hub_depth_1"),
+            ("hub, depth 2", "hub_depth_2"),
+            ("hub's neighbour, depth 1", "near_hub_depth_1"),
+            ("hub's neighbour, depth 2", "near_hub_depth_2"),
+        )
+        if key in r
+    ]
+    head = (
+        f"{r['facts']} facts, {r['links']} random links + a hub of {r['hub_links']} links;"
+        f" peak RSS {r['peak_rss_mb']:.0f} MiB\n\n"
+    )
     return head + markdown_table(["traversal", "p50 ms", "p95 ms", "mean result"], rows)
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.graph",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.graph", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--links", type=int, default=500_000)
     parser.add_argument("--queries", type=int, default=300)

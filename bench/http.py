@@ -59,11 +59,16 @@ TRAVERSE: Final = """query Traverse($id: ID!) {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
-    out: dict[str, Any] = {"benchmark": "http", "facts": args.facts, "links": args.links,
-                           "embedder": args.embedder, "clients": CLIENTS,
-                           "requests_single": args.requests, "requests_per_client": args.per_client,
-                           "graphmem_env": {k: v for k, v in os.environ.items()
-                                            if k.startswith("GRAPHMEM_")}}  # fmt: skip
+    out: dict[str, Any] = {
+        "benchmark": "http",
+        "facts": args.facts,
+        "links": args.links,
+        "embedder": args.embedder,
+        "clients": CLIENTS,
+        "requests_single": args.requests,
+        "requests_per_client": args.per_client,
+        "graphmem_env": {k: v for k, v in os.environ.items() if k.startswith("GRAPHMEM_")},
+    }
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         root = args.data or Path(tmp)
         ids = _prepare(root, args, out)
@@ -76,8 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with _server(root, args.embedder, Path(tmp) / "server.log") as (url, pid, startup):
             out["server_startup_seconds"] = startup
             out["rss_idle"] = _rss(pid)
-            for name, query, inputs in (("search", SEARCH, [{"q": q} for q in questions]),
-                                        ("traverse", TRAVERSE, [{"id": i} for i in starts])):  # fmt: skip
+            for name, query, inputs in (
+                ("search", SEARCH, [{"q": q} for q in questions]),
+                ("traverse", TRAVERSE, [{"id": i} for i in starts]),
+            ):
                 out[f"{name}_single"] = _single(url, query, inputs, args.requests)
                 out[f"{name}_single"]["rss"] = _rss(pid)
                 out[f"{name}_concurrent"] = _concurrent(url, query, inputs, args.per_client)
@@ -87,8 +94,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     out["machine"] = machine()
     print(summary_markdown(out))
     write_json(args.out or OUT_DIR / "http.json", out)
-    errors = sum(out[f"{n}_{p}"]["errors"] for n in ("search", "traverse")
-                 for p in ("single", "concurrent"))  # fmt: skip
+    errors = sum(
+        out[f"{n}_{p}"]["errors"] for n in ("search", "traverse") for p in ("single", "concurrent")
+    )
     return 1 if errors else 0
 
 
@@ -119,8 +127,9 @@ def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[
         out["store"] = {"facts": stats["facts"], "links": stats["links"]}
     finally:
         mem.close()
-    out["disk_mb"] = sum(p.stat().st_size for p in (root / NAMESPACE).rglob("*")
-                         if p.is_file()) / 2**20  # fmt: skip
+    out["disk_mb"] = (
+        sum(p.stat().st_size for p in (root / NAMESPACE).rglob("*") if p.is_file()) / 2**20
+    )
     return ids
 
 
@@ -154,9 +163,20 @@ def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None
 def _server(root: Path, embedder: str, log: Path) -> Iterator[tuple[str, int, float]]:
     """``graphmem serve`` on a free port: (its URL, its pid, seconds until /healthz answered)."""
     port = _free_port()
-    command = [str(Path(sys.executable).parent / "graphmem"), "--data-dir", str(root),
-               "--namespace", NAMESPACE, "--embedder", embedder,
-               "serve", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    command = [
+        str(Path(sys.executable).parent / "graphmem"),
+        "--data-dir",
+        str(root),
+        "--namespace",
+        NAMESPACE,
+        "--embedder",
+        embedder,
+        "serve",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as sink:
         began = time.perf_counter()
@@ -218,8 +238,9 @@ def _rss(pid: int) -> dict[str, float]:
 def _other_benches(waiting: bool = False) -> list[str]:
     """Command lines of other ``python -m bench.*`` processes (not this one or its parents);
     ``waiting`` leaves out runs of this bench started later (they wait for this one)."""
-    ps = subprocess.run(["ps", "-eo", "pid=,ppid=,etimes=,args="], capture_output=True,
-                        text=True, check=True)  # fmt: skip
+    ps = subprocess.run(
+        ["ps", "-eo", "pid=,ppid=,etimes=,args="], capture_output=True, text=True, check=True
+    )
     rows = [line.split(None, 3) for line in ps.stdout.splitlines()]
     parent = {int(r[0]): int(r[1]) for r in rows}
     age = {int(r[0]): int(r[2]) for r in rows}
@@ -227,8 +248,14 @@ def _other_benches(waiting: bool = False) -> list[str]:
     while pid > 1:
         mine.add(pid)
         pid = parent.get(pid, 1)
-    return [r[3] for r in rows if len(r) == 4 and "-m bench." in r[3] and int(r[0]) not in mine
-            and not (waiting and "-m bench.http" in r[3] and age[int(r[0])] <= age[os.getpid()])]  # fmt: skip
+    return [
+        r[3]
+        for r in rows
+        if len(r) == 4
+        and "-m bench." in r[3]
+        and int(r[0]) not in mine
+        and not (waiting and "-m bench.http" in r[3] and age[int(r[0])] <= age[os.getpid()])
+    ]
 
 
 def _wait_for_quiet() -> None:
@@ -314,10 +341,17 @@ def _concurrent(url: str, query: str, inputs: list[dict[str, Any]], n: int) -> d
 
 
 def _summary(times: list[float], wall: float, errors: list[str]) -> dict[str, Any]:
-    return {"n": len(times), "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95),
-            "p99_ms": percentile(times, 99), "mean_ms": sum(times) / len(times),
-            "requests_per_s": len(times) / wall, "seconds": wall,
-            "errors": len(errors), "error_samples": errors[:5]}  # fmt: skip
+    return {
+        "n": len(times),
+        "p50_ms": percentile(times, 50),
+        "p95_ms": percentile(times, 95),
+        "p99_ms": percentile(times, 99),
+        "mean_ms": sum(times) / len(times),
+        "requests_per_s": len(times) / wall,
+        "seconds": wall,
+        "errors": len(errors),
+        "error_samples": errors[:5],
+    }
 
 
 def _timed(call: Callable[[], Any]) -> float:
@@ -331,36 +365,61 @@ def _timed(call: Callable[[], Any]) -> float:
 
 def _one_line(name: str, out: dict[str, Any]) -> str:
     single, many = out[f"{name}_single"], out[f"{name}_concurrent"]
-    return (f"  {name}: 1 client p50 {single['p50_ms']:.1f} ms; {CLIENTS} clients p50 "
-            f"{many['p50_ms']:.1f} ms, {many['requests_per_s']:.1f} req/s; server PSS "
-            f"{many['rss']['Pss']:.0f} MiB")  # fmt: skip
+    return (
+        f"  {name}: 1 client p50 {single['p50_ms']:.1f} ms; {CLIENTS} clients p50 "
+        f"{many['p50_ms']:.1f} ms, {many['requests_per_s']:.1f} req/s; server PSS "
+        f"{many['rss']['Pss']:.0f} MiB"
+    )
 
 
 def summary_markdown(r: dict[str, Any]) -> str:
-    rows = [[name, clients, r[key]["n"], f"{r[key]['p50_ms']:.1f}", f"{r[key]['p95_ms']:.1f}",
-             f"{r[key]['requests_per_s']:.1f}", r[key]["errors"],
-             f"{r[key]['rss']['Pss']:.0f} / {r[key]['rss']['Anonymous']:.0f}"
-             f" / {r[key]['rss']['VmRSS']:.0f}"]
-            for name, op in (("search (limit 10)", "search"), ("traverse depth 2", "traverse"))
-            for clients, key in ((1, f"{op}_single"), (CLIENTS, f"{op}_concurrent"))]  # fmt: skip
-    head = (f"{r['store']['facts']} facts, {r['store']['links']} links, {r['embedder']} embedder;"
-            f" server up in {r['server_startup_seconds']:.1f} s, idle RSS"
-            f" {r['rss_idle']['VmRSS']:.0f} MiB (PSS {r['rss_idle']['Pss']:.0f} MiB)\n\n")  # fmt: skip
+    rows = [
+        [
+            name,
+            clients,
+            r[key]["n"],
+            f"{r[key]['p50_ms']:.1f}",
+            f"{r[key]['p95_ms']:.1f}",
+            f"{r[key]['requests_per_s']:.1f}",
+            r[key]["errors"],
+            f"{r[key]['rss']['Pss']:.0f} / {r[key]['rss']['Anonymous']:.0f}"
+            f" / {r[key]['rss']['VmRSS']:.0f}",
+        ]
+        for name, op in (("search (limit 10)", "search"), ("traverse depth 2", "traverse"))
+        for clients, key in ((1, f"{op}_single"), (CLIENTS, f"{op}_concurrent"))
+    ]
+    head = (
+        f"{r['store']['facts']} facts, {r['store']['links']} links, {r['embedder']} embedder;"
+        f" server up in {r['server_startup_seconds']:.1f} s, idle RSS"
+        f" {r['rss_idle']['VmRSS']:.0f} MiB (PSS {r['rss_idle']['Pss']:.0f} MiB)\n\n"
+    )
     return head + markdown_table(
-        ["query", "clients", "requests", "p50 ms", "p95 ms", "requests/s", "errors",
-         "server PSS / heap / RSS MiB"], rows)  # fmt: skip
+        [
+            "query",
+            "clients",
+            "requests",
+            "p50 ms",
+            "p95 ms",
+            "requests/s",
+            "errors",
+            "server PSS / heap / RSS MiB",
+        ],
+        rows,
+    )
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.http",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.http", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--facts", type=int, default=100_000)
     parser.add_argument("--links", type=int, default=500_000)
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument("--data", type=Path, default=None, help="keep (and reuse) the store here")
     parser.add_argument("--requests", type=int, default=300, help="timed requests, 1 client")
-    parser.add_argument("--per-client", type=int, default=100,
-                        help=f"timed requests per client, {CLIENTS} clients")  # fmt: skip
+    parser.add_argument(
+        "--per-client", type=int, default=100, help=f"timed requests per client, {CLIENTS} clients"
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)
 

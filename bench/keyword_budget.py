@@ -44,23 +44,46 @@ def main(argv: Sequence[str] | None = None) -> int:
                     hits = memory.search(question, limit=10, mode=mode)
                     times.append(1000 * (time.perf_counter() - began))
                     found += bool(want & {h.fact.id for h in hits})
-                rows.append({"budget": budget, "mode": mode, "success_at_10": found / len(asked),
-                             "p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95)})  # fmt: skip
+                rows.append(
+                    {
+                        "budget": budget,
+                        "mode": mode,
+                        "success_at_10": found / len(asked),
+                        "p50_ms": percentile(times, 50),
+                        "p95_ms": percentile(times, 95),
+                    }
+                )
                 print(rows[-1], flush=True)
-    report = {"benchmark": "keyword_budget", "machine": machine(), "facts": size,
-              "questions": args.questions, "results": rows}  # fmt: skip
-    print(markdown_table(
-        ["budget", "mode", "success@10", "p50 ms", "p95 ms"],
-        [[r["budget"], r["mode"], f"{r['success_at_10']:.3f}", f"{r['p50_ms']:.1f}",
-          f"{r['p95_ms']:.1f}"] for r in rows],
-    ))  # fmt: skip
+    report = {
+        "benchmark": "keyword_budget",
+        "machine": machine(),
+        "facts": size,
+        "questions": args.questions,
+        "results": rows,
+    }
+    print(
+        markdown_table(
+            ["budget", "mode", "success@10", "p50 ms", "p95 ms"],
+            [
+                [
+                    r["budget"],
+                    r["mode"],
+                    f"{r['success_at_10']:.3f}",
+                    f"{r['p50_ms']:.1f}",
+                    f"{r['p95_ms']:.1f}",
+                ]
+                for r in rows
+            ],
+        )
+    )
     write_json(args.out or OUT_DIR / "keyword-budget.json", report)
     return 0
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.keyword_budget",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.keyword_budget", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--data", type=Path, required=True, help="a store made by bench.http")
     parser.add_argument("--budgets", type=int, nargs="+", default=[1_000_000, 5_000, 2_500])
     parser.add_argument("--questions", type=int, default=300)

@@ -63,13 +63,17 @@ from .common import (
     write_json,
 )
 
-CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
-                     5: "adversarial"}  # fmt: skip
+CATEGORIES: Final = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    5: "adversarial",
+}
 METRICS: Final = ("recall_frac@5", "recall_frac@10", "recall_all@10", "ndcg@10")
 DEFAULT_WEIGHTS: Final = (0.4, 0.5, 0.6, 0.7, 0.8)
 SESSION_DATE_FORMAT: Final = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
-FTS_COLUMNS: Final = ("text", "category", "entity", "key", "value", "tags", "context",
-                      "date_terms")  # fmt: skip
+FTS_COLUMNS: Final = ("text", "category", "entity", "key", "value", "tags", "context", "date_terms")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -111,14 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for lend in args.evidence_weights:
                     with patched(expansion, "EVIDENCE_WEIGHT", lend):
                         runs[f"hybrid@0.6, graph_depth 1, evidence {lend:g}"] = evaluate(
-                            conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
+                            conversations, "hybrid", fts_weight=0.6, graph_depth=1
+                        )
             if args.autolink:  # similarity links are skipped by default; here they count
                 with patched(expansion, "NEIGHBOUR_SKIPS", ()):
                     runs["graph_depth 1, similarity links followed, lending no evidence"] = (
-                        evaluate(conversations, "hybrid", fts_weight=0.6, graph_depth=1))  # fmt: skip
+                        evaluate(conversations, "hybrid", fts_weight=0.6, graph_depth=1)
+                    )
                     with patched(expansion, "EVIDENCE_SKIPS", ()):
                         runs["graph_depth 1, similarity links followed and lending"] = evaluate(
-                            conversations, "hybrid", fts_weight=0.6, graph_depth=1)  # fmt: skip
+                            conversations, "hybrid", fts_weight=0.6, graph_depth=1
+                        )
             exploration = explore(conversations, args) if args.explore else None
         finally:
             for c in conversations:
@@ -126,8 +133,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     report = _report(args, samples, conversations, runs, build_seconds, exploration)
     print(summary_markdown(report))
-    suffix = (("-context" if args.context else "") + ("-linked" if args.link_turns else "")
-              + ("-autolink" if args.autolink else "") + ("-explore" if args.explore else ""))  # fmt: skip
+    suffix = (
+        ("-context" if args.context else "")
+        + ("-linked" if args.link_turns else "")
+        + ("-autolink" if args.autolink else "")
+        + ("-explore" if args.explore else "")
+    )
     write_json(args.out or OUT_DIR / f"locomo-{args.embedder}{suffix}.json", report)
     return 0
 
@@ -329,8 +340,14 @@ def explore(conversations: Sequence[Conversation], args: argparse.Namespace) -> 
     if "columns" in parts:
         out["columns"] = {}
         trials: list[tuple[str, tuple[float, ...]]] = [("current", base)]
-        grid = {"text": (0.5, 2.0), "category": (0.0,), "entity": (0.0, 1.0), "tags": (0.0,),
-                "context": (0.0, 0.1, 0.2, 0.5, 1.0), "date_terms": (0.0, 0.6)}  # fmt: skip
+        grid = {
+            "text": (0.5, 2.0),
+            "category": (0.0,),
+            "entity": (0.0, 1.0),
+            "tags": (0.0,),
+            "context": (0.0, 0.1, 0.2, 0.5, 1.0),
+            "date_terms": (0.0, 0.6),
+        }
         for column, values in grid.items():
             n = FTS_COLUMNS.index(column)
             for value in values:
@@ -470,9 +487,12 @@ def summary_markdown(report: dict[str, Any]) -> str:
             continue
         metrics = runs[name]["metrics"]
         lines += ["", f"{name}, per category (official numbering):", ""]
-        lines.append(markdown_table(["category", *METRICS], [
-            [cat, *(values[m] for m in METRICS)] for cat, values in metrics.items()
-        ]))  # fmt: skip
+        lines.append(
+            markdown_table(
+                ["category", *METRICS],
+                [[cat, *(values[m] for m in METRICS)] for cat, values in metrics.items()],
+            )
+        )
     return "\n".join(lines)
 
 
@@ -531,7 +551,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--explore-weight", type=float, default=0.6, help="fts_weight used by the --explore sweeps"
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
-    return parser.parse_args(argv)  # fmt: skip
+    return parser.parse_args(argv)
 
 
 def _weights(text: str) -> tuple[float, ...]:

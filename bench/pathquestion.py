@@ -52,8 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     embedder = CachingEmbedder(make_embedder(args.embedder))
     settings = Settings(track_access=False, autolink=False)  # the links are made below
-    report: dict[str, Any] = {"benchmark": "pathquestion", "machine": machine(),
-                              "embedder": args.embedder, "sets": {}}  # fmt: skip
+    report: dict[str, Any] = {
+        "benchmark": "pathquestion",
+        "machine": machine(),
+        "embedder": args.embedder,
+        "sets": {},
+    }
     with tempfile.TemporaryDirectory(prefix="bench-pathquestion-") as tmp:
         for name in args.sets:
             questions_file, kb_file = SETS[name]
@@ -71,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for hop in args.hop_factors:
                     with patched(expansion, "HOP_FACTOR", hop):
                         runs[f"graph_depth 2, hop factor {hop:g}"] = evaluate(
-                            memory, questions, fact_of, 2)  # fmt: skip
+                            memory, questions, fact_of, 2
+                        )
                 report["sets"][name] = {
                     "triples": len(triples),
                     "facts": len(set(fact_of.values())),
@@ -110,8 +115,10 @@ def _question(line: str) -> tuple[str, list[Triple]] | None:
     if len(parts) != 3:
         return None
     hops = parts[2].split("#<end>#")[0].split("#")
-    path = [(_words(hops[i]), _words(hops[i + 1]), _words(hops[i + 2]))
-            for i in range(0, len(hops) - 2, 2)]  # fmt: skip
+    path = [
+        (_words(hops[i]), _words(hops[i + 1]), _words(hops[i + 2]))
+        for i in range(0, len(hops) - 2, 2)
+    ]
     return _words(parts[0]), path
 
 
@@ -119,10 +126,12 @@ def build(
     memory: Memory, triples: list[Triple], siblings: int = SIBLINGS_PER_FACT
 ) -> tuple[dict[Triple, str], int]:
     """Store the triples (one batch) and link facts that name the same entity."""
-    results = memory.store_many([
-        {"text": f"{s} {r} {o}", "entity": s, "key": r, "value": o, "classify": False}
-        for s, r, o in triples
-    ])  # fmt: skip
+    results = memory.store_many(
+        [
+            {"text": f"{s} {r} {o}", "entity": s, "key": r, "value": o, "classify": False}
+            for s, r, o in triples
+        ]
+    )
     fact_of = {t: r.fact.id for t, r in zip(triples, results, strict=True) if r.fact}
     about: dict[str, list[str]] = defaultdict(list)
     for (s, _, _), fact_id in fact_of.items():
@@ -145,9 +154,11 @@ def build(
 
 
 def evaluate(
-    memory: Memory, questions: list[tuple[str, list[Triple]]], fact_of: dict[Triple, str],
+    memory: Memory,
+    questions: list[tuple[str, list[Triple]]],
+    fact_of: dict[Triple, str],
     depth: int,
-) -> dict[str, float]:  # fmt: skip
+) -> dict[str, float]:
     all_at_10: list[float] = []
     frac_at_10: list[float] = []
     began = time.perf_counter()
@@ -168,17 +179,27 @@ def evaluate(
 
 
 def summary_markdown(report: dict[str, Any]) -> str:
-    rows = [[name, run, f"{r['recall_all@10']:.3f}", f"{r['recall_frac@10']:.3f}",
-             r["questions"], f"{r['ms_per_query']:.1f}"]
-            for name, data in report["sets"].items() for run, r in data["runs"].items()]  # fmt: skip
+    rows = [
+        [
+            name,
+            run,
+            f"{r['recall_all@10']:.3f}",
+            f"{r['recall_frac@10']:.3f}",
+            r["questions"],
+            f"{r['ms_per_query']:.1f}",
+        ]
+        for name, data in report["sets"].items()
+        for run, r in data["runs"].items()
+    ]
     return f"PathQuestion, embedder {report['embedder']}\n\n" + markdown_table(
         ["set", "search", "recall_all@10", "recall_frac@10", "questions", "ms/query"], rows
     )
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.pathquestion",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.pathquestion", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--embedder", choices=("hash", "local"), default="local")
     parser.add_argument("--limit", type=int, default=0, help="first N questions per set")
     parser.add_argument("--sets", nargs="+", choices=tuple(SETS), default=list(SETS))

@@ -58,10 +58,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         started = time.perf_counter()
-        conversations = [build_conversation(Path(tmp), s, embedder, settings, context=False)
-                         for s in samples]  # fmt: skip
-        print(f"stored {sum(c.turns for c in conversations)} turns "
-              f"in {time.perf_counter() - started:.1f} s")  # fmt: skip
+        conversations = [
+            build_conversation(Path(tmp), s, embedder, settings, context=False) for s in samples
+        ]
+        print(
+            f"stored {sum(c.turns for c in conversations)} turns "
+            f"in {time.perf_counter() - started:.1f} s"
+        )
         try:
             variants: list[tuple[str, int, list[tuple[str, Any]]]] = [
                 (f"{budget} tokens", budget, []) for budget in args.budgets
@@ -83,13 +86,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "benchmark": "locomo-recall",
         "machine": machine(),
-        "config": {"samples": len(samples), "embedder": args.embedder,
-                   "candidates": recalls.CANDIDATES, "entity_facts": recalls.ENTITY_FACTS,
-                   "min_share": recalls.MIN_SHARE, "summary_chars": recalls.SUMMARY_CHARS},
-        "data": {"turns": sum(c.turns for c in conversations),
-                 "questions_evaluated": sum(len(c.questions) for c in conversations)},
+        "config": {
+            "samples": len(samples),
+            "embedder": args.embedder,
+            "candidates": recalls.CANDIDATES,
+            "entity_facts": recalls.ENTITY_FACTS,
+            "min_share": recalls.MIN_SHARE,
+            "summary_chars": recalls.SUMMARY_CHARS,
+        },
+        "data": {
+            "turns": sum(c.turns for c in conversations),
+            "questions_evaluated": sum(len(c.questions) for c in conversations),
+        },
         "runs": runs,
-    }  # fmt: skip
+    }
     print(summary_markdown(report))
     write_json(args.out or OUT_DIR / f"recall-{args.embedder}.json", report)
     return 0
@@ -139,17 +149,28 @@ def summary_markdown(report: dict[str, Any]) -> str:
         "",
         markdown_table(
             ["run", *METRICS, "ms/query"],
-            [[name, *(run["metrics"]["overall"][m] for m in METRICS),
-              f"{run['ms_per_query']:.1f}"] for name, run in runs.items()],
+            [
+                [
+                    name,
+                    *(run["metrics"]["overall"][m] for m in METRICS),
+                    f"{run['ms_per_query']:.1f}",
+                ]
+                for name, run in runs.items()
+            ],
         ),
-    ]  # fmt: skip
+    ]
     first = next(iter(runs), None)
     if first is not None:
         lines += ["", f"{first}, per category (official numbering):", ""]
-        lines.append(markdown_table(["category", *METRICS], [
-            [cat, *(values[m] for m in METRICS)]
-            for cat, values in runs[first]["metrics"].items()
-        ]))  # fmt: skip
+        lines.append(
+            markdown_table(
+                ["category", *METRICS],
+                [
+                    [cat, *(values[m] for m in METRICS)]
+                    for cat, values in runs[first]["metrics"].items()
+                ],
+            )
+        )
     return "\n".join(lines)
 
 
@@ -159,10 +180,14 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--samples", type=int, default=0, help="first N conversations (0: all 10)")
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
-    parser.add_argument("--budgets", type=int, nargs="+", default=[800, 400, 1600],
-                        help="recall budgets in tokens")  # fmt: skip
-    parser.add_argument("--no-variants", action="store_true",
-                        help="skip the runs without entity lookup and without the score floor")  # fmt: skip
+    parser.add_argument(
+        "--budgets", type=int, nargs="+", default=[800, 400, 1600], help="recall budgets in tokens"
+    )
+    parser.add_argument(
+        "--no-variants",
+        action="store_true",
+        help="skip the runs without entity lookup and without the score floor",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)
 

@@ -63,8 +63,17 @@ OPEN_START: Final = datetime(1, 1, 1, tzinfo=UTC).timestamp()
 #: When the fake clock starts (the first write): after every date in the dataset.
 CLOCK_START: Final = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
 DATE_TYPES: Final = ("start", "sampled_year", "sampled_date")
-_FULL_DATE_FORMATS: Final = ("%d %B %Y", "%B %d, %Y", "%B %d %Y", "%d %b %Y", "%b %d, %Y",
-                             "%b %d %Y", "%B %Y", "%b %Y", "%Y")  # fmt: skip
+_FULL_DATE_FORMATS: Final = (
+    "%d %B %Y",
+    "%B %d, %Y",
+    "%B %d %Y",
+    "%d %b %Y",
+    "%b %d, %Y",
+    "%b %d %Y",
+    "%B %Y",
+    "%b %Y",
+    "%Y",
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,11 +192,17 @@ def select_questions(
         if prev > cur:
             dropped["previous starts after current"] += 1
             continue
-        out.append(Question(
-            id=r["id"], text=r["question"].strip(), prev_answers=t["prev_answers"],
-            cur_answers=t["cur_answers"], prev_start=prev, cur_start=cur,
-            start_sources=(f"prev:{prev_source}", f"cur:{cur_source}"),
-        ))  # fmt: skip
+        out.append(
+            Question(
+                id=r["id"],
+                text=r["question"].strip(),
+                prev_answers=t["prev_answers"],
+                cur_answers=t["cur_answers"],
+                prev_start=prev,
+                cur_start=cur,
+                start_sources=(f"prev:{prev_source}", f"cur:{cur_source}"),
+            )
+        )
     return out, dropped
 
 
@@ -195,8 +210,12 @@ def start_of(parts: dict[str, Any] | None, full: str | None) -> tuple[float | No
     """Epoch of a start given as {year, month, date} (missing parts: the first), else parsed
     from its text; (None, "missing") when neither gives a year."""
     if parts and parts.get("year"):
-        moment = datetime(int(parts["year"]), int(parts.get("month") or 1),
-                          int(parts.get("date") or 1), tzinfo=UTC)  # fmt: skip
+        moment = datetime(
+            int(parts["year"]),
+            int(parts.get("month") or 1),
+            int(parts.get("date") or 1),
+            tzinfo=UTC,
+        )
         precision = "day" if parts.get("date") else "month" if parts.get("month") else "year"
         return moment.timestamp(), f"field:{precision}"
     if full:
@@ -228,8 +247,15 @@ def attach_rows(
             counts["matches both versions" if prev else "matches neither version"] += 1
             continue
         counts["evaluated"] += 1
-        cases.append(Case(q, as_of(row["date"]), row["date_type"], "prev" if prev else "cur",
-                          frozenset(answers)))  # fmt: skip
+        cases.append(
+            Case(
+                q,
+                as_of(row["date"]),
+                row["date_type"],
+                "prev" if prev else "cur",
+                frozenset(answers),
+            )
+        )
     return cases, counts
 
 
@@ -254,11 +280,41 @@ def _normalize(answer: str) -> str:
 #: Words that do not tell two questions apart: articles, auxiliaries, prepositions and
 #: conjunctions. Question words ("when" vs "where") and every content word ("last", "first",
 #: "new", names, numbers) count.
-_QUESTION_STOPWORDS: Final = frozenset({
-    "a", "an", "the", "of", "to", "in", "on", "at", "by", "for", "from", "with", "and", "or",
-    "is", "are", "was", "were", "be", "been", "being", "do", "does", "did", "has", "have", "had",
-    "will", "would", "can", "could",
-})  # fmt: skip
+_QUESTION_STOPWORDS: Final = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "from",
+        "with",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "has",
+        "have",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+    }
+)
 #: Inflections stripped before comparing (suffix, shortest word it is stripped from).
 _SUFFIXES: Final = (("ing", 6), ("ed", 5), ("s", 4))
 
@@ -343,8 +399,9 @@ def run(
     tally = Tally(duplicates=duplicates or {})
     with tempfile.TemporaryDirectory(prefix="bench-situatedqa-") as tmp:
         for n, group in enumerate(groups):
-            memory = Memory.open(tmp, namespace=f"situatedqa-{n}", embedder=embedder,
-                                 settings=settings, clock=clock)  # fmt: skip
+            memory = Memory.open(
+                tmp, namespace=f"situatedqa-{n}", embedder=embedder, settings=settings, clock=clock
+            )
             try:
                 group_cases = [c for q in group for c in by_question[q.id]]
                 run_group(memory, clock, group, group_cases, tally)
@@ -401,18 +458,26 @@ def run_group(
 ) -> None:
     """Store F_prev for every question (one batch), a minute later F_cur (one batch), then
     search each case and the controls."""
-    prev_results = memory.store_many([
-        {"text": q.prev_text, "valid_from": q.prev_start, "tags": ["situatedqa"]}
-        for q in questions
-    ])  # fmt: skip
+    prev_results = memory.store_many(
+        [
+            {"text": q.prev_text, "valid_from": q.prev_start, "tags": ["situatedqa"]}
+            for q in questions
+        ]
+    )
     prev_stored_at = clock.now
     clock.advance(60)
-    cur_results = memory.store_many([
-        {"text": q.cur_text, "valid_from": q.cur_start, "supersedes": r.fact.id,
-         "tags": ["situatedqa"]}
-        for q, r in zip(questions, prev_results, strict=True)
-        if r.fact is not None
-    ])  # fmt: skip
+    cur_results = memory.store_many(
+        [
+            {
+                "text": q.cur_text,
+                "valid_from": q.cur_start,
+                "supersedes": r.fact.id,
+                "tags": ["situatedqa"],
+            }
+            for q, r in zip(questions, prev_results, strict=True)
+            if r.fact is not None
+        ]
+    )
     clock.advance(60)
     ids = {}
     for q, old, new in zip(questions, prev_results, cur_results, strict=True):
@@ -453,13 +518,15 @@ def run_group(
                 tally.disagreements.append(_describe(c, got, versions, texts))
             if got in owner and got not in versions.values():
                 other = owner[got][0]
-                tally.other_question_hits.append({
-                    **_describe(c, got, versions, texts),
-                    "row_answers": sorted(c.answers),
-                    "oracle_right": oracle_ok,
-                    "duplicate_question": other.id in tally.duplicates.get(c.question.id, ()),
-                    "answer_level_hit": answer_ok(c, got),
-                })  # fmt: skip
+                tally.other_question_hits.append(
+                    {
+                        **_describe(c, got, versions, texts),
+                        "row_answers": sorted(c.answers),
+                        "oracle_right": oracle_ok,
+                        "duplicate_question": other.id in tally.duplicates.get(c.question.id, ()),
+                        "answer_level_hit": answer_ok(c, got),
+                    }
+                )
         latest = top(c.question.text)
         _add(tally.latest, c.date_type, latest == versions[c.gold])
         _add(tally.latest_answer, c.date_type, answer_ok(c, latest))
@@ -522,26 +589,50 @@ def summary_markdown(report: dict[str, Any]) -> str:
     headers = ["as-of accuracy@1", *(f"{t} ({n})" for t, n in types), "latest wins (overall)"]
     rows: list[list[Any]] = [["start-date oracle", *(oracle[t] for t, _ in types), ""]]
     for name, r in results.items():
-        rows.append([name, *(r["as_of_accuracy"][t] for t, _ in types),
-                     r["latest_wins_accuracy"]["overall"]])  # fmt: skip
-        rows.append([f"{name} (answer-level)", *(r["as_of_answer_accuracy"][t] for t, _ in types),
-                     r["latest_wins_answer_accuracy"]["overall"]])  # fmt: skip
+        rows.append(
+            [
+                name,
+                *(r["as_of_accuracy"][t] for t, _ in types),
+                r["latest_wins_accuracy"]["overall"],
+            ]
+        )
+        rows.append(
+            [
+                f"{name} (answer-level)",
+                *(r["as_of_answer_accuracy"][t] for t, _ in types),
+                r["latest_wins_answer_accuracy"]["overall"],
+            ]
+        )
     controls = markdown_table(
-        ["run", "as-of-now → F_cur", "known_at before F_cur → F_prev", "history prev→cur",
-         "as-of errors"],
-        [[name, r["as_of_now_returns_current"], r["known_before_current_returns_previous"],
-          r["history_is_prev_then_cur"], json.dumps(r["as_of_errors"])]
-         for name, r in results.items()],
-    )  # fmt: skip
+        [
+            "run",
+            "as-of-now → F_cur",
+            "known_at before F_cur → F_prev",
+            "history prev→cur",
+            "as-of errors",
+        ],
+        [
+            [
+                name,
+                r["as_of_now_returns_current"],
+                r["known_before_current_returns_previous"],
+                r["history_is_prev_then_cur"],
+                json.dumps(r["as_of_errors"]),
+            ]
+            for name, r in results.items()
+        ],
+    )
     return "\n\n".join([markdown_table(headers, rows), controls])
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.situatedqa",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.situatedqa", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--embedder", choices=("hash", "local", "both"), default="both")
-    parser.add_argument("--limit", type=int, default=None,
-                        help="first N time-dependent questions only")  # fmt: skip
+    parser.add_argument(
+        "--limit", type=int, default=None, help="first N time-dependent questions only"
+    )
     parser.add_argument(
         "--variants",
         action="store_true",

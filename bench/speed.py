@@ -53,8 +53,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{embedder} embedder, {size} facts ...", flush=True)
             results.append(_run_child(embedder, size, args))
             print(_one_line(results[-1]), flush=True)
-    report = {"benchmark": "speed", "machine": machine(), "batch": BATCH,
-              "queries": args.queries, "results": results}  # fmt: skip
+    report = {
+        "benchmark": "speed",
+        "machine": machine(),
+        "batch": BATCH,
+        "queries": args.queries,
+        "results": results,
+    }
     print(summary_markdown(report))
     write_json(args.out or OUT_DIR / "speed.json", report)
     return 0
@@ -85,8 +90,9 @@ def measure(embedder: str, size: int, n_queries: int, profile: bool) -> dict[str
             out["search_hybrid_untracked"] = _latency(
                 lambda q: memory.search(q, limit=10), questions
             )
-            out["search_fts"] = _latency(lambda q: memory.search(q, limit=10, mode="fts"),
-                                         questions)  # fmt: skip
+            out["search_fts"] = _latency(
+                lambda q: memory.search(q, limit=10, mode="fts"), questions
+            )
             out["search_vector"] = _latency(
                 lambda q: memory.search(q, limit=10, mode="vector"), questions
             )
@@ -164,8 +170,12 @@ def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, flo
         began = time.perf_counter()
         call(item)
         times.append(1000 * (time.perf_counter() - began))
-    return {"p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95),
-            "mean_ms": sum(times) / len(times), "n": len(times)}  # fmt: skip
+    return {
+        "p50_ms": percentile(times, 50),
+        "p95_ms": percentile(times, 95),
+        "mean_ms": sum(times) / len(times),
+        "n": len(times),
+    }
 
 
 def _success(memory: Memory, asked: list[tuple[str, synthetic.Pair]]) -> dict[str, float]:
@@ -205,8 +215,18 @@ def _stats_text(profiler: cProfile.Profile, top: int = 25) -> str:
 def _run_child(embedder: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
         child_out = Path(handle.name)
-    command = [sys.executable, "-m", "bench.speed", "--child", embedder, str(size),
-               "--child-out", str(child_out), "--queries", str(args.queries)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "bench.speed",
+        "--child",
+        embedder,
+        str(size),
+        "--child-out",
+        str(child_out),
+        "--queries",
+        str(args.queries),
+    ]
     if args.profile:
         command.append("--profile")
     try:
@@ -231,14 +251,32 @@ def _one_line(r: dict[str, Any]) -> str:
 def summary_markdown(report: dict[str, Any]) -> str:
     results: list[dict[str, Any]] = report["results"]
     write = markdown_table(
-        ["embedder", "facts", "store facts/s", "first batch", "last 10 batches",
-         "supersede facts/s", "optimize s", "peak RSS MiB", "disk MiB"],
-        [[r["embedder"], r["size"], f"{r['store']['facts_per_s']:.0f}",
-          f"{r['store']['first_batch_facts_per_s']:.0f}",
-          f"{r['store']['last_10_batches_facts_per_s']:.0f}",
-          f"{r['supersede']['facts_per_s']:.0f}", f"{r['optimize_seconds']:.1f}",
-          f"{r['peak_rss_mb']:.0f}", f"{r['disk_mb']:.0f}"] for r in results],
-    )  # fmt: skip
+        [
+            "embedder",
+            "facts",
+            "store facts/s",
+            "first batch",
+            "last 10 batches",
+            "supersede facts/s",
+            "optimize s",
+            "peak RSS MiB",
+            "disk MiB",
+        ],
+        [
+            [
+                r["embedder"],
+                r["size"],
+                f"{r['store']['facts_per_s']:.0f}",
+                f"{r['store']['first_batch_facts_per_s']:.0f}",
+                f"{r['store']['last_10_batches_facts_per_s']:.0f}",
+                f"{r['supersede']['facts_per_s']:.0f}",
+                f"{r['optimize_seconds']:.1f}",
+                f"{r['peak_rss_mb']:.0f}",
+                f"{r['disk_mb']:.0f}",
+            ]
+            for r in results
+        ],
+    )
     reads = [
         ("search_hybrid", "hybrid"),
         ("search_hybrid_untracked", "hybrid, no access tracking"),
@@ -250,23 +288,35 @@ def summary_markdown(report: dict[str, Any]) -> str:
     ]
     latency = markdown_table(
         ["embedder", "facts", "operation", "p50 ms", "p95 ms"],
-        [[r["embedder"], r["size"], label, f"{r[key]['p50_ms']:.1f}", f"{r[key]['p95_ms']:.1f}"]
-         for r in results for key, label in reads],
-    )  # fmt: skip
+        [
+            [r["embedder"], r["size"], label, f"{r[key]['p50_ms']:.1f}", f"{r[key]['p95_ms']:.1f}"]
+            for r in results
+            for key, label in reads
+        ],
+    )
     quality = markdown_table(
         ["embedder", "facts", "hybrid", "fts only", "vector only", "questions"],
-        [[r["embedder"], r["size"], *(f"{r['search_success_at_10'][m]:.3f}"
-          for m in ("hybrid", "fts", "vector")), report["queries"]] for r in results],
-    )  # fmt: skip
+        [
+            [
+                r["embedder"],
+                r["size"],
+                *(f"{r['search_success_at_10'][m]:.3f}" for m in ("hybrid", "fts", "vector")),
+                report["queries"],
+            ]
+            for r in results
+        ],
+    )
     return write + "\n\n" + latency + "\n\nAnswer in the top 10 (success@10):\n\n" + quality
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.speed",
-                                     description=__doc__.split("\n")[0])  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.speed", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--embedder", nargs="+", choices=("hash", "local"),
-                        default=["hash", "local"])  # fmt: skip
+    parser.add_argument(
+        "--embedder", nargs="+", choices=("hash", "local"), default=["hash", "local"]
+    )
     parser.add_argument("--queries", type=int, default=200, help="timed calls per operation")
     parser.add_argument(
         "--profile",

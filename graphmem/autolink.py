@@ -146,9 +146,19 @@ def link_batch(
     conn.executemany(
         "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
         " valid_from) VALUES (?, ?, ?, 'RELATED_TO', ?, ?, ?, ?)",
-        [(str(uuid.uuid4()), s, t, round(float(strength), 4), origin, now, max(starts[s], starts[t]))
-         for s, t, strength, origin in made],
-    )  # fmt: skip
+        [
+            (
+                str(uuid.uuid4()),
+                s,
+                t,
+                round(float(strength), 4),
+                origin,
+                now,
+                max(starts[s], starts[t]),
+            )
+            for s, t, strength, origin in made
+        ],
+    )
     return len(made)
 
 

@@ -54,8 +54,9 @@ def restore(source: Path, data_dir: Path, *, replace: bool = False) -> list[str]
         raise InvalidInput(f"{source} holds no graphmem backup", field="source")
     taken = [n for n in names if (data_dir / n / SQLITE_FILE).exists()]
     if taken and not replace:
-        raise Conflict(f"namespaces {', '.join(taken)} exist in {data_dir}: pass --replace to "
-                       "overwrite them")  # fmt: skip
+        raise Conflict(
+            f"namespaces {', '.join(taken)} exist in {data_dir}: pass --replace to overwrite them"
+        )
     try:
         for name in names:
             target = data_dir / name

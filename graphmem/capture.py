@@ -54,20 +54,38 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
 _SENSITIVE: Final = (
     ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    ("a password", re.compile(
-        r"\b(?:password|passwd|passphrase|passcode|pwd|pin)\b\s*(?:is|was|:|=)\s*\S+", re.I)),
-    ("an API key", re.compile(
-        r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b"
-        r"|\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a token", re.compile(
-        r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}|\bxox[abposr]-[A-Za-z0-9-]{10,}"
-        r"|\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}|\bbearer\s+[\w.~+/-]{16,}", re.I)),
-    ("a secret", re.compile(
-        r"\b(?:api[_ -]?key|secret(?:[_ -]key)?|access[_ -]?key|client[_ -]secret"
-        r"|(?:auth|access|refresh|api)?[_ -]?token)\b\s*(?:is|was|:|=)\s*[\"']?[\w./+=-]{6,}", re.I)),
+    (
+        "a password",
+        re.compile(
+            r"\b(?:password|passwd|passphrase|passcode|pwd|pin)\b\s*(?:is|was|:|=)\s*\S+", re.I
+        ),
+    ),
+    (
+        "an API key",
+        re.compile(
+            r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b"
+            r"|\bAIza[0-9A-Za-z_-]{35}\b"
+        ),
+    ),
+    (
+        "a token",
+        re.compile(
+            r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}|\bxox[abposr]-[A-Za-z0-9-]{10,}"
+            r"|\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}|\bbearer\s+[\w.~+/-]{16,}",
+            re.I,
+        ),
+    ),
+    (
+        "a secret",
+        re.compile(
+            r"\b(?:api[_ -]?key|secret(?:[_ -]key)?|access[_ -]?key|client[_ -]secret"
+            r"|(?:auth|access|refresh|api)?[_ -]?token)\b\s*(?:is|was|:|=)\s*[\"']?[\w./+=-]{6,}",
+            re.I,
+        ),
+    ),
     ("credentials in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s@/]+@", re.I)),
     ("a social security number", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
-)  # fmt: skip
+)
 _CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
 
 _TRIGGERS: Final = re.compile(
@@ -90,8 +108,24 @@ _FILLERS = re.compile(
     re.I,
 )
 _QUOTES: Final = "\"'\u201c\u201d\u2018\u2019"  # straight and curly quotes
-_NOT_NAMES: Final = frozenset({"it", "that", "there", "here", "what", "who", "let", "he",
-                               "she", "this", "where", "how", "today", "everyone"})  # fmt: skip
+_NOT_NAMES: Final = frozenset(
+    {
+        "it",
+        "that",
+        "there",
+        "here",
+        "what",
+        "who",
+        "let",
+        "he",
+        "she",
+        "this",
+        "where",
+        "how",
+        "today",
+        "everyone",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,17 +182,20 @@ def parse_messages(messages: Any) -> list[Message]:
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise InvalidInput("messages must be a list of {role, content} objects", field="messages")
     if len(messages) > MAX_MESSAGES:
-        raise InvalidInput(f"at most {MAX_MESSAGES} messages per capture, got {len(messages)}",
-                           field="messages")  # fmt: skip
+        raise InvalidInput(
+            f"at most {MAX_MESSAGES} messages per capture, got {len(messages)}", field="messages"
+        )
     out = []
     for i, m in enumerate(messages):
         if not isinstance(m, Mapping):
-            raise InvalidInput(f"expected a {{role, content}} object, got {type(m).__name__}",
-                               index=i)  # fmt: skip
+            raise InvalidInput(
+                f"expected a {{role, content}} object, got {type(m).__name__}", index=i
+            )
         role = m.get("role")
         if not isinstance(role, str) or role.lower() not in ROLES:
-            raise InvalidInput(f"unknown role {role!r}; use one of {', '.join(ROLES)}",
-                               field="role", index=i)  # fmt: skip
+            raise InvalidInput(
+                f"unknown role {role!r}; use one of {', '.join(ROLES)}", field="role", index=i
+            )
         if "content" not in m:
             raise InvalidInput("a message needs content", field="content", index=i)
         out.append(Message(role.lower(), _text(m["content"], i)))
@@ -191,26 +228,40 @@ def extract(sentence: str, role: str) -> dict[str, str]:
     ("you", "your") are the entity ``user``.
     """
     s = sentence.strip().rstrip(".!;").strip()
-    me, my, i_am = ("i", "my", r"(?:i am|i'm)") if role == "user" else \
-                   ("you", "your", r"(?:you are|you're)")  # fmt: skip
+    me, my, i_am = (
+        ("i", "my", r"(?:i am|i'm)") if role == "user" else ("you", "your", r"(?:you are|you're)")
+    )
     # (regex, key, entity): with a key, the groups are (value); without one, (key, value) or,
     # without an entity either, (entity, key, value). Only names must be capitalised.
     patterns: list[tuple[str, str | None, str | None]] = [
         (rf"\b(?:{i_am} called|call me|{my} name'?s) (.+)", "name", "user"),
-        (rf"\b{me}(?: now)? (?:live|{'am' if role == 'user' else 'are'} living) in (.+)",
-         "location", "user"),
+        (
+            rf"\b{me}(?: now)? (?:live|{'am' if role == 'user' else 'are'} living) in (.+)",
+            "location",
+            "user",
+        ),
         (rf"\b{me}(?: have|'ve)? (?:just )?moved to (.+)", "location", "user"),
         (rf"\b{i_am} (?:based|located) in (.+)", "location", "user"),
         (rf"\b{me} (?:now )?work (?:at|for) (.+)", "employer", "user"),
         (rf"\b{me} work as an? (.+)", "occupation", "user"),
         (rf"\b{me} was born (?:on|in) (.+)", "born", "user"),
-        (rf"\b{my} ((?:[\w-]+ ){{0,2}}[\w-]+) (?:is|are|was) (?:called |named )?(.+)", None, "user"),
+        (
+            rf"\b{my} ((?:[\w-]+ ){{0,2}}[\w-]+) (?:is|are|was) (?:called |named )?(.+)",
+            None,
+            "user",
+        ),
         (r"\b(?:the )?user'?s ((?:[\w-]+ ){0,2}[\w-]+) (?:is|are|was) (.+)", None, "user"),
-        (r"\b([A-Z][\w-]+(?: [A-Z][\w-]+)?)'s ((?i:(?:[\w-]+ ){0,2}[\w-]+ (?:is|are|was))) (.+)",
-         None, None),
-        (r"\b(always|never) ((?:use|do|write|put|run|commit|deploy|add|push|call|name)\b.+)",
-         None, "convention"),
-    ]  # fmt: skip
+        (
+            r"\b([A-Z][\w-]+(?: [A-Z][\w-]+)?)'s ((?i:(?:[\w-]+ ){0,2}[\w-]+ (?:is|are|was))) (.+)",
+            None,
+            None,
+        ),
+        (
+            r"\b(always|never) ((?:use|do|write|put|run|commit|deploy|add|push|call|name)\b.+)",
+            None,
+            "convention",
+        ),
+    ]
     for regex, key, entity in patterns:
         m = re.search(regex, s, 0 if entity is None else re.I)
         if m is None:
@@ -231,14 +282,21 @@ def extract(sentence: str, role: str) -> dict[str, str]:
             return {**fields, "value": value}
     decision = re.search(
         r"\b(?:we|i|you)(?: have|'ve)? (?:decided|chose|agreed|are going|'re going|will)"
-        r" (?:to use|to go with|on|with|use) (.+?)(?:,? because (.+))?$", s, re.I)  # fmt: skip
+        r" (?:to use|to go with|on|with|use) (.+?)(?:,? because (.+))?$",
+        s,
+        re.I,
+    )
     if decision is not None and (value := _value(decision.group(1))):
         out = {"entity": "decision", "value": value}
         if decision.group(2):
             out["why"] = decision.group(2).strip()[:MAX_FIELD_LENGTH]
         return out
-    if re.search(rf"\b{me} (?:really |also |strongly |do not |don'?t )?(?:prefer|like|love|hate"
-                 r"|dislike|enjoy|want|need|avoid)s?\b", s, re.I):  # fmt: skip
+    if re.search(
+        rf"\b{me} (?:really |also |strongly |do not |don'?t )?(?:prefer|like|love|hate"
+        r"|dislike|enjoy|want|need|avoid)s?\b",
+        s,
+        re.I,
+    ):
         return {"entity": "user"}
     return {}
 
@@ -281,12 +339,16 @@ def _text(content: Any, index: int) -> str:
         for part in content:
             if isinstance(part, Mapping) and part.get("type") == "text":
                 if not isinstance(part.get("text"), str):
-                    raise InvalidInput("a text part needs a text string", field="content",
-                                       index=index)  # fmt: skip
+                    raise InvalidInput(
+                        "a text part needs a text string", field="content", index=index
+                    )
                 parts.append(part["text"])
         return "\n".join(parts)
-    raise InvalidInput(f"content must be text or a list of parts, got {type(content).__name__}",
-                       field="content", index=index)  # fmt: skip
+    raise InvalidInput(
+        f"content must be text or a list of parts, got {type(content).__name__}",
+        field="content",
+        index=index,
+    )
 
 
 def _key(words: str) -> str:

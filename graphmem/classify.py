@@ -103,8 +103,11 @@ def repeats(
         {"hashes": json.dumps(sorted(set(hashes))), **scope.params},
     ):
         live.setdefault(h, set()).add(text)
-    return {i for i, (x, h) in enumerate(zip(inputs, hashes, strict=True))
-            if h in live and (fuzzy or x.text in live[h])}  # fmt: skip
+    return {
+        i
+        for i, (x, h) in enumerate(zip(inputs, hashes, strict=True))
+        if h in live and (fuzzy or x.text in live[h])
+    }
 
 
 def classify(
@@ -136,14 +139,31 @@ def _ask(
             if r["id"] not in by_id:
                 ref = by_id[r["id"]] = f"E{len(by_id) + 1}"
                 refs[ref] = r["id"]
-                existing.append(_described({"id": ref, "text": r["text"], "entity": r["entity"],
-                                            "key": r["key"], "value": r["value"],
-                                            "valid_from": to_iso(r["valid_from"])}))  # fmt: skip
+                existing.append(
+                    _described(
+                        {
+                            "id": ref,
+                            "text": r["text"],
+                            "entity": r["entity"],
+                            "key": r["key"],
+                            "value": r["value"],
+                            "valid_from": to_iso(r["valid_from"]),
+                        }
+                    )
+                )
     new = [
-        _described({"fact": n, "text": x.text, "entity": x.entity, "key": x.key, "value": x.value,
-                    "similar": [by_id[r["id"]] for r in rows]})
+        _described(
+            {
+                "fact": n,
+                "text": x.text,
+                "entity": x.entity,
+                "key": x.key,
+                "value": x.value,
+                "similar": [by_id[r["id"]] for r in rows],
+            }
+        )
         for n, (x, rows) in enumerate(zip(inputs, similar, strict=True))
-    ]  # fmt: skip
+    ]
     question = json.dumps({"existing_facts": existing, "new_facts": new}, ensure_ascii=False)
     try:
         answer = chat.complete_json(SYSTEM_PROMPT, question)
@@ -160,8 +180,12 @@ def _ask(
         decided.add(index)
         verdicts[index] = verdict
     if missing := [n for n, v in enumerate(verdicts) if v.fallback]:
-        _log.warning("classifier fell back to ADD for facts %s of a batch of %d: %s",
-                     missing, len(inputs), "; ".join({verdicts[n].reason for n in missing}))  # fmt: skip
+        _log.warning(
+            "classifier fell back to ADD for facts %s of a batch of %d: %s",
+            missing,
+            len(inputs),
+            "; ".join({verdicts[n].reason for n in missing}),
+        )
     return verdicts
 
 

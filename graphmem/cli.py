@@ -231,12 +231,28 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
 
 @cli.command()
 @click.argument("prompt")
-@click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, type=int,
-              help="The block's budget (about 4 characters a token).")  # fmt: skip
-@click.option("--format", "format_", type=click.Choice(FORMATS), default="full",
-              show_default=True, help="How each fact's line is written.")  # fmt: skip
-@click.option("--graph-depth", default=0, show_default=True, type=int,
-              help="Also bring facts this many links away.")  # fmt: skip
+@click.option(
+    "--max-tokens",
+    default=DEFAULT_MAX_TOKENS,
+    show_default=True,
+    type=int,
+    help="The block's budget (about 4 characters a token).",
+)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(FORMATS),
+    default="full",
+    show_default=True,
+    help="How each fact's line is written.",
+)
+@click.option(
+    "--graph-depth",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Also bring facts this many links away.",
+)
 @as_of_option
 @known_at_option
 @json_option
@@ -268,10 +284,13 @@ def capture(ctx: click.Context, /, path: str, as_json: bool) -> None:
     _emit(
         [r.to_dict() for r in results],
         as_json,
-        (f"{r.action:<6} #{r.message} {r.role}: "
-         + (_fact_line(r.fact) if r.fact else r.text or "")
-         + (f"\n       {r.reason}" if r.reason else "") for r in results),
-    )  # fmt: skip
+        (
+            f"{r.action:<6} #{r.message} {r.role}: "
+            + (_fact_line(r.fact) if r.fact else r.text or "")
+            + (f"\n       {r.reason}" if r.reason else "")
+            for r in results
+        ),
+    )
 
 
 @cli.command()
@@ -368,9 +387,15 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
 @json_option
 @click.pass_context
 def link(
-    ctx: click.Context, /, source_id: str, target_id: str, type: str, strength: float,
-    valid_from: str | None, as_json: bool,
-) -> None:  # fmt: skip
+    ctx: click.Context,
+    /,
+    source_id: str,
+    target_id: str,
+    type: str,
+    strength: float,
+    valid_from: str | None,
+    as_json: bool,
+) -> None:
     """Link SOURCE_ID -[TYPE]-> TARGET_ID (CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON)."""
     with _memory(ctx) as mem:
         made = mem.link(source_id, target_id, type, strength, valid_from=valid_from)
@@ -390,8 +415,12 @@ def unlink(ctx: click.Context, /, link_id: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("fact_id")
-@click.option("--direction", type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
-              default="BOTH", show_default=True)  # fmt: skip
+@click.option(
+    "--direction",
+    type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
+    default="BOTH",
+    show_default=True,
+)
 @click.option("--types", help="Comma-separated link types [default: all].")
 @as_of_option
 @known_at_option
@@ -410,8 +439,12 @@ def links(
 @click.argument("ids", nargs=-1, required=True)
 @click.option("--depth", default=2, show_default=True, type=int, help="0..6.")
 @types_option
-@click.option("--direction", type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
-              default="BOTH", show_default=True)  # fmt: skip
+@click.option(
+    "--direction",
+    type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
+    default="BOTH",
+    show_default=True,
+)
 @as_of_option
 @known_at_option
 @click.option(
@@ -433,23 +466,35 @@ def traverse(
 @click.argument("source_id")
 @click.argument("target_id")
 @types_option
-@click.option("--direction", type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
-              default="BOTH", show_default=True)  # fmt: skip
+@click.option(
+    "--direction",
+    type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
+    default="BOTH",
+    show_default=True,
+)
 @as_of_option
 @known_at_option
 @json_option
 @click.pass_context
 def path(
-    ctx: click.Context, /, source_id: str, target_id: str, types: str | None, as_json: bool,
+    ctx: click.Context,
+    /,
+    source_id: str,
+    target_id: str,
+    types: str | None,
+    as_json: bool,
     **options: Any,
-) -> None:  # fmt: skip
+) -> None:
     """A shortest path between two facts (exit 1 if there is none)."""
     with _memory(ctx) as mem:
         route = mem.path(source_id, target_id, types=_types(types), **options)
     if route is None:
         raise NotFound(f"no path from {source_id} to {target_id}")
-    _emit(route.to_dict(), as_json,
-          [_fact_line(f) for f in route.facts] + [_link_line(k) for k in route.links])  # fmt: skip
+    _emit(
+        route.to_dict(),
+        as_json,
+        [_fact_line(f) for f in route.facts] + [_link_line(k) for k in route.links],
+    )
 
 
 @cli.command()
@@ -627,8 +672,11 @@ def backup(ctx: click.Context, /, destination: Path, as_json: bool) -> None:
     """
     settings: Settings = ctx.obj
     names = backups.backup(Path(settings.data_dir), destination)
-    _emit({"namespaces": names, "destination": str(destination)}, as_json,
-          f"backed up {len(names)} namespaces to {destination}: {', '.join(names)}")  # fmt: skip
+    _emit(
+        {"namespaces": names, "destination": str(destination)},
+        as_json,
+        f"backed up {len(names)} namespaces to {destination}: {', '.join(names)}",
+    )
 
 
 @cli.command()
@@ -651,8 +699,14 @@ def restore(ctx: click.Context, /, source: Path, replace: bool, as_json: bool) -
             Memory.open(settings=settings, namespace=name, reindex=True, progress=progress) as mem,
         ):
             reports[name] = {"facts": mem.stats()["facts"], "check": mem.check().ok}
-    _emit(reports, as_json, [f"restored {n}: {r['facts']} facts, check "
-                             f"{'ok' if r['check'] else 'FAILED'}" for n, r in reports.items()])  # fmt: skip
+    _emit(
+        reports,
+        as_json,
+        [
+            f"restored {n}: {r['facts']} facts, check {'ok' if r['check'] else 'FAILED'}"
+            for n, r in reports.items()
+        ],
+    )
     if not all(r["check"] for r in reports.values()):
         sys.exit(1)
 
@@ -667,27 +721,37 @@ def optimize(ctx: click.Context) -> None:
 
 @cli.command("create-key")
 @click.option(
-    "--namespace", "namespaces", multiple=True, required=True,
+    "--namespace",
+    "namespaces",
+    multiple=True,
+    required=True,
     help="Namespace the key may use (repeat for several; the first is its default).",
-)  # fmt: skip
+)
 @click.option("--read-only", is_flag=True, help="The key may read but not write.")
 @click.option("--label", help="A note to tell keys apart (e.g. who holds it).")
 @json_option
 @click.pass_context
 def create_key(
-    ctx: click.Context, /, namespaces: tuple[str, ...], read_only: bool, label: str | None,
+    ctx: click.Context,
+    /,
+    namespaces: tuple[str, ...],
+    read_only: bool,
+    label: str | None,
     as_json: bool,
-) -> None:  # fmt: skip
+) -> None:
     """Create an API key for the server; it is printed once and only its hash is kept."""
     settings: Settings = ctx.obj
     token, key = KeyStore(settings.data_dir).create(namespaces, read_only=read_only, label=label)
     _emit(
         {"key": token, **key.to_dict()},
         as_json,
-        [token, f"id {key.id}, namespaces {', '.join(key.namespaces)}"
-                + (", read-only" if key.read_only else "")
-                + " (shown once: store it now)"],
-    )  # fmt: skip
+        [
+            token,
+            f"id {key.id}, namespaces {', '.join(key.namespaces)}"
+            + (", read-only" if key.read_only else "")
+            + " (shown once: store it now)",
+        ],
+    )
 
 
 @cli.command("list-keys")
@@ -700,10 +764,14 @@ def list_keys(ctx: click.Context, /, as_json: bool) -> None:
     _emit(
         [k.to_dict() for k in keys],
         as_json,
-        [f"{k.id}  {','.join(k.namespaces)}  {'read-only' if k.read_only else 'read-write'}"
-         f"  {'revoked ' + str(to_iso(k.revoked_at)) if k.revoked_at else 'active'}"
-         f"  {k.label or ''}".rstrip() for k in keys] or ["no keys"],
-    )  # fmt: skip
+        [
+            f"{k.id}  {','.join(k.namespaces)}  {'read-only' if k.read_only else 'read-write'}"
+            f"  {'revoked ' + str(to_iso(k.revoked_at)) if k.revoked_at else 'active'}"
+            f"  {k.label or ''}".rstrip()
+            for k in keys
+        ]
+        or ["no keys"],
+    )
 
 
 @cli.command("revoke-key")

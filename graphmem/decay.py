@@ -14,9 +14,16 @@ from typing import Final, Literal, get_args
 from .tagging import search_words
 
 DecayClass = Literal[
-    "permanent", "durable", "normal", "short", "ephemeral", "stable", "active", "session",
+    "permanent",
+    "durable",
+    "normal",
+    "short",
+    "ephemeral",
+    "stable",
+    "active",
+    "session",
     "checkpoint",
-]  # fmt: skip
+]
 DECAY_CLASSES: Final[tuple[str, ...]] = get_args(DecayClass)
 
 HOUR: Final = 3600.0

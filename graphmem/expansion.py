@@ -52,10 +52,16 @@ def lend_evidence(
     conn: sqlite3.Connection, relevance: Mapping[str, float], scope: TimeScope
 ) -> dict[str, float]:
     """Each candidate's relevance plus the best evidence a linked candidate lends it."""
-    params = {"types": json.dumps(graph.DEFAULT_TYPES), "min_strength": 0.0,
-              "skip_origins": json.dumps(EVIDENCE_SKIPS), **scope.params}  # fmt: skip
-    rows = [(k.source_id, k.target_id, k.strength)
-            for k in graph.links_among(conn, list(relevance), scope, params)]  # fmt: skip
+    params = {
+        "types": json.dumps(graph.DEFAULT_TYPES),
+        "min_strength": 0.0,
+        "skip_origins": json.dumps(EVIDENCE_SKIPS),
+        **scope.params,
+    }
+    rows = [
+        (k.source_id, k.target_id, k.strength)
+        for k in graph.links_among(conn, list(relevance), scope, params)
+    ]
     lent: dict[str, float] = {}
     for source, target, strength in rows:
         for a, b in ((source, target), (target, source)):
@@ -90,8 +96,9 @@ def neighbours(
         for s in steps:
             reaching = score[s.via]
             share = HOP_FACTOR + CLOSENESS_BONUS * near.get(s.step, 0.0)
-            offered = min(own.get(s.step, 0.0) + reaching * share * s.strength,
-                          reaching * MAX_SHARE)  # fmt: skip
+            offered = min(
+                own.get(s.step, 0.0) + reaching * share * s.strength, reaching * MAX_SHARE
+            )
             best = offers[s.step][0] if s.step in offers else score.get(s.step, -1.0)
             if offered > best:
                 offers[s.step] = (offered, s.via)

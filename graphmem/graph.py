@@ -116,8 +116,9 @@ class Path(list[Fact]):
 # ------------------------------------------------------------------------------------ checks
 
 
-def check_types(types: Iterable[str] | str | None, *, default: Sequence[str] = DEFAULT_TYPES
-                ) -> tuple[str, ...]:  # fmt: skip
+def check_types(
+    types: Iterable[str] | str | None, *, default: Sequence[str] = DEFAULT_TYPES
+) -> tuple[str, ...]:
     """Link types, upper-cased and validated; ``default`` when None."""
     if types is None:
         return tuple(default)
@@ -127,8 +128,9 @@ def check_types(types: Iterable[str] | str | None, *, default: Sequence[str] = D
     for t in types:
         name = str(t).strip().upper()
         if name not in LINK_TYPES:
-            raise InvalidInput(f"unknown link type {t!r}; use one of {', '.join(LINK_TYPES)}",
-                               field="types")  # fmt: skip
+            raise InvalidInput(
+                f"unknown link type {t!r}; use one of {', '.join(LINK_TYPES)}", field="types"
+            )
         out.append(name)
     if not out:
         raise InvalidInput("types must name at least one link type", field="types")
@@ -138,8 +140,9 @@ def check_types(types: Iterable[str] | str | None, *, default: Sequence[str] = D
 def check_direction(direction: str) -> str:
     name = str(direction).strip().upper()
     if name not in DIRECTIONS:
-        raise InvalidInput(f"unknown direction {direction!r}; use OUT, IN or BOTH",
-                           field="direction")  # fmt: skip
+        raise InvalidInput(
+            f"unknown direction {direction!r}; use OUT, IN or BOTH", field="direction"
+        )
     return name
 
 
@@ -187,8 +190,11 @@ def link(
     open write transaction."""
     (kind,) = check_types(type)
     if kind == "SUPERSEDES":
-        raise InvalidInput("supersession is made by storing the new version with "
-                           "supersedes=<old id>, not by a link", field="type")  # fmt: skip
+        raise InvalidInput(
+            "supersession is made by storing the new version with "
+            "supersedes=<old id>, not by a link",
+            field="type",
+        )
     strength = _check_strength(strength, "strength")
     if source_id == target_id:
         raise InvalidInput("a fact cannot be linked to itself", field="target_id")
@@ -217,9 +223,18 @@ def link(
         conn.execute(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
             " valid_from, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [link_id, source_id, target_id, kind, strength, origin, now, start,
-             json.dumps(meta or {}, sort_keys=True)],
-        )  # fmt: skip
+            [
+                link_id,
+                source_id,
+                target_id,
+                kind,
+                strength,
+                origin,
+                now,
+                start,
+                json.dumps(meta or {}, sort_keys=True),
+            ],
+        )
     return get_link(conn, link_id)  # type: ignore[return-value]
 
 
@@ -232,8 +247,9 @@ def unlink(conn: sqlite3.Connection, now: float, link_id: str) -> Link:
     if row["retracted_at"] is not None:
         raise Conflict(f"link {link_id} was already removed")
     if row["type"] == "SUPERSEDES":
-        raise Conflict("a supersession link is part of the facts' history; forget the newer "
-                       "fact instead")  # fmt: skip
+        raise Conflict(
+            "a supersession link is part of the facts' history; forget the newer fact instead"
+        )
     conn.execute("UPDATE links SET retracted_at = ? WHERE id = ?", [now, link_id])
     return Link.from_row(row)
 
@@ -276,11 +292,13 @@ def links_of(
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
     rows: list[sqlite3.Row] = []
     for end in ends[direction]:
-        rows.extend(conn.execute(
-            f"SELECT l.* FROM links l WHERE l.{end} = :id"
-            " AND l.type IN (SELECT value FROM json_each(:types)) AND " + scope.link_clause(),
-            {"id": fact_id, "types": json.dumps(kinds), **scope.params},
-        ))  # fmt: skip
+        rows.extend(
+            conn.execute(
+                f"SELECT l.* FROM links l WHERE l.{end} = :id"
+                " AND l.type IN (SELECT value FROM json_each(:types)) AND " + scope.link_clause(),
+                {"id": fact_id, "types": json.dumps(kinds), **scope.params},
+            )
+        )
     rows.sort(key=lambda r: (-r["strength"], r["seq"]))
     return [Link.from_row(r) for r in rows]
 
@@ -322,10 +340,15 @@ def links_page(
         f"SELECT * FROM (SELECT *, row_number() OVER"
         f" (PARTITION BY owner ORDER BY strength DESC, pos) AS rank FROM ({sides}))"
         " WHERE rank <= :first + 1 ORDER BY owner, rank",
-        {"ids": json.dumps(list(dict.fromkeys(fact_ids))), "types": json.dumps(kinds),
-         "after_strength": after.strength if after else None,
-         "after_seq": after.seq if after else None, "first": first, **scope.params},
-    )  # fmt: skip
+        {
+            "ids": json.dumps(list(dict.fromkeys(fact_ids))),
+            "types": json.dumps(kinds),
+            "after_strength": after.strength if after else None,
+            "after_seq": after.seq if after else None,
+            "first": first,
+            **scope.params,
+        },
+    )
     pages: dict[str, tuple[list[tuple[LinkPosition, Link]], bool]] = {
         i: ([], False) for i in fact_ids
     }
@@ -494,12 +517,23 @@ class Step(NamedTuple):
 class Walk:
     """One traversal's SQL: a level of neighbours, visibility, and the links among a set."""
 
-    def __init__(self, conn: sqlite3.Connection, scope: TimeScope, types: tuple[str, ...],
-                 direction: str, min_strength: float, skip_origins: Sequence[str] = ()) -> None:  # fmt: skip
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        scope: TimeScope,
+        types: tuple[str, ...],
+        direction: str,
+        min_strength: float,
+        skip_origins: Sequence[str] = (),
+    ) -> None:
         self.conn = conn
         self.scope = scope
-        self.params = {"types": json.dumps(types), "min_strength": min_strength,
-                       "skip_origins": json.dumps(list(skip_origins)), **scope.params}  # fmt: skip
+        self.params = {
+            "types": json.dumps(types),
+            "min_strength": min_strength,
+            "skip_origins": json.dumps(list(skip_origins)),
+            **scope.params,
+        }
         self.fact_clause = scope.fact_clause(include_superseded="SUPERSEDES" in types)
         self.direction = direction
         link_filter = (
@@ -586,8 +620,12 @@ def links_among(
 
 
 def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
-    known = {r[0] for r in conn.execute(
-        "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)])}  # fmt: skip
+    known = {
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+        )
+    }
     missing = [i for i in ids if i not in known]
     if missing:
         raise NotFound(f"no fact with id {missing[0]!r}")

@@ -38,16 +38,50 @@ _CHUNK: Final = 250
 _SPACES = re.compile(r"\s+")
 # SQLite's built-in lower() folds ASCII only; grouping in Python must fold the same way.
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")  # fmt: skip
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 _FACT_COLUMNS: Final = (
-    "id", "text", "category", "importance", "entity", "key", "value", "source", "tags",
-    "summary", "why", "context", "date_terms", "decay_class", "expires_at", "confidence",
-    "last_confirmed_at", "normalized_hash", "source_date", "valid_from", "valid_until",
-    "valid_until_recorded_at", "recorded_at", "superseded_by", "supersedes_id", "vector_of",
-)  # fmt: skip
+    "id",
+    "text",
+    "category",
+    "importance",
+    "entity",
+    "key",
+    "value",
+    "source",
+    "tags",
+    "summary",
+    "why",
+    "context",
+    "date_terms",
+    "decay_class",
+    "expires_at",
+    "confidence",
+    "last_confirmed_at",
+    "normalized_hash",
+    "source_date",
+    "valid_from",
+    "valid_until",
+    "valid_until_recorded_at",
+    "recorded_at",
+    "superseded_by",
+    "supersedes_id",
+    "vector_of",
+)
 _INSERT_FACT: Final = (
     f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
     f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
@@ -100,8 +134,9 @@ def write_batch(
     batch = _Batch(now)
     _prefetch(conn, batch, hashes, inputs, settings)
     decisions: list[_Decision] = []
-    for x, h, twin, verdict in zip(inputs, hashes, twins, verdicts or [None] * len(inputs),
-                                   strict=True):  # fmt: skip
+    for x, h, twin, verdict in zip(
+        inputs, hashes, twins, verdicts or [None] * len(inputs), strict=True
+    ):
         owner = _vector_owner(conn, batch, twin, decisions)
         decisions.append(_decide(conn, batch, x, h, owner, settings, verdict))
     with keyword.indexing(conn):
@@ -124,11 +159,13 @@ def write_batch(
     # The batch's rows mirror what it wrote (including later supersessions of earlier items).
     results = [
         StoreResult(
-            d.action, Fact.from_row(batch.rows[d.fact_id]) if d.fact_id else None, d.reason,
+            d.action,
+            Fact.from_row(batch.rows[d.fact_id]) if d.fact_id else None,
+            d.reason,
             d.targets,
         )
         for d in decisions
-    ]  # fmt: skip
+    ]
     return results, batch.touched
 
 
@@ -172,8 +209,9 @@ def _decide(
         duplicate = duplicates[0]
     if duplicate is not None:
         kind = "exact" if duplicate["text"] == x.text else "normalised"
-        return _Decision("NOOP", duplicate["id"], f"{kind} duplicate of {duplicate['id']}",
-                         (duplicate["id"],))  # fmt: skip
+        return _Decision(
+            "NOOP", duplicate["id"], f"{kind} duplicate of {duplicate['id']}", (duplicate["id"],)
+        )
 
     action: Action = "ADD"
     reason = ""
@@ -200,13 +238,13 @@ def _decide(
         and x.key.lower() not in settings.multi_valued_keys
         and x.value is not None
     ):
-        same = sorted(batch.current(batch.by_key[key]), key=lambda r: r["valid_from"],
-                      reverse=True)  # fmt: skip
+        same = sorted(batch.current(batch.by_key[key]), key=lambda r: r["valid_from"], reverse=True)
         value = _normalize(x.value)
         match = next((r for r in same if _normalize(r["value"] or "") == value), None)
         if match is not None:
-            return _Decision("NOOP", match["id"], f"{x.entity}.{x.key} is already {x.value!r}",
-                             (match["id"],))  # fmt: skip
+            return _Decision(
+                "NOOP", match["id"], f"{x.entity}.{x.key} is already {x.value!r}", (match["id"],)
+            )
         superseded = [r for r in same if r["valid_from"] <= valid_from]
         later = next((r for r in reversed(same) if r["valid_from"] > valid_from), None)
         if superseded:
@@ -218,14 +256,25 @@ def _decide(
     decay_class = x.decay_class or classify_decay(x.entity, x.key, x.value, x.text)
     tags = x.tags if x.tags is not None else extract_tags(x.text, x.entity)
     row = {
-        "id": fact_id, "text": x.text, "category": x.category or detect_category(x.text),
+        "id": fact_id,
+        "text": x.text,
+        "category": x.category or detect_category(x.text),
         "importance": DEFAULT_IMPORTANCE if x.importance is None else x.importance,
-        "entity": x.entity, "key": x.key, "value": x.value, "source": x.source,
-        "tags": ",".join(tags), "summary": x.summary, "why": x.why, "context": x.context,
-        "date_terms": date_terms(x.source_date or x.valid_from), "decay_class": decay_class,
+        "entity": x.entity,
+        "key": x.key,
+        "value": x.value,
+        "source": x.source,
+        "tags": ",".join(tags),
+        "summary": x.summary,
+        "why": x.why,
+        "context": x.context,
+        "date_terms": date_terms(x.source_date or x.valid_from),
+        "decay_class": decay_class,
         "expires_at": x.expires_at if x.expires_at is not None else expiry(decay_class, now),
         "confidence": 1.0 if x.confidence is None else x.confidence,
-        "last_confirmed_at": now, "normalized_hash": norm_hash, "source_date": x.source_date,
+        "last_confirmed_at": now,
+        "normalized_hash": norm_hash,
+        "source_date": x.source_date,
         "valid_from": valid_from,
         "valid_until": None if later is None else later["valid_from"],
         "valid_until_recorded_at": None if later is None else now,
@@ -234,8 +283,10 @@ def _decide(
         "supersedes_id": superseded[0]["id"] if superseded else None,
         "vector_of": vector_of,
         # Not inserted (column defaults), but part of the Fact this write returns:
-        "access_count": 0, "last_accessed_at": None, "retracted_at": None,
-    }  # fmt: skip
+        "access_count": 0,
+        "last_accessed_at": None,
+        "retracted_at": None,
+    }
     batch.inserts.append(row)
     batch.rows[fact_id] = row
     batch.touched.add(fact_id)
@@ -266,11 +317,23 @@ def _checked(
     try:
         row = _live_target(conn, batch, verdict.target)
     except (NotFound, Conflict):
-        return "ADD", (f"classifier fell back to ADD: its {verdict.action} target "
-                       f"{verdict.target} is no longer live"), None  # fmt: skip
+        return (
+            "ADD",
+            (
+                f"classifier fell back to ADD: its {verdict.action} target "
+                f"{verdict.target} is no longer live"
+            ),
+            None,
+        )
     if verdict.action == "UPDATE" and valid_from < row["valid_from"]:
-        return "ADD", (f"classifier fell back to ADD: this fact starts before {row['id']}, "
-                       "which it would update"), None  # fmt: skip
+        return (
+            "ADD",
+            (
+                f"classifier fell back to ADD: this fact starts before {row['id']}, "
+                "which it would update"
+            ),
+            None,
+        )
     return verdict.action, verdict.reason, row
 
 
@@ -296,9 +359,11 @@ def _prefetch(
             batch.by_hash[row["normalized_hash"]].append(_remember(batch, row))
     if settings.classifier != "rules":
         return
-    pairs = list(dict.fromkeys(
-        k for x in inputs if x.classify and (k := _group_key(x.entity, x.key)) is not None
-    ))  # fmt: skip
+    pairs = list(
+        dict.fromkeys(
+            k for x in inputs if x.classify and (k := _group_key(x.entity, x.key)) is not None
+        )
+    )
     # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into the
     # (lower(entity), lower(key)) index. The earlier entity IN (...) AND key IN (...) form probed
     # the cross product of a chunk's entities and keys, tens of thousands of probes per chunk.

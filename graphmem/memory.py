@@ -219,8 +219,9 @@ class Memory:
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StorageError(f"cannot create the namespace directory {directory}: "
-                               f"{exc.strerror}") from exc  # fmt: skip
+            raise StorageError(
+                f"cannot create the namespace directory {directory}: {exc.strerror}"
+            ) from exc
         if llm is None and settings.classifier == "llm":
             llm = ChatClient.from_settings(settings)
         if isinstance(embedder, str) or embedder is None:
@@ -251,8 +252,10 @@ class Memory:
                 memory = cls(directory, namespace, db, embedder, settings, clock or time.time, llm)
                 rebuild = True
             if not rebuild and memory._vectors.missing and memory._count_facts():
-                _log.warning("the vector index of namespace %r is missing: rebuilding it from "
-                             "SQLite", namespace)  # fmt: skip
+                _log.warning(
+                    "the vector index of namespace %r is missing: rebuilding it from SQLite",
+                    namespace,
+                )
                 rebuild = True
             if not rebuild:
                 memory.replay_outbox()
@@ -261,8 +264,10 @@ class Memory:
                     _log.warning(
                         "the vector index of namespace %r holds %d vectors where SQLite has %d "
                         "facts to index: run `graphmem check`, then `graphmem reindex`",
-                        namespace, memory._vectors.count(), expected,
-                    )  # fmt: skip
+                        namespace,
+                        memory._vectors.count(),
+                        expected,
+                    )
             if rebuild:
                 memory.reindex(progress)
             if recorded != wanted:  # only once the vectors are this embedder's
@@ -355,8 +360,10 @@ class Memory:
         if not inputs:
             return []
         if autolink is False:
-            inputs = [x if x.autolink is not None else x.model_copy(update={"autolink": False})
-                      for x in inputs]  # fmt: skip
+            inputs = [
+                x if x.autolink is not None else x.model_copy(update={"autolink": False})
+                for x in inputs
+            ]
         vectors, fresh = self._cache.embed(self._db.reader(), [x.text for x in inputs])
         options = autolinks.Options.resolve(self.settings, self.embedder.provider)
         twins, similar = self._similar(vectors, inputs, options)
@@ -365,8 +372,7 @@ class Memory:
             # Stamped once the writer is held: recorded_at follows commit order, so a read at a
             # fixed knownAt sees the same facts whichever moment it runs (see _search).
             now = self._now()
-            results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings,
-                                                  verdicts)  # fmt: skip
+            results, touched = ingest.write_batch(conn, inputs, twins, now, self.settings, verdicts)
             autolinks.link_batch(conn, now, inputs, results, similar, options)
             self._cache.store(conn, fresh, now)
             _queue(conn, touched, now)
@@ -541,8 +547,19 @@ class Memory:
         away, each scored below the fact that reached it; a hit linked to a stronger one may rise
         to just below it (see docs/graph.md).
         """
-        hits, scope = self._search(query, limit, tag, category, entity, as_of, known_at,
-                                   include_superseded, mode, source, graph_depth)  # fmt: skip
+        hits, scope = self._search(
+            query,
+            limit,
+            tag,
+            category,
+            entity,
+            as_of,
+            known_at,
+            include_superseded,
+            mode,
+            source,
+            graph_depth,
+        )
         if scope.current:
             self._track_access([h.fact.id for h in hits])
         return hits
@@ -574,8 +591,9 @@ class Memory:
             or not isinstance(graph_depth, int)
             or not (0 <= graph_depth <= graph.MAX_DEPTH)
         ):
-            raise InvalidInput(f"graph_depth must be from 0 to {graph.MAX_DEPTH}",
-                               field="graph_depth")  # fmt: skip
+            raise InvalidInput(
+                f"graph_depth must be from 0 to {graph.MAX_DEPTH}", field="graph_depth"
+            )
         scope = self._scope(as_of, known_at)
         params: dict[str, Any] = dict(scope.params)
         visible = _filters(scope, params, include_superseded, tag, category, entity, source)
@@ -588,11 +606,19 @@ class Memory:
         candidates: dict[str, sqlite3.Row] = {}
         # The legs run concurrently: FTS5 and the embedding/matrix product release the GIL.
         pending = (
-            self._pool.submit(self._limited, self._db.deadline, self._vector_leg, query, visible,
-                              params, wanted, live_only)
+            self._pool.submit(
+                self._limited,
+                self._db.deadline,
+                self._vector_leg,
+                query,
+                visible,
+                params,
+                wanted,
+                live_only,
+            )
             if mode != "fts"
             else None
-        )  # fmt: skip
+        )
         if mode != "vector":
             fts, rows = self._fts_leg(conn, query, visible, params, wanted)
             candidates.update(rows)
@@ -624,12 +650,16 @@ class Memory:
         reached: dict[str, tuple[float, int, str]] = {}
         if graph_depth > 0:
             reached = expansion.neighbours(
-                conn, [(fact_id, score) for score, _, fact_id in top], graph_depth, scope,
+                conn,
+                [(fact_id, score) for score, _, fact_id in top],
+                graph_depth,
+                scope,
                 lambda ids: {r["id"] for r in _candidates(conn, "id", ids, visible, params)},
                 {fact_id: score for score, _, fact_id in ranked},
-                None if query_vector is None
+                None
+                if query_vector is None
                 else functools.partial(self._vectors.similarities, query_vector),
-            )  # fmt: skip
+            )
             merged = [(score, 0, fact_id) for score, _, fact_id in top if fact_id not in reached]
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
             merged.sort(key=lambda x: (-x[0], x[1]))
@@ -649,11 +679,16 @@ class Memory:
                     break
                 top = [hit for hit in top if hit[2] in shown] + extra
         out = [
-            SearchHit(Fact.from_row(shown[fact_id]), score, fts.get(fact_id), vec.get(fact_id),
-                      *(reached[fact_id][1:] if fact_id in reached else (0, None)))
+            SearchHit(
+                Fact.from_row(shown[fact_id]),
+                score,
+                fts.get(fact_id),
+                vec.get(fact_id),
+                *(reached[fact_id][1:] if fact_id in reached else (0, None)),
+            )
             for score, _, fact_id in top
             if fact_id in shown
-        ]  # fmt: skip
+        ]
         return out, scope
 
     def recall(
@@ -674,18 +709,33 @@ class Memory:
         """
         recalls.check(prompt, max_tokens, format)
         query = prompt[:MAX_TEXT_LENGTH]
-        hits, scope = self._search(query, recalls.CANDIDATES, None, None, None, as_of, known_at,
-                                   False, "hybrid", None, graph_depth)  # fmt: skip
+        hits, scope = self._search(
+            query,
+            recalls.CANDIDATES,
+            None,
+            None,
+            None,
+            as_of,
+            known_at,
+            False,
+            "hybrid",
+            None,
+            graph_depth,
+        )
         candidates = [
-            recalls.Candidate(h.fact, h.score, "graph" if h.depth else
-                              "sqlite" if h.fts_score is not None else "lance")
+            recalls.Candidate(
+                h.fact,
+                h.score,
+                "graph" if h.depth else "sqlite" if h.fts_score is not None else "lance",
+            )
             for h in hits
-        ]  # fmt: skip
+        ]
         ranked = recalls.ranked(candidates, self._entity_facts(query, scope))
         # Hits and entity facts were read by separate statements; one more keeps only the facts
         # visible together, so a supersession between them never puts both versions in.
-        shown = _visible_rows(self._db.reader(), [c.fact.id for c in ranked], scope.fact_clause(),
-                              dict(scope.params))  # fmt: skip
+        shown = _visible_rows(
+            self._db.reader(), [c.fact.id for c in ranked], scope.fact_clause(), dict(scope.params)
+        )
         ranked = [c for c in ranked if c.fact.id in shown]
         result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())
         if scope.current:
@@ -701,8 +751,9 @@ class Memory:
         (and a SKIP for each message without one), in order. InvalidInput, with nothing stored,
         for messages that are not a list of role/content objects or have an unknown role.
         """
-        found = captures.candidates(captures.parse_messages(messages),
-                                    self.settings.capture_max_chars)  # fmt: skip
+        found = captures.candidates(
+            captures.parse_messages(messages), self.settings.capture_max_chars
+        )
         items = [c.item for c in found if c.item is not None]
         stored = iter(self.store_many(items) if items else [])
         out = []
@@ -711,8 +762,11 @@ class Memory:
                 out.append(captures.CaptureResult("SKIP", None, c.reason, c.message, c.role, None))
                 continue
             r = next(stored)
-            out.append(captures.CaptureResult(r.action, r.fact, r.reason, c.message, c.role,
-                                              c.text, r.target_ids))  # fmt: skip
+            out.append(
+                captures.CaptureResult(
+                    r.action, r.fact, r.reason, c.message, c.role, c.text, r.target_ids
+                )
+            )
         return out
 
     def history(
@@ -765,8 +819,16 @@ class Memory:
         """
         with self._db.write() as conn:
             now = self._now()
-            made = graph.link(conn, now, source_id, target_id, type, strength,
-                              valid_from=valid_from, metadata=metadata)  # fmt: skip
+            made = graph.link(
+                conn,
+                now,
+                source_id,
+                target_id,
+                type,
+                strength,
+                valid_from=valid_from,
+                metadata=metadata,
+            )
         self._announce([("LINK_MADE", made.id)], now)
         return made
 
@@ -797,8 +859,15 @@ class Memory:
         """A page of each fact's visible links, strongest first (see
         :func:`graphmem.graph.links_page`): one query for any number of facts."""
         scope = self._scope(as_of, known_at)
-        return graph.links_page(self._db.reader(), fact_ids, scope, direction=direction,
-                                types=types, first=first, after=after)  # fmt: skip
+        return graph.links_page(
+            self._db.reader(),
+            fact_ids,
+            scope,
+            direction=direction,
+            types=types,
+            first=first,
+            after=after,
+        )
 
     def links(
         self,
@@ -826,8 +895,16 @@ class Memory:
         """Breadth-first from ``ids`` (see :func:`graphmem.graph.traverse`)."""
         scope = self._scope(as_of, known_at)
         with self._db.snapshot() as conn:
-            return graph.traverse(conn, ids, scope, depth=depth, types=types, direction=direction,
-                                  max_nodes=max_nodes, min_strength=min_strength)  # fmt: skip
+            return graph.traverse(
+                conn,
+                ids,
+                scope,
+                depth=depth,
+                types=types,
+                direction=direction,
+                max_nodes=max_nodes,
+                min_strength=min_strength,
+            )
 
     def path(
         self,
@@ -842,8 +919,15 @@ class Memory:
         """A shortest path between two facts over visible links, or None."""
         scope = self._scope(as_of, known_at)
         with self._db.snapshot() as conn:
-            return graph.path(conn, source_id, target_id, scope, types=types,
-                              direction=direction, max_depth=max_depth)  # fmt: skip
+            return graph.path(
+                conn,
+                source_id,
+                target_id,
+                scope,
+                types=types,
+                direction=direction,
+                max_depth=max_depth,
+            )
 
     def clusters(
         self,
@@ -874,16 +958,18 @@ class Memory:
         self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> analytics.DependencyOrder:
         """What ``fact_id`` depends on (DEPENDS_ON, outward), dependencies first; cycles listed."""
-        sub = self.traverse(fact_id, graph.MAX_DEPTH, ["DEPENDS_ON"], "OUT", as_of, known_at,
-                            graph.MAX_NODES)  # fmt: skip
+        sub = self.traverse(
+            fact_id, graph.MAX_DEPTH, ["DEPENDS_ON"], "OUT", as_of, known_at, graph.MAX_NODES
+        )
         return analytics.dependency_order(sub)
 
     def causes(
         self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> graph.Subgraph:
         """The cause chain: what ``fact_id`` was caused by (CAUSED_BY, outward), and so on."""
-        return self.traverse(fact_id, graph.MAX_DEPTH, ["CAUSED_BY"], "OUT", as_of, known_at,
-                             graph.MAX_NODES)  # fmt: skip
+        return self.traverse(
+            fact_id, graph.MAX_DEPTH, ["CAUSED_BY"], "OUT", as_of, known_at, graph.MAX_NODES
+        )
 
     def parts(
         self,
@@ -893,8 +979,15 @@ class Memory:
         known_at: TimeInput | None = None,
     ) -> graph.Subgraph:
         """The PART_OF tree below ``fact_id`` (its parts, their parts…), or above it."""
-        return self.traverse(fact_id, graph.MAX_DEPTH, ["PART_OF"], "OUT" if above else "IN",
-                             as_of, known_at, graph.MAX_NODES)  # fmt: skip
+        return self.traverse(
+            fact_id,
+            graph.MAX_DEPTH,
+            ["PART_OF"],
+            "OUT" if above else "IN",
+            as_of,
+            known_at,
+            graph.MAX_NODES,
+        )
 
     # ----------------------------------------------------------------------------- decay
 
@@ -1136,16 +1229,20 @@ class Memory:
         :mod:`graphmem.classify`."""
         conn = self._db.reader()
         repeats = classify.repeats(conn, inputs, self._now(), self.settings.fuzzy_dedup)
-        asked = [i for i, x in enumerate(inputs)
-                 if x.classify and x.supersedes is None and i not in repeats]  # fmt: skip
+        asked = [
+            i
+            for i, x in enumerate(inputs)
+            if x.classify and x.supersedes is None and i not in repeats
+        ]
         out: list[Verdict | None] = [None] * len(inputs)
         if not asked:
             return out
         if self._llm is None:
             self._llm = ChatClient.from_settings(self.settings)
         chosen = [inputs[i] for i in asked]
-        neighbours = self._vectors.neighbours_many(vectors[asked], classify.SIMILAR_FACTS,
-                                                   live_only=True)  # fmt: skip
+        neighbours = self._vectors.neighbours_many(
+            vectors[asked], classify.SIMILAR_FACTS, live_only=True
+        )
         similar = classify.similar_facts(conn, chosen, neighbours, self._now())
         verdicts = classify.classify(self._llm, chosen, similar, self.settings.llm_batch_size)
         for i, verdict in zip(asked, verdicts, strict=True):
@@ -1155,16 +1252,23 @@ class Memory:
     def _entity_facts(self, prompt: str, scope: TimeScope) -> list[Fact]:
         """The facts of every entity the prompt names (recall's entity lookup): up to
         ENTITY_FACTS each, most confident and newest first, in one query."""
-        rows = self._db.reader().execute(
-            f"""SELECT * FROM (
+        rows = (
+            self._db.reader()
+            .execute(
+                f"""SELECT * FROM (
                 SELECT f.*, row_number() OVER (PARTITION BY lower(f.entity) ORDER BY
                     f.confidence DESC, COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC) AS n
                 FROM facts f WHERE lower(f.entity) IN (SELECT value FROM json_each(:names))
                 AND {scope.fact_clause()}
             ) WHERE n <= :per_entity ORDER BY n, seq""",
-            {"names": json.dumps(recalls.entity_names(prompt)),
-             "per_entity": recalls.ENTITY_FACTS, **scope.params},
-        ).fetchall()  # fmt: skip
+                {
+                    "names": json.dumps(recalls.entity_names(prompt)),
+                    "per_entity": recalls.ENTITY_FACTS,
+                    **scope.params,
+                },
+            )
+            .fetchall()
+        )
         return [Fact.from_row(r) for r in rows]
 
     def _count_tokens(self) -> recalls.TokenCounter:
@@ -1224,8 +1328,10 @@ class Memory:
             chunk = list(itertools.islice(ranked, size))
             if not chunk:
                 break
-            by_seq = {r["seq"]: r for r in _candidates(conn, "seq", [seq for seq, _ in chunk],
-                                                         visible, params)}  # fmt: skip
+            by_seq = {
+                r["seq"]: r
+                for r in _candidates(conn, "seq", [seq for seq, _ in chunk], visible, params)
+            }
             for seq, rank in chunk:
                 row = by_seq.get(seq)
                 if row is not None and len(scores) < n:
@@ -1386,8 +1492,12 @@ class Memory:
                 self._sync_chunks(ids, known or {})
             except (OSError, RuntimeError, ValueError, StorageError) as exc:
                 self._sync_failed = True
-                _log.error("namespace %r: the vector index could not be written (%s); its "
-                           "outbox keeps the writes and retries them", self.namespace, exc)  # fmt: skip
+                _log.error(
+                    "namespace %r: the vector index could not be written (%s); its "
+                    "outbox keeps the writes and retries them",
+                    self.namespace,
+                    exc,
+                )
                 return
             self._sync_failed = False
 
@@ -1549,11 +1659,13 @@ def _candidates(
     for start in range(0, len(values), _CHUNK):
         chunk = values[start : start + _CHUNK]
         names = {f"c{n}": v for n, v in enumerate(chunk)}
-        out.extend(conn.execute(
-            f"SELECT {_CANDIDATE_COLUMNS} FROM facts f"
-            f" WHERE f.{column} IN ({','.join(':' + k for k in names)}) AND {visible}",
-            {**params, **names},
-        ))  # fmt: skip
+        out.extend(
+            conn.execute(
+                f"SELECT {_CANDIDATE_COLUMNS} FROM facts f"
+                f" WHERE f.{column} IN ({','.join(':' + k for k in names)}) AND {visible}",
+                {**params, **names},
+            )
+        )
     return out
 
 

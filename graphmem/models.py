@@ -240,8 +240,14 @@ def _maker(cls: type, converters: Mapping[str, str]) -> Any:
         expression = converters.get(name, "x").replace("x", f"v[{i}]")
         lines.append(f"    set_{name}(o, {expression})")
     lines.append("    return o")
-    scope: dict[str, Any] = {"cls": cls, "new": object.__new__, "moment": _moment,
-                             "cached": _moments.get, "tags": _tags, "metadata": _metadata}  # fmt: skip
+    scope: dict[str, Any] = {
+        "cls": cls,
+        "new": object.__new__,
+        "moment": _moment,
+        "cached": _moments.get,
+        "tags": _tags,
+        "metadata": _metadata,
+    }
     scope.update({f"set_{name}": getattr(cls, name).__set__ for name in names})
     exec("\n".join(lines), scope)  # the source is built from field names only
     return scope["make"]

@@ -140,8 +140,7 @@ def check(prompt: Any, max_tokens: Any, format: Any) -> None:
     if not 1 <= max_tokens <= MAX_TOKENS:
         raise InvalidInput(f"max_tokens must be from 1 to {MAX_TOKENS}", field="max_tokens")
     if format not in FORMATS:
-        raise InvalidInput(f"unknown format {format!r}; use full, short or minimal",
-                           field="format")  # fmt: skip
+        raise InvalidInput(f"unknown format {format!r}; use full, short or minimal", field="format")
 
 
 def entity_names(prompt: str) -> list[str]:
@@ -227,8 +226,9 @@ def tokenizer_counter(path: Path) -> TokenCounter:
     try:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises a bare Exception for missing or bad files
-        raise InvalidInput(f"cannot load the tokenizer {path}: {exc}",
-                           field="recall_tokenizer") from None  # fmt: skip
+        raise InvalidInput(
+            f"cannot load the tokenizer {path}: {exc}", field="recall_tokenizer"
+        ) from None
     tokenizer.no_truncation()
     tokenizer.no_padding()
 

@@ -110,11 +110,29 @@ class Settings(BaseModel):
         50, ge=1, le=500, description="Most new facts one classification request carries."
     )
     multi_valued_keys: tuple[str, ...] = Field(
-        ("child", "children", "kid", "kids", "skill", "skills", "hobby", "hobbies", "pet",
-         "pets", "friend", "friends", "language_spoken", "languages", "tag", "interest",
-         "interests", "sibling", "siblings"),
+        (
+            "child",
+            "children",
+            "kid",
+            "kids",
+            "skill",
+            "skills",
+            "hobby",
+            "hobbies",
+            "pet",
+            "pets",
+            "friend",
+            "friends",
+            "language_spoken",
+            "languages",
+            "tag",
+            "interest",
+            "interests",
+            "sibling",
+            "siblings",
+        ),
         description="Keys that hold several values at once: a new value is added, not an update.",
-    )  # fmt: skip
+    )
     fts_weight: float = Field(
         0.6,
         ge=0,

@@ -34,8 +34,9 @@ _PREFIX_TAGS: Final = tuple(
 )
 _PREFIXES: Final = tuple(p for p, _ in _PREFIX_TAGS)
 #: Any tag word or prefix anywhere: text without one (most) needs no word-by-word look.
-_ANY_TAG_WORD: Final = re.compile("|".join(re.escape(w.rstrip("*")) for ws in TAG_WORDS.values()
-                                           for w in ws))  # fmt: skip
+_ANY_TAG_WORD: Final = re.compile(
+    "|".join(re.escape(w.rstrip("*")) for ws in TAG_WORDS.values() for w in ws)
+)
 _HOME_ASSISTANT = re.compile(r"\bhome\s+assistant\b")
 _HA = re.compile(r"\bHA\b")
 
@@ -47,10 +48,18 @@ _TAG_CHARS = re.compile(r"^[a-z0-9][a-z0-9_.:/+-]*$")
 #: :func:`search_words`). An email address or a phone number also makes an entity.
 _CATEGORY_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("decision", re.compile(r"\b(decided|decision|chose|chosen|will use|going with|agreed to)\b")),
-    ("preference", re.compile(r"\b(prefers?|preferred|likes?|loves?|hates?|dislikes?|favou?rite|wants?)\b")),
+    (
+        "preference",
+        re.compile(r"\b(prefers?|preferred|likes?|loves?|hates?|dislikes?|favou?rite|wants?)\b"),
+    ),
     ("entity", re.compile(r"\b(is called|named|'s (email|phone|address))\b")),
-    ("fact", re.compile(r"\b(is|are|was|were|has|have|had|lives?|lived|works?|worked|born|uses?|runs?)\b")),
-)  # fmt: skip
+    (
+        "fact",
+        re.compile(
+            r"\b(is|are|was|were|has|have|had|lives?|lived|works?|worked|born|uses?|runs?)\b"
+        ),
+    ),
+)
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
 

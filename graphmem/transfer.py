@@ -23,10 +23,19 @@ from .temporal import parse_time, to_iso
 FORMAT: Final = "graphmem-export"
 VERSION: Final = 1
 
-FACT_TIMES: Final = frozenset({
-    "expires_at", "last_confirmed_at", "last_accessed_at", "source_date", "valid_from",
-    "valid_until", "valid_until_recorded_at", "recorded_at", "retracted_at",
-})  # fmt: skip
+FACT_TIMES: Final = frozenset(
+    {
+        "expires_at",
+        "last_confirmed_at",
+        "last_accessed_at",
+        "source_date",
+        "valid_from",
+        "valid_until",
+        "valid_until_recorded_at",
+        "recorded_at",
+        "retracted_at",
+    }
+)
 LINK_TIMES: Final = frozenset(
     {"recorded_at", "valid_from", "valid_until", "valid_until_recorded_at", "retracted_at"}
 )

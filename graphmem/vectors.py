@@ -184,8 +184,10 @@ class VectorIndex:
 
     def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
         """The single nearest (id, cosine) for each query vector, None when the table is empty."""
-        return [hits[0] if hits else None
-                for hits in self.neighbours_many(vectors, 1, live_only=live_only)]  # fmt: skip
+        return [
+            hits[0] if hits else None
+            for hits in self.neighbours_many(vectors, 1, live_only=live_only)
+        ]
 
     def neighbours_many(
         self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf

@@ -87,11 +87,18 @@ class Denied(Exception):
         its id is null, as the request was never read)."""
         headers = {"WWW-Authenticate": 'Bearer realm="graphmem"'} if self.status == 401 else None
         body: dict[str, Any] = (
-            {"jsonrpc": "2.0", "id": None,
-             "error": {"code": INVALID_REQUEST, "message": self.message, "data": {"code": self.code}}}
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": self.message,
+                    "data": {"code": self.code},
+                },
+            }
             if jsonrpc
             else {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
-        )  # fmt: skip
+        )
         return JSONResponse(body, status_code=self.status, headers=headers)
 
 
@@ -121,9 +128,13 @@ class Namespaces:
             memory = self._open.get(name)
             if memory is None:
                 memory = Memory.open(
-                    self.settings.data_dir, name, self.embedder, settings=self.settings,
-                    clock=self.clock, llm=self.llm,
-                )  # fmt: skip
+                    self.settings.data_dir,
+                    name,
+                    self.embedder,
+                    settings=self.settings,
+                    clock=self.clock,
+                    llm=self.llm,
+                )
                 if self.broadcaster is not None:
                     self.broadcaster.watch(memory)
                 self._open[name] = memory
@@ -344,14 +355,18 @@ class Metrics:
     def __init__(self, namespaces: Namespaces) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
-            "graphmem_http_requests", "HTTP requests served.", ["route", "method", "status"],
+            "graphmem_http_requests",
+            "HTTP requests served.",
+            ["route", "method", "status"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.latency = Histogram(
-            "graphmem_http_request_seconds", "Time to answer an HTTP request.", ["route"],
+            "graphmem_http_request_seconds",
+            "Time to answer an HTTP request.",
+            ["route"],
             registry=self.registry,
             buckets=(0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-        )  # fmt: skip
+        )
         self.registry.register(_MemoryCollector(namespaces))
         self.registry.register(_UsageCollector(namespaces))
 
@@ -434,9 +449,10 @@ class _UsageCollector(Collector):
             )
         }
         tokens = CounterMetricFamily(
-            "graphmem_provider_tokens", "Tokens a model provider reported using.",
+            "graphmem_provider_tokens",
+            "Tokens a model provider reported using.",
             labels=[*labels, "type"],
-        )  # fmt: skip
+        )
         meters = [self.namespaces.embedder.meter]
         if self.namespaces.llm is not None:
             meters.append(self.namespaces.llm.meter)
@@ -473,8 +489,11 @@ def create_app(
     from .tools import HttpEndpoint, build_server
 
     graphql = GraphQLApp(gate, schema=build_schema(settings), graphql_ide="graphiql")
-    mcp = HttpEndpoint(build_server(_admitted), loopback=is_loopback(settings.host),
-                       max_body_bytes=settings.max_body_bytes)  # fmt: skip
+    mcp = HttpEndpoint(
+        build_server(_admitted),
+        loopback=is_loopback(settings.host),
+        max_body_bytes=settings.max_body_bytes,
+    )
     metrics = Metrics(namespaces)
 
     async def healthz(request: Request) -> Response:
@@ -506,11 +525,15 @@ def create_app(
     if is_loopback(settings.host):
         middleware.insert(1, Middleware(LoopbackOnly, allowed_origins=tuple(settings.cors_origins)))
     if settings.cors_origins:
-        middleware.insert(1, Middleware(
-            CORSMiddleware, allow_origins=list(settings.cors_origins),
-            allow_methods=["GET", "POST"],
-            allow_headers=["authorization", "content-type", NAMESPACE_HEADER],
-        ))  # fmt: skip
+        middleware.insert(
+            1,
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(settings.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", NAMESPACE_HEADER],
+            ),
+        )
     app = Starlette(
         routes=[
             Route(GRAPHQL_PATH, graphql, methods=["GET", "POST"]),
@@ -554,8 +577,11 @@ def _check_json(data: bytes) -> None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise Denied(400, "INVALID_QUERY", f"the request body is not UTF-8 ({exc.reason} at "
-                                           f"byte {exc.start})") from None  # fmt: skip
+        raise Denied(
+            400,
+            "INVALID_QUERY",
+            f"the request body is not UTF-8 ({exc.reason} at byte {exc.start})",
+        ) from None
     if text.count("[") + text.count("{") < MAX_JSON_NESTING:
         return
     try:

@@ -29,8 +29,12 @@ SCHEMA_FILE = "schema.graphql"
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory of namespaces (same as the global --data-dir).",
 )
-@click.option("--log-level", default="info", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 @click.pass_context
 def serve(
     ctx: click.Context, /, host: str | None, port: int | None, data_dir: Path | None, log_level: str
@@ -56,15 +60,27 @@ def serve(
             field="host",
         )
     base = f"http://{settings.host}:{settings.port}"
-    click.echo(f"graphmem: {base}/graphql, MCP {base}/mcp, explorer {base}/explore "
-               f"(data in {Path(settings.data_dir).resolve()})", err=True)  # fmt: skip
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
-                ws="websockets-sansio")  # fmt: skip
+    click.echo(
+        f"graphmem: {base}/graphql, MCP {base}/mcp, explorer {base}/explore "
+        f"(data in {Path(settings.data_dir).resolve()})",
+        err=True,
+    )
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        ws="websockets-sansio",
+    )
 
 
 @cli.command("mcp")
-@click.option("--log-level", default="warning", show_default=True,
-              type=click.Choice(["critical", "error", "warning", "info", "debug"]))  # fmt: skip
+@click.option(
+    "--log-level",
+    default="warning",
+    show_default=True,
+    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+)
 @click.pass_context
 def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
     """Serve memory as MCP tools on stdin/stdout, for desktop and command-line agents.
@@ -75,8 +91,11 @@ def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
     """
     from .tools import serve_stdio
 
-    logging.basicConfig(stream=sys.stderr, level=log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     with Memory.open(settings=ctx.obj) as memory:
         serve_stdio(memory)
 

@@ -72,10 +72,16 @@ class FactInput:
     )
 
     def to_core(self) -> dict[str, Any]:
-        values = {name: getattr(self, name) for name in graphmem.FactInput.model_fields
-                  if hasattr(self, name)}  # fmt: skip
-        return {k: str(v) if k == "supersedes" and v is not None else v
-                for k, v in values.items() if v is not None}  # fmt: skip
+        values = {
+            name: getattr(self, name)
+            for name in graphmem.FactInput.model_fields
+            if hasattr(self, name)
+        }
+        return {
+            k: str(v) if k == "supersedes" and v is not None else v
+            for k, v in values.items()
+            if v is not None
+        }
 
 
 @strawberry.input(description="A link to make: `source -[type]-> target`.")
@@ -236,13 +242,16 @@ class Mutation:
                     CaptureResult(
                         action=CaptureAction(r.action),
                         fact=None if r.fact is None else Fact.of(r.fact, NOW),
-                        reason=r.reason, message=r.message, role=r.role, text=r.text,
+                        reason=r.reason,
+                        message=r.message,
+                        role=r.role,
+                        text=r.text,
                         target_ids=[strawberry.ID(i) for i in r.target_ids],
                     )
                     for r in results
                 ],
                 error=None,
-            )  # fmt: skip
+            )
 
         return await _guarded(info, capture, lambda e: CapturePayload(results=[], error=e))
 

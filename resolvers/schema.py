@@ -70,8 +70,11 @@ class OneOperation(SchemaExtension):
     def on_validate(self) -> Iterator[None]:
         context = self.execution_context
         document = context.graphql_document
-        operations = [] if document is None else [
-            d for d in document.definitions if isinstance(d, OperationDefinitionNode)]  # fmt: skip
+        operations = (
+            []
+            if document is None
+            else [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        )
         # operation_name falls back to the first operation's name: read what the client sent.
         if context._provided_operation_name is None and len(operations) > 1:
             error = GraphQLError(

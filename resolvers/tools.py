@@ -97,9 +97,12 @@ def build_server(caller: Caller) -> Server[Any]:
         return await call(caller, ctx, params.name, params.arguments or {})
 
     return Server(
-        SERVER_NAME, version=version("graphmem"), instructions=INSTRUCTIONS,
-        on_list_tools=list_tools, on_call_tool=call_tool,
-    )  # fmt: skip
+        SERVER_NAME,
+        version=version("graphmem"),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
 
 
 async def call(
@@ -164,9 +167,12 @@ class HttpEndpoint:
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         manager = StreamableHTTPSessionManager(
-            self.server, stateless=True, json_response=True, security_settings=self.security,
+            self.server,
+            stateless=True,
+            json_response=True,
+            security_settings=self.security,
             max_request_body_size=self.max_body_bytes,
-        )  # fmt: skip
+        )
         async with manager.run():
             self._manager = manager
             try:
@@ -249,26 +255,30 @@ def _lifetimes() -> str:
 
 class StoreArgs(_Args):
     text: str = Field(
-        min_length=1, max_length=MAX_TEXT_LENGTH,
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
         description="The fact as one self-contained statement, e.g. 'Alice moved to Paris in "
         "June 2023'.",
-    )  # fmt: skip
+    )
     entity: str | None = Field(
-        None, max_length=MAX_FIELD_LENGTH,
+        None,
+        max_length=MAX_FIELD_LENGTH,
         description="Who or what the fact is about, e.g. 'user', 'alice', 'project-x'.",
-    )  # fmt: skip
+    )
     key: str | None = Field(
-        None, max_length=MAX_FIELD_LENGTH,
+        None,
+        max_length=MAX_FIELD_LENGTH,
         description="The attribute the fact states, e.g. 'city', 'email', 'editor'. With entity, "
         "a later fact with the same entity and key and another value supersedes this one.",
-    )  # fmt: skip
+    )
     value: str | None = Field(
         None, max_length=MAX_FIELD_LENGTH, description="The attribute's value, e.g. 'Paris'."
     )
     category: str | None = Field(
-        None, json_schema_extra={"enum": list(CATEGORIES)},
+        None,
+        json_schema_extra={"enum": list(CATEGORIES)},
         description="The kind of fact. Default: detected from the text.",
-    )  # fmt: skip
+    )
     tags: list[str] | None = Field(
         None, description="Tags to find it by. Default: detected from the text."
     )
@@ -276,9 +286,10 @@ class StoreArgs(_Args):
         None, ge=0, le=1, description="How much it matters, 0 to 1. Default 0.5."
     )
     decay_class: str | None = Field(
-        None, json_schema_extra={"enum": list(DECAY_CLASSES)},
+        None,
+        json_schema_extra={"enum": list(DECAY_CLASSES)},
         description=f"How long it stays relevant: {_lifetimes()}. Default: detected from the text.",
-    )  # fmt: skip
+    )
     valid_from: str | None = Field(
         None,
         description="When it became true in the world, ISO-8601 or epoch seconds. Default: now.",
@@ -300,9 +311,10 @@ def store(memory: Memory, args: StoreArgs) -> Result:
 
 class RecallArgs(_Args):
     query: str = Field(
-        min_length=1, max_length=MAX_TEXT_LENGTH,
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
         description="What to look for, in words: a question or keywords.",
-    )  # fmt: skip
+    )
     limit: int = Field(
         _default(Memory.search, "limit"), ge=1, le=MAX_LIMIT, description="Most facts to return."
     )
@@ -314,9 +326,11 @@ class RecallArgs(_Args):
         description="Also return versions that a newer fact has replaced.",
     )
     graph_depth: int = Field(
-        _default(Memory.search, "graph_depth"), ge=0, le=MAX_DEPTH,
+        _default(Memory.search, "graph_depth"),
+        ge=0,
+        le=MAX_DEPTH,
         description="Also return facts linked to the hits, up to this many links away.",
-    )  # fmt: skip
+    )
 
 
 def recall(memory: Memory, args: RecallArgs) -> Result:
@@ -330,22 +344,28 @@ def recall(memory: Memory, args: RecallArgs) -> Result:
 
 class ContextArgs(_Args):
     prompt: str = Field(
-        min_length=1, description="The user's message or the task at hand (its first 10,000 "
+        min_length=1,
+        description="The user's message or the task at hand (its first 10,000 "
         "characters are used).",
-    )  # fmt: skip
+    )
     max_tokens: int = Field(
-        _default(Memory.recall, "max_tokens"), ge=1, le=MAX_TOKENS,
+        _default(Memory.recall, "max_tokens"),
+        ge=1,
+        le=MAX_TOKENS,
         description="The block's budget in tokens.",
-    )  # fmt: skip
+    )
     format: str = Field(
-        _default(Memory.recall, "format"), json_schema_extra={"enum": list(FORMATS)},
+        _default(Memory.recall, "format"),
+        json_schema_extra={"enum": list(FORMATS)},
         description="Line format: full '[source/category] text', short 'category: text', "
         "minimal 'text'.",
-    )  # fmt: skip
+    )
     graph_depth: int = Field(
-        _default(Memory.recall, "graph_depth"), ge=0, le=MAX_DEPTH,
+        _default(Memory.recall, "graph_depth"),
+        ge=0,
+        le=MAX_DEPTH,
         description="Also consider facts linked to the best matches, up to this many links away.",
-    )  # fmt: skip
+    )
     as_of: str | None = Field(None, description=AS_OF)
     known_at: str | None = Field(None, description=KNOWN_AT)
 
@@ -357,9 +377,10 @@ def context(memory: Memory, args: ContextArgs) -> Result:
 
 class LookupArgs(_Args):
     entity: str = Field(
-        min_length=1, max_length=MAX_FIELD_LENGTH,
+        min_length=1,
+        max_length=MAX_FIELD_LENGTH,
         description="Who or what the facts are about (case-insensitive), e.g. 'user'.",
-    )  # fmt: skip
+    )
     key: str | None = Field(
         None, max_length=MAX_FIELD_LENGTH, description="Only facts stating this attribute."
     )
@@ -370,8 +391,10 @@ class LookupArgs(_Args):
 def lookup(memory: Memory, args: LookupArgs) -> Result:
     facts = memory.lookup(**args.model_dump())
     about = f"{args.entity}.{args.key}" if args.key else args.entity
-    lines = [f"{len(facts)} {_plural(len(facts), 'fact')} about {about}"
-             f"{_scope(args.as_of, args.known_at)}:"]  # fmt: skip
+    lines = [
+        f"{len(facts)} {_plural(len(facts), 'fact')} about {about}"
+        f"{_scope(args.as_of, args.known_at)}:"
+    ]
     lines += [_line(f) for f in facts]
     return "\n".join(lines), {"facts": [f.to_dict() for f in facts]}
 
@@ -384,11 +407,13 @@ class LinkArgs(_Args):
         description="source CAUSED_BY target: the source was caused by the target; PART_OF: "
         "the source is part of the target; DEPENDS_ON: the source requires the target; "
         "RELATED_TO: loosely related.",
-    )  # fmt: skip
+    )
     strength: float = Field(
-        _default(Memory.link, "strength"), ge=0, le=1,
+        _default(Memory.link, "strength"),
+        ge=0,
+        le=1,
         description="How strong the relationship is, 0 to 1.",
-    )  # fmt: skip
+    )
 
 
 def link(memory: Memory, args: LinkArgs) -> Result:
@@ -406,31 +431,38 @@ class TraverseArgs(_Args):
         _default(Memory.traverse, "depth"), ge=0, le=MAX_DEPTH, description="Most links to follow."
     )
     types: list[str] | None = Field(
-        None, json_schema_extra={"items": {"type": "string", "enum": list(LINK_TYPES)}},
+        None,
+        json_schema_extra={"items": {"type": "string", "enum": list(LINK_TYPES)}},
         description="Link types to follow. Default: all but SUPERSEDES; name SUPERSEDES to walk "
         "to earlier versions too.",
-    )  # fmt: skip
+    )
     direction: str = Field(
-        _default(Memory.traverse, "direction"), json_schema_extra={"enum": list(DIRECTIONS)},
+        _default(Memory.traverse, "direction"),
+        json_schema_extra={"enum": list(DIRECTIONS)},
         description="OUT follows links from source to target (what a fact was caused by, is "
         "part of, depends on); IN the reverse; BOTH either way.",
-    )  # fmt: skip
+    )
     as_of: str | None = Field(None, description=AS_OF)
     known_at: str | None = Field(None, description=KNOWN_AT)
     max_nodes: int = Field(
-        _default(Memory.traverse, "max_nodes"), ge=1, le=MAX_NODES,
+        _default(Memory.traverse, "max_nodes"),
+        ge=1,
+        le=MAX_NODES,
         description="Most facts to return; the walk stops there and says so.",
-    )  # fmt: skip
+    )
 
 
 def traverse(memory: Memory, args: TraverseArgs) -> Result:
     found = memory.traverse(**args.model_dump())
     stopped = f", stopped by {' and '.join(found.truncated_by)}" if found.truncated else ""
-    lines = [f"{len(found.nodes)} {_plural(len(found.nodes), 'fact')} and {len(found.edges)} "
-             f"{_plural(len(found.edges), 'link')}{_scope(args.as_of, args.known_at)}{stopped}:"]  # fmt: skip
+    lines = [
+        f"{len(found.nodes)} {_plural(len(found.nodes), 'fact')} and {len(found.edges)} "
+        f"{_plural(len(found.edges), 'link')}{_scope(args.as_of, args.known_at)}{stopped}:"
+    ]
     lines += [f"depth {node.depth}  {_line(node.fact)}" for node in found.nodes]
-    lines += [f"{e.source_id} -[{e.type}]-> {e.target_id} (strength {e.strength:g})"
-              for e in found.edges]  # fmt: skip
+    lines += [
+        f"{e.source_id} -[{e.type}]-> {e.target_id} (strength {e.strength:g})" for e in found.edges
+    ]
     return "\n".join(lines), found.to_dict()
 
 
@@ -482,78 +514,101 @@ def capture(memory: Memory, args: CaptureArgs) -> Result:
 
 TOOLS: Final = (
     Tool(
-        "memory_store", "Store a fact",
+        "memory_store",
+        "Store a fact",
         "Store one fact in long-term memory so that later conversations can use it. Write one "
         "self-contained statement per call, not a transcript. For an attribute that can change, "
         "give entity, key and value (entity 'alice', key 'city', value 'Paris'): a new value for "
         "the same entity and key supersedes the old fact (action UPDATE), which stays readable "
         "as history. A fact memory already holds is not stored twice (NOOP). Returns the action "
         "(ADD, UPDATE, NOOP or DELETE), the fact with its id, and why.",
-        StoreArgs, store, read_only=False,
+        StoreArgs,
+        store,
+        read_only=False,
     ),
     Tool(
-        "memory_recall", "Search memory",
+        "memory_recall",
+        "Search memory",
         "Search long-term memory for the facts relevant to a query (keywords and meaning "
         "combined), best first. Use it when what you were given from memory does not answer the "
         "question. By default only facts true and known now are returned; set as_of to ask what "
         "was true at an earlier date (e.g. where someone lived in 2021, a version since "
         "replaced), known_at to ask what memory believed at an earlier moment. One line per "
         "fact: id, text, [entity.key=value], (category; validity).",
-        RecallArgs, recall,
+        RecallArgs,
+        recall,
     ),
     Tool(
-        "memory_context", "Memory for a prompt",
+        "memory_context",
+        "Memory for a prompt",
         "Build the <memory-context> block for a prompt: the facts most relevant to it, best "
         "first, one line each, within max_tokens. Use it at the start of a task to load what "
         "memory knows about it; use memory_recall for a targeted search that shows fact ids.",
-        ContextArgs, context,
+        ContextArgs,
+        context,
     ),
     Tool(
-        "memory_lookup", "Look up an entity",
+        "memory_lookup",
+        "Look up an entity",
         "Exact lookup of the facts about one entity, optionally one attribute (entity 'user', "
         "key 'email'), most confident and newest first; no search ranking. Use it when you know "
         "what the fact is about; memory_recall otherwise.",
-        LookupArgs, lookup,
+        LookupArgs,
+        lookup,
     ),
     Tool(
-        "memory_link", "Link two facts",
+        "memory_link",
+        "Link two facts",
         "Record a typed, directed relationship between two stored facts: source -[type]-> "
         "target (e.g. a decision CAUSED_BY an incident, a task PART_OF a project). Linking the "
         "same pair with the same type again updates its strength. Versions are linked "
         "(SUPERSEDES) by memory_store itself.",
-        LinkArgs, link, read_only=False,
+        LinkArgs,
+        link,
+        read_only=False,
     ),
     Tool(
-        "memory_traverse", "Follow links",
+        "memory_traverse",
+        "Follow links",
         "Walk the links from one or more facts, breadth-first, and return the facts reached "
         "(with their depth) and the links among them. Use it to gather what surrounds a fact: "
         "its causes, parts, dependencies and related facts.",
-        TraverseArgs, traverse,
+        TraverseArgs,
+        traverse,
     ),
     Tool(
-        "memory_history", "History of a fact",
+        "memory_history",
+        "History of a fact",
         "Every version of a fact, oldest first: the facts it replaced and those that replaced "
         "it, each with the period it was valid. Use it to see how something changed over time.",
-        IdArgs, history,
+        IdArgs,
+        history,
     ),
     Tool(
-        "memory_forget", "Forget a fact",
+        "memory_forget",
+        "Forget a fact",
         "Forget a fact that is wrong, or that the user wants forgotten: current reads stop "
         "returning it (reads with an earlier known_at still see it). When something changed in "
         "the world instead, store the new fact with memory_store, which keeps the old one as "
         "history.",
-        IdArgs, forget, read_only=False, destructive=True,
+        IdArgs,
+        forget,
+        read_only=False,
+        destructive=True,
     ),
     Tool(
-        "memory_capture", "Capture a turn",
+        "memory_capture",
+        "Capture a turn",
         "Store what a conversation turn says that is worth remembering: memorable sentences "
         "(preferences, decisions, personal details, contacts, conventions) of user and "
         "assistant messages go through the same rules as memory_store; questions, small talk "
         "and messages holding secrets (passwords, keys, card numbers) are skipped. Pass the "
         "turn's messages in order. Returns what was done with each sentence.",
-        CaptureArgs, capture, read_only=False,
+        CaptureArgs,
+        capture,
+        read_only=False,
     ),
-)  # fmt: skip
+)
 _BY_NAME: Final = {tool.name: tool for tool in TOOLS}
 #: What a store result's target_ids are, by action.
 _TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already stored as"}

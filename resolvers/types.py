@@ -440,13 +440,15 @@ class Recall:
             omitted=result.omitted,
             items=[
                 RecallItem(
-                    fact=Fact.of(item.fact, scope), score=item.score,
-                    source=RecallSource(item.source), line=item.line,
+                    fact=Fact.of(item.fact, scope),
+                    score=item.score,
+                    source=RecallSource(item.source),
+                    line=item.line,
                     summarized=item.summarized,
                 )
                 for item in result.items
             ],
-        )  # fmt: skip
+        )
 
     @strawberry.field(description="The facts in the block, in order.")
     def facts(self) -> list[Fact]:

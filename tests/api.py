@@ -28,8 +28,9 @@ class Api:
         variables: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> tuple[int, Any]:
-        response = self.request("POST", "/graphql", json={"query": query, "variables": variables},
-                                headers=headers)  # fmt: skip
+        response = self.request(
+            "POST", "/graphql", json={"query": query, "variables": variables}, headers=headers
+        )
         try:
             return response.status_code, response.json()
         except ValueError:
@@ -73,8 +74,9 @@ class LiveServer(Api):
         self.server = uvicorn.Server(
             uvicorn.Config(app, log_level="warning", ws="websockets-sansio", lifespan="on")
         )
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)  # fmt: skip
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
         self.client = httpx.Client(base_url=self.base_url, timeout=30)
 
     def __enter__(self) -> LiveServer:

@@ -180,10 +180,12 @@ class OpenAIStub:
         return f"http://{host}:{port}/v1"
 
     def __enter__(self) -> str:
-        app = Starlette(routes=[
-            Route("/v1/embeddings", self._embeddings, methods=["POST"]),
-            Route("/v1/chat/completions", self._chat, methods=["POST"]),
-        ])  # fmt: skip
+        app = Starlette(
+            routes=[
+                Route("/v1/embeddings", self._embeddings, methods=["POST"]),
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            ]
+        )
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
@@ -191,9 +193,11 @@ class OpenAIStub:
             uvicorn.Config(app, log_level="error", lifespan="off", timeout_graceful_shutdown=1)
         )
         self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name="openai-stub",
+            target=self._server.run,
+            kwargs={"sockets": [self._socket]},
+            name="openai-stub",
             daemon=True,
-        )  # fmt: skip
+        )
         self._thread.start()
         deadline = time.monotonic() + 30
         while not self._server.started:
@@ -242,10 +246,16 @@ class OpenAIStub:
             data.append({"object": "embedding", "index": index, "embedding": embedding})
         data.reverse()  # allowed by the API: clients must order by "index"
         tokens = sum(len(t.split()) for t in texts)
-        return self._ok(request, body, {
-            "object": "list", "data": data, "model": body.get("model", "stub"),
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        })  # fmt: skip
+        return self._ok(
+            request,
+            body,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "stub"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     async def _chat(self, request: Request) -> Response:
         body, fault = await self._begin(request, "chat")
@@ -259,14 +269,28 @@ class OpenAIStub:
         content = reply(body) if callable(reply) else reply
         prompt = sum(len(str(m.get("content", "")).split()) for m in messages)
         completion = len(content.split())
-        return self._ok(request, body, {
-            "id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()),
-            "model": body.get("model", "stub"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
-        })  # fmt: skip
+        return self._ok(
+            request,
+            body,
+            {
+                "id": "chatcmpl-stub",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "stub"),
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": content},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
+            },
+        )
 
     async def _begin(self, request: Request, route: str) -> tuple[dict[str, Any], _Fault | None]:
         try:
@@ -303,5 +327,11 @@ class OpenAIStub:
 
     def _record(self, request: Request, body: dict[str, Any], status: int) -> None:
         with self._lock:
-            self.requests.append(StubRequest(request.url.path, body, status,
-                                             {k.lower(): v for k, v in request.headers.items()}))  # fmt: skip
+            self.requests.append(
+                StubRequest(
+                    request.url.path,
+                    body,
+                    status,
+                    {k.lower(): v for k, v in request.headers.items()},
+                )
+            )

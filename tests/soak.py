@@ -75,13 +75,26 @@ def server(data: Path, embedder: str, log: Path) -> Iterator[tuple[str, subproce
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    env = {**os.environ, "GRAPHMEM_EMBEDDER": embedder, "GRAPHMEM_DATA_DIR": str(data),
-           "GRAPHMEM_PRUNE_INTERVAL": "0"}  # fmt: skip
-    command = [sys.executable, "-c", "from resolvers.commands import main; main()",
-               "serve", "--port", str(port), "--log-level", "warning"]  # fmt: skip
+    env = {
+        **os.environ,
+        "GRAPHMEM_EMBEDDER": embedder,
+        "GRAPHMEM_DATA_DIR": str(data),
+        "GRAPHMEM_PRUNE_INTERVAL": "0",
+    }
+    command = [
+        sys.executable,
+        "-c",
+        "from resolvers.commands import main; main()",
+        "serve",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+    ]
     with log.open("ab") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env,
-                                   cwd=ROOT)  # fmt: skip
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=ROOT
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT
@@ -113,10 +126,22 @@ def check_cli(data: Path, embedder: str) -> dict[str, Any]:
     """``graphmem check --json`` on ``data``: its report (exit status 1 when not ok)."""
     env = {**os.environ, "GRAPHMEM_EMBEDDER": embedder}
     done = subprocess.run(
-        [sys.executable, "-c", "from resolvers.commands import main; main()",
-         "--data-dir", str(data), "check", "--json"],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "from resolvers.commands import main; main()",
+            "--data-dir",
+            str(data),
+            "check",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
     report: dict[str, Any] = json.loads(done.stdout)
     assert (done.returncode == 0) == report["ok"], done.stderr
     return report
@@ -159,9 +184,15 @@ class CrashResult:
 
 
 def crash(
-    data: Path, *, kills: int, clients: int = 4, batch: int = 50, embedder: str = "hash",
-    max_wait: float = 3.0, seed: int = 0,
-) -> CrashResult:  # fmt: skip
+    data: Path,
+    *,
+    kills: int,
+    clients: int = 4,
+    batch: int = 50,
+    embedder: str = "hash",
+    max_wait: float = 3.0,
+    seed: int = 0,
+) -> CrashResult:
     """Kill the server ``kills`` times in the middle of a bulk ingest, then verify."""
     rng = random.Random(seed)
     data.parent.mkdir(parents=True, exist_ok=True)
@@ -175,16 +206,20 @@ def crash(
             stop_sending = threading.Event()
 
             def ingest(
-                client_no: int, round_: int = round_, url: str = url,
+                client_no: int,
+                round_: int = round_,
+                url: str = url,
                 stop_sending: threading.Event = stop_sending,
-            ) -> None:  # fmt: skip
+            ) -> None:
                 with httpx.Client(base_url=url, timeout=60) as client:
                     for n in range(10_000):
                         if stop_sending.is_set():
                             return
-                        texts = [f"Round {round_} client {client_no} batch {n} item {i}: "
-                                 + _words(rng_for(round_, client_no, n, i))
-                                 for i in range(batch)]  # fmt: skip
+                        texts = [
+                            f"Round {round_} client {client_no} batch {n} item {i}: "
+                            + _words(rng_for(round_, client_no, n, i))
+                            for i in range(batch)
+                        ]
                         sent.update(texts)
                         try:
                             _post(client, STORE_MANY, {"inputs": [{"text": t} for t in texts]})
@@ -204,8 +239,14 @@ def crash(
         replayed += _outbox_rows(data)
     # The restart: `graphmem check` opens the namespace as the server does, replaying the outbox.
     problems = _verify(data, embedder, acknowledged, sent)
-    return CrashResult(kills, len(acknowledged), len(sent - acknowledged), replayed,
-                       time.monotonic() - started, problems)  # fmt: skip
+    return CrashResult(
+        kills,
+        len(acknowledged),
+        len(sent - acknowledged),
+        replayed,
+        time.monotonic() - started,
+        problems,
+    )
 
 
 def rng_for(*parts: int) -> random.Random:
@@ -213,8 +254,10 @@ def rng_for(*parts: int) -> random.Random:
 
 
 def _words(rng: random.Random, n: int = 12) -> str:
-    return " ".join(f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.randrange(10**6)}"
-                    for _ in range(n))  # fmt: skip
+    return " ".join(
+        f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.randrange(10**6)}"
+        for _ in range(n)
+    )
 
 
 def _outbox_rows(data: Path) -> int:
@@ -305,14 +348,24 @@ class LoadResult:
 
 def _percentiles(ms: list[float]) -> dict[str, float | int]:
     ms = sorted(ms) or [0.0]
-    return {"n": len(ms), "p50": round(statistics.median(ms), 1),
-            "p99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 1)}  # fmt: skip
+    return {
+        "n": len(ms),
+        "p50": round(statistics.median(ms), 1),
+        "p99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 1),
+    }
 
 
 def load(
-    data: Path, *, writers: int = 16, readers: int = 16, seconds: float = 30.0,
-    operations: int = 100_000, batch: int = 20, embedder: str = "hash", seed: int = 0,
-) -> LoadResult:  # fmt: skip
+    data: Path,
+    *,
+    writers: int = 16,
+    readers: int = 16,
+    seconds: float = 30.0,
+    operations: int = 100_000,
+    batch: int = 20,
+    embedder: str = "hash",
+    seed: int = 0,
+) -> LoadResult:
     """``writers`` and ``readers`` concurrent HTTP clients for ``seconds`` (or until
     ``operations`` requests), then verify."""
     data.parent.mkdir(parents=True, exist_ok=True)
@@ -353,22 +406,48 @@ def load(
                             texts = [text]
                         elif kind < 0.7:
                             entity = f"batch-{w}-{n}"
-                            texts = [f"Writer {w} batch {n} part {i}: {_words(rng)}"
-                                     for i in range(batch)]  # fmt: skip
+                            texts = [
+                                f"Writer {w} batch {n} part {i}: {_words(rng)}"
+                                for i in range(batch)
+                            ]
                             with lock:
                                 sent.update(texts)
                                 batches[entity] = batch
-                            timed(f"store batch of {batch}", client, STORE_MANY, {"inputs": [
-                                {"text": t, "entity": entity, "key": f"part{i}", "value": str(i)}
-                                for i, t in enumerate(texts)]})  # fmt: skip
+                            timed(
+                                f"store batch of {batch}",
+                                client,
+                                STORE_MANY,
+                                {
+                                    "inputs": [
+                                        {
+                                            "text": t,
+                                            "entity": entity,
+                                            "key": f"part{i}",
+                                            "value": str(i),
+                                        }
+                                        for i, t in enumerate(texts)
+                                    ]
+                                },
+                            )
                         else:
                             mover = f"mover{rng.randrange(MOVERS)}"
                             city = f"city{rng.randrange(10**6)}"
                             text = f"{mover} lives in {city}"
                             with lock:
                                 sent.add(text)
-                            timed("supersede", client, STORE, {"input": {
-                                "text": text, "entity": mover, "key": "city", "value": city}})  # fmt: skip
+                            timed(
+                                "supersede",
+                                client,
+                                STORE,
+                                {
+                                    "input": {
+                                        "text": text,
+                                        "entity": mover,
+                                        "key": "city",
+                                        "value": city,
+                                    }
+                                },
+                            )
                             texts = [text]
                     except (Failure, httpx.HTTPError) as exc:
                         with lock:
@@ -386,8 +465,11 @@ def load(
                     try:
                         if kind < 0.35:
                             with lock:
-                                entity, size = (rng.choice(list(batches.items())) if batches
-                                                else ("batch-none", 0))  # fmt: skip
+                                entity, size = (
+                                    rng.choice(list(batches.items()))
+                                    if batches
+                                    else ("batch-none", 0)
+                                )
                             got = timed("lookup batch", client, LOOKUP, {"e": entity})["lookup"]
                             if len(got) not in (0, size):
                                 with lock:
@@ -466,8 +548,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({"crash": crashed.to_dict()}, indent=2), flush=True)
             ok &= not crashed.problems
         if args.scenario in ("load", "all"):
-            loaded = load(Path(tmp) / "load" / "data", writers=args.writers, readers=args.readers,
-                          seconds=args.seconds, embedder=args.embedder)  # fmt: skip
+            loaded = load(
+                Path(tmp) / "load" / "data",
+                writers=args.writers,
+                readers=args.readers,
+                seconds=args.seconds,
+                embedder=args.embedder,
+            )
             figures = loaded.to_dict()
             print(json.dumps({"load": figures}, indent=2), flush=True)
             ok &= not (loaded.problems or loaded.failures or loaded.anomalies)

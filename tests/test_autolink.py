@@ -27,8 +27,11 @@ def store(mem: Memory, text: str, **kw: object) -> Fact:
 
 def auto_links(mem: Memory, fact: Fact) -> list[tuple[str, str, str]]:
     """(target, origin, type) of the fact's automatic links, strongest first."""
-    return [(k.target_id, k.origin, k.type) for k in mem.links(fact.id, direction="out")
-            if k.origin.startswith("auto")]  # fmt: skip
+    return [
+        (k.target_id, k.origin, k.type)
+        for k in mem.links(fact.id, direction="out")
+        if k.origin.startswith("auto")
+    ]
 
 
 def test_a_similar_new_fact_is_linked_to_its_neighbour(mem: Memory) -> None:
@@ -37,7 +40,11 @@ def test_a_similar_new_fact_is_linked_to_its_neighbour(mem: Memory) -> None:
     go = store(mem, "The payments service is written in Go")
     [link] = mem.links(go.id)
     assert (link.source_id, link.target_id, link.type, link.origin) == (
-        go.id, rust.id, "RELATED_TO", "auto_similarity")  # fmt: skip
+        go.id,
+        rust.id,
+        "RELATED_TO",
+        "auto_similarity",
+    )
     cosine = float(mem.embedder.embed([go.text])[0] @ mem.embedder.embed([rust.text])[0])
     assert link.strength == pytest.approx(cosine, abs=1e-3) and link.strength >= 0.6
     assert mem.links(lunch.id) == []
@@ -52,15 +59,17 @@ def test_switches_per_call_per_item_and_in_settings(tmp_path: Path, clock: Clock
         results = mem.store_many([{"text": t} for t in texts])
         assert mem.stats()["links"] == 0
         # An item can ask for links although the settings say no.
-        third = mem.store_many([{"text": "The payments service is deployed in Rust",
-                                 "autolink": True}])[0].fact  # fmt: skip
+        third = mem.store_many(
+            [{"text": "The payments service is deployed in Rust", "autolink": True}]
+        )[0].fact
         assert third is not None and len(auto_links(mem, third)) == 2
     on = Settings(embedder="hash", autolink_threshold=0.6)
     with Memory.open(tmp_path / "on", settings=on, clock=clock) as mem:
         mem.store(texts[0])
         assert mem.store(texts[1], autolink=False).fact is not None
-        results = mem.store_many([{"text": "The payments service is deployed in Rust"}],
-                                 autolink=False)  # fmt: skip
+        results = mem.store_many(
+            [{"text": "The payments service is deployed in Rust"}], autolink=False
+        )
         assert results[0].fact is not None and mem.stats()["links"] == 0
 
 
@@ -69,8 +78,10 @@ def test_each_fact_gets_at_most_autolink_max_links_strongest_first(
 ) -> None:
     settings = Settings(embedder="hash", autolink_threshold=0.5, autolink_max=3)
     with Memory.open(tmp_path / "d", settings=settings, clock=clock) as mem:
-        mem.store_many([{"text": f"The deploy of service {i} to region eu-west went fine"}
-                        for i in range(8)], autolink=False)  # fmt: skip
+        mem.store_many(
+            [{"text": f"The deploy of service {i} to region eu-west went fine"} for i in range(8)],
+            autolink=False,
+        )
         new = store(mem, "The deploy of service 9 to region eu-west went fine")
         links = mem.links(new.id, direction="out")
         assert len(links) == 3
@@ -78,11 +89,13 @@ def test_each_fact_gets_at_most_autolink_max_links_strongest_first(
 
 
 def test_items_of_one_batch_link_to_earlier_items(mem: Memory) -> None:
-    results = mem.store_many([
-        {"text": "The payments service is written in Rust"},
-        {"text": "Lunch is at noon on Fridays"},
-        {"text": "The payments service is written in Go"},
-    ])  # fmt: skip
+    results = mem.store_many(
+        [
+            {"text": "The payments service is written in Rust"},
+            {"text": "Lunch is at noon on Fridays"},
+            {"text": "The payments service is written in Go"},
+        ]
+    )
     first, lunch, last = (r.fact for r in results)
     assert first and lunch and last
     assert auto_links(mem, last) == [(first.id, "auto_similarity", "RELATED_TO")]
@@ -90,12 +103,19 @@ def test_items_of_one_batch_link_to_earlier_items(mem: Memory) -> None:
 
 
 def test_no_automatic_link_to_the_superseded_version_or_a_forgotten_fact(mem: Memory) -> None:
-    old = store(mem, "The payments service is written in Rust", entity="payments",
-                key="language", value="Rust")  # fmt: skip
-    new = store(mem, "The payments service is written in Go", entity="payments",
-                key="language", value="Go")  # fmt: skip
+    old = store(
+        mem,
+        "The payments service is written in Rust",
+        entity="payments",
+        key="language",
+        value="Rust",
+    )
+    new = store(
+        mem, "The payments service is written in Go", entity="payments", key="language", value="Go"
+    )
     assert [(k.type, k.target_id) for k in mem.links(new.id, direction="out")] == [
-        ("SUPERSEDES", old.id)]  # fmt: skip
+        ("SUPERSEDES", old.id)
+    ]
     mem.forget(new.id)
     again = store(mem, "The payments service is deployed in Go")
     assert auto_links(mem, again) == []
@@ -114,16 +134,37 @@ def test_links_are_valid_from_the_later_fact(mem: Memory, clock: Clock) -> None:
 def test_a_failed_batch_writes_no_links(mem: Memory) -> None:
     store(mem, "The payments service is written in Rust")
     with pytest.raises(NotFound):
-        mem.store_many([{"text": "The payments service is written in Go"},
-                        {"text": "Something else", "supersedes": "no-such-id"}])  # fmt: skip
+        mem.store_many(
+            [
+                {"text": "The payments service is written in Go"},
+                {"text": "Something else", "supersedes": "no-such-id"},
+            ]
+        )
     assert mem.stats()["links"] == 0 and mem.stats()["current"] == 1
 
 
 def test_entity_links_are_off_by_default_and_bounded_when_on(
     mem: Memory, tmp_path: Path, clock: Clock
 ) -> None:
-    texts = [f"Alice note {i}: {word}" for i, word in enumerate(
-        ["tea", "chess", "rowing", "berlin", "python", "cats", "jazz", "hiking", "piano", "sushi", "dune", "tango"])]  # fmt: skip
+    texts = [
+        f"Alice note {i}: {word}"
+        for i, word in enumerate(
+            [
+                "tea",
+                "chess",
+                "rowing",
+                "berlin",
+                "python",
+                "cats",
+                "jazz",
+                "hiking",
+                "piano",
+                "sushi",
+                "dune",
+                "tango",
+            ]
+        )
+    ]
     mem.store_many([{"text": t, "entity": "Alice"} for t in texts])
     assert all(k.origin != "auto_entity" for f in mem.lookup("alice") for k in mem.links(f.id))
     on = Settings(embedder="hash", entity_links=True, entity_links_max=3, autolink=False)
@@ -137,8 +178,10 @@ def test_entity_links_are_off_by_default_and_bounded_when_on(
         for i, fact_id in enumerate(ids):
             out = em.links(fact_id, direction="out")
             assert [k.target_id for k in out] == ids[max(0, i - 3) : i][::-1]  # newest first
-            assert all(k.origin == "auto_entity" and k.strength == autolink.ENTITY_LINK_STRENGTH
-                       for k in out)  # fmt: skip
+            assert all(
+                k.origin == "auto_entity" and k.strength == autolink.ENTITY_LINK_STRENGTH
+                for k in out
+            )
             # a popular entity makes no hub: each fact is linked from at most 3 newer ones
             assert len(em.links(fact_id, direction="in")) <= 3
         assert em.links(other.id) == []

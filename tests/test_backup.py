@@ -47,8 +47,17 @@ def test_a_backup_taken_while_writes_go_on_holds_whole_batches_up_to_one_commit(
             n = 0
             while not stop.is_set() and n < 2_000:
                 entity = f"batch{n}"
-                mem.store_many([{"text": f"Batch {n} line {i} of the ledger", "entity": entity,
-                                 "key": f"line{i}", "value": str(i)} for i in range(BATCH)])  # fmt: skip
+                mem.store_many(
+                    [
+                        {
+                            "text": f"Batch {n} line {i} of the ledger",
+                            "entity": entity,
+                            "key": f"line{i}",
+                            "value": str(i),
+                        }
+                        for i in range(BATCH)
+                    ]
+                )
                 acknowledged.append(entity)
                 n += 1
 
@@ -94,7 +103,9 @@ def test_restore_gives_an_identical_export_and_the_same_search_results(
     with Memory.open(data, "team", settings=SETTINGS, clock=clock) as mem:
         mem.store("The team meets on Mondays")
     assert _run("--data-dir", str(data), "backup", str(copy)) == {
-        "namespaces": ["default", "team"], "destination": str(copy)}  # fmt: skip
+        "namespaces": ["default", "team"],
+        "destination": str(copy),
+    }
     assert not (copy / "default" / "vectors").exists()
     report = _run("--data-dir", str(restored), "restore", str(copy))
     assert report == {"default": {"facts": 23, "check": True}, "team": {"facts": 1, "check": True}}

@@ -55,10 +55,12 @@ def test_sensitive_messages_are_never_stored(
 
 
 def test_memorable_sentences_are_stored_with_category_and_fields(mem: Memory) -> None:
-    results = mem.capture([
-        user("Hi! My favourite editor is vim. Can you help me with a bug in the parser?"),
-        assistant("Sure. We decided to use PostgreSQL because of its JSONB support."),
-    ])  # fmt: skip
+    results = mem.capture(
+        [
+            user("Hi! My favourite editor is vim. Can you help me with a bug in the parser?"),
+            assistant("Sure. We decided to use PostgreSQL because of its JSONB support."),
+        ]
+    )
     assert [(r.action, r.message, r.role, r.text) for r in results] == [
         ("ADD", 0, "user", "My favourite editor is vim."),
         ("ADD", 1, "assistant", "We decided to use PostgreSQL because of its JSONB support."),
@@ -68,7 +70,11 @@ def test_memorable_sentences_are_stored_with_category_and_fields(mem: Memory) ->
     assert (editor.entity, editor.key, editor.value) == ("user", "favourite_editor", "vim")
     assert editor.source == "capture:user"
     assert (decision.category, decision.entity, decision.value, decision.why) == (
-        "decision", "decision", "PostgreSQL", "of its JSONB support")  # fmt: skip
+        "decision",
+        "decision",
+        "PostgreSQL",
+        "of its JSONB support",
+    )
     assert decision.decay_class == "permanent"
 
 
@@ -119,13 +125,15 @@ def datetime_iso(seconds: float) -> str:
 
 
 def test_questions_small_talk_and_other_roles_are_skipped_with_reasons(mem: Memory) -> None:
-    results = mem.capture([
-        {"role": "system", "content": "You are a helpful assistant. Always answer briefly."},
-        user("Do you prefer dark mode or light mode?"),
-        assistant("Here is the diff you asked for, take a look."),
-        {"role": "tool", "content": '{"status": "I always win"}'},
-        user("ok"),
-    ])  # fmt: skip
+    results = mem.capture(
+        [
+            {"role": "system", "content": "You are a helpful assistant. Always answer briefly."},
+            user("Do you prefer dark mode or light mode?"),
+            assistant("Here is the diff you asked for, take a look."),
+            {"role": "tool", "content": '{"status": "I always win"}'},
+            user("ok"),
+        ]
+    )
     assert [(r.action, r.message) for r in results] == [("SKIP", n) for n in range(5)]
     assert [r.reason for r in results] == [
         "system messages are not captured",
@@ -150,10 +158,12 @@ def test_messages_longer_than_capture_max_chars_are_skipped(tmp_path: Path, cloc
 def test_recalled_context_and_code_are_not_captured_again(mem: Memory) -> None:
     mem.store("User prefers dark mode", category="preference")
     block = mem.recall("dark mode").context
-    results = mem.capture([
-        user(f"{block}\nI live in Porto."),
-        assistant("```python\n# always use tabs\nprint('I love pasta')\n```\nDone, it runs."),
-    ])  # fmt: skip
+    results = mem.capture(
+        [
+            user(f"{block}\nI live in Porto."),
+            assistant("```python\n# always use tabs\nprint('I love pasta')\n```\nDone, it runs."),
+        ]
+    )
     assert [(r.action, r.text) for r in results] == [
         ("ADD", "I live in Porto."),
         ("SKIP", None),
@@ -162,10 +172,16 @@ def test_recalled_context_and_code_are_not_captured_again(mem: Memory) -> None:
 
 
 def test_content_given_as_parts_is_read(mem: Memory) -> None:
-    [result] = mem.capture([user([
-        {"type": "text", "text": "I live in Oslo."},
-        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
-    ])])  # fmt: skip
+    [result] = mem.capture(
+        [
+            user(
+                [
+                    {"type": "text", "text": "I live in Oslo."},
+                    {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                ]
+            )
+        ]
+    )
     assert result.action == "ADD" and result.fact is not None
     assert result.fact.value == "Oslo"
 
@@ -210,21 +226,35 @@ def test_with_the_llm_classifier_a_whole_capture_is_one_chat_request(
 ) -> None:
     settings = Settings(embedder="hash", classifier="llm", llm_base_url=stub.base_url)
     with Memory.open(tmp_path, settings=settings) as mem:
-        mem.store_many([{"text": "I live in Berlin", "classify": False},
-                        {"text": "I like green tea", "classify": False}])  # fmt: skip
+        mem.store_many(
+            [
+                {"text": "I live in Berlin", "classify": False},
+                {"text": "I like green tea", "classify": False},
+            ]
+        )
 
         def reply(body: dict[str, Any]) -> str:
             asked = json.loads(body["messages"][1]["content"])
             berlin = next(e["id"] for e in asked["existing_facts"] if "Berlin" in e["text"])
-            return json.dumps({"decisions": [
-                {"fact": f["fact"], "action": "UPDATE" if "Paris" in f["text"] else "ADD",
-                 "target": berlin if "Paris" in f["text"] else None}
-                for f in asked["new_facts"]]})  # fmt: skip
+            return json.dumps(
+                {
+                    "decisions": [
+                        {
+                            "fact": f["fact"],
+                            "action": "UPDATE" if "Paris" in f["text"] else "ADD",
+                            "target": berlin if "Paris" in f["text"] else None,
+                        }
+                        for f in asked["new_facts"]
+                    ]
+                }
+            )
 
         stub.reply_next(reply)
-        results = mem.capture([
-            user("I live in Paris now. I like black tea as well."),
-            assistant("Noted: you love hiking in the Alps."),
-        ])  # fmt: skip
+        results = mem.capture(
+            [
+                user("I live in Paris now. I like black tea as well."),
+                assistant("Noted: you love hiking in the Alps."),
+            ]
+        )
     assert len(stub.chat_requests) == 1
     assert [r.action for r in results] == ["UPDATE", "ADD", "ADD"]

@@ -59,9 +59,14 @@ def answer(decide: Callable[[str], tuple[str, str | None]]) -> Callable[[dict[st
         decisions = []
         for new in asked["new_facts"]:
             action, target = decide(new["text"])
-            decisions.append({"fact": new["fact"], "action": action,
-                              "target": None if target is None else refs[target],
-                              "reason": f"scripted {action.lower()}"})  # fmt: skip
+            decisions.append(
+                {
+                    "fact": new["fact"],
+                    "action": action,
+                    "target": None if target is None else refs[target],
+                    "reason": f"scripted {action.lower()}",
+                }
+            )
         return json.dumps({"decisions": decisions})
 
     return reply
@@ -83,8 +88,9 @@ def test_a_batch_of_twenty_facts_is_classified_by_exactly_one_chat_request(
     body = stub.chat_requests[0].body
     assert body["model"] == "gpt-4o-mini" and body["response_format"] == {"type": "json_object"}
     asked = question(body)
-    assert [f["text"] for f in asked["new_facts"]] == [f"Project {n} uses Postgres 16"
-                                                        for n in range(20)]  # fmt: skip
+    assert [f["text"] for f in asked["new_facts"]] == [
+        f"Project {n} uses Postgres 16" for n in range(20)
+    ]
     assert all(f["similar"] for f in asked["new_facts"])
     assert [r.action for r in results] == ["ADD"] * 20
     assert all(r.reason == "llm: scripted add" for r in results)
@@ -115,7 +121,9 @@ def test_update_supersedes_the_target_and_the_old_fact_stays_readable_as_of_befo
     assert old is not None and old.superseded_by == result.fact.id
     assert [f.text for f in mem.lookup("Ana", as_of="2021-01-01")] == ["Ana lives in Berlin"]
     assert [f.text for f in mem.history(result.fact.id)] == [
-        "Ana lives in Berlin", "Ana has moved to Paris"]  # fmt: skip
+        "Ana lives in Berlin",
+        "Ana has moved to Paris",
+    ]
 
 
 def test_delete_retracts_the_target_and_stores_nothing_new(
@@ -152,8 +160,12 @@ def test_facts_without_similar_facts_are_added_without_asking(
 
 def test_repeats_of_stored_facts_are_noops_without_asking(mem: Memory, stub: OpenAIStub) -> None:
     [tea] = seed(mem, "Ben drinks green tea every morning")
-    results = mem.store_many([{"text": "Ben drinks green tea every morning"},
-                              {"text": "  ben drinks GREEN tea every morning "}])  # fmt: skip
+    results = mem.store_many(
+        [
+            {"text": "Ben drinks green tea every morning"},
+            {"text": "  ben drinks GREEN tea every morning "},
+        ]
+    )
     assert [(r.action, r.target_ids) for r in results] == [("NOOP", (tea,)), ("NOOP", (tea,))]
     assert stub.chat_requests == []
 
@@ -163,14 +175,17 @@ def test_explicit_supersedes_and_unclassified_facts_are_not_sent(
 ) -> None:
     [old] = seed(mem, "Carol uses vim")
     stub.default_reply = answer(lambda text: ("ADD", None))
-    mem.store_many([
-        {"text": "Carol uses helix", "supersedes": old},
-        {"text": "Carol uses emacs on weekends", "classify": False},
-        {"text": "Carol uses a split keyboard"},
-    ])  # fmt: skip
+    mem.store_many(
+        [
+            {"text": "Carol uses helix", "supersedes": old},
+            {"text": "Carol uses emacs on weekends", "classify": False},
+            {"text": "Carol uses a split keyboard"},
+        ]
+    )
     [request] = stub.chat_requests
     assert [f["text"] for f in question(request.body)["new_facts"]] == [
-        "Carol uses a split keyboard"]  # fmt: skip
+        "Carol uses a split keyboard"
+    ]
 
 
 def test_a_rate_limit_then_success_is_retried_and_the_answer_applied(
@@ -206,8 +221,9 @@ def test_a_failing_or_malformed_answer_still_stores_every_fact_as_add(
     texts = ["Eve likes jazz and blues", "Eve plays the piano daily", "Eve likes chess"]
     results = mem.store_many([{"text": t} for t in texts])
     assert [r.action for r in results] == ["ADD", "ADD", "ADD"]
-    assert all(r.reason.startswith("classifier fell back to ADD") and why in r.reason
-               for r in results)  # fmt: skip
+    assert all(
+        r.reason.startswith("classifier fell back to ADD") and why in r.reason for r in results
+    )
     assert {f.text for _, f in mem.facts().items} >= set(texts)
     assert mem.search("Eve chess", limit=1)[0].fact.text == "Eve likes chess"
 
@@ -229,15 +245,24 @@ def test_an_answer_naming_an_unknown_fact_adds_that_fact_and_applies_the_rest(
 
     def reply(body: dict[str, Any]) -> str:
         ref = question(body)["existing_facts"][0]["id"]
-        return json.dumps({"decisions": [
-            {"fact": 0, "action": "UPDATE", "target": "E99", "reason": "made up"},
-            {"fact": 1, "action": "NOOP", "target": ref, "reason": "same"},
-            {"fact": 2, "action": "UPDATE", "target": jazz, "reason": "a raw id"},
-        ]})  # fmt: skip
+        return json.dumps(
+            {
+                "decisions": [
+                    {"fact": 0, "action": "UPDATE", "target": "E99", "reason": "made up"},
+                    {"fact": 1, "action": "NOOP", "target": ref, "reason": "same"},
+                    {"fact": 2, "action": "UPDATE", "target": jazz, "reason": "a raw id"},
+                ]
+            }
+        )
 
     stub.reply_next(reply)
-    results = mem.store_many([{"text": "Gus likes jazz a lot"}, {"text": "Gus really likes jazz"},
-                              {"text": "Gus likes free jazz"}])  # fmt: skip
+    results = mem.store_many(
+        [
+            {"text": "Gus likes jazz a lot"},
+            {"text": "Gus really likes jazz"},
+            {"text": "Gus likes free jazz"},
+        ]
+    )
     assert [r.action for r in results] == ["ADD", "NOOP", "ADD"]
     assert "'E99', which is not a listed fact" in results[0].reason
     assert results[1].target_ids == (jazz,)
@@ -249,14 +274,25 @@ def test_an_answer_missing_facts_or_with_unknown_actions_adds_those_facts(
     mem: Memory, stub: OpenAIStub
 ) -> None:
     [jazz] = seed(mem, "Hal likes jazz")
-    stub.reply_next(json.dumps({"decisions": [
-        {"fact": 1, "action": "MERGE", "target": "E1"},
-        {"fact": 2, "action": "noop", "target": "E1", "reason": "same thing"},
-        {"fact": 2, "action": "ADD", "reason": "a second answer for fact 2 is ignored"},
-        {"fact": 7, "action": "ADD"},
-    ]}))  # fmt: skip
-    results = mem.store_many([{"text": "Hal likes jazz records"}, {"text": "Hal likes jazz clubs"},
-                              {"text": "Hal is into jazz"}])  # fmt: skip
+    stub.reply_next(
+        json.dumps(
+            {
+                "decisions": [
+                    {"fact": 1, "action": "MERGE", "target": "E1"},
+                    {"fact": 2, "action": "noop", "target": "E1", "reason": "same thing"},
+                    {"fact": 2, "action": "ADD", "reason": "a second answer for fact 2 is ignored"},
+                    {"fact": 7, "action": "ADD"},
+                ]
+            }
+        )
+    )
+    results = mem.store_many(
+        [
+            {"text": "Hal likes jazz records"},
+            {"text": "Hal likes jazz clubs"},
+            {"text": "Hal is into jazz"},
+        ]
+    )
     assert [r.action for r in results] == ["ADD", "ADD", "NOOP"]
     assert "no decision for this fact" in results[0].reason
     assert "unknown action 'MERGE'" in results[1].reason

@@ -122,10 +122,26 @@ def test_search_json_prints_facts_with_scores_best_first(gm: Gm) -> None:
 
 def test_a_move_from_berlin_to_paris_is_answered_at_each_point_in_time(gm: Gm) -> None:
     about = ("--entity", "alice", "--key", "city")
-    berlin = gm("store", "Alice lives in Berlin", *about, "--value", "Berlin",
-                "--valid-from", "2020-01-01", "--json")  # fmt: skip
-    paris = gm("store", "Alice lives in Paris", *about, "--value", "Paris",
-               "--valid-from", "2022-01-01", "--json")  # fmt: skip
+    berlin = gm(
+        "store",
+        "Alice lives in Berlin",
+        *about,
+        "--value",
+        "Berlin",
+        "--valid-from",
+        "2020-01-01",
+        "--json",
+    )
+    paris = gm(
+        "store",
+        "Alice lives in Paris",
+        *about,
+        "--value",
+        "Paris",
+        "--valid-from",
+        "2022-01-01",
+        "--json",
+    )
     assert berlin["action"] == "ADD"
     assert paris["action"] == "UPDATE"
     assert paris["target_ids"] == [berlin["fact"]["id"]]
@@ -151,8 +167,19 @@ def test_a_move_from_berlin_to_paris_is_answered_at_each_point_in_time(gm: Gm) -
 
 
 def test_a_fact_is_not_visible_before_it_became_true(gm: Gm, gm_main: Gm) -> None:
-    paris = gm("store", "Alice lives in Paris", "--entity", "alice", "--key", "city",
-               "--value", "Paris", "--valid-from", "2022-01-01", "--json")  # fmt: skip
+    paris = gm(
+        "store",
+        "Alice lives in Paris",
+        "--entity",
+        "alice",
+        "--key",
+        "city",
+        "--value",
+        "Paris",
+        "--valid-from",
+        "2022-01-01",
+        "--json",
+    )
     done = gm_main("get", paris["fact"]["id"], "--as-of", "2021-01-01")
     assert done.code == 1
     assert done.stderr.startswith("error [NOT_FOUND]:")
@@ -213,11 +240,16 @@ def test_capture_reads_messages_from_a_file_and_recall_prints_the_block(
     gm: Gm, tmp_path: Path
 ) -> None:
     turn = tmp_path / "turn.json"
-    turn.write_text(json.dumps([
-        {"role": "user", "content": "I live in Lisbon. My password is hunter2."},
-        {"role": "user", "content": "I always use black for formatting. Thanks!"},
-        {"role": "assistant", "content": "Glad to help."},
-    ]), encoding="utf-8")  # fmt: skip
+    turn.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "I live in Lisbon. My password is hunter2."},
+                {"role": "user", "content": "I always use black for formatting. Thanks!"},
+                {"role": "assistant", "content": "Glad to help."},
+            ]
+        ),
+        encoding="utf-8",
+    )
     results = gm("capture", str(turn), "--json")
     assert [(r["action"], r["message"]) for r in results] == [("SKIP", 0), ("ADD", 1), ("SKIP", 2)]
     assert "sensitive content (a password)" in results[0]["reason"]
@@ -231,8 +263,9 @@ def test_capture_reads_messages_from_a_file_and_recall_prints_the_block(
 
 def test_capture_reads_standard_input_and_prints_what_it_did(data: Path) -> None:
     messages = json.dumps([{"role": "user", "content": "My favourite editor is helix."}])
-    result = CliRunner().invoke(cli, ["--data-dir", str(data), "capture"], input=messages,
-                                env=HASH_ENV)  # fmt: skip
+    result = CliRunner().invoke(
+        cli, ["--data-dir", str(data), "capture"], input=messages, env=HASH_ENV
+    )
     assert result.exit_code == 0, result.output
     assert result.output.startswith("ADD    #0 user: ")
     assert "user.favourite_editor=helix" in result.output
@@ -322,10 +355,30 @@ def test_an_invalid_namespace_is_refused_without_creating_anything(
 def test_export_then_import_into_a_fresh_store_gives_an_identical_export(
     gm: Gm, tmp_path: Path
 ) -> None:
-    gm("store", "Alice lives in Berlin", "--entity", "alice", "--key", "city",
-       "--value", "Berlin", "--valid-from", "2020-01-01")  # fmt: skip
-    gm("store", "Alice lives in Paris", "--entity", "alice", "--key", "city",
-       "--value", "Paris", "--valid-from", "2022-01-01")  # fmt: skip
+    gm(
+        "store",
+        "Alice lives in Berlin",
+        "--entity",
+        "alice",
+        "--key",
+        "city",
+        "--value",
+        "Berlin",
+        "--valid-from",
+        "2020-01-01",
+    )
+    gm(
+        "store",
+        "Alice lives in Paris",
+        "--entity",
+        "alice",
+        "--key",
+        "city",
+        "--value",
+        "Paris",
+        "--valid-from",
+        "2022-01-01",
+    )
     gm("store", "Bob likes tea — und Kuchen", "--tags", "food", "--importance", "0.9")
     gone = gm("store", "A passing thought", "--json")["fact"]["id"]
     gm("forget", gone)
@@ -456,21 +509,27 @@ def test_store_makes_automatic_links_unless_told_not_to(gm: Gm) -> None:
     first = gm("store", "The payments service is written in Rust", "--json")["fact"]["id"]
     close = gm("store", "The payments service is written in Rust, mostly", "--json")["fact"]
     assert [k["target_id"] for k in gm("links", close["id"], "--json")] == [first]
-    other = gm("store", "The payments service is written in Rust, mainly", "--no-autolink",
-               "--json")["fact"]  # fmt: skip
+    other = gm(
+        "store", "The payments service is written in Rust, mainly", "--no-autolink", "--json"
+    )["fact"]
     assert gm("links", other["id"], "--json") == []
 
 
 def test_graph_commands_link_walk_and_unlink(gm: Gm, gm_main: Gm) -> None:
-    ids = {n: gm("store", f"Service {n} runs in the cluster ({n})", "--json")["fact"]["id"]
-           for n in ("app", "api", "db")}  # fmt: skip
+    ids = {
+        n: gm("store", f"Service {n} runs in the cluster ({n})", "--json")["fact"]["id"]
+        for n in ("app", "api", "db")
+    }
     first = gm("link", ids["app"], ids["api"], "DEPENDS_ON", "--strength", "0.9", "--json")
     assert (first["type"], first["source_id"], first["strength"]) == ("DEPENDS_ON", ids["app"], 0.9)
     gm("link", ids["api"], ids["db"], "depends_on", "--json")
     assert [k["id"] for k in gm("links", ids["app"], "--json")] == [first["id"]]
     sub = gm("traverse", ids["app"], "--depth", "2", "--direction", "out", "--json")
     assert [(n["fact"]["id"], n["depth"]) for n in sub["nodes"]] == [
-        (ids["app"], 0), (ids["api"], 1), (ids["db"], 2)]  # fmt: skip
+        (ids["app"], 0),
+        (ids["api"], 1),
+        (ids["db"], 2),
+    ]
     assert len(sub["edges"]) == 2 and sub["truncated"] is False
     route = gm("path", ids["db"], ids["app"], "--json")
     assert [f["id"] for f in route["facts"]] == [ids["db"], ids["api"], ids["app"]]

@@ -15,10 +15,18 @@ DAY = 24 * HOUR
 
 @pytest.mark.parametrize(
     ("decay_class", "ttl"),
-    [("permanent", None), ("durable", 90 * DAY), ("normal", 14 * DAY), ("short", 2 * DAY),
-     ("ephemeral", 4 * HOUR), ("stable", 90 * DAY), ("active", 14 * DAY),
-     ("session", 24 * HOUR), ("checkpoint", 4 * HOUR)],
-)  # fmt: skip
+    [
+        ("permanent", None),
+        ("durable", 90 * DAY),
+        ("normal", 14 * DAY),
+        ("short", 2 * DAY),
+        ("ephemeral", 4 * HOUR),
+        ("stable", 90 * DAY),
+        ("active", 14 * DAY),
+        ("session", 24 * HOUR),
+        ("checkpoint", 4 * HOUR),
+    ],
+)
 def test_every_class_expires_after_its_ttl(
     mem: Memory, clock: Clock, decay_class: str, ttl: int | None
 ) -> None:

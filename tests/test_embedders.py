@@ -281,7 +281,10 @@ def test_every_embedding_call_is_metered_with_its_retries_and_reported_tokens(
     assert usage.inputs == 3
     assert usage.prompt_tokens == 6  # the stub reports words as tokens
     assert (usage.kind, usage.provider, usage.model) == (
-        "embedding", "openai", "text-embedding-3-small")  # fmt: skip
+        "embedding",
+        "openai",
+        "text-embedding-3-small",
+    )
 
 
 @pytest.mark.integration

@@ -59,8 +59,11 @@ class Explorer:
 
         def done(driver: Any) -> bool:
             graph = driver.find_element("id", "graph")
-            return (graph.get_attribute("data-state"), graph.get_attribute("data-nodes"),
-                    graph.get_attribute("data-edges")) == ("ready", str(nodes), str(edges))  # fmt: skip
+            return (
+                graph.get_attribute("data-state"),
+                graph.get_attribute("data-nodes"),
+                graph.get_attribute("data-edges"),
+            ) == ("ready", str(nodes), str(edges))
 
         self.wait(done, f"the graph never showed {nodes} facts and {edges} links")
 
@@ -107,19 +110,39 @@ def seed(memory: Memory, clock: Clock) -> dict[str, str]:
         return fact.id
 
     ids = {
-        "trains": store("Ana prefers trains to planes", entity="ana", category="preference",
-                        valid_from="2019-01-01", classify=False),
-        "berlin": store("Ana lives in Berlin", entity="ana", key="city", value="Berlin",
-                        valid_from="2020-01-01", tags=["profile"]),
-    }  # fmt: skip
+        "trains": store(
+            "Ana prefers trains to planes",
+            entity="ana",
+            category="preference",
+            valid_from="2019-01-01",
+            classify=False,
+        ),
+        "berlin": store(
+            "Ana lives in Berlin",
+            entity="ana",
+            key="city",
+            value="Berlin",
+            valid_from="2020-01-01",
+            tags=["profile"],
+        ),
+    }
     clock.advance(60)
-    ids["paris"] = store("Ana lives in Paris", entity="ana", key="city", value="Paris",
-                         valid_from="2023-06-01", tags=["profile"], why="she moved")  # fmt: skip
+    ids["paris"] = store(
+        "Ana lives in Paris",
+        entity="ana",
+        key="city",
+        value="Paris",
+        valid_from="2023-06-01",
+        tags=["profile"],
+        why="she moved",
+    )
     ids["lead"] = store("Ana leads the checkout project", entity="ana", classify=False)
-    ids["move"] = store("The checkout team moves to Lisbon in 2027", category="decision",
-                        classify=False)  # fmt: skip
-    ids["office"] = store("Lisbon office", entity="lisbon office", category="entity",
-                          classify=False)  # fmt: skip
+    ids["move"] = store(
+        "The checkout team moves to Lisbon in 2027", category="decision", classify=False
+    )
+    ids["office"] = store(
+        "Lisbon office", entity="lisbon office", category="entity", classify=False
+    )
     ids["standup"] = store("The daily standup is at 9:30", category="decision", classify=False)
     ids["fridays"] = store("The team works remotely on Fridays", classify=False)
     memory.link(ids["trains"], ids["berlin"], "RELATED_TO", valid_from="2020-01-01")
@@ -143,9 +166,17 @@ def start_browser(paths: tuple[str, str]) -> Any:
 
     options = webdriver.ChromeOptions()
     options.binary_location = paths[0]
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1400,900", "--force-device-scale-factor=1", "--lang=en-GB",
-                     "--no-first-run", "--disable-extensions"):  # fmt: skip
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,900",
+        "--force-device-scale-factor=1",
+        "--lang=en-GB",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(options=options, service=Service(paths[1]))
@@ -203,19 +234,27 @@ def test_search_finds_a_seeded_fact_and_draws_its_neighbourhood(page: Explorer) 
     drawn = page.graph()
     ids = page.ids
     assert set(drawn["nodes"]) == {ids["paris"], ids["berlin"], ids["trains"], ids["lead"]}
-    assert sorted(drawn["edges"]) == sorted([
-        [ids["paris"], "SUPERSEDES", ids["berlin"]],
-        [ids["paris"], "RELATED_TO", ids["trains"]],
-        [ids["trains"], "RELATED_TO", ids["berlin"]],
-        [ids["lead"], "RELATED_TO", ids["paris"]],
-    ])  # fmt: skip
+    assert sorted(drawn["edges"]) == sorted(
+        [
+            [ids["paris"], "SUPERSEDES", ids["berlin"]],
+            [ids["paris"], "RELATED_TO", ids["trains"]],
+            [ids["trains"], "RELATED_TO", ids["berlin"]],
+            [ids["lead"], "RELATED_TO", ids["paris"]],
+        ]
+    )
     assert "root" in drawn["nodes"][paris]["classes"]
     assert "superseded" in drawn["nodes"][ids["berlin"]]["classes"]  # drawn faded and dashed
     assert drawn["nodes"][ids["trains"]]["category"] == "preference"
     assert page.text("details-text") == "Ana lives in Paris"
     details = page.text("details-fields")
-    for shown in ("Value\nParis", "Valid from\n2023-06-01", "Tags\nprofile", "Why\nshe moved",
-                  "Decay class\npermanent", "Confidence\n1"):  # fmt: skip
+    for shown in (
+        "Value\nParis",
+        "Valid from\n2023-06-01",
+        "Tags\nprofile",
+        "Why\nshe moved",
+        "Decay class\npermanent",
+        "Confidence\n1",
+    ):
         assert shown in details
     versions = page.driver.find_elements("css selector", "#timeline li.version")
     assert [v.text.splitlines()[1] for v in versions] == [

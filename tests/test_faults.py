@@ -27,8 +27,11 @@ STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } erro
 
 
 def _mount(target: Path, options: str) -> bool:
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
-                          capture_output=True, check=False)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+        capture_output=True,
+        check=False,
+    )
     return done.returncode == 0
 
 
@@ -66,8 +69,10 @@ def test_a_full_disk_fails_writes_clearly_and_loses_no_acknowledged_one(
     failure: StorageError | None = None
     with Memory.open(small_disk, settings=SETTINGS, clock=clock) as mem:
         for batch in range(300):
-            texts = [f"Batch {batch} note {n}: " + " ".join(f"w{batch}x{n}x{k}" for k in range(300))
-                     for n in range(5)]  # fmt: skip
+            texts = [
+                f"Batch {batch} note {n}: " + " ".join(f"w{batch}x{n}x{k}" for k in range(300))
+                for n in range(5)
+            ]
             try:
                 mem.store_many([{"text": t, "classify": False} for t in texts])
             except StorageError as exc:
@@ -173,8 +178,12 @@ def _read_only(path: Path) -> _ReadOnly:
 def _indexed(tmp_path: Path, clock: Clock) -> list[tuple[str, float]]:
     """A namespace of a few facts; returns a vector search's (id, score) list."""
     with Memory.open(tmp_path, settings=SETTINGS, clock=clock) as mem:
-        mem.store_many([{"text": f"Ticket {n}: the {w} queue is slow after deploys"}
-                        for n, w in enumerate(["mail", "billing", "search", "auth", "upload"])])  # fmt: skip
+        mem.store_many(
+            [
+                {"text": f"Ticket {n}: the {w} queue is slow after deploys"}
+                for n, w in enumerate(["mail", "billing", "search", "auth", "upload"])
+            ]
+        )
         return _vector_hits(mem)
 
 
@@ -334,4 +343,6 @@ def test_an_mcp_tool_call_whose_reads_outrun_the_time_limit_is_a_timeout_tool_er
 
         is_error, content = anyio.run(run)
     assert is_error and content["error"] == {  # type: ignore[comparison-overlap]
-        "code": "TIMEOUT", "message": "the query ran past its time limit and was stopped"}  # fmt: skip
+        "code": "TIMEOUT",
+        "message": "the query ran past its time limit and was stopped",
+    }

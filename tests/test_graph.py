@@ -45,8 +45,12 @@ def reached(sub: graph.Subgraph, ids: dict[str, str]) -> dict[str, int]:
 
 def test_each_link_type_points_from_source_to_target(mem: Memory) -> None:
     f = facts(mem, "api", "db", "outage", "cause", "wheel", "car", "a", "b")
-    pairs = {"DEPENDS_ON": ("api", "db"), "CAUSED_BY": ("outage", "cause"),
-             "PART_OF": ("wheel", "car"), "RELATED_TO": ("a", "b")}  # fmt: skip
+    pairs = {
+        "DEPENDS_ON": ("api", "db"),
+        "CAUSED_BY": ("outage", "cause"),
+        "PART_OF": ("wheel", "car"),
+        "RELATED_TO": ("a", "b"),
+    }
     for kind, (source, target) in pairs.items():
         link = mem.link(f[source], f[target], kind.lower(), 0.8)
         assert (link.type, link.source_id, link.target_id) == (kind, f[source], f[target])
@@ -202,8 +206,14 @@ def test_min_strength_skips_weak_links(mem: Memory, chain: dict[str, str]) -> No
 
 def test_cycles_and_diamonds_give_each_fact_once_at_its_shortest_depth(mem: Memory) -> None:
     f = facts(mem, "top", "left", "right", "bottom", "deep")
-    for s, t in (("top", "left"), ("top", "right"), ("left", "bottom"), ("right", "bottom"),
-                 ("bottom", "deep"), ("deep", "top")):  # fmt: skip
+    for s, t in (
+        ("top", "left"),
+        ("top", "right"),
+        ("left", "bottom"),
+        ("right", "bottom"),
+        ("bottom", "deep"),
+        ("deep", "top"),
+    ):
         mem.link(f[s], f[t], "DEPENDS_ON")
     sub = mem.traverse(f["top"], depth=5, direction="OUT")
     assert reached(sub, f) == {"top": 0, "left": 1, "right": 1, "bottom": 2, "deep": 3}
@@ -219,7 +229,9 @@ def test_max_nodes_truncates(mem: Memory, chain: dict[str, str]) -> None:
     assert reached(sub, chain) == {"a": 0, "b": 1, "x": 1}  # breadth first
     # within a level the strongest links are followed first
     assert reached(mem.traverse(chain["a"], direction="OUT", max_nodes=2), chain) == {
-        "a": 0, "b": 1}  # fmt: skip
+        "a": 0,
+        "b": 1,
+    }
 
 
 def test_a_hub_is_bounded_by_fan_out(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -237,15 +249,25 @@ def test_a_hub_is_bounded_by_fan_out(mem: Memory, monkeypatch: pytest.MonkeyPatc
 def test_time_scope_applies_to_facts_and_links(mem: Memory, chain: dict[str, str]) -> None:
     mem.forget(chain["c"])
     assert reached(mem.traverse(chain["a"], depth=6, direction="OUT"), chain) == {
-        "a": 0, "b": 1, "x": 1}  # fmt: skip
+        "a": 0,
+        "b": 1,
+        "x": 1,
+    }
     sub = mem.traverse([chain["c"], chain["a"]], depth=0)
     assert reached(sub, chain) == {"a": 0}  # a forgotten start fact is left out
 
 
 def test_traversal_arguments_are_checked(mem: Memory, chain: dict[str, str]) -> None:
-    for kwargs in ({"depth": 7}, {"depth": -1}, {"max_nodes": 0}, {"max_nodes": 10_001},
-                   {"direction": "UP"}, {"types": ["FRIEND"]}, {"types": []},
-                   {"min_strength": 2}):  # fmt: skip
+    for kwargs in (
+        {"depth": 7},
+        {"depth": -1},
+        {"max_nodes": 0},
+        {"max_nodes": 10_001},
+        {"direction": "UP"},
+        {"types": ["FRIEND"]},
+        {"types": []},
+        {"min_strength": 2},
+    ):
         with pytest.raises(InvalidInput):
             mem.traverse(chain["a"], **kwargs)  # type: ignore[arg-type]
     with pytest.raises(NotFound):
@@ -263,7 +285,8 @@ def test_path_finds_a_shortest_route(mem: Memory, chain: dict[str, str]) -> None
     assert [f.id for f in route.facts] == [chain[n] for n in "bcde"]
     assert [f.id for f in route] == [chain[n] for n in "bcde"] and len(route) == 4  # a list
     assert [(k.source_id, k.target_id) for k in route.links] == [
-        (chain[s], chain[t]) for s, t in ("bc", "cd", "de")]  # fmt: skip
+        (chain[s], chain[t]) for s, t in ("bc", "cd", "de")
+    ]
     both = mem.path(chain["b"], chain["e"])  # BOTH: b <- a <- e is shorter
     assert both is not None and [f.id for f in both.facts] == [chain[n] for n in "bae"]
     assert mem.path(chain["x"], chain["b"], direction="OUT") is None
@@ -374,8 +397,10 @@ def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory
     assert [(h.fact.id, h.depth, h.via) for h in two][2] == (far.id, 2, near.id)
     assert two[2].score < two[1].score < two[0].score
     # filters and the time scope apply to neighbours too
-    assert [h.fact.id for h in mem.search("payments service rust", mode="fts", graph_depth=2,
-                                          category="decision")] == []  # fmt: skip
+    assert [
+        h.fact.id
+        for h in mem.search("payments service rust", mode="fts", graph_depth=2, category="decision")
+    ] == []
     mem.forget(near.id)
     assert [h.fact.id for h in mem.search("payments rust", mode="fts", graph_depth=2)] == [hit.id]
 
@@ -383,8 +408,12 @@ def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory
 def test_graph_expansion_never_demotes_a_stronger_direct_hit(mem: Memory) -> None:
     texts = [f"Deploy note {i}: the canary for region {i} is healthy" for i in range(8)]
     ids = [r.fact.id for r in mem.store_many([{"text": t} for t in texts], autolink=False)]
-    extra = [r.fact.id for r in mem.store_many(
-        [{"text": f"Unrelated remark number {i} about lunch"} for i in range(8)], autolink=False)]  # fmt: skip
+    extra = [
+        r.fact.id
+        for r in mem.store_many(
+            [{"text": f"Unrelated remark number {i} about lunch"} for i in range(8)], autolink=False
+        )
+    ]
     for source, target in zip(ids, extra, strict=True):
         mem.link(source, target, "RELATED_TO", 1.0)
     plain = mem.search("deploy canary region healthy", limit=5)
@@ -405,8 +434,9 @@ def test_linked_candidates_lend_each_other_evidence(mem: Memory) -> None:
     before = {h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts")}
     assert before[linked.id] == pytest.approx(before[alone.id], abs=1e-9)
     mem.link(linked.id, strong.id, "PART_OF", 1.0)
-    after = {h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts",
-                                                    graph_depth=1)}  # fmt: skip
+    after = {
+        h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts", graph_depth=1)
+    }
     assert after[linked.id] > after[alone.id] and after[linked.id] > before[linked.id]
     assert after[strong.id] >= before[strong.id]
 
@@ -417,9 +447,14 @@ def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memor
         mem.link(f["hit"], f[n], "RELATED_TO")
     near = {f["a"]: 0.9, f["b"]: 0.1, f["c"]: 0.2}
     found = expansion.neighbours(
-        mem._db.reader(), [(f["hit"], 1.0)], 1, mem._scope(None, None), set, {},
+        mem._db.reader(),
+        [(f["hit"], 1.0)],
+        1,
+        mem._scope(None, None),
+        set,
+        {},
         lambda ids: {i: near[i] for i in ids},
-    )  # fmt: skip
+    )
     score = {i: v for i, (v, _, _) in found.items()}
     assert score[f["a"]] > score[f["c"]] > score[f["b"]]
     assert score[f["b"]] == pytest.approx(expansion.HOP_FACTOR)
@@ -437,9 +472,7 @@ def test_a_fact_takes_the_best_score_a_link_offers_even_a_direct_hit(mem: Memory
     mem.link(f["weak"], f["strong"], "RELATED_TO")
     mem.link(f["leaf"], f["weak"], "RELATED_TO")
     hits = [(f["strong"], 1.0), (f["other"], 0.6), (f["weak"], 0.3)]
-    found = expansion.neighbours(
-        mem._db.reader(), hits, 2, mem._scope(None, None), set, dict(hits)
-    )  # fmt: skip
+    found = expansion.neighbours(mem._db.reader(), hits, 2, mem._scope(None, None), set, dict(hits))
     assert set(found) == {f["weak"], f["leaf"]}
     weak, depth, via = found[f["weak"]]
     assert (depth, via) == (1, f["strong"]) and 0.6 < weak < 1.0

@@ -50,8 +50,9 @@ def store(api: Api, clock: Clock | None = None, **fields: Any) -> dict[str, Any]
 def link(
     api: Api, source: str, target: str, type: str = "DEPENDS_ON", **extra: Any
 ) -> dict[str, Any]:
-    payload = api.data(LINK, {"input": {"sourceId": source, "targetId": target, "type": type,
-                                         **extra}})["linkFacts"]  # fmt: skip
+    payload = api.data(
+        LINK, {"input": {"sourceId": source, "targetId": target, "type": type, **extra}}
+    )["linkFacts"]
     assert payload["error"] is None, payload
     return payload["link"]
 
@@ -67,11 +68,25 @@ def test_store_fact_returns_the_contract_shape(api: Api) -> None:
 def test_moving_city_is_answered_for_now_the_past_and_what_memory_knew(
     api: Api, clock: Clock
 ) -> None:
-    berlin = store(api, clock, text="Ana lives in Berlin", entity="Ana", key="city", value="Berlin",
-                   validFrom="2020-01-01")  # fmt: skip
+    berlin = store(
+        api,
+        clock,
+        text="Ana lives in Berlin",
+        entity="Ana",
+        key="city",
+        value="Berlin",
+        validFrom="2020-01-01",
+    )
     stored_berlin_at = clock.now
-    paris = store(api, clock, text="Ana lives in Paris", entity="Ana", key="city", value="Paris",
-                  validFrom="2023-06-01")  # fmt: skip
+    paris = store(
+        api,
+        clock,
+        text="Ana lives in Paris",
+        entity="Ana",
+        key="city",
+        value="Paris",
+        validFrom="2023-06-01",
+    )
     assert paris["action"] == "UPDATE"
     assert paris["targetIds"] == [berlin["fact"]["id"]]
 
@@ -86,8 +101,10 @@ def test_moving_city_is_answered_for_now_the_past_and_what_memory_knew(
     assert [h["fact"]["text"] for h in api.data(query, before_move_was_known)["search"]] == [
         "Ana lives in Berlin"
     ]
-    history = api.data('query($id: ID!) { history(id: $id) { id text validFrom validUntil } }',
-                       {"id": paris["fact"]["id"]})["history"]  # fmt: skip
+    history = api.data(
+        "query($id: ID!) { history(id: $id) { id text validFrom validUntil } }",
+        {"id": paris["fact"]["id"]},
+    )["history"]
     assert [h["text"] for h in history] == ["Ana lives in Berlin", "Ana lives in Paris"]
     assert history[0]["validUntil"] == "2023-06-01T00:00:00Z"
     lookup = api.data('{ lookup(entity: "ana", key: "city") { text } }')["lookup"]
@@ -130,13 +147,15 @@ def test_unlink_hides_a_link_now_but_not_from_earlier_reads(api: Api, clock: Clo
     clock.advance(60)
     linked_at = clock.now
     clock.advance(60)
-    gone = api.data('mutation($id: ID!) { unlink(id: $id) { link { id } error { code } } }',
-                    {"id": made["id"]})["unlink"]  # fmt: skip
+    gone = api.data(
+        "mutation($id: ID!) { unlink(id: $id) { link { id } error { code } } }", {"id": made["id"]}
+    )["unlink"]
     assert gone == {"link": {"id": made["id"]}, "error": None}
     assert len(api.data(TRAVERSE, {"from": [a]})["traverse"]["nodes"]) == 1
     assert len(api.data(TRAVERSE, {"from": [a], "knownAt": linked_at})["traverse"]["edges"]) == 1
-    again = api.data('mutation($id: ID!) { unlink(id: $id) { link { id } error { code } } }',
-                     {"id": made["id"]})["unlink"]  # fmt: skip
+    again = api.data(
+        "mutation($id: ID!) { unlink(id: $id) { link { id } error { code } } }", {"id": made["id"]}
+    )["unlink"]
     assert again["link"] is None and again["error"]["code"] in ("CONFLICT", "NOT_FOUND")
 
 
@@ -158,8 +177,10 @@ def test_forget_hides_a_fact_and_reports_a_second_forget_as_a_conflict(
 
 
 def test_fact_pages_neither_repeat_nor_skip_while_facts_are_written(api: Api) -> None:
-    api.data("mutation($inputs: [FactInput!]!) { storeFacts(inputs: $inputs) { error { code } } }",
-             {"inputs": [{"text": f"Inventory note number {i}"} for i in range(25)]})  # fmt: skip
+    api.data(
+        "mutation($inputs: [FactInput!]!) { storeFacts(inputs: $inputs) { error { code } } }",
+        {"inputs": [{"text": f"Inventory note number {i}"} for i in range(25)]},
+    )
     page = """query($after: String) { facts(first: 10, after: $after) {
         edges { cursor node { text } } pageInfo { hasNextPage endCursor } } }"""
     seen: list[str] = []
@@ -179,10 +200,24 @@ def test_fact_pages_neither_repeat_nor_skip_while_facts_are_written(api: Api) ->
 
 
 def test_nested_fields_read_at_the_top_level_time_scope(api: Api, clock: Clock) -> None:
-    old = store(api, clock, text="The team uses Jenkins", entity="team", key="ci", value="Jenkins",
-                validFrom="2021-01-01")  # fmt: skip
-    new = store(api, clock, text="The team uses GitHub Actions", entity="team", key="ci",
-                value="GitHub Actions", validFrom="2024-01-01")  # fmt: skip
+    old = store(
+        api,
+        clock,
+        text="The team uses Jenkins",
+        entity="team",
+        key="ci",
+        value="Jenkins",
+        validFrom="2021-01-01",
+    )
+    new = store(
+        api,
+        clock,
+        text="The team uses GitHub Actions",
+        entity="team",
+        key="ci",
+        value="GitHub Actions",
+        validFrom="2024-01-01",
+    )
     other = store(api, clock, text="Builds take ten minutes")["fact"]["id"]
     link(api, new["fact"]["id"], other, "RELATED_TO", validFrom="2024-02-01")
     query = """query($id: ID!, $asOf: DateTime) { fact(id: $id, asOf: $asOf) {
@@ -223,8 +258,9 @@ def test_link_pages_continue_after_their_cursor(api: Api, clock: Clock) -> None:
 def test_expected_failures_are_typed_and_write_nothing(api: Api) -> None:
     empty = api.data(STORE, {"input": {"text": ""}})["storeFact"]
     assert empty["error"]["code"] == "INVALID_INPUT" and empty["fact"] is None
-    unknown = api.data(LINK, {"input": {"sourceId": "nope", "targetId": "nada",
-                                        "type": "RELATED_TO"}})["linkFacts"]  # fmt: skip
+    unknown = api.data(
+        LINK, {"input": {"sourceId": "nope", "targetId": "nada", "type": "RELATED_TO"}}
+    )["linkFacts"]
     assert unknown["error"]["code"] == "NOT_FOUND"
     batch = api.data(
         "mutation($inputs: [FactInput!]!) { storeFacts(inputs: $inputs) { results { action }"
@@ -241,16 +277,18 @@ def test_expected_failures_are_typed_and_write_nothing(api: Api) -> None:
     assert status in (200, 400) and body["errors"][0]["extensions"]["code"] == "INVALID_QUERY"
     status, body = api.post("{ nothingHere }")
     assert status in (200, 400) and body["errors"][0]["extensions"]["code"] == "INVALID_QUERY"
-    status, body = api.post('query($t: DateTime) { fact(id: "x", asOf: $t) { id } }',
-                            {"t": "next tuesday"})  # fmt: skip
+    status, body = api.post(
+        'query($t: DateTime) { fact(id: "x", asOf: $t) { id } }', {"t": "next tuesday"}
+    )
     assert status in (200, 400) and "cannot parse" in body["errors"][0]["message"]
     assert api.data('{ fact(id: "unknown") { id } }') == {"fact": None}
 
 
 def test_malformed_requests_get_a_4xx_never_a_500(api: Api) -> None:
     for content in (b"{not json", b"[]", b'{"query": 5}', b"\xff\xfe"):
-        response = api.request("POST", "/graphql", content=content,
-                               headers={"content-type": "application/json"})  # fmt: skip
+        response = api.request(
+            "POST", "/graphql", content=content, headers={"content-type": "application/json"}
+        )
         assert 400 <= response.status_code < 500, (content, response.status_code)
 
 
@@ -282,14 +320,25 @@ mutation($messages: [MessageInput!]!) {
 
 
 def test_capture_then_recall_round_trip_for_an_agent(api: Api, clock: Clock) -> None:
-    payload = api.data(CAPTURE, {"messages": [
-        {"role": "user", "content": "My favourite editor is vim. What's the weather like?"},
-        {"role": "assistant", "content": "Noted. My API key is sk-proj-4fT9xQ2mZk81LwPq7RbN3v."},
-    ]})["captureMessages"]  # fmt: skip
+    payload = api.data(
+        CAPTURE,
+        {
+            "messages": [
+                {"role": "user", "content": "My favourite editor is vim. What's the weather like?"},
+                {
+                    "role": "assistant",
+                    "content": "Noted. My API key is sk-proj-4fT9xQ2mZk81LwPq7RbN3v.",
+                },
+            ]
+        },
+    )["captureMessages"]
     assert payload["error"] is None
     stored, secret = payload["results"]
     assert (stored["action"], stored["text"], stored["role"]) == (
-        "ADD", "My favourite editor is vim.", "user")  # fmt: skip
+        "ADD",
+        "My favourite editor is vim.",
+        "user",
+    )
     assert stored["fact"]["key"] == "favourite_editor" and stored["fact"]["value"] == "vim"
     assert (secret["action"], secret["text"], secret["message"]) == ("SKIP", None, 1)
     assert "sk-proj" not in str(payload)

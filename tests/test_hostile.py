@@ -52,8 +52,12 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InProcess, l
     data = tmp_path_factory.mktemp("hostile") / "data"
     settings_ = Settings(embedder="hash", data_dir=data, graphql_max_depth=10)
     with Memory.open(data, settings=settings_) as mem:
-        ids = [r.fact.id for r in mem.store_many(  # type: ignore[union-attr]
-            [{"text": f"Server {n} runs the {w} service"} for n, w in enumerate(["mail", "db"])])]  # fmt: skip
+        ids = [
+            r.fact.id
+            for r in mem.store_many(  # type: ignore[union-attr]
+                [{"text": f"Server {n} runs the {w} service"} for n, w in enumerate(["mail", "db"])]
+            )
+        ]
         mem.link(ids[0], ids[1], "DEPENDS_ON")
     with InProcess(create_app(settings_)) as client:
         yield client, ids
@@ -71,8 +75,11 @@ def _ids(text: str, ids: list[str]) -> str:
     return text.replace('"0"', json.dumps(ids[0])).replace('"1"', json.dumps(ids[1]))
 
 
-FUZZ = settings(max_examples=120, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])  # fmt: skip
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 
 @FUZZ
@@ -99,8 +106,9 @@ def test_any_invalid_document_is_refused_with_invalid_query(
 @given(text=st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=300))
 def test_any_search_text_is_safe_for_fts5(api: tuple[InProcess, list[str]], text: str) -> None:
     client, _ = api
-    status, body = client.post("query($q: String!) { search(query: $q, mode: FTS) { fact { id } } }",
-                               {"q": text})  # fmt: skip
+    status, body = client.post(
+        "query($q: String!) { search(query: $q, mode: FTS) { fact { id } } }", {"q": text}
+    )
     _assert_handled(status, body)
     if text.strip():
         assert "errors" not in body, body
@@ -134,8 +142,11 @@ def test_fts5_syntax_and_sql_in_search_text_are_plain_words(
 def test_sql_looking_text_is_stored_and_found_verbatim(api: tuple[InProcess, list[str]]) -> None:
     client, _ = api
     text = 'Robert\'); DROP TABLE facts;-- said the "admin" \\ OR 1=1'
-    stored = client.data("mutation($t: String!) { storeFact(input: {text: $t, entity: $t, "
-                         "source: $t}) { fact { id text entity } error { message } } }", {"t": text})  # fmt: skip
+    stored = client.data(
+        "mutation($t: String!) { storeFact(input: {text: $t, entity: $t, "
+        "source: $t}) { fact { id text entity } error { message } } }",
+        {"t": text},
+    )
     assert stored["storeFact"]["fact"] == {
         **stored["storeFact"]["fact"],
         "text": text,
@@ -146,46 +157,123 @@ def test_sql_looking_text_is_stored_and_found_verbatim(api: tuple[InProcess, lis
 
 
 def _nested(depth: int) -> str:
-    return "{ facts { edges { node { " + "links { edges { neighbour { " * depth + "id" + \
-        " } } }" * depth + " } } } }"  # fmt: skip
+    return (
+        "{ facts { edges { node { "
+        + "links { edges { neighbour { " * depth
+        + "id"
+        + " } } }" * depth
+        + " } } } }"
+    )
 
 
 @pytest.mark.parametrize(
     ("name", "body", "status", "code", "says"),
     [
-        ("alias bomb", {"query": "{ " + " ".join(f"a{i}: namespace" for i in range(5000)) + " }"},
-         200, "INVALID_QUERY", "tokens"),
-        ("alias bomb under the token limit",
-         {"query": "{ " + " ".join(f"a{i}: stats {{ namespace }}" for i in range(200)) + " }"},
-         200, "INVALID_QUERY", "aliases"),
+        (
+            "alias bomb",
+            {"query": "{ " + " ".join(f"a{i}: namespace" for i in range(5000)) + " }"},
+            200,
+            "INVALID_QUERY",
+            "tokens",
+        ),
+        (
+            "alias bomb under the token limit",
+            {"query": "{ " + " ".join(f"a{i}: stats {{ namespace }}" for i in range(200)) + " }"},
+            200,
+            "INVALID_QUERY",
+            "aliases",
+        ),
         ("depth bomb", {"query": _nested(40)}, 200, "INVALID_QUERY", "depth"),
-        ("fragment cycle", {"query": "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }"},
-         200, "INVALID_QUERY", "Cannot spread fragment"),
-        ("two operations, no name", {"query": "query A { namespace } query B { namespace }"},
-         200, "INVALID_QUERY", "operation"),
-        ("huge string", {"query": "mutation($t: String!) { storeFact(input: {text: $t}) { error { code } } }",
-                         "variables": {"t": "x" * 2_000_000}}, 413, "PAYLOAD_TOO_LARGE", "larger"),
-        ("text over the limit", {"query": "mutation($t: String!) { storeFact(input: {text: $t}) { error { code message } } }",
-                                 "variables": {"t": "y" * 10_001}}, 200, None, "10000"),
-        ("oversized batch", {"query": "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { error { code message } } }",
-                             "variables": {"i": [{"text": "z"}] * 10_001}}, 200, None, "at most 10000"),
-        ("limit out of range", {"query": "{ search(query: \"x\", limit: 100000) { score } }"},
-         200, "INVALID_INPUT", "limit"),
-        ("32-bit overflow", {"query": "{ facts(first: 99999999999) { edges { cursor } } }"},
-         200, "INVALID_QUERY", "32-bit"),
-        ("forged cursor", {"query": "{ facts(after: \"Zm9vOmJhcg==\") { edges { cursor } } }"},
-         200, "INVALID_INPUT", "cursor"),
-        ("variables not an object", {"query": "{ namespace }", "variables": [1, 2]}, 400, None, "object"),
+        (
+            "fragment cycle",
+            {"query": "{ ...A } fragment A on Query { ...B } fragment B on Query { ...A }"},
+            200,
+            "INVALID_QUERY",
+            "Cannot spread fragment",
+        ),
+        (
+            "two operations, no name",
+            {"query": "query A { namespace } query B { namespace }"},
+            200,
+            "INVALID_QUERY",
+            "operation",
+        ),
+        (
+            "huge string",
+            {
+                "query": "mutation($t: String!) { storeFact(input: {text: $t}) { error { code } } }",
+                "variables": {"t": "x" * 2_000_000},
+            },
+            413,
+            "PAYLOAD_TOO_LARGE",
+            "larger",
+        ),
+        (
+            "text over the limit",
+            {
+                "query": "mutation($t: String!) { storeFact(input: {text: $t}) { error { code message } } }",
+                "variables": {"t": "y" * 10_001},
+            },
+            200,
+            None,
+            "10000",
+        ),
+        (
+            "oversized batch",
+            {
+                "query": "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { error { code message } } }",
+                "variables": {"i": [{"text": "z"}] * 10_001},
+            },
+            200,
+            None,
+            "at most 10000",
+        ),
+        (
+            "limit out of range",
+            {"query": '{ search(query: "x", limit: 100000) { score } }'},
+            200,
+            "INVALID_INPUT",
+            "limit",
+        ),
+        (
+            "32-bit overflow",
+            {"query": "{ facts(first: 99999999999) { edges { cursor } } }"},
+            200,
+            "INVALID_QUERY",
+            "32-bit",
+        ),
+        (
+            "forged cursor",
+            {"query": '{ facts(after: "Zm9vOmJhcg==") { edges { cursor } } }'},
+            200,
+            "INVALID_INPUT",
+            "cursor",
+        ),
+        (
+            "variables not an object",
+            {"query": "{ namespace }", "variables": [1, 2]},
+            400,
+            None,
+            "object",
+        ),
         ("batched request", [{"query": "{ namespace }"}] * 3, 400, None, "Batching"),
     ],
-)  # fmt: skip
+)
 def test_known_attacks_are_refused_with_a_clear_error(
-    api: tuple[InProcess, list[str]], name: str, body: Any, status: int, code: str | None,
+    api: tuple[InProcess, list[str]],
+    name: str,
+    body: Any,
+    status: int,
+    code: str | None,
     says: str,
-) -> None:  # fmt: skip
+) -> None:
     client, _ = api
-    response = client.request("POST", "/graphql", content=json.dumps(body).encode(),
-                              headers={"content-type": "application/json"})  # fmt: skip
+    response = client.request(
+        "POST",
+        "/graphql",
+        content=json.dumps(body).encode(),
+        headers={"content-type": "application/json"},
+    )
     assert response.status_code == status, (name, response.text[:300])
     text = response.text
     assert says in text, (name, text[:300])
@@ -201,18 +289,27 @@ def test_known_attacks_are_refused_with_a_clear_error(
     [
         ("invalid UTF-8", b'{"query": "{ namespace }", "variables": {"x": "\xff\xfe"}}'),
         ("binary garbage", bytes(range(256)) * 4),
-        ("deeply nested variables", b'{"query": "{ namespace }", "variables": {"x": '
-         + b"[" * 100_000 + b"]" * 100_000 + b"}}"),
+        (
+            "deeply nested variables",
+            b'{"query": "{ namespace }", "variables": {"x": '
+            + b"[" * 100_000
+            + b"]" * 100_000
+            + b"}}",
+        ),
         ("not JSON", b"{ namespace }"),
-        ("NaN", b'{"query": "mutation($i: Float) { storeFact(input: {text: \\"n\\", importance: $i}) { error { code } } }", "variables": {"i": NaN}}'),
+        (
+            "NaN",
+            b'{"query": "mutation($i: Float) { storeFact(input: {text: \\"n\\", importance: $i}) { error { code } } }", "variables": {"i": NaN}}',
+        ),
     ],
-)  # fmt: skip
+)
 def test_malformed_bodies_get_a_400_or_an_invalid_query_never_a_500(
     api: tuple[InProcess, list[str]], name: str, content: bytes
 ) -> None:
     client, _ = api
-    response = client.request("POST", "/graphql", content=content,
-                              headers={"content-type": "application/json"})  # fmt: skip
+    response = client.request(
+        "POST", "/graphql", content=content, headers={"content-type": "application/json"}
+    )
     assert response.status_code in (200, 400), (name, response.text[:300])
     if response.status_code == 200:
         assert response.json()["errors"][0]["extensions"]["code"] == "INVALID_QUERY", name
@@ -222,15 +319,22 @@ def test_deeply_nested_variables_in_a_get_request_are_refused(
     api: tuple[InProcess, list[str]],
 ) -> None:
     client, _ = api
-    response = client.request("GET", "/graphql",
-                              params={"query": "{ namespace }", "variables": "[" * 3000 + "]" * 3000})  # fmt: skip
+    response = client.request(
+        "GET", "/graphql", params={"query": "{ namespace }", "variables": "[" * 3000 + "]" * 3000}
+    )
     assert response.status_code == 400 and "nests deeper" in response.text
 
 
 def test_odd_but_valid_text_round_trips(api: tuple[InProcess, list[str]], tmp_path: Path) -> None:
     client, _ = api
-    odd = ["\x00 null byte inside", "emoji 🧠 and RTL \u202e text", "a\u0301 combining",
-           string.punctuation, "\ud7ff\ue000 edges of the BMP", "tab\tnew\nline"]  # fmt: skip
+    odd = [
+        "\x00 null byte inside",
+        "emoji 🧠 and RTL \u202e text",
+        "a\u0301 combining",
+        string.punctuation,
+        "\ud7ff\ue000 edges of the BMP",
+        "tab\tnew\nline",
+    ]
     for text in odd:
         status, body = client.post(
             "mutation($t: String!) { storeFact(input: {text: $t, classify: false}) { fact { text } error { code } } }",

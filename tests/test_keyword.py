@@ -13,8 +13,10 @@ def crowded(mem: Memory) -> Memory:
     facts = [{"text": f"Member {n} of the platform team owns service {n}"} for n in range(60)]
     for n in range(0, 40, 10):
         facts[n]["text"] += " and the Zephyr gateway"
-    facts += [{"text": "Zephyr is the name of the new gateway"},
-              {"text": "The Zephyr rollout starts on Monday"}]  # fmt: skip
+    facts += [
+        {"text": "Zephyr is the name of the new gateway"},
+        {"text": "The Zephyr rollout starts on Monday"},
+    ]
     facts += [{"text": f"Invoice {n} was paid on day {n}"} for n in range(98)]
     assert {r.action for r in mem.store_many(facts)} == {"ADD"}
     return mem

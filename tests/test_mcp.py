@@ -36,9 +36,16 @@ from .api import LiveServer
 pytestmark = pytest.mark.integration
 
 TOOL_NAMES = [
-    "memory_store", "memory_recall", "memory_context", "memory_lookup", "memory_link",
-    "memory_traverse", "memory_history", "memory_forget", "memory_capture",
-]  # fmt: skip
+    "memory_store",
+    "memory_recall",
+    "memory_context",
+    "memory_lookup",
+    "memory_link",
+    "memory_traverse",
+    "memory_history",
+    "memory_forget",
+    "memory_capture",
+]
 Session = Callable[[], Any]  # an async context manager yielding a connected Client
 
 
@@ -52,8 +59,9 @@ def _environment(data_dir: Path) -> dict[str, str]:
 
 @asynccontextmanager
 async def over_stdio(data_dir: Path) -> AsyncIterator[Client]:
-    params = StdioServerParameters(command=_script(), args=["mcp"], env=_environment(data_dir),
-                                   cwd=str(data_dir.parent))  # fmt: skip
+    params = StdioServerParameters(
+        command=_script(), args=["mcp"], env=_environment(data_dir), cwd=str(data_dir.parent)
+    )
     async with Client(params) as client:
         yield client
 
@@ -125,14 +133,26 @@ async def _scenario(session: Session) -> None:
             assert tool.description and tool.input_schema["type"] == "object", tool.name
             assert "$defs" not in json.dumps(tool.input_schema), tool.name
 
-        text, berlin = await ok(client, "memory_store", text="Alice lives in Berlin",
-                                entity="alice", key="city", value="Berlin",
-                                valid_from="2020-01-01")  # fmt: skip
+        text, berlin = await ok(
+            client,
+            "memory_store",
+            text="Alice lives in Berlin",
+            entity="alice",
+            key="city",
+            value="Berlin",
+            valid_from="2020-01-01",
+        )
         assert berlin["action"] == "ADD" and text.startswith("ADD: ")
         berlin_id = berlin["fact"]["id"]
-        text, paris = await ok(client, "memory_store", text="Alice lives in Paris",
-                               entity="alice", key="city", value="Paris",
-                               valid_from="2023-06-01")  # fmt: skip
+        text, paris = await ok(
+            client,
+            "memory_store",
+            text="Alice lives in Paris",
+            entity="alice",
+            key="city",
+            value="Paris",
+            valid_from="2023-06-01",
+        )
         paris_id = paris["fact"]["id"]
         assert paris["action"] == "UPDATE" and paris["target_ids"] == [berlin_id]
         assert f"supersedes: {berlin_id}" in text
@@ -142,26 +162,36 @@ async def _scenario(session: Session) -> None:
         assert f"{paris_id}  Alice lives in Paris [alice.city=Paris]" in text
         assert "valid 2023-06-01 → now" in text
 
-        text, then = await ok(client, "memory_recall", query="where does alice live",
-                              as_of="2021-06-01")  # fmt: skip
+        text, then = await ok(
+            client, "memory_recall", query="where does alice live", as_of="2021-06-01"
+        )
         assert [h["fact"]["id"] for h in then["hits"]] == [berlin_id]
         assert "(as of 2021-06-01)" in text
         assert f"valid 2020-01-01 → 2023-06-01; superseded by {paris_id}" in text
 
-        _, job = await ok(client, "memory_store", text="Alice took a job at Acme in Paris",
-                          entity="alice", key="employer", value="Acme")  # fmt: skip
+        _, job = await ok(
+            client,
+            "memory_store",
+            text="Alice took a job at Acme in Paris",
+            entity="alice",
+            key="employer",
+            value="Acme",
+        )
         job_id = job["fact"]["id"]
-        text, linked = await ok(client, "memory_link", source_id=paris_id, target_id=job_id,
-                                type="CAUSED_BY")  # fmt: skip
+        text, linked = await ok(
+            client, "memory_link", source_id=paris_id, target_id=job_id, type="CAUSED_BY"
+        )
         assert linked["link"]["type"] == "CAUSED_BY"
         assert text.startswith(f"Linked {paris_id} -[CAUSED_BY]-> {job_id}")
 
-        text, walked = await ok(client, "memory_traverse", ids=[paris_id], depth=1,
-                                types=["CAUSED_BY"], direction="OUT")  # fmt: skip
+        text, walked = await ok(
+            client, "memory_traverse", ids=[paris_id], depth=1, types=["CAUSED_BY"], direction="OUT"
+        )
         assert {n["fact"]["id"]: n["depth"] for n in walked["nodes"]} == {paris_id: 0, job_id: 1}
         assert f"{paris_id} -[CAUSED_BY]-> {job_id}" in text
-        _, versions = await ok(client, "memory_traverse", ids=[paris_id], depth=1,
-                               types=["SUPERSEDES"])  # fmt: skip
+        _, versions = await ok(
+            client, "memory_traverse", ids=[paris_id], depth=1, types=["SUPERSEDES"]
+        )
         assert berlin_id in {n["fact"]["id"] for n in versions["nodes"]}
 
         text, history = await ok(client, "memory_history", id=berlin_id)
@@ -170,18 +200,24 @@ async def _scenario(session: Session) -> None:
 
         _, looked = await ok(client, "memory_lookup", entity="Alice", key="city")
         assert [f["value"] for f in looked["facts"]] == ["Paris"]
-        _, looked = await ok(client, "memory_lookup", entity="alice", key="city",
-                             as_of="2021-06-01")  # fmt: skip
+        _, looked = await ok(
+            client, "memory_lookup", entity="alice", key="city", as_of="2021-06-01"
+        )
         assert [f["value"] for f in looked["facts"]] == ["Berlin"]
-        text, block = await ok(client, "memory_context", prompt="Where does Alice live?",
-                               max_tokens=200)  # fmt: skip
+        text, block = await ok(
+            client, "memory_context", prompt="Where does Alice live?", max_tokens=200
+        )
         assert text == block["context"] and "Alice lives in Paris" in text
         assert text.startswith("<memory-context>")
 
-        text, captured = await ok(client, "memory_capture", messages=[
-            {"role": "user", "content": "My favourite editor is helix."},
-            {"role": "assistant", "content": "Noted!"},
-        ])  # fmt: skip
+        text, captured = await ok(
+            client,
+            "memory_capture",
+            messages=[
+                {"role": "user", "content": "My favourite editor is helix."},
+                {"role": "assistant", "content": "Noted!"},
+            ],
+        )
         assert [r["action"] for r in captured["results"]] == ["ADD", "SKIP"]
         assert text.startswith("1 fact stored:")
 
@@ -189,8 +225,13 @@ async def _scenario(session: Session) -> None:
         assert forgotten["fact"]["id"] == paris_id and text.startswith(f"Forgot {paris_id}")
         _, found = await ok(client, "memory_recall", query="where does alice live")
         assert paris_id not in [h["fact"]["id"] for h in found["hits"]]
-        _, known = await ok(client, "memory_lookup", entity="alice", key="city",
-                            known_at=paris["fact"]["recorded_at"])  # fmt: skip
+        _, known = await ok(
+            client,
+            "memory_lookup",
+            entity="alice",
+            key="city",
+            known_at=paris["fact"]["recorded_at"],
+        )
         assert [f["id"] for f in known["facts"]] == [paris_id]
 
         await _refusals(client, paris_id)
@@ -201,20 +242,70 @@ async def _scenario(session: Session) -> None:
 async def _refusals(client: Client, forgotten_id: str) -> None:
     """Invalid calls are tool errors that say what is wrong; the server goes on serving."""
     cases: list[tuple[str, dict[str, Any], str, str]] = [
-        ("memory_recall", {"query": "alice", "as_of": "yesterday"}, "INVALID_INPUT", "as_of: cannot parse 'yesterday'"),
-        ("memory_recall", {"query": "alice", "known_at": "2024-13-45"}, "INVALID_INPUT", "known_at"),
-        ("memory_recall", {"limit": 0}, "INVALID_INPUT", "query: Field required; limit: Input should be greater than or equal to 1"),
-        ("memory_recall", {"query": "alice", "limit": "many"}, "INVALID_INPUT", "limit: Input should be a valid integer"),
-        ("memory_store", {"text": "x", "colour": "red"}, "INVALID_INPUT", "colour: Extra inputs are not permitted"),
-        ("memory_store", {"text": "Bob is here", "category": "gossip"}, "INVALID_INPUT", "unknown category 'gossip'"),
-        ("memory_store", {"text": "Bob is here", "valid_from": "soon"}, "INVALID_INPUT", "cannot parse 'soon'"),
-        ("memory_link", {"source_id": forgotten_id, "target_id": forgotten_id, "type": "LIKES"}, "INVALID_INPUT", "LIKES"),
-        ("memory_traverse", {"ids": [], "depth": 9}, "INVALID_INPUT", "ids: List should have at least 1 item"),
-        ("memory_capture", {"messages": [{"role": "robot", "content": "beep"}]}, "INVALID_INPUT", "robot"),
+        (
+            "memory_recall",
+            {"query": "alice", "as_of": "yesterday"},
+            "INVALID_INPUT",
+            "as_of: cannot parse 'yesterday'",
+        ),
+        (
+            "memory_recall",
+            {"query": "alice", "known_at": "2024-13-45"},
+            "INVALID_INPUT",
+            "known_at",
+        ),
+        (
+            "memory_recall",
+            {"limit": 0},
+            "INVALID_INPUT",
+            "query: Field required; limit: Input should be greater than or equal to 1",
+        ),
+        (
+            "memory_recall",
+            {"query": "alice", "limit": "many"},
+            "INVALID_INPUT",
+            "limit: Input should be a valid integer",
+        ),
+        (
+            "memory_store",
+            {"text": "x", "colour": "red"},
+            "INVALID_INPUT",
+            "colour: Extra inputs are not permitted",
+        ),
+        (
+            "memory_store",
+            {"text": "Bob is here", "category": "gossip"},
+            "INVALID_INPUT",
+            "unknown category 'gossip'",
+        ),
+        (
+            "memory_store",
+            {"text": "Bob is here", "valid_from": "soon"},
+            "INVALID_INPUT",
+            "cannot parse 'soon'",
+        ),
+        (
+            "memory_link",
+            {"source_id": forgotten_id, "target_id": forgotten_id, "type": "LIKES"},
+            "INVALID_INPUT",
+            "LIKES",
+        ),
+        (
+            "memory_traverse",
+            {"ids": [], "depth": 9},
+            "INVALID_INPUT",
+            "ids: List should have at least 1 item",
+        ),
+        (
+            "memory_capture",
+            {"messages": [{"role": "robot", "content": "beep"}]},
+            "INVALID_INPUT",
+            "robot",
+        ),
         ("memory_history", {"id": "no-such-fact"}, "NOT_FOUND", "no fact with id 'no-such-fact'"),
         ("memory_forget", {"id": forgotten_id}, "CONFLICT", "already forgotten"),
         ("memory_remember", {"text": "x"}, "INVALID_INPUT", "unknown tool 'memory_remember'"),
-    ]  # fmt: skip
+    ]
     for tool, arguments, code, message in cases:
         got_code, text = await refused(client, tool, **arguments)
         assert (got_code, message in text) == (code, True), (tool, arguments, text)
@@ -244,8 +335,13 @@ def test_a_key_for_one_namespace_cannot_reach_another_through_mcp(
                 assert (await refused(client, tool, id=fact_id))[0] == "NOT_FOUND"
             assert (await refused(client, "memory_traverse", ids=[fact_id]))[0] == "NOT_FOUND"
             _, own = await ok(client, "memory_store", text="Bob keeps his notes on paper")
-            code, _ = await refused(client, "memory_link", source_id=own["fact"]["id"],
-                                    target_id=fact_id, type="RELATED_TO")  # fmt: skip
+            code, _ = await refused(
+                client,
+                "memory_link",
+                source_id=own["fact"]["id"],
+                target_id=fact_id,
+                type="RELATED_TO",
+            )
             assert code == "NOT_FOUND"
         async with over_http(url, bearer(reader)) as client:
             assert (await refused(client, "memory_store", text="Readers may not write"))[0] == (
@@ -257,11 +353,18 @@ def test_a_key_for_one_namespace_cannot_reach_another_through_mcp(
 
     anyio.run(run)
 
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": "memory_recall", "arguments": {"query": "Obsidian"}}}  # fmt: skip
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "memory_recall", "arguments": {"query": "Obsidian"}},
+    }
     headers = {"Accept": "application/json, text/event-stream"}
-    for extra, status in (({}, 401), (bearer("gm_000000000000_notthesecretatall"), 401),
-                          ({**bearer(bob), "X-Graphmem-Namespace": "alice"}, 403)):  # fmt: skip
+    for extra, status in (
+        ({}, 401),
+        (bearer("gm_000000000000_notthesecretatall"), 401),
+        ({**bearer(bob), "X-Graphmem-Namespace": "alice"}, 403),
+    ):
         response = httpx.post(url, json=message, headers={**headers, **extra}, timeout=30)
         assert response.status_code == status, (extra, response.text)
     assert httpx.get(url, headers={"Accept": "text/html"}, timeout=30).status_code == 401
@@ -331,21 +434,42 @@ def test_every_tool_is_described_and_its_arguments_too() -> None:
 
 def test_the_stdio_server_writes_nothing_but_protocol_to_stdout(tmp_path: Path) -> None:
     requests = [
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "test", "version": "0"}}},
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "memory_recall", "arguments": {"query": ""}}},
-        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-         "params": {"name": "memory_store", "arguments": {"text": "Stdout stays clean"}}},
-    ]  # fmt: skip
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "memory_recall", "arguments": {"query": ""}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "memory_store", "arguments": {"text": "Stdout stays clean"}},
+        },
+    ]
     stderr = tmp_path / "stderr.txt"
-    with stderr.open("w") as errors, subprocess.Popen(
-        [_script(), "mcp", "--log-level", "debug"], cwd=tmp_path,
-        env={**os.environ, **_environment(tmp_path / "data")},
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors,
-    ) as process:  # fmt: skip
+    with (
+        stderr.open("w") as errors,
+        subprocess.Popen(
+            [_script(), "mcp", "--log-level", "debug"],
+            cwd=tmp_path,
+            env={**os.environ, **_environment(tmp_path / "data")},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+        ) as process,
+    ):
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
         process.stdin.flush()
@@ -381,10 +505,13 @@ def test_graphmem_serve_starts_serves_mcp_and_stops_cleanly(tmp_path: Path) -> N
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     server = subprocess.Popen(
-        [_script(), "serve", "--port", str(port)], cwd=tmp_path,
+        [_script(), "serve", "--port", str(port)],
+        cwd=tmp_path,
         env={**os.environ, **_environment(tmp_path / "data"), "PYTHONWARNINGS": "error"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_until_up(f"http://127.0.0.1:{port}/healthz", server)
         url = f"http://127.0.0.1:{port}/mcp"

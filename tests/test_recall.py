@@ -53,8 +53,13 @@ def test_each_format_writes_the_seed_line(mem: Memory, format: str, line: str) -
 
 
 def test_the_block_never_exceeds_the_budget_and_a_bigger_budget_shows_more(mem: Memory) -> None:
-    mem.store_many([{"text": f"Release {n} of the billing service shipped with {'fixes ' * n}"}
-                    for n in range(1, 40)], autolink=False)  # fmt: skip
+    mem.store_many(
+        [
+            {"text": f"Release {n} of the billing service shipped with {'fixes ' * n}"}
+            for n in range(1, 40)
+        ],
+        autolink=False,
+    )
     shown = []
     for budget in (8, 20, 50, 120, 400, 800):
         r = mem.recall("billing service release", max_tokens=budget)
@@ -120,17 +125,21 @@ def test_graph_depth_brings_linked_facts_marked_as_graph(mem: Memory) -> None:
 
 
 def test_recall_reads_at_a_time_scope(mem: Memory, clock: Clock) -> None:
-    mem.store("Ben's editor is vim", entity="Ben", key="editor", value="vim",
-              valid_from="2020-01-01")  # fmt: skip
+    mem.store(
+        "Ben's editor is vim", entity="Ben", key="editor", value="vim", valid_from="2020-01-01"
+    )
     clock.advance(3600)
-    mem.store("Ben's editor is helix", entity="Ben", key="editor", value="helix",
-              valid_from="2025-01-01")  # fmt: skip
+    mem.store(
+        "Ben's editor is helix", entity="Ben", key="editor", value="helix", valid_from="2025-01-01"
+    )
     assert [f.text for f in mem.recall("Ben editor").facts] == ["Ben's editor is helix"]
     assert [f.text for f in mem.recall("Ben editor", as_of="2021-06-01").facts] == [
-        "Ben's editor is vim"]  # fmt: skip
+        "Ben's editor is vim"
+    ]
     before = datetime.fromtimestamp(clock.now - 1800, UTC)
     assert [f.text for f in mem.recall("Ben editor", known_at=before).facts] == [
-        "Ben's editor is vim"]  # fmt: skip
+        "Ben's editor is vim"
+    ]
 
 
 def test_fact_text_cannot_break_out_of_the_block(mem: Memory) -> None:
@@ -142,9 +151,13 @@ def test_fact_text_cannot_break_out_of_the_block(mem: Memory) -> None:
 
 
 def test_only_the_facts_in_the_block_count_as_accessed(mem: Memory) -> None:
-    ids = [r.fact.id for r in mem.store_many(
-        [{"text": f"Release {n} of the billing service shipped"} for n in range(12)])
-        if r.fact]  # fmt: skip
+    ids = [
+        r.fact.id
+        for r in mem.store_many(
+            [{"text": f"Release {n} of the billing service shipped"} for n in range(12)]
+        )
+        if r.fact
+    ]
     r = mem.recall("billing service release", max_tokens=40)
     shown = {f.id for f in r.facts}
     assert 0 < len(shown) < len(ids)
@@ -176,8 +189,9 @@ def test_a_configured_tokenizer_counts_the_budget(tmp_path: Path, clock: Clock) 
     path = Path(str(resources.files("graphmem") / "data" / "tokenizer.json"))
     settings = Settings(embedder="hash", recall_tokenizer=path)
     with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
-        mem.store_many([{"text": f"Release {n} of the billing service shipped on time"}
-                        for n in range(30)])  # fmt: skip
+        mem.store_many(
+            [{"text": f"Release {n} of the billing service shipped on time"} for n in range(30)]
+        )
         r = mem.recall("billing service release", max_tokens=60)
     tokenizer = Tokenizer.from_file(str(path))
     tokenizer.no_padding()  # the file pads every text to 128
@@ -198,13 +212,33 @@ def test_an_unreadable_tokenizer_is_a_clear_error(tmp_path: Path) -> None:
 def _fact(text: str, category: str = "fact") -> Fact:
     now = datetime.now(UTC)
     return Fact(
-        id=str(hash(text)), text=text, category=category, importance=0.5, entity=None, key=None,
-        value=None, source=None, tags=[], summary=None, why=None, context=None,
-        decay_class="stable", expires_at=None, confidence=1.0, last_confirmed_at=now,
-        access_count=0, last_accessed_at=None, source_date=None, valid_from=now, valid_until=None,
-        valid_until_recorded_at=None, recorded_at=now, retracted_at=None, superseded_by=None,
+        id=str(hash(text)),
+        text=text,
+        category=category,
+        importance=0.5,
+        entity=None,
+        key=None,
+        value=None,
+        source=None,
+        tags=[],
+        summary=None,
+        why=None,
+        context=None,
+        decay_class="stable",
+        expires_at=None,
+        confidence=1.0,
+        last_confirmed_at=now,
+        access_count=0,
+        last_accessed_at=None,
+        source_date=None,
+        valid_from=now,
+        valid_until=None,
+        valid_until_recorded_at=None,
+        recorded_at=now,
+        retracted_at=None,
+        superseded_by=None,
         supersedes_id=None,
-    )  # fmt: skip
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -216,14 +250,14 @@ def _fact(text: str, category: str = "fact") -> Fact:
 def test_any_facts_in_any_budget_make_a_block_within_it(
     texts: list[str], budget: int, format: recalls.Format
 ) -> None:
-    candidates = [recalls.Candidate(_fact(t), 1.0 / (n + 1), "lance")
-                  for n, t in enumerate(texts)]  # fmt: skip
+    candidates = [recalls.Candidate(_fact(t), 1.0 / (n + 1), "lance") for n, t in enumerate(texts)]
     r = recalls.assemble(candidates, budget, format, recalls.chars_counter)
     assert block_tokens(r.context) <= budget
     assert len(r.items) + r.omitted == len(texts)
     if r.items:
         assert r.context.startswith("<memory-context>\n") and r.context.endswith(
-            "\n</memory-context>")  # fmt: skip
+            "\n</memory-context>"
+        )
         assert len(lines(r)) == len(r.items)
         assert all(len(item.line) <= recalls.SUMMARY_CHARS + 20 for item in r.items)
     else:

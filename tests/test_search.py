@@ -15,15 +15,25 @@ from .conftest import Clock
 
 @pytest.fixture
 def stocked(mem: Memory) -> Memory:
-    mem.store_many([
-        {"text": "The staging database runs Postgres 16", "tags": ["db", "staging"],
-         "entity": "staging", "source": "runbook"},
-        {"text": "Production database is Postgres 15 on bare metal", "tags": ["db", "prod"],
-         "entity": "production", "category": "fact"},
-        {"text": "User prefers dark mode in every editor", "entity": "user"},
-        {"text": "We decided to use Kubernetes for deployment", "entity": "platform"},
-        {"text": "Caching layer uses Redis", "tags": ["cache"]},
-    ])  # fmt: skip
+    mem.store_many(
+        [
+            {
+                "text": "The staging database runs Postgres 16",
+                "tags": ["db", "staging"],
+                "entity": "staging",
+                "source": "runbook",
+            },
+            {
+                "text": "Production database is Postgres 15 on bare metal",
+                "tags": ["db", "prod"],
+                "entity": "production",
+                "category": "fact",
+            },
+            {"text": "User prefers dark mode in every editor", "entity": "user"},
+            {"text": "We decided to use Kubernetes for deployment", "entity": "platform"},
+            {"text": "Caching layer uses Redis", "tags": ["cache"]},
+        ]
+    )
     return mem
 
 

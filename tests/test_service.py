@@ -39,8 +39,13 @@ def data_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def service(data_dir: Path, clock: Clock) -> Iterator[InProcess]:
-    settings = Settings(embedder="hash", data_dir=data_dir, max_body_bytes=4096,
-                        graphql_max_depth=8, graphql_max_aliases=3)  # fmt: skip
+    settings = Settings(
+        embedder="hash",
+        data_dir=data_dir,
+        max_body_bytes=4096,
+        graphql_max_depth=8,
+        graphql_max_aliases=3,
+    )
     with InProcess(create_app(settings, clock=clock)) as client:
         yield client
 
@@ -57,8 +62,12 @@ def test_once_a_key_exists_requests_without_a_valid_one_get_401(
 ) -> None:
     assert service.post(STORE, {"t": "Open while no key exists"})[0] == 200
     token, _ = KeyStore(data_dir).create(["default"])
-    for headers in (None, {"Authorization": "Bearer gm_000000000000_notthesecretatall"},
-                    {"Authorization": token}, bearer(token[:-1] + "x")):  # fmt: skip
+    for headers in (
+        None,
+        {"Authorization": "Bearer gm_000000000000_notthesecretatall"},
+        {"Authorization": token},
+        bearer(token[:-1] + "x"),
+    ):
         status, body = service.post(SEARCH, {"q": "open"}, headers)
         assert status == 401, headers
         assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
@@ -72,14 +81,16 @@ def test_a_key_for_one_namespace_never_sees_another(service: InProcess, data_dir
     stored = service.data(STORE, {"t": "Alice keeps her notes in Obsidian"}, **bearer(alice))
     fact_id = stored["storeFact"]["fact"]["id"]
     assert service.data(SEARCH, {"q": "Obsidian notes"}, **bearer(bob))["search"] == []
-    assert service.data('query($id: ID!) { fact(id: $id) { id } }', {"id": fact_id},
-                        **bearer(bob)) == {"fact": None}  # fmt: skip
+    assert service.data(
+        "query($id: ID!) { fact(id: $id) { id } }", {"id": fact_id}, **bearer(bob)
+    ) == {"fact": None}
     forget = "mutation($id: ID!) { forgetFact(id: $id) { error { code } } }"
     assert service.data(forget, {"id": fact_id}, **bearer(bob))["forgetFact"]["error"]["code"] == (
         "NOT_FOUND"
     )
-    status, body = service.post(SEARCH, {"q": "Obsidian"},
-                                {**bearer(bob), "X-Graphmem-Namespace": "alice"})  # fmt: skip
+    status, body = service.post(
+        SEARCH, {"q": "Obsidian"}, {**bearer(bob), "X-Graphmem-Namespace": "alice"}
+    )
     assert status == 403 and body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     assert service.data("{ namespace }", **bearer(alice)) == {"namespace": "alice"}
     hits = service.data(SEARCH, {"q": "Obsidian notes"}, **bearer(alice))["search"]
@@ -119,8 +130,12 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
     alice, _ = keys.create(["alice"])
     bob, _ = keys.create(["bob"])
     store = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } } }"
-    a = [service.data(store, {"t": f"Alice's private note {n} about the merger"}, **bearer(alice))
-         ["storeFact"]["fact"]["id"] for n in range(3)]  # fmt: skip
+    a = [
+        service.data(store, {"t": f"Alice's private note {n} about the merger"}, **bearer(alice))[
+            "storeFact"
+        ]["fact"]["id"]
+        for n in range(3)
+    ]
     link = "mutation($s: ID!, $t: ID!) { linkFacts(input: {sourceId: $s, targetId: $t, type: PART_OF}) { link { id } error { code } } }"
     alice_link = service.data(link, {"s": a[1], "t": a[0]}, **bearer(alice))["linkFacts"]["link"][
         "id"
@@ -133,8 +148,9 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
         "cursor"
     ]
     links = "query($id: ID!, $after: String) { fact(id: $id) { links(first: 1, after: $after) { edges { cursor neighbour { id } } } } }"
-    alice_link_cursor = service.data(links, {"id": a[0], "after": None}, **bearer(alice))[
-        "fact"]["links"]["edges"][0]["cursor"]  # fmt: skip
+    alice_link_cursor = service.data(links, {"id": a[0], "after": None}, **bearer(alice))["fact"][
+        "links"
+    ]["edges"][0]["cursor"]
 
     def as_bob(query: str, **variables: object) -> dict[str, object]:
         status, body = service.post(query, dict(variables), bearer(bob))
@@ -145,12 +161,18 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
         (page, {"after": alice_cursor}),
         (links, {"id": b, "after": alice_link_cursor}),
         (links, {"id": a[0], "after": None}),
-        ("query($ids: [ID!]!) { traverse(from: $ids, depth: 6) { nodes { fact { id } } edges { id } } }", {"ids": a}),
-        ("query($a: ID!, $b: ID!) { path(from: $a, to: $b) { facts { id } } }", {"a": b, "b": a[0]}),
+        (
+            "query($ids: [ID!]!) { traverse(from: $ids, depth: 6) { nodes { fact { id } } edges { id } } }",
+            {"ids": a},
+        ),
+        (
+            "query($a: ID!, $b: ID!) { path(from: $a, to: $b) { facts { id } } }",
+            {"a": b, "b": a[0]},
+        ),
         ("query($id: ID!) { history(id: $id) { id } }", {"id": a[0]}),
         ('{ search(query: "private note merger", limit: 50) { fact { id text } } }', {}),
         ('{ recall(prompt: "What about the merger?") { context } }', {}),
-    ]  # fmt: skip
+    ]
     seen = json.dumps([as_bob(query, **variables).get("data") for query, variables in reads])
     for secret in [*a, alice_link, "merger"]:
         assert secret not in seen, (secret, seen)
@@ -160,21 +182,27 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
         answer = json.dumps(as_bob(query, **variables))
         for fact_id in a:
             answer = answer.replace(fact_id, nowhere)
-        guessed = {k: ([nowhere] * len(v) if isinstance(v, list) else nowhere if v in a else v)
-                   for k, v in variables.items()}  # fmt: skip
+        guessed = {
+            k: ([nowhere] * len(v) if isinstance(v, list) else nowhere if v in a else v)
+            for k, v in variables.items()
+        }
         assert answer == json.dumps(as_bob(query, **guessed)), query
     for mutation, variables in [
         (link, {"s": b, "t": a[0]}),
         ("mutation($id: ID!) { unlink(id: $id) { error { code } } }", {"id": alice_link}),
         ("mutation($id: ID!) { forgetFact(id: $id) { error { code } } }", {"id": a[2]}),
         ("mutation($id: ID!) { purgeFact(id: $id) { error { code } } }", {"id": a[2]}),
-        ("mutation($id: ID!) { storeFact(input: {text: \"Replaced by Bob\", supersedes: $id}) { error { code } } }", {"id": a[1]}),
-    ]:  # fmt: skip
+        (
+            'mutation($id: ID!) { storeFact(input: {text: "Replaced by Bob", supersedes: $id}) { error { code } } }',
+            {"id": a[1]},
+        ),
+    ]:
         body = as_bob(mutation, **variables)
         payload = next(iter(body["data"].values()))  # type: ignore[union-attr]
         assert payload["error"]["code"] == "NOT_FOUND", (mutation, body)
-    after = service.data("{ facts { edges { node { id links { edges { link { id } } } } } } }",
-                         **bearer(alice))["facts"]["edges"]  # fmt: skip
+    after = service.data(
+        "{ facts { edges { node { id links { edges { link { id } } } } } } }", **bearer(alice)
+    )["facts"]["edges"]
     assert sorted(e["node"]["id"] for e in after) == sorted(a)  # nothing forgotten, purged, added
     assert sum(len(e["node"]["links"]["edges"]) for e in after) == 2  # the one link, both ends
     for name in ("alice", "../alice", "bob/../alice", "ALICE"):
@@ -235,8 +263,10 @@ def test_a_revoked_key_ends_its_open_subscription(data_dir: Path, clock: Clock) 
 
 
 def test_deep_aliased_and_oversized_documents_are_refused(service: InProcess) -> None:
-    deep = ('{ facts { edges { node { links { edges { neighbour { links { edges { neighbour '
-            '{ id } } } } } } } } } }')  # fmt: skip
+    deep = (
+        "{ facts { edges { node { links { edges { neighbour { links { edges { neighbour "
+        "{ id } } } } } } } } } }"
+    )
     aliases = "{ " + " ".join(f"a{i}: namespace" for i in range(4)) + " }"
     for _ in range(2):  # the second time from the document caches, refused all the same
         status, body = service.post(deep)
@@ -246,8 +276,12 @@ def test_deep_aliased_and_oversized_documents_are_refused(service: InProcess) ->
         assert "aliases" in service.post(aliases)[1]["errors"][0]["message"]
     status, body = service.post(STORE, {"t": "x" * 5000})
     assert status == 413 and body["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
-    chunked = service.request("POST", "/graphql", content=iter([b"{" + b" " * 3000, b" " * 3000]),
-                              headers={"content-type": "application/json"})  # fmt: skip
+    chunked = service.request(
+        "POST",
+        "/graphql",
+        content=iter([b"{" + b" " * 3000, b" " * 3000]),
+        headers={"content-type": "application/json"},
+    )
     assert chunked.status_code == 413
     assert service.data("{ facts { edges { cursor } } }")["facts"]["edges"] == []
 
@@ -255,8 +289,12 @@ def test_deep_aliased_and_oversized_documents_are_refused(service: InProcess) ->
 def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
     service: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ids = [service.data(STORE, {"t": f"Component {i} of the payment system"})["storeFact"]["fact"]["id"]
-           for i in range(50)]  # fmt: skip
+    ids = [
+        service.data(STORE, {"t": f"Component {i} of the payment system"})["storeFact"]["fact"][
+            "id"
+        ]
+        for i in range(50)
+    ]
     link = "mutation($s: ID!, $t: ID!) { linkFacts(input: {sourceId: $s, targetId: $t, type: PART_OF}) { error { code } } }"
     for source, target in zip(ids[1:], ids[:-1], strict=True):
         service.data(link, {"s": source, "t": target})
@@ -287,8 +325,15 @@ def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
 
 def _subscribe(ws: Any, client: Any, namespace: str, kinds: str = "") -> None:
     """Subscribe, and return once the server counts the subscriber (so no write is missed)."""
-    ws.send_json({"type": "subscribe", "id": "1", "payload": {
-        "query": f"subscription {{ memoryChanged{kinds} {{ kind id fact {{ text }} }} }}"}})  # fmt: skip
+    ws.send_json(
+        {
+            "type": "subscribe",
+            "id": "1",
+            "payload": {
+                "query": f"subscription {{ memoryChanged{kinds} {{ kind id fact {{ text }} }} }}"
+            },
+        }
+    )
     deadline = time.monotonic() + 10
     while f'graphmem_subscribers{{namespace="{namespace}"}} 1.0' not in client.get("/metrics").text:
         assert time.monotonic() < deadline, "the subscription never started"
@@ -356,8 +401,13 @@ def test_supersession_and_forgetting_are_announced(data_dir: Path, clock: Clock)
         clock.advance(60)
         second = client.post("/graphql", json={"query": store, "variables": {"v": "Paris"}}).json()
         new = second["data"]["storeFact"]["fact"]["id"]
-        client.post("/graphql", json={"query": 'mutation($id: ID!) { forgetFact(id: $id) { error { code } } }',
-                                      "variables": {"id": new}})  # fmt: skip
+        client.post(
+            "/graphql",
+            json={
+                "query": "mutation($id: ID!) { forgetFact(id: $id) { error { code } } }",
+                "variables": {"id": new},
+            },
+        )
         kinds = [ws.receive_json()["payload"]["data"]["memoryChanged"] for _ in range(2)]
         assert [(k["kind"], k["id"]) for k in kinds] == [
             ("FACT_SUPERSEDED", old),
@@ -410,10 +460,16 @@ def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> N
     import subprocess
     import sys
 
-    code = ("import sys, graphmem, graphmem.cli; "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers', 'mcp'}))")  # fmt: skip
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "[]"  # fmt: skip
+    code = (
+        "import sys, graphmem, graphmem.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers', 'mcp'}))"
+    )
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "[]"
+    )
     for source in (ROOT / "resolvers").glob("*.py"):
         text = source.read_text(encoding="utf-8")
         assert "sqlite3" not in text and ".execute(" not in text, source.name
@@ -487,10 +543,14 @@ def test_metrics_and_stats_count_the_calls_and_tokens_of_the_model_providers(
     stub = OpenAIStub(dimensions=16)
     with stub:
         settings = Settings(
-            data_dir=data_dir, embedder="openai", embed_base_url=stub.base_url,
-            embed_dimensions=16, classifier="llm", llm_base_url=stub.base_url,
+            data_dir=data_dir,
+            embedder="openai",
+            embed_base_url=stub.base_url,
+            embed_dimensions=16,
+            classifier="llm",
+            llm_base_url=stub.base_url,
             llm_model="tiny-classifier",
-        )  # fmt: skip
+        )
         stub.default_reply = '{"decisions": [{"fact": 0, "action": "ADD"}]}'
         with InProcess(create_app(settings, clock=clock)) as client:
             client.data(STORE, {"t": "Kim likes sailing"})
@@ -541,8 +601,17 @@ def test_a_live_server_streams_changes_over_graphql_transport_ws(
         with connect(url, subprotocols=[WS], additional_headers=bearer(token)) as ws:  # type: ignore[list-item]
             ws.send(json.dumps({"type": "connection_init"}))
             assert json.loads(ws.recv(timeout=10))["type"] == "connection_ack"
-            ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": {
-                "query": "subscription { memoryChanged { kind fact { text } } }"}}))  # fmt: skip
+            ws.send(
+                json.dumps(
+                    {
+                        "type": "subscribe",
+                        "id": "1",
+                        "payload": {
+                            "query": "subscription { memoryChanged { kind fact { text } } }"
+                        },
+                    }
+                )
+            )
             deadline = time.monotonic() + 10  # write once the subscription is listening
             while (
                 'graphmem_subscribers{namespace="default"} 1.0'

@@ -30,21 +30,30 @@ def test_the_environment_overrides_the_config_file(tmp_path: Path) -> None:
 
 
 def test_the_provider_settings_come_from_their_documented_variables() -> None:
-    s = Settings.load(environ={
-        "GRAPHMEM_CLASSIFIER": "llm",
-        "GRAPHMEM_LLM_BASE_URL": "http://127.0.0.1:11434/v1",
-        "GRAPHMEM_LLM_MODEL": "qwen2.5:3b",
-        "GRAPHMEM_EMBEDDER": "openai",
-        "GRAPHMEM_EMBED_BASE_URL": "http://127.0.0.1:8000/v1",
-        "GRAPHMEM_EMBED_MODEL": "bge-small",
-        "GRAPHMEM_EMBED_DIMENSIONS": "384",
-        "GRAPHMEM_EMBED_API_KEY": "embed-key",
-        "OPENAI_API_KEY": "shared-key",
-    })  # fmt: skip
+    s = Settings.load(
+        environ={
+            "GRAPHMEM_CLASSIFIER": "llm",
+            "GRAPHMEM_LLM_BASE_URL": "http://127.0.0.1:11434/v1",
+            "GRAPHMEM_LLM_MODEL": "qwen2.5:3b",
+            "GRAPHMEM_EMBEDDER": "openai",
+            "GRAPHMEM_EMBED_BASE_URL": "http://127.0.0.1:8000/v1",
+            "GRAPHMEM_EMBED_MODEL": "bge-small",
+            "GRAPHMEM_EMBED_DIMENSIONS": "384",
+            "GRAPHMEM_EMBED_API_KEY": "embed-key",
+            "OPENAI_API_KEY": "shared-key",
+        }
+    )
     assert (s.classifier, s.llm_base_url, s.llm_model) == (
-        "llm", "http://127.0.0.1:11434/v1", "qwen2.5:3b")  # fmt: skip
+        "llm",
+        "http://127.0.0.1:11434/v1",
+        "qwen2.5:3b",
+    )
     assert (s.embedder, s.embed_base_url, s.embed_model, s.embed_dimensions) == (
-        "openai", "http://127.0.0.1:8000/v1", "bge-small", 384)  # fmt: skip
+        "openai",
+        "http://127.0.0.1:8000/v1",
+        "bge-small",
+        384,
+    )
     assert (s.embed_api_key, s.llm_api_key) == ("embed-key", "shared-key")
     with pytest.raises(InvalidInput, match="classifier"):
         Settings.load(environ={"GRAPHMEM_CLASSIFIER": "oracle"})

@@ -75,12 +75,14 @@ def test_every_write_keeps_the_keyword_index_in_step(tmp_path: Path, clock: Cloc
     with Memory.open(tmp_path / "a", settings=settings, clock=clock) as mem:
         path = tmp_path / "a" / "default" / "graphmem.sqlite3"
         first = mem.store("Ana lives in Berlin", entity="Ana", key="city", value="Berlin").fact
-        results = mem.store_many([
-            {"text": "Ana lives in Paris", "entity": "Ana", "key": "city", "value": "Paris"},
-            {"text": "The quarterly report is due on Fridays"},
-            {"text": "The quarterly report is due on Fridays"},  # a duplicate: NOOP
-            {"text": "Bruno prefers green tea in the quarterly review"},
-        ])  # fmt: skip
+        results = mem.store_many(
+            [
+                {"text": "Ana lives in Paris", "entity": "Ana", "key": "city", "value": "Paris"},
+                {"text": "The quarterly report is due on Fridays"},
+                {"text": "The quarterly report is due on Fridays"},  # a duplicate: NOOP
+                {"text": "Bruno prefers green tea in the quarterly review"},
+            ]
+        )
         assert [r.action for r in results] == ["UPDATE", "ADD", "NOOP", "ADD"]
         _keyword_index_agrees(path)
         assert _keyword_texts(mem, "quarterly") == {

@@ -70,8 +70,7 @@ def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
         expected = [[(i, s) for i, s in hits if s >= floor] for hits in unranked]
         assert ranked == expected
         assert any(ranked) and (floor < 0.9 or not all(len(hits) == 5 for hits in ranked))
-    assert not any(hits and hits[0][0] in {f"f{i}" for i in range(0, 50, 7)}
-                   for hits in unranked)  # fmt: skip
+    assert not any(hits and hits[0][0] in {f"f{i}" for i in range(0, 50, 7)} for hits in unranked)
 
 
 def structured_rows(n: int, dims: int = 128, factors: int = 24, seed: int = 0) -> np.ndarray:

@@ -284,12 +284,24 @@ def test_auto_tags_follow_the_seed_patterns(text: str, entity: str | None, tags:
 def test_a_batch_can_supersede_its_own_earlier_item_and_reports_both_states(
     mem: Memory,
 ) -> None:
-    first, second = mem.store_many([
-        {"text": "Printer is on floor 2", "entity": "printer", "key": "floor", "value": "2",
-         "valid_from": "2024-01-01"},
-        {"text": "Printer is on floor 3", "entity": "printer", "key": "floor", "value": "3",
-         "valid_from": "2024-06-01"},
-    ])  # fmt: skip
+    first, second = mem.store_many(
+        [
+            {
+                "text": "Printer is on floor 2",
+                "entity": "printer",
+                "key": "floor",
+                "value": "2",
+                "valid_from": "2024-01-01",
+            },
+            {
+                "text": "Printer is on floor 3",
+                "entity": "printer",
+                "key": "floor",
+                "value": "3",
+                "valid_from": "2024-06-01",
+            },
+        ]
+    )
     assert (first.action, second.action) == ("ADD", "UPDATE")
     assert first.fact and second.fact
     assert first.fact.superseded_by == second.fact.id
