@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from graphmem import Memory, Settings, graph
+from graphmem import Memory, Settings
 
 from . import synthetic
 from .common import OUT_DIR, machine, markdown_table, peak_rss_mb, percentile, write_json
@@ -67,10 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     out[f"hub_depth_{depth}"] = _traversals(mem, [hub] * 30, depth)
                     out[f"near_hub_depth_{depth}"] = _traversals(mem, near_hub, depth)
             finally:  # back to random links only, for the next run on this store
-                with mem._db.write() as conn:
-                    conn.execute(
-                        "DELETE FROM links WHERE source_id = ? OR target_id = ?", [hub, hub]
-                    )
+                for k in mem.links(hub):
+                    mem.unlink(k.id)
         finally:
             mem.close()
     out["peak_rss_mb"] = peak_rss_mb()
@@ -80,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _ids(mem: Memory) -> list[str]:
-    return [r[0] for r in mem._db.reader().execute("SELECT id FROM facts ORDER BY seq")]
+    return mem.fact_ids()
 
 
 def _build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[str, float]:
@@ -107,13 +105,13 @@ def _add_hub(mem: Memory, hub: str, ids: list[str], rng: random.Random) -> None:
 
 
 def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None:
-    """graph.link for each pair (a random type and strength), in transactions of 10,000."""
-    now = time.time()
+    """A link for each pair (a random type and strength), in transactions of 10,000."""
     for start in range(0, len(pairs), 10_000):
-        with mem._db.write() as conn:
-            for source, target in pairs[start : start + 10_000]:
-                if source != target:
-                    graph.link(conn, now, source, target, rng.choice(TYPES), rng.random())
+        mem.link_many(
+            {"source_id": s, "target_id": t, "type": rng.choice(TYPES), "strength": rng.random()}
+            for s, t in pairs[start : start + 10_000]
+            if s != t
+        )
 
 
 def _traversals(mem: Memory, starts: Sequence[str], depth: int) -> dict[str, float]:

@@ -36,7 +36,7 @@ from typing import Any, Final
 
 import httpx
 
-from graphmem import Memory, Settings, graph
+from graphmem import Memory, Settings
 
 from . import synthetic
 from .common import OUT_DIR, ROOT, machine, markdown_table, percentile, write_json
@@ -115,7 +115,7 @@ def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[
             for start in range(0, len(facts), BATCH):
                 mem.store_many(facts[start : start + BATCH], autolink=False)
             out["store_seconds"] = time.perf_counter() - began
-        ids = [r[0] for r in mem._db.reader().execute("SELECT id FROM facts ORDER BY seq")]
+        ids = mem.fact_ids()
         if _count(mem, "links") == 0:
             print(f"making {args.links} links ...", flush=True)
             rng = random.Random(11)
@@ -148,12 +148,12 @@ def _pairs(ids: list[str], n: int, rng: random.Random) -> list[tuple[str, str]]:
 
 
 def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None:
-    """graph.link for each pair (a random type and strength), in transactions of 10,000."""
-    now = time.time()
+    """A link for each pair (a random type and strength), in transactions of 10,000."""
     for start in range(0, len(pairs), 10_000):
-        with mem._db.write() as conn:
-            for source, target in pairs[start : start + 10_000]:
-                graph.link(conn, now, source, target, rng.choice(TYPES), rng.random())
+        mem.link_many(
+            {"source_id": s, "target_id": t, "type": rng.choice(TYPES), "strength": rng.random()}
+            for s, t in pairs[start : start + 10_000]
+        )
 
 
 # --------------------------------------------------------------------------------- the server

@@ -22,7 +22,7 @@ several evidence weights.
 ``--context`` also indexes each turn's previous and next turn (same session) in the fact's
 down-weighted ``context`` FTS column. ``--explore [parts]`` adds sweeps (slower): FTS column
 weights one at a time, fusion candidates, ranking without the quality adjustment, and other
-fusion methods. ``--column-weights`` overrides graphmem.search.FTS_COLUMN_WEIGHTS for the run.
+fusion methods. ``--column-weights`` overrides graphmem.ranking.FTS_COLUMN_WEIGHTS for the run.
 Query embeddings are cached across runs of one invocation, so ms/query is indicative only
 (bench/speed.py measures latency).
 
@@ -44,8 +44,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-import graphmem.search as ranking
-from graphmem import Memory, Settings, expansion, graph
+import graphmem.ranking as ranking
+from graphmem import Memory, Settings, expansion
 from graphmem.embedders import Embedder
 
 from .common import (
@@ -202,16 +202,14 @@ def build_conversation(
     memory = Memory.open(root, namespace=namespace, embedder=embedder, settings=settings)
     results = memory.store_many(items)
     if link_turns:
-        with memory._db.write() as conn:  # one transaction for the conversation's links
-            for i in range(1, len(results)):
-                before, after = results[i - 1].fact, results[i].fact
-                if (
-                    session_of[i] == session_of[i - 1]
-                    and before
-                    and after
-                    and before.id != after.id
-                ):
-                    graph.link(conn, time.time(), after.id, before.id, "RELATED_TO", 1.0)
+        turn_links = []  # one transaction for the conversation's links
+        for i in range(1, len(results)):
+            before, after = results[i - 1].fact, results[i].fact
+            if session_of[i] == session_of[i - 1] and before and after and before.id != after.id:
+                turn_links.append(
+                    {"source_id": after.id, "target_id": before.id, "type": "RELATED_TO"}
+                )
+        memory.link_many(turn_links)
     turns_of: dict[str, set[str]] = defaultdict(set)
     for dia_id, result in zip(dia_ids, results, strict=True):
         assert result.fact is not None

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from graphmem import Memory, Settings, expansion, graph
+from graphmem import Memory, Settings, expansion
 
 from .common import (
     OUT_DIR,
@@ -145,11 +145,9 @@ def build(
         for i, fact_id in enumerate(ids):
             for other in ids[i + 1 : i + 1 + siblings]:
                 pairs.add((fact_id, other))
-    now = time.time()
-    with memory._db.write() as conn:  # the bench's explicit linking, in one transaction
-        for source, target in sorted(pairs):
-            if source != target:
-                graph.link(conn, now, source, target, "RELATED_TO", 1.0)
+    memory.link_many(  # the bench's explicit linking, in one transaction
+        {"source_id": s, "target_id": t, "type": "RELATED_TO"} for s, t in sorted(pairs) if s != t
+    )
     return fact_of, len(pairs)
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .errors import Conflict, InvalidInput, StorageError
 from .keys import KEYS_FILE
-from .memory import SQLITE_FILE, VECTOR_DIR, check_namespace
+from .namespace import VECTOR_DIR, check_namespace
+from .sqlitestore import SQLITE_FILE
 
 
 def backup(data_dir: Path, destination: Path) -> list[str]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from .errors import InvalidInput
-from .models import MAX_FIELD_LENGTH, Fact
+from .models import MAX_FIELD_LENGTH, Fact, StoreResult
 from .tagging import detect_category
 
 CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
@@ -366,3 +366,20 @@ def _luhn(digits: str) -> bool:
         d = int(ch) * (2 if n % 2 else 1)
         total += d - 9 if d > 9 else d
     return 13 <= len(digits) <= 19 and total % 10 == 0
+
+
+def results(found: Sequence[Candidate], stored: Sequence[StoreResult]) -> list[CaptureResult]:
+    """One result per candidate, in order: what the write path did with each stored one (the
+    ``stored`` results are those of the candidates with an item, in order), a SKIP for the
+    others."""
+    written = iter(stored)
+    out = []
+    for c in found:
+        if c.item is None:
+            out.append(CaptureResult("SKIP", None, c.reason, c.message, c.role, None))
+            continue
+        r = next(written)
+        out.append(
+            CaptureResult(r.action, r.fact, r.reason, c.message, c.role, c.text, r.target_ids)
+        )
+    return out

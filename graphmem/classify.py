@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Sequence
-from typing import Any, Final, get_args
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 from .errors import LLMError
 from .ingest import normalized_hash
 from .llm import ChatClient
-from .models import Action, FactInput, Verdict
+from .models import Action, Fact, FactInput, Verdict
 from .temporal import TimeScope, to_iso
+
+if TYPE_CHECKING:
+    from .store import Store
 
 #: Nearest live facts (by vector) shown to the model for each new fact.
 SIMILAR_FACTS: Final = 5
@@ -58,51 +60,30 @@ _log = logging.getLogger("graphmem.classify")
 
 
 def similar_facts(
-    conn: sqlite3.Connection,
+    store: Store,
     inputs: Sequence[FactInput],
     neighbours: Sequence[Sequence[tuple[str, float]]],
     now: float,
-) -> list[list[sqlite3.Row]]:
+) -> list[list[Fact]]:
     """For each new fact: the live facts to show the model (nearest first, then same key)."""
     scope = TimeScope(now, now)
     wanted = {fact_id for hits in neighbours for fact_id, _ in hits[:SIMILAR_FACTS]}
-    rows = {
-        r["id"]: r
-        for r in conn.execute(
-            "SELECT id, text, entity, key, value, valid_from FROM facts f"
-            f" WHERE f.id IN (SELECT value FROM json_each(:ids)) AND {scope.fact_clause()}",
-            {"ids": json.dumps(sorted(wanted)), **scope.params},
-        )
-    }
-    out: list[list[sqlite3.Row]] = []
+    facts = store.get_many(sorted(wanted), scope)
+    out: list[list[Fact]] = []
     for x, hits in zip(inputs, neighbours, strict=True):
-        found = {fact_id: rows[fact_id] for fact_id, _ in hits[:SIMILAR_FACTS] if fact_id in rows}
+        found = {fact_id: facts[fact_id] for fact_id, _ in hits[:SIMILAR_FACTS] if fact_id in facts}
         if x.entity and x.key:
-            for r in conn.execute(
-                "SELECT id, text, entity, key, value, valid_from FROM facts f"
-                " WHERE lower(f.entity) = lower(:entity) AND lower(f.key) = lower(:key)"
-                f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC LIMIT :n",
-                {"entity": x.entity, "key": x.key, "n": SAME_KEY_FACTS, **scope.params},
-            ):
-                found.setdefault(r["id"], r)
+            for fact in store.latest(x.entity, x.key, scope, limit=SAME_KEY_FACTS):
+                found.setdefault(fact.id, fact)
         out.append(list(found.values()))
     return out
 
 
-def repeats(
-    conn: sqlite3.Connection, inputs: Sequence[FactInput], now: float, fuzzy: bool
-) -> set[int]:
+def repeats(store: Store, inputs: Sequence[FactInput], now: float, fuzzy: bool) -> set[int]:
     """Positions of the new facts that dedup will make NOOPs (the text of a live fact, or its
     normalised text when ``fuzzy``): nothing to ask the model about."""
     hashes = [normalized_hash(x.text) for x in inputs]
-    scope = TimeScope(now, now)
-    live: dict[str, set[str]] = {}
-    for h, text in conn.execute(
-        "SELECT normalized_hash, text FROM facts f WHERE normalized_hash IN"
-        f" (SELECT value FROM json_each(:hashes)) AND {scope.fact_clause()}",
-        {"hashes": json.dumps(sorted(set(hashes))), **scope.params},
-    ):
-        live.setdefault(h, set()).add(text)
+    live = store.texts_by_hash(sorted(set(hashes)), TimeScope(now, now))
     return {
         i
         for i, (x, h) in enumerate(zip(inputs, hashes, strict=True))
@@ -113,7 +94,7 @@ def repeats(
 def classify(
     chat: ChatClient,
     inputs: Sequence[FactInput],
-    similar: Sequence[Sequence[sqlite3.Row]],
+    similar: Sequence[Sequence[Fact]],
     batch_size: int,
 ) -> list[Verdict]:
     """A verdict per new fact, in order: one chat request per ``batch_size`` facts that have
@@ -129,25 +110,25 @@ def classify(
 
 
 def _ask(
-    chat: ChatClient, inputs: Sequence[FactInput], similar: Sequence[Sequence[sqlite3.Row]]
+    chat: ChatClient, inputs: Sequence[FactInput], similar: Sequence[Sequence[Fact]]
 ) -> list[Verdict]:
     refs: dict[str, str] = {}  # E1 → fact id
     existing: list[dict[str, Any]] = []
     by_id: dict[str, str] = {}
-    for rows in similar:
-        for r in rows:
-            if r["id"] not in by_id:
-                ref = by_id[r["id"]] = f"E{len(by_id) + 1}"
-                refs[ref] = r["id"]
+    for facts in similar:
+        for f in facts:
+            if f.id not in by_id:
+                ref = by_id[f.id] = f"E{len(by_id) + 1}"
+                refs[ref] = f.id
                 existing.append(
                     _described(
                         {
                             "id": ref,
-                            "text": r["text"],
-                            "entity": r["entity"],
-                            "key": r["key"],
-                            "value": r["value"],
-                            "valid_from": to_iso(r["valid_from"]),
+                            "text": f.text,
+                            "entity": f.entity,
+                            "key": f.key,
+                            "value": f.value,
+                            "valid_from": to_iso(f.valid_from.timestamp()),
                         }
                     )
                 )
@@ -159,10 +140,10 @@ def _ask(
                 "entity": x.entity,
                 "key": x.key,
                 "value": x.value,
-                "similar": [by_id[r["id"]] for r in rows],
+                "similar": [by_id[f.id] for f in facts],
             }
         )
-        for n, (x, rows) in enumerate(zip(inputs, similar, strict=True))
+        for n, (x, facts) in enumerate(zip(inputs, similar, strict=True))
     ]
     question = json.dumps({"existing_facts": existing, "new_facts": new}, ensure_ascii=False)
     try:

@@ -18,7 +18,6 @@ import binascii
 import hashlib
 import os
 import re
-import sqlite3
 from collections.abc import Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -31,6 +30,7 @@ from .usage import Meter, reported_tokens
 
 if TYPE_CHECKING:
     from .settings import Settings
+    from .store import Store, Transaction
 
 Vectors = npt.NDArray[np.float32]
 
@@ -288,21 +288,21 @@ class OpenAIEmbedder:
 
 
 class EmbeddingCache:
-    """Vectors by (provider, model, sha256 of text), stored in the namespace's SQLite file."""
+    """Vectors by (provider, model, sha256 of text), kept by the namespace's store."""
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
     def embed(
-        self, conn: sqlite3.Connection, texts: Sequence[str]
+        self, store: Store, texts: Sequence[str]
     ) -> tuple[Vectors, list[tuple[str, Vectors]]]:
         """Vectors for ``texts``, from the cache where possible.
 
-        Returns the vectors and the (hash, vector) pairs newly computed, for ``store`` to write
+        Returns the vectors and the (hash, vector) pairs newly computed, for ``keep`` to write
         in the caller's transaction.
         """
         hashes = [text_hash(t) for t in texts]
-        found = self.lookup(conn, hashes)
+        found = self.lookup(store, hashes)
         missing = sorted(
             {h: t for h, t in zip(hashes, texts, strict=True) if h not in found}.items()
         )
@@ -318,32 +318,15 @@ class EmbeddingCache:
             out[i] = found[h]
         return out, fresh
 
-    def lookup(self, conn: sqlite3.Connection, hashes: Sequence[str]) -> dict[str, Vectors]:
+    def lookup(self, store: Store, hashes: Sequence[str]) -> dict[str, Vectors]:
         e = self.embedder
-        found: dict[str, Vectors] = {}
-        unique = list(dict.fromkeys(hashes))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            rows = conn.execute(
-                "SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = ? AND model = ?"
-                f" AND text_hash IN ({','.join('?' * len(chunk))})",
-                [e.provider, e.model, *chunk],
-            )
-            for h, dims, blob in rows:
-                if dims == e.dimensions:
-                    found[h] = np.frombuffer(blob, dtype="<f4")
-        return found
+        return store.cached_vectors(e.provider, e.model, e.dimensions, hashes)
 
-    def store(self, conn: sqlite3.Connection, fresh: list[tuple[str, Vectors]], now: float) -> None:
-        e = self.embedder
-        conn.executemany(
-            "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, dims, vector,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (e.provider, e.model, h, e.dimensions, v.astype("<f4").tobytes(), now)
-                for h, v in fresh
-            ],
-        )
+    def keep(self, tx: Transaction, fresh: Sequence[tuple[str, Vectors]]) -> None:
+        """Write newly computed vectors in ``tx``."""
+        if fresh:
+            e = self.embedder
+            tx.cache_vectors(e.provider, e.model, e.dimensions, fresh)
 
 
 def _decode(embedding: Any) -> Any:

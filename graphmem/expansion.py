@@ -22,13 +22,14 @@ Two effects, both over the visible links of every type but SUPERSEDES, and of ev
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from . import graph
-from .temporal import TimeScope
+
+if TYPE_CHECKING:
+    from .store import Store
+    from .temporal import TimeScope
 
 #: Share of a linked candidate's relevance (times link strength) lent to a fact.
 EVIDENCE_WEIGHT: Final = 0.5
@@ -49,18 +50,12 @@ MAX_SHARE: Final = 0.95
 
 
 def lend_evidence(
-    conn: sqlite3.Connection, relevance: Mapping[str, float], scope: TimeScope
+    store: Store, relevance: Mapping[str, float], scope: TimeScope
 ) -> dict[str, float]:
     """Each candidate's relevance plus the best evidence a linked candidate lends it."""
-    params = {
-        "types": json.dumps(graph.DEFAULT_TYPES),
-        "min_strength": 0.0,
-        "skip_origins": json.dumps(EVIDENCE_SKIPS),
-        **scope.params,
-    }
     rows = [
         (k.source_id, k.target_id, k.strength)
-        for k in graph.links_among(conn, list(relevance), scope, params)
+        for k in store.links_among(list(relevance), scope, skip_origins=EVIDENCE_SKIPS)
     ]
     lent: dict[str, float] = {}
     for source, target, strength in rows:
@@ -70,7 +65,7 @@ def lend_evidence(
 
 
 def neighbours(
-    conn: sqlite3.Connection,
+    store: Store,
     hits: list[tuple[str, float]],
     depth: int,
     scope: TimeScope,
@@ -85,7 +80,7 @@ def neighbours(
     search's filters and time scope; the others are neither returned nor walked through.
     ``closeness`` gives the query's cosine with facts (missing ones count as farthest).
     """
-    walk = graph.Walk(conn, scope, graph.DEFAULT_TYPES, "BOTH", 0.0, NEIGHBOUR_SKIPS)
+    walk = store.walk(scope, skip_origins=NEIGHBOUR_SKIPS)
     score = dict(hits)
     found: dict[str, tuple[float, int, str]] = {}
     frontier = [i for i, _ in hits]

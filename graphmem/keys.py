@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound, StorageError
-from .memory import check_namespace
+from .namespace import check_namespace
 
 KEYS_FILE: Final = "_keys.sqlite"
 PREFIX: Final = "gm"

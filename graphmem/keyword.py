@@ -32,7 +32,7 @@ from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from . import search as ranking
+from . import ranking
 from .migrations import FTS_COLUMNS
 
 #: Matches ranked in full before the most common query words stop selecting facts (measured in

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
 from .errors import InvalidInput
-from .models import Fact
+from .models import Fact, SearchHit
 
 Format = Literal["full", "short", "minimal"]
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
@@ -153,6 +153,18 @@ def entity_names(prompt: str) -> list[str]:
         for start in range(len(words) - size + 1):
             names[" ".join(words[start : start + size])] = None
     return list(names)
+
+
+def candidates(hits: Sequence[SearchHit]) -> list[Candidate]:
+    """Search hits as candidates for the block, each marked with how it was found."""
+    return [
+        Candidate(
+            h.fact,
+            h.score,
+            "graph" if h.depth else "sqlite" if h.fts_score is not None else "lance",
+        )
+        for h in hits
+    ]
 
 
 def ranked(hits: Sequence[Candidate], entity_facts: Sequence[Fact]) -> list[Candidate]:

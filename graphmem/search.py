@@ -1,198 +1,204 @@
-"""Ranking: the keyword query, score fusion and the adjustments applied after it.
+"""The search pipeline: keyword and vector legs, fusion, graph evidence, one consistent answer.
 
-Hybrid search fuses two candidate lists, FTS5 bm25 and cosine similarity, by a convex combination
-of per-query min-max normalised scores (``Settings.fts_weight`` on the keyword side). bench/
-holds the measurements behind the choice and the weight (docs/search.md explains them). The fused
-relevance is then scaled by the fact's importance, confidence, freshness and decay class.
+1. The legs run concurrently (FTS5 and the embedding/matrix product release the GIL): the
+   keyword leg asks the store for its best visible matches, the vector leg embeds the query and
+   widens its nearest-neighbour search until enough visible facts are found.
+2. Their scores are fused (:func:`graphmem.ranking.fuse`), with ``graph_depth`` > 0 linked
+   candidates lend each other evidence (:mod:`graphmem.expansion`), and the fused relevance is
+   adjusted by importance, confidence, freshness and decay class (:func:`graphmem.ranking.adjust`).
+3. The legs ran as separate statements, so a write committed between them (a supersession) may
+   have hidden a candidate since: the hits are read again in one snapshot, old and new version
+   are never both returned, and the next candidates fill in.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from typing import Final, Literal
+import functools
+import itertools
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final, TypeVar
 
-Mode = Literal["hybrid", "fts", "vector"]
-MODES: Final = ("hybrid", "fts", "vector")
+from . import expansion, graph, ranking
+from .decay import freshness
+from .embedders import Embedder, Vectors
+from .errors import InvalidInput
+from .models import MAX_TEXT_LENGTH, Fact, SearchHit
+from .reads import Filters, check_limit
+from .settings import Settings
+from .store import Record, Store
+from .temporal import TimeScope
+from .vectors import VectorIndex
 
-#: bm25 weight per FTS column: text, category, entity, key, value, tags, context, date_terms.
-FTS_COLUMN_WEIGHTS: Final = (1.0, 0.2, 0.6, 0.6, 0.6, 0.4, 0.3, 0.3)
-#: Query terms beyond this many are ignored (keeps pathological queries cheap).
-MAX_QUERY_TERMS: Final = 64
-#: Share of the final score that comes from importance, confidence and freshness.
-QUALITY_WEIGHT: Final = 0.3
-#: Multipliers favouring long-lived knowledge, as the seeds' preferLongTerm does.
-CLASS_BOOST: Final[Mapping[str, float]] = {"permanent": 1.1, "durable": 1.05, "stable": 1.05}
+#: Threads that run the vector leg beside the keyword leg (one per concurrent search).
+SEARCH_THREADS: Final = 4
 
-STOPWORDS: Final = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-    ]
-)
-
-_WORD = re.compile(r"\w+", re.UNICODE)
+T = TypeVar("T")
+_Candidates = dict[str, Record]
 
 
-def fts_terms(text: str) -> list[str]:
-    """The query's words as quoted FTS5 phrases, stopwords dropped (unless nothing else is left).
+class Search:
+    """Hybrid, keyword or vector search over one namespace. Thread-safe."""
 
-    Quoting makes any user text safe: no FTS5 syntax survives. Empty when no word remains.
-    """
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-    content = [w for w in words if w not in STOPWORDS] or words
-    return ['"' + w.replace('"', '""') + '"' for w in content[:MAX_QUERY_TERMS]]
+    def __init__(
+        self, store: Store, vectors: VectorIndex, embedder: Embedder, settings: Settings
+    ) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._embedder = embedder
+        self._settings = settings
+        self._pool = ThreadPoolExecutor(
+            max_workers=SEARCH_THREADS, thread_name_prefix="graphmem-search"
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    def run(
+        self,
+        query: str,
+        scope: TimeScope,
+        filters: Filters,
+        *,
+        limit: int,
+        mode: str,
+        graph_depth: int,
+    ) -> list[SearchHit]:
+        """Facts matching ``query``, best first (see ``Memory.search``)."""
+        _check(query, mode, limit, graph_depth)
+        wanted = max(self._settings.fusion_candidates, limit)
+        live_only = scope.current and not filters.include_superseded
+        fts: dict[str, float] = {}
+        vec: dict[str, float] = {}
+        query_vector: Vectors | None = None
+        candidates: _Candidates = {}
+        pending = (
+            self._pool.submit(
+                self._limited,
+                self._store.deadline,
+                self._vector_leg,
+                query,
+                scope,
+                filters,
+                wanted,
+                live_only,
+            )
+            if mode != "fts"
+            else None
+        )
+        if mode != "vector":
+            fts, rows = self._store.keyword_matches(query, scope, filters, wanted)
+            candidates.update(rows)
+        if pending is not None:
+            vec, rows, query_vector = pending.result()
+            candidates.update(rows)
+        if mode == "hybrid":
+            relevance = ranking.fuse(fts, vec, self._settings.fts_weight)
+        elif mode == "fts":
+            relevance = ranking.min_max(fts)
+        else:
+            relevance = dict(vec)
+        if graph_depth > 0:
+            relevance = expansion.lend_evidence(self._store, relevance, scope)
+        ranked = sorted(
+            (_scored(candidates[i], rel, scope) for i, rel in relevance.items()), reverse=True
+        )
+        top = ranked[:limit]
+        reached: dict[str, tuple[float, int, str]] = {}
+        if graph_depth > 0:
+            reached = expansion.neighbours(
+                self._store,
+                [(fact_id, score) for score, _, fact_id in top],
+                graph_depth,
+                scope,
+                lambda ids: {r["id"] for r in self._store.candidates(ids, scope, filters)},
+                {fact_id: score for score, _, fact_id in ranked},
+                None
+                if query_vector is None
+                else functools.partial(self._vectors.similarities, query_vector),
+            )
+            merged = [(score, 0, fact_id) for score, _, fact_id in top if fact_id not in reached]
+            merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
+            merged.sort(key=lambda x: (-x[0], x[1]))
+            top = [(score, 0, fact_id) for score, _, fact_id in merged[:limit]]
+        more = iter([] if graph_depth > 0 else ranked[limit:])
+        shown: dict[str, Fact] = {}
+        with self._store.snapshot():
+            while True:
+                shown.update(self._store.visible([f for _, _, f in top], scope, filters))
+                if len(shown) >= min(limit, len(top)) or graph_depth > 0:
+                    break
+                extra = list(itertools.islice(more, limit - len(shown)))
+                if not extra:
+                    break
+                top = [hit for hit in top if hit[2] in shown] + extra
+        return [
+            SearchHit(
+                shown[fact_id],
+                score,
+                fts.get(fact_id),
+                vec.get(fact_id),
+                *(reached[fact_id][1:] if fact_id in reached else (0, None)),
+            )
+            for score, _, fact_id in top
+            if fact_id in shown
+        ]
+
+    def _limited(self, deadline: float | None, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` with its reads stopped at ``deadline`` (for work on pool threads)."""
+        with self._store.time_limit(deadline):
+            return fn(*args)
+
+    def _vector_leg(
+        self, query: str, scope: TimeScope, filters: Filters, n: int, live_only: bool
+    ) -> tuple[dict[str, float], _Candidates, Vectors]:
+        """Cosine of the ``n`` most similar visible facts, widening the nearest-neighbour
+        search as needed; and the query's vector. Runs on a pool thread."""
+        vector = self._embedder.embed([query])[0]
+        total = self._vectors.count()
+        k = n
+        while True:
+            hits = dict(self._vectors.nearest(vector, k, live_only=live_only))
+            scores = dict(hits)
+            for owner, dependant in self._store.sharing_vectors(hits.keys()):
+                scores[dependant] = hits[owner]
+            shown = self._store.candidates(list(scores), scope, filters)
+            if len(shown) >= n or len(hits) < k or k >= total:
+                break
+            k = min(total, k * 4)
+        shown.sort(key=lambda row: scores[row["id"]], reverse=True)
+        best = shown[:n]
+        return (
+            {row["id"]: scores[row["id"]] for row in best},
+            {row["id"]: row for row in best},
+            vector,
+        )
 
 
-def min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    """Scores rescaled to 0..1 within this candidate list (all 1.0 when they are equal)."""
-    if not scores:
-        return {}
-    low, high = min(scores.values()), max(scores.values())
-    if high - low <= 1e-12:
-        return dict.fromkeys(scores, 1.0)
-    return {k: (v - low) / (high - low) for k, v in scores.items()}
+def _scored(row: Record, relevance: float, scope: TimeScope) -> tuple[float, float, str]:
+    """(final score, effective date, id) of a candidate: the ranking order, ties to the newer."""
+    score = ranking.adjust(
+        relevance,
+        importance=row["importance"],
+        confidence=row["confidence"],
+        freshness=freshness(row["expires_at"], row["last_confirmed_at"], scope.known_at),
+        decay_class=row["decay_class"],
+    )
+    effective = row["source_date"] if row["source_date"] is not None else row["valid_from"]
+    return score, effective, row["id"]
 
 
-def fuse(
-    fts: Mapping[str, float], vector: Mapping[str, float], fts_weight: float
-) -> dict[str, float]:
-    """Convex combination of normalised leg scores; a fact missing from a leg scores 0 there."""
-    a, b = min_max(fts), min_max(vector)
-    return {
-        k: fts_weight * a.get(k, 0.0) + (1.0 - fts_weight) * b.get(k, 0.0)
-        for k in a.keys() | b.keys()
-    }
-
-
-def adjust(
-    relevance: float, *, importance: float, confidence: float, freshness: float, decay_class: str
-) -> float:
-    """The final score: relevance scaled by how important, trusted, fresh and lasting a fact is."""
-    quality = 0.4 * importance + 0.3 * confidence + 0.3 * freshness
-    factor = (1.0 - QUALITY_WEIGHT) + QUALITY_WEIGHT * quality
-    return relevance * factor * CLASS_BOOST.get(decay_class, 1.0)
+def _check(query: str, mode: str, limit: int, graph_depth: int) -> None:
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query must be a non-empty string", field="query")
+    if len(query) > MAX_TEXT_LENGTH:
+        raise InvalidInput(f"query longer than {MAX_TEXT_LENGTH} characters", field="query")
+    if mode not in ranking.MODES:
+        raise InvalidInput(f"unknown mode {mode!r}; use hybrid, fts or vector", field="mode")
+    check_limit(limit)
+    if (
+        isinstance(graph_depth, bool)
+        or not isinstance(graph_depth, int)
+        or not (0 <= graph_depth <= graph.MAX_DEPTH)
+    ):
+        raise InvalidInput(f"graph_depth must be from 0 to {graph.MAX_DEPTH}", field="graph_depth")

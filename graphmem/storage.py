@@ -14,11 +14,12 @@ passed.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Final
@@ -185,6 +186,13 @@ class Database:
     def _check_open(self) -> None:
         if self._closed:
             raise StorageError("this memory has been closed")
+
+
+def id_list(values: Iterable[object]) -> str:
+    """Values (ids, seqs, names) as one SQL parameter, read back with
+    ``x IN (SELECT value FROM json_each(:param))``: one statement whatever their number, never
+    near SQLite's limit on variables. Every list of ids passed to SQL goes this way."""
+    return json.dumps(list(values))
 
 
 def _connect(path: Path) -> sqlite3.Connection:

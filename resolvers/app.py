@@ -50,7 +50,7 @@ from strawberry.types import ExecutionResult
 from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, KeyStore, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
 from graphmem.llm import ChatClient
-from graphmem.memory import check_namespace
+from graphmem.namespace import check_namespace
 
 from .context import Context
 from .events import Broadcaster

@@ -42,7 +42,7 @@ from typing import Any, Final
 import httpx
 
 from graphmem import Memory, Settings
-from graphmem.memory import SQLITE_FILE
+from graphmem.sqlitestore import SQLITE_FILE
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT: Final = 120.0

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from graphmem import Memory, QueryTimeout, Settings, StorageError
-from graphmem.memory import SQLITE_FILE, VECTOR_DIR
+from graphmem.namespace import VECTOR_DIR
+from graphmem.sqlitestore import SQLITE_FILE
 from resolvers import create_app
 
 from .api import InProcess
@@ -295,7 +296,7 @@ def test_a_retried_vector_write_never_duplicates_a_row(
 
 def test_a_read_past_its_time_limit_is_stopped_with_a_timeout(mem: Memory) -> None:
     mem.store_many([{"text": f"Sensor {n} reported a reading"} for n in range(200)])
-    conn = mem._db.reader()
+    conn = mem._store._read()  # this thread's read connection, which the limit stops
     slow = "SELECT count(*) FROM facts a, facts b, facts c"  # 8 million rows
     with pytest.raises(QueryTimeout), mem.time_limit(0.05):
         conn.execute(slow).fetchone()

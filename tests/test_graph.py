@@ -447,7 +447,7 @@ def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memor
         mem.link(f["hit"], f[n], "RELATED_TO")
     near = {f["a"]: 0.9, f["b"]: 0.1, f["c"]: 0.2}
     found = expansion.neighbours(
-        mem._db.reader(),
+        mem._store,
         [(f["hit"], 1.0)],
         1,
         mem._scope(None, None),
@@ -461,9 +461,7 @@ def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memor
     assert score[f["a"]] == pytest.approx(
         min(expansion.HOP_FACTOR + expansion.CLOSENESS_BONUS, expansion.MAX_SHARE)
     )
-    plain = expansion.neighbours(
-        mem._db.reader(), [(f["hit"], 1.0)], 1, mem._scope(None, None), set, {}
-    )
+    plain = expansion.neighbours(mem._store, [(f["hit"], 1.0)], 1, mem._scope(None, None), set, {})
     assert [v for v, _, _ in plain.values()] == [pytest.approx(expansion.HOP_FACTOR)] * 3
 
 
@@ -472,7 +470,7 @@ def test_a_fact_takes_the_best_score_a_link_offers_even_a_direct_hit(mem: Memory
     mem.link(f["weak"], f["strong"], "RELATED_TO")
     mem.link(f["leaf"], f["weak"], "RELATED_TO")
     hits = [(f["strong"], 1.0), (f["other"], 0.6), (f["weak"], 0.3)]
-    found = expansion.neighbours(mem._db.reader(), hits, 2, mem._scope(None, None), set, dict(hits))
+    found = expansion.neighbours(mem._store, hits, 2, mem._scope(None, None), set, dict(hits))
     assert set(found) == {f["weak"], f["leaf"]}
     weak, depth, via = found[f["weak"]]
     assert (depth, via) == (1, f["strong"]) and 0.6 < weak < 1.0

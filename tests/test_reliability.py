@@ -59,7 +59,7 @@ def test_a_supersession_between_the_legs_of_a_search_never_shows_both_versions(
     assert old.fact is not None
     clock.advance(60)
     superseded = threading.Event()
-    fts_leg, vector_leg = mem._fts_leg, mem._vector_leg
+    fts_leg, vector_leg = mem._store.keyword_matches, mem._search._vector_leg
 
     def keyword_then_write(*args: Any) -> Any:
         found = fts_leg(*args)  # sees Berlin, the current version
@@ -71,8 +71,8 @@ def test_a_supersession_between_the_legs_of_a_search_never_shows_both_versions(
         superseded.wait(10)
         return vector_leg(*args)  # sees Paris, the current version by now
 
-    monkeypatch.setattr(mem, "_fts_leg", keyword_then_write)
-    monkeypatch.setattr(mem, "_vector_leg", vector_after_write)
+    monkeypatch.setattr(mem._store, "keyword_matches", keyword_then_write)
+    monkeypatch.setattr(mem._search, "_vector_leg", vector_after_write)
     hits = mem.search("Ana lives near the river")
     assert [h.fact.value for h in hits] == ["Paris"]
     assert all(h.fact.valid_until is None for h in hits)

@@ -189,7 +189,7 @@ def test_search_does_not_wait_for_a_write_in_progress(mem: Memory, clock: Clock)
     holding, release = threading.Event(), threading.Event()
 
     def long_write() -> None:
-        with mem._db.write():
+        with mem._store.transaction():
             holding.set()
             release.wait(10)
 
@@ -219,7 +219,9 @@ def test_accesses_still_waiting_are_written_at_close(tmp_path: Path, clock: Cloc
     mem = Memory.open(tmp_path, embedder="hash", clock=clock)
     fact = mem.store("Sprint goal is the billing page").fact
     assert fact is not None
-    with mem._db.write():  # this thread holds the writer, so the search must defer its write
+    with (
+        mem._store.transaction()
+    ):  # this thread holds the writer, so the search must defer its write
         held = threading.Thread(target=lambda: mem.search("sprint goal"))
         held.start()
         held.join()
@@ -235,11 +237,11 @@ def test_accesses_within_the_interval_wait_for_the_next_write(tmp_path: Path, cl
         fact = mem.store("Sprint goal is the billing page").fact
         assert fact is not None
         mem.search("sprint goal")  # the first accesses are written at once
-        versions = mem._db.reader().execute("PRAGMA data_version").fetchone()[0]
+        versions = mem._store._read().execute("PRAGMA data_version").fetchone()[0]
         mem.search("billing page")
         mem.lookup("sprint")  # no entity: nothing returned, nothing counted
         # the second search wrote nothing: the readers' caches stay valid
-        assert mem._db.reader().execute("PRAGMA data_version").fetchone()[0] == versions
+        assert mem._store._read().execute("PRAGMA data_version").fetchone()[0] == versions
         assert mem.get(fact.id).access_count == 1  # type: ignore[union-attr]
         mem.store("Retro is on Friday")  # any write takes the waiting accesses along
         assert mem.get(fact.id).access_count == 2  # type: ignore[union-attr]

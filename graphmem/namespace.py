@@ -1,0 +1,137 @@
+"""Opening a namespace: its name, its directory, which embedder indexed it, and whether its
+vector index must be rebuilt.
+
+A namespace is one directory under the data directory, holding its store (the SQLite file) and
+its vector index. The vector index is derived from the store: when it is missing, damaged or was
+built by another embedder (with ``reindex``), it is rebuilt; vector writes a crash left pending
+in the outbox are replayed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .embedders import Embedder
+from .errors import EmbedderMismatch, InvalidInput, StorageError
+from .settings import Settings
+from .store import Store
+from .sync import Progress, VectorSync
+from .vectors import VectorIndex
+
+#: The vector index's directory inside a namespace's directory.
+VECTOR_DIR: Final = "vectors"
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+_log = logging.getLogger("graphmem")
+
+
+def check_namespace(name: str) -> str:
+    """``name`` if it can name a namespace (its directory), else InvalidInput."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidInput(
+            f"invalid namespace {name!r}: 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit",
+            field="namespace",
+        )
+    return name
+
+
+def directory(data_dir: str | Path | None, namespace: str, settings: Settings) -> Path:
+    """The namespace's directory, created if needed (StorageError if it cannot be)."""
+    check_namespace(namespace)
+    path = Path(data_dir if data_dir is not None else settings.data_dir) / namespace
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create the namespace directory {path}: {exc.strerror}") from exc
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class Indexing:
+    """Which embedder the namespace was indexed with, which one opens it, and whether the
+    vector index must be rebuilt."""
+
+    recorded: dict[str, Any] | None
+    wanted: dict[str, Any]
+    rebuild: bool
+
+    def with_rebuild(self, rebuild: bool) -> Indexing:
+        return Indexing(self.recorded, self.wanted, rebuild)
+
+
+def indexing(store: Store, embedder: Embedder, namespace: str, *, reindex: bool) -> Indexing:
+    """Compare the embedder recorded in the store with ``embedder``: EmbedderMismatch when
+    they differ, unless ``reindex``, which asks for a rebuild."""
+    recorded = store.meta("embedder")
+    wanted = {
+        "provider": embedder.provider,
+        "model": embedder.model,
+        "dimensions": embedder.dimensions,
+    }
+    if recorded is not None and recorded != wanted and not reindex:
+        raise EmbedderMismatch(
+            f"namespace {namespace!r} was indexed with {_describe(recorded)}, but this "
+            f"process uses {_describe(wanted)}; run `graphmem reindex` to rebuild the "
+            "vectors with the new embedder (or open it with the old one)"
+        )
+    return Indexing(recorded, wanted, reindex or recorded != wanted)
+
+
+def open_vectors(
+    path: Path, dimensions: int, namespace: str, *, rebuild: bool
+) -> tuple[VectorIndex, bool]:
+    """The namespace's vector index, and whether it must be rebuilt: a damaged index is
+    removed and rebuilt (with a warning), as is one about to be rebuilt anyway."""
+    if rebuild and path.exists():
+        shutil.rmtree(path)  # rebuilt from the store anyway; also recovers a damaged index
+    try:
+        return VectorIndex(path, dimensions), rebuild
+    except StorageError as exc:  # the index cannot be read: it is derived, rebuild it
+        _log.warning("%s: namespace %r: rebuilding it from SQLite", exc.message, namespace)
+        shutil.rmtree(path, ignore_errors=True)
+        return VectorIndex(path, dimensions), True
+
+
+def recover(
+    store: Store,
+    vectors: VectorIndex,
+    sync: VectorSync,
+    namespace: str,
+    index: Indexing,
+    progress: Progress | None,
+) -> None:
+    """Bring the vector index in line with the store on open: rebuild it if asked or missing,
+    else replay the outbox and warn when the counts still disagree; then record the embedder."""
+    rebuild = index.rebuild
+    owners = store.counts(store.now()).vector_owners
+    if not rebuild and vectors.missing and owners:
+        _log.warning(
+            "the vector index of namespace %r is missing: rebuilding it from SQLite", namespace
+        )
+        rebuild = True
+    if not rebuild:
+        sync.replay()
+        if not sync.failed and vectors.count() != owners:
+            _log.warning(
+                "the vector index of namespace %r holds %d vectors where SQLite has %d "
+                "facts to index: run `graphmem check`, then `graphmem reindex`",
+                namespace,
+                vectors.count(),
+                owners,
+            )
+    if rebuild:
+        sync.reindex(progress)
+    if index.recorded != index.wanted:  # only once the vectors are this embedder's
+        with store.transaction() as tx:
+            tx.set_meta("embedder", index.wanted)
+
+
+def _describe(embedder: Mapping[str, Any]) -> str:
+    return f"{embedder['provider']}/{embedder['model']} ({embedder['dimensions']} dims)"

@@ -1,0 +1,265 @@
+"""Plain reads of the SQLite store: one fact, a set of facts, a page, a lookup, a history.
+
+Functions of a connection and a time scope, like :mod:`graphmem.graph`: each read sees exactly
+the facts the time rule (:class:`~graphmem.temporal.TimeScope`) makes visible, narrowed by the
+``Filters`` a caller gives. The search pipeline reads its candidates here too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .errors import InvalidInput, NotFound
+from .models import Fact, fact_columns
+from .storage import id_list
+from .temporal import TimeScope
+
+#: Most results one search, lookup or page returns.
+MAX_LIMIT: Final = 1_000
+#: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
+CANDIDATE_COLUMNS: Final = (
+    "f.id, f.seq, f.importance, f.confidence, f.expires_at, f.last_confirmed_at, f.decay_class,"
+    " f.source_date, f.valid_from"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FactPage:
+    """A page of ``Memory.facts``: (position, fact) pairs in order, and whether more follow."""
+
+    items: list[tuple[int, Fact]]
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a filtered read keeps besides the time rule: a tag, category, entity or source, and
+    whether superseded versions count as visible."""
+
+    tag: str | None = None
+    category: str | None = None
+    entity: str | None = None
+    source: str | None = None
+    include_superseded: bool = False
+
+    def clause(self, scope: TimeScope) -> tuple[str, dict[str, Any]]:
+        """The SQL condition on ``facts f`` and its parameters."""
+        params: dict[str, Any] = dict(scope.params)
+        where = [scope.fact_clause(include_superseded=self.include_superseded)]
+        if self.category is not None:
+            where.append("f.category = :category")
+            params["category"] = self.category.lower()
+        if self.entity is not None:
+            where.append("lower(f.entity) = lower(:entity)")
+            params["entity"] = self.entity
+        if self.source is not None:
+            where.append("f.source = :source")
+            params["source"] = self.source
+        if self.tag is not None:
+            where.append(_tag_clause(self.tag, params))
+        return " AND ".join(where), params
+
+
+def check_limit(limit: int, name: str = "limit") -> None:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"{name} must be an integer from 1 to {MAX_LIMIT}", field=name)
+
+
+def get(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> Fact | None:
+    """The fact if it is visible in ``scope``, else None (also for unknown ids)."""
+    row = conn.execute(
+        f"SELECT * FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
+        {"id": fact_id, **scope.params},
+    ).fetchone()
+    return None if row is None else Fact.from_row(row)
+
+
+def get_many(
+    conn: sqlite3.Connection, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool
+) -> dict[str, Fact]:
+    """The facts among ``ids`` visible in ``scope``, by id, in one query."""
+    rows = conn.execute(
+        f"SELECT {fact_columns('f')} FROM facts f WHERE f.id IN {IN_IDS}"
+        f" AND {scope.fact_clause(include_superseded=include_superseded)}",
+        {"ids": id_list(ids), **scope.params},
+    )
+    return {r[0]: Fact.from_values(r) for r in rows}
+
+
+def page(
+    conn: sqlite3.Connection, scope: TimeScope, filters: Filters, *, first: int, after: int | None
+) -> FactPage:
+    """Visible facts in the order they were recorded, ``first`` after position ``after``."""
+    check_limit(first, "first")
+    if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
+        raise InvalidInput("after must be a position from a previous page", field="after")
+    visible, params = filters.clause(scope)
+    rows = conn.execute(
+        f"SELECT f.seq, {fact_columns('f')} FROM facts f WHERE f.seq > :after AND {visible}"
+        " ORDER BY f.seq LIMIT :first",
+        {**params, "after": after or 0, "first": first + 1},
+    ).fetchall()
+    items = [(r[0], Fact.from_values(r[1:])) for r in rows[:first]]
+    return FactPage(items, has_more=len(rows) > first)
+
+
+def lookup(
+    conn: sqlite3.Connection,
+    entity: str,
+    scope: TimeScope,
+    *,
+    key: str | None,
+    tag: str | None,
+    include_superseded: bool,
+    limit: int,
+) -> list[Fact]:
+    """Facts about ``entity`` (and ``key``), case-insensitive: the most confident first, then
+    the newest effective date."""
+    if not isinstance(entity, str) or not entity.strip():
+        raise InvalidInput("entity must be a non-empty string", field="entity")
+    check_limit(limit)
+    where = [
+        "lower(f.entity) = lower(:entity)",
+        scope.fact_clause(include_superseded=include_superseded),
+    ]
+    params: dict[str, Any] = {"entity": entity.strip(), **scope.params, "limit": limit}
+    if key is not None:
+        where.append("lower(f.key) = lower(:key)")
+        params["key"] = key.strip()
+    if tag is not None:
+        where.append(_tag_clause(tag, params))
+    rows = conn.execute(
+        f"SELECT * FROM facts f WHERE {' AND '.join(where)} ORDER BY f.confidence DESC,"
+        " COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC LIMIT :limit",
+        params,
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def latest(
+    conn: sqlite3.Connection, entity: str, key: str, scope: TimeScope, *, limit: int
+) -> list[Fact]:
+    """The visible facts with this entity and key (case-insensitive), latest valid first."""
+    rows = conn.execute(
+        "SELECT * FROM facts f WHERE lower(f.entity) = lower(:entity) AND lower(f.key) = lower(:key)"
+        f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC LIMIT :n",
+        {"entity": entity, "key": key, "n": limit, **scope.params},
+    )
+    return [Fact.from_row(r) for r in rows]
+
+
+def texts_by_hash(
+    conn: sqlite3.Connection, hashes: Sequence[str], scope: TimeScope
+) -> dict[str, set[str]]:
+    """The texts of the visible facts with each normalised hash."""
+    out: dict[str, set[str]] = {}
+    for h, text in conn.execute(
+        f"SELECT normalized_hash, text FROM facts f WHERE normalized_hash IN {IN_VALUES}"
+        f" AND {scope.fact_clause()}",
+        {"values": id_list(hashes), **scope.params},
+    ):
+        out.setdefault(h, set()).add(text)
+    return out
+
+
+def entity_facts(
+    conn: sqlite3.Connection, names: Sequence[str], scope: TimeScope, *, per_entity: int
+) -> list[Fact]:
+    """The visible facts of each entity named (lower-case names): up to ``per_entity`` each,
+    most confident and newest first, in one query."""
+    rows = conn.execute(
+        f"""SELECT * FROM (
+            SELECT f.*, row_number() OVER (PARTITION BY lower(f.entity) ORDER BY
+                f.confidence DESC, COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC) AS n
+            FROM facts f WHERE lower(f.entity) IN {IN_NAMES}
+            AND {scope.fact_clause()}
+        ) WHERE n <= :per_entity ORDER BY n, seq""",
+        {"names": id_list(names), "per_entity": per_entity, **scope.params},
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def history(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> list[Fact]:
+    """Every version in ``fact_id``'s supersession chain visible in ``scope``, oldest first.
+    NotFound if the id is unknown."""
+    if row(conn, fact_id) is None:
+        raise NotFound(f"no fact with id {fact_id!r}")
+    rows = conn.execute(
+        """
+        WITH RECURSIVE chain(id) AS (
+            SELECT :id
+            UNION
+            SELECT CASE WHEN l.source_id = chain.id THEN l.target_id ELSE l.source_id END
+            FROM links l JOIN chain ON l.source_id = chain.id OR l.target_id = chain.id
+            WHERE l.type = 'SUPERSEDES'
+        )
+        SELECT f.* FROM facts f JOIN chain ON f.id = chain.id
+        WHERE f.recorded_at <= :known_at
+          AND (f.retracted_at IS NULL OR f.retracted_at > :known_at)
+          AND f.valid_from <= :as_of
+        ORDER BY f.valid_from, f.recorded_at, f.seq
+        """,
+        {"id": fact_id, **scope.params},
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def visible(
+    conn: sqlite3.Connection, ids: Sequence[str], scope: TimeScope, filters: Filters
+) -> dict[str, Fact]:
+    """The facts among ``ids`` that ``filters`` keep in ``scope``, by id."""
+    if not ids:
+        return {}
+    where, params = filters.clause(scope)
+    rows = conn.execute(
+        f"SELECT f.* FROM facts f WHERE f.id IN {IN_IDS} AND {where}",
+        {**params, "ids": id_list(ids)},
+    )
+    return {r["id"]: Fact.from_row(r) for r in rows}
+
+
+def candidates(
+    conn: sqlite3.Connection,
+    column: str,
+    values: Sequence[Any],
+    scope: TimeScope,
+    filters: Filters,
+) -> list[sqlite3.Row]:
+    """The ranking columns (CANDIDATE_COLUMNS) of the visible facts whose ``column`` (id or
+    seq) is among ``values``."""
+    if not values:
+        return []
+    where, params = filters.clause(scope)
+    return conn.execute(
+        f"SELECT {CANDIDATE_COLUMNS} FROM facts f WHERE f.{column} IN {IN_VALUES} AND {where}",
+        {**params, "values": id_list(values)},
+    ).fetchall()
+
+
+def row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row | None:
+    """Every column of a fact, whatever its state; None for an unknown id."""
+    found: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM facts WHERE id = ?", [fact_id]
+    ).fetchone()
+    return found
+
+
+def rows_by_id(
+    conn: sqlite3.Connection, ids: Iterable[str], columns: str = "*"
+) -> dict[str, Mapping[str, Any]]:
+    """``columns`` (which must include id) of the facts among ``ids``, whatever their state."""
+    rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN {IN_IDS}", {"ids": id_list(ids)})
+    return {r["id"]: r for r in rows}
+
+
+IN_IDS: Final = "(SELECT value FROM json_each(:ids))"
+IN_NAMES: Final = "(SELECT value FROM json_each(:names))"
+IN_VALUES: Final = "(SELECT value FROM json_each(:values))"
+
+
+def _tag_clause(tag: str, params: dict[str, Any]) -> str:
+    params["tag_pattern"] = "%," + tag.strip().lower().replace("%", "").replace("_", "\\_") + ",%"
+    return "(',' || f.tags || ',') LIKE :tag_pattern ESCAPE '\\'"

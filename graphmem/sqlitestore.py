@@ -1,0 +1,596 @@
+"""The reference storage engine: one namespace in one SQLite file (WAL, FTS5).
+
+``SQLiteStore`` implements :class:`graphmem.store.Store` over :class:`graphmem.storage.Database`
+(the write lock, per-thread readers, time limits). Reads are plain functions of a connection and
+a time scope (:mod:`graphmem.reads`, :mod:`graphmem.graph`, :mod:`graphmem.analytics`); writes
+run in a ``SQLiteTransaction``, which stamps transaction time once the writer is held, so
+``recorded_at`` follows commit order.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import IO, Any, Final
+
+import numpy as np
+
+from . import analytics, graph, ingest, reads, transfer
+from . import autolink as autolinks
+from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
+from .embedders import Vectors, text_hash
+from .errors import Conflict, NotFound
+from .keyword import KeywordRanker
+from .models import Fact, FactInput, Link, StoreResult, Verdict
+from .reads import IN_IDS, FactPage, Filters
+from .settings import Settings
+from .storage import Database, id_list
+from .store import Counts, Purged, Record, Transaction
+from .temporal import TimeInput, TimeScope
+
+#: The file of a namespace's SQLite store, inside its directory.
+SQLITE_FILE: Final = "graphmem.sqlite3"
+
+#: The condition under which an ageing fact loses confidence (soft decay), on ``facts``.
+_AGEING: Final = (
+    "expires_at IS NOT NULL AND expires_at > :now AND last_confirmed_at IS NOT NULL"
+    " AND (:now - last_confirmed_at) > (expires_at - last_confirmed_at) * :after"
+    " AND confidence > :floor"
+)
+
+
+class SQLiteTransaction:
+    """One write transaction: every change made through it commits together, at ``now``."""
+
+    def __init__(self, conn: sqlite3.Connection, now: float) -> None:
+        self.conn = conn
+        #: Transaction time of everything this transaction writes.
+        self.now = now
+
+    # facts
+
+    def store_batch(
+        self,
+        inputs: Sequence[FactInput],
+        twins: Sequence[str | int | None],
+        settings: Settings,
+        verdicts: Sequence[Verdict | None] | None,
+    ) -> tuple[list[StoreResult], set[str]]:
+        """Dedup, classify and insert a validated batch (:func:`graphmem.ingest.write_batch`)."""
+        return ingest.write_batch(self.conn, inputs, twins, self.now, settings, verdicts)
+
+    def autolink(
+        self,
+        inputs: Sequence[FactInput],
+        results: Sequence[StoreResult],
+        similar: Sequence[Sequence[autolinks.Neighbour]],
+        options: autolinks.Options,
+    ) -> int:
+        """The stored batch's automatic links (:func:`graphmem.autolink.link_batch`)."""
+        return autolinks.link_batch(self.conn, self.now, inputs, results, similar, options)
+
+    def retract(self, fact_id: str) -> Fact:
+        """Retract a live fact; returns it as it was. NotFound, or Conflict if retracted."""
+        row = reads.row(self.conn, fact_id)
+        if row is None:
+            raise NotFound(f"no fact with id {fact_id!r}")
+        if row["retracted_at"] is not None:
+            raise Conflict(f"fact {fact_id} was already forgotten")
+        self.conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [self.now, fact_id])
+        return Fact.from_row(row)
+
+    def purge(self, ids: Sequence[str]) -> Purged:
+        """Delete facts for good: their rows, links, references to them and the cached
+        embeddings of texts no other fact has."""
+        conn, param = self.conn, {"ids": id_list(ids)}
+        found = conn.execute(f"SELECT id, text FROM facts WHERE id IN {IN_IDS}", param).fetchall()
+        gone = [r[0] for r in found]
+        dependants = [
+            r[0] for r in conn.execute(f"SELECT id FROM facts WHERE vector_of IN {IN_IDS}", param)
+        ]
+        removed = conn.execute(f"DELETE FROM facts WHERE id IN {IN_IDS}", param).rowcount
+        conn.execute(
+            f"DELETE FROM links WHERE source_id IN {IN_IDS} OR target_id IN {IN_IDS}", param
+        )
+        for column in ("superseded_by", "supersedes_id", "vector_of"):
+            conn.execute(f"UPDATE facts SET {column} = NULL WHERE {column} IN {IN_IDS}", param)
+        orphaned = {text_hash(r[1]) for r in found} - {
+            text_hash(r[0])
+            for r in conn.execute(
+                "SELECT text FROM facts WHERE text IN (SELECT value FROM json_each(:texts))",
+                {"texts": id_list(r[1] for r in found)},
+            )
+        }
+        conn.execute(
+            "DELETE FROM embedding_cache WHERE text_hash IN (SELECT value FROM json_each(?))",
+            [id_list(orphaned)],
+        )
+        return Purged(removed, gone, [*ids, *dependants])
+
+    def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]:
+        """Load an export (:func:`graphmem.transfer.import_rows`); returns the new fact ids."""
+        return transfer.import_rows(self.conn, lines)
+
+    # links
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        type: str,
+        strength: float,
+        *,
+        valid_from: TimeInput | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Link:
+        return graph.link(
+            self.conn,
+            self.now,
+            source_id,
+            target_id,
+            type,
+            strength,
+            valid_from=valid_from,
+            metadata=metadata,
+        )
+
+    def unlink(self, link_id: str) -> Link:
+        return graph.unlink(self.conn, self.now, link_id)
+
+    # bookkeeping
+
+    def queue_vectors(self, ids: Iterable[str]) -> None:
+        """Queue the facts whose vector must be brought in line with the store (the outbox)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO outbox (fact_id, queued_at) VALUES (?, ?)",
+            [(i, self.now) for i in ids],
+        )
+
+    def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None:
+        """Clear outbox rows (as ``outbox`` returned them) once the vector index agrees."""
+        self.conn.executemany("DELETE FROM outbox WHERE fact_id = ? AND rowid = ?", queued)
+
+    def clear_outbox(self) -> None:
+        self.conn.execute("DELETE FROM outbox")
+
+    def cache_vectors(
+        self, provider: str, model: str, dimensions: int, fresh: Sequence[tuple[str, Vectors]]
+    ) -> None:
+        """Keep newly computed embeddings by (provider, model, text hash)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, dims, vector,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (provider, model, h, dimensions, v.astype("<f4").tobytes(), self.now)
+                for h, v in fresh
+            ],
+        )
+
+    def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [key, json.dumps(value, sort_keys=True)],
+        )
+
+    def record_accesses(self, accesses: Mapping[str, tuple[int, float]]) -> None:
+        """Add each fact's accesses (id -> (count, last time)); facts in a class refreshed on
+        access have their TTL restarted from that time."""
+        classes = sorted(REFRESH_ON_ACCESS)
+        refreshed = f"decay_class IN ({','.join(map(repr, classes))}) AND expires_at IS NOT NULL"
+        restart = " ".join(f"WHEN '{c}' THEN :{c}" for c in classes)
+        self.conn.executemany(
+            f"""UPDATE facts SET access_count = access_count + :count, last_accessed_at = :at,
+                last_confirmed_at = CASE WHEN {refreshed} THEN :at ELSE last_confirmed_at END,
+                expires_at = CASE WHEN {refreshed}
+                    THEN CASE decay_class {restart} END ELSE expires_at END
+                WHERE id = :id""",
+            [
+                {"id": i, "count": n, "at": at, **{c: expiry(c, at) for c in classes}}
+                for i, (n, at) in accesses.items()
+            ],
+        )
+
+    def soft_decay(self) -> int:
+        """Lower the confidence of ageing facts (past SOFT_DECAY_AFTER of their TTL)."""
+        return int(
+            self.conn.execute(
+                f"UPDATE facts SET confidence = confidence * :factor WHERE {_AGEING}",
+                _decay_args(self.now),
+            ).rowcount
+        )
+
+    def set_decay_classes(self, changes: Sequence[tuple[str, float | None, str]]) -> None:
+        """(decay class, expiry, fact id) for each fact that moves to another class."""
+        self.conn.executemany(
+            "UPDATE facts SET decay_class = ?, expires_at = ? WHERE id = ?", changes
+        )
+
+
+class SQLiteStore:
+    """A namespace's facts, links, keyword index, outbox, embedding cache and meta in SQLite."""
+
+    def __init__(self, path: Path, clock: Callable[[], float]) -> None:
+        self._db = Database(path)
+        self._clock = clock
+        self._keywords = KeywordRanker()
+        self.file = path
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    @property
+    def closed(self) -> bool:
+        return self._db.closed
+
+    def close(self) -> None:
+        self._db.close()
+
+    def now(self) -> float:
+        """The store's clock (epoch seconds, to the microsecond)."""
+        return round(self._clock(), 6)
+
+    @contextmanager
+    def transaction(self, *, durable: bool = True) -> Iterator[SQLiteTransaction]:
+        """A write transaction: commits when the block ends, rolls back if it raises.
+        ``durable=False`` skips the flush to disk (bookkeeping a crash may lose harmlessly)."""
+        with self._db.write(durable=durable) as conn:
+            yield SQLiteTransaction(conn, self.now())
+
+    def try_transaction(
+        self, *, durable: bool = True
+    ) -> AbstractContextManager[SQLiteTransaction] | None:
+        """``transaction``, or None at once if another write is under way."""
+        held = self._db.try_write(durable=durable)
+        return None if held is None else self._joined(held)
+
+    def on_transaction(self, hook: Callable[[Transaction], None]) -> None:
+        """Call ``hook`` at the start of every write transaction (to add pending bookkeeping)."""
+        self._db.on_write = lambda conn: hook(SQLiteTransaction(conn, self.now()))
+
+    def snapshot(self) -> AbstractContextManager[object]:
+        """Inside the block, this thread's reads all see one state of the store."""
+        return self._db.snapshot()
+
+    def time_limit(self, deadline: float | None) -> AbstractContextManager[None]:
+        """Stop this thread's reads once ``time.monotonic()`` passes ``deadline``."""
+        return self._db.time_limit(deadline)
+
+    @property
+    def deadline(self) -> float | None:
+        return self._db.deadline
+
+    def meta(self, key: str) -> dict[str, Any] | None:
+        row = self._read().execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    # ------------------------------------------------------------------------- facts
+
+    def get(self, fact_id: str, scope: TimeScope) -> Fact | None:
+        return reads.get(self._read(), fact_id, scope)
+
+    def get_many(
+        self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
+    ) -> dict[str, Fact]:
+        return reads.get_many(self._read(), ids, scope, include_superseded=include_superseded)
+
+    def page(
+        self, scope: TimeScope, filters: Filters, *, first: int, after: int | None
+    ) -> FactPage:
+        return reads.page(self._read(), scope, filters, first=first, after=after)
+
+    def lookup(
+        self,
+        entity: str,
+        scope: TimeScope,
+        *,
+        key: str | None = None,
+        tag: str | None = None,
+        include_superseded: bool = False,
+        limit: int = 100,
+    ) -> list[Fact]:
+        return reads.lookup(
+            self._read(),
+            entity,
+            scope,
+            key=key,
+            tag=tag,
+            include_superseded=include_superseded,
+            limit=limit,
+        )
+
+    def entity_facts(
+        self, names: Sequence[str], scope: TimeScope, *, per_entity: int
+    ) -> list[Fact]:
+        return reads.entity_facts(self._read(), names, scope, per_entity=per_entity)
+
+    def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]:
+        return reads.latest(self._read(), entity, key, scope, limit=limit)
+
+    def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]:
+        return reads.texts_by_hash(self._read(), hashes, scope)
+
+    def history(self, fact_id: str, scope: TimeScope) -> list[Fact]:
+        return reads.history(self._read(), fact_id, scope)
+
+    def visible(self, ids: Sequence[str], scope: TimeScope, filters: Filters) -> dict[str, Fact]:
+        return reads.visible(self._read(), ids, scope, filters)
+
+    def fact_ids(self) -> list[str]:
+        """Every fact's id, whatever its state, in the order recorded."""
+        return [r[0] for r in self._read().execute("SELECT id FROM facts ORDER BY seq")]
+
+    # ------------------------------------------------------------------------- search
+
+    def keyword_matches(
+        self, query: str, scope: TimeScope, filters: Filters, n: int
+    ) -> tuple[dict[str, float], dict[str, Record]]:
+        """bm25 (higher is better) and ranking columns of the ``n`` best visible keyword
+        matches. The ranked matches (:class:`~graphmem.keyword.KeywordRanker`) are read in
+        growing slices, each filtered for visibility, until ``n`` are found or the matches run
+        out: ranking happens once however many invisible versions rank above visible ones."""
+        conn = self._read()
+        ranked = self._keywords.ranked(conn, query)
+        scores: dict[str, float] = {}
+        rows: dict[str, Record] = {}
+        size = n
+        while len(scores) < n:
+            chunk = [hit for _, hit in zip(range(size), ranked, strict=False)]
+            if not chunk:
+                break
+            by_seq = {
+                r["seq"]: r
+                for r in reads.candidates(conn, "seq", [seq for seq, _ in chunk], scope, filters)
+            }
+            for seq, rank in chunk:
+                row = by_seq.get(seq)
+                if row is not None and len(scores) < n:
+                    rows[row["id"]] = row
+                    scores[row["id"]] = -rank  # bm25: lower is better
+            size *= 4
+        ranked.close()
+        return scores, rows
+
+    def candidates(self, ids: Sequence[str], scope: TimeScope, filters: Filters) -> list[Record]:
+        """The ranking columns (:data:`graphmem.reads.CANDIDATE_COLUMNS`) of the visible facts
+        among ``ids``."""
+        return list(reads.candidates(self._read(), "id", ids, scope, filters))
+
+    def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]:
+        """(owner, fact) pairs for the facts that share an owner's vector (exact repeats)."""
+        return [
+            (r[0], r[1])
+            for r in self._read().execute(
+                f"SELECT vector_of, id FROM facts WHERE vector_of IN {IN_IDS}",
+                {"ids": id_list(owners)},
+            )
+        ]
+
+    # ------------------------------------------------------------------------- graph
+
+    def links_of(
+        self,
+        fact_id: str,
+        scope: TimeScope,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+    ) -> list[Link]:
+        return graph.links_of(self._read(), fact_id, scope, direction=direction, types=types)
+
+    def links_page(
+        self,
+        fact_ids: Sequence[str],
+        scope: TimeScope,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+        first: int = 50,
+        after: graph.LinkPosition | None = None,
+    ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]:
+        return graph.links_page(
+            self._read(),
+            fact_ids,
+            scope,
+            direction=direction,
+            types=types,
+            first=first,
+            after=after,
+        )
+
+    def traverse(
+        self,
+        ids: Iterable[str] | str,
+        scope: TimeScope,
+        *,
+        depth: int,
+        types: Iterable[str] | None,
+        direction: str,
+        max_nodes: int,
+        min_strength: float,
+    ) -> graph.Subgraph:
+        with self._db.snapshot() as conn:
+            return graph.traverse(
+                conn,
+                ids,
+                scope,
+                depth=depth,
+                types=types,
+                direction=direction,
+                max_nodes=max_nodes,
+                min_strength=min_strength,
+            )
+
+    def path(
+        self,
+        source_id: str,
+        target_id: str,
+        scope: TimeScope,
+        *,
+        types: Iterable[str] | None,
+        direction: str,
+        max_depth: int,
+    ) -> graph.Path | None:
+        with self._db.snapshot() as conn:
+            return graph.path(
+                conn,
+                source_id,
+                target_id,
+                scope,
+                types=types,
+                direction=direction,
+                max_depth=max_depth,
+            )
+
+    def clusters(
+        self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
+    ) -> analytics.Clusters:
+        with self._db.snapshot() as conn:
+            return analytics.clusters(conn, scope, types=types, min_size=min_size)
+
+    def links_among(
+        self, ids: list[str], scope: TimeScope, *, skip_origins: Sequence[str]
+    ) -> list[Link]:
+        """Every visible link of the default types among ``ids``, except the origins skipped."""
+        params = {
+            "types": json.dumps(graph.DEFAULT_TYPES),
+            "min_strength": 0.0,
+            "skip_origins": json.dumps(list(skip_origins)),
+            **scope.params,
+        }
+        return graph.links_among(self._read(), ids, scope, params)
+
+    def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> graph.Walk:
+        """A breadth-first walker over the visible links of the default types, both ways."""
+        return graph.Walk(
+            self._read(), scope, graph.DEFAULT_TYPES, "BOTH", 0.0, tuple(skip_origins)
+        )
+
+    # ------------------------------------------------------------------------- vectors
+
+    def vector_owners(self, ids: Iterable[str] | None = None) -> dict[str, bool]:
+        """Facts that own a vector, each with its live flag: it, or a fact sharing its vector,
+        is neither retracted nor superseded. All of them (in recorded order), or those in
+        ``ids``."""
+        sql = """
+            SELECT o.id, EXISTS (
+                SELECT 1 FROM facts s WHERE (s.id = o.id OR s.vector_of = o.id)
+                  AND s.retracted_at IS NULL AND s.superseded_by IS NULL
+            ) FROM facts o WHERE o.vector_of IS NULL"""
+        conn = self._read()
+        if ids is None:
+            return {r[0]: bool(r[1]) for r in conn.execute(sql + " ORDER BY o.seq")}
+        rows = conn.execute(sql + f" AND o.id IN {IN_IDS}", {"ids": id_list(ids)})
+        return {r[0]: bool(r[1]) for r in rows}
+
+    def vector_sources(self, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """Each known fact's text and the fact whose vector it shares (None: its own)."""
+        rows = reads.rows_by_id(self._read(), ids, "id, text, vector_of")
+        return {i: (r["text"], r["vector_of"]) for i, r in rows.items()}
+
+    def outbox(self, ids: Iterable[str] | None = None) -> list[tuple[str, int]]:
+        """Queued vector writes as (fact id, queue position): all, or those of ``ids``."""
+        conn = self._read()
+        if ids is None:
+            return [(r[0], r[1]) for r in conn.execute("SELECT fact_id, rowid FROM outbox")]
+        rows = conn.execute(
+            f"SELECT fact_id, rowid FROM outbox WHERE fact_id IN {IN_IDS}", {"ids": id_list(ids)}
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def cached_vectors(
+        self, provider: str, model: str, dimensions: int, hashes: Sequence[str]
+    ) -> dict[str, Vectors]:
+        """Cached embeddings by text hash (of this provider, model and size)."""
+        rows = self._read().execute(
+            "SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = ? AND model = ?"
+            " AND text_hash IN (SELECT value FROM json_each(?))",
+            [provider, model, id_list(dict.fromkeys(hashes))],
+        )
+        return {h: np.frombuffer(blob, dtype="<f4") for h, dims, blob in rows if dims == dimensions}
+
+    # ------------------------------------------------------------------------- decay, stats
+
+    def expired(self, now: float) -> list[str]:
+        """Facts whose expiry has passed."""
+        sql = "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?"
+        return [r[0] for r in self._read().execute(sql, [now])]
+
+    def faded(self) -> list[str]:
+        """Facts whose confidence fell below PRUNE_CONFIDENCE."""
+        sql = "SELECT id FROM facts WHERE confidence < ?"
+        return [r[0] for r in self._read().execute(sql, [PRUNE_CONFIDENCE])]
+
+    def decay_forecast(self, now: float, *, soft: bool) -> tuple[int, int]:
+        """What a prune at ``now`` would do after the hard prune: (facts soft-decayed, facts
+        then below PRUNE_CONFIDENCE)."""
+        conn, args = self._read(), _decay_args(now)
+        decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {_AGEING}", args).fetchone()[0]
+        faded = conn.execute(
+            f"SELECT count(*) FROM facts WHERE (confidence < :floor OR ({_AGEING}"
+            " AND confidence * :factor < :floor))"
+            + ("" if soft else " AND NOT (expires_at IS NOT NULL AND expires_at < :now)"),
+            args,
+        ).fetchone()[0]
+        return int(decayed), int(faded)
+
+    def decay_inputs(self) -> Iterator[Record]:
+        """Every fact's id, entity, key, value, text, decay_class, last_confirmed_at and
+        recorded_at (what the decay heuristics read)."""
+        yield from self._read().execute(
+            "SELECT id, entity, key, value, text, decay_class, last_confirmed_at, recorded_at"
+            " FROM facts"
+        )
+
+    def counts(self, now: float) -> Counts:
+        conn = self._read()
+        scope = TimeScope(now, now)
+        live = scope.fact_clause()
+
+        def one(sql: str, *args: Any) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+        def grouped(column: str) -> dict[str, int]:
+            sql = f"SELECT {column}, count(*) FROM facts f WHERE {live} GROUP BY {column}"
+            return {r[0]: r[1] for r in conn.execute(sql, scope.params)}
+
+        return Counts(
+            facts=one("SELECT count(*) FROM facts"),
+            superseded=one("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL"),
+            retracted=one("SELECT count(*) FROM facts WHERE retracted_at IS NOT NULL"),
+            expired=one(
+                "SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", now
+            ),
+            by_decay_class=grouped("decay_class"),
+            by_category=grouped("category"),
+            links=one("SELECT count(*) FROM links WHERE retracted_at IS NULL"),
+            vector_owners=one("SELECT count(*) FROM facts WHERE vector_of IS NULL"),
+            outbox=one("SELECT count(*) FROM outbox"),
+        )
+
+    def export(self, namespace: str, out: IO[str]) -> int:
+        """Every fact and link as JSON Lines (:mod:`graphmem.transfer`); returns lines."""
+        with self._db.snapshot() as conn:
+            return transfer.write_export(conn, namespace, out)
+
+    # ------------------------------------------------------------------------- helpers
+
+    def _read(self) -> sqlite3.Connection:
+        return self._db.reader()
+
+    @contextmanager
+    def _joined(
+        self, held: AbstractContextManager[sqlite3.Connection]
+    ) -> Iterator[SQLiteTransaction]:
+        with held as conn:
+            yield SQLiteTransaction(conn, self.now())
+
+
+def _decay_args(now: float) -> dict[str, float]:
+    return {
+        "now": now,
+        "after": SOFT_DECAY_AFTER,
+        "floor": PRUNE_CONFIDENCE,
+        "factor": SOFT_DECAY_FACTOR,
+    }

@@ -1,0 +1,239 @@
+"""The storage interface: everything the engine asks of a storage engine, and nothing more.
+
+The engine-neutral core — the time rule (:mod:`graphmem.temporal`), ranking and fusion
+(:mod:`graphmem.ranking`, :mod:`graphmem.search`), graph expansion (:mod:`graphmem.expansion`),
+classification, decay rules and vector sync (:mod:`graphmem.sync`) — talks to storage only
+through ``Store`` and the ``Transaction`` it opens. :class:`graphmem.sqlitestore.SQLiteStore` is
+the reference implementation; tests/test_store.py is the conformance suite every implementation
+must pass.
+
+Contracts every implementation keeps:
+
+* **Transaction time comes from the store.** ``transaction()`` stamps ``now`` once the write is
+  exclusive, strictly increasing in commit order; callers never stamp ``recorded_at``.
+* **Writes are all or nothing.** A transaction whose block raises leaves nothing behind.
+* **Reads obey the time rule** of the scope they are given, and ``snapshot()`` makes the reads
+  of one thread inside it see one state.
+* **Typed errors**: NotFound, Conflict, InvalidInput, StorageError, QueryTimeout
+  (:mod:`graphmem.errors`), never an engine's own exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from . import analytics, graph, transfer
+    from .autolink import Neighbour, Options
+    from .embedders import Vectors
+    from .models import Fact, FactInput, Link, StoreResult, Verdict
+    from .reads import FactPage, Filters
+    from .settings import Settings
+    from .temporal import TimeInput, TimeScope
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """What ``Transaction.purge`` deleted: how many facts, which ids, and the facts whose
+    vector must be brought in line (the purged ones and those that shared their vector)."""
+
+    removed: int
+    gone: list[str]
+    touched: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """The store's side of ``Memory.stats``."""
+
+    facts: int
+    superseded: int
+    retracted: int
+    expired: int
+    by_decay_class: dict[str, int]
+    by_category: dict[str, int]
+    links: int
+    vector_owners: int
+    outbox: int
+
+
+class Record(Protocol):
+    """A row read by column name (a ``sqlite3.Row``, or a dict)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
+class Walker(Protocol):
+    """One breadth-first level at a time (see :class:`graphmem.graph.Walk`)."""
+
+    def level(self, frontier: list[str]) -> list[graph.Step]: ...
+
+
+class Transaction(Protocol):
+    """One write transaction of a store; everything written through it commits together."""
+
+    now: float
+
+    def store_batch(
+        self,
+        inputs: Sequence[FactInput],
+        twins: Sequence[str | int | None],
+        settings: Settings,
+        verdicts: Sequence[Verdict | None] | None,
+    ) -> tuple[list[StoreResult], set[str]]: ...
+    def autolink(
+        self,
+        inputs: Sequence[FactInput],
+        results: Sequence[StoreResult],
+        similar: Sequence[Sequence[Neighbour]],
+        options: Options,
+    ) -> int: ...
+    def retract(self, fact_id: str) -> Fact: ...
+    def purge(self, ids: Sequence[str]) -> Purged: ...
+    def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]: ...
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        type: str,
+        strength: float,
+        *,
+        valid_from: TimeInput | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Link: ...
+    def unlink(self, link_id: str) -> Link: ...
+    def queue_vectors(self, ids: Iterable[str]) -> None: ...
+    def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None: ...
+    def clear_outbox(self) -> None: ...
+    def cache_vectors(
+        self, provider: str, model: str, dimensions: int, fresh: Sequence[tuple[str, Vectors]]
+    ) -> None: ...
+    def set_meta(self, key: str, value: Mapping[str, Any]) -> None: ...
+    def record_accesses(self, accesses: Mapping[str, tuple[int, float]]) -> None: ...
+    def soft_decay(self) -> int: ...
+    def set_decay_classes(self, changes: Sequence[tuple[str, float | None, str]]) -> None: ...
+
+
+class Store(Protocol):
+    """One namespace's system of record: facts, links, keyword index, outbox, embedding cache
+    and meta."""
+
+    @property
+    def closed(self) -> bool: ...
+    def close(self) -> None: ...
+    def now(self) -> float: ...
+    def transaction(self, *, durable: bool = True) -> AbstractContextManager[Transaction]: ...
+    def try_transaction(
+        self, *, durable: bool = True
+    ) -> AbstractContextManager[Transaction] | None: ...
+    def on_transaction(self, hook: Callable[[Transaction], None]) -> None: ...
+    def snapshot(self) -> AbstractContextManager[object]: ...
+    def time_limit(self, deadline: float | None) -> AbstractContextManager[None]: ...
+    @property
+    def deadline(self) -> float | None: ...
+    def meta(self, key: str) -> dict[str, Any] | None: ...
+
+    # facts
+    def get(self, fact_id: str, scope: TimeScope) -> Fact | None: ...
+    def get_many(
+        self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
+    ) -> dict[str, Fact]: ...
+    def page(
+        self, scope: TimeScope, filters: Filters, *, first: int, after: int | None
+    ) -> FactPage: ...
+    def lookup(
+        self,
+        entity: str,
+        scope: TimeScope,
+        *,
+        key: str | None = None,
+        tag: str | None = None,
+        include_superseded: bool = False,
+        limit: int = 100,
+    ) -> list[Fact]: ...
+    def entity_facts(
+        self, names: Sequence[str], scope: TimeScope, *, per_entity: int
+    ) -> list[Fact]: ...
+    def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]: ...
+    def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]: ...
+    def history(self, fact_id: str, scope: TimeScope) -> list[Fact]: ...
+    def visible(
+        self, ids: Sequence[str], scope: TimeScope, filters: Filters
+    ) -> dict[str, Fact]: ...
+    def fact_ids(self) -> list[str]: ...
+
+    # search
+    def keyword_matches(
+        self, query: str, scope: TimeScope, filters: Filters, n: int
+    ) -> tuple[dict[str, float], dict[str, Record]]: ...
+    def candidates(
+        self, ids: Sequence[str], scope: TimeScope, filters: Filters
+    ) -> list[Record]: ...
+    def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]: ...
+
+    # graph
+    def links_of(
+        self,
+        fact_id: str,
+        scope: TimeScope,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+    ) -> list[Link]: ...
+    def links_page(
+        self,
+        fact_ids: Sequence[str],
+        scope: TimeScope,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+        first: int = 50,
+        after: graph.LinkPosition | None = None,
+    ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]: ...
+    def traverse(
+        self,
+        ids: Iterable[str] | str,
+        scope: TimeScope,
+        *,
+        depth: int,
+        types: Iterable[str] | None,
+        direction: str,
+        max_nodes: int,
+        min_strength: float,
+    ) -> graph.Subgraph: ...
+    def path(
+        self,
+        source_id: str,
+        target_id: str,
+        scope: TimeScope,
+        *,
+        types: Iterable[str] | None,
+        direction: str,
+        max_depth: int,
+    ) -> graph.Path | None: ...
+    def clusters(
+        self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
+    ) -> analytics.Clusters: ...
+    def links_among(
+        self, ids: list[str], scope: TimeScope, *, skip_origins: Sequence[str]
+    ) -> list[Link]: ...
+    def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> Walker: ...
+
+    # vectors
+    def vector_owners(self, ids: Iterable[str] | None = None) -> dict[str, bool]: ...
+    def vector_sources(self, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]: ...
+    def outbox(self, ids: Iterable[str] | None = None) -> list[tuple[str, int]]: ...
+    def cached_vectors(
+        self, provider: str, model: str, dimensions: int, hashes: Sequence[str]
+    ) -> dict[str, Vectors]: ...
+
+    # decay, stats, export
+    def expired(self, now: float) -> list[str]: ...
+    def faded(self) -> list[str]: ...
+    def decay_forecast(self, now: float, *, soft: bool) -> tuple[int, int]: ...
+    def decay_inputs(self) -> Iterator[Record]: ...
+    def counts(self, now: float) -> Counts: ...
+    def export(self, namespace: str, out: IO[str]) -> int: ...

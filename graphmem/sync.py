@@ -1,0 +1,214 @@
+"""Store → vector index: the outbox drained, checked, replayed and rebuilt.
+
+The store is the truth and the vector index is derived from it. Every write queues an outbox
+row per fact whose vector must change, in the write's own transaction; once it has committed,
+``VectorSync.sync`` brings the index in line and clears those rows. If the index cannot be
+written (disk full, damaged files), the write has still committed: the rows stay, the failure
+is logged and latched, and the next sync retries every pending row — as does the next open.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from .embedders import EmbeddingCache, Vectors, text_hash
+from .errors import StorageError
+from .store import Store
+from .vectors import VectorIndex
+
+#: Facts per vector-index write when syncing (a batch of 1,000 is one commit, not two).
+SYNC_CHUNK: Final = 5_000
+#: Facts per step of a rebuild or replay (each step reports progress).
+REBUILD_CHUNK: Final = 500
+
+#: Called as ``progress(done, total)`` during long operations.
+Progress = Callable[[int, int], None]
+
+_log = logging.getLogger("graphmem")
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """Every disagreement between the store (the truth) and the vector index."""
+
+    facts: int
+    vectors: int
+    missing_vectors: list[str] = field(default_factory=list)
+    orphan_vectors: list[str] = field(default_factory=list)
+    stale_live_flags: list[str] = field(default_factory=list)
+    wrong_vectors: list[str] = field(default_factory=list)
+    duplicate_vectors: list[str] = field(default_factory=list)
+    pending_outbox: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not (
+            self.missing_vectors
+            or self.orphan_vectors
+            or self.stale_live_flags
+            or self.wrong_vectors
+            or self.duplicate_vectors
+            or self.pending_outbox
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "facts": self.facts,
+            "vectors": self.vectors,
+            "missing_vectors": self.missing_vectors,
+            "orphan_vectors": self.orphan_vectors,
+            "stale_live_flags": self.stale_live_flags,
+            "wrong_vectors": self.wrong_vectors,
+            "duplicate_vectors": self.duplicate_vectors,
+            "pending_outbox": self.pending_outbox,
+        }
+
+
+class VectorSync:
+    """Brings one namespace's vector index in line with its store. Thread-safe."""
+
+    def __init__(
+        self, store: Store, vectors: VectorIndex, cache: EmbeddingCache, namespace: str
+    ) -> None:
+        self._store = store
+        self._vectors = vectors
+        self._cache = cache
+        self._namespace = namespace
+        self._lock = threading.Lock()
+        self._failed = False  # a vector write failed: the next sync replays the outbox
+
+    @property
+    def failed(self) -> bool:
+        """Whether the last sync could not write the index (its rows wait in the outbox)."""
+        return self._failed
+
+    def sync(self, ids: Iterable[str], known: Mapping[str, Vectors] | None = None) -> None:
+        """Make the index agree with the store for these facts, then clear their outbox rows.
+
+        ``known`` holds vectors the caller already has (by fact id), saving cache lookups. One
+        sync at a time: two writers' syncs interleaved could leave the older state of a fact in
+        the index. An outbox row queued again while this runs is left for the sync of the
+        write that queued it.
+        """
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return
+        with self._lock:
+            if self._failed:
+                ids = list(dict.fromkeys([*ids, *(i for i, _ in self._store.outbox())]))
+            try:
+                for start in range(0, len(ids), SYNC_CHUNK):
+                    self._sync_chunk(ids[start : start + SYNC_CHUNK], known or {})
+            except (OSError, RuntimeError, ValueError, StorageError) as exc:
+                self._failed = True
+                _log.error(
+                    "namespace %r: the vector index could not be written (%s); its "
+                    "outbox keeps the writes and retries them",
+                    self._namespace,
+                    exc,
+                )
+                return
+            self._failed = False
+
+    def replay(self) -> int:
+        """Apply vector writes that a crash left pending; returns how many facts were synced."""
+        ids = [i for i, _ in self._store.outbox()]
+        for start in range(0, len(ids), REBUILD_CHUNK):
+            self.sync(ids[start : start + REBUILD_CHUNK])
+        return len(ids)
+
+    def synced(self, ids: list[str], progress: Progress | None = None) -> None:
+        """``sync`` in steps, reporting each to ``progress``."""
+        for start in range(0, len(ids), REBUILD_CHUNK):
+            self.sync(ids[start : start + REBUILD_CHUNK])
+            if progress:
+                progress(min(start + REBUILD_CHUNK, len(ids)), len(ids))
+
+    def reindex(self, progress: Progress | None = None) -> int:
+        """Rebuild the index from the store and the embedding cache; returns vectors written.
+
+        Texts missing from the cache are embedded (and cached).
+        """
+        self._vectors.clear()
+        owners = self._store.vector_owners()
+        ids = list(owners)
+        written = 0
+        for start in range(0, len(ids), REBUILD_CHUNK):
+            chunk = ids[start : start + REBUILD_CHUNK]
+            vectors = self.expected(chunk, embed_missing=True)
+            self._vectors.upsert(
+                chunk, np.stack([vectors[i] for i in chunk]), [owners[i] for i in chunk]
+            )
+            written += len(chunk)
+            if progress:
+                progress(written, len(ids))
+        with self._store.transaction() as tx:
+            tx.clear_outbox()
+        self._vectors.compact()
+        return written
+
+    def check(self) -> CheckReport:
+        """Compare the index with the store and list every disagreement (changes nothing)."""
+        owners = self._store.vector_owners()
+        stored = self._vectors.rows()
+        expected = self.expected(list(owners))
+        both = set(owners) & stored.keys()
+        rows = collections.Counter(self._vectors.ids())
+        counts = self._store.counts(self._store.now())
+        return CheckReport(
+            facts=counts.facts,
+            vectors=len(stored),
+            missing_vectors=sorted(set(owners) - stored.keys()),
+            orphan_vectors=sorted(stored.keys() - set(owners)),
+            stale_live_flags=sorted(i for i in both if stored[i][1] != owners[i]),
+            wrong_vectors=sorted(
+                i
+                for i in both
+                if i in expected and not np.allclose(stored[i][0], expected[i], atol=1e-5)
+            ),
+            duplicate_vectors=sorted(i for i, n in rows.items() if n > 1),
+            pending_outbox=counts.outbox,
+        )
+
+    def expected(self, ids: list[str], *, embed_missing: bool = False) -> dict[str, Vectors]:
+        """The vector each fact should have in the index: from the embedding cache, or (with
+        ``embed_missing``) embedded now and cached."""
+        if not ids:
+            return {}
+        texts = {i: text for i, (text, _) in self._store.vector_sources(ids).items()}
+        by_hash = {i: text_hash(t) for i, t in texts.items()}
+        cached = self._cache.lookup(self._store, list(by_hash.values()))
+        out = {i: cached[h] for i, h in by_hash.items() if h in cached}
+        todo = [i for i in by_hash if i not in out]
+        if todo and embed_missing:
+            vectors, fresh = self._cache.embed(self._store, [texts[i] for i in todo])
+            with self._store.transaction() as tx:
+                self._cache.keep(tx, fresh)
+            out.update(zip(todo, vectors, strict=True))
+        return out
+
+    def _sync_chunk(self, chunk: list[str], known: Mapping[str, Vectors]) -> None:
+        queued = self._store.outbox(chunk)
+        found = self._store.vector_sources(chunk)
+        gone = [i for i in chunk if i not in found or found[i][1] is not None]
+        owners = self._store.vector_owners({found[i][1] or i for i in chunk if i in found})
+        vectors = {i: known[i] for i in owners if i in known}
+        vectors.update(self.expected([i for i in owners if i not in vectors], embed_missing=True))
+        self._vectors.delete(gone)
+        ordered = list(owners)
+        if ordered:
+            self._vectors.upsert(
+                ordered, np.stack([vectors[i] for i in ordered]), [owners[i] for i in ordered]
+            )
+        # Only the rows read above: one queued again since (a new position) stays for its own
+        # sync. Not flushed to disk: a row that survives a power cut is replayed, harmlessly.
+        with self._store.transaction(durable=False) as tx:
+            tx.vectors_synced(queued)

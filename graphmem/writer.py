@@ -1,0 +1,248 @@
+"""The write path: every change to a namespace, from validated input to an announced change.
+
+``store_many``: validate → embed (outside the write lock) → near-duplicate and similarity
+candidates from the vector index → with the LLM classifier, one chat request for the batch
+(also outside the lock) → one store transaction that dedups, classifies (rules, or applies the
+LLM's verdicts), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), caches new
+embeddings and queues an outbox row per vector to sync → commit → bring the vector index in
+line (:mod:`graphmem.sync`) → tell subscribers. A crash after the commit loses nothing: opening
+the namespace replays the outbox. Forget, purge, link, unlink and import follow the same order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from . import autolink as autolinks
+from . import classify
+from .embedders import Embedder, EmbeddingCache, Vectors
+from .errors import InvalidInput
+from .llm import ChatClient
+from .models import MAX_BATCH, Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
+from .settings import Settings
+from .store import Store
+from .sync import Progress, VectorSync
+from .temporal import TimeInput
+from .transfer import ImportReport
+from .vectors import VectorIndex
+
+_log = logging.getLogger("graphmem")
+
+Listener = Callable[[list[Change]], None]
+
+
+class Writer:
+    """Writes to one namespace's store and vector index, and announces each change."""
+
+    def __init__(
+        self,
+        namespace: str,
+        store: Store,
+        vectors: VectorIndex,
+        sync: VectorSync,
+        embedder: Embedder,
+        settings: Settings,
+        llm: ChatClient | None,
+    ) -> None:
+        self._namespace = namespace
+        self._store = store
+        self._vectors = vectors
+        self._sync = sync
+        self._embedder = embedder
+        self._cache = EmbeddingCache(embedder)
+        self._settings = settings
+        self.llm = llm
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with each write's changes once committed; returns the unsubscribe."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def store_many(
+        self, items: Sequence[Mapping[str, Any] | FactInput], *, autolink: bool | None
+    ) -> list[StoreResult]:
+        """See ``Memory.store_many``."""
+        if isinstance(items, Mapping | str | bytes):
+            raise InvalidInput("store_many takes a list of facts")
+        if len(items) > MAX_BATCH:
+            raise InvalidInput(f"at most {MAX_BATCH} facts per batch, got {len(items)}")
+        inputs = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
+        if not inputs:
+            return []
+        if autolink is False:
+            inputs = [
+                x if x.autolink is not None else x.model_copy(update={"autolink": False})
+                for x in inputs
+            ]
+        vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
+        options = autolinks.Options.resolve(self._settings, self._embedder.provider)
+        twins, similar = self._similar(vectors, inputs, options)
+        verdicts = self._classify(inputs, vectors) if self._settings.classifier == "llm" else None
+        with self._store.transaction() as tx:
+            results, touched = tx.store_batch(inputs, twins, self._settings, verdicts)
+            tx.autolink(inputs, results, similar, options)
+            self._cache.keep(tx, fresh)
+            tx.queue_vectors(touched)
+        known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
+        self._sync.sync(touched, known)
+        changes: list[tuple[ChangeKind, str]] = []
+        for r in results:
+            if r.action in ("ADD", "UPDATE") and r.fact is not None:
+                changes.append(("FACT_STORED", r.fact.id))
+            kind: ChangeKind = "FACT_FORGOTTEN" if r.action == "DELETE" else "FACT_SUPERSEDED"
+            if r.action in ("UPDATE", "DELETE"):
+                changes.extend((kind, target) for target in r.target_ids)
+        self._announce(changes, tx.now)
+        return results
+
+    def forget(self, fact_id: str) -> Fact:
+        """See ``Memory.forget``."""
+        with self._store.transaction() as tx:
+            fact = tx.retract(fact_id)
+            tx.queue_vectors([fact_id])
+        self._sync.sync([fact_id])
+        self._announce([("FACT_FORGOTTEN", fact_id)], tx.now)
+        return fact
+
+    def purge(self, ids: Sequence[str]) -> int:
+        """Delete facts for good (see ``Memory.purge``); returns how many existed. The vector
+        index keeps older versions until compacted: ``erase`` them after the last purge."""
+        if not ids:
+            return 0
+        with self._store.transaction() as tx:
+            purged = tx.purge(ids)
+            tx.queue_vectors(purged.touched)
+        self._sync.sync(purged.touched)
+        self._announce([("FACT_PURGED", i) for i in purged.gone], tx.now)
+        return purged.removed
+
+    def erase(self) -> None:
+        """Compact the vector index so that no older table version keeps a purged vector."""
+        self._vectors.compact(erase=True)
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        type: str,
+        strength: float,
+        *,
+        valid_from: TimeInput | None,
+        metadata: dict[str, Any] | None,
+    ) -> Link:
+        """See ``Memory.link``."""
+        with self._store.transaction() as tx:
+            made = tx.link(
+                source_id, target_id, type, strength, valid_from=valid_from, metadata=metadata
+            )
+        self._announce([("LINK_MADE", made.id)], tx.now)
+        return made
+
+    def link_many(self, links: Iterable[Mapping[str, Any]]) -> list[Link]:
+        """See ``Memory.link_many``."""
+        made: list[Link] = []
+        with self._store.transaction() as tx:
+            for i, item in enumerate(links):
+                if not isinstance(item, Mapping):
+                    raise InvalidInput(f"link {i}: expected an object", field=f"links[{i}]")
+                unknown = set(item) - _LINK_FIELDS
+                if unknown or not {"source_id", "target_id", "type"} <= set(item):
+                    raise InvalidInput(
+                        f"link {i}: source_id, target_id and type are required; "
+                        f"unknown fields: {sorted(unknown)}",
+                        field=f"links[{i}]",
+                    )
+                made.append(
+                    tx.link(
+                        item["source_id"],
+                        item["target_id"],
+                        item["type"],
+                        item.get("strength", 1.0),
+                        valid_from=item.get("valid_from"),
+                        metadata=item.get("metadata"),
+                    )
+                )
+        self._announce([("LINK_MADE", k.id) for k in made], tx.now)
+        return made
+
+    def unlink(self, link_id: str) -> Link:
+        """See ``Memory.unlink``."""
+        with self._store.transaction() as tx:
+            removed = tx.unlink(link_id)
+        self._announce([("LINK_REMOVED", link_id)], tx.now)
+        return removed
+
+    def import_lines(self, lines: Iterable[str], progress: Progress | None) -> ImportReport:
+        """See ``Memory.import_jsonl``."""
+        with self._store.transaction() as tx:
+            report, ids = tx.import_lines(lines)
+            tx.queue_vectors(ids)
+        self._sync.synced(ids, progress)
+        return report
+
+    def _announce(self, changes: Sequence[tuple[ChangeKind, str]], at: float) -> None:
+        if not changes or not self._listeners:
+            return
+        batch = [Change(kind, item, self._namespace, at) for kind, item in changes]
+        for listener in list(self._listeners):
+            try:
+                listener(batch)
+            except Exception:  # a listener's failure must not fail a committed write
+                _log.exception("memory change listener failed")
+
+    def _classify(self, inputs: Sequence[FactInput], vectors: Vectors) -> list[Verdict | None]:
+        """The LLM classifier's verdicts for the items it may decide (classify on, no explicit
+        ``supersedes``, not a repeat that dedup will catch); None for the others. See
+        :mod:`graphmem.classify`."""
+        now = self._store.now()
+        repeats = classify.repeats(self._store, inputs, now, self._settings.fuzzy_dedup)
+        asked = [
+            i
+            for i, x in enumerate(inputs)
+            if x.classify and x.supersedes is None and i not in repeats
+        ]
+        out: list[Verdict | None] = [None] * len(inputs)
+        if not asked:
+            return out
+        if self.llm is None:
+            self.llm = ChatClient.from_settings(self._settings)
+        chosen = [inputs[i] for i in asked]
+        neighbours = self._vectors.neighbours_many(
+            vectors[asked], classify.SIMILAR_FACTS, live_only=True
+        )
+        similar = classify.similar_facts(self._store, chosen, neighbours, now)
+        verdicts = classify.classify(self.llm, chosen, similar, self._settings.llm_batch_size)
+        for i, verdict in zip(asked, verdicts, strict=True):
+            out[i] = verdict
+        return out
+
+    def _similar(
+        self, vectors: Vectors, inputs: Sequence[FactInput], options: autolinks.Options
+    ) -> tuple[list[str | int | None], list[list[autolinks.Neighbour]]]:
+        """For each new vector: the live fact id, or the earlier batch position, that it
+        near-duplicates (cosine ≥ vector_dedup_threshold), else None; and its candidates for
+        similarity links (cosine ≥ the autolink threshold), most similar first."""
+        dedup = self._settings.vector_dedup_threshold
+        linking = [options.similarity_for(x) for x in inputs]
+        # Two spare neighbours: the version a fact supersedes and a retracted one are skipped.
+        k = options.max_similar + 2 if any(linking) else 1
+        floor = min(dedup, options.threshold if any(linking) else dedup)
+        twins: list[str | int | None] = [None] * len(vectors)
+        similar: list[list[autolinks.Neighbour]] = [[] for _ in range(len(vectors))]
+        if floor > 1.0:
+            return twins, similar
+        stored = self._vectors.neighbours_many(vectors, k, live_only=True, floor=floor)
+        in_batch = autolinks.batch_neighbours(vectors, k, floor)
+        for i in range(len(vectors)):
+            merged = sorted([*stored[i], *in_batch[i]], key=lambda hit: -hit[1])
+            if merged and merged[0][1] >= dedup:
+                twins[i] = merged[0][0]
+            if linking[i]:
+                similar[i] = [hit for hit in merged if hit[1] >= options.threshold]
+        return twins, similar
+
+
+_LINK_FIELDS = frozenset({"source_id", "target_id", "type", "strength", "valid_from", "metadata"})
