@@ -2,10 +2,10 @@
 
 One table, ``facts``, per namespace: the fact id, its vector and a ``live`` flag (some fact using
 this vector is neither retracted nor superseded) so that current-time searches can pre-filter.
-SQLite stays the source of truth: writes reach this index through the outbox (see memory.py).
+The store stays the source of truth: writes reach this index through the outbox (see sync.py).
 
 Queries take one of two paths. Up to EXACT_SEARCH_MAX_ROWS vectors, the table is mirrored in
-memory and searched there: LanceDB measured 12-28 ms a query with its IVF-PQ index at 100k
+memory (:mod:`graphmem.mirror`) and searched there: LanceDB measured 12-28 ms a query with its IVF-PQ index at 100k
 vectors and far more flat, each query also carrying a fixed overhead that batching does not
 remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
 cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
@@ -19,41 +19,21 @@ import math
 import threading
 import warnings
 from collections.abc import Iterable, Sequence
-from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
-from threadpoolctl import ThreadpoolController
 
 from .embedders import Vectors
 from .errors import StorageError
+from .mirror import Mirror
 
 TABLE: Final = "facts"
 #: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
 #: it, searches use LanceDB's IVF-PQ index, which ``optimize`` builds.
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
-#: Query vectors per matrix product in ``nearest_many`` (bounds the scores matrix it allocates).
-_QUERY_BLOCK: Final = 128
-#: Rows from which near-duplicate checks (``nearest_many``) probe k-means partitions instead of
-#: scanning every row: approximate, which is fine for skipping a redundant vector.
-PARTITION_MIN_ROWS: Final = 20_000
-#: Partitions probed per near-duplicate check.
-PARTITION_PROBES: Final = 4
-#: Rows from which exact search first scores a projection of the rows on their principal
-#: components, then re-scores the best PROJECTION_OVERSAMPLE x k candidates with the full
-#: vectors. Below it one full matrix product is cheap enough.
-PROJECTION_MIN_ROWS: Final = 50_000
-#: Principal components kept by that projection (MiniLM's 384 dimensions: 87% of the variance
-#: of the benchmark's facts).
-PROJECTED_DIMENSIONS: Final = 96
-#: Candidates re-scored exactly per result wanted.
-PROJECTION_OVERSAMPLE: Final = 10
-#: Rows sampled to compute the principal components.
-_PROJECTION_SAMPLE: Final = 20_000
 #: Writes between automatic compactions of the table's small fragments.
 COMPACT_EVERY: Final = 50
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
@@ -78,7 +58,7 @@ class VectorIndex:
                 pa.field("live", pa.bool_(), nullable=False),
             ]
         )
-        self._mirror: _Mirror | None = None
+        self._mirror: Mirror | None = None
         try:
             self._db = lancedb.connect(str(path))
             self.missing = TABLE not in self._db.list_tables().tables
@@ -89,7 +69,7 @@ class VectorIndex:
             )
             stored = self._table.schema.field("vector").type
             if self.count() <= EXACT_SEARCH_MAX_ROWS:
-                mirror = _Mirror(dimensions)
+                mirror = Mirror(dimensions)
                 mirror.load(self._table.to_arrow())  # reads every row: finds damaged files
                 self._mirror = mirror
         except (OSError, ValueError, RuntimeError, KeyError, pa.ArrowException) as exc:
@@ -182,13 +162,6 @@ class VectorIndex:
         distances = result.column("_distance").to_pylist()
         return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
 
-    def nearest_many(self, vectors: Vectors, *, live_only: bool) -> list[tuple[str, float] | None]:
-        """The single nearest (id, cosine) for each query vector, None when the table is empty."""
-        return [
-            hits[0] if hits else None
-            for hits in self.neighbours_many(vectors, 1, live_only=live_only)
-        ]
-
     def neighbours_many(
         self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf
     ) -> list[list[tuple[str, float]]]:
@@ -249,11 +222,7 @@ class VectorIndex:
             mirror = self._mirror
             if mirror is None:
                 return {}
-            rows = [(i, r) for i in ids if (r := mirror._pos.get(i)) is not None]
-            if not rows:
-                return {}
-            scores = _matvec(mirror._matrix[[r for _, r in rows]], np.asarray(vector, np.float32))
-        return {i: float(v) for (i, _), v in zip(rows, scores, strict=True)}
+            return mirror.similarities(vector, ids)
 
     def count(self) -> int:
         with self._lock:
@@ -266,7 +235,7 @@ class VectorIndex:
         with self._lock:
             self._db.drop_table(TABLE)
             self._table = self._db.create_table(TABLE, schema=self._schema)
-            self._mirror = _Mirror(self.dimensions)
+            self._mirror = Mirror(self.dimensions)
 
     def compact(self, *, erase: bool = False) -> None:
         """Merge small fragments and delete table versions older than OLD_VERSIONS_KEPT.
@@ -313,368 +282,6 @@ class VectorIndex:
         self._commits += 1
         if self._commits >= COMPACT_EVERY:
             self.compact()
-
-
-class _Mirror:
-    """Every row of the table in memory, for exact cosine search by matrix product.
-
-    Rows live in a growable float32 matrix; deleting swaps the last row into the hole.
-    """
-
-    def __init__(self, dimensions: int) -> None:
-        self._matrix = np.empty((1024, dimensions), dtype=np.float32)
-        self._live = np.zeros(1024, dtype=bool)
-        self._ids: list[str] = []
-        self._pos: dict[str, int] = {}
-        self._ivf: _Partitions | None = None
-        self._projection: _Projection | None = None
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def has(self, fact_id: str) -> bool:
-        return fact_id in self._pos
-
-    def holds(self, fact_id: str, vector: Vectors, live: bool) -> bool:
-        """Whether the row of ``fact_id`` is exactly this vector and live flag."""
-        row = self._pos[fact_id]
-        return bool(self._live[row]) == bool(live) and np.array_equal(self._matrix[row], vector)
-
-    def load(self, table: pa.Table) -> None:
-        ids = table.column("id").to_pylist()
-        if not ids:
-            return
-        flat = table.column("vector").combine_chunks().flatten().to_numpy()
-        self.upsert(ids, flat.reshape(len(ids), -1), table.column("live").to_pylist())
-
-    def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
-        written = []
-        for fact_id, vector, flag in zip(ids, vectors, live, strict=True):
-            row = self._pos.get(fact_id)
-            if row is None:
-                row = len(self._ids)
-                if row == len(self._matrix):
-                    self._grow()
-                self._ids.append(fact_id)
-                self._pos[fact_id] = row
-            self._matrix[row] = vector
-            self._live[row] = flag
-            written.append(row)
-        if self._ivf is not None:
-            self._ivf.label(self._matrix, np.array(written, dtype=np.int64))
-        if self._projection is not None:
-            self._projection.project(self._matrix, np.array(written, dtype=np.int64))
-
-    def delete(self, ids: Iterable[str]) -> None:
-        for fact_id in ids:
-            row = self._pos.pop(fact_id, None)
-            if row is None:
-                continue
-            last = len(self._ids) - 1
-            if row != last:
-                moved = self._ids[last]
-                self._matrix[row] = self._matrix[last]
-                self._live[row] = self._live[last]
-                self._ids[row] = moved
-                self._pos[moved] = row
-                if self._ivf is not None:
-                    self._ivf.move(last, row)
-                if self._projection is not None:
-                    self._projection.move(last, row)
-            self._ids.pop()
-
-    def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
-        query = np.asarray(vector, dtype=np.float32)
-        n = len(self._ids)
-        projection = self._projected(n)
-        if projection is None or k * PROJECTION_OVERSAMPLE * 2 >= n:
-            rows = None
-            scores = _matvec(self._matrix[:n], query)
-            if live_only:
-                scores = np.where(self._live[:n], scores, np.float32(-np.inf))
-        else:
-            # First pass on the projection, then the best candidates exactly (their order and
-            # scores are exact; a true neighbour is missed only if the projection ranks it
-            # below k x PROJECTION_OVERSAMPLE others).
-            coarse = projection.scores(query, n)
-            if live_only:
-                coarse = np.where(self._live[:n], coarse, np.float32(-np.inf))
-            wanted = min(k * PROJECTION_OVERSAMPLE, int(np.isfinite(coarse).sum()))
-            if wanted <= 0:
-                return []
-            rows = np.argpartition(-coarse, wanted - 1)[:wanted]
-            rows = rows[np.isfinite(coarse[rows])]
-            scores = _matvec(self._matrix[rows], query)
-        k = min(k, int(np.isfinite(scores).sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        found = top if rows is None else rows[top]
-        return [(self._ids[i], float(s)) for i, s in zip(found, scores[top], strict=True)]
-
-    def neighbours_many(
-        self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf
-    ) -> list[list[tuple[str, float]]]:
-        if len(self._ids) >= PARTITION_MIN_ROWS:
-            rows, scores = self._partitions().neighbours_many(
-                self, vectors, k, live_only=live_only, floor=floor
-            )
-        else:
-            best = _Best(len(vectors), k, floor)
-            for start in range(0, len(vectors), _QUERY_BLOCK):
-                block = self._scores(vectors[start : start + _QUERY_BLOCK], live_only)
-                best.add(np.arange(start, start + len(block)), np.arange(block.shape[1]), block)
-            rows, scores = best.result()
-        return self._hits(rows, scores)
-
-    def _hits(self, rows: npt.NDArray[np.int64], scores: Vectors) -> list[list[tuple[str, float]]]:
-        order = np.argsort(-scores, axis=1, kind="stable")
-        rows = np.take_along_axis(rows, order, 1)
-        scores = np.take_along_axis(scores, order, 1)
-        ids = self._ids
-        return [
-            [(ids[r], v) for r, v in zip(rs, vs, strict=True) if r >= 0 and math.isfinite(v)]
-            for rs, vs in zip(rows.tolist(), scores.tolist(), strict=True)
-        ]
-
-    def _scores(self, queries: Vectors, live_only: bool) -> Vectors:
-        n = len(self._ids)
-        scores: Vectors = (self._matrix[:n] @ queries.T).T  # row-major matrix first: faster
-        if live_only:
-            scores = np.where(self._live[:n], scores, np.float32(-np.inf))
-        return scores
-
-    def _partitions(self) -> _Partitions:
-        n = len(self._ids)
-        if self._ivf is None or n > 2 * self._ivf.trained_on:  # (re)train as the table grows
-            self._ivf = _Partitions(self._matrix, n)
-        return self._ivf
-
-    def prepare(self) -> bool:
-        """Compute the projection now if the table is large enough; True if it is in use."""
-        return self._projected(len(self._ids)) is not None
-
-    def _projected(self, n: int) -> _Projection | None:
-        if n < PROJECTION_MIN_ROWS or self._matrix.shape[1] <= PROJECTED_DIMENSIONS:
-            return None
-        if self._projection is None or n > 2 * self._projection.trained_on:
-            self._projection = _Projection(self._matrix, n)
-        return self._projection
-
-    def _grow(self) -> None:
-        self._matrix = np.concatenate([self._matrix, np.empty_like(self._matrix)])
-        self._live = np.concatenate([self._live, np.zeros_like(self._live)])
-        if self._ivf is not None:
-            self._ivf.grow(len(self._matrix))
-        if self._projection is not None:
-            self._projection.grow(len(self._matrix))
-
-
-class _Projection:
-    """The rows' coordinates on their first principal components, kept up to date on writes.
-
-    A row's centred coordinates dotted with the query's approximate its cosine up to a term
-    that is the same for every row (the mean's cosine with the query), so they rank alike.
-    """
-
-    def __init__(self, matrix: Vectors, n: int) -> None:
-        rng = np.random.default_rng(0)
-        sample = matrix[np.sort(rng.choice(n, size=min(n, _PROJECTION_SAMPLE), replace=False))]
-        self.mean = sample.mean(axis=0)
-        _, _, components = np.linalg.svd(sample - self.mean, full_matrices=False)
-        self.basis = np.ascontiguousarray(components[:PROJECTED_DIMENSIONS].T, dtype=np.float32)
-        self.trained_on = n
-        self.rows = np.empty((len(matrix), PROJECTED_DIMENSIONS), dtype=np.float32)
-        self.project(matrix, np.arange(n))
-
-    def project(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
-        for start in range(0, len(rows), 8192):
-            chunk = rows[start : start + 8192]
-            self.rows[chunk] = (matrix[chunk] - self.mean) @ self.basis
-
-    def move(self, source: int, target: int) -> None:
-        self.rows[target] = self.rows[source]
-
-    def grow(self, capacity: int) -> None:
-        extra = np.empty((capacity - len(self.rows), self.rows.shape[1]), dtype=np.float32)
-        self.rows = np.concatenate([self.rows, extra])
-
-    def scores(self, query: Vectors, n: int) -> Vectors:
-        return _matvec(self.rows[:n], query @ self.basis)
-
-
-class _Best:
-    """The best ``k`` (row, score) per query with score ≥ ``floor``, gathered block by block.
-
-    Without a floor each block's top ``k`` per query is kept, in its own group of ``k`` columns
-    (one group per ``slots``, e.g. per probed partition). With one, only the pairs that pass
-    are collected (at most ``k`` per query and block), then ranked: checks such as
-    near-duplicates find a handful of candidates among thousands of rows, and ranking all of
-    them cost more than the products.
-    """
-
-    def __init__(self, queries: int, k: int, floor: float, *, slots: int = 1) -> None:
-        self.k, self.floor, self.queries = k, floor, queries
-        self._sparse = math.isfinite(floor)
-        self._found: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Vectors]] = []
-        if not self._sparse:
-            self._rows = np.full((queries, slots * k), -1, dtype=np.int64)
-            self._scores = np.full((queries, slots * k), -np.inf, dtype=np.float32)
-
-    def add(
-        self,
-        queries: npt.NDArray[np.int64],
-        rows: npt.NDArray[np.int64],
-        scores: Vectors,
-        slots: npt.NDArray[np.int64] | None = None,
-    ) -> None:
-        """``scores[i, j]`` is query ``queries[i]`` against row ``rows[j]``; each query's
-        ``slots[i]`` is its group of columns (without a floor)."""
-        if self._sparse:
-            qi, rj = np.nonzero(scores >= self.floor)
-            if len(qi) > len(queries) * self.k:  # many pass (a low floor): keep each query's k
-                top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]
-                best = np.take_along_axis(scores, top, 1)
-                qi, cj = np.nonzero(best >= self.floor)
-                self._found.append((queries[qi], rows[top[qi, cj]], best[qi, cj]))
-            else:
-                self._found.append((queries[qi], rows[rj], scores[qi, rj]))
-            return
-        width = min(self.k, len(rows))
-        if width == 0:
-            return
-        if width < len(rows):
-            top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
-        else:
-            top = np.broadcast_to(np.arange(width), (len(queries), width))
-        columns = (0 if slots is None else slots[:, None] * self.k) + np.arange(width)
-        self._scores[queries[:, None], columns] = np.take_along_axis(scores, top, 1)
-        self._rows[queries[:, None], columns] = rows[top]
-
-    def result(self) -> tuple[npt.NDArray[np.int64], Vectors]:
-        """Rows and scores, ``queries`` x ``k``, unordered; -1 and -inf where fewer were found."""
-        k = self.k
-        if not self._sparse:
-            if self._scores.shape[1] == k:
-                return self._rows, self._scores
-            keep = np.argpartition(-self._scores, k - 1, axis=1)[:, :k]
-            return np.take_along_axis(self._rows, keep, 1), np.take_along_axis(
-                self._scores, keep, 1
-            )
-        rows = np.full((self.queries, k), -1, dtype=np.int64)
-        scores = np.full((self.queries, k), -np.inf, dtype=np.float32)
-        if not self._found:
-            return rows, scores
-        query = np.concatenate([q for q, _, _ in self._found])
-        row = np.concatenate([r for _, r, _ in self._found])
-        score = np.concatenate([s for _, _, s in self._found])
-        order = np.lexsort((-score, query))  # by query, best first
-        query, row, score = query[order], row[order], score[order]
-        starts = np.searchsorted(query, query)  # each pair's rank within its query
-        rank = np.arange(len(query)) - starts
-        kept = rank < k
-        rows[query[kept], rank[kept]] = row[kept]
-        scores[query[kept], rank[kept]] = score[kept]
-        return rows, scores
-
-
-class _Partitions:
-    """k-means partitions of the mirror's rows (an in-memory IVF) for near-duplicate checks.
-
-    Each row's partition is kept up to date as rows are written or moved; the member lists are
-    rebuilt from those labels only when a query needs them.
-    """
-
-    def __init__(self, matrix: Vectors, n: int) -> None:
-        rng = np.random.default_rng(0)
-        k = max(16, int(np.sqrt(n)))
-        sample = matrix[rng.choice(n, size=min(n, 50 * k), replace=False)]
-        centroids = sample[rng.choice(len(sample), size=k, replace=False)].copy()
-        for _ in range(8):
-            nearest = np.argmax(sample @ centroids.T, axis=1)
-            for c in range(k):
-                members = sample[nearest == c]
-                if len(members):
-                    mean = members.mean(axis=0)
-                    centroids[c] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        self.centroids = centroids
-        self.trained_on = n
-        self.labels = np.zeros(len(matrix), dtype=np.int64)
-        self.label(matrix, np.arange(n))
-        self._n = n
-
-    def label(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
-        for start in range(0, len(rows), 8192):
-            chunk = rows[start : start + 8192]
-            self.labels[chunk] = np.argmax(matrix[chunk] @ self.centroids.T, axis=1)
-        self._members: list[npt.NDArray[np.int64]] | None = None
-
-    def move(self, source: int, target: int) -> None:
-        self.labels[target] = self.labels[source]
-        self._members = None
-
-    def grow(self, capacity: int) -> None:
-        self.labels = np.concatenate([self.labels, np.zeros(capacity - len(self.labels), np.int64)])
-
-    def neighbours_many(
-        self, mirror: _Mirror, vectors: Vectors, k: int, *, live_only: bool, floor: float
-    ) -> tuple[npt.NDArray[np.int64], Vectors]:
-        """The best ``k`` rows (and scores) with a score ≥ ``floor`` per query among the
-        partitions it probes; -1 and -inf where fewer were found."""
-        members = self._member_lists(len(mirror))
-        probes = np.argpartition(-(vectors @ self.centroids.T), PARTITION_PROBES - 1, axis=1)
-        probes = probes[:, :PARTITION_PROBES]
-        best = _Best(len(vectors), k, floor, slots=PARTITION_PROBES)
-        order = np.argsort(probes, axis=None, kind="stable")
-        flat = probes.ravel()[order]
-        bounds = np.searchsorted(flat, np.arange(len(self.centroids) + 1))
-        # One pass per probed partition, scoring all the queries that probe it: each row is
-        # gathered once per call, not once per query. Small products: one BLAS thread each is
-        # faster than waking a pool (and far faster when the cores are busy).
-        with _single_threaded_blas():
-            for c in np.nonzero(bounds[1:] > bounds[:-1])[0]:
-                queries, slots = np.divmod(order[bounds[c] : bounds[c + 1]], PARTITION_PROBES)
-                rows = members[c]
-                if live_only:
-                    rows = rows[mirror._live[rows]]
-                if len(rows) == 0:
-                    continue
-                best.add(queries, rows, vectors[queries] @ mirror._matrix[rows].T, slots)
-        return best.result()
-
-    def _member_lists(self, n: int) -> list[npt.NDArray[np.int64]]:
-        if self._members is None or self._n != n:
-            labels = self.labels[:n]
-            order = np.argsort(labels, kind="stable")
-            bounds = np.searchsorted(labels[order], np.arange(len(self.centroids) + 1))
-            self._members = [order[bounds[c] : bounds[c + 1]] for c in range(len(self.centroids))]
-            self._n = n
-        return self._members
-
-
-_blas: ThreadpoolController | None = None
-
-
-def _single_threaded_blas() -> AbstractContextManager[object]:
-    """Limit BLAS to one thread for the enclosed many small matrix products."""
-    global _blas
-    if _blas is None:
-        _blas = ThreadpoolController()
-    limiter: AbstractContextManager[object] = _blas.limit(limits=1, user_api="blas")
-    return limiter
-
-
-def _matvec(matrix: Vectors, vector: Vectors) -> Vectors:
-    """``matrix @ vector`` for one query, without BLAS.
-
-    numpy's own loop is as fast as one BLAS thread for these memory-bound products, and does not
-    wake BLAS's thread pool, whose threads then spin on the cores that the keyword leg of the same
-    search or other requests need (at 100k rows with the cores shared: a query's projection scan
-    took 19 ms with two BLAS threads and about 5 ms without).
-    """
-    result: Vectors = np.einsum("ij,j->i", matrix, vector)
-    return result
 
 
 def _id_filter(ids: Iterable[str]) -> str:

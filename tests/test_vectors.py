@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphmem import vectors
-from graphmem.vectors import PARTITION_MIN_ROWS, _Mirror
+from graphmem import mirror as mirror_engine
+from graphmem.mirror import PARTITION_MIN_ROWS, Mirror
 
 
 def unit_rows(n: int, dims: int = 32, seed: int = 0) -> np.ndarray:
@@ -16,7 +16,7 @@ def unit_rows(n: int, dims: int = 32, seed: int = 0) -> np.ndarray:
 
 def test_exact_search_matches_brute_force_and_respects_live_flags() -> None:
     rows = unit_rows(500)
-    mirror = _Mirror(32)
+    mirror = Mirror(32)
     live = [i % 3 != 0 for i in range(500)]
     mirror.upsert([f"f{i}" for i in range(500)], rows, live)
     query = rows[7] + 0.1 * rows[8]
@@ -27,7 +27,7 @@ def test_exact_search_matches_brute_force_and_respects_live_flags() -> None:
 
 def test_deleting_rows_keeps_the_others_findable() -> None:
     rows = unit_rows(100)
-    mirror = _Mirror(32)
+    mirror = Mirror(32)
     mirror.upsert([f"f{i}" for i in range(100)], rows, [True] * 100)
     mirror.delete(["f0", "f50", "missing"])
     assert len(mirror) == 98
@@ -39,7 +39,7 @@ def test_deleting_rows_keeps_the_others_findable() -> None:
 def test_partitioned_near_duplicate_checks_find_close_copies_in_a_large_table() -> None:
     n = PARTITION_MIN_ROWS + 5_000
     rows = unit_rows(n, seed=1)
-    mirror = _Mirror(32)
+    mirror = Mirror(32)
     mirror.upsert([f"f{i}" for i in range(n)], rows, [True] * n)
     picks = np.random.default_rng(2).choice(n, size=200, replace=False)
     noise = unit_rows(200, seed=3) * 0.05
@@ -58,7 +58,7 @@ def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
     """Write-time checks pass the similarity they need: the same best neighbours come back,
     less those below the floor, whether the table is scanned or its partitions probed."""
     rows = structured_rows(n, dims=32, factors=6, seed=5)
-    mirror = _Mirror(32)
+    mirror = Mirror(32)
     live = [i % 7 != 0 for i in range(n)]
     mirror.upsert([f"f{i}" for i in range(n)], rows, live)
     queries = structured_rows(300, dims=32, factors=6, seed=6)
@@ -85,13 +85,13 @@ def structured_rows(n: int, dims: int = 128, factors: int = 24, seed: int = 0) -
 def test_projected_search_on_a_large_table_agrees_with_brute_force(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(vectors, "PROJECTION_MIN_ROWS", 2_000)
-    monkeypatch.setattr(vectors, "PROJECTED_DIMENSIONS", 32)
+    monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
+    monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
     n = 6_000
     rows = structured_rows(n + 50)
     table, queries = rows[:n], rows[n:]
     live = np.arange(n) % 4 != 0
-    mirror = _Mirror(128)
+    mirror = Mirror(128)
     mirror.upsert([f"f{i}" for i in range(n)], table, live.tolist())
     found = 0
     for query in queries:
@@ -109,10 +109,10 @@ def test_projected_search_on_a_large_table_agrees_with_brute_force(
 def test_projected_search_sees_rows_written_and_deleted_after_training(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(vectors, "PROJECTION_MIN_ROWS", 2_000)
-    monkeypatch.setattr(vectors, "PROJECTED_DIMENSIONS", 32)
+    monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
+    monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
     rows = structured_rows(3_002, seed=5)
-    mirror = _Mirror(128)
+    mirror = Mirror(128)
     mirror.upsert([f"f{i}" for i in range(3_000)], rows[:3_000], [True] * 3_000)
     target = rows[3_000]
     best = mirror.nearest(target, 3, live_only=True)
