@@ -45,10 +45,18 @@ _AGEING: Final = (
 class SQLiteTransaction:
     """One write transaction: every change made through it commits together, at ``now``."""
 
-    def __init__(self, conn: sqlite3.Connection, now: float) -> None:
+    def __init__(self, conn: sqlite3.Connection, stamp: Callable[[], float]) -> None:
         self.conn = conn
-        #: Transaction time of everything this transaction writes.
-        self.now = now
+        self._stamp = stamp
+        self._now: float | None = None
+
+    @property
+    def now(self) -> float:
+        """Transaction time of everything this transaction writes, taken from the store when
+        first asked for (a transaction that records no time takes none)."""
+        if self._now is None:
+            self._now = self._stamp()
+        return self._now
 
     # facts
 
@@ -216,6 +224,14 @@ class SQLiteStore:
         self._db = Database(path)
         self._clock = clock
         self._keywords = KeywordRanker()
+        self._last_stamp = float(
+            self._read()
+            .execute(
+                "SELECT max(coalesce((SELECT max(recorded_at) FROM facts), -1e300),"
+                " coalesce((SELECT max(recorded_at) FROM links), -1e300))"
+            )
+            .fetchone()[0]
+        )
         self.file = path
 
     # ------------------------------------------------------------------------- lifecycle
@@ -236,7 +252,7 @@ class SQLiteStore:
         """A write transaction: commits when the block ends, rolls back if it raises.
         ``durable=False`` skips the flush to disk (bookkeeping a crash may lose harmlessly)."""
         with self._db.write(durable=durable) as conn:
-            yield SQLiteTransaction(conn, self.now())
+            yield SQLiteTransaction(conn, self._stamp)
 
     def try_transaction(
         self, *, durable: bool = True
@@ -247,7 +263,7 @@ class SQLiteStore:
 
     def on_transaction(self, hook: Callable[[Transaction], None]) -> None:
         """Call ``hook`` at the start of every write transaction (to add pending bookkeeping)."""
-        self._db.on_write = lambda conn: hook(SQLiteTransaction(conn, self.now()))
+        self._db.on_write = lambda conn: hook(SQLiteTransaction(conn, self._stamp))
 
     def snapshot(self) -> AbstractContextManager[object]:
         """Inside the block, this thread's reads all see one state of the store."""
@@ -576,6 +592,12 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------------- helpers
 
+    def _stamp(self) -> float:
+        """Transaction time for a write that holds the writer: the clock, but never before an
+        earlier write's (a clock stepped back must not reorder history)."""
+        self._last_stamp = max(self.now(), self._last_stamp)
+        return self._last_stamp
+
     def _read(self) -> sqlite3.Connection:
         return self._db.reader()
 
@@ -584,7 +606,7 @@ class SQLiteStore:
         self, held: AbstractContextManager[sqlite3.Connection]
     ) -> Iterator[SQLiteTransaction]:
         with held as conn:
-            yield SQLiteTransaction(conn, self.now())
+            yield SQLiteTransaction(conn, self._stamp)
 
 
 def _decay_args(now: float) -> dict[str, float]:

@@ -9,8 +9,9 @@ must pass.
 
 Contracts every implementation keeps:
 
-* **Transaction time comes from the store.** ``transaction()`` stamps ``now`` once the write is
-  exclusive, strictly increasing in commit order; callers never stamp ``recorded_at``.
+* **Transaction time comes from the store.** A transaction's ``now`` is stamped by the store
+  while the write is exclusive, never before an earlier transaction's, so transaction time
+  follows commit order; callers never stamp ``recorded_at``.
 * **Writes are all or nothing.** A transaction whose block raises leaves nothing behind.
 * **Reads obey the time rule** of the scope they are given, and ``snapshot()`` makes the reads
   of one thread inside it see one state.
@@ -75,7 +76,10 @@ class Walker(Protocol):
 class Transaction(Protocol):
     """One write transaction of a store; everything written through it commits together."""
 
-    now: float
+    @property
+    def now(self) -> float:
+        """The transaction time of what it writes (stamped by the store, see above)."""
+        ...
 
     def store_batch(
         self,

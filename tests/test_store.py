@@ -1,0 +1,337 @@
+"""The storage interface's conformance suite: every Store implementation must pass it.
+
+Each test runs once per implementation in ``STORES`` (today the SQLite reference store; a
+second engine adds itself there). The tests speak only the interface of
+:mod:`graphmem.store`: transactions, the time rule on every read, links, the outbox, the
+embedding cache, access and decay bookkeeping, counts and typed errors.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings
+from graphmem.embedders import text_hash
+from graphmem.reads import Filters
+from graphmem.sqlitestore import SQLiteStore
+from graphmem.store import Store
+from graphmem.temporal import TimeScope
+from tests.conftest import Clock
+
+#: Each implementation: a function making an empty store in a directory, on a clock.
+STORES: dict[str, Callable[[Path, Clock], Store]] = {
+    "sqlite": lambda directory, clock: SQLiteStore(directory / "store.sqlite3", clock),
+}
+
+SETTINGS = Settings(embedder="hash")
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Store]:
+    made = STORES[request.param](tmp_path, clock)
+    yield made
+    made.close()
+
+
+def put(store: Store, *items: str | dict[str, Any]) -> list[str]:
+    """Store facts through a transaction (no near-duplicates); their ids, in order."""
+    inputs = [
+        FactInput.parse({"text": x} if isinstance(x, str) else x, index=i)
+        for i, x in enumerate(items)
+    ]
+    with store.transaction() as tx:
+        results, _ = tx.store_batch(inputs, [None] * len(inputs), SETTINGS, None)
+    return [r.fact.id for r in results if r.fact is not None]
+
+
+def now(store: Store) -> TimeScope:
+    return TimeScope(store.now(), store.now())
+
+
+# ------------------------------------------------------------------------------- transactions
+
+
+def test_transaction_time_comes_from_the_store_and_never_goes_back(
+    store: Store, clock: Clock
+) -> None:
+    first = put(store, "Ana lives in Berlin")[0]
+    clock.advance(-3600)  # a clock stepped back must not make a later write look earlier
+    second = put(store, "Ana likes tea")[0]
+    facts = store.get_many([first, second], TimeScope(clock.now + 7200, clock.now + 7200))
+    assert facts[second].recorded_at >= facts[first].recorded_at
+    with store.transaction() as tx:
+        assert tx.now >= facts[first].recorded_at.timestamp()
+
+
+def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        inputs = [FactInput.parse({"text": "Half a batch"}, index=0)]
+        tx.store_batch(inputs, [None], SETTINGS, None)
+        tx.queue_vectors(["x"])
+        raise RuntimeError("the caller failed mid-way")
+    assert store.fact_ids() == [] and store.outbox() == []
+
+
+def test_try_transaction_gives_way_while_another_write_is_under_way(store: Store) -> None:
+    holding, release = threading.Event(), threading.Event()
+
+    def long_write() -> None:
+        with store.transaction():
+            holding.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=long_write)
+    writer.start()
+    try:
+        assert holding.wait(5)
+        assert store.try_transaction() is None
+    finally:
+        release.set()
+        writer.join()
+    attempt = store.try_transaction()
+    assert attempt is not None
+    with attempt as tx:
+        assert tx.now > 0
+
+
+def test_meta_keeps_what_a_transaction_set(store: Store) -> None:
+    assert store.meta("embedder") is None
+    with store.transaction() as tx:
+        tx.set_meta("embedder", {"provider": "hash", "dimensions": 4})
+    assert store.meta("embedder") == {"provider": "hash", "dimensions": 4}
+
+
+# ------------------------------------------------------------------------------- reads in time
+
+
+def test_reads_obey_the_time_rule(store: Store, clock: Clock) -> None:
+    (old,) = put(
+        store,
+        {
+            "text": "Ana lives in Berlin",
+            "entity": "Ana",
+            "key": "city",
+            "value": "Berlin",
+            "valid_from": "2020-01-01",
+        },
+    )
+    before = clock.now
+    clock.advance(60)
+    (new,) = put(
+        store,
+        {
+            "text": "Ana lives in Paris",
+            "entity": "Ana",
+            "key": "city",
+            "value": "Paris",
+            "valid_from": "2023-06-01",
+        },
+    )
+    current = now(store)
+    assert store.get(old, current) is None and store.get(new, current) is not None
+    as_of_2021 = TimeScope(TimeScope.resolve(clock.now, "2021-01-01", None).as_of, clock.now)
+    assert store.get(old, as_of_2021) is not None and store.get(new, as_of_2021) is None
+    known_before = TimeScope(clock.now, before)
+    assert store.get(old, known_before) is not None and store.get(new, known_before) is None
+    assert set(store.get_many([old, new], current, include_superseded=True)) == {old, new}
+    assert [f.id for f in store.lookup("ana", current, key="CITY")] == [new]
+    assert [f.id for f in store.history(new, current)] == [old, new]
+    assert [f.id for f in store.history(new, known_before)] == [old]
+    everything = TimeScope(clock.now + 1, clock.now + 1)
+    assert [f.id for f in store.latest("Ana", "city", everything, limit=5)] == [new]
+
+
+def test_history_of_an_unknown_id_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound):
+        store.history("no-such-id", now(store))
+
+
+def test_pages_are_keyset_ordered_and_filtered(store: Store) -> None:
+    ids = put(
+        store,
+        *(
+            {"text": f"Note {n}", "category": "fact", "tags": ["work"] if n % 2 else []}
+            for n in range(5)
+        ),
+    )
+    first = store.page(now(store), Filters(), first=2, after=None)
+    assert [f.id for _, f in first.items] == ids[:2] and first.has_more
+    rest = store.page(now(store), Filters(), first=10, after=first.items[-1][0])
+    assert [f.id for _, f in rest.items] == ids[2:] and not rest.has_more
+    tagged = store.page(now(store), Filters(tag="WORK"), first=10, after=None)
+    assert [f.id for _, f in tagged.items] == [ids[1], ids[3]]
+    with pytest.raises(InvalidInput):
+        store.page(now(store), Filters(), first=0, after=None)
+
+
+def test_visible_keeps_only_what_the_filters_and_scope_allow(store: Store) -> None:
+    a, b = put(store, {"text": "Deploys run on Fridays", "source": "wiki"}, "Standup at nine")
+    scope = now(store)
+    assert set(store.visible([a, b, "unknown"], scope, Filters())) == {a, b}
+    assert set(store.visible([a, b], scope, Filters(source="wiki"))) == {a}
+    assert store.visible([], scope, Filters()) == {}
+
+
+def test_keyword_matches_rank_visible_facts_best_first(store: Store) -> None:
+    berlin, tea, _ = put(store, "Ana moved to Berlin", "Ana drinks green tea", "Bob likes coffee")
+    scores, rows = store.keyword_matches("berlin tea", now(store), Filters(), 10)
+    assert set(scores) == {berlin, tea} and set(rows) == set(scores)
+    assert rows[berlin]["importance"] is not None
+    with store.transaction() as tx:
+        tx.retract(berlin)
+    scores, _ = store.keyword_matches("berlin", now(store), Filters(), 10)
+    assert scores == {}
+
+
+def test_entity_facts_come_per_named_entity(store: Store) -> None:
+    ids = put(
+        store,
+        *({"text": f"Ana fact {n}", "entity": "Ana"} for n in range(4)),
+        {"text": "Bob fact", "entity": "Bob"},
+    )
+    found = store.entity_facts(["ana", "bob"], now(store), per_entity=2)
+    assert len([f for f in found if f.entity == "Ana"]) == 2 and ids[-1] in {f.id for f in found}
+
+
+# ------------------------------------------------------------------------------- writes
+
+
+def test_retracting_is_typed_for_unknown_and_repeated_ids(store: Store) -> None:
+    (fact,) = put(store, "A fact to forget")
+    with store.transaction() as tx:
+        assert tx.retract(fact).id == fact
+    with pytest.raises(Conflict), store.transaction() as tx:
+        tx.retract(fact)
+    with pytest.raises(NotFound), store.transaction() as tx:
+        tx.retract("no-such-id")
+
+
+def test_purge_removes_the_fact_its_links_and_its_orphaned_embedding(store: Store) -> None:
+    a, b = put(store, "Purge me", "Keep me")
+    vector = np.ones(4, dtype=np.float32)
+    with store.transaction() as tx:
+        tx.link(a, b, "RELATED_TO", 0.5)
+        tx.cache_vectors("hash", "m", 4, [(text_hash("Purge me"), vector)])
+    with store.transaction() as tx:
+        purged = tx.purge([a, "unknown"])
+    assert purged.removed == 1 and purged.gone == [a] and a in purged.touched
+    assert store.get_many([a, b], now(store), include_superseded=True).keys() == {b}
+    assert store.links_of(b, now(store)) == []
+    assert store.cached_vectors("hash", "m", 4, [text_hash("Purge me")]) == {}
+
+
+def test_links_follow_the_time_rule_and_unlinking_is_typed(store: Store, clock: Clock) -> None:
+    a, b, c = put(store, "Outage", "Disk full", "Cleanup job")
+    with store.transaction() as tx:
+        made = tx.link(a, b, "CAUSED_BY", 0.9)
+        tx.link(b, c, "CAUSED_BY", 0.8)
+    before_unlink = clock.now
+    clock.advance(60)
+    sub = store.traverse(
+        a, now(store), depth=2, types=None, direction="OUT", max_nodes=10, min_strength=0.0
+    )
+    assert {n.fact.id for n in sub.nodes} == {a, b, c}
+    found = store.path(a, c, now(store), types=None, direction="BOTH", max_depth=4)
+    assert found is not None and [f.id for f in found] == [a, b, c]
+    with store.transaction() as tx:
+        tx.unlink(made.id)
+    assert store.links_of(a, now(store)) == []
+    assert [k.id for k in store.links_of(a, TimeScope(clock.now, before_unlink))] == [made.id]
+    with pytest.raises(Conflict), store.transaction() as tx:
+        tx.unlink(made.id)
+    with pytest.raises(NotFound), store.transaction() as tx:
+        tx.unlink("no-such-link")
+    with pytest.raises(NotFound), store.transaction() as tx:
+        tx.link(a, "no-such-fact", "RELATED_TO", 1.0)
+
+
+def test_links_among_and_the_walker_see_the_same_links(store: Store) -> None:
+    a, b, c = put(store, "Hub", "Spoke one", "Spoke two")
+    with store.transaction() as tx:
+        tx.link(a, b, "RELATED_TO", 0.7)
+        tx.link(c, a, "PART_OF", 0.4)
+    among = store.links_among([a, b, c], now(store), skip_origins=[])
+    assert {(k.source_id, k.target_id) for k in among} == {(a, b), (c, a)}
+    steps = store.walk(now(store), skip_origins=[]).level([a])
+    assert {s.step for s in steps} == {b, c}
+    pages = store.links_page([a], now(store), first=1)
+    items, more = pages[a]
+    assert len(items) == 1 and more
+
+
+# ------------------------------------------------------------------------------- bookkeeping
+
+
+def test_the_outbox_keeps_queued_writes_until_they_are_synced(store: Store) -> None:
+    a, b = put(store, "One", "Two")
+    with store.transaction() as tx:
+        tx.queue_vectors([a, b])
+    queued = store.outbox()
+    assert {i for i, _ in queued} == {a, b}
+    with store.transaction() as tx:
+        tx.queue_vectors([a])  # queued again: a new position, kept by the sync below
+    with store.transaction() as tx:
+        tx.vectors_synced(queued)
+    assert [i for i, _ in store.outbox()] == [a]
+    assert store.vector_owners([a, b]) == {a: True, b: True}
+    assert store.vector_sources([a, "unknown"]) == {a: ("One", None)}
+
+
+def test_cached_vectors_are_kept_per_provider_model_and_size(store: Store) -> None:
+    vector = np.arange(4, dtype=np.float32)
+    with store.transaction() as tx:
+        tx.cache_vectors("hash", "m", 4, [("h1", vector)])
+    found = store.cached_vectors("hash", "m", 4, ["h1", "h2"])
+    assert list(found) == ["h1"] and np.array_equal(found["h1"], vector)
+    assert store.cached_vectors("hash", "other", 4, ["h1"]) == {}
+    assert store.cached_vectors("hash", "m", 8, ["h1"]) == {}
+
+
+def test_accesses_count_and_refresh_the_classes_that_refresh(store: Store, clock: Clock) -> None:
+    stable, session = put(
+        store,
+        {"text": "Prefers tea", "decay_class": "stable"},
+        {"text": "Debugging now", "decay_class": "session"},
+    )
+    clock.advance(3600)
+    with store.transaction() as tx:
+        tx.record_accesses({stable: (2, clock.now), session: (1, clock.now)})
+    facts = store.get_many([stable, session], now(store))
+    assert facts[stable].access_count == 2 and facts[session].access_count == 1
+    assert facts[stable].last_confirmed_at is not None
+    assert facts[stable].last_confirmed_at.timestamp() == pytest.approx(clock.now)
+    assert facts[session].last_confirmed_at != facts[stable].last_confirmed_at
+
+
+def test_decay_bookkeeping_finds_expired_and_faded_facts(store: Store, clock: Clock) -> None:
+    short, keep = put(
+        store,
+        {"text": "Checkpoint reached", "decay_class": "checkpoint"},
+        {"text": "Name is Ana", "decay_class": "permanent"},
+    )
+    clock.advance(5 * 3600)
+    assert store.expired(clock.now) == [short]
+    assert store.decay_forecast(clock.now, soft=False) == (0, 0)
+    with store.transaction() as tx:
+        tx.set_decay_classes([("short", clock.now + 10, short)])
+    assert store.expired(clock.now) == []
+    assert store.faded() == []
+    assert {r["id"] for r in store.decay_inputs()} == {short, keep}
+
+
+def test_counts_cover_every_state(store: Store) -> None:
+    a, b, c = put(store, "One", "Two", {"text": "Three", "category": "decision"})
+    with store.transaction() as tx:
+        tx.retract(a)
+        tx.link(b, c, "RELATED_TO", 1.0)
+        tx.queue_vectors([b])
+    counts = store.counts(store.now())
+    assert (counts.facts, counts.retracted, counts.links, counts.outbox) == (3, 1, 1, 1)
+    assert sum(counts.by_decay_class.values()) == 2
+    assert counts.by_category.get("decision") == 1
