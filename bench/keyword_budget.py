@@ -31,7 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with Memory.open(args.data, namespace=NAMESPACE, settings=settings) as memory:
         size = memory.stats()["facts"]
         asked = synthetic.questions(synthetic.pairs(size), args.questions)
-        answers = [{f.id for f in memory.lookup(p.entity, p.key)} for _, p in asked]
+        answers = [{f.id for f in memory.lookup(p.entity, key=p.key)} for _, p in asked]
         for question, _ in asked[:20]:  # warm caches
             memory.search(question, limit=10)
         for budget in args.budgets:

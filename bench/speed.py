@@ -98,7 +98,7 @@ def measure(embedder: str, size: int, n_queries: int, profile: bool) -> dict[str
             )
             out["search_success_at_10"] = _success(memory, synthetic.questions(pairs, n_queries))
             memory.settings = settings
-            out["lookup"] = _latency(lambda p: memory.lookup(p.entity, p.key), lookups)
+            out["lookup"] = _latency(lambda p: memory.lookup(p.entity, key=p.key), lookups)
 
             half = pairs[::2]
             old_values = [f["value"] for f in originals[::2]]
@@ -181,7 +181,7 @@ def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, flo
 def _success(memory: Memory, asked: list[tuple[str, synthetic.Pair]]) -> dict[str, float]:
     """Share of questions about an entity's attribute whose answer (the fact of that entity and
     key) is in the top 10, per search mode: search quality at this size."""
-    answers = [{f.id for f in memory.lookup(p.entity, p.key)} for _, p in asked]
+    answers = [{f.id for f in memory.lookup(p.entity, key=p.key)} for _, p in asked]
     return {
         mode: sum(
             bool(want & {h.fact.id for h in memory.search(q, limit=10, mode=mode)})

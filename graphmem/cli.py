@@ -398,7 +398,7 @@ def link(
 ) -> None:
     """Link SOURCE_ID -[TYPE]-> TARGET_ID (CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON)."""
     with _memory(ctx) as mem:
-        made = mem.link(source_id, target_id, type, strength, valid_from=valid_from)
+        made = mem.link(source_id, target_id, type, strength=strength, valid_from=valid_from)
     _emit(made.to_dict(), as_json, _link_line(made))
 
 

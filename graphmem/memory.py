@@ -81,9 +81,9 @@ class Memory:
     def open(
         cls,
         data_dir: str | Path | None = None,
+        *,
         namespace: str | None = None,
         embedder: str | Embedder | None = None,
-        *,
         settings: Settings | None = None,
         clock: Callable[[], float] | None = None,
         reindex: bool = False,
@@ -145,26 +145,35 @@ class Memory:
     def store(
         self,
         text: str,
+        *,
         entity: str | None = None,
         key: str | None = None,
         value: str | None = None,
         category: str | None = None,
         tags: Sequence[str] | str | None = None,
         importance: float | None = None,
+        confidence: float | None = None,
         decay_class: str | None = None,
         source: str | None = None,
+        summary: str | None = None,
+        why: str | None = None,
+        context: str | None = None,
         valid_from: TimeInput | None = None,
+        source_date: TimeInput | None = None,
+        expires_at: TimeInput | None = None,
         supersedes: str | None = None,
+        classify: bool = True,
         autolink: bool | None = None,
-        **extra: Any,
+        entity_links: bool | None = None,
     ) -> StoreResult:
-        """Store one fact through the write pipeline; see ``store_many``.
+        """Store one fact through the write pipeline; see ``store_many`` and
+        :class:`~graphmem.models.FactInput` for each field.
 
-        ``autolink=False`` makes no automatic links for this write (None follows the settings).
-        ``extra`` takes the other FactInput fields: summary, why, context, confidence,
-        source_date, expires_at, classify, entity_links.
+        ``classify=False`` stores it without classify-before-write; ``autolink=False`` makes no
+        automatic links for it, ``entity_links=False`` no same-entity links (None follows the
+        settings).
         """
-        item = {
+        given = {
             "text": text,
             "entity": entity,
             "key": key,
@@ -172,14 +181,21 @@ class Memory:
             "category": category,
             "tags": tags,
             "importance": importance,
+            "confidence": confidence,
             "decay_class": decay_class,
             "source": source,
+            "summary": summary,
+            "why": why,
+            "context": context,
             "valid_from": valid_from,
+            "source_date": source_date,
+            "expires_at": expires_at,
             "supersedes": supersedes,
+            "classify": classify,
             "autolink": autolink,
-            **extra,
+            "entity_links": entity_links,
         }
-        return self.store_many([{k: v for k, v in item.items() if v is not None}])[0]
+        return self.store_many([{k: v for k, v in given.items() if v is not None}])[0]
 
     def store_many(
         self, items: Sequence[Mapping[str, Any] | FactInput], *, autolink: bool | None = None
@@ -232,7 +248,7 @@ class Memory:
     # ----------------------------------------------------------------------------- reads
 
     def get(
-        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+        self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> Fact | None:
         """The fact if it is visible at the time scope, else None (also for unknown ids)."""
         return self._store.get(fact_id, self._scope(as_of, known_at))
@@ -240,9 +256,9 @@ class Memory:
     def get_many(
         self,
         ids: Iterable[str],
+        *,
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
-        *,
         include_superseded: bool = False,
     ) -> dict[str, Fact]:
         """The facts among ``ids`` visible at the time scope, by id, in one query."""
@@ -251,6 +267,7 @@ class Memory:
 
     def facts(
         self,
+        *,
         first: int = 50,
         after: int | None = None,
         tag: str | None = None,
@@ -259,7 +276,6 @@ class Memory:
         source: str | None = None,
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
-        *,
         include_superseded: bool = False,
     ) -> FactPage:
         """Visible facts in the order they were recorded, ``first`` at a time after position
@@ -275,11 +291,11 @@ class Memory:
     def lookup(
         self,
         entity: str,
+        *,
         key: str | None = None,
         tag: str | None = None,
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
-        *,
         include_superseded: bool = False,
         limit: int = 100,
     ) -> list[Fact]:
@@ -297,16 +313,16 @@ class Memory:
     def search(
         self,
         query: str,
+        *,
         limit: int = 10,
         tag: str | None = None,
         category: str | None = None,
         entity: str | None = None,
+        source: str | None = None,
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
         include_superseded: bool = False,
         mode: str = "hybrid",
-        *,
-        source: str | None = None,
         graph_depth: int = 0,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first: keyword and vector legs fused (see
@@ -329,6 +345,7 @@ class Memory:
     def recall(
         self,
         prompt: str,
+        *,
         max_tokens: int = recalls.DEFAULT_MAX_TOKENS,
         format: recalls.Format = "full",
         graph_depth: int = 0,
@@ -366,7 +383,7 @@ class Memory:
         return result
 
     def history(
-        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+        self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> list[Fact]:
         """Every version in ``fact_id``'s supersession chain, oldest first.
 
@@ -382,8 +399,8 @@ class Memory:
         source_id: str,
         target_id: str,
         type: str,
-        strength: float = 1.0,
         *,
+        strength: float = 1.0,
         valid_from: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Link:
@@ -410,6 +427,7 @@ class Memory:
     def links_page(
         self,
         fact_ids: Sequence[str],
+        *,
         direction: str = "BOTH",
         types: Iterable[str] | None = None,
         first: int = 50,
@@ -431,6 +449,7 @@ class Memory:
     def links(
         self,
         fact_id: str,
+        *,
         direction: str = "BOTH",
         types: Iterable[str] | None = None,
         as_of: TimeInput | None = None,
@@ -443,6 +462,7 @@ class Memory:
     def traverse(
         self,
         ids: Iterable[str] | str,
+        *,
         depth: int = 2,
         types: Iterable[str] | None = None,
         direction: str = "BOTH",
@@ -466,6 +486,7 @@ class Memory:
         self,
         source_id: str,
         target_id: str,
+        *,
         types: Iterable[str] | None = None,
         direction: str = "BOTH",
         as_of: TimeInput | None = None,
@@ -484,6 +505,7 @@ class Memory:
 
     def clusters(
         self,
+        *,
         types: Iterable[str] | None = None,
         min_size: int = 2,
         as_of: TimeInput | None = None,
@@ -496,6 +518,7 @@ class Memory:
     def centrality(
         self,
         ids: Iterable[str] | str,
+        *,
         depth: int = 2,
         types: Iterable[str] | None = None,
         as_of: TimeInput | None = None,
@@ -503,47 +526,38 @@ class Memory:
         max_nodes: int = graph.DEFAULT_MAX_NODES,
     ) -> list[tuple[str, float, float]]:
         """(id, degree centrality, betweenness) over the neighbourhood of ``ids``."""
-        sub = self.traverse(ids, depth, types, "BOTH", as_of, known_at, max_nodes)
+        sub = self.traverse(
+            ids, depth=depth, types=types, as_of=as_of, known_at=known_at, max_nodes=max_nodes
+        )
         return analytics.centrality(sub)
 
     def dependency_order(
-        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+        self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> analytics.DependencyOrder:
         """What ``fact_id`` depends on (DEPENDS_ON, outward), dependencies first; cycles listed."""
-        sub = self.traverse(
-            fact_id, graph.MAX_DEPTH, ["DEPENDS_ON"], "OUT", as_of, known_at, graph.MAX_NODES
-        )
+        sub = self._chain(fact_id, "DEPENDS_ON", "OUT", as_of, known_at)
         return analytics.dependency_order(sub)
 
     def causes(
-        self, fact_id: str, as_of: TimeInput | None = None, known_at: TimeInput | None = None
+        self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> graph.Subgraph:
         """The cause chain: what ``fact_id`` was caused by (CAUSED_BY, outward), and so on."""
-        return self.traverse(
-            fact_id, graph.MAX_DEPTH, ["CAUSED_BY"], "OUT", as_of, known_at, graph.MAX_NODES
-        )
+        return self._chain(fact_id, "CAUSED_BY", "OUT", as_of, known_at)
 
     def parts(
         self,
         fact_id: str,
+        *,
         above: bool = False,
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
     ) -> graph.Subgraph:
         """The PART_OF tree below ``fact_id`` (its parts, their parts…), or above it."""
-        return self.traverse(
-            fact_id,
-            graph.MAX_DEPTH,
-            ["PART_OF"],
-            "OUT" if above else "IN",
-            as_of,
-            known_at,
-            graph.MAX_NODES,
-        )
+        return self._chain(fact_id, "PART_OF", "OUT" if above else "IN", as_of, known_at)
 
     # ----------------------------------------------------------------------------- decay
 
-    def prune(self, dry_run: bool = False, soft: bool = False) -> PruneReport:
+    def prune(self, *, dry_run: bool = False, soft: bool = False) -> PruneReport:
         """Hard-delete expired facts, then soft-decay ageing ones and delete the faded.
 
         ``soft`` skips the hard prune of expired facts; ``dry_run`` only counts.
@@ -553,7 +567,7 @@ class Memory:
             self._writer.erase()
         return report
 
-    def backfill_decay(self, dry_run: bool = False) -> dict[str, int]:
+    def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""
         return decay.backfill(self._store, dry_run=dry_run)
 
@@ -572,7 +586,7 @@ class Memory:
         nothing)."""
         return self._sync.check()
 
-    def reindex(self, progress: Progress | None = None) -> int:
+    def reindex(self, *, progress: Progress | None = None) -> int:
         """Rebuild the vector index from the store and the embedding cache; returns vectors
         written. Texts missing from the cache are embedded (and cached). ``progress(done,
         total)`` is called after each chunk."""
@@ -587,7 +601,7 @@ class Memory:
         return self._store.export(self.namespace, out)
 
     def import_jsonl(
-        self, lines: Iterable[str], progress: Progress | None = None
+        self, lines: Iterable[str], *, progress: Progress | None = None
     ) -> transfer.ImportReport:
         """Load an export in one transaction (all or nothing), then embed and index its facts.
 
@@ -595,7 +609,7 @@ class Memory:
         """
         return self._writer.import_lines(lines, progress)
 
-    def time_limit(self, seconds: float | None = None) -> AbstractContextManager[None]:
+    def time_limit(self, *, seconds: float | None = None) -> AbstractContextManager[None]:
         """Stop this thread's reads inside the block ``seconds`` from now with QueryTimeout
         (default: the ``sql_time_limit`` setting, where 0 means no limit). The server gives
         each request one. Writes are not stopped: a batch is bounded by its size."""
@@ -611,6 +625,25 @@ class Memory:
 
     def _scope(self, as_of: TimeInput | None, known_at: TimeInput | None) -> TimeScope:
         return TimeScope.resolve(self._store.now(), as_of, known_at)
+
+    def _chain(
+        self,
+        fact_id: str,
+        type: str,
+        direction: str,
+        as_of: TimeInput | None,
+        known_at: TimeInput | None,
+    ) -> graph.Subgraph:
+        """Everything reached from ``fact_id`` along links of one type, as deep as allowed."""
+        return self.traverse(
+            fact_id,
+            depth=graph.MAX_DEPTH,
+            types=[type],
+            direction=direction,
+            as_of=as_of,
+            known_at=known_at,
+            max_nodes=graph.MAX_NODES,
+        )
 
     def _accessed(self, scope: TimeScope, facts: Iterable[Fact]) -> None:
         """Count an access to facts a read at the current time returned."""

@@ -129,8 +129,8 @@ class Namespaces:
             if memory is None:
                 memory = Memory.open(
                     self.settings.data_dir,
-                    name,
-                    self.embedder,
+                    namespace=name,
+                    embedder=self.embedder,
                     settings=self.settings,
                     clock=self.clock,
                     llm=self.llm,

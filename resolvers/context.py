@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -35,6 +35,7 @@ LinksKey = tuple[str, Scope, str, tuple[str, ...] | None, int, LinkPosition | No
 LinksPage = tuple[list[tuple[LinkPosition, CoreLink]], bool]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass
@@ -73,7 +74,7 @@ class Context:
     def admitted(self) -> bool:
         return self._memory is not None
 
-    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)`` in a worker thread (Memory's calls block), its reads limited
         by the request's time budget (``sql_time_limit``; shared by every field of an HTTP
         request, counted afresh per call on a WebSocket, where a subscription lives on)."""
@@ -91,7 +92,7 @@ class Context:
             seconds = self._deadline - time.monotonic()
 
         def limited() -> T:
-            with memory.time_limit(seconds):
+            with memory.time_limit(seconds=seconds):
                 return fn(*args, **kwargs)
 
         return await run_in_threadpool(limited)
@@ -146,7 +147,10 @@ class Context:
                 by_scope[scope].append(fact_id)
             found = {}
             for scope, ids in by_scope.items():
-                facts = self.memory.get_many(ids, *scope, include_superseded=True)
+                as_of, known_at = scope
+                facts = self.memory.get_many(
+                    ids, as_of=as_of, known_at=known_at, include_superseded=True
+                )
                 found.update({(i, scope): f for i, f in facts.items()})
             return found
 
@@ -161,7 +165,16 @@ class Context:
             pages: dict[LinksKey, LinksPage] = {}
             for args, ids in by_args.items():
                 scope, direction, types, first, after = args
-                found = self.memory.links_page(ids, direction, types, first, after, *scope)
+                as_of, known_at = scope
+                found = self.memory.links_page(
+                    ids,
+                    direction=direction,
+                    types=types,
+                    first=first,
+                    after=after,
+                    as_of=as_of,
+                    known_at=known_at,
+                )
                 pages.update({(i, *args): found[i] for i in ids})
             return pages
 
@@ -169,4 +182,6 @@ class Context:
         return [pages[k] for k in keys]
 
     async def _load_history(self, keys: list[tuple[str, Scope]]) -> list[list[CoreFact]]:
-        return await self.run(lambda: [self.memory.history(i, *scope) for i, scope in keys])
+        return await self.run(
+            lambda: [self.memory.history(i, as_of=s[0], known_at=s[1]) for i, s in keys]
+        )

@@ -2,7 +2,7 @@
 (invalid input, not found, conflict, forbidden) as data; nothing is written when it is set."""
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import strawberry
 from strawberry.types import Info
@@ -267,9 +267,10 @@ class Mutation:
                 str(input.source_id),
                 str(input.target_id),
                 input.type.name,
-                input.strength,
+                strength=input.strength,
                 valid_from=input.valid_from,
-                metadata=input.metadata,
+                # a JSON object, or InvalidInput from link: checked there
+                metadata=cast("dict[str, Any] | None", input.metadata),
             )
             return LinkPayload(link=Link.of(made, NOW), error=None)
 
@@ -333,7 +334,7 @@ class Mutation:
         ] = False,
     ) -> PrunePayload:
         async def prune() -> PrunePayload:
-            report = await info.context.run(info.context.memory.prune, dry_run, soft)
+            report = await info.context.run(info.context.memory.prune, dry_run=dry_run, soft=soft)
             return PrunePayload(
                 expired=report.expired,
                 decayed=report.decayed,

@@ -2,7 +2,7 @@
 applies to everything beneath it. A failure (bad argument, unknown id) is a GraphQL error whose
 ``extensions.code`` says which (docs/graphql.md)."""
 
-from typing import Annotated
+from typing import Annotated, cast
 
 import strawberry
 from strawberry.types import Info
@@ -85,7 +85,9 @@ class Query:
         as_of: AsOf = None,
         known_at: KnownAt = None,
     ) -> Fact | None:
-        found = await info.context.run(info.context.memory.get, str(id), as_of, known_at)
+        found = await info.context.run(
+            info.context.memory.get, str(id), as_of=as_of, known_at=known_at
+        )
         return None if found is None else Fact.of(found, (as_of, known_at))
 
     @strawberry.field(
@@ -108,14 +110,14 @@ class Query:
         wanted = filter or FactFilter()
         page = await info.context.run(
             info.context.memory.facts,
-            first,
-            None if after is None else decode_fact_cursor(after),
-            wanted.tag,
-            wanted.category,
-            wanted.entity,
-            wanted.source,
-            as_of,
-            known_at,
+            first=first,
+            after=None if after is None else decode_fact_cursor(after),
+            tag=wanted.tag,
+            category=wanted.category,
+            entity=wanted.entity,
+            source=wanted.source,
+            as_of=as_of,
+            known_at=known_at,
             include_superseded=wanted.include_superseded,
         )
         scope = (as_of, known_at)
@@ -166,14 +168,14 @@ class Query:
         hits = await info.context.run(
             info.context.memory.search,
             query,
-            limit,
-            tag,
-            category,
-            entity,
-            as_of,
-            known_at,
-            include_superseded,
-            mode.name.lower(),
+            limit=limit,
+            tag=tag,
+            category=category,
+            entity=entity,
+            as_of=as_of,
+            known_at=known_at,
+            include_superseded=include_superseded,
+            mode=mode.name.lower(),
             source=source,
             graph_depth=graph_depth,
         )
@@ -221,11 +223,11 @@ class Query:
         result = await info.context.run(
             info.context.memory.recall,
             prompt,
-            max_tokens,
-            format.value,
-            graph_depth,
-            as_of,
-            known_at,
+            max_tokens=max_tokens,
+            format=cast(recalls.Format, format.value),
+            graph_depth=graph_depth,
+            as_of=as_of,
+            known_at=known_at,
         )
         return Recall.of(result, (as_of, known_at))
 
@@ -249,10 +251,10 @@ class Query:
         facts = await info.context.run(
             info.context.memory.lookup,
             entity,
-            key,
-            tag,
-            as_of,
-            known_at,
+            key=key,
+            tag=tag,
+            as_of=as_of,
+            known_at=known_at,
             include_superseded=include_superseded,
             limit=limit,
         )
@@ -291,13 +293,13 @@ class Query:
         sub = await info.context.run(
             info.context.memory.traverse,
             [str(i) for i in from_],
-            depth,
-            _types(types),
-            direction.name,
-            as_of,
-            known_at,
-            max_nodes,
-            min_strength,
+            depth=depth,
+            types=_types(types),
+            direction=direction.name,
+            as_of=as_of,
+            known_at=known_at,
+            max_nodes=max_nodes,
+            min_strength=min_strength,
         )
         return Subgraph.of(sub, (as_of, known_at))
 
@@ -320,10 +322,10 @@ class Query:
             info.context.memory.path,
             str(from_),
             str(to),
-            _types(types),
-            direction.name,
-            as_of,
-            known_at,
+            types=_types(types),
+            direction=direction.name,
+            as_of=as_of,
+            known_at=known_at,
         )
         if found is None:
             return None
@@ -343,7 +345,9 @@ class Query:
         as_of: AsOf = None,
         known_at: KnownAt = None,
     ) -> list[Fact]:
-        facts = await info.context.run(info.context.memory.history, str(id), as_of, known_at)
+        facts = await info.context.run(
+            info.context.memory.history, str(id), as_of=as_of, known_at=known_at
+        )
         return [Fact.of(f, (as_of, known_at)) for f in facts]
 
     @strawberry.field(description="Counts describing this namespace.")

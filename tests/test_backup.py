@@ -23,7 +23,7 @@ BATCH = 10
 
 def _export(data: Path, namespace: str = "default") -> str:
     out = io.StringIO()
-    with Memory.open(data, namespace, settings=SETTINGS) as mem:
+    with Memory.open(data, namespace=namespace, settings=SETTINGS) as mem:
         mem.export_jsonl(out)
     return out.getvalue()
 
@@ -100,7 +100,7 @@ def test_restore_gives_an_identical_export_and_the_same_search_results(
         mem.forget(gone.id)
         mem.store_many([{"text": f"Service {n} is deployed on Fridays"} for n in range(20)])
         before = [(h.fact.id, round(h.score, 6)) for h in mem.search("deployed service Ana")]
-    with Memory.open(data, "team", settings=SETTINGS, clock=clock) as mem:
+    with Memory.open(data, namespace="team", settings=SETTINGS, clock=clock) as mem:
         mem.store("The team meets on Mondays")
     assert _run("--data-dir", str(data), "backup", str(copy)) == {
         "namespaces": ["default", "team"],

@@ -146,10 +146,10 @@ def seed(memory: Memory, clock: Clock) -> dict[str, str]:
     ids["standup"] = store("The daily standup is at 9:30", category="decision", classify=False)
     ids["fridays"] = store("The team works remotely on Fridays", classify=False)
     memory.link(ids["trains"], ids["berlin"], "RELATED_TO", valid_from="2020-01-01")
-    memory.link(ids["paris"], ids["trains"], "RELATED_TO", 0.4)
+    memory.link(ids["paris"], ids["trains"], "RELATED_TO", strength=0.4)
     memory.link(ids["lead"], ids["paris"], "RELATED_TO")
     memory.link(ids["move"], ids["lead"], "PART_OF")
-    memory.link(ids["move"], ids["office"], "DEPENDS_ON", 0.6)
+    memory.link(ids["move"], ids["office"], "DEPENDS_ON", strength=0.6)
     return ids
 
 

@@ -123,7 +123,7 @@ def test_a_read_only_data_directory_is_refused_with_a_clear_error(
         with pytest.raises(StorageError, match="read-only"):
             Memory.open(tmp_path, settings=SETTINGS, clock=clock)
         with pytest.raises(StorageError, match="cannot create the namespace directory"):
-            Memory.open(tmp_path, "another", settings=SETTINGS, clock=clock)
+            Memory.open(tmp_path, namespace="another", settings=SETTINGS, clock=clock)
         app = create_app(Settings(embedder="hash", data_dir=tmp_path), clock=clock)
         with pytest.raises(StorageError, match="read-only"), InProcess(app):
             pass  # the server does not start on storage it cannot write
@@ -298,13 +298,13 @@ def test_a_read_past_its_time_limit_is_stopped_with_a_timeout(mem: Memory) -> No
     mem.store_many([{"text": f"Sensor {n} reported a reading"} for n in range(200)])
     conn = mem._store._read()  # this thread's read connection, which the limit stops
     slow = "SELECT count(*) FROM facts a, facts b, facts c"  # 8 million rows
-    with pytest.raises(QueryTimeout), mem.time_limit(0.05):
+    with pytest.raises(QueryTimeout), mem.time_limit(seconds=0.05):
         conn.execute(slow).fetchone()
-    with mem.time_limit(0.05):  # fast reads pass, and the connection still works afterwards
+    with mem.time_limit(seconds=0.05):  # fast reads pass, and the connection still works afterwards
         assert len(mem.search("sensor reading", limit=5)) == 5
     assert conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 200
     # A spent budget stops the next read that does any real work.
-    with mem.time_limit(0), pytest.raises(QueryTimeout):
+    with mem.time_limit(seconds=0), pytest.raises(QueryTimeout):
         mem.search("sensor reading", mode="vector")
 
 

@@ -52,7 +52,7 @@ def test_each_link_type_points_from_source_to_target(mem: Memory) -> None:
         "RELATED_TO": ("a", "b"),
     }
     for kind, (source, target) in pairs.items():
-        link = mem.link(f[source], f[target], kind.lower(), 0.8)
+        link = mem.link(f[source], f[target], kind.lower(), strength=0.8)
         assert (link.type, link.source_id, link.target_id) == (kind, f[source], f[target])
         assert link.origin == "explicit" and link.strength == 0.8
         out = mem.traverse(f[source], depth=1, direction="OUT")
@@ -77,12 +77,12 @@ def test_types_are_accepted_as_the_enum_or_any_case_of_their_names(mem: Memory) 
 
 def test_relinking_updates_the_strength_of_the_one_live_link(mem: Memory) -> None:
     f = facts(mem, "api", "db")
-    first = mem.link(f["api"], f["db"], "DEPENDS_ON", 0.4, metadata={"why": "reads"})
-    again = mem.link(f["api"], f["db"], "DEPENDS_ON", 0.9, metadata={"note": "writes too"})
+    first = mem.link(f["api"], f["db"], "DEPENDS_ON", strength=0.4, metadata={"why": "reads"})
+    again = mem.link(f["api"], f["db"], "DEPENDS_ON", strength=0.9, metadata={"note": "writes too"})
     assert again.id == first.id and again.strength == 0.9
     assert again.metadata == {"why": "reads", "note": "writes too"}
     assert len(mem.links(f["api"])) == 1
-    other = mem.link(f["api"], f["db"], "RELATED_TO", 0.5)  # another type is another link
+    other = mem.link(f["api"], f["db"], "RELATED_TO", strength=0.5)  # another type is another link
     assert other.id != first.id and len(mem.links(f["api"])) == 2
 
 
@@ -96,7 +96,7 @@ def test_bad_links_are_rejected_and_nothing_is_written(mem: Memory) -> None:
         mem.link(f["api"], f["api"], "RELATED_TO")
     for bad in (1.5, -0.1, float("nan"), "high", True):
         with pytest.raises(InvalidInput):
-            mem.link(f["api"], f["db"], "RELATED_TO", bad)  # type: ignore[arg-type]
+            mem.link(f["api"], f["db"], "RELATED_TO", strength=bad)  # type: ignore[arg-type]
     with pytest.raises(InvalidInput):
         mem.link(f["api"], f["db"], "RELATED_TO", metadata={"x": object()})
     with pytest.raises(NotFound):
@@ -170,8 +170,8 @@ def chain(mem: Memory) -> dict[str, str]:
     """a -> b -> c -> d -> e (DEPENDS_ON), a -> x (RELATED_TO 0.2), e -> a closes a cycle."""
     f = facts(mem, "a", "b", "c", "d", "e", "x")
     for s, t in ("ab", "bc", "cd", "de", "ea"):
-        mem.link(f[s], f[t], "DEPENDS_ON", 0.9)
-    mem.link(f["a"], f["x"], "RELATED_TO", 0.2)
+        mem.link(f[s], f[t], "DEPENDS_ON", strength=0.9)
+    mem.link(f["a"], f["x"], "RELATED_TO", strength=0.2)
     return f
 
 
@@ -239,7 +239,7 @@ def test_a_hub_is_bounded_by_fan_out(mem: Memory, monkeypatch: pytest.MonkeyPatc
     names = ["hub", *(f"leaf{i}" for i in range(12))]
     f = facts(mem, *names)
     for i in range(12):
-        mem.link(f["hub"], f[f"leaf{i}"], "RELATED_TO", round(0.1 + i * 0.05, 2))
+        mem.link(f["hub"], f[f"leaf{i}"], "RELATED_TO", strength=round(0.1 + i * 0.05, 2))
     sub = mem.traverse(f["hub"], depth=1)
     assert "fan_out" in sub.truncated_by
     assert {n for n in reached(sub, f) if n != "hub"} == {f"leaf{i}" for i in range(7, 12)}
@@ -305,7 +305,7 @@ def test_path_lengths_agree_with_networkx_on_a_random_graph(mem: Memory) -> None
     directed.add_nodes_from(ids)
     for _ in range(90):
         s, t = rng.sample(ids, 2)
-        mem.link(s, t, rng.choice(["DEPENDS_ON", "RELATED_TO"]), round(rng.random(), 2))
+        mem.link(s, t, rng.choice(["DEPENDS_ON", "RELATED_TO"]), strength=round(rng.random(), 2))
         directed.add_edge(s, t)
     for direction, g in (("OUT", directed), ("BOTH", directed.to_undirected())):
         for _ in range(40):
@@ -386,8 +386,8 @@ def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory
     near = mem.store("Its on-call rotation changes every Monday").fact
     far = mem.store("The rotation schedule lives in PagerDuty").fact
     assert hit and near and far
-    mem.link(near.id, hit.id, "PART_OF", 0.8)
-    mem.link(far.id, near.id, "RELATED_TO", 0.5)
+    mem.link(near.id, hit.id, "PART_OF", strength=0.8)
+    mem.link(far.id, near.id, "RELATED_TO", strength=0.5)
     plain = mem.search("payments service rust", mode="fts", limit=5)
     assert [h.fact.id for h in plain] == [hit.id]
     one = mem.search("payments service rust", mode="fts", limit=5, graph_depth=1)
@@ -415,7 +415,7 @@ def test_graph_expansion_never_demotes_a_stronger_direct_hit(mem: Memory) -> Non
         )
     ]
     for source, target in zip(ids, extra, strict=True):
-        mem.link(source, target, "RELATED_TO", 1.0)
+        mem.link(source, target, "RELATED_TO", strength=1.0)
     plain = mem.search("deploy canary region healthy", limit=5)
     expanded = mem.search("deploy canary region healthy", limit=5, graph_depth=1)
     kept = {h.fact.id for h in expanded}
@@ -433,7 +433,7 @@ def test_linked_candidates_lend_each_other_evidence(mem: Memory) -> None:
     mem.store_many([{"text": f"Quarterly budget line {n} approved"} for n in range(6)])
     before = {h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts")}
     assert before[linked.id] == pytest.approx(before[alone.id], abs=1e-9)
-    mem.link(linked.id, strong.id, "PART_OF", 1.0)
+    mem.link(linked.id, strong.id, "PART_OF", strength=1.0)
     after = {
         h.fact.id: h.score for h in mem.search("falcon launch checklist", mode="fts", graph_depth=1)
     }

@@ -117,7 +117,7 @@ def test_graph_depth_brings_linked_facts_marked_as_graph(mem: Memory) -> None:
     hit = mem.store("The payments service is written in Rust").fact
     near = mem.store("Its on-call rotation changes every Monday").fact
     assert hit and near
-    mem.link(near.id, hit.id, "PART_OF", 0.8)
+    mem.link(near.id, hit.id, "PART_OF", strength=0.8)
     assert [f.id for f in mem.recall("payments service rust").facts] == [hit.id]
     deep = mem.recall("payments service rust", graph_depth=1)
     assert [(i.fact.id, i.source) for i in deep.items] == [(hit.id, "sqlite"), (near.id, "graph")]

@@ -149,9 +149,9 @@ def test_a_file_that_is_not_sqlite_is_refused_with_a_storage_error(tmp_path: Pat
 
 def test_namespaces_are_separate_directories(tmp_path: Path) -> None:
     settings = Settings(embedder="hash")
-    with Memory.open(tmp_path, "alpha", settings=settings) as a:
+    with Memory.open(tmp_path, namespace="alpha", settings=settings) as a:
         a.store("Alpha's secret plan")
-    with Memory.open(tmp_path, "beta", settings=settings) as b:
+    with Memory.open(tmp_path, namespace="beta", settings=settings) as b:
         assert b.search("secret plan") == []
     assert (tmp_path / "alpha" / "graphmem.sqlite3").exists()
     assert (tmp_path / "beta" / "vectors").is_dir()
@@ -162,7 +162,7 @@ def test_invalid_namespace_names_are_rejected(tmp_path: Path, bad: str) -> None:
     from graphmem import InvalidInput
 
     with pytest.raises(InvalidInput):
-        Memory.open(tmp_path, bad, settings=Settings(embedder="hash"))
+        Memory.open(tmp_path, namespace=bad, settings=Settings(embedder="hash"))
 
 
 CRASH_SCRIPT = textwrap.dedent(

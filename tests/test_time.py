@@ -45,7 +45,7 @@ def test_moving_supersedes_the_old_city_and_links_the_versions(mem: Memory, move
 
 def test_now_sees_paris_only(mem: Memory, moved: dict) -> None:  # type: ignore[type-arg]
     assert texts(mem.search("where does Alice live")) == ["Alice lives in Paris"]
-    assert [f.value for f in mem.lookup("alice", "city")] == ["Paris"]
+    assert [f.value for f in mem.lookup("alice", key="city")] == ["Paris"]
     assert mem.get(moved["berlin"]) is None
 
 
@@ -53,7 +53,7 @@ def test_as_of_2021_sees_berlin(mem: Memory, moved: dict) -> None:  # type: igno
     assert texts(mem.search("where does Alice live", as_of="2021-01-01")) == [
         "Alice lives in Berlin"
     ]
-    assert [f.value for f in mem.lookup("alice", "city", as_of="2021-01-01")] == ["Berlin"]
+    assert [f.value for f in mem.lookup("alice", key="city", as_of="2021-01-01")] == ["Berlin"]
     assert mem.get(moved["paris"], as_of="2021-01-01") is None
 
 
@@ -61,9 +61,9 @@ def test_as_of_2024_known_before_the_move_was_stored_sees_berlin(mem: Memory, mo
     before = moved["stored_paris_at"] - 1
     hits = mem.search("where does Alice live", as_of="2024-01-01", known_at=before)
     assert texts(hits) == ["Alice lives in Berlin"]
-    assert [f.value for f in mem.lookup("alice", "city", as_of="2024-01-01", known_at=before)] == [
-        "Berlin"
-    ]
+    assert [
+        f.value for f in mem.lookup("alice", key="city", as_of="2024-01-01", known_at=before)
+    ] == ["Berlin"]
     # Known after it was stored, the same valid time shows Paris.
     assert texts(mem.search("where does Alice live", as_of="2024-01-01")) == [
         "Alice lives in Paris"
@@ -82,7 +82,7 @@ def test_forgetting_paris_hides_it_now_but_not_known_before_the_forget(
     mem.forget(moved["paris"])
     assert "Alice lives in Paris" not in texts(mem.search("Alice lives in Paris"))
     assert mem.get(moved["paris"]) is None
-    assert mem.lookup("alice", "city") == []  # Berlin stays ended: forgetting is no undo
+    assert mem.lookup("alice", key="city") == []  # Berlin stays ended: forgetting is no undo
     assert texts(mem.search("Alice lives in Paris", known_at=before_forget))[0] == (
         "Alice lives in Paris"
     )
@@ -165,8 +165,8 @@ def test_a_back_dated_value_is_recorded_as_history_not_as_the_current_one(mem: M
         valid_from="2019-01-01",
     )
     assert older.action == "ADD"
-    assert [f.value for f in mem.lookup("carol", "employer")] == ["Acme"]
-    assert [f.value for f in mem.lookup("carol", "employer", as_of="2020-06-01")] == ["Initech"]
+    assert [f.value for f in mem.lookup("carol", key="employer")] == ["Acme"]
+    assert [f.value for f in mem.lookup("carol", key="employer", as_of="2020-06-01")] == ["Initech"]
     assert older.fact is not None
     assert [f.value for f in mem.history(older.fact.id)] == ["Initech", "Acme"]
 

@@ -131,7 +131,7 @@ def test_same_entity_and_key_with_a_new_value_is_an_update(mem: Memory, clock: C
     clock.advance(10)
     new = mem.store("Editor is helix", entity="User", key="Editor", value="helix")
     assert new.action == "UPDATE" and new.target_ids == (old.fact.id,)  # type: ignore[union-attr]
-    assert [f.value for f in mem.lookup("user", "editor")] == ["helix"]
+    assert [f.value for f in mem.lookup("user", key="editor")] == ["helix"]
 
 
 def test_same_entity_key_and_value_is_a_noop(mem: Memory) -> None:
@@ -145,7 +145,7 @@ def test_multi_valued_keys_add_instead_of_updating(mem: Memory) -> None:
     mem.store("Dana has a son, Eli", entity="dana", key="children", value="Eli")
     second = mem.store("Dana has a daughter, Fay", entity="dana", key="children", value="Fay")
     assert second.action == "ADD"
-    assert sorted(f.value for f in mem.lookup("dana", "children")) == ["Eli", "Fay"]  # type: ignore[type-var]
+    assert sorted(f.value for f in mem.lookup("dana", key="children")) == ["Eli", "Fay"]  # type: ignore[type-var]
 
 
 def test_a_write_can_opt_out_of_classification(mem: Memory) -> None:
@@ -154,7 +154,7 @@ def test_a_write_can_opt_out_of_classification(mem: Memory) -> None:
         "Office in Nantes", entity="acme", key="office", value="Nantes", classify=False
     )
     assert added.action == "ADD"
-    assert len(mem.lookup("acme", "office")) == 2
+    assert len(mem.lookup("acme", key="office")) == 2
 
 
 def test_the_classifier_can_be_switched_off_in_settings(tmp_path: Any, clock: Clock) -> None:
