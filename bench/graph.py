@@ -90,7 +90,7 @@ def _build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[st
         for start in range(0, len(facts), 1000):
             mem.store_many(facts[start : start + 1000])
         out["store_seconds"] = time.perf_counter() - began
-    if mem.stats()["links"] < args.links:
+    if mem.stats().links < args.links:
         ids = _ids(mem)
         others = ids[1:]  # ids[0] is kept for the hub
         began = time.perf_counter()

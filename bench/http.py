@@ -124,7 +124,7 @@ def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[
             out["link_seconds"] = time.perf_counter() - began
         out["optimize_seconds"] = _timed(mem.optimize)
         stats = mem.stats()
-        out["store"] = {"facts": stats["facts"], "links": stats["links"]}
+        out["store"] = {"facts": stats.facts, "links": stats.links}
     finally:
         mem.close()
     out["disk_mb"] = (
@@ -134,7 +134,7 @@ def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[
 
 
 def _count(mem: Memory, what: str) -> int:
-    return int(mem.stats()[what])
+    return int(getattr(mem.stats(), what))
 
 
 def _pairs(ids: list[str], n: int, rng: random.Random) -> list[tuple[str, str]]:

@@ -29,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings(embedder="local", track_access=False)
     rows: list[dict[str, Any]] = []
     with Memory.open(args.data, namespace=NAMESPACE, settings=settings) as memory:
-        size = memory.stats()["facts"]
+        size = memory.stats().facts
         asked = synthetic.questions(synthetic.pairs(size), args.questions)
         answers = [{f.id for f in memory.lookup(p.entity, key=p.key)} for _, p in asked]
         for question, _ in asked[:20]:  # warm caches

@@ -115,7 +115,7 @@ def measure(embedder: str, size: int, n_queries: int, profile: bool) -> dict[str
             out["search_current_after_supersede"] = _latency(
                 lambda q: memory.search(q, limit=10), questions
             )
-            out["facts_total"] = memory.stats()["facts"]
+            out["facts_total"] = memory.stats().facts
         finally:
             memory.close()
         out["disk_mb"] = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file()) / 2**20

@@ -4,7 +4,9 @@ Facts are nodes, typed links are edges; SQLite (with FTS5) is the source of trut
 holds a rebuildable vector index. Start with ``Memory.open``.
 """
 
+from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
+from .decay import PruneReport
 from .errors import (
     Conflict,
     EmbedderError,
@@ -17,13 +19,17 @@ from .errors import (
     QueryTimeout,
     StorageError,
 )
-from .graph import LinkType, Node, Path, Subgraph
+from .graph import LinkPosition, LinkType, Node, Path, Subgraph
 from .keys import ApiKey, KeyStore
-from .memory import CheckReport, FactPage, Memory, PruneReport
+from .memory import Memory
 from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .reads import FactPage
 from .recall import RecallItem, RecallResult
 from .settings import Settings
+from .stats import Stats
+from .sync import CheckReport
 from .temporal import TimeScope
+from .transfer import ImportReport
 from .usage import Usage
 
 __all__ = [
@@ -31,7 +37,9 @@ __all__ = [
     "CaptureResult",
     "Change",
     "CheckReport",
+    "Clusters",
     "Conflict",
+    "DependencyOrder",
     "EmbedderError",
     "EmbedderMismatch",
     "Fact",
@@ -39,10 +47,12 @@ __all__ = [
     "FactPage",
     "Forbidden",
     "GraphmemError",
+    "ImportReport",
     "InvalidInput",
     "KeyStore",
     "LLMError",
     "Link",
+    "LinkPosition",
     "LinkType",
     "Memory",
     "Node",
@@ -54,6 +64,7 @@ __all__ = [
     "RecallResult",
     "SearchHit",
     "Settings",
+    "Stats",
     "StorageError",
     "StoreResult",
     "Subgraph",

@@ -6,7 +6,6 @@ links) visible at a time scope, and says when the bound cut it short.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any, Final
 import networkx as nx
 
 from . import graph
+from .storage import id_list
 from .temporal import TimeScope
 
 #: Links loaded at most to compute clusters (strongest first); more make the result truncated.
@@ -66,7 +66,7 @@ def clusters(
         " WHERE l.type IN (SELECT value FROM json_each(:types))"
         f" AND {scope.link_clause()} AND {ends}"
         " ORDER BY l.strength DESC, l.seq LIMIT :limit",
-        {"types": json.dumps(kinds), "limit": CLUSTER_MAX_LINKS + 1, **scope.params},
+        {"types": id_list(kinds), "limit": CLUSTER_MAX_LINKS + 1, **scope.params},
     ).fetchall()
     g: nx.Graph[str] = nx.Graph()
     g.add_edges_from((r[0], r[1]) for r in rows[:CLUSTER_MAX_LINKS])

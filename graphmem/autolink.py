@@ -16,7 +16,6 @@ SUPERSEDES link says more) nor to a retracted or superseded fact.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import uuid
 from collections.abc import Sequence
@@ -28,6 +27,7 @@ import numpy as np
 from .embedders import Vectors
 from .models import FactInput, StoreResult
 from .settings import Settings
+from .storage import id_list
 
 #: Cosine at or above which a new fact is linked to a neighbour, by embedder provider.
 #: Calibrated with ``python -m bench.autolink`` (docs/graph.md gives the figures): for each
@@ -168,7 +168,7 @@ def _live_facts(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
     rows = conn.execute(
         "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))"
         " AND retracted_at IS NULL AND superseded_by IS NULL",
-        [json.dumps(ids)],
+        [id_list(ids)],
     )
     return {r[0] for r in rows}
 
@@ -188,6 +188,6 @@ def _recent_same_entity(conn: sqlite3.Connection, fact_id: str, k: int) -> list[
 def _valid_from(conn: sqlite3.Connection, ids: set[str]) -> dict[str, float]:
     rows = conn.execute(
         "SELECT id, valid_from FROM facts WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(sorted(ids))],
+        [id_list(sorted(ids))],
     )
     return {r[0]: r[1] for r in rows}

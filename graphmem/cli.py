@@ -593,7 +593,7 @@ def backfill_decay(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
 def stats(ctx: click.Context, /, as_json: bool) -> None:
     """Counts per state, decay class and category."""
     with _memory(ctx) as mem:
-        data = mem.stats()
+        data = mem.stats().to_dict()
     _emit(data, as_json, (json.dumps(data, indent=2)))
 
 
@@ -607,7 +607,7 @@ def reindex(ctx: click.Context, /, as_json: bool) -> None:
         _Progress("reindexing") as progress,
         Memory.open(settings=settings, reindex=True, progress=progress) as mem,
     ):
-        data = {"vectors": mem.stats()["vectors"], "embedder": mem.embedder.model}
+        data = {"vectors": mem.stats().vectors, "embedder": mem.embedder.model}
     _emit(data, as_json, f"reindexed {data['vectors']} vectors with {data['embedder']}")
 
 
@@ -698,7 +698,7 @@ def restore(ctx: click.Context, /, source: Path, replace: bool, as_json: bool) -
             _Progress(f"rebuilding {name}") as progress,
             Memory.open(settings=settings, namespace=name, reindex=True, progress=progress) as mem,
         ):
-            reports[name] = {"facts": mem.stats()["facts"], "check": mem.check().ok}
+            reports[name] = {"facts": mem.stats().facts, "check": mem.check().ok}
     _emit(
         reports,
         as_json,

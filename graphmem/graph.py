@@ -25,6 +25,7 @@ from typing import Any, Final, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound
 from .models import Fact, Link, fact_columns, link_columns
+from .storage import id_list
 from .temporal import TimeInput, TimeScope, parse_time
 
 
@@ -296,7 +297,7 @@ def links_of(
             conn.execute(
                 f"SELECT l.* FROM links l WHERE l.{end} = :id"
                 " AND l.type IN (SELECT value FROM json_each(:types)) AND " + scope.link_clause(),
-                {"id": fact_id, "types": json.dumps(kinds), **scope.params},
+                {"id": fact_id, "types": id_list(kinds), **scope.params},
             )
         )
     rows.sort(key=lambda r: (-r["strength"], r["seq"]))
@@ -342,7 +343,7 @@ def links_page(
         " WHERE rank <= :first + 1 ORDER BY owner, rank",
         {
             "ids": json.dumps(list(dict.fromkeys(fact_ids))),
-            "types": json.dumps(kinds),
+            "types": id_list(kinds),
             "after_strength": after.strength if after else None,
             "after_seq": after.seq if after else None,
             "first": first,
@@ -529,9 +530,9 @@ class Walk:
         self.conn = conn
         self.scope = scope
         self.params = {
-            "types": json.dumps(types),
+            "types": id_list(types),
             "min_strength": min_strength,
-            "skip_origins": json.dumps(list(skip_origins)),
+            "skip_origins": id_list(skip_origins),
             **scope.params,
         }
         self.fact_clause = scope.fact_clause(include_superseded="SUPERSEDES" in types)
@@ -567,7 +568,7 @@ class Walk:
         """The frontier's visible links, strongest first, each with its rank among its
         frontier fact's; at most FAN_OUT + 1 per fact and direction unless ``unbounded``."""
         cap = -1 if unbounded else FAN_OUT + 1
-        args = {**self.params, "frontier": json.dumps(frontier), "cap": cap}
+        args = {**self.params, "frontier": id_list(frontier), "cap": cap}
         rows = sorted(self.conn.execute(self._level, args), key=lambda r: (-r[3], r[1]))
         seen: dict[str, int] = {}
         out = []
@@ -580,8 +581,8 @@ class Walk:
         """Whether a visible link leads from the frontier to a fact not in ``reached``."""
         args = {
             **self.params,
-            "frontier": json.dumps(frontier),
-            "reached": json.dumps(list(reached)),
+            "frontier": id_list(frontier),
+            "reached": id_list(reached),
         }
         (exists,) = self.conn.execute(f"SELECT EXISTS ({self._beyond})", args).fetchone()
         return bool(exists)
@@ -590,7 +591,7 @@ class Walk:
         rows = self.conn.execute(
             "SELECT f.id FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids))"
             f" AND {self.fact_clause}",
-            {**self.scope.params, "ids": json.dumps(ids)},
+            {**self.scope.params, "ids": id_list(ids)},
         )
         return {r[0] for r in rows}
 
@@ -614,7 +615,7 @@ def links_among(
         " AND k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
         " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
         f" AND {scope.link_clause('k')} ORDER BY k.seq",
-        {**params, "ids": json.dumps(ids)},
+        {**params, "ids": id_list(ids)},
     )
     return [Link.from_values(r) for r in rows]
 
@@ -623,7 +624,7 @@ def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
     known = {
         r[0]
         for r in conn.execute(
-            "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+            "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))", [id_list(ids)]
         )
     }
     missing = [i for i in ids if i not in known]
@@ -634,7 +635,7 @@ def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
 def _facts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Fact]:
     rows = _tuples(conn).execute(
         f"SELECT {fact_columns()} FROM facts WHERE id IN (SELECT value FROM json_each(?))",
-        [json.dumps(ids)],
+        [id_list(ids)],
     )
     return {r[0]: Fact.from_values(r) for r in rows}
 
@@ -648,6 +649,6 @@ def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
 
 def _links(conn: sqlite3.Connection, ids: list[str]) -> list[Link]:
     rows = conn.execute(
-        "SELECT * FROM links WHERE id IN (SELECT value FROM json_each(?))", [json.dumps(ids)]
+        "SELECT * FROM links WHERE id IN (SELECT value FROM json_each(?))", [id_list(ids)]
     )
     return [Link.from_row(r) for r in rows]

@@ -28,13 +28,13 @@ from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
 from .models import Action, Fact, FactInput, StoreResult, Verdict
 from .settings import Settings
+from .storage import id_list
 from .tagging import detect_category, extract_tags
 from .temporal import TimeScope
 
 #: Importance given to a fact stored without one.
 DEFAULT_IMPORTANCE: Final = 0.5
 
-_CHUNK: Final = 250
 _SPACES = re.compile(r"\s+")
 # SQLite's built-in lower() folds ASCII only; grouping in Python must fold the same way.
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
@@ -348,15 +348,12 @@ def _prefetch(
     entity+key, with any item of the batch."""
     scope = TimeScope(batch.now, batch.now)
     live = scope.fact_clause()
-    unique = list(dict.fromkeys(hashes))
-    for start in range(0, len(unique), _CHUNK):
-        named = {f"h{i}": h for i, h in enumerate(unique[start : start + _CHUNK])}
-        for row in conn.execute(
-            f"SELECT * FROM facts f WHERE f.normalized_hash IN ({', '.join(':' + k for k in named)})"
-            f" AND {live} ORDER BY f.seq",
-            {**named, **scope.params},
-        ):
-            batch.by_hash[row["normalized_hash"]].append(_remember(batch, row))
+    for row in conn.execute(
+        "SELECT * FROM facts f WHERE f.normalized_hash IN (SELECT value FROM json_each(:hashes))"
+        f" AND {live} ORDER BY f.seq",
+        {"hashes": id_list(dict.fromkeys(hashes)), **scope.params},
+    ):
+        batch.by_hash[row["normalized_hash"]].append(_remember(batch, row))
     if settings.classifier != "rules":
         return
     pairs = list(
@@ -368,21 +365,18 @@ def _prefetch(
     # (lower(entity), lower(key)) index. The earlier entity IN (...) AND key IN (...) form probed
     # the cross product of a chunk's entities and keys, tens of thousands of probes per chunk.
     # Pairs are distinct, so no row is returned twice.
-    for start in range(0, len(pairs), _CHUNK):
-        chunk = pairs[start : start + _CHUNK]
-        params: dict[str, Any] = dict(scope.params)
-        for i, (entity, key) in enumerate(chunk):
-            params[f"e{i}"], params[f"k{i}"] = entity, key
-        wanted = ", ".join(f"(:e{i}, :k{i})" for i in range(len(chunk)))
-        for row in conn.execute(
-            f"WITH wanted(entity, key) AS (VALUES {wanted}) SELECT f.* FROM wanted w"
-            " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
-            f" AND {live}",
-            params,
-        ):
-            group = _group_key(row["entity"], row["key"])
-            assert group is not None
-            batch.by_key[group].append(_remember(batch, row))
+    if not pairs:
+        return
+    for row in conn.execute(
+        "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
+        " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
+        " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
+        f" AND {live}",
+        {"pairs": id_list(pairs), **scope.params},
+    ):
+        group = _group_key(row["entity"], row["key"])
+        assert group is not None
+        batch.by_key[group].append(_remember(batch, row))
 
 
 def _remember(batch: _Batch, row: sqlite3.Row) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from .embedders import Embedder, EmbeddingCache, create_embedder
 from .errors import NotFound
 from .llm import ChatClient
 from .models import MAX_TEXT_LENGTH, Change, Fact, FactInput, Link, SearchHit, StoreResult
-from .reads import MAX_LIMIT, FactPage, Filters
+from .reads import FactPage, Filters
 from .search import Search
 from .settings import Settings
 from .sqlitestore import SQLITE_FILE, SQLiteStore
@@ -46,8 +46,6 @@ from .sync import CheckReport, Progress, VectorSync
 from .temporal import TimeInput, TimeScope
 from .vectors import VectorIndex
 from .writer import Writer
-
-__all__ = ["MAX_LIMIT", "CheckReport", "FactPage", "Memory", "PruneReport", "Stats"]
 
 
 class Memory:
@@ -125,6 +123,7 @@ class Memory:
         return memory
 
     def close(self) -> None:
+        """Write the accesses still waiting, stop the search threads and close the store."""
         self._search.close()
         self._access.close()
         self._store.close()
@@ -573,13 +572,11 @@ class Memory:
 
     # ----------------------------------------------------------------------------- operations
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts by state, decay class and category, plus index and embedder facts, and the
-        ``usage`` of the embedder and the classifier's chat model (calls, retries, tokens; see
+        usage of the embedder and the classifier's chat model (calls, retries, tokens; see
         :mod:`graphmem.usage`)."""
-        return collect(
-            self.namespace, self._store, self._vectors, self.embedder, self._writer.llm
-        ).to_dict()
+        return collect(self.namespace, self._store, self._vectors, self.embedder, self._writer.llm)
 
     def check(self) -> CheckReport:
         """Compare the vector index with the store and list every disagreement (changes

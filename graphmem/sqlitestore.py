@@ -470,9 +470,9 @@ class SQLiteStore:
     ) -> list[Link]:
         """Every visible link of the default types among ``ids``, except the origins skipped."""
         params = {
-            "types": json.dumps(graph.DEFAULT_TYPES),
+            "types": id_list(graph.DEFAULT_TYPES),
             "min_strength": 0.0,
-            "skip_origins": json.dumps(list(skip_origins)),
+            "skip_origins": id_list(skip_origins),
             **scope.params,
         }
         return graph.links_among(self._read(), ids, scope, params)

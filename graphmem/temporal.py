@@ -73,6 +73,8 @@ class TimeScope:
     def resolve(
         cls, now: float, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> TimeScope:
+        """The scope of a read at ``now``: ``as_of`` and ``known_at`` parsed (InvalidInput if
+        they cannot be), each defaulting to ``now``."""
         t = parse_time(as_of, field="as_of")
         k = parse_time(known_at, field="known_at")
         return cls(

@@ -4,7 +4,8 @@ Every embedder and the chat client own a ``Meter``. It counts calls (one per req
 succeeded, however many retries it took), retries, failed calls (given up after the retries),
 the texts sent, and the tokens the endpoint reports in its ``usage`` block (local and hash
 embedders report none). Counts live as long as the provider object: since the process started,
-for every namespace sharing it. ``Memory.stats()["usage"]`` and ``/metrics`` show them.
+for every namespace sharing it. ``Memory.stats()`` (``embedding_usage``, ``llm_usage``) and
+``/metrics`` show them.
 """
 
 from __future__ import annotations

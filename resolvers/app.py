@@ -424,9 +424,9 @@ class _MemoryCollector(Collector):
             except GraphmemError:
                 continue  # closing
             for state in ("current", "superseded", "retracted"):
-                facts.add_metric([name, state], stats[state])
-            links.add_metric([name], stats["links"])
-            pending.add_metric([name], stats["outbox_pending"])
+                facts.add_metric([name, state], getattr(stats, state))
+            links.add_metric([name], stats.links)
+            pending.add_metric([name], stats.outbox_pending)
             subscribers.add_metric([name], broadcaster.subscribers(name) if broadcaster else 0)
         yield from (facts, links, pending, subscribers)
 

@@ -352,8 +352,8 @@ class Query:
 
     @strawberry.field(description="Counts describing this namespace.")
     async def stats(self, info: Info[Context, None]) -> Stats:
-        data = await info.context.run(info.context.memory.stats)
-        return Stats(namespace=info.context.memory.namespace, data=JSON(data))
+        stats = await info.context.run(info.context.memory.stats)
+        return Stats(namespace=stats.namespace, data=JSON(stats.to_dict()))
 
 
 def _types(types: list[LinkType] | None) -> list[str] | None:

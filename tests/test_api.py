@@ -2,14 +2,51 @@
 
 from __future__ import annotations
 
+import inspect
+import types
+import typing
+from collections.abc import Iterator
+
 import graphmem
 from graphmem import errors
 
 
-def test_the_public_names_are_sorted_and_importable() -> None:
-    assert graphmem.__all__ == sorted(graphmem.__all__)
-    for name in graphmem.__all__:
-        assert getattr(graphmem, name) is not None
+def test_all_is_exactly_the_public_names_and_sorted() -> None:
+    public = sorted(
+        name
+        for name, value in vars(graphmem).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    )
+    assert graphmem.__all__ == public
+
+
+def test_every_type_a_public_method_returns_is_exported() -> None:
+    exported = {getattr(graphmem, name) for name in graphmem.__all__}
+    missing = set()
+    for cls in (getattr(graphmem, name) for name in graphmem.__all__):
+        if not inspect.isclass(cls) or not cls.__module__.startswith("graphmem"):
+            continue
+        for name, member in vars(cls).items():
+            if name.startswith("_") or not callable(getattr(cls, name, None)):
+                continue
+            function = member.__func__ if isinstance(member, classmethod | staticmethod) else member
+            if not inspect.isfunction(function):
+                continue
+            returned = typing.get_type_hints(function).get("return")
+            for found in _classes_in(returned):
+                if found.__module__.startswith("graphmem") and found not in exported:
+                    missing.add(f"{cls.__name__}.{name} -> {found.__module__}.{found.__name__}")
+    assert not missing, sorted(missing)
+
+
+def _classes_in(annotation: object) -> Iterator[type]:
+    if inspect.isclass(annotation) and not typing.get_args(annotation):
+        yield annotation
+    for argument in typing.get_args(annotation):
+        yield from _classes_in(argument)
+    origin = typing.get_origin(annotation)
+    if inspect.isclass(origin):
+        yield origin
 
 
 def test_every_error_has_a_distinct_code_and_is_a_graphmem_error() -> None:

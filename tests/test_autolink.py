@@ -57,7 +57,7 @@ def test_switches_per_call_per_item_and_in_settings(tmp_path: Path, clock: Clock
     off = Settings(embedder="hash", autolink_threshold=0.6, autolink=False)
     with Memory.open(tmp_path / "off", settings=off, clock=clock) as mem:
         results = mem.store_many([{"text": t} for t in texts])
-        assert mem.stats()["links"] == 0
+        assert mem.stats().links == 0
         # An item can ask for links although the settings say no.
         third = mem.store_many(
             [{"text": "The payments service is deployed in Rust", "autolink": True}]
@@ -70,7 +70,7 @@ def test_switches_per_call_per_item_and_in_settings(tmp_path: Path, clock: Clock
         results = mem.store_many(
             [{"text": "The payments service is deployed in Rust"}], autolink=False
         )
-        assert results[0].fact is not None and mem.stats()["links"] == 0
+        assert results[0].fact is not None and mem.stats().links == 0
 
 
 def test_each_fact_gets_at_most_autolink_max_links_strongest_first(
@@ -140,7 +140,7 @@ def test_a_failed_batch_writes_no_links(mem: Memory) -> None:
                 {"text": "Something else", "supersedes": "no-such-id"},
             ]
         )
-    assert mem.stats()["links"] == 0 and mem.stats()["current"] == 1
+    assert mem.stats().links == 0 and mem.stats().current == 1
 
 
 def test_entity_links_are_off_by_default_and_bounded_when_on(

@@ -49,7 +49,7 @@ def test_sensitive_messages_are_never_stored(
     [result] = mem.capture([user(message)])
     assert result.action == "SKIP" and result.fact is None and result.text is None
     assert result.reason.startswith("sensitive content")
-    assert mem.stats()["facts"] == 0
+    assert mem.stats().facts == 0
     token = secret.split()[-1] if "PRIVATE" not in secret else "b3BlbnNzaC1rZXktdjEAAAAA"
     assert token not in json.dumps(result.to_dict()) and token not in caplog.text
 
@@ -142,7 +142,7 @@ def test_questions_small_talk_and_other_roles_are_skipped_with_reasons(mem: Memo
         "tool messages are not captured",
         f"shorter than {captures.MIN_CHARS} characters",
     ]
-    assert mem.stats()["facts"] == 0
+    assert mem.stats().facts == 0
 
 
 def test_messages_longer_than_capture_max_chars_are_skipped(tmp_path: Path, clock: Clock) -> None:
@@ -168,7 +168,7 @@ def test_recalled_context_and_code_are_not_captured_again(mem: Memory) -> None:
         ("ADD", "I live in Porto."),
         ("SKIP", None),
     ]
-    assert mem.stats()["facts"] == 2
+    assert mem.stats().facts == 2
 
 
 def test_content_given_as_parts_is_read(mem: Memory) -> None:
@@ -210,7 +210,7 @@ def test_malformed_messages_are_rejected_and_nothing_is_stored(
 ) -> None:
     with pytest.raises(InvalidInput, match=match):
         mem.capture(messages)
-    assert mem.stats()["facts"] == 0
+    assert mem.stats().facts == 0
 
 
 @pytest.fixture

@@ -138,7 +138,7 @@ def test_delete_retracts_the_target_and_stores_nothing_new(
     assert result.fact is not None and result.fact.id == cat and result.fact.retracted_at
     assert mem.get(cat) is None
     assert mem.get(cat, known_at=before) is not None  # retracted, not deleted
-    assert mem.stats()["facts"] == 1
+    assert mem.stats().facts == 1
 
 
 def test_noop_stores_nothing_and_names_the_fact_it_repeats(mem: Memory, stub: OpenAIStub) -> None:
@@ -146,7 +146,7 @@ def test_noop_stores_nothing_and_names_the_fact_it_repeats(mem: Memory, stub: Op
     stub.reply_next(answer(lambda text: ("NOOP", "Ben drinks green tea every morning")))
     result = mem.store("Every morning Ben has a green tea")
     assert result.action == "NOOP" and result.target_ids == (tea,)
-    assert mem.stats()["facts"] == 1
+    assert mem.stats().facts == 1
 
 
 def test_facts_without_similar_facts_are_added_without_asking(
@@ -197,8 +197,9 @@ def test_a_rate_limit_then_success_is_retried_and_the_answer_applied(
     result = mem.store("Dan lives in Rome now")
     assert [r.status for r in stub.chat_requests] == [429, 200]
     assert result.action == "UPDATE" and result.target_ids == (berlin,)
-    usage = mem.stats()["usage"]["llm"]
-    assert (usage["calls"], usage["retries"], usage["failed_calls"]) == (1, 1, 0)
+    usage = mem.stats().llm_usage
+    assert usage is not None
+    assert (usage.calls, usage.retries, usage.failed_calls) == (1, 1, 0)
 
 
 @pytest.mark.parametrize(
@@ -235,7 +236,7 @@ def test_a_timeout_still_stores_every_fact_as_add(tmp_path: Path, stub: OpenAISt
         stub.delay_next(1.0, route="chat")
         result = mem.store("Fay works at Acme Labs")
         assert result.action == "ADD" and "timed out" in result.reason
-        assert mem.stats()["usage"]["llm"]["failed_calls"] == 1
+        assert mem.stats().llm_usage.failed_calls == 1  # type: ignore[union-attr]
 
 
 def test_an_answer_naming_an_unknown_fact_adds_that_fact_and_applies_the_rest(
@@ -318,9 +319,10 @@ def test_the_chat_model_is_metered_in_stats(mem: Memory, stub: OpenAIStub) -> No
     seed(mem, "Jo runs on Tuesdays")
     stub.reply_next(answer(lambda text: ("ADD", None)))
     mem.store("Jo runs on Thursdays too")
-    usage = mem.stats()["usage"]["llm"]
-    assert (usage["kind"], usage["provider"], usage["model"]) == ("llm", "openai", "gpt-4o-mini")
-    assert usage["calls"] == 1 and usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    usage = mem.stats().llm_usage
+    assert usage is not None
+    assert (usage.kind, usage.provider, usage.model) == ("llm", "openai", "gpt-4o-mini")
+    assert usage.calls == 1 and usage.prompt_tokens > 0 and usage.completion_tokens > 0
 
 
 def test_the_llm_classifier_needs_an_endpoint(tmp_path: Path) -> None:

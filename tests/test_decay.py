@@ -83,12 +83,12 @@ def test_hard_prune_deletes_expired_facts_for_good(mem: Memory, clock: Clock) ->
     kept = mem.store("The NAS is at 10.0.0.5", decay_class="permanent").fact
     assert gone and kept
     clock.advance(5 * HOUR)
-    assert mem.stats()["expired_pending_prune"] == 1
+    assert mem.stats().expired_pending_prune == 1
     report = mem.prune()
     assert report.expired == 1
     assert mem.get(gone.id, known_at=clock.now - 4 * HOUR) is None  # not even history
     assert mem.get(kept.id) is not None
-    assert mem.stats()["facts"] == 1 and mem.stats()["vectors"] == 1
+    assert mem.stats().facts == 1 and mem.stats().vectors == 1
     assert mem.check().ok
 
 
@@ -99,7 +99,7 @@ def test_dry_run_counts_without_changing_anything(mem: Memory, clock: Clock) -> 
     clock.advance(11 * DAY)  # ephemeral expired; normal past 75% of 14 days
     report = mem.prune(dry_run=True)
     assert (report.expired, report.decayed, report.dry_run) == (1, 1, True)
-    assert mem.stats()["facts"] == 2
+    assert mem.stats().facts == 2
     assert mem.get(note.id).confidence == 1.0  # type: ignore[union-attr]
 
 
@@ -119,7 +119,7 @@ def test_soft_decay_halves_confidence_past_75_percent_then_deletes(
     for _ in range(3):
         mem.prune(soft=True)  # 0.25, 0.125, then 0.0625 < 0.1: deleted
     assert mem.get(fact.id, known_at=clock.now) is None
-    assert mem.stats()["facts"] == 1
+    assert mem.stats().facts == 1
 
 
 def test_soft_prune_leaves_expired_facts_to_the_hard_prune(mem: Memory, clock: Clock) -> None:
@@ -127,7 +127,7 @@ def test_soft_prune_leaves_expired_facts_to_the_hard_prune(mem: Memory, clock: C
     clock.advance(5 * HOUR)
     report = mem.prune(soft=True)
     assert report.expired == 0
-    assert mem.stats()["facts"] == 1
+    assert mem.stats().facts == 1
     assert mem.prune().expired == 1
 
 
@@ -157,12 +157,12 @@ def test_stats_count_live_facts_per_class(mem: Memory, clock: Clock) -> None:
     mem.store("Todo: rotate keys", key="todo")
     mem.store("Scratch", decay_class="ephemeral")
     stats = mem.stats()
-    assert set(stats["by_decay_class"]) == set(DECAY_CLASSES)
+    assert set(stats.by_decay_class) == set(DECAY_CLASSES)
     assert (
-        stats["by_decay_class"]["permanent"],
-        stats["by_decay_class"]["active"],
-        stats["by_decay_class"]["ephemeral"],
+        stats.by_decay_class["permanent"],
+        stats.by_decay_class["active"],
+        stats.by_decay_class["ephemeral"],
     ) == (1, 1, 1)
     clock.advance(5 * HOUR)
-    assert mem.stats()["by_decay_class"]["ephemeral"] == 0
-    assert mem.stats()["expired_pending_prune"] == 1
+    assert mem.stats().by_decay_class["ephemeral"] == 0
+    assert mem.stats().expired_pending_prune == 1

@@ -322,7 +322,7 @@ def test_a_namespace_on_the_openai_embedder_finds_a_fact_by_vector_search(
         hits = mem.search("Bob's favourite editor is vim", mode="vector", limit=3)
         assert hits[0].fact.text == "Bob's favourite editor is vim"
         assert hits[0].vector_score == pytest.approx(1.0, abs=1e-4)
-        assert mem.stats()["embedder"] == {
+        assert mem.stats().embedder == {
             "provider": "openai",
             "model": "text-embedding-3-small",
             "dimensions": STUB_DIMS,
@@ -336,7 +336,7 @@ def test_a_store_whose_embedding_fails_writes_nothing(tmp_path: Path, stub: Open
         stub.fail_next(status=503)
         with pytest.raises(EmbedderError):
             mem.store("Dave's birthday is in March")
-        assert mem.stats()["facts"] == 0
+        assert mem.stats().facts == 0
         stored = mem.store("Dave's birthday is in March").fact  # the endpoint is back
         assert stored is not None
         assert [h.fact.id for h in mem.search("Dave's birthday is in March", mode="vector")] == [
@@ -356,7 +356,7 @@ def test_reindexing_does_not_embed_stored_facts_again(tmp_path: Path, stub: Open
         assert len(stub.requests) == before
         assert mem.check().ok
     with Memory.open(tmp_path / "data", settings=settings, reindex=True) as mem:
-        assert mem.stats()["vectors"] == 5
+        assert mem.stats().vectors == 5
     assert len(stub.requests) == before
 
 

@@ -258,7 +258,7 @@ def test_a_failed_vector_write_keeps_the_committed_fact_and_heals_on_the_next_wr
         with caplog.at_level(logging.ERROR, logger="graphmem"):
             result = mem.store("Committed while LanceDB could not be written")
     assert result.action == "ADD" and "could not be written" in caplog.text
-    assert mem.stats()["outbox_pending"] == 1
+    assert mem.stats().outbox_pending == 1
     assert [h.fact.text for h in mem.search("committed LanceDB", mode="fts")] == [
         "Committed while LanceDB could not be written"
     ]

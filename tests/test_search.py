@@ -101,7 +101,7 @@ def test_filters_restrict_results(stocked: Memory, kwargs: dict, expected: set[s
 )
 def test_fts_syntax_and_sql_in_queries_are_treated_as_text(stocked: Memory, query: str) -> None:
     stocked.search(query)  # no exception
-    assert stocked.stats()["facts"] == 5
+    assert stocked.stats().facts == 5
 
 
 def test_bad_search_arguments_are_rejected(stocked: Memory) -> None:

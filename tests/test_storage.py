@@ -195,8 +195,8 @@ def test_a_sigkill_between_sqlite_and_lancedb_loses_nothing(tmp_path: Path) -> N
     assert done.returncode == -9, done.stderr
     assert "unreachable" not in done.stdout
     with Memory.open(tmp_path, settings=Settings(embedder="hash")) as mem:
-        assert mem.stats()["outbox_pending"] == 0  # replayed on open
-        assert mem.stats()["facts"] == 3
+        assert mem.stats().outbox_pending == 0  # replayed on open
+        assert mem.stats().facts == 3
         found = {h.fact.text for h in mem.search("rotate keys VPN certificate", mode="vector")}
         assert "Written to SQLite, never to LanceDB: rotate keys monthly" in found
         assert "Also pending: the VPN certificate expires in June" in found
@@ -283,7 +283,7 @@ def test_concurrent_writers_and_readers_lose_nothing(mem: Memory) -> None:
         t.join()
     assert errors == []
     assert len(set(stored)) == 40
-    assert mem.stats()["facts"] == 40
+    assert mem.stats().facts == 40
     assert mem.check().ok
 
 
@@ -320,4 +320,4 @@ def test_a_different_embedder_is_refused_until_reindexed(tmp_path: Path, clock: 
             "The router's admin page is at 192.168.1.1"
         ]
     with Memory.open(tmp_path, settings=other, clock=clock) as mem:  # now the recorded one
-        assert mem.stats()["vectors"] == 1
+        assert mem.stats().vectors == 1

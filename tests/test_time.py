@@ -138,12 +138,12 @@ def test_superseding_a_fact_that_is_not_live_is_a_conflict_and_writes_nothing(
     old = mem.store("Use npm").fact
     assert old is not None
     mem.store("Use pnpm", supersedes=old.id)
-    before = mem.stats()["facts"]
+    before = mem.stats().facts
     with pytest.raises(Conflict):
         mem.store("Use yarn", supersedes=old.id)
     with pytest.raises(NotFound):
         mem.store("Use bun", supersedes="no-such-id")
-    assert mem.stats()["facts"] == before
+    assert mem.stats().facts == before
 
 
 def test_superseding_with_a_start_before_the_old_fact_is_invalid(mem: Memory) -> None:
@@ -187,4 +187,4 @@ def test_unparsable_dates_are_rejected_with_a_typed_error(mem: Memory, bad: str)
         mem.store("Something happened", valid_from=bad)
     with pytest.raises(InvalidInput):
         mem.search("something", as_of=bad)
-    assert mem.stats()["facts"] == 0
+    assert mem.stats().facts == 0

@@ -118,4 +118,4 @@ def test_a_bad_line_rejects_the_whole_import_naming_the_line(
     with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash")) as copy:
         with pytest.raises(InvalidInput, match=message):
             copy.import_jsonl(lines)
-        assert copy.stats()["facts"] == 0
+        assert copy.stats().facts == 0

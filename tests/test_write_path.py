@@ -38,14 +38,14 @@ def test_bad_input_is_rejected_with_a_typed_error_naming_the_field(
         mem.store_many([item])
     if field is not None:
         assert field in str(caught.value)
-    assert mem.stats()["facts"] == 0
+    assert mem.stats().facts == 0
 
 
 def test_one_bad_item_rejects_the_whole_batch(mem: Memory) -> None:
     with pytest.raises(InvalidInput, match="item 2"):
         mem.store_many([{"text": "fine one"}, {"text": "fine two"}, {"text": ""}])
-    assert mem.stats()["facts"] == 0
-    assert mem.stats()["vectors"] == 0
+    assert mem.stats().facts == 0
+    assert mem.stats().vectors == 0
 
 
 def test_an_oversized_batch_is_rejected(mem: Memory) -> None:
@@ -56,7 +56,7 @@ def test_an_oversized_batch_is_rejected(mem: Memory) -> None:
 def test_a_failing_supersedes_in_a_batch_leaves_nothing_written(mem: Memory) -> None:
     with pytest.raises(NotFound):
         mem.store_many([{"text": "first"}, {"text": "second", "supersedes": "missing"}])
-    assert mem.stats()["facts"] == 0
+    assert mem.stats().facts == 0
 
 
 def test_store_many_returns_results_in_input_order_and_embeds_once(mem: Memory) -> None:
@@ -84,7 +84,7 @@ def test_exact_and_normalised_duplicates_are_noops(mem: Memory) -> None:
     assert exact.fact is not None and exact.fact.id == first.fact.id  # type: ignore[union-attr]
     fuzzy = mem.store("  user   PREFERS dark mode ")
     assert fuzzy.action == "NOOP" and "normalised" in fuzzy.reason
-    assert mem.stats()["facts"] == 1
+    assert mem.stats().facts == 1
 
 
 def test_duplicates_inside_one_batch_are_noops(mem: Memory) -> None:
@@ -108,7 +108,7 @@ def test_a_near_duplicate_vector_is_shared_not_written_twice(mem: Memory) -> Non
     a = mem.store("The build server is ci-01")
     b = mem.store("The build server is CI 01!")
     assert a.action == b.action == "ADD"
-    assert mem.stats()["vectors"] == 1
+    assert mem.stats().vectors == 1
     found = {h.fact.id for h in mem.search("build server", mode="vector")}
     assert {a.fact.id, b.fact.id} <= found  # type: ignore[union-attr]
     assert mem.check().ok
@@ -122,7 +122,7 @@ def test_retracting_a_vector_owner_keeps_its_sharer_searchable(mem: Memory) -> N
     assert [h.fact.id for h in mem.search("build server", mode="vector")] == [b.id]
     mem.purge(a.id)
     assert [h.fact.id for h in mem.search("build server", mode="vector")] == [b.id]
-    assert mem.stats()["vectors"] == 1
+    assert mem.stats().vectors == 1
     assert mem.check().ok
 
 
@@ -138,7 +138,7 @@ def test_same_entity_key_and_value_is_a_noop(mem: Memory) -> None:
     mem.store("Editor is vim", entity="user", key="editor", value="vim")
     again = mem.store("The user's editor is Vim", entity="user", key="editor", value="Vim")
     assert again.action == "NOOP"
-    assert mem.stats()["facts"] == 1
+    assert mem.stats().facts == 1
 
 
 def test_multi_valued_keys_add_instead_of_updating(mem: Memory) -> None:
@@ -218,8 +218,8 @@ def test_purge_removes_the_fact_its_links_vector_and_cached_embedding(mem: Memor
     assert new is not None
     mem.purge(old.id)
     assert mem.get(old.id, as_of="2000-01-01", known_at="2100-01-01") is None
-    assert mem.stats()["links"] == 0
-    assert mem.stats()["vectors"] == 1
+    assert mem.stats().links == 0
+    assert mem.stats().vectors == 1
     conn = mem._store._read()
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == 1
     assert mem.history(new.id)[0].id == new.id
@@ -255,8 +255,8 @@ def test_a_large_batch_updates_each_key_once(mem: Memory, clock: Clock) -> None:
     )
     assert {r.action for r in results} == {"UPDATE"}
     assert all(len(r.target_ids) == 1 for r in results)
-    assert mem.stats()["current"] == len(pairs)
-    assert mem.stats()["links"] == len(pairs)  # one SUPERSEDES each (autolinks are off)
+    assert mem.stats().current == len(pairs)
+    assert mem.stats().links == len(pairs)  # one SUPERSEDES each (autolinks are off)
 
 
 @pytest.mark.parametrize(
