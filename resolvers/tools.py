@@ -60,8 +60,8 @@ from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memor
 from graphmem.capture import MAX_MESSAGES, ROLES
 from graphmem.decay import DECAY_CLASSES, HOUR, TTL_SECONDS
 from graphmem.graph import DIRECTIONS, LINK_TYPES, MAX_DEPTH, MAX_NODES
-from graphmem.reads import MAX_LIMIT
 from graphmem.models import MAX_FIELD_LENGTH, MAX_TEXT_LENGTH
+from graphmem.reads import MAX_LIMIT
 from graphmem.recall import FORMATS, MAX_TOKENS
 from graphmem.tagging import CATEGORIES
 
