@@ -6,7 +6,6 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
-from .decay import PruneReport
 from .errors import (
     Conflict,
     EmbedderError,
@@ -23,6 +22,7 @@ from .graph import LinkPosition, LinkType, Node, Path, Subgraph
 from .keys import ApiKey, KeyStore
 from .memory import Memory
 from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .prune import PruneReport
 from .reads import FactPage
 from .recall import RecallItem, RecallResult
 from .settings import Settings

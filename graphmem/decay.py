@@ -9,14 +9,9 @@ a fact's TTL has passed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import Final, Literal, get_args
 
 from .tagging import search_words
-
-if TYPE_CHECKING:
-    from .store import Store
 
 DecayClass = Literal[
     "permanent",
@@ -112,54 +107,3 @@ def freshness(expires_at: float | None, confirmed_at: float | None, now: float) 
     if span <= 0:
         return 0.0
     return max(0.0, min(1.0, (expires_at - now) / span))
-
-
-@dataclass(frozen=True, slots=True)
-class PruneReport:
-    """What ``prune`` removed (or, with dry_run, would remove)."""
-
-    expired: int
-    decayed: int
-    low_confidence: int
-    dry_run: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "expired": self.expired,
-            "decayed": self.decayed,
-            "low_confidence": self.low_confidence,
-            "dry_run": self.dry_run,
-        }
-
-
-def prune(
-    store: Store, purge: Callable[[Sequence[str]], int], *, dry_run: bool, soft: bool
-) -> PruneReport:
-    """Hard-delete expired facts (unless ``soft``), then soft-decay ageing ones and delete the
-    faded, each deletion through ``purge``; with ``dry_run``, only count."""
-    now = store.now()
-    expired = [] if soft else store.expired(now)
-    if dry_run:
-        decayed, faded = store.decay_forecast(now, soft=soft)
-        return PruneReport(len(expired), decayed, faded, dry_run=True)
-    purge(expired)
-    with store.transaction() as tx:
-        decayed = tx.soft_decay()
-    faded_ids = store.faded()
-    purge(faded_ids)
-    return PruneReport(len(expired), decayed, len(faded_ids), dry_run=False)
-
-
-def backfill(store: Store, *, dry_run: bool) -> dict[str, int]:
-    """Re-run the decay heuristics on every fact; returns how many moved to each class."""
-    changes: dict[str, list[tuple[str, float | None, str]]] = {}
-    for row in store.decay_inputs():
-        new = classify_decay(row["entity"], row["key"], row["value"], row["text"])
-        if new != row["decay_class"]:
-            since = row["last_confirmed_at"] or row["recorded_at"]
-            changes.setdefault(new, []).append((new, expiry(new, since), row["id"]))
-    if not dry_run:
-        with store.transaction() as tx:
-            for rows in changes.values():
-                tx.set_decay_classes(rows)
-    return {k: len(v) for k, v in sorted(changes.items())}

@@ -11,8 +11,9 @@ search                 :mod:`graphmem.search` (the pipeline), :mod:`graphmem.ran
 graph                  :mod:`graphmem.graph`, :mod:`graphmem.analytics`
 agent loop             :mod:`graphmem.recall`, :mod:`graphmem.capture`
 vector index sync      :mod:`graphmem.sync` (outbox, check, reindex, replay)
+embedding cache        :mod:`graphmem.cache`
 access tracking        :mod:`graphmem.access`
-decay                  :mod:`graphmem.decay` (rules, prune, backfill)
+decay                  :mod:`graphmem.decay` (rules), :mod:`graphmem.prune` (prune, backfill)
 statistics             :mod:`graphmem.stats`
 =====================  ==================================================================
 """
@@ -26,16 +27,18 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from . import analytics, decay, graph, transfer
+from . import analytics, graph, transfer
 from . import capture as captures
 from . import namespace as namespaces
+from . import prune as pruning
 from . import recall as recalls
 from .access import AccessTracker
-from .decay import PruneReport
-from .embedders import Embedder, EmbeddingCache, create_embedder
+from .cache import EmbeddingCache
+from .embedders import Embedder, create_embedder
 from .errors import NotFound
 from .llm import ChatClient
 from .models import MAX_TEXT_LENGTH, Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .prune import PruneReport
 from .reads import FactPage, Filters
 from .search import Search
 from .settings import Settings
@@ -561,14 +564,14 @@ class Memory:
 
         ``soft`` skips the hard prune of expired facts; ``dry_run`` only counts.
         """
-        report = decay.prune(self._store, self._writer.purge, dry_run=dry_run, soft=soft)
+        report = pruning.prune(self._store, self._writer.purge, dry_run=dry_run, soft=soft)
         if report.expired or report.low_confidence:
             self._writer.erase()
         return report
 
     def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""
-        return decay.backfill(self._store, dry_run=dry_run)
+        return pruning.backfill(self._store, dry_run=dry_run)
 
     # ----------------------------------------------------------------------------- operations
 

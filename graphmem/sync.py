@@ -18,7 +18,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from .embedders import EmbeddingCache, Vectors, text_hash
+from .cache import EmbeddingCache
+from .embedders import Vectors, text_hash
 from .errors import StorageError
 from .store import Store
 from .vectors import VectorIndex

@@ -17,7 +17,8 @@ from typing import Any
 
 from . import autolink as autolinks
 from . import classify
-from .embedders import Embedder, EmbeddingCache, Vectors
+from .cache import EmbeddingCache
+from .embedders import Embedder, Vectors
 from .errors import InvalidInput
 from .llm import ChatClient
 from .models import MAX_BATCH, Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
