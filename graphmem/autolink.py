@@ -16,18 +16,18 @@ SUPERSEDES link says more) nor to a retracted or superseded fact.
 
 from __future__ import annotations
 
-import sqlite3
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
 from .embedders import Vectors
 from .models import FactInput, StoreResult
 from .settings import Settings
-from .storage import id_list
+
+if TYPE_CHECKING:
+    from .store import Transaction
 
 #: Cosine at or above which a new fact is linked to a neighbour, by embedder provider.
 #: Calibrated with ``python -m bench.autolink`` (docs/graph.md gives the figures): for each
@@ -94,14 +94,13 @@ def batch_neighbours(vectors: Vectors, k: int, floor: float) -> list[list[Neighb
 
 
 def link_batch(
-    conn: sqlite3.Connection,
-    now: float,
+    tx: Transaction,
     inputs: Sequence[FactInput],
     results: Sequence[StoreResult],
     similar: Sequence[Sequence[Neighbour]],
     options: Options,
 ) -> int:
-    """Write the automatic links of a stored batch in ``conn``'s open transaction; returns how
+    """Write the automatic links of a stored batch in the transaction ``tx``; returns how
     many. ``similar[i]`` are item i's candidates (stored ids or earlier batch positions) with
     their cosine, most similar first, already above the threshold."""
     made: list[tuple[str, str, float, str]] = []  # source, target, strength, origin
@@ -119,7 +118,7 @@ def link_batch(
                 target = fact.id
             resolved.append((target, score))
         wanted[i] = resolved
-    live = _live_facts(conn, sorted({t for hits in wanted.values() for t, _ in hits}))
+    live = tx.live_ids(sorted({t for hits in wanted.values() for t, _ in hits}))
     for i, hits in wanted.items():
         fact = results[i].fact
         assert fact is not None
@@ -137,57 +136,16 @@ def link_batch(
         for i in entity_items:
             fact = results[i].fact
             assert fact is not None
-            for target in _recent_same_entity(conn, fact.id, options.max_entity):
+            for target in tx.recent_same_entity(fact.id, options.max_entity):
                 if target not in results[i].target_ids and (fact.id, target) not in already:
                     made.append((fact.id, target, ENTITY_LINK_STRENGTH, "auto_entity"))
     if not made:
         return 0
-    starts = _valid_from(conn, {end for s, t, _, _ in made for end in (s, t)})
-    conn.executemany(
-        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-        " valid_from) VALUES (?, ?, ?, 'RELATED_TO', ?, ?, ?, ?)",
+    starts = tx.valid_from({end for s, t, _, _ in made for end in (s, t)})
+    tx.add_links(
         [
-            (
-                str(uuid.uuid4()),
-                s,
-                t,
-                round(float(strength), 4),
-                origin,
-                now,
-                max(starts[s], starts[t]),
-            )
+            (s, t, "RELATED_TO", round(float(strength), 4), origin, max(starts[s], starts[t]))
             for s, t, strength, origin in made
-        ],
+        ]
     )
     return len(made)
-
-
-def _live_facts(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
-    if not ids:
-        return set()
-    rows = conn.execute(
-        "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))"
-        " AND retracted_at IS NULL AND superseded_by IS NULL",
-        [id_list(ids)],
-    )
-    return {r[0] for r in rows}
-
-
-def _recent_same_entity(conn: sqlite3.Connection, fact_id: str, k: int) -> list[str]:
-    """The ``k`` most recently stored live facts naming the entity of ``fact_id``, before it."""
-    rows = conn.execute(
-        "SELECT o.id FROM facts f JOIN facts o ON lower(o.entity) = lower(f.entity)"
-        " AND o.entity IS NOT NULL AND o.seq < f.seq AND o.retracted_at IS NULL"
-        " AND o.superseded_by IS NULL"
-        " WHERE f.id = ? ORDER BY o.seq DESC LIMIT ?",
-        [fact_id, k],
-    )
-    return [r[0] for r in rows]
-
-
-def _valid_from(conn: sqlite3.Connection, ids: set[str]) -> dict[str, float]:
-    rows = conn.execute(
-        "SELECT id, valid_from FROM facts WHERE id IN (SELECT value FROM json_each(?))",
-        [id_list(sorted(ids))],
-    )
-    return {r[0]: r[1] for r in rows}

@@ -1,10 +1,11 @@
-"""The write pipeline's SQLite half: dedup, classify and store a validated batch.
+"""The write pipeline's decisions: dedup, classify and store a validated batch.
 
-``write_batch`` runs inside the caller's write transaction. It reads the state it needs for the
-whole batch in a few queries (live facts with the same normalised text, current facts with the
+``write_batch`` runs inside the caller's store transaction. It reads the state it needs for the
+whole batch in two requests (live facts with the same normalised text, current facts with the
 same entity and key), decides every item in order in Python, keeping that state up to date as
-earlier items land, then applies all inserts and updates with ``executemany``. Later items see
-earlier ones: a batch that sets a key twice supersedes its own first value.
+earlier items land, then hands every insert and update to the transaction at once
+(``Transaction.apply``). Later items see earlier ones: a batch that sets a key twice
+supersedes its own first value. Nothing here depends on the storage engine.
 
 With the LLM classifier, its verdicts (:mod:`graphmem.classify`, asked before the transaction)
 replace the entity/key rules: each is checked against the state inside the transaction, and one
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sqlite3
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -23,14 +23,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from . import keyword
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
 from .models import Action, Fact, FactInput, StoreResult, Verdict
 from .settings import Settings
-from .storage import id_list
+from .store import BatchChanges, Transaction
 from .tagging import detect_category, extract_tags
-from .temporal import TimeScope
 
 #: Importance given to a fact stored without one.
 DEFAULT_IMPORTANCE: Final = 0.5
@@ -54,39 +52,6 @@ _MONTHS = (
 )
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
-_FACT_COLUMNS: Final = (
-    "id",
-    "text",
-    "category",
-    "importance",
-    "entity",
-    "key",
-    "value",
-    "source",
-    "tags",
-    "summary",
-    "why",
-    "context",
-    "date_terms",
-    "decay_class",
-    "expires_at",
-    "confidence",
-    "last_confirmed_at",
-    "normalized_hash",
-    "source_date",
-    "valid_from",
-    "valid_until",
-    "valid_until_recorded_at",
-    "recorded_at",
-    "superseded_by",
-    "supersedes_id",
-    "vector_of",
-)
-_INSERT_FACT: Final = (
-    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
-    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
-)
-
 
 @dataclass
 class _Decision:
@@ -107,11 +72,7 @@ class _Batch:
     )
     rows: dict[str, dict[str, Any]] = field(default_factory=dict)
     ended: set[str] = field(default_factory=set)  # superseded during this batch
-    inserts: list[dict[str, Any]] = field(default_factory=list)
-    supersessions: list[tuple[float, float, str, str]] = field(default_factory=list)
-    retractions: list[tuple[float, str]] = field(default_factory=list)
-    links: list[tuple[str, str, float, float]] = field(default_factory=list)
-    back_links: list[tuple[str, str]] = field(default_factory=list)
+    changes: BatchChanges = field(default_factory=BatchChanges)
     touched: set[str] = field(default_factory=set)
 
     def current(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -119,10 +80,9 @@ class _Batch:
 
 
 def write_batch(
-    conn: sqlite3.Connection,
+    tx: Transaction,
     inputs: Sequence[FactInput],
     twins: Sequence[str | int | None],
-    now: float,
     settings: Settings,
     verdicts: Sequence[Verdict | None] | None = None,
 ) -> tuple[list[StoreResult], set[str]]:
@@ -131,31 +91,15 @@ def write_batch(
     batch position, or None. ``verdicts[i]``, when given, is the LLM classifier's decision for
     item i. Raises (and the caller rolls back) on an invalid ``supersedes``."""
     hashes = [normalized_hash(x.text) for x in inputs]
-    batch = _Batch(now)
-    _prefetch(conn, batch, hashes, inputs, settings)
+    batch = _Batch(tx.now)
+    _prefetch(tx, batch, hashes, inputs, settings)
     decisions: list[_Decision] = []
     for x, h, twin, verdict in zip(
         inputs, hashes, twins, verdicts or [None] * len(inputs), strict=True
     ):
-        owner = _vector_owner(conn, batch, twin, decisions)
-        decisions.append(_decide(conn, batch, x, h, owner, settings, verdict))
-    with keyword.indexing(conn):
-        conn.executemany(_INSERT_FACT, batch.inserts)
-    conn.executemany(
-        "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
-        " WHERE id = ?",
-        batch.supersessions,
-    )
-    conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", batch.retractions)
-    conn.executemany(
-        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-        " valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, 'supersession', ?, ?)",
-        [(str(uuid.uuid4()), *link) for link in batch.links],
-    )
-    conn.executemany(
-        "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
-        batch.back_links,
-    )
+        owner = _vector_owner(tx, batch, twin, decisions)
+        decisions.append(_decide(tx, batch, x, h, owner, settings, verdict))
+    tx.apply(batch.changes)
     # The batch's rows mirror what it wrote (including later supersessions of earlier items).
     results = [
         StoreResult(
@@ -184,7 +128,7 @@ def date_terms(moment: float | None) -> str:
 
 
 def _decide(
-    conn: sqlite3.Connection,
+    tx: Transaction,
     batch: _Batch,
     x: FactInput,
     norm_hash: str,
@@ -193,7 +137,7 @@ def _decide(
     verdict: Verdict | None = None,
 ) -> _Decision:
     now = batch.now
-    target = _live_target(conn, batch, x.supersedes) if x.supersedes else None
+    target = _live_target(tx, batch, x.supersedes) if x.supersedes else None
     valid_from = x.valid_from or x.source_date or now
     if target is not None and valid_from < target["valid_from"]:
         raise InvalidInput(
@@ -221,11 +165,11 @@ def _decide(
     if target is not None:
         action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
     elif verdict is not None and x.classify:
-        action, reason, chosen = _checked(conn, batch, verdict, valid_from)
+        action, reason, chosen = _checked(tx, batch, verdict, valid_from)
         if chosen is not None and action in ("NOOP", "DELETE"):
             if action == "DELETE":
                 chosen.update(retracted_at=now)
-                batch.retractions.append((now, chosen["id"]))
+                batch.changes.retractions.append((now, chosen["id"]))
                 batch.ended.add(chosen["id"])
                 batch.touched.add(chosen["id"])
             return _Decision(action, chosen["id"], reason, (chosen["id"],))
@@ -287,7 +231,7 @@ def _decide(
         "last_accessed_at": None,
         "retracted_at": None,
     }
-    batch.inserts.append(row)
+    batch.changes.inserts.append(row)
     batch.rows[fact_id] = row
     batch.touched.add(fact_id)
     batch.by_hash[norm_hash].append(row)
@@ -295,27 +239,27 @@ def _decide(
         batch.by_key[key].append(row)
     for old in superseded:
         old.update(valid_until=valid_from, valid_until_recorded_at=now, superseded_by=fact_id)
-        batch.supersessions.append((valid_from, now, fact_id, old["id"]))
-        batch.links.append((fact_id, old["id"], now, valid_from))
+        batch.changes.supersessions.append((valid_from, now, fact_id, old["id"]))
+        batch.changes.links.append((fact_id, old["id"], now, valid_from))
         batch.ended.add(old["id"])
         batch.touched.add(old["id"])
     if later is not None:
-        batch.links.append((later["id"], fact_id, now, later["valid_from"]))
-        batch.back_links.append((fact_id, later["id"]))
+        batch.changes.links.append((later["id"], fact_id, now, later["valid_from"]))
+        batch.changes.back_links.append((fact_id, later["id"]))
         if later["supersedes_id"] is None:
             later["supersedes_id"] = fact_id
     return _Decision(action, fact_id, reason, tuple(r["id"] for r in superseded))
 
 
 def _checked(
-    conn: sqlite3.Connection, batch: _Batch, verdict: Verdict, valid_from: float
+    tx: Transaction, batch: _Batch, verdict: Verdict, valid_from: float
 ) -> tuple[Action, str, dict[str, Any] | None]:
     """A classifier verdict as it can be applied now: (action, reason, the target's row). A target
     that is no longer live, or that an UPDATE would start before, makes it an ADD."""
     if verdict.target is None:
         return verdict.action, verdict.reason, None
     try:
-        row = _live_target(conn, batch, verdict.target)
+        row = _live_target(tx, batch, verdict.target)
     except (NotFound, Conflict):
         return (
             "ADD",
@@ -338,7 +282,7 @@ def _checked(
 
 
 def _prefetch(
-    conn: sqlite3.Connection,
+    tx: Transaction,
     batch: _Batch,
     hashes: list[str],
     inputs: Sequence[FactInput],
@@ -346,13 +290,7 @@ def _prefetch(
 ) -> None:
     """Load the live facts sharing a normalised text, and the current facts sharing an
     entity+key, with any item of the batch."""
-    scope = TimeScope(batch.now, batch.now)
-    live = scope.fact_clause()
-    for row in conn.execute(
-        "SELECT * FROM facts f WHERE f.normalized_hash IN (SELECT value FROM json_each(:hashes))"
-        f" AND {live} ORDER BY f.seq",
-        {"hashes": id_list(dict.fromkeys(hashes)), **scope.params},
-    ):
+    for row in tx.live_by_hash(list(dict.fromkeys(hashes))):
         batch.by_hash[row["normalized_hash"]].append(_remember(batch, row))
     if settings.classifier != "rules":
         return
@@ -361,46 +299,29 @@ def _prefetch(
             k for x in inputs if x.classify and (k := _group_key(x.entity, x.key)) is not None
         )
     )
-    # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into the
-    # (lower(entity), lower(key)) index. The earlier entity IN (...) AND key IN (...) form probed
-    # the cross product of a chunk's entities and keys, tens of thousands of probes per chunk.
-    # Pairs are distinct, so no row is returned twice.
-    if not pairs:
-        return
-    for row in conn.execute(
-        "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
-        " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
-        " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
-        f" AND {live}",
-        {"pairs": id_list(pairs), **scope.params},
-    ):
+    for row in tx.current_by_key(pairs) if pairs else []:
         group = _group_key(row["entity"], row["key"])
         assert group is not None
         batch.by_key[group].append(_remember(batch, row))
 
 
-def _remember(batch: _Batch, row: sqlite3.Row) -> dict[str, Any]:
+def _remember(batch: _Batch, row: dict[str, Any]) -> dict[str, Any]:
     known = batch.rows.get(row["id"])
     if known is None:
-        known = batch.rows[row["id"]] = dict(row)
+        known = batch.rows[row["id"]] = row
     return known
 
 
-def _live_target(conn: sqlite3.Connection, batch: _Batch, fact_id: str) -> dict[str, Any]:
+def _live_target(tx: Transaction, batch: _Batch, fact_id: str) -> dict[str, Any]:
     """The fact an explicit ``supersedes`` names; it must exist and be live."""
     if fact_id in batch.ended:
         raise Conflict(f"supersedes: fact {fact_id} is superseded earlier in this batch")
     if fact_id in batch.rows:
         return batch.rows[fact_id]
-    row = conn.execute("SELECT * FROM facts WHERE id = ?", [fact_id]).fetchone()
+    row = tx.fact_row(fact_id)
     if row is None:
         raise NotFound(f"supersedes: no fact with id {fact_id!r}")
-    scope = TimeScope(batch.now, batch.now)
-    live = conn.execute(
-        f"SELECT 1 FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
-        {"id": fact_id, **scope.params},
-    ).fetchone()
-    if live is None or row["superseded_by"] is not None:
+    if not tx.is_live(fact_id) or row["superseded_by"] is not None:
         raise Conflict(
             f"supersedes: fact {fact_id} is not live (already superseded, forgotten or expired)"
         )
@@ -408,17 +329,15 @@ def _live_target(conn: sqlite3.Connection, batch: _Batch, fact_id: str) -> dict[
 
 
 def _vector_owner(
-    conn: sqlite3.Connection, batch: _Batch, twin: str | int | None, decisions: list[_Decision]
+    tx: Transaction, batch: _Batch, twin: str | int | None, decisions: list[_Decision]
 ) -> str | None:
     """The fact whose stored vector a new fact shares (never a sharer: owners only)."""
     candidate = decisions[twin].fact_id if isinstance(twin, int) else twin
     if not candidate:
         return None
-    row = batch.rows.get(candidate)
+    row = batch.rows.get(candidate) or tx.fact_row(candidate)
     if row is None:
-        row = conn.execute("SELECT id, vector_of FROM facts WHERE id = ?", [candidate]).fetchone()
-        if row is None:
-            return None
+        return None
     return str(row["vector_of"] or candidate)
 
 

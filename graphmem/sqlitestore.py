@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -18,17 +19,15 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import analytics, graph, ingest, reads, transfer
-from . import autolink as autolinks
+from . import analytics, graph, keyword, reads, transfer
 from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
 from .embedders import Vectors, text_hash
 from .errors import Conflict, NotFound
 from .keyword import KeywordRanker
-from .models import Fact, FactInput, Link, StoreResult, Verdict
+from .models import Fact, Link
 from .reads import IN_IDS, FactPage, Filters
-from .settings import Settings
 from .storage import Database, id_list
-from .store import Counts, Purged, Record, Transaction
+from .store import BatchChanges, Counts, Purged, Record, Transaction
 from .temporal import TimeInput, TimeScope
 
 #: The file of a namespace's SQLite store, inside its directory.
@@ -39,6 +38,40 @@ _AGEING: Final = (
     "expires_at IS NOT NULL AND expires_at > :now AND last_confirmed_at IS NOT NULL"
     " AND (:now - last_confirmed_at) > (expires_at - last_confirmed_at) * :after"
     " AND confidence > :floor"
+)
+
+
+_FACT_COLUMNS: Final = (
+    "id",
+    "text",
+    "category",
+    "importance",
+    "entity",
+    "key",
+    "value",
+    "source",
+    "tags",
+    "summary",
+    "why",
+    "context",
+    "date_terms",
+    "decay_class",
+    "expires_at",
+    "confidence",
+    "last_confirmed_at",
+    "normalized_hash",
+    "source_date",
+    "valid_from",
+    "valid_until",
+    "valid_until_recorded_at",
+    "recorded_at",
+    "superseded_by",
+    "supersedes_id",
+    "vector_of",
+)
+_INSERT_FACT: Final = (
+    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
+    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
 )
 
 
@@ -58,27 +91,97 @@ class SQLiteTransaction:
             self._now = self._stamp()
         return self._now
 
-    # facts
+    # the write path's reads
 
-    def store_batch(
-        self,
-        inputs: Sequence[FactInput],
-        twins: Sequence[str | int | None],
-        settings: Settings,
-        verdicts: Sequence[Verdict | None] | None,
-    ) -> tuple[list[StoreResult], set[str]]:
-        """Dedup, classify and insert a validated batch (:func:`graphmem.ingest.write_batch`)."""
-        return ingest.write_batch(self.conn, inputs, twins, self.now, settings, verdicts)
+    def live_by_hash(self, hashes: Sequence[str]) -> list[dict[str, Any]]:
+        """The facts live now with one of these normalised hashes, in recorded order."""
+        scope = TimeScope(self.now, self.now)
+        rows = self.conn.execute(
+            f"SELECT * FROM facts f WHERE f.normalized_hash IN {IN_IDS}"
+            f" AND {scope.fact_clause()} ORDER BY f.seq",
+            {"ids": id_list(hashes), **scope.params},
+        )
+        return [dict(r) for r in rows]
 
-    def autolink(
-        self,
-        inputs: Sequence[FactInput],
-        results: Sequence[StoreResult],
-        similar: Sequence[Sequence[autolinks.Neighbour]],
-        options: autolinks.Options,
-    ) -> int:
-        """The stored batch's automatic links (:func:`graphmem.autolink.link_batch`)."""
-        return autolinks.link_batch(self.conn, self.now, inputs, results, similar, options)
+    def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The facts live now with one of these (entity, key) pairs, ASCII lower-cased."""
+        scope = TimeScope(self.now, self.now)
+        # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into
+        # the (lower(entity), lower(key)) index. Pairs are distinct, so no row comes twice.
+        rows = self.conn.execute(
+            "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
+            " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
+            " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
+            f" AND {scope.fact_clause()}",
+            {"pairs": id_list(pairs), **scope.params},
+        )
+        return [dict(r) for r in rows]
+
+    def fact_row(self, fact_id: str) -> dict[str, Any] | None:
+        """Every column of a fact, whatever its state."""
+        row = reads.row(self.conn, fact_id)
+        return None if row is None else dict(row)
+
+    def is_live(self, fact_id: str) -> bool:
+        """Whether a read now would see the fact."""
+        return reads.get(self.conn, fact_id, TimeScope(self.now, self.now)) is not None
+
+    def live_ids(self, ids: Sequence[str]) -> set[str]:
+        """The facts among ``ids`` neither retracted nor superseded."""
+        rows = self.conn.execute(
+            f"SELECT id FROM facts WHERE id IN {IN_IDS}"
+            " AND retracted_at IS NULL AND superseded_by IS NULL",
+            {"ids": id_list(ids)},
+        )
+        return {r[0] for r in rows}
+
+    def recent_same_entity(self, fact_id: str, k: int) -> list[str]:
+        """The ``k`` most recently stored live facts naming the entity of ``fact_id``, before
+        it."""
+        rows = self.conn.execute(
+            "SELECT o.id FROM facts f JOIN facts o ON lower(o.entity) = lower(f.entity)"
+            " AND o.entity IS NOT NULL AND o.seq < f.seq AND o.retracted_at IS NULL"
+            " AND o.superseded_by IS NULL"
+            " WHERE f.id = ? ORDER BY o.seq DESC LIMIT ?",
+            [fact_id, k],
+        )
+        return [r[0] for r in rows]
+
+    def valid_from(self, ids: Iterable[str]) -> dict[str, float]:
+        rows = reads.rows_by_id(self.conn, sorted(ids), "id, valid_from")
+        return {i: r["valid_from"] for i, r in rows.items()}
+
+    # writes
+
+    def apply(self, changes: BatchChanges) -> None:
+        """Write a stored batch: its facts (and their keyword index entries), supersessions,
+        retractions and SUPERSEDES links."""
+        conn = self.conn
+        with keyword.indexing(conn):
+            conn.executemany(_INSERT_FACT, changes.inserts)
+        conn.executemany(
+            "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
+            " WHERE id = ?",
+            changes.supersessions,
+        )
+        conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", changes.retractions)
+        conn.executemany(
+            "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+            " valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, 'supersession', ?, ?)",
+            [(str(uuid.uuid4()), *link) for link in changes.links],
+        )
+        conn.executemany(
+            "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
+            changes.back_links,
+        )
+
+    def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from)."""
+        self.conn.executemany(
+            "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+            " valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(str(uuid.uuid4()), s, t, kind, w, o, self.now, v) for s, t, kind, w, o, v in links],
+        )
 
     def retract(self, fact_id: str) -> Fact:
         """Retract a live fact; returns it as it was. NotFound, or Conflict if retracted."""

@@ -23,16 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from . import analytics, graph, transfer
-    from .autolink import Neighbour, Options
     from .embedders import Vectors
-    from .models import Fact, FactInput, Link, StoreResult, Verdict
+    from .models import Fact, Link
     from .reads import FactPage, Filters
-    from .settings import Settings
     from .temporal import TimeInput, TimeScope
 
 
@@ -44,6 +42,23 @@ class Purged:
     removed: int
     gone: list[str]
     touched: list[str]
+
+
+@dataclass
+class BatchChanges:
+    """Everything a stored batch writes, for ``Transaction.apply`` to write at once."""
+
+    #: New facts: dicts of every fact column (access_count, last_accessed_at and retracted_at
+    #: included, at their defaults).
+    inserts: list[dict[str, Any]] = field(default_factory=list)
+    #: (valid_until, valid_until_recorded_at, superseded_by, id) of the facts it supersedes.
+    supersessions: list[tuple[float, float, str, str]] = field(default_factory=list)
+    #: (retracted_at, id) of the facts a DELETE retracts.
+    retractions: list[tuple[float, str]] = field(default_factory=list)
+    #: (source, target, recorded_at, valid_from) of its SUPERSEDES links.
+    links: list[tuple[str, str, float, float]] = field(default_factory=list)
+    #: (supersedes_id, id): a later version now points back at the new one, if it pointed nowhere.
+    back_links: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,20 +96,21 @@ class Transaction(Protocol):
         """The transaction time of what it writes (stamped by the store, see above)."""
         ...
 
-    def store_batch(
-        self,
-        inputs: Sequence[FactInput],
-        twins: Sequence[str | int | None],
-        settings: Settings,
-        verdicts: Sequence[Verdict | None] | None,
-    ) -> tuple[list[StoreResult], set[str]]: ...
-    def autolink(
-        self,
-        inputs: Sequence[FactInput],
-        results: Sequence[StoreResult],
-        similar: Sequence[Sequence[Neighbour]],
-        options: Options,
-    ) -> int: ...
+    # the write path's reads, at the transaction's time (rows: dicts of every fact column)
+    def live_by_hash(self, hashes: Sequence[str]) -> list[dict[str, Any]]: ...
+    def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]: ...
+    def fact_row(self, fact_id: str) -> dict[str, Any] | None: ...
+    def is_live(self, fact_id: str) -> bool: ...
+    def live_ids(self, ids: Sequence[str]) -> set[str]: ...
+    def recent_same_entity(self, fact_id: str, k: int) -> list[str]: ...
+    def valid_from(self, ids: Iterable[str]) -> dict[str, float]: ...
+
+    # writes
+    def apply(self, changes: BatchChanges) -> None: ...
+    def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from)."""
+        ...
+
     def retract(self, fact_id: str) -> Fact: ...
     def purge(self, ids: Sequence[str]) -> Purged: ...
     def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]: ...

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import autolink as autolinks
-from . import classify
+from . import classify, ingest
 from .cache import EmbeddingCache
 from .embedders import Embedder, Vectors
 from .errors import InvalidInput
@@ -83,8 +83,8 @@ class Writer:
         twins, similar = self._similar(vectors, inputs, options)
         verdicts = self._classify(inputs, vectors) if self._settings.classifier == "llm" else None
         with self._store.transaction() as tx:
-            results, touched = tx.store_batch(inputs, twins, self._settings, verdicts)
-            tx.autolink(inputs, results, similar, options)
+            results, touched = ingest.write_batch(tx, inputs, twins, self._settings, verdicts)
+            autolinks.link_batch(tx, inputs, results, similar, options)
             self._cache.keep(tx, fresh)
             tx.queue_vectors(touched)
         known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}

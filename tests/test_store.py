@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings
+from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings, ingest
 from graphmem.embedders import text_hash
 from graphmem.reads import Filters
 from graphmem.sqlitestore import SQLiteStore
@@ -40,13 +40,13 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Itera
 
 
 def put(store: Store, *items: str | dict[str, Any]) -> list[str]:
-    """Store facts through a transaction (no near-duplicates); their ids, in order."""
+    """Store facts through the engine-neutral write path (no near-duplicates); their ids."""
     inputs = [
         FactInput.parse({"text": x} if isinstance(x, str) else x, index=i)
         for i, x in enumerate(items)
     ]
     with store.transaction() as tx:
-        results, _ = tx.store_batch(inputs, [None] * len(inputs), SETTINGS, None)
+        results, _ = ingest.write_batch(tx, inputs, [None] * len(inputs), SETTINGS)
     return [r.fact.id for r in results if r.fact is not None]
 
 
@@ -72,7 +72,7 @@ def test_transaction_time_comes_from_the_store_and_never_goes_back(
 def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError), store.transaction() as tx:
         inputs = [FactInput.parse({"text": "Half a batch"}, index=0)]
-        tx.store_batch(inputs, [None], SETTINGS, None)
+        ingest.write_batch(tx, inputs, [None], SETTINGS)
         tx.queue_vectors(["x"])
         raise RuntimeError("the caller failed mid-way")
     assert store.fact_ids() == [] and store.outbox() == []
@@ -335,3 +335,46 @@ def test_counts_cover_every_state(store: Store) -> None:
     assert (counts.facts, counts.retracted, counts.links, counts.outbox) == (3, 1, 1, 1)
     assert sum(counts.by_decay_class.values()) == 2
     assert counts.by_category.get("decision") == 1
+
+
+def test_the_write_path_dedups_and_supersedes_through_the_interface(store: Store) -> None:
+    berlin, same = put(
+        store,
+        {"text": "Ana lives in Berlin", "entity": "Ana", "key": "city", "value": "Berlin"},
+        {"text": "Ana lives in Berlin", "entity": "Ana", "key": "city", "value": "Berlin"},
+    )
+    assert same == berlin  # the repeat is a NOOP that names the live fact
+    (paris,) = put(
+        store, {"text": "Ana moved to Paris", "entity": "ana", "key": "CITY", "value": "Paris"}
+    )
+    old = store.get_many([berlin], now(store), include_superseded=True)[berlin]
+    assert old.superseded_by == paris
+    with store.transaction() as tx:
+        assert tx.fact_row(berlin) is not None and not tx.is_live(berlin) and tx.is_live(paris)
+        row = tx.fact_row(paris)
+        assert row is not None
+        assert [r["id"] for r in tx.live_by_hash([row["normalized_hash"]])] == [paris]
+        assert [r["id"] for r in tx.current_by_key([("ana", "city")])] == [paris]
+        assert tx.fact_row("no-such-id") is None
+    with pytest.raises(NotFound):
+        put(store, {"text": "Ana lives in Rome", "supersedes": "no-such-id"})
+    with pytest.raises(Conflict):
+        put(store, {"text": "Ana lives in Rome", "supersedes": berlin})
+
+
+def test_automatic_links_read_and_write_through_the_interface(store: Store) -> None:
+    first, second, third = put(
+        store,
+        {"text": "Ana joined the team", "entity": "Ana"},
+        {"text": "Ana likes tea", "entity": "Ana"},
+        {"text": "Ana runs on Sundays", "entity": "Ana"},
+    )
+    with store.transaction() as tx:
+        tx.retract(first)
+    with store.transaction() as tx:
+        assert tx.recent_same_entity(third, 5) == [second]  # the retracted one is skipped
+        assert tx.live_ids([first, second, "unknown"]) == {second}
+        starts = tx.valid_from([second, third])
+        tx.add_links([(third, second, "RELATED_TO", 0.4, "auto_entity", starts[third])])
+    (made,) = store.links_of(third, now(store))
+    assert (made.target_id, made.origin, made.strength) == (second, "auto_entity", 0.4)
