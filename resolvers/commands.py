@@ -47,7 +47,8 @@ def serve(
     """
     import uvicorn
 
-    from .app import create_app, is_loopback
+    from .app import create_app
+    from .gate import is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(

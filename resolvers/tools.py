@@ -18,7 +18,7 @@ namespace comes from (``Caller``):
 - stdio (``graphmem mcp``, ``serve_stdio``): the one namespace the command opened;
 - streamable HTTP at ``/mcp`` in ``graphmem serve`` (``HttpEndpoint``): the namespace the
   service's gate admitted for that HTTP request (the bearer key, ``X-Graphmem-Namespace``; see
-  ``resolvers.app``). The endpoint is stateless and answers JSON: every request is admitted on
+  ``resolvers.gate``). The endpoint is stateless and answers JSON: every request is admitted on
   its own, so no session outlives its key, and the tools need no server-to-client messages.
 
 This lives in ``resolvers/`` because the SDK is built on starlette, which ``graphmem/`` never
