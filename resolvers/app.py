@@ -1,5 +1,5 @@
 """The starlette application: ``/graphql`` (GraphiQL in a browser), ``/mcp`` (the same memory as
-MCP tools, see ``resolvers.tools``), ``/healthz``, ``/metrics``, and the relationship explorer at
+MCP tools, see ``resolvers.mcp``), ``/healthz``, ``/metrics``, and the relationship explorer at
 ``/explore/`` (a static page that calls ``/graphql``).
 
 ``/graphql`` and ``/mcp`` are behind the gate (``resolvers.gate``): body size limit, API key,
@@ -72,7 +72,7 @@ def create_app(
     )
     gate = Gate(KeyStore(settings.data_dir), namespaces)
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
-    from .tools import HttpEndpoint, build_server
+    from .mcp import HttpEndpoint, build_server
 
     graphql = GraphQLApp(gate, schema=build_schema(settings), graphql_ide="graphiql")
     mcp = HttpEndpoint(

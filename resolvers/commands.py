@@ -90,7 +90,7 @@ def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
     stderr. It uses the namespace of the global options (--data-dir, --namespace, --embedder).
     `graphmem serve` offers the same tools over HTTP at /mcp. See docs/mcp.md.
     """
-    from .tools import serve_stdio
+    from .mcp import serve_stdio
 
     logging.basicConfig(
         stream=sys.stderr,
