@@ -3,6 +3,10 @@
 Global options pick the store (``--data-dir``, ``--namespace``, ``--embedder``, ``--config``);
 each command opens the namespace, does one thing and closes it. ``--json`` prints data as JSON.
 Errors print ``error [CODE]: message`` on stderr and exit with status 1 (2 for usage errors).
+
+The commands are listed in ``COMMANDS`` and ``command_group`` puts them in a group; ``cli`` is
+the core's command line, and the service (``resolvers.commands``) builds the installed one with
+its own commands added.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -27,42 +31,51 @@ from .settings import Settings
 from .temporal import to_iso
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory of namespaces [default: ./data, or GRAPHMEM_DATA_DIR].",
-)
-@click.option("--namespace", "-n", help="Namespace to use [default: default].")
-@click.option(
-    "--embedder",
-    type=click.Choice(["local", "openai", "hash"]),
-    help="Embedding provider [default: local, or GRAPHMEM_EMBEDDER].",
-)
-@click.option(
-    "--config",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="TOML settings file [default: GRAPHMEM_CONFIG or ./graphmem.toml].",
-)
-@click.pass_context
-def cli(
-    ctx: click.Context,
-    /,
-    data_dir: Path | None,
-    namespace: str | None,
-    embedder: str | None,
-    config: Path | None,
-) -> None:
-    """graphmem: bi-temporal graph memory for AI agents."""
-    ctx.obj = Settings.load(
-        config_file=config, data_dir=data_dir, namespace=namespace, embedder=embedder
+def command_group(*extra: click.Command) -> click.Group:
+    """A new ``graphmem`` command group: the global options, the core's ``COMMANDS`` and
+    ``extra`` (the service's commands). Each call builds its own group, so adding commands to
+    one never changes another."""
+
+    @click.group("graphmem", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Directory of namespaces [default: ./data, or GRAPHMEM_DATA_DIR].",
     )
+    @click.option("--namespace", "-n", help="Namespace to use [default: default].")
+    @click.option(
+        "--embedder",
+        type=click.Choice(["local", "openai", "hash"]),
+        help="Embedding provider [default: local, or GRAPHMEM_EMBEDDER].",
+    )
+    @click.option(
+        "--config",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="TOML settings file [default: GRAPHMEM_CONFIG or ./graphmem.toml].",
+    )
+    @click.pass_context
+    def group(
+        ctx: click.Context,
+        /,
+        data_dir: Path | None,
+        namespace: str | None,
+        embedder: str | None,
+        config: Path | None,
+    ) -> None:
+        """graphmem: bi-temporal graph memory for AI agents."""
+        ctx.obj = Settings.load(
+            config_file=config, data_dir=data_dir, namespace=namespace, embedder=embedder
+        )
+
+    for command in (*COMMANDS, *extra):
+        group.add_command(command)
+    return group
 
 
-def main() -> None:
-    """Console entry point: run the CLI, turning graphmem errors into a message and exit 1."""
+def run(group: click.Group) -> None:
+    """Run ``group`` as the console command, turning graphmem errors into a message and exit 1."""
     try:
-        cli.main(standalone_mode=False)
+        group.main(standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
@@ -129,7 +142,7 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
     return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
 
 
-@cli.command()
+@click.command()
 @click.argument("text")
 @click.option("--entity")
 @click.option("--key")
@@ -183,7 +196,7 @@ def store(
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("query")
 @click.option("--limit", default=10, show_default=True, type=int)
 @click.option("--tag")
@@ -209,7 +222,7 @@ def search(ctx: click.Context, /, query: str, as_json: bool, **options: Any) -> 
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("entity")
 @click.option("--key")
 @click.option("--tag")
@@ -229,7 +242,7 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("prompt")
 @click.option(
     "--max-tokens",
@@ -264,7 +277,7 @@ def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **op
     _emit(result.to_dict(), as_json, result.context or "(nothing to recall)")
 
 
-@cli.command()
+@click.command()
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @json_option
 @click.pass_context
@@ -293,7 +306,7 @@ def capture(ctx: click.Context, /, path: str, as_json: bool) -> None:
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @as_of_option
 @known_at_option
@@ -310,7 +323,7 @@ def get(
     _emit(fact.to_dict(), as_json, (_fact_line(fact)))
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @as_of_option
 @known_at_option
@@ -329,7 +342,7 @@ def history(
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @json_option
 @click.pass_context
@@ -340,7 +353,7 @@ def forget(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
     _emit({"forgotten": fact.id}, as_json, (f"forgotten {fact.id}"))
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @json_option
 @click.pass_context
@@ -378,7 +391,7 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("source_id")
 @click.argument("target_id")
 @click.argument("type", metavar="TYPE")
@@ -402,7 +415,7 @@ def link(
     _emit(made.to_dict(), as_json, _link_line(made))
 
 
-@cli.command()
+@click.command()
 @click.argument("link_id")
 @json_option
 @click.pass_context
@@ -413,7 +426,7 @@ def unlink(ctx: click.Context, /, link_id: str, as_json: bool) -> None:
     _emit({"unlinked": removed.id}, as_json, f"unlinked {removed.id}")
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @click.option(
     "--direction",
@@ -435,7 +448,7 @@ def links(
     _emit([k.to_dict() for k in found], as_json, (_link_line(k) for k in found))
 
 
-@cli.command()
+@click.command()
 @click.argument("ids", nargs=-1, required=True)
 @click.option("--depth", default=2, show_default=True, type=int, help="0..6.")
 @types_option
@@ -462,7 +475,7 @@ def traverse(
     _emit(sub.to_dict(), as_json, _subgraph_lines(sub))
 
 
-@cli.command()
+@click.command()
 @click.argument("source_id")
 @click.argument("target_id")
 @types_option
@@ -497,7 +510,7 @@ def path(
     )
 
 
-@cli.command()
+@click.command()
 @types_option
 @click.option("--min-size", default=2, show_default=True, type=int)
 @as_of_option
@@ -512,7 +525,7 @@ def clusters(ctx: click.Context, /, types: str | None, as_json: bool, **options:
     _emit(found.to_dict(), as_json, lines + (["(truncated)"] if found.truncated else []))
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @as_of_option
 @known_at_option
@@ -526,7 +539,7 @@ def deps(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> 
     _emit(order.to_dict(), as_json, lines)
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @as_of_option
 @known_at_option
@@ -539,7 +552,7 @@ def causes(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -
     _emit(sub.to_dict(), as_json, _subgraph_lines(sub))
 
 
-@cli.command()
+@click.command()
 @click.argument("fact_id")
 @click.option("--above", is_flag=True, help="What the fact is part of, instead of its parts.")
 @as_of_option
@@ -553,7 +566,7 @@ def parts(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) ->
     _emit(sub.to_dict(), as_json, _subgraph_lines(sub))
 
 
-@cli.command()
+@click.command()
 @click.option("--dry-run", is_flag=True, help="Only count what would go.")
 @click.option("--soft", is_flag=True, help="Only soft decay: skip the hard prune of expired facts.")
 @json_option
@@ -572,7 +585,7 @@ def prune(ctx: click.Context, /, dry_run: bool, soft: bool, as_json: bool) -> No
     )
 
 
-@cli.command("backfill-decay")
+@click.command("backfill-decay")
 @click.option("--dry-run", is_flag=True)
 @json_option
 @click.pass_context
@@ -587,7 +600,7 @@ def backfill_decay(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
     )
 
 
-@cli.command()
+@click.command()
 @json_option
 @click.pass_context
 def stats(ctx: click.Context, /, as_json: bool) -> None:
@@ -597,7 +610,7 @@ def stats(ctx: click.Context, /, as_json: bool) -> None:
     _emit(data, as_json, (json.dumps(data, indent=2)))
 
 
-@cli.command()
+@click.command()
 @json_option
 @click.pass_context
 def reindex(ctx: click.Context, /, as_json: bool) -> None:
@@ -611,7 +624,7 @@ def reindex(ctx: click.Context, /, as_json: bool) -> None:
     _emit(data, as_json, f"reindexed {data['vectors']} vectors with {data['embedder']}")
 
 
-@cli.command()
+@click.command()
 @json_option
 @click.pass_context
 def check(ctx: click.Context, /, as_json: bool) -> None:
@@ -627,7 +640,7 @@ def check(ctx: click.Context, /, as_json: bool) -> None:
         sys.exit(1)
 
 
-@cli.command()
+@click.command()
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.pass_context
 def export(ctx: click.Context, /, path: str) -> None:
@@ -638,7 +651,7 @@ def export(ctx: click.Context, /, path: str) -> None:
         click.echo(f"exported {lines} lines to {path}", err=True)
 
 
-@cli.command("import")
+@click.command("import")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True, exists=False))
 @json_option
 @click.pass_context
@@ -660,7 +673,7 @@ def import_(ctx: click.Context, /, path: str, as_json: bool) -> None:
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("destination", type=click.Path(file_okay=False, path_type=Path))
 @json_option
 @click.pass_context
@@ -679,7 +692,7 @@ def backup(ctx: click.Context, /, destination: Path, as_json: bool) -> None:
     )
 
 
-@cli.command()
+@click.command()
 @click.argument("source", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--replace", is_flag=True, help="Overwrite namespaces that exist already.")
 @json_option
@@ -711,7 +724,7 @@ def restore(ctx: click.Context, /, source: Path, replace: bool, as_json: bool) -
         sys.exit(1)
 
 
-@cli.command()
+@click.command()
 @click.pass_context
 def optimize(ctx: click.Context) -> None:
     """Compact the vector index and build its ANN index when large enough."""
@@ -719,7 +732,7 @@ def optimize(ctx: click.Context) -> None:
         click.echo(json.dumps(mem.optimize()))
 
 
-@cli.command("create-key")
+@click.command("create-key")
 @click.option(
     "--namespace",
     "namespaces",
@@ -754,7 +767,7 @@ def create_key(
     )
 
 
-@cli.command("list-keys")
+@click.command("list-keys")
 @json_option
 @click.pass_context
 def list_keys(ctx: click.Context, /, as_json: bool) -> None:
@@ -774,7 +787,7 @@ def list_keys(ctx: click.Context, /, as_json: bool) -> None:
     )
 
 
-@cli.command("revoke-key")
+@click.command("revoke-key")
 @click.argument("key_id")
 @click.pass_context
 def revoke_key(ctx: click.Context, /, key_id: str) -> None:
@@ -782,3 +795,41 @@ def revoke_key(ctx: click.Context, /, key_id: str) -> None:
     settings: Settings = ctx.obj
     key = KeyStore(settings.data_dir).revoke(key_id)
     click.echo(f"revoked {key.id}")
+
+
+#: The core's commands, in every ``command_group``.
+COMMANDS: Final = (
+    store,
+    search,
+    lookup,
+    recall,
+    capture,
+    get,
+    history,
+    forget,
+    purge,
+    link,
+    unlink,
+    links,
+    traverse,
+    path,
+    clusters,
+    deps,
+    causes,
+    parts,
+    prune,
+    backfill_decay,
+    stats,
+    reindex,
+    check,
+    export,
+    import_,
+    backup,
+    restore,
+    optimize,
+    create_key,
+    list_keys,
+    revoke_key,
+)
+#: The core's command line (the service's commands are not in it).
+cli: Final = command_group()

@@ -1,27 +1,24 @@
-"""The CLI commands that need the service layer, added to ``graphmem``'s command group:
-``serve``, ``mcp`` and ``export-schema``. The console script enters here, so ``graphmem`` (the
-core) never imports the service."""
+"""The CLI commands that need the service layer (``serve``, ``mcp`` and ``export-schema``) and
+the whole ``graphmem`` command line, the core's commands and these. The console script enters
+here, so ``graphmem`` (the core) never imports the service."""
 
 from __future__ import annotations
 
 import logging
 import sys
 from pathlib import Path
+from typing import Final
 
 import click
 
-from graphmem.cli import cli
-from graphmem.cli import main as _main
+from graphmem.cli import command_group, run
 from graphmem.errors import InvalidInput
 from graphmem.keys import KeyStore
 from graphmem.memory import Memory
 from graphmem.settings import Settings
 
-#: The SDL file at the project root that `export-schema` writes and a test compares.
-SCHEMA_FILE = "schema.graphql"
 
-
-@cli.command()
+@click.command()
 @click.option("--host", help="Address to bind [default: 127.0.0.1, or GRAPHMEM_HOST].")
 @click.option("--port", type=int, help="Port [default: 8420, or GRAPHMEM_PORT].")
 @click.option(
@@ -47,7 +44,8 @@ def serve(
     """
     import uvicorn
 
-    from .app import create_app, is_loopback
+    from .app import create_app
+    from .gate import is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(
@@ -74,7 +72,7 @@ def serve(
     )
 
 
-@cli.command("mcp")
+@click.command("mcp")
 @click.option(
     "--log-level",
     default="warning",
@@ -89,7 +87,7 @@ def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
     stderr. It uses the namespace of the global options (--data-dir, --namespace, --embedder).
     `graphmem serve` offers the same tools over HTTP at /mcp. See docs/mcp.md.
     """
-    from .tools import serve_stdio
+    from .mcp import serve_stdio
 
     logging.basicConfig(
         stream=sys.stderr,
@@ -100,7 +98,7 @@ def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
         serve_stdio(memory)
 
 
-@cli.command("export-schema")
+@click.command("export-schema")
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def export_schema(path: str) -> None:
     """Print the GraphQL schema (SDL), or write it to PATH (the repo keeps schema.graphql)."""
@@ -110,6 +108,10 @@ def export_schema(path: str) -> None:
         out.write(schema_sdl())
 
 
+#: The ``graphmem`` command line: the core's commands and the service's.
+cli: Final = command_group(serve, mcp_stdio, export_schema)
+
+
 def main() -> None:
     """Console entry point of ``graphmem``."""
-    _main()
+    run(cli)

@@ -1,5 +1,8 @@
 """Per-request context: the namespace's Memory, the caller's key, and the request's DataLoaders.
 
+The loaders return graphmem's own facts and links; the resolvers (``resolvers.types``) wrap them
+in GraphQL types, so this module knows nothing of the schema.
+
 Memory's methods block (SQLite, embedding), so every call runs in a worker thread. Nested fields
 go through DataLoaders, which gather the loads of one execution step into a single call: a list
 of 50 facts with their links and neighbours costs a few queries, not 50 of each.
@@ -19,20 +22,17 @@ from starlette.requests import Request
 from starlette.websockets import WebSocket
 from strawberry.dataloader import DataLoader
 
-from graphmem import ApiKey, Forbidden, KeyStore, Memory
-from graphmem import Fact as CoreFact
-from graphmem import Link as CoreLink
+from graphmem import ApiKey, Fact, Forbidden, KeyStore, Link, Memory
 from graphmem.graph import LinkPosition
 
 if TYPE_CHECKING:
     from .events import Broadcaster
-    from .types import Fact
 
 #: A read's time scope as the client gave it: (as_of, known_at), None = now.
 Scope = tuple[datetime | None, datetime | None]
 #: Where ``Fact.links`` pages start and what they hold (see ``Context.links``).
 LinksKey = tuple[str, Scope, str, tuple[str, ...] | None, int, LinkPosition | None]
-LinksPage = tuple[list[tuple[LinkPosition, CoreLink]], bool]
+LinksPage = tuple[list[tuple[LinkPosition, Link]], bool]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -51,9 +51,9 @@ class Context:
     #: The server's key store, to see a key revoked while a subscription is open.
     keys: KeyStore | None = None
     _deadline: float | None = field(default=None, init=False)
-    _facts: DataLoader[tuple[str, Scope], CoreFact | None] = field(init=False)
+    _facts: DataLoader[tuple[str, Scope], Fact | None] = field(init=False)
     _links: DataLoader[LinksKey, LinksPage] = field(init=False)
-    _history: DataLoader[tuple[str, Scope], list[CoreFact]] = field(init=False)
+    _history: DataLoader[tuple[str, Scope], list[Fact]] = field(init=False)
 
     def __post_init__(self) -> None:
         self._facts = DataLoader(self._load_facts)
@@ -119,10 +119,7 @@ class Context:
 
     async def fact(self, fact_id: str, scope: Scope) -> Fact | None:
         """The fact (superseded versions included) as seen at ``scope``, or None."""
-        from .types import Fact
-
-        found = await self._facts.load((fact_id, scope))
-        return None if found is None else Fact.of(found, scope)
+        return await self._facts.load((fact_id, scope))
 
     async def links(
         self,
@@ -136,12 +133,11 @@ class Context:
         return await self._links.load((fact_id, scope, direction, types, first, after))
 
     async def history(self, fact_id: str, scope: Scope) -> list[Fact]:
-        from .types import Fact
+        """The fact's supersession chain as seen at ``scope``, oldest first."""
+        return await self._history.load((fact_id, scope))
 
-        return [Fact.of(f, scope) for f in await self._history.load((fact_id, scope))]
-
-    async def _load_facts(self, keys: list[tuple[str, Scope]]) -> list[CoreFact | None]:
-        def load() -> dict[tuple[str, Scope], CoreFact]:
+    async def _load_facts(self, keys: list[tuple[str, Scope]]) -> list[Fact | None]:
+        def load() -> dict[tuple[str, Scope], Fact]:
             by_scope: dict[Scope, list[str]] = defaultdict(list)
             for fact_id, scope in keys:
                 by_scope[scope].append(fact_id)
@@ -181,7 +177,7 @@ class Context:
         pages = await self.run(load)
         return [pages[k] for k in keys]
 
-    async def _load_history(self, keys: list[tuple[str, Scope]]) -> list[list[CoreFact]]:
+    async def _load_history(self, keys: list[tuple[str, Scope]]) -> list[list[Fact]]:
         return await self.run(
             lambda: [self.memory.history(i, as_of=s[0], known_at=s[1]) for i, s in keys]
         )

@@ -214,11 +214,11 @@ class Link:
 
     @strawberry.field(description="The source fact, as seen at the same time scope.")
     async def source(self, info: Info[Context, None]) -> "Fact | None":
-        return await info.context.fact(self.source_id, self.scope)
+        return await _fact(info, self.source_id, self.scope)
 
     @strawberry.field(description="The target fact, as seen at the same time scope.")
     async def target(self, info: Info[Context, None]) -> "Fact | None":
-        return await info.context.fact(self.target_id, self.scope)
+        return await _fact(info, self.target_id, self.scope)
 
 
 @strawberry.type(description="A link of a fact, with the fact at its other end.")
@@ -234,7 +234,7 @@ class LinkEdge:
         "included; null if it was forgotten or not yet recorded then)."
     )
     async def neighbour(self, info: Info[Context, None]) -> "Fact | None":
-        return await info.context.fact(self.neighbour_id, self.scope)
+        return await _fact(info, self.neighbour_id, self.scope)
 
 
 @strawberry.type(description="Where a page ends and whether another follows.")
@@ -375,20 +375,21 @@ class Fact:
     async def supersedes(self, info: Info[Context, None]) -> "Fact | None":
         if self.supersedes_id is None:
             return None
-        return await info.context.fact(self.supersedes_id, self.scope)
+        return await _fact(info, self.supersedes_id, self.scope)
 
     @strawberry.field(description="The version that replaced this fact, if memory knew of it then.")
     async def superseded_by(self, info: Info[Context, None]) -> "Fact | None":
         if self.superseded_by_id is None:
             return None
-        return await info.context.fact(self.superseded_by_id, self.scope)
+        return await _fact(info, self.superseded_by_id, self.scope)
 
     @strawberry.field(
         description="Every version of this fact's supersession chain visible at the time scope, "
         "oldest first."
     )
     async def history(self, info: Info[Context, None]) -> "list[Fact]":
-        return await info.context.history(self.id, self.scope)
+        versions = await info.context.history(self.id, self.scope)
+        return [Fact.of(version, self.scope) for version in versions]
 
 
 @strawberry.type(description="A search result.")
@@ -533,7 +534,7 @@ class MemoryChange:
     async def fact(self, info: Info[Context, None]) -> Fact | None:
         if self.kind in (ChangeKind.LINK_MADE, ChangeKind.LINK_REMOVED, ChangeKind.FACT_PURGED):
             return None
-        return await info.context.fact(self.id, (None, None))
+        return await _fact(info, self.id, (None, None))
 
 
 # ------------------------------------------------------------------------------------ cursors
@@ -568,6 +569,12 @@ def decode_link_cursor(cursor: str) -> graph.LinkPosition:
         return graph.LinkPosition(float(strength), int(seq))
     except ValueError:
         raise graphmem.InvalidInput(f"not a link cursor: {cursor!r}", field="after") from None
+
+
+async def _fact(info: Info[Context, None], fact_id: str, scope: Scope) -> Fact | None:
+    """The fact the context loads for ``fact_id`` at ``scope``, as a GraphQL ``Fact``."""
+    found = await info.context.fact(fact_id, scope)
+    return None if found is None else Fact.of(found, scope)
 
 
 def _time(moment: datetime) -> DateTime:

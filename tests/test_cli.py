@@ -1,6 +1,6 @@
 """The `graphmem` command line, driven in-process with click's CliRunner (successes), through
-its console entry point ``graphmem.cli.main`` (errors: "error [CODE]: message", exit 1), and a
-few times as the installed script in a subprocess. Always on the hash embedder."""
+its console entry point ``resolvers.commands.main`` (errors: "error [CODE]: message", exit 1),
+and a few times as the installed script in a subprocess. Always on the hash embedder."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from graphmem import Memory, Settings
-from graphmem.cli import cli, main
+from graphmem.cli import cli
 from graphmem.decay import DAY, DECAY_CLASSES
+from resolvers.commands import cli as installed_cli
+from resolvers.commands import main
 
 HASH_ENV = {"GRAPHMEM_EMBEDDER": "hash"}
 
@@ -542,3 +544,9 @@ def test_graph_commands_link_walk_and_unlink(gm: Gm, gm_main: Gm) -> None:
     assert no_path.code == 1 and "error [NOT_FOUND]" in no_path.stderr
     bad = gm_main("link", ids["app"], ids["db"], "LIKES")
     assert bad.code == 1 and "error [INVALID_INPUT]" in bad.stderr
+
+
+def test_the_installed_command_line_is_the_core_commands_and_the_services_three() -> None:
+    added = set(installed_cli.commands) - set(cli.commands)
+    assert added == {"serve", "mcp", "export-schema"}
+    assert set(cli.commands) < set(installed_cli.commands)

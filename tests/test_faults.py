@@ -331,7 +331,7 @@ def test_an_mcp_tool_call_whose_reads_outrun_the_time_limit_is_a_timeout_tool_er
     import anyio
     from mcp import Client
 
-    from resolvers.tools import build_server
+    from resolvers.mcp import build_server
 
     strict = Settings(embedder="hash", sql_time_limit=1e-6)
     with Memory.open(tmp_path, settings=strict, clock=clock) as memory:

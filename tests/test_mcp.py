@@ -29,7 +29,7 @@ from mcp_types import CallToolResult
 
 from graphmem import KeyStore, Memory, Settings
 from resolvers import create_app
-from resolvers.tools import TOOLS, build_server
+from resolvers.mcp import TOOLS, build_server
 
 from .api import LiveServer
 

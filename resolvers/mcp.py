@@ -1,7 +1,9 @@
 """graphmem's memory as tools for agents, over the Model Context Protocol (the ``mcp`` SDK).
 
-Nine tools (``TOOLS``) call ``Memory``: store, recall, context, lookup, link, traverse, history,
-forget and capture. Each has a JSON schema generated from its argument model (pydantic, so the
+Nine tools (``TOOLS``), each a handler named after the ``Memory`` verb it calls: ``memory_store``
+(store), ``memory_recall`` (search), ``memory_context`` (recall), ``memory_lookup``,
+``memory_link``, ``memory_traverse``, ``memory_history``, ``memory_forget`` and
+``memory_capture``. Each has a JSON schema generated from its argument model (pydantic, so the
 schema and the validation cannot disagree, and defaults are the core's own), a description
 written for a model to read, and a result in two forms: compact text, one line per fact (id,
 text, category, validity), and ``structuredContent`` with the same JSON as the CLI's ``--json``.
@@ -18,7 +20,7 @@ namespace comes from (``Caller``):
 - stdio (``graphmem mcp``, ``serve_stdio``): the one namespace the command opened;
 - streamable HTTP at ``/mcp`` in ``graphmem serve`` (``HttpEndpoint``): the namespace the
   service's gate admitted for that HTTP request (the bearer key, ``X-Graphmem-Namespace``; see
-  ``resolvers.app``). The endpoint is stateless and answers JSON: every request is admitted on
+  ``resolvers.gate``). The endpoint is stateless and answers JSON: every request is admitted on
   its own, so no session outlives its key, and the tools need no server-to-client messages.
 
 This lives in ``resolvers/`` because the SDK is built on starlette, which ``graphmem/`` never
@@ -309,7 +311,7 @@ def store(memory: Memory, args: StoreArgs) -> Result:
     return "\n".join(lines), result.to_dict()
 
 
-class RecallArgs(_Args):
+class SearchArgs(_Args):
     query: str = Field(
         min_length=1,
         max_length=MAX_TEXT_LENGTH,
@@ -333,7 +335,7 @@ class RecallArgs(_Args):
     )
 
 
-def recall(memory: Memory, args: RecallArgs) -> Result:
+def search(memory: Memory, args: SearchArgs) -> Result:
     hits = memory.search(**args.model_dump())
     lines = [
         f"{len(hits)} {_plural(len(hits), 'fact')}{_scope(args.as_of, args.known_at)}, best first:"
@@ -342,7 +344,7 @@ def recall(memory: Memory, args: RecallArgs) -> Result:
     return "\n".join(lines), {"hits": [h.to_dict() for h in hits]}
 
 
-class ContextArgs(_Args):
+class RecallArgs(_Args):
     prompt: str = Field(
         min_length=1,
         description="The user's message or the task at hand (its first 10,000 "
@@ -370,7 +372,7 @@ class ContextArgs(_Args):
     known_at: str | None = Field(None, description=KNOWN_AT)
 
 
-def context(memory: Memory, args: ContextArgs) -> Result:
+def recall(memory: Memory, args: RecallArgs) -> Result:
     result = memory.recall(**args.model_dump())
     return result.context or "Memory holds nothing relevant to this prompt.", result.to_dict()
 
@@ -535,8 +537,8 @@ TOOLS: Final = (
         "was true at an earlier date (e.g. where someone lived in 2021, a version since "
         "replaced), known_at to ask what memory believed at an earlier moment. One line per "
         "fact: id, text, [entity.key=value], (category; validity).",
-        RecallArgs,
-        recall,
+        SearchArgs,
+        search,
     ),
     Tool(
         "memory_context",
@@ -544,8 +546,8 @@ TOOLS: Final = (
         "Build the <memory-context> block for a prompt: the facts most relevant to it, best "
         "first, one line each, within max_tokens. Use it at the start of a task to load what "
         "memory knows about it; use memory_recall for a targeted search that shows fact ids.",
-        ContextArgs,
-        context,
+        RecallArgs,
+        recall,
     ),
     Tool(
         "memory_lookup",

@@ -1,0 +1,283 @@
+"""Who may reach ``/graphql`` and ``/mcp``, and in which namespace: the gate and the middleware
+that applies it.
+
+Requests to ``/graphql`` and ``/mcp`` pass ``Guard`` first: the body size limit (413), then the
+API key. With no key configured every request is let in (``graphmem serve`` then binds to
+loopback only); once a key exists, each request needs ``Authorization: Bearer <key>`` (401
+otherwise). The namespace is the key's first one, or another of the key's named by the
+``X-Graphmem-Namespace`` header (403 for one the key does not hold); without keys the header may
+name any namespace. Neither queries nor tool arguments can name a namespace, so none can escape
+it. WebSocket clients, which cannot set headers in a browser, may instead send
+``{"Authorization": "Bearer <key>"}`` as the connection_init payload. A server bound to loopback
+refuses, on every route, requests whose Host or Origin names another site (``LoopbackOnly``).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import urllib.parse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory
+
+from .namespaces import Namespaces
+
+NAMESPACE_HEADER: Final = "x-graphmem-namespace"
+#: Brackets a request's JSON may open before it is parsed once here to make sure it is not
+#: nested deeper than Python's parser can go.
+MAX_JSON_NESTING: Final = 500
+GRAPHQL_PATH: Final = "/graphql"
+MCP_PATH: Final = "/mcp"
+#: Where the gate leaves what it admitted, in the ASGI scope: (Memory, ApiKey | None).
+ADMITTED: Final = "graphmem.admitted"
+#: JSON-RPC's "Invalid Request" error code, for refusals at /mcp.
+INVALID_REQUEST: Final = -32600
+_GUARDED: Final = (GRAPHQL_PATH, MCP_PATH)
+_log = logging.getLogger("graphmem.server")
+
+
+class Denied(Exception):
+    """A request the gate turns away: HTTP ``status``, a code and a message."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def response(self, *, jsonrpc: bool = False) -> JSONResponse:
+        """The refusal as GraphQL errors, or as a JSON-RPC error (what MCP clients read and show;
+        its id is null, as the request was never read)."""
+        headers = {"WWW-Authenticate": 'Bearer realm="graphmem"'} if self.status == 401 else None
+        body: dict[str, Any] = (
+            {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": self.message,
+                    "data": {"code": self.code},
+                },
+            }
+            if jsonrpc
+            else {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
+        )
+        return JSONResponse(body, status_code=self.status, headers=headers)
+
+
+@dataclass
+class Gate:
+    """Who may use which namespace (see the module docstring)."""
+
+    keys: KeyStore
+    namespaces: Namespaces
+
+    async def admit(
+        self, authorization: str | None, requested: str | None
+    ) -> tuple[Memory, ApiKey | None]:
+        key = None
+        try:
+            if await run_in_threadpool(self.keys.any_active):
+                token = _bearer(authorization)
+                if token is None:
+                    raise Denied(
+                        401,
+                        "UNAUTHENTICATED",
+                        "an API key is required: Authorization: Bearer <key>",
+                    )
+                key = await run_in_threadpool(self.keys.authenticate, token)
+                if key is None:
+                    raise Denied(401, "UNAUTHENTICATED", "unknown or revoked API key")
+        except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
+            _log.error("cannot check API keys: %s", exc.message)
+            raise Denied(503, exc.code, exc.message) from None
+        name = requested or (key.namespaces[0] if key else self.namespaces.settings.namespace)
+        if key is not None and name not in key.namespaces:
+            raise Denied(403, "FORBIDDEN", f"this API key has no access to namespace {name!r}")
+        try:
+            memory = await run_in_threadpool(self.namespaces.get, name)
+        except InvalidInput as exc:
+            raise Denied(400, exc.code, exc.message) from None
+        except GraphmemError as exc:  # the namespace's files cannot be opened (disk, damage)
+            _log.error("cannot open namespace %r: %s", name, exc.message)
+            raise Denied(503, exc.code, exc.message) from None
+        return memory, key
+
+
+class LoopbackOnly:
+    """ASGI middleware of a server bound to loopback: every request must name this machine.
+
+    A page on another site can make its own host name resolve to 127.0.0.1 (DNS rebinding) and
+    then read this server's answers as same-origin, in a browser on the machine. Such requests
+    carry that site's name, so a ``Host`` other than a loopback name (any port), or an
+    ``Origin`` other than a loopback one or one of ``cors_origins``, is refused with 403 before
+    anything runs. A server bound elsewhere needs API keys, which such a page does not have.
+    """
+
+    def __init__(self, app: ASGIApp, allowed_origins: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.allowed_origins = frozenset(allowed_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host, origin = headers.get("host"), headers.get("origin")
+        if host is not None and not _names_loopback(urllib.parse.urlsplit(f"//{host}")):
+            problem = f"this server answers only requests for a loopback name, not {host!r}"
+        elif (
+            origin is not None
+            and origin not in self.allowed_origins
+            and not _names_loopback(urllib.parse.urlsplit(origin), schemes=("http", "https"))
+        ):
+            problem = f"requests from pages at {origin!r} are not accepted (see cors_origins)"
+        else:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 4403, "reason": problem[:120]})
+            return
+        denied = Denied(403, "FORBIDDEN", problem)
+        await denied.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
+
+
+class Guard:
+    """ASGI middleware in front of ``/graphql`` and ``/mcp``: body size limit, then the gate."""
+
+    def __init__(self, app: ASGIApp, gate: Gate, max_body_bytes: int) -> None:
+        self.app = app
+        self.gate = gate
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not scope["path"].startswith(_GUARDED):
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "GET"
+            and scope["path"].startswith(GRAPHQL_PATH)
+            and "text/html" in headers.get("accept", "")
+        ):
+            await self.app(scope, receive, send)  # GraphiQL: a page, no data
+            return
+        try:
+            if scope["type"] == "http":
+                receive = await self._limited(headers, receive)
+                _check_query_string(scope.get("query_string", b""))
+            scope[ADMITTED] = await self.gate.admit(
+                headers.get("authorization"), headers.get(NAMESPACE_HEADER)
+            )
+        except Denied as exc:
+            if scope["type"] == "websocket":
+                if exc.status == 401 and "authorization" not in headers:
+                    await self.app(scope, receive, send)  # may authenticate in connection_init
+                else:
+                    await send(
+                        {"type": "websocket.close", "code": 4403, "reason": exc.message[:120]}
+                    )
+                return
+            await exc.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _limited(self, headers: Mapping[str, str], receive: Receive) -> Receive:
+        """Read the body (at most ``max_body_bytes``) and hand it on; Denied(413) beyond."""
+        too_large = Denied(
+            413, "PAYLOAD_TOO_LARGE", f"request body larger than {self.max_body_bytes} bytes"
+        )
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                raise too_large
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        _check_json(body)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        return replay
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address to bind) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _check_json(data: bytes) -> None:
+    """Denied(400) for a body that is not UTF-8, or whose JSON nests deeper than the parser can
+    go (Python's json raises RecursionError past about a thousand levels, which would be a 500).
+    A body with fewer brackets than that cannot nest so deep and is left to strawberry."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Denied(
+            400,
+            "INVALID_QUERY",
+            f"the request body is not UTF-8 ({exc.reason} at byte {exc.start})",
+        ) from None
+    if text.count("[") + text.count("{") < MAX_JSON_NESTING:
+        return
+    try:
+        json.loads(text)
+    except RecursionError:
+        raise Denied(
+            400, "INVALID_QUERY", f"the request's JSON nests deeper than {MAX_JSON_NESTING} levels"
+        ) from None
+    except ValueError:
+        return  # malformed: strawberry answers it
+
+
+def _check_query_string(raw: bytes) -> None:
+    """``_check_json`` for the ``variables`` of a GET request."""
+    if raw.count(b"%5B") + raw.count(b"%7B") + raw.count(b"[") + raw.count(b"{") < MAX_JSON_NESTING:
+        return
+    for value in urllib.parse.parse_qs(raw.decode("latin-1")).get("variables", []):
+        _check_json(value.encode("utf-8"))
+
+
+def _bearer(authorization: str | None) -> str | None:
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _names_loopback(url: urllib.parse.SplitResult, schemes: tuple[str, ...] = ("",)) -> bool:
+    try:
+        url.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError:
+        return False
+    return url.scheme in schemes and url.hostname is not None and is_loopback(url.hostname)

@@ -1,0 +1,103 @@
+"""The packages' import graph has no cycles, read from the source (``ast``), so an import under
+``TYPE_CHECKING`` or inside a function counts as much as one at the top of a module."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("graphmem", "resolvers")
+
+
+def test_no_module_is_part_of_an_import_cycle() -> None:
+    cycles = import_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_a_cycle_is_named_by_a_shortest_path_back_to_its_start() -> None:
+    graph = {"a": {"b", "x"}, "b": {"c", "a"}, "c": {"a"}, "d": {"d"}, "e": {"a"}, "x": set()}
+    assert import_cycles(graph) == [["a", "b", "a"], ["d", "d"]]
+
+
+def test_imports_under_type_checking_and_inside_functions_are_edges_too() -> None:
+    source = """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from .types import Fact
+def load():
+    from resolvers import schema
+    import graphmem.graph
+    from . import Context
+"""
+    assert set(_imports("resolvers.context", ast.parse(source), package="resolvers")) == {
+        "resolvers.types",
+        "resolvers.schema",
+        "graphmem.graph",
+        "resolvers",
+    }
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of ``PACKAGES`` and the modules of ``PACKAGES`` it imports."""
+    graph: dict[str, set[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).glob("*.py")):
+            name = package if path.stem == "__init__" else f"{package}.{path.stem}"
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            graph[name] = set(_imports(name, tree, package=package))
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """A shortest cycle through each group of modules that import each other, as a path back to
+    its start (``["a", "b", "a"]``), so a failure names the imports to untangle."""
+    digraph = nx.DiGraph([(m, i) for m, imports in graph.items() for i in sorted(imports)])
+    cycles = []
+    for component in nx.strongly_connected_components(digraph):
+        start = min(component)
+        if len(component) > 1 or digraph.has_edge(start, start):
+            loops = (
+                [start, *nx.shortest_path(digraph, other, start)]
+                for other in digraph.successors(start)
+                if other in component
+            )
+            cycles.append(min(loops, key=lambda loop: (len(loop), loop)))
+    return sorted(cycles)
+
+
+def _imports(module: str, tree: ast.Module, *, package: str) -> Iterator[str]:
+    """The modules of ``PACKAGES`` that ``module`` imports anywhere in its source.
+
+    ``from P import name`` is an import of the submodule ``P.name`` when there is one, else of
+    ``P`` itself (its ``__init__``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if _internal(a.name))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = module if module == package else module.rsplit(".", 1)[0]
+                for _ in range(node.level - 1):
+                    parent = parent.rsplit(".", 1)[0]
+                base = f"{parent}.{base}" if base else parent
+            if not _internal(base):
+                continue
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                yield submodule if _exists(submodule) else base
+
+
+def _internal(name: str) -> bool:
+    return name.split(".")[0] in PACKAGES
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
