@@ -40,7 +40,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if folder is None:
         return 0
     samples = json.loads((folder / "locomo10.json").read_text(encoding="utf-8"))
-    texts, owner, turn_index = [], [], {}
+    texts: list[str] = []
+    owner: list[int] = []  # the conversation each turn belongs to
+    turn_index: dict[tuple[int, str], int] = {}  # (conversation, dialogue id) -> position in texts
     related: set[tuple[int, int]] = set()
     for c, sample in enumerate(samples):
         conv = sample["conversation"]

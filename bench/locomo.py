@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     samples = json.loads((folder / "locomo10.json").read_text(encoding="utf-8"))
     samples = samples[: args.samples] if args.samples else samples
     if args.column_weights:
-        ranking.FTS_COLUMN_WEIGHTS = args.column_weights  # type: ignore[misc]
+        ranking.FTS_COLUMN_WEIGHTS = args.column_weights  # type: ignore[misc]  # sweeps a Final
     embedder = CachingEmbedder(make_embedder(args.embedder))
     settings = Settings(
         track_access=False, fusion_candidates=args.candidates, autolink=args.autolink

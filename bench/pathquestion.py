@@ -61,12 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pathquestion-") as tmp:
         for name in args.sets:
             questions_file, kb_file = SETS[name]
-            triples = [_triple(line) for line in (folder / kb_file).open(encoding="utf-8")]
-            triples = [t for t in triples if t is not None]
-            questions = [
-                _question(line) for line in (folder / questions_file).open(encoding="utf-8")
-            ]
-            questions = [q for q in questions if q is not None][: args.limit or None]
+            parsed = [_triple(line) for line in (folder / kb_file).open(encoding="utf-8")]
+            triples = [t for t in parsed if t is not None]
+            asked = [_question(line) for line in (folder / questions_file).open(encoding="utf-8")]
+            questions = [q for q in asked if q is not None][: args.limit or None]
             memory = Memory.open(tmp, namespace=f"pq-{name}", embedder=embedder, settings=settings)
             try:
                 began = time.perf_counter()

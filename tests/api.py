@@ -12,9 +12,14 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+import httpx2
 import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
+
+# starlette's TestClient answers with httpx2's Response, the live server's client with httpx's;
+# the tests use what the two share (status_code, headers, text, json()).
+Response = httpx.Response | httpx2.Response
 
 
 class Api:
@@ -36,13 +41,13 @@ class Api:
         except ValueError:
             return response.status_code, response.text
 
-    def data(self, query: str, variables: dict[str, Any] | None = None, **headers: str) -> Any:
-        """The ``data`` of a query that must succeed (no errors)."""
+    def data(self, query: str, variables: dict[str, Any] | None = None, /, **headers: str) -> Any:
+        """The ``data`` of a query that must succeed (no errors); keywords are headers."""
         status, body = self.post(query, variables, headers or None)
         assert status == 200 and not body.get("errors"), body
         return body["data"]
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, **kwargs: Any) -> Response:
         raise NotImplementedError
 
 
@@ -58,7 +63,7 @@ class InProcess(Api):
     def __exit__(self, *exc: object) -> None:
         self.client.__exit__(None, None, None)
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, **kwargs: Any) -> Response:
         return self.client.request(method, path, **kwargs)
 
 
@@ -95,7 +100,7 @@ class LiveServer(Api):
         self.thread.join(timeout=30)
         self.sock.close()
 
-    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def request(self, method: str, path: str, **kwargs: Any) -> Response:
         return self.client.request(method, path, **kwargs)
 
 

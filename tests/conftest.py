@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import Memory, Settings
+from graphmem.sqlitestore import SQLiteStore
 
 
 class Clock:
@@ -27,6 +29,14 @@ class Clock:
     def set(self, iso: str) -> float:
         self.now = datetime.fromisoformat(iso).astimezone(UTC).timestamp()
         return self.now
+
+
+def read_connection(memory: Memory) -> sqlite3.Connection:
+    """This thread's read connection to the namespace's SQLite store, for the few tests that look
+    beneath the API (PRAGMAs, time limits, the embedding cache)."""
+    store = memory._store
+    assert isinstance(store, SQLiteStore)
+    return store._read()
 
 
 @pytest.fixture(autouse=True)

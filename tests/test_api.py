@@ -50,7 +50,7 @@ def _classes_in(annotation: object) -> Iterator[type]:
 
 
 def test_every_error_has_a_distinct_code_and_is_a_graphmem_error() -> None:
-    classes = [
+    classes: list[type[errors.GraphmemError]] = [
         errors.InvalidInput,
         errors.NotFound,
         errors.Conflict,

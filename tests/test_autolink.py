@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,8 +20,8 @@ def settings() -> Settings:
     return Settings(embedder="hash", autolink_threshold=0.6)
 
 
-def store(mem: Memory, text: str, **kw: object) -> Fact:
-    fact = mem.store(text, **kw).fact  # type: ignore[arg-type]
+def store(mem: Memory, text: str, **kw: Any) -> Fact:
+    fact = mem.store(text, **kw).fact
     assert fact is not None
     return fact
 
@@ -169,7 +170,7 @@ def test_entity_links_are_off_by_default_and_bounded_when_on(
     assert all(k.origin != "auto_entity" for f in mem.lookup("alice") for k in mem.links(f.id))
     on = Settings(embedder="hash", entity_links=True, entity_links_max=3, autolink=False)
     with Memory.open(tmp_path / "entities", settings=on, clock=clock) as em:
-        ids = []
+        ids: list[str] = []
         for t in texts:  # one at a time, and then a batch: the same bound
             ids.append(store(em, t, entity="alice" if len(ids) % 2 else "Alice").id)
         batch = em.store_many([{"text": f"Alice later {i}", "entity": "ALICE"} for i in range(5)])

@@ -30,7 +30,7 @@ def render_cli_doc() -> str:
         runner.invoke(cli, ["--help"], prog_name="graphmem", terminal_width=100).output.rstrip(),
         "```\n",
     ]
-    for name in sorted(cli.commands):  # type: ignore[attr-defined]
+    for name in sorted(cli.commands):
         help_text = runner.invoke(
             cli, [name, "--help"], prog_name="graphmem", terminal_width=100
         ).output.rstrip()

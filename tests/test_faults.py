@@ -21,7 +21,7 @@ from graphmem.sqlitestore import SQLITE_FILE
 from resolvers import create_app
 
 from .api import InProcess
-from .conftest import Clock
+from .conftest import Clock, read_connection
 
 SETTINGS = Settings(embedder="hash")
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
@@ -296,7 +296,7 @@ def test_a_retried_vector_write_never_duplicates_a_row(
 
 def test_a_read_past_its_time_limit_is_stopped_with_a_timeout(mem: Memory) -> None:
     mem.store_many([{"text": f"Sensor {n} reported a reading"} for n in range(200)])
-    conn = mem._store._read()  # this thread's read connection, which the limit stops
+    conn = read_connection(mem)  # this thread's read connection, which the limit stops
     slow = "SELECT count(*) FROM facts a, facts b, facts c"  # 8 million rows
     with pytest.raises(QueryTimeout), mem.time_limit(seconds=0.05):
         conn.execute(slow).fetchone()
@@ -343,7 +343,7 @@ def test_an_mcp_tool_call_whose_reads_outrun_the_time_limit_is_a_timeout_tool_er
                 return result.is_error, result.structured_content
 
         is_error, content = anyio.run(run)
-    assert is_error and content["error"] == {  # type: ignore[comparison-overlap]
+    assert is_error and content["error"] == {
         "code": "TIMEOUT",
         "message": "the query ran past its time limit and was stopped",
     }

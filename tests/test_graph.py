@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import random
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
@@ -258,6 +259,7 @@ def test_time_scope_applies_to_facts_and_links(mem: Memory, chain: dict[str, str
 
 
 def test_traversal_arguments_are_checked(mem: Memory, chain: dict[str, str]) -> None:
+    kwargs: dict[str, Any]
     for kwargs in (
         {"depth": 7},
         {"depth": -1},
@@ -269,7 +271,7 @@ def test_traversal_arguments_are_checked(mem: Memory, chain: dict[str, str]) -> 
         {"min_strength": 2},
     ):
         with pytest.raises(InvalidInput):
-            mem.traverse(chain["a"], **kwargs)  # type: ignore[arg-type]
+            mem.traverse(chain["a"], **kwargs)
     with pytest.raises(NotFound):
         mem.traverse([chain["a"], "no-such-fact"])
     with pytest.raises(InvalidInput):
@@ -407,9 +409,12 @@ def test_graph_depth_adds_neighbours_below_the_hit_that_reached_them(mem: Memory
 
 def test_graph_expansion_never_demotes_a_stronger_direct_hit(mem: Memory) -> None:
     texts = [f"Deploy note {i}: the canary for region {i} is healthy" for i in range(8)]
-    ids = [r.fact.id for r in mem.store_many([{"text": t} for t in texts], autolink=False)]
+    ids = [
+        r.fact.id  # type: ignore[union-attr]
+        for r in mem.store_many([{"text": t} for t in texts], autolink=False)
+    ]
     extra = [
-        r.fact.id
+        r.fact.id  # type: ignore[union-attr]
         for r in mem.store_many(
             [{"text": f"Unrelated remark number {i} about lunch"} for i in range(8)], autolink=False
         )
@@ -476,7 +481,8 @@ def test_a_fact_takes_the_best_score_a_link_offers_even_a_direct_hit(mem: Memory
     assert (depth, via) == (1, f["strong"]) and 0.6 < weak < 1.0
     assert weak == pytest.approx(min(0.3 + expansion.HOP_FACTOR, expansion.MAX_SHARE))
     # the leaf is scored from the raised hit, not from its search score
-    assert found[f["leaf"]] == (pytest.approx(weak * expansion.HOP_FACTOR), 2, f["weak"])
+    leaf = (pytest.approx(weak * expansion.HOP_FACTOR), 2, f["weak"])
+    assert found[f["leaf"]] == leaf  # type: ignore[comparison-overlap]  # approx equals a float
 
 
 def test_search_expansion_does_not_follow_similarity_links(tmp_path: Path, clock: Clock) -> None:

@@ -53,8 +53,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[InProcess, l
     settings_ = Settings(embedder="hash", data_dir=data, graphql_max_depth=10)
     with Memory.open(data, settings=settings_) as mem:
         ids = [
-            r.fact.id
-            for r in mem.store_many(  # type: ignore[union-attr]
+            r.fact.id  # type: ignore[union-attr]
+            for r in mem.store_many(
                 [{"text": f"Server {n} runs the {w} service"} for n, w in enumerate(["mail", "db"])]
             )
         ]

@@ -179,7 +179,7 @@ def test_only_the_facts_in_the_block_count_as_accessed(mem: Memory) -> None:
         ({"graph_depth": 99}, "graph_depth"),
     ],
 )
-def test_bad_recall_arguments_are_rejected(mem: Memory, kwargs: dict, field: str) -> None:  # type: ignore[type-arg]
+def test_bad_recall_arguments_are_rejected(mem: Memory, kwargs: dict, field: str) -> None:
     mem.store("Something to find")
     with pytest.raises(InvalidInput, match=field):
         mem.recall(**{"prompt": "something", **kwargs})

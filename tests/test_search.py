@@ -10,7 +10,7 @@ import pytest
 
 from graphmem import InvalidInput, Memory, Settings
 
-from .conftest import Clock
+from .conftest import Clock, read_connection
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ def test_vector_mode_returns_facts_without_shared_keywords_too(stocked: Memory) 
         ({"source": "runbook"}, {"The staging database runs Postgres 16"}),
     ],
 )
-def test_filters_restrict_results(stocked: Memory, kwargs: dict, expected: set[str]) -> None:  # type: ignore[type-arg]
+def test_filters_restrict_results(stocked: Memory, kwargs: dict, expected: set[str]) -> None:
     for mode in ("hybrid", "fts", "vector"):
         hits = stocked.search("database deployment postgres", mode=mode, **kwargs)
         assert {h.fact.text for h in hits} == expected, mode
@@ -112,7 +112,7 @@ def test_bad_search_arguments_are_rejected(stocked: Memory) -> None:
         {"query": "x", "mode": "magic"},
     ):
         with pytest.raises(InvalidInput):
-            stocked.search(**kwargs)  # type: ignore[arg-type]
+            stocked.search(**kwargs)
 
 
 def test_no_underfill_with_hundreds_of_superseded_versions(mem: Memory, clock: Clock) -> None:
@@ -140,8 +140,8 @@ def test_no_underfill_with_hundreds_of_superseded_versions(mem: Memory, clock: C
 
 def test_no_underfill_with_many_retracted_facts(mem: Memory) -> None:
     ids = [
-        r.fact.id
-        for r in mem.store_many(  # type: ignore[union-attr]
+        r.fact.id  # type: ignore[union-attr]
+        for r in mem.store_many(
             [{"text": f"Incident {n} on the payment service"} for n in range(150)]
         )
     ]
@@ -237,11 +237,11 @@ def test_accesses_within_the_interval_wait_for_the_next_write(tmp_path: Path, cl
         fact = mem.store("Sprint goal is the billing page").fact
         assert fact is not None
         mem.search("sprint goal")  # the first accesses are written at once
-        versions = mem._store._read().execute("PRAGMA data_version").fetchone()[0]
+        versions = read_connection(mem).execute("PRAGMA data_version").fetchone()[0]
         mem.search("billing page")
         mem.lookup("sprint")  # no entity: nothing returned, nothing counted
         # the second search wrote nothing: the readers' caches stay valid
-        assert mem._store._read().execute("PRAGMA data_version").fetchone()[0] == versions
+        assert read_connection(mem).execute("PRAGMA data_version").fetchone()[0] == versions
         assert mem.get(fact.id).access_count == 1  # type: ignore[union-attr]
         mem.store("Retro is on Friday")  # any write takes the waiting accesses along
         assert mem.get(fact.id).access_count == 2  # type: ignore[union-attr]

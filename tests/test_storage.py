@@ -205,10 +205,8 @@ def test_a_sigkill_between_sqlite_and_lancedb_loses_nothing(tmp_path: Path) -> N
 
 def test_check_reports_every_disagreement_and_reindex_repairs_it(mem: Memory) -> None:
     ids = [
-        r.fact.id
-        for r in mem.store_many(  # type: ignore[union-attr]
-            [{"text": f"Server {n} runs Debian"} for n in range(5)]
-        )
+        r.fact.id  # type: ignore[union-attr]
+        for r in mem.store_many([{"text": f"Server {n} runs Debian"} for n in range(5)])
     ]
     assert mem.check().ok
     vectors = mem._vectors

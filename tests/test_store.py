@@ -304,8 +304,8 @@ def test_accesses_count_and_refresh_the_classes_that_refresh(store: Store, clock
         tx.record_accesses({stable: (2, clock.now), session: (1, clock.now)})
     facts = store.get_many([stable, session], now(store))
     assert facts[stable].access_count == 2 and facts[session].access_count == 1
-    assert facts[stable].last_confirmed_at is not None
-    assert facts[stable].last_confirmed_at.timestamp() == pytest.approx(clock.now)
+    confirmed = facts[stable].last_confirmed_at
+    assert confirmed is not None and confirmed.timestamp() == pytest.approx(clock.now)
     assert facts[session].last_confirmed_at != facts[stable].last_confirmed_at
 
 

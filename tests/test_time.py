@@ -29,11 +29,11 @@ def moved(mem: Memory, clock: Clock) -> dict[str, object]:
     return {"berlin": berlin.fact.id, "paris": paris.fact.id, "stored_paris_at": stored_paris_at}
 
 
-def texts(hits: list) -> list[str]:  # type: ignore[type-arg]
+def texts(hits: list) -> list[str]:
     return [h.fact.text for h in hits]
 
 
-def test_moving_supersedes_the_old_city_and_links_the_versions(mem: Memory, moved: dict) -> None:  # type: ignore[type-arg]
+def test_moving_supersedes_the_old_city_and_links_the_versions(mem: Memory, moved: dict) -> None:
     paris = mem.get(moved["paris"])
     assert paris is not None and paris.supersedes_id == moved["berlin"]
     berlin = mem.get(moved["berlin"], as_of="2021-01-01")
@@ -43,13 +43,13 @@ def test_moving_supersedes_the_old_city_and_links_the_versions(mem: Memory, move
     assert [f.id for f in mem.history(moved["paris"])] == [moved["berlin"], moved["paris"]]
 
 
-def test_now_sees_paris_only(mem: Memory, moved: dict) -> None:  # type: ignore[type-arg]
+def test_now_sees_paris_only(mem: Memory, moved: dict) -> None:
     assert texts(mem.search("where does Alice live")) == ["Alice lives in Paris"]
     assert [f.value for f in mem.lookup("alice", key="city")] == ["Paris"]
     assert mem.get(moved["berlin"]) is None
 
 
-def test_as_of_2021_sees_berlin(mem: Memory, moved: dict) -> None:  # type: ignore[type-arg]
+def test_as_of_2021_sees_berlin(mem: Memory, moved: dict) -> None:
     assert texts(mem.search("where does Alice live", as_of="2021-01-01")) == [
         "Alice lives in Berlin"
     ]
@@ -57,7 +57,7 @@ def test_as_of_2021_sees_berlin(mem: Memory, moved: dict) -> None:  # type: igno
     assert mem.get(moved["paris"], as_of="2021-01-01") is None
 
 
-def test_as_of_2024_known_before_the_move_was_stored_sees_berlin(mem: Memory, moved: dict) -> None:  # type: ignore[type-arg]
+def test_as_of_2024_known_before_the_move_was_stored_sees_berlin(mem: Memory, moved: dict) -> None:
     before = moved["stored_paris_at"] - 1
     hits = mem.search("where does Alice live", as_of="2024-01-01", known_at=before)
     assert texts(hits) == ["Alice lives in Berlin"]
@@ -73,9 +73,7 @@ def test_as_of_2024_known_before_the_move_was_stored_sees_berlin(mem: Memory, mo
 
 
 def test_forgetting_paris_hides_it_now_but_not_known_before_the_forget(
-    mem: Memory,
-    moved: dict,
-    clock: Clock,  # type: ignore[type-arg]
+    mem: Memory, moved: dict, clock: Clock
 ) -> None:
     before_forget = clock.now
     clock.advance(3600)
@@ -95,8 +93,7 @@ def test_forgetting_paris_hides_it_now_but_not_known_before_the_forget(
 
 
 def test_forgetting_twice_is_a_conflict_and_unknown_ids_are_not_found(
-    mem: Memory,
-    moved: dict,  # type: ignore[type-arg]
+    mem: Memory, moved: dict
 ) -> None:
     mem.forget(moved["paris"])
     with pytest.raises(Conflict):

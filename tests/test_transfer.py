@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -109,10 +110,7 @@ def test_importing_again_skips_existing_ids(populated: Memory) -> None:
     ],
 )
 def test_a_bad_line_rejects_the_whole_import_naming_the_line(
-    populated: Memory,
-    tmp_path: Path,
-    mutate,
-    message: str,  # type: ignore[no-untyped-def]
+    populated: Memory, tmp_path: Path, mutate: Callable[[list[str]], list[str]], message: str
 ) -> None:
     lines = mutate(export_text(populated).splitlines())
     with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash")) as copy:

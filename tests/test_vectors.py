@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from graphmem import mirror as mirror_engine
 from graphmem.mirror import PARTITION_MIN_ROWS, Mirror
 
 
-def unit_rows(n: int, dims: int = 32, seed: int = 0) -> np.ndarray:
+def unit_rows(n: int, dims: int = 32, seed: int = 0) -> npt.NDArray[np.float32]:
     rows = np.random.default_rng(seed).standard_normal((n, dims)).astype(np.float32)
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
@@ -73,7 +74,9 @@ def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
     assert not any(hits and hits[0][0] in {f"f{i}" for i in range(0, 50, 7)} for hits in unranked)
 
 
-def structured_rows(n: int, dims: int = 128, factors: int = 24, seed: int = 0) -> np.ndarray:
+def structured_rows(
+    n: int, dims: int = 128, factors: int = 24, seed: int = 0
+) -> npt.NDArray[np.float32]:
     """Unit vectors mostly in a low-dimensional subspace, as text embeddings are."""
     rng = np.random.default_rng(seed)
     mixing = rng.standard_normal((factors, dims))

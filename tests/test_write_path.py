@@ -9,7 +9,7 @@ import pytest
 from graphmem import InvalidInput, Memory, NotFound, Settings
 from graphmem.models import MAX_BATCH, MAX_TEXT_LENGTH
 
-from .conftest import Clock
+from .conftest import Clock, read_connection
 
 
 @pytest.mark.parametrize(
@@ -220,7 +220,7 @@ def test_purge_removes_the_fact_its_links_vector_and_cached_embedding(mem: Memor
     assert mem.get(old.id, as_of="2000-01-01", known_at="2100-01-01") is None
     assert mem.stats().links == 0
     assert mem.stats().vectors == 1
-    conn = mem._store._read()
+    conn = read_connection(mem)
     assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == 1
     assert mem.history(new.id)[0].id == new.id
     assert mem.check().ok
