@@ -29,6 +29,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check graphmem resolvers tests bench
 	$(VENV)/bin/ruff format --check graphmem resolvers tests bench
 	$(VENV)/bin/mypy
+	$(VENV)/bin/vulture
 
 bench: $(STAMP)
 	$(PY) -m bench.locomo

@@ -155,7 +155,6 @@ class Question:
 
 @dataclass
 class Conversation:
-    sample_id: str
     memory: Memory
     #: fact id → the turns (dia_ids) it stands for; duplicate turns share one fact.
     turns_of: dict[str, frozenset[str]]
@@ -227,7 +226,6 @@ def build_conversation(
             continue
         questions.append(Question(qa["question"], int(qa["category"]), gold))
     return Conversation(
-        sample_id=sample["sample_id"],
         memory=memory,
         turns_of={k: frozenset(v) for k, v in turns_of.items()},
         questions=questions,

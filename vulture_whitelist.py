@@ -1,0 +1,72 @@
+"""Names vulture takes for dead code that are used, by a framework or a protocol rather than by
+a call in this repository (`make lint` runs vulture with this file; settings in pyproject.toml).
+
+Functions registered by a decorator (click commands, strawberry resolvers, pydantic validators)
+are left out by `ignore_decorators` there, not listed here. Vulture matches names, not places:
+an entry covers every definition of that name, so keep each one specific.
+"""
+
+# ruff: noqa: B018, F821  (a list of bare names, parsed by vulture and never run)
+
+# Parameters the context-manager protocol names (__exit__), used or not.
+exc_type
+tb
+
+# Attributes the owning library reads: sqlite3 cursors and connections, onnxruntime's session
+# options, selenium's Chrome options, uvicorn's server (set to stop it).
+_.row_factory
+_.intra_op_num_threads
+_.inter_op_num_threads
+_.log_severity_level
+_.binary_location
+_.should_exit
+
+# pydantic reads each model's configuration from this class attribute.
+model_config
+
+# pytest reads a module's marks from `pytestmark`, and runs autouse fixtures unasked.
+pytestmark
+_isolated_settings
+
+# Enum members reached by iteration, by value or through the GraphQL schema, not by name.
+SUPERSEDES
+RELATED_TO
+DEPENDS_ON
+OUT
+IN
+FTS
+VECTOR
+ADD
+UPDATE
+DELETE
+NOOP
+SKIP
+SHORT
+MINIMAL
+SQLITE
+LANCE
+GRAPH
+INVALID_INPUT
+NOT_FOUND
+CONFLICT
+FORBIDDEN
+FACT_STORED
+FACT_SUPERSEDED
+FACT_FORGOTTEN
+
+# strawberry type fields: the schema resolves them, GraphQL clients read them.
+_.outgoing
+_.has_next_page
+_.end_cursor
+_.page_info
+_.purged_id
+
+# Hooks strawberry calls on the classes that override them: the ASGI app's per-request context,
+# the error-masking extension's error pass, a schema extension's validation step.
+_.get_context
+_._process_errors
+_.on_validate
+
+# Dead code in modules being restructured right now; delete each entry with its code.
+_.replay_outbox  # removed by the Memory restructuring (issue 17)
+_.file  # removed by the Memory restructuring (issue 17)
