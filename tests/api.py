@@ -104,6 +104,11 @@ class LiveServer(Api):
         return self.client.request(method, path, **kwargs)
 
 
+def bearer(token: str) -> dict[str, str]:
+    """The headers that present an API key."""
+    return {"Authorization": f"Bearer {token}"}
+
+
 def _wait(done: Callable[[], bool], message: str, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
     while not done():

@@ -1,4 +1,6 @@
-"""Shared fixtures: a Memory on the hash embedder with a controllable clock."""
+"""Shared fixtures: a Memory, or the GraphQL service, on a temporary data directory with the hash
+embedder and a controllable clock; and the OpenAI-compatible stub. A test file that needs other
+settings overrides ``settings``, and ``mem``, ``app`` and ``service`` follow."""
 
 from __future__ import annotations
 
@@ -8,9 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from starlette.applications import Starlette
 
 from graphmem import Memory, Settings
 from graphmem.sqlitestore import SQLiteStore
+from resolvers import create_app
+
+from .api import InProcess
+from .openai_stub import OpenAIStub
 
 
 class Clock:
@@ -56,11 +63,38 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def settings() -> Settings:
-    return Settings(embedder="hash")
+def data_dir(tmp_path: Path) -> Path:
+    """The test's data directory: one folder per namespace, and the API keys."""
+    return tmp_path / "data"
 
 
 @pytest.fixture
-def mem(tmp_path: Path, clock: Clock, settings: Settings) -> Iterator[Memory]:
-    with Memory.open(tmp_path / "data", settings=settings, clock=clock) as memory:
+def settings(data_dir: Path) -> Settings:
+    return Settings(embedder="hash", data_dir=data_dir)
+
+
+@pytest.fixture
+def mem(data_dir: Path, clock: Clock, settings: Settings) -> Iterator[Memory]:
+    with Memory.open(data_dir, settings=settings, clock=clock) as memory:
         yield memory
+
+
+@pytest.fixture
+def app(settings: Settings, clock: Clock) -> Starlette:
+    """The service on ``settings``: keyless (loopback) until the test creates a key."""
+    return create_app(settings, clock=clock)
+
+
+@pytest.fixture
+def service(app: Starlette) -> Iterator[InProcess]:
+    """A client of ``app`` in this process."""
+    with InProcess(app) as client:
+        yield client
+
+
+@pytest.fixture
+def stub() -> Iterator[OpenAIStub]:
+    """The OpenAI-compatible stub (embeddings and chat) serving on a loopback port."""
+    server = OpenAIStub()
+    with server:
+        yield server

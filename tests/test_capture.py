@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -211,13 +210,6 @@ def test_malformed_messages_are_rejected_and_nothing_is_stored(
     with pytest.raises(InvalidInput, match=match):
         mem.capture(messages)
     assert mem.stats().facts == 0
-
-
-@pytest.fixture
-def stub() -> Iterator[OpenAIStub]:
-    server = OpenAIStub()
-    with server:
-        yield server
 
 
 @pytest.mark.integration

@@ -5,7 +5,7 @@ every failure of the endpoint or of its answer still stores each fact as ADD."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +17,6 @@ from .conftest import Clock
 from .openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def stub() -> Iterator[OpenAIStub]:
-    server = OpenAIStub()
-    with server:
-        yield server
 
 
 def llm_settings(stub: OpenAIStub, **overrides: Any) -> Settings:
@@ -38,9 +31,8 @@ def llm_settings(stub: OpenAIStub, **overrides: Any) -> Settings:
 
 
 @pytest.fixture
-def mem(tmp_path: Path, clock: Clock, stub: OpenAIStub) -> Iterator[Memory]:
-    with Memory.open(tmp_path / "data", settings=llm_settings(stub), clock=clock) as memory:
-        yield memory
+def settings(stub: OpenAIStub) -> Settings:
+    return llm_settings(stub)
 
 
 def question(body: dict[str, Any]) -> dict[str, Any]:

@@ -6,30 +6,14 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
-from graphmem import KeyStore, Settings
-from resolvers import create_app
+from graphmem import KeyStore
 from resolvers.explorer import STATIC_DIR
 
 from .api import InProcess
-from .conftest import Clock
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def service(data_dir: Path, clock: Clock) -> Iterator[InProcess]:
-    with InProcess(create_app(Settings(embedder="hash", data_dir=data_dir), clock=clock)) as client:
-        yield client
 
 
 def test_the_page_loads_without_a_key_while_its_api_calls_need_one(

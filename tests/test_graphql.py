@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-from graphmem import Settings
-from resolvers import create_app
+from starlette.applications import Starlette
 
 from .api import Api, InProcess, LiveServer
 from .conftest import Clock
@@ -33,8 +30,7 @@ query($from: [ID!]!, $asOf: DateTime, $knownAt: DateTime, $depth: Int = 2) {
 
 
 @pytest.fixture(params=["in-process", "live"])
-def api(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Api]:
-    app = create_app(Settings(embedder="hash", data_dir=tmp_path / "data"), clock=clock)
+def api(request: pytest.FixtureRequest, app: Starlette) -> Iterator[Api]:
     with InProcess(app) if request.param == "in-process" else LiveServer(app) as client:
         yield client
 

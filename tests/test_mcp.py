@@ -31,7 +31,7 @@ from graphmem import KeyStore, Memory, Settings
 from resolvers import create_app
 from resolvers.mcp import TOOLS, build_server
 
-from .api import LiveServer
+from .api import LiveServer, bearer
 
 pytestmark = pytest.mark.integration
 
@@ -96,18 +96,9 @@ def _text(result: CallToolResult) -> str:
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
 def live(data_dir: Path) -> Iterator[LiveServer]:
     with LiveServer(create_app(Settings(embedder="hash", data_dir=data_dir))) as server:
         yield server
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 # ------------------------------------------------------------------------------------ scenario

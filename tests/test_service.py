@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from graphmem import KeyStore, Memory, Settings
 from resolvers import build_schema, create_app, schema_sdl
 from resolvers.commands import cli
 
-from .api import InProcess, LiveServer
+from .api import InProcess, LiveServer, bearer
 from .conftest import Clock
 from .openai_stub import OpenAIStub
 
@@ -33,25 +32,14 @@ LOCAL, WS_URL = "http://127.0.0.1", "ws://127.0.0.1/graphql"  # names a loopback
 
 
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def service(data_dir: Path, clock: Clock) -> Iterator[InProcess]:
-    settings = Settings(
+def settings(data_dir: Path) -> Settings:
+    return Settings(
         embedder="hash",
         data_dir=data_dir,
         max_body_bytes=4096,
         graphql_max_depth=8,
         graphql_max_aliases=3,
     )
-    with InProcess(create_app(settings, clock=clock)) as client:
-        yield client
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 # ------------------------------------------------------------------------------------ auth
