@@ -17,6 +17,14 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+#: What most service tests send: a fact stored from its text alone, and a search for texts.
+STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
+SEARCH = "query($q: String!) { search(query: $q) { fact { text } } }"
+#: The subscriptions' WebSocket subprotocol, and its URL for an in-process client (a name that a
+#: loopback server answers).
+WS = "graphql-transport-ws"
+WS_URL = "ws://127.0.0.1/graphql"
+
 # starlette's TestClient answers with httpx2's Response, the live server's client with httpx's;
 # the tests use what the two share (status_code, headers, text, json()).
 Response = httpx.Response | httpx2.Response

@@ -1,12 +1,17 @@
-"""Decay classes, TTLs, refresh on access, prune (hard, soft, dry run), backfill and stats."""
+"""Decay classes, TTLs, refresh on access, prune (hard, soft, dry run, and by the server when it
+starts), backfill and stats."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from graphmem import Memory
+from graphmem import Memory, Settings
 from graphmem.decay import DECAY_CLASSES, TTL_SECONDS, classify_decay
+from resolvers import create_app
 
+from .api import InProcess
 from .conftest import Clock
 
 HOUR = 3600
@@ -166,3 +171,14 @@ def test_stats_count_live_facts_per_class(mem: Memory, clock: Clock) -> None:
     clock.advance(5 * HOUR)
     assert mem.stats().by_decay_class["ephemeral"] == 0
     assert mem.stats().expired_pending_prune == 1
+
+
+def test_the_server_prunes_expired_facts_when_it_starts(data_dir: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash", data_dir=data_dir)
+    with Memory.open(data_dir, settings=settings, clock=clock) as mem:
+        mem.store("A one-off discount code valid today", expires_at=clock.now + 60)
+        mem.store("The office is in Lisbon")
+    clock.advance(3600)
+    with InProcess(create_app(settings, clock=clock)) as client:
+        stats = client.data("{ stats { data } }")["stats"]["data"]
+    assert (stats["facts"], stats["expired_pending_prune"]) == (1, 0)  # deleted, not just hidden

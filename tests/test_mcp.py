@@ -1,6 +1,6 @@
 """The MCP server, driven by the SDK's own client: over stdio (``graphmem mcp`` in a subprocess)
 and over streamable HTTP (``/mcp`` of a live server on 127.0.0.1), with API keys and
-namespaces as in test_service.py. Always on the hash embedder."""
+namespaces as in test_auth.py. Always on the hash embedder."""
 
 from __future__ import annotations
 

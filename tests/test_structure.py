@@ -1,9 +1,12 @@
-"""The packages' import graph has no cycles, read from the source (``ast``), so an import under
-``TYPE_CHECKING`` or inside a function counts as much as one at the top of a module."""
+"""The layers of docs/architecture.md hold: the core never imports the service and the service
+writes no SQL; and the packages' import graph has no cycles, read from the source (``ast``), so an
+import under ``TYPE_CHECKING`` or inside a function counts as much as one at the top of a module."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +14,22 @@ import networkx as nx
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("graphmem", "resolvers")
+
+
+def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> None:
+    code = (
+        "import sys, graphmem, graphmem.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers', 'mcp'}))"
+    )
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "[]"
+    )
+    for source in (ROOT / "resolvers").glob("*.py"):
+        text = source.read_text(encoding="utf-8")
+        assert "sqlite3" not in text and ".execute(" not in text, source.name
 
 
 def test_no_module_is_part_of_an_import_cycle() -> None:

@@ -1,0 +1,191 @@
+"""API keys: once one exists every request needs one; a key is scoped to its namespaces and may be
+read-only; revoking takes effect at once; keys are stored hashed and compared in constant time. No
+request with a key for one namespace reads, changes or even detects another namespace's facts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import KeyStore
+
+from .api import SEARCH, STORE, InProcess, bearer
+
+
+def test_once_a_key_exists_requests_without_a_valid_one_get_401(
+    service: InProcess, data_dir: Path
+) -> None:
+    assert service.post(STORE, {"t": "Open while no key exists"})[0] == 200
+    token, _ = KeyStore(data_dir).create(["default"])
+    for headers in (
+        None,
+        {"Authorization": "Bearer gm_000000000000_notthesecretatall"},
+        {"Authorization": token},
+        bearer(token[:-1] + "x"),
+    ):
+        status, body = service.post(SEARCH, {"q": "open"}, headers)
+        assert status == 401, headers
+        assert body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    assert service.post(SEARCH, {"q": "open"}, bearer(token))[0] == 200
+
+
+def test_a_revoked_key_stops_working_at_once(service: InProcess, data_dir: Path) -> None:
+    keys = KeyStore(data_dir)
+    token, key = keys.create(["default"])
+    keys.create(["default"])  # another key stays, so keys are still required
+    assert service.post(SEARCH, {"q": "anything"}, bearer(token))[0] == 200
+    keys.revoke(key.id)
+    assert service.post(SEARCH, {"q": "anything"}, bearer(token))[0] == 401
+
+
+def test_a_read_only_key_reads_but_cannot_write(service: InProcess, data_dir: Path) -> None:
+    keys = KeyStore(data_dir)
+    writer, _ = keys.create(["default"])
+    reader, _ = keys.create(["default"], read_only=True)
+    service.data(STORE, {"t": "Readers may search this fact"}, **bearer(writer))
+    refused = service.data(STORE, {"t": "Readers may not store"}, **bearer(reader))
+    assert refused["storeFact"] == {"fact": None, "error": {"code": "FORBIDDEN"}}
+    assert len(service.data(SEARCH, {"q": "search fact"}, **bearer(reader))["search"]) == 1
+
+
+def test_keys_are_stored_hashed(data_dir: Path) -> None:
+    token, key = KeyStore(data_dir).create(["default"], label="ci")
+    raw = (data_dir / "_keys.sqlite").read_bytes()
+    assert token.split("_")[-1].encode() not in raw
+    assert KeyStore(data_dir).authenticate(token) == key
+
+
+def test_key_secrets_are_compared_in_constant_time(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hmac
+
+    token, key = KeyStore(data_dir).create(["default"])
+    compared: list[tuple[str, str]] = []
+    real = hmac.compare_digest
+
+    def recording(a: str, b: str) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr("graphmem.keys.hmac.compare_digest", recording)
+    wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
+    assert KeyStore(data_dir).authenticate(wrong) is None
+    assert KeyStore(data_dir).authenticate(token) == key
+    assert len(compared) == 2  # every presented secret goes through compare_digest
+    assert all(len(a) == len(b) == 64 for a, b in compared)  # sha256 hex digests, not secrets
+
+
+def test_a_key_for_one_namespace_never_sees_another(service: InProcess, data_dir: Path) -> None:
+    keys = KeyStore(data_dir)
+    alice, _ = keys.create(["alice"])
+    bob, _ = keys.create(["bob"])
+    stored = service.data(STORE, {"t": "Alice keeps her notes in Obsidian"}, **bearer(alice))
+    fact_id = stored["storeFact"]["fact"]["id"]
+    assert service.data(SEARCH, {"q": "Obsidian notes"}, **bearer(bob))["search"] == []
+    assert service.data(
+        "query($id: ID!) { fact(id: $id) { id } }", {"id": fact_id}, **bearer(bob)
+    ) == {"fact": None}
+    forget = "mutation($id: ID!) { forgetFact(id: $id) { error { code } } }"
+    assert service.data(forget, {"id": fact_id}, **bearer(bob))["forgetFact"]["error"]["code"] == (
+        "NOT_FOUND"
+    )
+    status, body = service.post(
+        SEARCH, {"q": "Obsidian"}, {**bearer(bob), "X-Graphmem-Namespace": "alice"}
+    )
+    assert status == 403 and body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert service.data("{ namespace }", **bearer(alice)) == {"namespace": "alice"}
+    hits = service.data(SEARCH, {"q": "Obsidian notes"}, **bearer(alice))["search"]
+    assert [h["fact"]["text"] for h in hits] == ["Alice keeps her notes in Obsidian"]
+
+
+def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
+    service: InProcess, data_dir: Path
+) -> None:
+    keys = KeyStore(data_dir)
+    alice, _ = keys.create(["alice"])
+    bob, _ = keys.create(["bob"])
+    store = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } } }"
+    a = [
+        service.data(store, {"t": f"Alice's private note {n} about the merger"}, **bearer(alice))[
+            "storeFact"
+        ]["fact"]["id"]
+        for n in range(3)
+    ]
+    link = "mutation($s: ID!, $t: ID!) { linkFacts(input: {sourceId: $s, targetId: $t, type: PART_OF}) { link { id } error { code } } }"
+    alice_link = service.data(link, {"s": a[1], "t": a[0]}, **bearer(alice))["linkFacts"]["link"][
+        "id"
+    ]
+    b = service.data(store, {"t": "Bob's note about lunch"}, **bearer(bob))["storeFact"]["fact"][
+        "id"
+    ]
+    page = "query($after: String) { facts(first: 1, after: $after) { edges { cursor node { id text } } } }"
+    alice_cursor = service.data(page, {"after": None}, **bearer(alice))["facts"]["edges"][0][
+        "cursor"
+    ]
+    links = "query($id: ID!, $after: String) { fact(id: $id) { links(first: 1, after: $after) { edges { cursor neighbour { id } } } } }"
+    alice_link_cursor = service.data(links, {"id": a[0], "after": None}, **bearer(alice))["fact"][
+        "links"
+    ]["edges"][0]["cursor"]
+
+    def as_bob(query: str, **variables: object) -> dict[str, Any]:
+        status, body = service.post(query, dict(variables), bearer(bob))
+        assert status == 200, body
+        return body
+
+    reads = [
+        (page, {"after": alice_cursor}),
+        (links, {"id": b, "after": alice_link_cursor}),
+        (links, {"id": a[0], "after": None}),
+        (
+            "query($ids: [ID!]!) { traverse(from: $ids, depth: 6) { nodes { fact { id } } edges { id } } }",
+            {"ids": a},
+        ),
+        (
+            "query($a: ID!, $b: ID!) { path(from: $a, to: $b) { facts { id } } }",
+            {"a": b, "b": a[0]},
+        ),
+        ("query($id: ID!) { history(id: $id) { id } }", {"id": a[0]}),
+        ('{ search(query: "private note merger", limit: 50) { fact { id text } } }', {}),
+        ('{ recall(prompt: "What about the merger?") { context } }', {}),
+    ]
+    seen = json.dumps([as_bob(query, **variables).get("data") for query, variables in reads])
+    for secret in [*a, alice_link, "merger"]:
+        assert secret not in seen, (secret, seen)
+    # A guessed id that exists in another namespace answers exactly as one that exists nowhere.
+    nowhere = "00000000-0000-4000-8000-000000000000"
+    for query, variables in reads[2:6]:
+        answer = json.dumps(as_bob(query, **variables))
+        for fact_id in a:
+            answer = answer.replace(fact_id, nowhere)
+        guessed = {
+            k: ([nowhere] * len(v) if isinstance(v, list) else nowhere if v in a else v)
+            for k, v in variables.items()
+        }
+        assert answer == json.dumps(as_bob(query, **guessed)), query
+    for mutation, variables in [
+        (link, {"s": b, "t": a[0]}),
+        ("mutation($id: ID!) { unlink(id: $id) { error { code } } }", {"id": alice_link}),
+        ("mutation($id: ID!) { forgetFact(id: $id) { error { code } } }", {"id": a[2]}),
+        ("mutation($id: ID!) { purgeFact(id: $id) { error { code } } }", {"id": a[2]}),
+        (
+            'mutation($id: ID!) { storeFact(input: {text: "Replaced by Bob", supersedes: $id}) { error { code } } }',
+            {"id": a[1]},
+        ),
+    ]:
+        body = as_bob(mutation, **variables)
+        payload = next(iter(body["data"].values()))
+        assert payload["error"]["code"] == "NOT_FOUND", (mutation, body)
+    after = service.data(
+        "{ facts { edges { node { id links { edges { link { id } } } } } } }", **bearer(alice)
+    )["facts"]["edges"]
+    assert sorted(e["node"]["id"] for e in after) == sorted(a)  # nothing forgotten, purged, added
+    assert sum(len(e["node"]["links"]["edges"]) for e in after) == 2  # the one link, both ends
+    for name in ("alice", "../alice", "bob/../alice", "ALICE"):
+        status, body = service.post(
+            "{ namespace }", None, {**bearer(bob), "X-Graphmem-Namespace": name}
+        )
+        assert status in (400, 403) and body["errors"][0]["extensions"]["code"] != "OK", name
