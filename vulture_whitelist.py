@@ -66,7 +66,3 @@ _.purged_id
 _.get_context
 _._process_errors
 _.on_validate
-
-# Dead code in modules being restructured right now; delete each entry with its code.
-_.replay_outbox  # removed by the Memory restructuring (issue 17)
-_.file  # removed by the Memory restructuring (issue 17)

@@ -335,7 +335,6 @@ class SQLiteStore:
             )
             .fetchone()[0]
         )
-        self.file = path
 
     # ------------------------------------------------------------------------- lifecycle
 

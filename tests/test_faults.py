@@ -269,6 +269,22 @@ def test_a_failed_vector_write_keeps_the_committed_fact_and_heals_on_the_next_wr
     assert [h.fact.text for h in hits] == ["Committed while LanceDB could not be written"]
 
 
+def test_replaying_the_outbox_applies_vector_writes_left_pending(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(mem._vectors, "upsert", broken)
+        mem.store("Stored while the index was full")
+    assert mem.check().pending_outbox == 1
+    assert mem.replay_outbox() == 1  # once the disk has room again, without another write
+    assert mem.check().ok
+    hits = mem.search("Stored while the index was full", mode="vector", limit=1)
+    assert [h.fact.text for h in hits] == ["Stored while the index was full"]
+
+
 def test_a_retried_vector_write_never_duplicates_a_row(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
