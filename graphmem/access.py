@@ -29,7 +29,7 @@ class AccessTracker:
     def __init__(self, store: Store, clock: Callable[[], float], interval: float) -> None:
         self._store = store
         self._clock = clock
-        self._interval = interval
+        self.interval = interval
         self._lock = threading.Lock()
         self._pending: dict[str, tuple[int, float]] = {}  # id -> (count, last time) to write
         self._written_at = -math.inf  # when accesses were last written (memory's clock)
@@ -42,7 +42,7 @@ class AccessTracker:
             for fact_id in ids:
                 count, _ = self._pending.get(fact_id, (0, now))
                 self._pending[fact_id] = (count + 1, now)
-            if not self._pending or now - self._written_at < self._interval:
+            if not self._pending or now - self._written_at < self.interval:
                 return
         transaction = self._store.try_transaction(durable=False)
         if transaction is not None:

@@ -66,7 +66,7 @@ class Memory:
     ) -> None:
         self.directory = directory
         self.namespace = namespace
-        self.settings = settings
+        self._settings = settings
         self.embedder = embedder
         self._store = store
         self._vectors = vectors
@@ -75,6 +75,20 @@ class Memory:
         self._search = Search(store, vectors, embedder, settings)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """The settings this memory runs with."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        """Run with other settings from the next call on (the embedder, the store and the
+        namespace stay as opened)."""
+        self._settings = settings
+        self._writer.settings = settings
+        self._search.settings = settings
+        self._access.interval = settings.access_write_interval
 
     # ----------------------------------------------------------------------------- lifecycle
 

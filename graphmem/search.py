@@ -46,7 +46,7 @@ class Search:
         self._store = store
         self._vectors = vectors
         self._embedder = embedder
-        self._settings = settings
+        self.settings = settings
         self._pool = ThreadPoolExecutor(
             max_workers=SEARCH_THREADS, thread_name_prefix="graphmem-search"
         )
@@ -66,7 +66,7 @@ class Search:
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
         _check(query, mode, limit, graph_depth)
-        wanted = max(self._settings.fusion_candidates, limit)
+        wanted = max(self.settings.fusion_candidates, limit)
         live_only = scope.current and not filters.include_superseded
         fts: dict[str, float] = {}
         vec: dict[str, float] = {}
@@ -93,7 +93,7 @@ class Search:
             vec, rows, query_vector = pending.result()
             candidates.update(rows)
         if mode == "hybrid":
-            relevance = ranking.fuse(fts, vec, self._settings.fts_weight)
+            relevance = ranking.fuse(fts, vec, self.settings.fts_weight)
         elif mode == "fts":
             relevance = ranking.min_max(fts)
         else:

@@ -53,7 +53,7 @@ class Writer:
         self._sync = sync
         self._embedder = embedder
         self._cache = EmbeddingCache(embedder)
-        self._settings = settings
+        self.settings = settings
         self.llm = llm
         self._listeners: list[Listener] = []
 
@@ -79,11 +79,11 @@ class Writer:
                 for x in inputs
             ]
         vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
-        options = autolinks.Options.resolve(self._settings, self._embedder.provider)
+        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
         twins, similar = self._similar(vectors, inputs, options)
-        verdicts = self._classify(inputs, vectors) if self._settings.classifier == "llm" else None
+        verdicts = self._classify(inputs, vectors) if self.settings.classifier == "llm" else None
         with self._store.transaction() as tx:
-            results, touched = ingest.write_batch(tx, inputs, twins, self._settings, verdicts)
+            results, touched = ingest.write_batch(tx, inputs, twins, self.settings, verdicts)
             autolinks.link_batch(tx, inputs, results, similar, options)
             self._cache.keep(tx, fresh)
             tx.queue_vectors(touched)
@@ -199,7 +199,7 @@ class Writer:
         ``supersedes``, not a repeat that dedup will catch); None for the others. See
         :mod:`graphmem.classify`."""
         now = self._store.now()
-        repeats = classify.repeats(self._store, inputs, now, self._settings.fuzzy_dedup)
+        repeats = classify.repeats(self._store, inputs, now, self.settings.fuzzy_dedup)
         asked = [
             i
             for i, x in enumerate(inputs)
@@ -209,13 +209,13 @@ class Writer:
         if not asked:
             return out
         if self.llm is None:
-            self.llm = ChatClient.from_settings(self._settings)
+            self.llm = ChatClient.from_settings(self.settings)
         chosen = [inputs[i] for i in asked]
         neighbours = self._vectors.neighbours_many(
             vectors[asked], classify.SIMILAR_FACTS, live_only=True
         )
         similar = classify.similar_facts(self._store, chosen, neighbours, now)
-        verdicts = classify.classify(self.llm, chosen, similar, self._settings.llm_batch_size)
+        verdicts = classify.classify(self.llm, chosen, similar, self.settings.llm_batch_size)
         for i, verdict in zip(asked, verdicts, strict=True):
             out[i] = verdict
         return out
@@ -226,7 +226,7 @@ class Writer:
         """For each new vector: the live fact id, or the earlier batch position, that it
         near-duplicates (cosine ≥ vector_dedup_threshold), else None; and its candidates for
         similarity links (cosine ≥ the autolink threshold), most similar first."""
-        dedup = self._settings.vector_dedup_threshold
+        dedup = self.settings.vector_dedup_threshold
         linking = [options.similarity_for(x) for x in inputs]
         # Two spare neighbours: the version a fact supersedes and a retracted one are skipped.
         k = options.max_similar + 2 if any(linking) else 1

@@ -95,3 +95,20 @@ def test_listeners_hear_each_committed_change_and_cannot_break_a_write(
         ("FACT_FORGOTTEN", paris.id),
         ("FACT_PURGED", berlin.id),
     ]
+
+
+def test_settings_replaced_on_an_open_memory_apply_from_the_next_call(
+    mem: graphmem.Memory,
+) -> None:
+    mem.store("The deploy runs on Friday evening")
+    mem.store("Friday lunch is with the team")
+    mem.store("Deploys need a green build")
+    query = "deploy friday"
+    mem.settings = mem.settings.model_copy(update={"fts_weight": 1.0})
+    keyword_heavy = [round(h.score, 6) for h in mem.search(query, limit=3)]
+    mem.settings = mem.settings.model_copy(update={"fts_weight": 0.0})
+    vector_only = [round(h.score, 6) for h in mem.search(query, limit=3)]
+    assert keyword_heavy != vector_only
+    assert mem.store("the deploy RUNS on friday   evening").action == "NOOP"  # fuzzy dedup
+    mem.settings = mem.settings.model_copy(update={"fuzzy_dedup": False})
+    assert mem.store("the deploy RUNS on friday   evening").action == "ADD"
