@@ -28,7 +28,7 @@ from .memory import Memory
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import Settings
-from .temporal import to_iso
+from .temporal import ACCEPTED_TIMES, to_iso
 
 
 def command_group(*extra: click.Command) -> click.Group:
@@ -90,8 +90,12 @@ def run(group: click.Group) -> None:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-as_of_option = click.option("--as-of", help="Valid time to read at (ISO-8601 or epoch).")
-known_at_option = click.option("--known-at", help="Transaction time to read at.")
+as_of_option = click.option(
+    "--as-of", help=f"Valid time to read at (default: now): {ACCEPTED_TIMES}."
+)
+known_at_option = click.option(
+    "--known-at", help="Transaction time to read at (default: now), in the same forms as --as-of."
+)
 
 
 class _Progress:
@@ -158,8 +162,8 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--source")
 @click.option("--summary")
 @click.option("--why")
-@click.option("--valid-from", help="When the fact became true (default: now).")
-@click.option("--source-date", help="When the fact was stated.")
+@click.option("--valid-from", help=f"When the fact became true (default: now): {ACCEPTED_TIMES}.")
+@click.option("--source-date", help="When the fact was stated, in the same forms as --valid-from.")
 @click.option("--supersedes", help="Id of the live fact this one replaces.")
 @click.option(
     "--no-classify",
@@ -396,7 +400,7 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
 @click.argument("target_id")
 @click.argument("type", metavar="TYPE")
 @click.option("--strength", default=1.0, show_default=True, type=float, help="0..1.")
-@click.option("--valid-from", help="When the relationship began (default: now).")
+@click.option("--valid-from", help=f"When the relationship began (default: now): {ACCEPTED_TIMES}.")
 @json_option
 @click.pass_context
 def link(

@@ -1,4 +1,4 @@
-"""Time values and the bi-temporal visibility rule (DESIGN §3).
+"""Time values, the forms a time may be written in, and the bi-temporal visibility rule.
 
 Times are stored as epoch seconds (UTC) rounded to the microsecond, so that an ISO-8601 export
 and re-import gives back exactly the same number. A read at ``(as_of=T, known_at=K)`` sees a row
@@ -12,24 +12,73 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from typing import Final
 
 from .errors import InvalidInput
 
 TimeInput = datetime | date | str | int | float
 
-_EPOCH_TEXT = re.compile(r"^-?\d+(\.\d+)?$")
+
+@dataclass(frozen=True, slots=True)
+class TimeForm:
+    """One way to write a time: its pattern, an example and the instant it means (Markdown)."""
+
+    form: str
+    example: str
+    means: str
+
+
+#: Every form a time may take, on every interface (Python, GraphQL, CLI, MCP, import). The
+#: GraphQL ``DateTime`` description, the MCP and CLI help, the error for an unreadable time and
+#: the table in docs/concepts.md are built from it. Python also takes ``datetime`` and ``date``.
+TIME_FORMS: Final = (
+    TimeForm("`YYYY`", "2024", "the first instant of that year, UTC"),
+    TimeForm("`YYYY-MM`", "2024-05", "the first instant of that month, UTC"),
+    TimeForm("`YYYY-MM-DD`", "2024-05-01", "midnight UTC at the start of that day"),
+    TimeForm(
+        "`YYYY-MM-DDThh:mm[:ss[.ffffff]]`",
+        "2024-05-01T12:00:00",
+        "that moment, UTC (a space may replace the `T`)",
+    ),
+    TimeForm(
+        "… followed by `Z` or `±hh:mm`",
+        "2024-05-01T14:00:00+02:00",
+        "that moment in that zone (`Z` is UTC)",
+    ),
+    TimeForm(
+        "epoch seconds",
+        "1714564800",
+        "seconds since 1970-01-01T00:00:00Z: a number, or a digit string longer than four digits",
+    ),
+)
+#: The accepted forms in one sentence, for descriptions and error messages.
+ACCEPTED_TIMES: Final = (
+    "ISO-8601 in full or reduced precision ("
+    + ", ".join(f.example for f in TIME_FORMS[:-1])
+    + "; UTC when no zone is given) or epoch seconds ("
+    + TIME_FORMS[-1].example
+    + ")"
+)
+
+_YEAR = re.compile(r"^(\d{4})$")
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+#: Epoch seconds written as text have more than four digits: four are a year.
+_EPOCH_TEXT = re.compile(r"^-?\d{5,}(\.\d+)?$")
+#: 9999-12-31T23:59:59Z, the last second a datetime can hold.
+_LATEST: Final = 253402300799
 
 
 def parse_time(value: TimeInput | None, *, field: str = "time") -> float | None:
-    """Epoch seconds for a datetime, date, ISO-8601 string or epoch number; None stays None.
+    """Epoch seconds for a time in one of the ``TIME_FORMS``, a datetime or a date; None stays
+    None. InvalidInput, quoting the accepted forms, for anything else.
 
     A naive datetime or ISO string without an offset is taken as UTC. A bare date means its
-    midnight UTC.
+    midnight UTC; a year or a month, its first instant.
     """
     if value is None:
         return None
     if isinstance(value, bool):
-        raise InvalidInput(f"expected a date or time, got {value!r}", field=field)
+        raise InvalidInput(f"expected a time, got {value!r}: use {ACCEPTED_TIMES}", field=field)
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, datetime):
@@ -39,8 +88,10 @@ def parse_time(value: TimeInput | None, *, field: str = "time") -> float | None:
     elif isinstance(value, str):
         seconds = _parse_text(value.strip(), field)
     else:
-        raise InvalidInput(f"expected a date or time, got {type(value).__name__}", field=field)
-    if not math.isfinite(seconds) or abs(seconds) > 253402300799:  # 9999-12-31T23:59:59Z
+        raise InvalidInput(
+            f"expected a time, got {type(value).__name__}: use {ACCEPTED_TIMES}", field=field
+        )
+    if not math.isfinite(seconds) or abs(seconds) > _LATEST:
         raise InvalidInput(f"time out of range: {value!r}", field=field)
     return round(seconds, 6)
 
@@ -125,17 +176,16 @@ def _aware(moment: datetime) -> datetime:
 
 def _parse_text(text: str, field: str) -> float:
     if not text:
-        raise InvalidInput("empty date", field=field)
+        raise InvalidInput(f"empty date: use {ACCEPTED_TIMES}", field=field)
     if _EPOCH_TEXT.match(text):
         return float(text)
+    year, month = _YEAR.match(text), _MONTH.match(text)
     candidate = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
     try:
-        if len(candidate) == 4 and candidate.isdigit():  # a bare year
-            return datetime(int(candidate), 1, 1, tzinfo=UTC).timestamp()
+        if year is not None:
+            return datetime(int(year[1]), 1, 1, tzinfo=UTC).timestamp()
+        if month is not None:
+            return datetime(int(month[1]), int(month[2]), 1, tzinfo=UTC).timestamp()
         return _aware(datetime.fromisoformat(candidate)).timestamp()
     except ValueError:
-        raise InvalidInput(
-            f"cannot parse {text!r}: use ISO-8601 (2024-05-01, 2024-05-01T12:00:00Z) "
-            "or epoch seconds",
-            field=field,
-        ) from None
+        raise InvalidInput(f"cannot parse {text!r}: use {ACCEPTED_TIMES}", field=field) from None

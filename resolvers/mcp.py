@@ -36,7 +36,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 import anyio
 import anyio.to_thread
@@ -54,7 +54,15 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types import Tool as ToolSpec
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    WithJsonSchema,
+)
 from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
@@ -66,6 +74,7 @@ from graphmem.models import MAX_FIELD_LENGTH, MAX_TEXT_LENGTH
 from graphmem.reads import MAX_LIMIT
 from graphmem.recall import FORMATS, MAX_TOKENS
 from graphmem.tagging import CATEGORIES
+from graphmem.temporal import ACCEPTED_TIMES
 
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
@@ -230,14 +239,17 @@ def _default(method: Callable[..., Any], parameter: str) -> Any:
     return inspect.signature(method).parameters[parameter].default
 
 
+#: A time argument: text in one of the accepted forms, or epoch seconds as a number.
+Time = Annotated[
+    str | StrictInt | StrictFloat | None, WithJsonSchema({"type": ["string", "number"]})
+]
 AS_OF = (
     "Valid time: read memory as the world was at this moment, e.g. to get the version of a fact "
-    "that was true then. ISO-8601 (2021-06-01, 2021-06-01T12:00:00Z) or epoch seconds. "
-    "Default: now."
+    f"that was true then. {ACCEPTED_TIMES}. Default: now."
 )
 KNOWN_AT = (
     "Transaction time: read memory as it was known at this moment (facts stored later left out, "
-    "facts forgotten since still in). ISO-8601 or epoch seconds. Default: now."
+    "facts forgotten since still in). Same forms as as_of. Default: now."
 )
 FACT_ID = "A fact's id, as earlier tool results show it."
 
@@ -292,9 +304,9 @@ class StoreArgs(_Args):
         json_schema_extra={"enum": list(DECAY_CLASSES)},
         description=f"How long it stays relevant: {_lifetimes()}. Default: detected from the text.",
     )
-    valid_from: str | None = Field(
+    valid_from: Time = Field(
         None,
-        description="When it became true in the world, ISO-8601 or epoch seconds. Default: now.",
+        description=f"When it became true in the world: {ACCEPTED_TIMES}. Default: now.",
     )
     supersedes: str | None = Field(
         None, description="The id of a current fact this one replaces (it becomes history)."
@@ -321,8 +333,8 @@ class SearchArgs(_Args):
         _default(Memory.search, "limit"), ge=1, le=MAX_LIMIT, description="Most facts to return."
     )
     tag: str | None = Field(None, description="Only facts with this tag.")
-    as_of: str | None = Field(None, description=AS_OF)
-    known_at: str | None = Field(None, description=KNOWN_AT)
+    as_of: Time = Field(None, description=AS_OF)
+    known_at: Time = Field(None, description=KNOWN_AT)
     include_superseded: bool = Field(
         _default(Memory.search, "include_superseded"),
         description="Also return versions that a newer fact has replaced.",
@@ -368,8 +380,8 @@ class RecallArgs(_Args):
         le=MAX_DEPTH,
         description="Also consider facts linked to the best matches, up to this many links away.",
     )
-    as_of: str | None = Field(None, description=AS_OF)
-    known_at: str | None = Field(None, description=KNOWN_AT)
+    as_of: Time = Field(None, description=AS_OF)
+    known_at: Time = Field(None, description=KNOWN_AT)
 
 
 def recall(memory: Memory, args: RecallArgs) -> Result:
@@ -386,8 +398,8 @@ class LookupArgs(_Args):
     key: str | None = Field(
         None, max_length=MAX_FIELD_LENGTH, description="Only facts stating this attribute."
     )
-    as_of: str | None = Field(None, description=AS_OF)
-    known_at: str | None = Field(None, description=KNOWN_AT)
+    as_of: Time = Field(None, description=AS_OF)
+    known_at: Time = Field(None, description=KNOWN_AT)
 
 
 def lookup(memory: Memory, args: LookupArgs) -> Result:
@@ -444,8 +456,8 @@ class TraverseArgs(_Args):
         description="OUT follows links from source to target (what a fact was caused by, is "
         "part of, depends on); IN the reverse; BOTH either way.",
     )
-    as_of: str | None = Field(None, description=AS_OF)
-    known_at: str | None = Field(None, description=KNOWN_AT)
+    as_of: Time = Field(None, description=AS_OF)
+    known_at: Time = Field(None, description=KNOWN_AT)
     max_nodes: int = Field(
         _default(Memory.traverse, "max_nodes"),
         ge=1,
@@ -656,9 +668,12 @@ def _when(moment: datetime) -> str:
     return text.removesuffix("T00:00:00Z")
 
 
-def _scope(as_of: str | None, known_at: str | None) -> str:
-    parts = [f"as of {as_of}" if as_of else "", f"known at {known_at}" if known_at else ""]
-    return f" ({', '.join(p for p in parts if p)})" if as_of or known_at else ""
+def _scope(as_of: str | float | None, known_at: str | float | None) -> str:
+    parts = [
+        "" if as_of is None else f"as of {as_of}",
+        "" if known_at is None else f"known at {known_at}",
+    ]
+    return f" ({', '.join(p for p in parts if p)})" if any(parts) else ""
 
 
 def _plural(n: int, word: str) -> str:
@@ -684,8 +699,8 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
             del node["anyOf"]
             [plain] = [o for o in options if o != {"type": "null"}]
             node = {**plain, **node}  # the field's own description, enum or items win
-            if "default" in node and node["default"] is None:
-                del node["default"]
+        if "default" in node and node["default"] is None:
+            del node["default"]
         return {k: clean(v) for k, v in node.items() if k != "title"}
 
     schema: dict[str, Any] = clean(raw)

@@ -15,7 +15,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem import graph
-from graphmem.temporal import parse_time
+from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
 from .context import Context, Scope
 
@@ -41,9 +41,8 @@ JSON = NewType("JSON", object)
 SCALARS: dict[object, Any] = {
     DateTime: strawberry.scalar(
         name="DateTime",
-        description="An instant, as ISO-8601 text in UTC (`2024-05-01T12:00:00Z`). Inputs also "
-        "take a date (`2024-05-01`, midnight UTC), a year (`2024`), an offset (`+02:00`) or "
-        "epoch seconds.",
+        description="An instant. Output: ISO-8601 text in UTC (`2024-05-01T12:00:00Z`). Input: "
+        f"{ACCEPTED_TIMES}; a year or a month means its first instant, a date its midnight.",
         serialize=_iso,
         parse_value=_parse_datetime,
     ),

@@ -1,23 +1,28 @@
-"""Docs that cannot drift: the CLI reference is generated from the CLI, every setting is listed.
+"""Docs that cannot drift: the CLI reference is generated from the CLI, and the tables of
+enumerated facts (time forms, settings, limits, error codes, decay classes, link origins) from
+their registries, between ``<!-- begin generated NAME -->`` and ``<!-- end generated NAME -->``.
 
-Regenerate docs/cli.md after changing a command: ``.venv/bin/python -m tests.test_docs``.
+Regenerate them after changing a command or a registry: ``.venv/bin/python -m tests.test_docs``.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from graphmem import Settings
+from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-HEADER = """# CLI reference
+HEADER = f"""# CLI reference
 
 Generated from `graphmem --help` by `python -m tests.test_docs`; a test fails when it drifts.
 Errors print `error [CODE]: message` on stderr and exit with status 1; usage errors exit 2.
-Times are ISO-8601 (`2024-05-01`, `2024-05-01T12:00:00Z`) or epoch seconds.
+Times are {ACCEPTED_TIMES}.
 """
 
 
@@ -50,5 +55,50 @@ def test_every_setting_is_documented_with_its_environment_variable() -> None:
         assert f"`{name}`" in text and f"GRAPHMEM_{name.upper()}" in text, name
 
 
+# ------------------------------------------------------------------------------------ sections
+
+
+def render_time_forms() -> str:
+    rows = [f"| {f.form} | `{f.example}` | {f.means} |" for f in TIME_FORMS]
+    return "\n".join(["| form | example | means |", "|---|---|---|", *rows])
+
+
+#: Each generated section: its name, the page holding it and what renders it.
+SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
+    "time-forms": ("concepts.md", render_time_forms),
+}
+
+
+def embed(text: str, name: str, content: str) -> str:
+    """``text`` with the section ``name`` (between its markers) replaced by ``content``."""
+    pattern = re.compile(
+        rf"(<!-- begin generated {name} -->\n).*?(<!-- end generated {name} -->)", re.S
+    )
+    assert pattern.search(text), f"no generated section {name!r}"
+    return pattern.sub(lambda m: m[1] + content + "\n" + m[2], text)
+
+
+def render_pages() -> dict[str, str]:
+    """Every page holding generated sections, as it should read."""
+    pages: dict[str, str] = {}
+    for name, (page, render) in SECTIONS.items():
+        text = pages.get(page) or (DOCS / page).read_text(encoding="utf-8")
+        pages[page] = embed(text, name, render())
+    return pages
+
+
+def test_the_generated_sections_match_their_registries() -> None:
+    stale = [
+        page
+        for page, text in render_pages().items()
+        if (DOCS / page).read_text(encoding="utf-8") != text
+    ]
+    assert not stale, (
+        f"stale generated sections in {stale}: run `.venv/bin/python -m tests.test_docs`"
+    )
+
+
 if __name__ == "__main__":
     (DOCS / "cli.md").write_text(render_cli_doc(), encoding="utf-8")
+    for page, text in render_pages().items():
+        (DOCS / page).write_text(text, encoding="utf-8")

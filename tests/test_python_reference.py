@@ -20,8 +20,9 @@ a test fails when it drifts. Start with `Memory.open`; [concepts.md](concepts.md
 ideas (facts, links, valid and transaction time, decay).
 
 Calling convention: required arguments are positional, every option is keyword-only;
-`as_of` (valid time) and `known_at` (transaction time) take ISO-8601 text, epoch seconds or a
-`datetime`, and default to now. Errors are the `GraphmemError` subclasses below, each with a
+`as_of` (valid time) and `known_at` (transaction time) take a `datetime`, a `date`, epoch seconds
+or ISO-8601 text in full or reduced precision ([concepts.md](concepts.md#two-kinds-of-time) lists
+the forms), and default to now. Errors are the `GraphmemError` subclasses below, each with a
 `code`. The result types have `to_dict()`: their fields ready for JSON, times as ISO-8601 UTC
 text.
 """
