@@ -200,7 +200,8 @@ def link(
     if source_id == target_id:
         raise InvalidInput("a fact cannot be linked to itself", field="target_id")
     meta = _metadata(metadata)
-    start = parse_time(valid_from, field="valid_from") or now
+    given = parse_time(valid_from, field="valid_from")
+    start = now if given is None else given
     for fact_id, name in ((source_id, "source_id"), (target_id, "target_id")):
         row = conn.execute("SELECT retracted_at FROM facts WHERE id = ?", [fact_id]).fetchone()
         if row is None:

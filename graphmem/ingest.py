@@ -138,7 +138,7 @@ def _decide(
 ) -> _Decision:
     now = batch.now
     target = _live_target(tx, batch, x.supersedes) if x.supersedes else None
-    valid_from = x.valid_from or x.source_date or now
+    valid_from = next((t for t in (x.valid_from, x.source_date) if t is not None), now)
     if target is not None and valid_from < target["valid_from"]:
         raise InvalidInput(
             f"valid_from is before the start of fact {target['id']} it supersedes",
@@ -212,7 +212,7 @@ def _decide(
         "summary": x.summary,
         "why": x.why,
         "context": x.context,
-        "date_terms": date_terms(x.source_date or x.valid_from),
+        "date_terms": date_terms(x.valid_from if x.source_date is None else x.source_date),
         "decay_class": decay_class,
         "expires_at": x.expires_at if x.expires_at is not None else expiry(decay_class, now),
         "confidence": 1.0 if x.confidence is None else x.confidence,

@@ -55,7 +55,8 @@ def backfill(store: Store, *, dry_run: bool) -> dict[str, int]:
     for row in store.decay_inputs():
         new = classify_decay(row["entity"], row["key"], row["value"], row["text"])
         if new != row["decay_class"]:
-            since = row["last_confirmed_at"] or row["recorded_at"]
+            confirmed = row["last_confirmed_at"]
+            since = row["recorded_at"] if confirmed is None else confirmed
             changes.setdefault(new, []).append((new, expiry(new, since), row["id"]))
     if not dry_run:
         with store.transaction() as tx:

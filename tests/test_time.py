@@ -185,3 +185,26 @@ def test_unparsable_dates_are_rejected_with_a_typed_error(mem: Memory, bad: str)
     with pytest.raises(InvalidInput):
         mem.search("something", as_of=bad)
     assert mem.stats().facts == 0
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def test_epoch_zero_is_a_time_like_any_other_not_a_missing_one(mem: Memory) -> None:
+    start = mem.store("The Unix clock started", valid_from=0).fact
+    stated = mem.store("A note dated at the epoch", source_date=0).fact
+    assert start is not None and stated is not None
+    assert start.valid_from == EPOCH  # not the moment it was stored
+    assert stated.valid_from == EPOCH  # valid_from falls back to the source date, even 0
+    later = mem.store("The Unix clock kept going", valid_from="2024-05-01").fact
+    assert later is not None
+    link = mem.link(later.id, start.id, "CAUSED_BY", valid_from=0)
+    assert link.valid_from == EPOCH
+    assert [k.id for k in mem.links(start.id, as_of="1971")] == [link.id]
+
+
+def test_a_source_date_at_the_epoch_is_searchable_by_its_date(mem: Memory) -> None:
+    fact = mem.store("Release notes", source_date=0, valid_from="2024-05-01").fact
+    assert fact is not None
+    hits = mem.search("January 1970", mode="fts", as_of="2024-06-01")
+    assert [h.fact.id for h in hits] == [fact.id]
