@@ -1,26 +1,145 @@
-"""The exceptions graphmem raises on purpose.
+"""The exceptions graphmem raises on purpose, and every error code a client can meet.
 
-Every one carries a stable ``code`` (used by the CLI and the GraphQL error payloads):
+Every exception carries a stable ``code`` (the CLI prints it, GraphQL answers it in
+``extensions.code`` or a mutation's ``error``, MCP in its tool errors):
 
-    GraphmemError                 base class, code "ERROR"
-    ├── InvalidInput              "INVALID_INPUT"  bad text, category, date, importance, …
-    ├── NotFound                  "NOT_FOUND"      no fact with that id (visible at the time scope)
-    ├── Conflict                  "CONFLICT"       the operation contradicts the stored state
-    ├── Forbidden                 "FORBIDDEN"      the API key does not allow this operation
-    ├── EmbedderMismatch          "EMBEDDER_MISMATCH"  store was built by another embedder
-    ├── EmbedderError             "EMBEDDER_ERROR" model file damaged, endpoint failing, bad dims
-    ├── LLMError                  "LLM_ERROR"      chat endpoint failing or answering badly
-    ├── StorageError              "STORAGE_ERROR"  disk full, read-only or damaged files, newer schema
-    └── QueryTimeout              "TIMEOUT"        a read ran past its time limit (sql_time_limit)
+    GraphmemError                 base class (never raised itself)
+    ├── InvalidInput              INVALID_INPUT      bad text, category, time, importance, cursor…
+    ├── NotFound                  NOT_FOUND          no fact with that id (visible at the time scope)
+    ├── Conflict                  CONFLICT           the operation contradicts the stored state
+    ├── Forbidden                 FORBIDDEN          the API key does not allow this operation
+    ├── EmbedderMismatch          EMBEDDER_MISMATCH  store was built by another embedder
+    ├── EmbedderError             EMBEDDER_ERROR     model file damaged, endpoint failing, bad dims
+    ├── LLMError                  LLM_ERROR          chat endpoint failing or answering badly
+    ├── StorageError              STORAGE_ERROR      disk full, read-only or damaged files, newer schema
+    ├── QueryTimeout              TIMEOUT            a read ran past its time limit (sql_time_limit)
+    └── SubscriberTooSlow         UNAVAILABLE        a subscription fell too far behind
+
+The service answers four codes of its own, which no exception carries: INVALID_QUERY,
+UNAUTHENTICATED, PAYLOAD_TOO_LARGE and INTERNAL_ERROR. ``CODES`` says what each code means and
+where clients meet it; the error tables of docs/graphql.md and docs/mcp.md and the GraphQL
+``ErrorCode`` enum are built from it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import ClassVar, Final
+
+
+class Code(StrEnum):
+    """Every error code graphmem answers with."""
+
+    INVALID_INPUT = "INVALID_INPUT"
+    NOT_FOUND = "NOT_FOUND"
+    CONFLICT = "CONFLICT"
+    FORBIDDEN = "FORBIDDEN"
+    EMBEDDER_MISMATCH = "EMBEDDER_MISMATCH"
+    EMBEDDER_ERROR = "EMBEDDER_ERROR"
+    LLM_ERROR = "LLM_ERROR"
+    STORAGE_ERROR = "STORAGE_ERROR"
+    TIMEOUT = "TIMEOUT"
+    UNAVAILABLE = "UNAVAILABLE"
+    INVALID_QUERY = "INVALID_QUERY"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class CodeUse:
+    """What an error code means (Markdown) and where clients meet it."""
+
+    meaning: str
+    #: The HTTP status of a request refused as a whole with this code; None: the code only
+    #: comes inside an answer (GraphQL ``errors``, a mutation's ``error``, an MCP tool error).
+    http_status: int | None = None
+    #: GraphQL answers carry it (``extensions.code``, or a refused request's body).
+    graphql: bool = True
+    #: A mutation returns it as data, in its payload's ``error`` (the GraphQL ``ErrorCode``).
+    payload: bool = False
+    #: MCP clients meet it: as a tool error, or as the JSON-RPC error of a refused request.
+    mcp: bool = True
+
+
+#: Every code, what it means and where it appears (keyed by ``Code``; a plain string finds its
+#: code too, as every exception's ``code`` is one).
+CODES: Final[Mapping[str, CodeUse]] = {
+    Code.INVALID_INPUT: CodeUse(
+        "an argument was refused (empty text, a number out of range, a time in none of the "
+        "accepted forms, a bad cursor, an unknown tool or tool argument…); the message names it "
+        "and nothing was written. HTTP 400 when `X-Graphmem-Namespace` is not a valid name",
+        http_status=400,
+        payload=True,
+    ),
+    Code.NOT_FOUND: CodeUse("no fact or link with that id in this namespace", payload=True),
+    Code.CONFLICT: CodeUse(
+        "the request contradicts the stored state (forgetting a forgotten fact, superseding a "
+        "replaced one, linking a forgotten fact)",
+        payload=True,
+    ),
+    Code.FORBIDDEN: CodeUse(
+        "the key is read-only (mutations and writing tools answer it), or has no access to the "
+        "namespace asked for; HTTP 403 for that, and for a request to a loopback server that "
+        "names another host or comes from a page elsewhere",
+        http_status=403,
+        payload=True,
+    ),
+    Code.EMBEDDER_MISMATCH: CodeUse(
+        "the namespace was indexed with another embedder (provider, model or vector size) than "
+        "the server's, so it cannot be opened (HTTP 503) until `graphmem reindex` rebuilds its "
+        "vectors, or the server runs with the old embedder",
+        http_status=503,
+    ),
+    Code.EMBEDDER_ERROR: CodeUse(
+        "the embedder could not embed the text (endpoint failing after its retries, damaged "
+        "model file, vectors of the wrong size); HTTP 503 when it fails while opening a namespace",
+        http_status=503,
+    ),
+    Code.LLM_ERROR: CodeUse(
+        "the classifier's chat endpoint failed or answered something unusable. No write fails "
+        "with it: classify-before-write adds the facts instead and says why in their `reason`",
+        graphql=False,
+        mcp=False,
+    ),
+    Code.STORAGE_ERROR: CodeUse(
+        "the namespace's files cannot be used or written: the disk is full, the directory is "
+        "read-only, a file is damaged or was written by a newer graphmem (the message says "
+        "which; a write that fails with it wrote nothing). HTTP 503 for a namespace that cannot "
+        "be opened at all, or an API key file that cannot be read",
+        http_status=503,
+    ),
+    Code.TIMEOUT: CodeUse(
+        "the request's reads ran past the `sql_time_limit` setting and were stopped"
+    ),
+    Code.UNAVAILABLE: CodeUse(
+        "a `memoryChanged` subscription fell too far behind the writes and was ended; "
+        "subscribe again and re-read what you need",
+        mcp=False,
+    ),
+    Code.INVALID_QUERY: CodeUse(
+        "the request is malformed: a GraphQL document that does not parse or validate (unknown "
+        "field, wrong variable type, a `DateTime` variable in none of the accepted forms), "
+        "exceeds a document limit or holds several operations without `operationName`; or "
+        "(HTTP 400) a body that is not UTF-8 or whose JSON nests too deep",
+        http_status=400,
+    ),
+    Code.UNAUTHENTICATED: CodeUse(
+        "keys exist and the request has none, or an unknown or revoked one", http_status=401
+    ),
+    Code.PAYLOAD_TOO_LARGE: CodeUse("the request body exceeds `max_body_bytes`", http_status=413),
+    Code.INTERNAL_ERROR: CodeUse(
+        "anything unexpected: the message is masked, the details go to the server's log"
+    ),
+}
 
 
 class GraphmemError(Exception):
     """Base class of every error graphmem raises deliberately."""
 
-    code = "ERROR"
+    code: ClassVar[str] = "ERROR"
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -30,7 +149,7 @@ class GraphmemError(Exception):
 class InvalidInput(GraphmemError, ValueError):
     """The caller's input was rejected; nothing was written."""
 
-    code = "INVALID_INPUT"
+    code = Code.INVALID_INPUT
 
     def __init__(self, message: str, *, field: str | None = None, index: int | None = None) -> None:
         where = []
@@ -46,38 +165,38 @@ class InvalidInput(GraphmemError, ValueError):
 class NotFound(GraphmemError, LookupError):
     """No fact (or link) with that id exists, or none is visible at the requested time."""
 
-    code = "NOT_FOUND"
+    code = Code.NOT_FOUND
 
 
 class Conflict(GraphmemError):
     """The request contradicts what is stored, e.g. superseding a fact that is no longer live."""
 
-    code = "CONFLICT"
+    code = Code.CONFLICT
 
 
 class Forbidden(GraphmemError):
     """The caller's API key does not allow the operation (e.g. a write with a read-only key)."""
 
-    code = "FORBIDDEN"
+    code = Code.FORBIDDEN
 
 
 class EmbedderMismatch(GraphmemError):
     """The namespace was indexed by a different embedder; `graphmem reindex` rebuilds it."""
 
-    code = "EMBEDDER_MISMATCH"
+    code = Code.EMBEDDER_MISMATCH
 
 
 class EmbedderError(GraphmemError):
     """The embedder cannot produce vectors (damaged model file, failing endpoint, wrong size)."""
 
-    code = "EMBEDDER_ERROR"
+    code = Code.EMBEDDER_ERROR
 
 
 class LLMError(GraphmemError):
     """The chat endpoint failed, or answered something unusable. Classify-before-write never
     lets it through: it falls back to ADD and records why."""
 
-    code = "LLM_ERROR"
+    code = Code.LLM_ERROR
 
 
 class StorageError(GraphmemError):
@@ -85,10 +204,16 @@ class StorageError(GraphmemError):
     read-only, a file is damaged or written by a newer graphmem. A write that fails with it
     wrote nothing."""
 
-    code = "STORAGE_ERROR"
+    code = Code.STORAGE_ERROR
 
 
 class QueryTimeout(GraphmemError, TimeoutError):
     """A read ran longer than its time limit (the ``sql_time_limit`` setting) and was stopped."""
 
-    code = "TIMEOUT"
+    code = Code.TIMEOUT
+
+
+class SubscriberTooSlow(GraphmemError):
+    """A subscription to memory's changes fell too far behind the writes and was ended."""
+
+    code = Code.UNAVAILABLE

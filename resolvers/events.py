@@ -13,16 +13,11 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from typing import Final
 
-from graphmem import Change, GraphmemError, Memory
+from graphmem import Change, Memory
+from graphmem.errors import SubscriberTooSlow
 
 #: Changes a subscriber may have waiting before it is cut off.
 QUEUE_SIZE: Final = 10_000
-
-
-class SubscriberTooSlow(GraphmemError):
-    """A subscription fell too far behind the writes and was ended."""
-
-    code = "UNAVAILABLE"
 
 
 class Broadcaster:

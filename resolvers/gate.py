@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory
+from graphmem.errors import Code
 
 from .namespaces import Namespaces
 
@@ -90,18 +91,18 @@ class Gate:
                 if token is None:
                     raise Denied(
                         401,
-                        "UNAUTHENTICATED",
+                        Code.UNAUTHENTICATED,
                         "an API key is required: Authorization: Bearer <key>",
                     )
                 key = await run_in_threadpool(self.keys.authenticate, token)
                 if key is None:
-                    raise Denied(401, "UNAUTHENTICATED", "unknown or revoked API key")
+                    raise Denied(401, Code.UNAUTHENTICATED, "unknown or revoked API key")
         except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
             _log.error("cannot check API keys: %s", exc.message)
             raise Denied(503, exc.code, exc.message) from None
         name = requested or (key.namespaces[0] if key else self.namespaces.settings.namespace)
         if key is not None and name not in key.namespaces:
-            raise Denied(403, "FORBIDDEN", f"this API key has no access to namespace {name!r}")
+            raise Denied(403, Code.FORBIDDEN, f"this API key has no access to namespace {name!r}")
         try:
             memory = await run_in_threadpool(self.namespaces.get, name)
         except InvalidInput as exc:
@@ -146,7 +147,7 @@ class LoopbackOnly:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 4403, "reason": problem[:120]})
             return
-        denied = Denied(403, "FORBIDDEN", problem)
+        denied = Denied(403, Code.FORBIDDEN, problem)
         await denied.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
 
 
@@ -194,7 +195,7 @@ class Guard:
     async def _limited(self, headers: Mapping[str, str], receive: Receive) -> Receive:
         """Read the body (at most ``max_body_bytes``) and hand it on; Denied(413) beyond."""
         too_large = Denied(
-            413, "PAYLOAD_TOO_LARGE", f"request body larger than {self.max_body_bytes} bytes"
+            413, Code.PAYLOAD_TOO_LARGE, f"request body larger than {self.max_body_bytes} bytes"
         )
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -245,7 +246,7 @@ def _check_json(data: bytes) -> None:
     except UnicodeDecodeError as exc:
         raise Denied(
             400,
-            "INVALID_QUERY",
+            Code.INVALID_QUERY,
             f"the request body is not UTF-8 ({exc.reason} at byte {exc.start})",
         ) from None
     if text.count("[") + text.count("{") < MAX_JSON_NESTING:
@@ -254,7 +255,9 @@ def _check_json(data: bytes) -> None:
         json.loads(text)
     except RecursionError:
         raise Denied(
-            400, "INVALID_QUERY", f"the request's JSON nests deeper than {MAX_JSON_NESTING} levels"
+            400,
+            Code.INVALID_QUERY,
+            f"the request's JSON nests deeper than {MAX_JSON_NESTING} levels",
         ) from None
     except ValueError:
         return  # malformed: strawberry answers it

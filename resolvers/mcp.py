@@ -69,6 +69,7 @@ from starlette.types import Receive, Scope, Send
 from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memory
 from graphmem.capture import MAX_MESSAGES, ROLES
 from graphmem.decay import DECAY_CLASSES, HOUR, TTL_SECONDS
+from graphmem.errors import Code
 from graphmem.graph import DIRECTIONS, LINK_TYPES, MAX_DEPTH, MAX_NODES
 from graphmem.models import MAX_FIELD_LENGTH, MAX_TEXT_LENGTH
 from graphmem.reads import MAX_LIMIT
@@ -134,7 +135,7 @@ async def call(
     except Exception:
         _log.exception("tool %s failed", name)
         return _error(
-            "INTERNAL_ERROR", "the tool failed unexpectedly; the server's log has the details"
+            Code.INTERNAL_ERROR, "the tool failed unexpectedly; the server's log has the details"
         )
     return CallToolResult(content=[TextContent(text=text)], structured_content=data)
 

@@ -357,11 +357,14 @@ async def _guarded(
     write: Callable[[], Awaitable[P]],
     failed: Callable[[UserError], P],
 ) -> P:
-    """Run a write; an expected failure (or a read-only key) becomes the payload's error."""
+    """Run a write; an expected failure (or a read-only key) becomes the payload's error: those
+    whose code the registry (``graphmem.errors.CODES``) marks as payload codes."""
     try:
         info.context.require_write()
         return await write()
-    except (graphmem.InvalidInput, graphmem.NotFound, graphmem.Conflict, graphmem.Forbidden) as e:
+    except graphmem.GraphmemError as e:
+        if not UserError.carries(e):
+            raise
         return failed(UserError.of(e))
 
 

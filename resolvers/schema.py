@@ -27,6 +27,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 
 from graphmem import GraphmemError, Settings
+from graphmem.errors import Code
 
 from .mutations import Mutation
 from .queries import Query
@@ -48,7 +49,7 @@ class ErrorCodes(MaskErrors):
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
         _log.error("unexpected error in %s", error.path, exc_info=error.original_error)
-        return _with_code(error, "INTERNAL_ERROR", self.error_message)
+        return _with_code(error, Code.INTERNAL_ERROR, self.error_message)
 
     def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
         out = []
@@ -59,7 +60,7 @@ class ErrorCodes(MaskErrors):
             elif isinstance(original, GraphmemError):
                 out.append(_with_code(error, original.code, error.message))
             else:
-                out.append(_with_code(error, "INVALID_QUERY", error.message))
+                out.append(_with_code(error, Code.INVALID_QUERY, error.message))
         return out
 
 

@@ -15,6 +15,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem import graph
+from graphmem.errors import CODES, Code
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
 from .context import Context, Scope
@@ -129,20 +130,25 @@ class RecallSource(Enum):
     GRAPH = strawberry.enum_value("graph", description="Through a link from another fact.")
 
 
-@strawberry.enum(description="The code of an expected error (docs/graphql.md lists them).")
+def _code(code: Code) -> Any:
+    """The enum value of an error code, described as the registry describes it."""
+    return strawberry.enum_value(code.value, description=_sentence(CODES[code].meaning))
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: capitalised, with a full stop."""
+    return text[0].upper() + text[1:].rstrip(".") + "."
+
+
+@strawberry.enum(
+    description="The code of an expected error that a mutation returns as data (every code: "
+    "docs/graphql.md)."
+)
 class ErrorCode(Enum):
-    INVALID_INPUT = strawberry.enum_value(
-        "INVALID_INPUT", description="The input was rejected; nothing was written."
-    )
-    NOT_FOUND = strawberry.enum_value(
-        "NOT_FOUND", description="No fact or link with that id (in this namespace)."
-    )
-    CONFLICT = strawberry.enum_value(
-        "CONFLICT", description="The request contradicts the stored state (e.g. already forgotten)."
-    )
-    FORBIDDEN = strawberry.enum_value(
-        "FORBIDDEN", description="The API key may read but not write this namespace."
-    )
+    INVALID_INPUT = _code(Code.INVALID_INPUT)
+    NOT_FOUND = _code(Code.NOT_FOUND)
+    CONFLICT = _code(Code.CONFLICT)
+    FORBIDDEN = _code(Code.FORBIDDEN)
 
 
 @strawberry.enum(description="The kind of a change to memory.")
@@ -175,6 +181,12 @@ class UserError:
         return cls(
             code=ErrorCode[error.code], message=error.message, field=getattr(error, "field", None)
         )
+
+    @staticmethod
+    def carries(error: graphmem.GraphmemError) -> bool:
+        """Whether a mutation returns ``error`` as data rather than as a GraphQL error."""
+        use = CODES.get(error.code)
+        return use is not None and use.payload
 
 
 @strawberry.type(description="A typed, directed, bi-temporal link between two facts.")

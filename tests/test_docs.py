@@ -13,7 +13,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+import graphmem
 from graphmem import Settings
+from graphmem.errors import CODES, Code, GraphmemError
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
 
@@ -63,9 +65,22 @@ def render_time_forms() -> str:
     return "\n".join(["| form | example | means |", "|---|---|---|", *rows])
 
 
+def render_errors(surface: str) -> str:
+    """The codes clients of ``surface`` (``graphql`` or ``mcp``) meet, with the HTTP status of
+    a request refused as a whole."""
+    rows = [
+        f"| `{code}` | {CODES[code].http_status or '—'} | {CODES[code].meaning} |"
+        for code in Code
+        if getattr(CODES[code], surface)
+    ]
+    return "\n".join(["| code | HTTP | meaning |", "|---|---|---|", *rows])
+
+
 #: Each generated section: its name, the page holding it and what renders it.
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "time-forms": ("concepts.md", render_time_forms),
+    "graphql-errors": ("graphql.md", lambda: render_errors("graphql")),
+    "mcp-errors": ("mcp.md", lambda: render_errors("mcp")),
 }
 
 
@@ -96,6 +111,21 @@ def test_the_generated_sections_match_their_registries() -> None:
     assert not stale, (
         f"stale generated sections in {stale}: run `.venv/bin/python -m tests.test_docs`"
     )
+
+
+def test_every_error_code_is_documented_and_every_documented_code_exists() -> None:
+    documented: set[str] = set()
+    for page in sorted(DOCS.glob("*.md")):
+        for table in re.findall(r"^\| code \|.*\n(?:\|.*\n)+", page.read_text("utf-8"), re.M):
+            documented |= set(re.findall(r"^\| `([A-Z_]+)`", table, re.M))
+    raised = {cls.code for cls in _error_classes() if cls.__name__ in graphmem.__all__}
+    assert documented <= set(Code), f"documented codes that do not exist: {documented - set(Code)}"
+    assert set(Code) <= documented | raised, f"undocumented codes: {set(Code) - documented}"
+    assert set(CODES) == set(Code)
+
+
+def _error_classes(root: type[GraphmemError] = GraphmemError) -> list[type[GraphmemError]]:
+    return [c for sub in root.__subclasses__() for c in (sub, *_error_classes(sub))]
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""The registries of enumerated facts (error codes, limits, decay classes, link origins) hold
+what the code does, and what the API tells its users is built from them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphql import GraphQLEnumType
+from graphql import build_schema as parse_sdl
+
+from graphmem import Memory, Settings
+from graphmem.errors import CODES, Code, GraphmemError, SubscriberTooSlow
+from resolvers import create_app, schema_sdl
+
+from .api import InProcess
+from .conftest import Clock
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def error_classes(root: type[GraphmemError] = GraphmemError) -> list[type[GraphmemError]]:
+    return [c for sub in root.__subclasses__() for c in (sub, *error_classes(sub))]
+
+
+# ------------------------------------------------------------------------------------ errors
+
+
+def test_every_exception_carries_a_registered_code_and_no_two_share_one() -> None:
+    classes = error_classes()
+    assert SubscriberTooSlow in classes  # the subscription's error is part of the tree
+    codes = [c.code for c in classes]
+    assert len(set(codes)) == len(codes)
+    assert set(codes) <= set(CODES)
+    assert set(CODES) == set(Code)
+
+
+def test_mutations_return_as_data_exactly_the_codes_the_registry_marks() -> None:
+    enum = parse_sdl(schema_sdl()).get_type("ErrorCode")
+    assert isinstance(enum, GraphQLEnumType)
+    assert set(enum.values) == {code for code, use in CODES.items() if use.payload}
+    assert enum.values["NOT_FOUND"].description == "No fact or link with that id in this namespace."
+
+
+def test_a_namespace_indexed_by_another_embedder_answers_its_documented_status(
+    tmp_path: Path, clock: Clock
+) -> None:
+    data = tmp_path / "data"
+    with Memory.open(data, namespace="old", settings=Settings(embedder="hash"), clock=clock) as m:
+        m.store("Indexed with 256-dimensional hash vectors")
+    app = create_app(Settings(embedder="hash", hash_dimensions=128, data_dir=data), clock=clock)
+    with InProcess(app) as service:
+        status, body = service.post("{ namespace }", headers={"X-Graphmem-Namespace": "old"})
+    [error] = body["errors"]
+    assert (status, error["extensions"]["code"]) == (503, "EMBEDDER_MISMATCH")
+    assert "graphmem reindex" in error["message"]
+    assert CODES[Code.EMBEDDER_MISMATCH].http_status == status
+    documented = (ROOT / "docs" / "graphql.md").read_text(encoding="utf-8")
+    assert f"| `EMBEDDER_MISMATCH` | {status} |" in documented
