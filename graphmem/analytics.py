@@ -9,18 +9,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 import networkx as nx
 
 from . import graph
+from .limits import CLUSTER_MAX_LINKS, MAX_CYCLES
 from .storage import id_list
 from .temporal import TimeScope
-
-#: Links loaded at most to compute clusters (strongest first); more make the result truncated.
-CLUSTER_MAX_LINKS: Final = 200_000
-#: Cycles listed at most by a dependency order.
-MAX_CYCLES: Final = 20
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from .errors import InvalidInput
-from .models import MAX_FIELD_LENGTH, Fact, StoreResult
+from .limits import MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
+from .models import Fact, StoreResult
 from .tagging import detect_category
 
 CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
@@ -43,8 +44,6 @@ ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 CAPTURED_ROLES: Final = ("user", "assistant")
 #: Shortest message, and shortest sentence, worth reading (the seeds' minimum).
 MIN_CHARS: Final = 10
-#: Most messages one capture call takes.
-MAX_MESSAGES: Final = 1000
 #: Longest value an extracted entity/key/value may have; a longer one is not extracted.
 MAX_VALUE_CHARS: Final = 200
 
@@ -181,9 +180,10 @@ def parse_messages(messages: Any) -> list[Message]:
     of parts, whose ``text`` parts are read."""
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise InvalidInput("messages must be a list of {role, content} objects", field="messages")
-    if len(messages) > MAX_MESSAGES:
+    if len(messages) > MAX_CAPTURE_MESSAGES:
         raise InvalidInput(
-            f"at most {MAX_MESSAGES} messages per capture, got {len(messages)}", field="messages"
+            f"at most {MAX_CAPTURE_MESSAGES} messages per capture, got {len(messages)}",
+            field="messages",
         )
     out = []
     for i, m in enumerate(messages):

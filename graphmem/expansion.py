@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
-from . import graph
+from .limits import FAN_OUT
 
 if TYPE_CHECKING:
     from .store import Store
@@ -85,7 +85,7 @@ def neighbours(
     found: dict[str, tuple[float, int, str]] = {}
     frontier = [i for i, _ in hits]
     for level in range(1, depth + 1):
-        steps = [s for s in walk.level(frontier) if s.rank <= graph.FAN_OUT]
+        steps = [s for s in walk.level(frontier) if s.rank <= FAN_OUT]
         near = _rescaled(closeness([s.step for s in steps]) if closeness and steps else {})
         offers: dict[str, tuple[float, str]] = {}
         for s in steps:

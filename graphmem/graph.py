@@ -24,6 +24,12 @@ from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound
+from .limits import FAN_OUT, MAX_LIMIT, MAX_METADATA_BYTES, PATH_MAX_VISITED
+
+# Re-exported while memory.py and search.py read them from here (they move to graphmem.limits
+# as the facade is split, issue 17).
+from .limits import MAX_DEPTH as MAX_DEPTH
+from .limits import MAX_NODES as MAX_NODES
 from .models import Fact, Link, fact_columns, link_columns
 from .storage import id_list
 from .temporal import TimeInput, TimeScope, parse_time
@@ -43,18 +49,8 @@ LINK_TYPES: Final = tuple(t.value for t in LinkType)
 #: Followed when a traversal names no types: supersession is history, not a relationship.
 DEFAULT_TYPES: Final = tuple(t for t in LINK_TYPES if t != "SUPERSEDES")
 DIRECTIONS: Final = ("OUT", "IN", "BOTH")
-#: Deepest traversal and longest path, in links.
-MAX_DEPTH: Final = 6
-#: Most facts one traversal returns, and its default.
-MAX_NODES: Final = 10_000
+#: Most facts one traversal returns when the caller does not say.
 DEFAULT_MAX_NODES: Final = 200
-#: Links followed per fact and level, strongest first; the rest make the result ``fan_out``
-#: truncated.
-FAN_OUT: Final = 200
-#: Facts a path search visits at most before it gives up (returns None).
-PATH_MAX_VISITED: Final = 100_000
-#: Largest ``metadata`` object a link carries, as JSON.
-MAX_METADATA_BYTES: Final = 16_384
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +323,7 @@ def links_page(
     (unknown ids get an empty page), so a list of facts with their links costs one query."""
     direction = check_direction(direction)
     kinds = check_types(types, default=LINK_TYPES)
-    first = _check_count(first, "first", 0, MAX_NODES)
+    first = _check_count(first, "first", 0, MAX_LIMIT)
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
     sides = " UNION ALL ".join(
         f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l')}"

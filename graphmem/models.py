@@ -13,17 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
+from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH
+
+# Re-exported while memory.py and search.py import it from here (they move to graphmem.limits
+# as the facade is split, issue 17).
+from .limits import MAX_TEXT_LENGTH as MAX_TEXT_LENGTH
 from .tagging import CATEGORIES, normalize_tags
 from .temporal import TimeInput, parse_time, to_iso
-
-#: Longest fact text accepted, in characters.
-MAX_TEXT_LENGTH: Final = 10_000
-#: Longest entity, key, value or source, in characters.
-MAX_FIELD_LENGTH: Final = 1_000
-#: Longest summary, reason (why) or search context, in characters.
-MAX_NOTE_LENGTH: Final = 10_000
-#: Most facts accepted by one store_many call.
-MAX_BATCH: Final = 10_000
 
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")

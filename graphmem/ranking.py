@@ -12,13 +12,13 @@ import re
 from collections.abc import Mapping
 from typing import Final, Literal
 
+from .limits import MAX_QUERY_TERMS
+
 Mode = Literal["hybrid", "fts", "vector"]
 MODES: Final = ("hybrid", "fts", "vector")
 
 #: bm25 weight per FTS column: text, category, entity, key, value, tags, context, date_terms.
 FTS_COLUMN_WEIGHTS: Final = (1.0, 0.2, 0.6, 0.6, 0.6, 0.4, 0.3, 0.3)
-#: Query terms beyond this many are ignored (keeps pathological queries cheap).
-MAX_QUERY_TERMS: Final = 64
 #: Share of the final score that comes from importance, confidence and freshness.
 QUALITY_WEIGHT: Final = 0.3
 #: Multipliers favouring long-lived knowledge, as the seeds' preferLongTerm does.

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound
+from .limits import MAX_LIMIT
 from .models import Fact, fact_columns
 from .storage import id_list
 from .temporal import TimeScope
 
-#: Most results one search, lookup or page returns.
-MAX_LIMIT: Final = 1_000
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
 CANDIDATE_COLUMNS: Final = (
     "f.id, f.seq, f.importance, f.confidence, f.expires_at, f.last_confirmed_at, f.decay_class,"

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
 from .errors import InvalidInput
+from .limits import MAX_RECALL_TOKENS
 from .models import Fact, SearchHit
 
 Format = Literal["full", "short", "minimal"]
@@ -45,8 +46,6 @@ Source = Literal["sqlite", "lance", "graph"]
 
 #: The budget when none is given, in tokens (the seeds' maxTokens).
 DEFAULT_MAX_TOKENS: Final = 800
-#: The largest budget accepted.
-MAX_TOKENS: Final = 100_000
 #: Characters per token when no tokenizer is configured (the seeds' estimate).
 CHARS_PER_TOKEN: Final = 4
 #: Texts longer than this many characters are shown as a summary (the seeds' summaryThreshold).
@@ -132,13 +131,13 @@ class RecallResult:
 
 
 def check(prompt: Any, max_tokens: Any, format: Any) -> None:
-    """InvalidInput for an empty prompt, a budget outside 1..MAX_TOKENS or an unknown format."""
+    """InvalidInput for an empty prompt, a budget outside 1..MAX_RECALL_TOKENS or an unknown format."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise InvalidInput("prompt must be a non-empty string", field="prompt")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
         raise InvalidInput("max_tokens must be an integer", field="max_tokens")
-    if not 1 <= max_tokens <= MAX_TOKENS:
-        raise InvalidInput(f"max_tokens must be from 1 to {MAX_TOKENS}", field="max_tokens")
+    if not 1 <= max_tokens <= MAX_RECALL_TOKENS:
+        raise InvalidInput(f"max_tokens must be from 1 to {MAX_RECALL_TOKENS}", field="max_tokens")
     if format not in FORMATS:
         raise InvalidInput(f"unknown format {format!r}; use full, short or minimal", field="format")
 

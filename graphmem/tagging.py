@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable
 from typing import Final, Literal, get_args
 
+from .limits import MAX_TAG_LENGTH, MAX_TAGS
+
 Category = Literal["preference", "fact", "decision", "entity", "other"]
 CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
 
@@ -40,8 +42,6 @@ _ANY_TAG_WORD: Final = re.compile(
 _HOME_ASSISTANT = re.compile(r"\bhome\s+assistant\b")
 _HA = re.compile(r"\bHA\b")
 
-MAX_TAGS: Final = 32
-MAX_TAG_LENGTH: Final = 64
 _TAG_CHARS = re.compile(r"^[a-z0-9][a-z0-9_.:/+-]*$")
 
 #: Words that give a category, in priority order, matched case-insensitively (see

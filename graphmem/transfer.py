@@ -16,7 +16,8 @@ from typing import IO, Any, Final
 from . import keyword
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
-from .models import LINK_TYPES, MAX_TEXT_LENGTH
+from .limits import MAX_TEXT_LENGTH
+from .models import LINK_TYPES
 from .tagging import CATEGORIES
 from .temporal import parse_time, to_iso
 

@@ -20,8 +20,9 @@ from . import classify, ingest
 from .cache import EmbeddingCache
 from .embedders import Embedder, Vectors
 from .errors import InvalidInput
+from .limits import MAX_BATCH
 from .llm import ChatClient
-from .models import MAX_BATCH, Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
+from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
 from .settings import Settings
 from .store import Store
 from .sync import Progress, VectorSync

@@ -2,7 +2,7 @@
 
 Memory announces each committed write in the writing thread; the broadcaster hands the changes
 to the event loop, which puts them in every subscriber's queue for that namespace. A subscriber
-that falls more than QUEUE_SIZE changes behind is ended with an error rather than let the
+that falls more than SUBSCRIBER_BACKLOG changes behind is ended with an error rather than let the
 server's memory grow.
 """
 
@@ -11,13 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import AsyncIterator
-from typing import Final
 
 from graphmem import Change, Memory
 from graphmem.errors import SubscriberTooSlow
-
-#: Changes a subscriber may have waiting before it is cut off.
-QUEUE_SIZE: Final = 10_000
+from graphmem.limits import SUBSCRIBER_BACKLOG
 
 
 class Broadcaster:
@@ -37,14 +34,14 @@ class Broadcaster:
 
     async def changes(self, namespace: str) -> AsyncIterator[Change]:
         """The changes committed in ``namespace`` from now on, until the caller stops."""
-        queue: asyncio.Queue[Change | None] = asyncio.Queue(QUEUE_SIZE)
+        queue: asyncio.Queue[Change | None] = asyncio.Queue(SUBSCRIBER_BACKLOG)
         self._queues[namespace].add(queue)
         try:
             while True:
                 change = await queue.get()
                 if change is None:
                     raise SubscriberTooSlow(
-                        f"this subscription fell more than {QUEUE_SIZE} changes behind and was "
+                        f"this subscription fell more than {SUBSCRIBER_BACKLOG} changes behind and was "
                         "ended; subscribe again and re-read what you need"
                     )
                 yield change
@@ -59,7 +56,7 @@ class Broadcaster:
             for queue in list(self._queues.get(change.namespace, ())):
                 if queue.full():
                     continue  # already cut off: its last slot holds the end marker
-                if queue.qsize() == QUEUE_SIZE - 1:
+                if queue.qsize() == SUBSCRIBER_BACKLOG - 1:
                     queue.put_nowait(None)
                     continue
                 queue.put_nowait(change)

@@ -67,13 +67,20 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memory
-from graphmem.capture import MAX_MESSAGES, ROLES
+from graphmem.capture import ROLES
 from graphmem.decay import DECAY_CLASSES, HOUR, TTL_SECONDS
 from graphmem.errors import Code
-from graphmem.graph import DIRECTIONS, LINK_TYPES, MAX_DEPTH, MAX_NODES
-from graphmem.models import MAX_FIELD_LENGTH, MAX_TEXT_LENGTH
-from graphmem.reads import MAX_LIMIT
-from graphmem.recall import FORMATS, MAX_TOKENS
+from graphmem.graph import DIRECTIONS, LINK_TYPES
+from graphmem.limits import (
+    MAX_CAPTURE_MESSAGES,
+    MAX_DEPTH,
+    MAX_FIELD_LENGTH,
+    MAX_LIMIT,
+    MAX_NODES,
+    MAX_RECALL_TOKENS,
+    MAX_TEXT_LENGTH,
+)
+from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORIES
 from graphmem.temporal import ACCEPTED_TIMES
 
@@ -366,7 +373,7 @@ class RecallArgs(_Args):
     max_tokens: int = Field(
         _default(Memory.recall, "max_tokens"),
         ge=1,
-        le=MAX_TOKENS,
+        le=MAX_RECALL_TOKENS,
         description="The block's budget in tokens.",
     )
     format: str = Field(
@@ -511,7 +518,7 @@ class Message(_Args):
 
 class CaptureArgs(_Args):
     messages: list[Message] = Field(
-        min_length=1, max_length=MAX_MESSAGES, description="The turn's messages, in order."
+        min_length=1, max_length=MAX_CAPTURE_MESSAGES, description="The turn's messages, in order."
     )
 
 

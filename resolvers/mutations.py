@@ -8,6 +8,7 @@ import strawberry
 from strawberry.types import Info
 
 import graphmem
+from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
 
 from .context import Context
 from .types import (
@@ -28,7 +29,9 @@ NOW: tuple[None, None] = (None, None)
 
 @strawberry.input(description="A fact to store. Only `text` is required.")
 class FactInput:
-    text: str = strawberry.field(description="What the fact says (at most 10,000 characters).")
+    text: str = strawberry.field(
+        description=f"What the fact says (at most {MAX_TEXT_LENGTH:,} characters)."
+    )
     entity: str | None = strawberry.field(default=None, description="What it is about.")
     key: str | None = strawberry.field(default=None, description="The attribute it states.")
     value: str | None = strawberry.field(default=None, description="The attribute's value.")
@@ -97,7 +100,8 @@ class LinkInput:
         default=None, description="When the link started to hold (default: now)."
     )
     metadata: JSON | None = strawberry.field(
-        default=None, description="A JSON object kept with the link (at most 16 KiB)."
+        default=None,
+        description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
     )
 
 
@@ -203,7 +207,7 @@ class Mutation:
         return await _guarded(info, store, _failed_store)
 
     @strawberry.mutation(
-        description="Store a batch in one transaction (at most 10,000): all stored, or none."
+        description=f"Store a batch in one transaction (at most {MAX_BATCH:,}): all stored, or none."
     )
     async def store_facts(
         self,

@@ -9,6 +9,7 @@ from strawberry.types import Info
 
 from graphmem import graph
 from graphmem import recall as recalls
+from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_RECALL_TOKENS
 
 from .context import Context, Scope
 from .types import (
@@ -100,7 +101,9 @@ class Query:
         filter: Annotated[
             FactFilter | None, strawberry.argument(description="Which facts to list.")
         ] = None,
-        first: Annotated[int, strawberry.argument(description="Page size (1 to 1000).")] = 50,
+        first: Annotated[
+            int, strawberry.argument(description=f"Page size (1 to {MAX_LIMIT:,}).")
+        ] = 50,
         after: Annotated[
             str | None, strawberry.argument(description="The `cursor` to continue after.")
         ] = None,
@@ -140,7 +143,9 @@ class Query:
         self,
         info: Info[Context, None],
         query: Annotated[str, strawberry.argument(description="What to look for.")],
-        limit: Annotated[int, strawberry.argument(description="Most hits (1 to 1000).")] = 10,
+        limit: Annotated[
+            int, strawberry.argument(description=f"Most hits (1 to {MAX_LIMIT:,}).")
+        ] = 10,
         tag: Annotated[str | None, strawberry.argument(description="Only this tag.")] = None,
         category: Annotated[
             str | None, strawberry.argument(description="Only this category.")
@@ -161,7 +166,7 @@ class Query:
             int,
             strawberry.argument(
                 description="Also add facts up to this many links from the hits, each scored "
-                "below the hit that reached it (0 to 6)."
+                f"below the hit that reached it (0 to {MAX_DEPTH})."
             ),
         ] = 0,
     ) -> list[SearchHit]:
@@ -204,7 +209,7 @@ class Query:
         max_tokens: Annotated[
             int,
             strawberry.argument(
-                description=f"The block's budget in tokens (1 to {recalls.MAX_TOKENS}; about 4 "
+                description=f"The block's budget in tokens (1 to {MAX_RECALL_TOKENS:,}; about 4 "
                 "characters each unless the server has a tokenizer)."
             ),
         ] = recalls.DEFAULT_MAX_TOKENS,
@@ -214,7 +219,7 @@ class Query:
         graph_depth: Annotated[
             int,
             strawberry.argument(
-                description=f"Also bring facts up to this many links away (0 to {graph.MAX_DEPTH})."
+                description=f"Also bring facts up to this many links away (0 to {MAX_DEPTH})."
             ),
         ] = 0,
         as_of: AsOf = None,
@@ -246,7 +251,9 @@ class Query:
         include_superseded: Annotated[
             bool, strawberry.argument(description="Also list replaced versions.")
         ] = False,
-        limit: Annotated[int, strawberry.argument(description="Most facts (1 to 1000).")] = 100,
+        limit: Annotated[
+            int, strawberry.argument(description=f"Most facts (1 to {MAX_LIMIT:,}).")
+        ] = 100,
     ) -> list[Fact]:
         facts = await info.context.run(
             info.context.memory.lookup,
@@ -272,7 +279,7 @@ class Query:
             strawberry.argument(name="from", description="The facts to start from."),
         ],
         depth: Annotated[
-            int, strawberry.argument(description=f"Links to follow (0 to {graph.MAX_DEPTH}).")
+            int, strawberry.argument(description=f"Links to follow (0 to {MAX_DEPTH}).")
         ] = 2,
         types: Types = None,
         direction: Annotated[
@@ -283,7 +290,7 @@ class Query:
         max_nodes: Annotated[
             int,
             strawberry.argument(
-                description=f"Most facts returned (1 to {graph.MAX_NODES}); more sets `truncated`."
+                description=f"Most facts returned (1 to {MAX_NODES:,}); more sets `truncated`."
             ),
         ] = graph.DEFAULT_MAX_NODES,
         min_strength: Annotated[

@@ -16,6 +16,7 @@ from strawberry.types import Info
 import graphmem
 from graphmem import graph
 from graphmem.errors import CODES, Code
+from graphmem.limits import MAX_LIMIT
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
 from .context import Context, Scope
@@ -354,7 +355,9 @@ class Fact:
                 description="Only these link types (default: all, SUPERSEDES too)."
             ),
         ] = None,
-        first: Annotated[int, strawberry.argument(description="Page size (at most 1000).")] = 50,
+        first: Annotated[
+            int, strawberry.argument(description=f"Page size (0 to {MAX_LIMIT:,}).")
+        ] = 50,
         after: Annotated[
             str | None,
             strawberry.argument(description="The `cursor` of the edge to continue after."),

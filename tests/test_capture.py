@@ -12,6 +12,7 @@ import pytest
 
 from graphmem import InvalidInput, Memory, Settings
 from graphmem import capture as captures
+from graphmem.limits import MAX_CAPTURE_MESSAGES
 
 from .conftest import Clock
 from .openai_stub import OpenAIStub
@@ -201,7 +202,7 @@ def test_a_sentence_repeated_in_one_capture_is_stored_once(mem: Memory) -> None:
         ([{"role": "user"}], "needs content"),
         ([user(42)], "content must be text"),
         ([user([{"type": "text", "text": None}])], "text part"),
-        ([user("x")] * (captures.MAX_MESSAGES + 1), "at most"),
+        ([user("x")] * (MAX_CAPTURE_MESSAGES + 1), "at most"),
     ],
 )
 def test_malformed_messages_are_rejected_and_nothing_is_stored(

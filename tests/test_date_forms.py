@@ -4,7 +4,6 @@ error that quotes the accepted forms."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -13,14 +12,12 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from graphmem import InvalidInput, Memory, Settings
+from graphmem import InvalidInput, Memory
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS, parse_time
-from resolvers import create_app
 from resolvers.commands import cli
 from resolvers.mcp import call
 
 from .api import InProcess
-from .conftest import Clock
 
 
 def at(iso: str) -> datetime:
@@ -109,13 +106,6 @@ def test_every_documented_example_reads_as_what_it_says() -> None:
 
 
 # ------------------------------------------------------------------------------------ interfaces
-
-
-@pytest.fixture
-def service(tmp_path: Path, clock: Clock) -> Iterator[InProcess]:
-    app = create_app(Settings(embedder="hash", data_dir=tmp_path / "data"), clock=clock)
-    with InProcess(app) as client:
-        yield client
 
 
 STORE = """mutation($t: String!, $from: DateTime) {

@@ -11,11 +11,14 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from annotated_types import Ge, Gt, Le
 from click.testing import CliRunner
+from pydantic.fields import FieldInfo
 
 import graphmem
 from graphmem import Settings
 from graphmem.errors import CODES, Code, GraphmemError
+from graphmem.limits import LIMITS
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
 
@@ -76,11 +79,46 @@ def render_errors(surface: str) -> str:
     return "\n".join(["| code | HTTP | meaning |", "|---|---|---|", *rows])
 
 
+def render_limits() -> str:
+    rows = [f"| `{k.name}` | {k.value:,} {k.unit} | {k.bounds} |" for k in LIMITS]
+    return "\n".join(["| limit | at most | of |", "|---|---|---|", *rows])
+
+
+#: The settings that limit one request, listed on the GraphQL page.
+REQUEST_LIMITS = (
+    "max_body_bytes",
+    "graphql_max_depth",
+    "graphql_max_tokens",
+    "graphql_max_aliases",
+    "sql_time_limit",
+)
+
+
+def render_request_limits() -> str:
+    rows = []
+    for name in REQUEST_LIMITS:
+        info = Settings.model_fields[name]
+        rows.append(f"| `{name}` | {info.default:,} | {_allowed(info)} | {info.description} |")
+    return "\n".join(["| setting | default | allowed | limits |", "|---|---|---|---|", *rows])
+
+
+def _allowed(info: FieldInfo) -> str:
+    """The range a setting's constraints allow, e.g. ``1,024 to 10,485,760`` or ``above 0``."""
+    low = next((f"{m.ge:,}" for m in info.metadata if isinstance(m, Ge)), None)
+    above = next((f"above {m.gt:,}" for m in info.metadata if isinstance(m, Gt)), None)
+    high = next((f"{m.le:,}" for m in info.metadata if isinstance(m, Le)), None)
+    if high is None:
+        return above or f"{low} or more"
+    return f"{low} to {high}" if low is not None else f"{above}, at most {high}"
+
+
 #: Each generated section: its name, the page holding it and what renders it.
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "time-forms": ("concepts.md", render_time_forms),
     "graphql-errors": ("graphql.md", lambda: render_errors("graphql")),
     "mcp-errors": ("mcp.md", lambda: render_errors("mcp")),
+    "limits": ("configuration.md", render_limits),
+    "request-limits": ("graphql.md", render_request_limits),
 }
 
 

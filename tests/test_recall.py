@@ -15,6 +15,7 @@ from tokenizers import Tokenizer
 
 from graphmem import Fact, InvalidInput, Memory, RecallResult, Settings
 from graphmem import recall as recalls
+from graphmem.limits import MAX_RECALL_TOKENS
 
 from .conftest import Clock
 
@@ -174,7 +175,7 @@ def test_only_the_facts_in_the_block_count_as_accessed(mem: Memory) -> None:
         ({"max_tokens": -5}, "max_tokens"),
         ({"max_tokens": True}, "max_tokens"),
         ({"max_tokens": "800"}, "max_tokens"),
-        ({"max_tokens": recalls.MAX_TOKENS + 1}, "max_tokens"),
+        ({"max_tokens": MAX_RECALL_TOKENS + 1}, "max_tokens"),
         ({"format": "long"}, "format"),
         ({"graph_depth": 99}, "graph_depth"),
     ],

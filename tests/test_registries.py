@@ -5,14 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphql import GraphQLEnumType
+import pytest
+from graphql import GraphQLEnumType, GraphQLObjectType
 from graphql import build_schema as parse_sdl
 
-from graphmem import Memory, Settings
+from graphmem import InvalidInput, Memory, Settings, limits
 from graphmem.errors import CODES, Code, GraphmemError, SubscriberTooSlow
+from graphmem.limits import LIMITS, MAX_LIMIT
 from resolvers import create_app, schema_sdl
 
-from .api import InProcess
+from .api import STORE, InProcess
 from .conftest import Clock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,3 +58,32 @@ def test_a_namespace_indexed_by_another_embedder_answers_its_documented_status(
     assert CODES[Code.EMBEDDER_MISMATCH].http_status == status
     documented = (ROOT / "docs" / "graphql.md").read_text(encoding="utf-8")
     assert f"| `EMBEDDER_MISMATCH` | {status} |" in documented
+
+
+# ------------------------------------------------------------------------------------ limits
+
+
+def test_every_limit_is_listed_under_its_own_name() -> None:
+    assert [getattr(limits, k.name) for k in LIMITS] == [k.value for k in LIMITS]
+    constants = {n for n, v in vars(limits).items() if n.isupper() and isinstance(v, int)}
+    assert constants == {k.name for k in LIMITS}
+
+
+def test_a_page_of_a_facts_links_holds_at_most_the_page_limit(mem: Memory) -> None:
+    hub, leaf = (mem.store(t, autolink=False).fact for t in ("The hub", "A leaf"))
+    assert hub is not None and leaf is not None
+    mem.link(hub.id, leaf.id, "RELATED_TO")
+    assert len(mem.links_page([hub.id], first=MAX_LIMIT)[hub.id][0]) == 1
+    with pytest.raises(InvalidInput, match=f"first must be an integer from 0 to {MAX_LIMIT}"):
+        mem.links_page([hub.id], first=MAX_LIMIT + 1)
+
+
+def test_graphql_documents_the_page_limit_it_enforces(service: InProcess) -> None:
+    fact = service.data(STORE, {"t": "A fact with no links"})["storeFact"]["fact"]
+    query = "query($id: ID!, $n: Int!) { fact(id: $id) { links(first: $n) { edges { cursor } } } }"
+    assert service.data(query, {"id": fact["id"], "n": MAX_LIMIT})["fact"]["links"]["edges"] == []
+    status, body = service.post(query, {"id": fact["id"], "n": MAX_LIMIT + 1})
+    assert (status, body["errors"][0]["extensions"]["code"]) == (200, "INVALID_INPUT")
+    fact_type = parse_sdl(schema_sdl()).get_type("Fact")
+    assert isinstance(fact_type, GraphQLObjectType)
+    assert f"{MAX_LIMIT:,})" in (fact_type.fields["links"].args["first"].description or "")

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from graphmem import InvalidInput, Memory, NotFound, Settings
-from graphmem.models import MAX_BATCH, MAX_TEXT_LENGTH
+from graphmem.limits import MAX_BATCH, MAX_TEXT_LENGTH
 
 from .conftest import Clock, read_connection
 

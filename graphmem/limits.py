@@ -1,0 +1,106 @@
+"""Fixed limits: how much one call may ask for or carry, and how far the graph is walked.
+
+Each limit is a constant here, imported where it is enforced; ``LIMITS`` says what each bounds,
+and the limits table of docs/configuration.md and the API descriptions that quote a limit are
+built from it. Limits a deployment may change (request size, GraphQL document limits, time per
+request) are settings instead: graphmem/settings.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+MAX_LIMIT: Final = 1_000
+MAX_BATCH: Final = 10_000
+MAX_TEXT_LENGTH: Final = 10_000
+MAX_FIELD_LENGTH: Final = 1_000
+MAX_NOTE_LENGTH: Final = 10_000
+MAX_TAGS: Final = 32
+MAX_TAG_LENGTH: Final = 64
+MAX_METADATA_BYTES: Final = 16_384
+MAX_DEPTH: Final = 6
+MAX_NODES: Final = 10_000
+FAN_OUT: Final = 200
+PATH_MAX_VISITED: Final = 100_000
+MAX_RECALL_TOKENS: Final = 100_000
+MAX_CAPTURE_MESSAGES: Final = 1_000
+MAX_QUERY_TERMS: Final = 64
+CLUSTER_MAX_LINKS: Final = 200_000
+MAX_CYCLES: Final = 20
+SUBSCRIBER_BACKLOG: Final = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """A fixed limit: its constant's name, its value and unit, and what it bounds (Markdown)."""
+
+    name: str
+    value: int
+    unit: str
+    bounds: str
+
+
+#: Every fixed limit, in the order the docs list them.
+LIMITS: Final = (
+    Limit(
+        "MAX_LIMIT",
+        MAX_LIMIT,
+        "items",
+        "results of one `search` or `lookup` (`limit`), and one page of `facts` or of a "
+        "fact's `links` (`first`)",
+    ),
+    Limit("MAX_BATCH", MAX_BATCH, "facts", "stored by one `store_many` (GraphQL `storeFacts`)"),
+    Limit("MAX_TEXT_LENGTH", MAX_TEXT_LENGTH, "characters", "a fact's text, and a search query"),
+    Limit("MAX_FIELD_LENGTH", MAX_FIELD_LENGTH, "characters", "entity, key, value or source"),
+    Limit("MAX_NOTE_LENGTH", MAX_NOTE_LENGTH, "characters", "summary, why or context"),
+    Limit("MAX_TAGS", MAX_TAGS, "tags", "on one fact"),
+    Limit("MAX_TAG_LENGTH", MAX_TAG_LENGTH, "characters", "one tag"),
+    Limit("MAX_METADATA_BYTES", MAX_METADATA_BYTES, "bytes", "a link's metadata, as JSON"),
+    Limit(
+        "MAX_DEPTH",
+        MAX_DEPTH,
+        "links",
+        "a traversal's `depth`, a path's length, and the `graphDepth` of `search` and `recall`",
+    ),
+    Limit(
+        "MAX_NODES",
+        MAX_NODES,
+        "facts",
+        "returned by one traversal (`maxNodes`), and the facts it may start from",
+    ),
+    Limit(
+        "FAN_OUT",
+        FAN_OUT,
+        "links",
+        "a traversal follows per fact and level, strongest first (more mark it truncated by "
+        "`fan_out`)",
+    ),
+    Limit(
+        "PATH_MAX_VISITED",
+        PATH_MAX_VISITED,
+        "facts",
+        "a path search visits before it gives up and answers that there is no path",
+    ),
+    Limit("MAX_RECALL_TOKENS", MAX_RECALL_TOKENS, "tokens", "`recall`'s budget (`maxTokens`)"),
+    Limit("MAX_CAPTURE_MESSAGES", MAX_CAPTURE_MESSAGES, "messages", "read by one `capture`"),
+    Limit(
+        "MAX_QUERY_TERMS",
+        MAX_QUERY_TERMS,
+        "words",
+        "of a query that keyword search matches (the rest are left out)",
+    ),
+    Limit(
+        "CLUSTER_MAX_LINKS",
+        CLUSTER_MAX_LINKS,
+        "links",
+        "read by `graphmem clusters` (beyond them the answer says it is partial)",
+    ),
+    Limit("MAX_CYCLES", MAX_CYCLES, "cycles", "reported by `graphmem deps`"),
+    Limit(
+        "SUBSCRIBER_BACKLOG",
+        SUBSCRIBER_BACKLOG,
+        "changes",
+        "a `memoryChanged` subscriber may fall behind before it is ended with `UNAVAILABLE`",
+    ),
+)
