@@ -27,7 +27,7 @@ from .keys import KeyStore
 from .memory import Memory
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
-from .settings import Settings
+from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .temporal import ACCEPTED_TIMES, to_iso
 
 
@@ -40,18 +40,18 @@ def command_group(*extra: click.Command) -> click.Group:
     @click.option(
         "--data-dir",
         type=click.Path(file_okay=False, path_type=Path),
-        help="Directory of namespaces [default: ./data, or GRAPHMEM_DATA_DIR].",
+        help=f"Directory of namespaces [default: {_setting('data_dir')}].",
     )
-    @click.option("--namespace", "-n", help="Namespace to use [default: default].")
+    @click.option("--namespace", "-n", help=f"Namespace to use [default: {_setting('namespace')}].")
     @click.option(
         "--embedder",
-        type=click.Choice(["local", "openai", "hash"]),
-        help="Embedding provider [default: local, or GRAPHMEM_EMBEDDER].",
+        type=click.Choice(EMBEDDERS),
+        help=f"Embedding provider [default: {_setting('embedder')}].",
     )
     @click.option(
         "--config",
         type=click.Path(dir_okay=False, path_type=Path),
-        help="TOML settings file [default: GRAPHMEM_CONFIG or ./graphmem.toml].",
+        help=f"TOML settings file [default: {ENV_PREFIX}CONFIG or ./{DEFAULT_CONFIG_FILE}].",
     )
     @click.pass_context
     def group(
@@ -87,6 +87,11 @@ def run(group: click.Group) -> None:
     except GraphmemError as exc:
         click.echo(f"error [{exc.code}]: {exc.message}", err=True)
         sys.exit(1)
+
+
+def _setting(name: str) -> str:
+    """The default of setting ``name`` and the variable that changes it, for option help."""
+    return f"{Settings.model_fields[name].default}, or {ENV_PREFIX}{name.upper()}"
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")

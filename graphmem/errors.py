@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Final
 
+from .limits import SUBSCRIBER_BACKLOG
+
 
 class Code(StrEnum):
     """Every error code graphmem answers with."""
@@ -115,8 +117,8 @@ CODES: Final[Mapping[str, CodeUse]] = {
         "the request's reads ran past the `sql_time_limit` setting and were stopped"
     ),
     Code.UNAVAILABLE: CodeUse(
-        "a `memoryChanged` subscription fell too far behind the writes and was ended; "
-        "subscribe again and re-read what you need",
+        f"a `memoryChanged` subscription fell more than {SUBSCRIBER_BACKLOG:,} changes behind "
+        "the writes and was ended; subscribe again and re-read what you need",
         mcp=False,
     ),
     Code.INVALID_QUERY: CodeUse(

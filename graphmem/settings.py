@@ -1,7 +1,8 @@
 """Settings: defaults, then a TOML config file, then ``GRAPHMEM_*`` environment variables.
 
 The config file is ``$GRAPHMEM_CONFIG`` if set, else ``graphmem.toml`` in the current directory
-when it exists. Each field below is documented once, here; docs/configuration.md lists them.
+when it exists. Each field below is documented once, here: its description (Markdown) is what
+the settings table of docs/configuration.md says about it.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,6 +19,10 @@ from .errors import InvalidInput
 
 ENV_PREFIX = "GRAPHMEM_"
 DEFAULT_CONFIG_FILE = "graphmem.toml"
+
+EmbedderName = Literal["local", "openai", "hash"]
+#: The embedding providers a setting or option may name.
+EMBEDDERS: Final[tuple[str, ...]] = get_args(EmbedderName)
 
 
 class Settings(BaseModel):
@@ -27,87 +32,121 @@ class Settings(BaseModel):
 
     data_dir: Path = Field(Path("data"), description="Directory holding one folder per namespace.")
     namespace: str = Field("default", description="Namespace used when none is named.")
-    embedder: Literal["local", "openai", "hash"] = Field(
+    embedder: EmbedderName = Field(
         "local",
-        description="Embedding provider: local MiniLM ONNX, an OpenAI-compatible "
-        "endpoint, or the hash embedder (tests only).",
+        description="Embedding provider: `local` (MiniLM ONNX, offline), `openai` (any "
+        "OpenAI-compatible endpoint) or `hash` (tests only).",
     )
     embed_base_url: str | None = Field(
         None,
-        description="Base URL of the OpenAI-compatible embeddings API (None: api.openai.com).",
+        description="Base URL of the OpenAI-compatible embeddings API (embedder `openai`), e.g. "
+        "`http://127.0.0.1:11434/v1` for Ollama; none: api.openai.com.",
     )
     embed_api_key: str | None = Field(
-        None, description="API key for the embeddings endpoint; falls back to OPENAI_API_KEY."
+        None, description="API key for the embeddings endpoint; none: `OPENAI_API_KEY`."
     )
     embed_model: str = Field(
-        "text-embedding-3-small", description="Embedding model name at the endpoint."
+        "text-embedding-3-small", description="Embedding model at the endpoint."
     )
     embed_dimensions: int | None = Field(
         None,
         ge=1,
         le=8192,
-        description="Requested embedding size (None: the model's own, learnt from the first call).",
+        description="Requested vector size (sent as `dimensions`); none: one probe request "
+        "learns the model's size. Every answer is checked against it.",
     )
     embed_encoding: Literal["float", "base64"] = Field(
         "float",
-        description="How embeddings are asked to travel: JSON floats, or base64 float32 (smaller); "
-        "either answer is accepted.",
+        description="How embeddings are asked to travel: `float` (JSON numbers, every server) or "
+        "`base64` (little-endian float32, about a third of the bytes). Answers in either form "
+        "are accepted whatever was asked.",
     )
     embed_timeout: float = Field(30.0, gt=0, description="Seconds per embedding request.")
     embed_max_retries: int = Field(
-        4, ge=0, le=10, description="Retries, with exponential backoff, on 429, 5xx and timeouts."
+        4,
+        ge=0,
+        le=10,
+        description="Retries with exponential backoff (0.5 s doubling, at most 8 s, or the "
+        "server's `retry-after`) on 429, 5xx and timeouts.",
     )
-    embed_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding call.")
-    hash_dimensions: int = Field(256, ge=8, le=4096, description="Size of hash-embedder vectors.")
+    embed_batch_size: int = Field(
+        64, ge=1, le=2048, description="Texts per embedding call (local and openai)."
+    )
+    hash_dimensions: int = Field(
+        256, ge=8, le=4096, description="Vector size of the hash embedder."
+    )
     fuzzy_dedup: bool = Field(
-        True, description="Skip a write whose normalised text matches a live fact."
+        True,
+        description="A write whose normalised text (trimmed, spaces collapsed, case-folded) "
+        "matches a live fact is a NOOP. Exact duplicates are always NOOPs.",
     )
     vector_dedup_threshold: float = Field(
         0.95,
         ge=0,
         le=1.0001,
         description="Cosine at or above which a new fact shares its near-duplicate's vector "
-        "instead of writing its own (above 1 disables).",
+        "instead of storing its own (the fact itself is still stored). Above 1 disables.",
     )
     autolink: bool = Field(
         True,
-        description="Link each new fact RELATED_TO its most similar live facts (cosine at or "
-        "above autolink_threshold).",
+        description="Link each new fact RELATED_TO its most similar live facts (origin "
+        "`auto_similarity`, strength = cosine). A write can override it (`autolink=`). See "
+        "[graph.md](graph.md#automatic-links).",
     )
     autolink_threshold: float | None = Field(
         None,
         ge=0,
         le=1,
-        description="Cosine for a similarity link; unset = the value calibrated for the "
-        "embedder (docs/graph.md).",
+        description="Cosine at or above which a similarity link is made; none: the value "
+        "calibrated for the embedder ([graph.md](graph.md#automatic-links)).",
     )
     autolink_max: int = Field(5, ge=0, le=50, description="Most similarity links per new fact.")
     entity_links: bool = Field(
         False,
         description="Link each new fact RELATED_TO the most recent live facts naming the same "
-        "entity.",
+        "entity (origin `auto_entity`, strength 0.5).",
     )
     entity_links_max: int = Field(
-        5, ge=0, le=50, description="Most same-entity links per new fact (bounds hubs)."
+        5,
+        ge=0,
+        le=50,
+        description="Most same-entity links per new fact; it also bounds how many newer facts "
+        "link to one fact, so a popular entity makes no hub.",
     )
     classifier: Literal["rules", "llm", "off"] = Field(
         "rules",
-        description="Classify-before-write: offline entity/key rules, an LLM over an "
-        "OpenAI-compatible chat endpoint, or off (always ADD).",
+        description="Classify-before-write: `rules` (offline: same entity and key with a new "
+        "value → UPDATE; same value → NOOP), `llm` (a chat model decides ADD, UPDATE, DELETE or "
+        "NOOP against the most similar live facts, one request per batch; see "
+        "[agents.md](agents.md#classify-before-write-with-an-llm)) or `off` (always ADD).",
     )
     llm_base_url: str | None = Field(
-        None, description="Base URL of the OpenAI-compatible chat API (None: api.openai.com)."
+        None,
+        description="Base URL of the OpenAI-compatible chat API the `llm` classifier uses "
+        '(OpenAI, Ollama, vLLM, llama.cpp…); none: api.openai.com. With `classifier = "llm"`, '
+        "this or an API key must be set.",
     )
     llm_api_key: str | None = Field(
-        None, description="API key for the chat endpoint; falls back to OPENAI_API_KEY."
+        None, description="API key for the chat endpoint; none: `OPENAI_API_KEY`."
     )
-    llm_model: str = Field("gpt-4o-mini", description="Chat model that classifies writes.")
+    llm_model: str = Field(
+        "gpt-4o-mini",
+        description="Chat model that classifies writes (a small, cheap one is enough).",
+    )
     llm_timeout: float = Field(60.0, gt=0, description="Seconds per chat request.")
     llm_max_retries: int = Field(
-        4, ge=0, le=10, description="Retries, with exponential backoff, on 429, 5xx and timeouts."
+        4,
+        ge=0,
+        le=10,
+        description="Retries with exponential backoff on 429, 5xx and timeouts; after them the "
+        "batch's facts are added (ADD) with the reason in the result.",
     )
     llm_batch_size: int = Field(
-        50, ge=1, le=500, description="Most new facts one classification request carries."
+        50,
+        ge=1,
+        le=500,
+        description="Most new facts one classification request carries; a larger `store_many` "
+        "or capture takes one request per this many facts that have similar facts.",
     )
     multi_valued_keys: tuple[str, ...] = Field(
         (
@@ -131,76 +170,90 @@ class Settings(BaseModel):
             "sibling",
             "siblings",
         ),
-        description="Keys that hold several values at once: a new value is added, not an update.",
+        description="Keys that hold several values at once: a new value is added, never an update.",
     )
     fts_weight: float = Field(
         0.6,
         ge=0,
         le=1,
-        description="Weight of the keyword leg in hybrid fusion (the vector leg gets the rest).",
+        description="Keyword share of the hybrid fusion; the vector leg gets the rest. See "
+        "[search.md](search.md).",
     )
     fusion_candidates: int = Field(
-        200, ge=10, le=5000, description="Candidates taken from each leg before fusion."
+        200, ge=10, le=5000, description="Candidates each leg contributes before fusion."
     )
     track_access: bool = Field(
-        True, description="Current-time search and lookup count accesses and refresh TTLs."
+        True,
+        description="Current-time searches and lookups count accesses and restart the TTL of "
+        "refreshable facts.",
     )
     access_write_interval: float = Field(
         1.0,
         ge=0,
         le=3600,
         description="Seconds after writing counted accesses during which new ones wait in "
-        "memory (they go out with the next write, the first search after the interval, or at "
-        "close); 0 writes every search's accesses at once.",
+        "memory; they go out with the next write, the first search after the interval, or at "
+        "close. `0` writes each search's accesses at once (each such write costs the next "
+        "search its page cache).",
     )
     recall_tokenizer: Path | None = Field(
         None,
-        description="A tokenizer.json (Hugging Face tokenizers format) that counts the tokens of "
-        "the recall budget; None: about 4 characters per token.",
+        description="A `tokenizer.json` (Hugging Face tokenizers format, e.g. your chat "
+        "model's) that counts the tokens of `recall`'s budget exactly; none: about 4 "
+        "characters a token.",
     )
     sql_time_limit: float = Field(
         10.0,
         ge=0,
         le=3600,
-        description="Seconds a request's reads may spend in SQLite before they are stopped "
-        "with a TIMEOUT error (0: no limit).",
+        description="Seconds one request's reads may spend in SQLite (a GraphQL request's "
+        "fields all together, or one MCP tool call); past it the statement is interrupted and "
+        "the request fails with `TIMEOUT` (a `QueryTimeout` in Python, through "
+        "`Memory.time_limit()`). `0` disables. Writes are not interrupted: a batch is bounded "
+        "by its size.",
     )
     capture_max_chars: int = Field(
         5000,
         ge=10,
         le=10_000,
-        description="Longest message capture considers, in characters (longer ones are skipped).",
+        description="Longest message `capture` reads, in characters; a longer one is skipped "
+        "whole.",
     )
 
     host: str = Field(
         "127.0.0.1",
-        description="Address `graphmem serve` binds to; other than loopback only once API keys "
-        "exist.",
+        description="Address `graphmem serve` binds to. Any other than loopback is refused "
+        "until an API key exists (`graphmem create-key`).",
     )
     port: int = Field(8420, ge=1, le=65535, description="Port `graphmem serve` listens on.")
     max_body_bytes: int = Field(
         1_048_576,
         ge=1024,
         le=10_485_760,
-        description="Largest HTTP request body accepted, in bytes (413 above it; at most 10 MiB).",
+        description="Largest request body, in bytes; larger ones get 413 before they are parsed.",
     )
     graphql_max_depth: int = Field(
-        12, ge=2, le=50, description="Deepest selection nesting a GraphQL document may use."
+        12,
+        ge=2,
+        le=50,
+        description="Deepest selection nesting of a GraphQL document (introspection excepted).",
     )
     graphql_max_tokens: int = Field(
-        5000, ge=100, le=100_000, description="Most tokens a GraphQL document may have."
+        5000, ge=100, le=100_000, description="Most tokens in a GraphQL document."
     )
     graphql_max_aliases: int = Field(
-        30, ge=1, le=1000, description="Most field aliases a GraphQL document may use."
+        30, ge=1, le=1000, description="Most field aliases in a GraphQL document."
     )
     cors_origins: tuple[str, ...] = Field(
-        (), description="Origins allowed to call the API from a browser (none: CORS off)."
+        (),
+        description="Origins allowed to call the API from a browser page, e.g. "
+        "`https://ui.example.com`; none: CORS off.",
     )
     prune_interval: float = Field(
         3600.0,
         ge=0,
-        description="Seconds between the server's background prunes of each open namespace "
-        "(0: only at start-up).",
+        description="Seconds between the server's background prunes of every open namespace; "
+        "`0` prunes only at start-up.",
     )
 
     @classmethod

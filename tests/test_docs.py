@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le
 from click.testing import CliRunner
@@ -19,6 +20,7 @@ import graphmem
 from graphmem import Settings
 from graphmem.errors import CODES, Code, GraphmemError
 from graphmem.limits import LIMITS
+from graphmem.settings import ENV_PREFIX
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
 
@@ -79,6 +81,33 @@ def render_errors(surface: str) -> str:
     return "\n".join(["| code | HTTP | meaning |", "|---|---|---|", *rows])
 
 
+def render_settings() -> str:
+    rows = [
+        f"| `{name}` | `{ENV_PREFIX}{name.upper()}` | {_default(info.default)} | {_allowed(info)} "
+        f"| {info.description} |"
+        for name, info in Settings.model_fields.items()
+    ]
+    return "\n".join(
+        [
+            "| setting | environment | default | allowed | meaning |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+def _default(value: object) -> str:
+    if value is None or value == ():
+        return "none"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, tuple):
+        return ", ".join(value)
+    if isinstance(value, float):
+        return f"`{value:g}`"
+    return f"`{value}`"
+
+
 def render_limits() -> str:
     rows = [f"| `{k.name}` | {k.value:,} {k.unit} | {k.bounds} |" for k in LIMITS]
     return "\n".join(["| limit | at most | of |", "|---|---|---|", *rows])
@@ -98,23 +127,29 @@ def render_request_limits() -> str:
     rows = []
     for name in REQUEST_LIMITS:
         info = Settings.model_fields[name]
-        rows.append(f"| `{name}` | {info.default:,} | {_allowed(info)} | {info.description} |")
-    return "\n".join(["| setting | default | allowed | limits |", "|---|---|---|---|", *rows])
+        rows.append(
+            f"| `{name}` | {_default(info.default)} | {_allowed(info)} | {info.description} |"
+        )
+    return "\n".join(["| setting | default | allowed | meaning |", "|---|---|---|---|", *rows])
 
 
 def _allowed(info: FieldInfo) -> str:
-    """The range a setting's constraints allow, e.g. ``1,024 to 10,485,760`` or ``above 0``."""
+    """What a setting may be: its choices, or the range its constraints allow."""
+    choices = [a for a in get_args(info.annotation) if isinstance(a, str)]
+    if get_origin(info.annotation) is Literal:
+        return ", ".join(f"`{c}`" for c in choices)
     low = next((f"{m.ge:,}" for m in info.metadata if isinstance(m, Ge)), None)
     above = next((f"above {m.gt:,}" for m in info.metadata if isinstance(m, Gt)), None)
     high = next((f"{m.le:,}" for m in info.metadata if isinstance(m, Le)), None)
-    if high is None:
-        return above or f"{low} or more"
-    return f"{low} to {high}" if low is not None else f"{above}, at most {high}"
+    if high is not None:
+        return f"{low} to {high}" if low is not None else f"{above}, at most {high}"
+    return above or (f"{low} or more" if low is not None else "")
 
 
 #: Each generated section: its name, the page holding it and what renders it.
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "time-forms": ("concepts.md", render_time_forms),
+    "settings": ("configuration.md", render_settings),
     "graphql-errors": ("graphql.md", lambda: render_errors("graphql")),
     "mcp-errors": ("mcp.md", lambda: render_errors("mcp")),
     "limits": ("configuration.md", render_limits),
