@@ -21,6 +21,7 @@ from typing import Any, Final
 import click
 
 from . import backup as backups
+from .decay import DECAY_CLASSES
 from .errors import GraphmemError, InvalidInput, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .keys import KeyStore
@@ -161,8 +162,7 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--importance", type=float, help="0..1 [default: 0.5].")
 @click.option(
     "--decay-class",
-    help="permanent, durable, normal, short, ephemeral, stable, "
-    "active, session or checkpoint (default: heuristics).",
+    help=f"{', '.join(DECAY_CLASSES)} (default: heuristics).",
 )
 @click.option("--source")
 @click.option("--summary")

@@ -1,14 +1,16 @@
 """Decay classes: how long a fact stays fresh, and which heuristics pick the class.
 
-Nine classes with fixed TTLs (seed 001). A TTL counts from when memory stored or last
-confirmed the fact, never from its ``valid_from``. Recall of a fact in a refreshable class
-extends its expiry; ``prune`` hard-deletes expired facts and soft-decays confidence once 75% of
-a fact's TTL has passed.
+Nine classes with fixed TTLs, described in ``DECAY_RULES``: the decay table of docs/concepts.md
+and the GraphQL, MCP and CLI descriptions of a decay class are built from it. A TTL counts from
+when memory stored or last confirmed the fact, never from its ``valid_from``. Recall of a fact in
+a refreshable class extends its expiry; ``prune`` hard-deletes expired facts and soft-decays
+confidence once 75% of a fact's TTL has passed.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from .tagging import search_words
@@ -29,22 +31,6 @@ DECAY_CLASSES: Final[tuple[str, ...]] = get_args(DecayClass)
 HOUR: Final = 3600.0
 DAY: Final = 24 * HOUR
 
-#: Time to live per class, in seconds; None never expires.
-TTL_SECONDS: Final[dict[str, float | None]] = {
-    "permanent": None,
-    "durable": 90 * DAY,
-    "normal": 14 * DAY,
-    "short": 2 * DAY,
-    "ephemeral": 4 * HOUR,
-    "stable": 90 * DAY,
-    "active": 14 * DAY,
-    "session": 24 * HOUR,
-    "checkpoint": 4 * HOUR,
-}
-
-#: Classes whose expiry is pushed out again each time the fact is recalled.
-REFRESH_ON_ACCESS: Final[frozenset[str]] = frozenset({"stable", "active", "durable", "normal"})
-
 #: The class used when no heuristic matches.
 DEFAULT_DECAY_CLASS: Final = "stable"
 
@@ -54,33 +40,122 @@ SOFT_DECAY_AFTER: Final = 0.75
 SOFT_DECAY_FACTOR: Final = 0.5
 PRUNE_CONFIDENCE: Final = 0.1
 
-# The seed's permanent keys, plus synonyms of "location" (where someone lives changes rarely
-# and must not expire after 90 days unread).
-_PERMANENT_KEYS = re.compile(
-    r"(?:^|[^a-z])(name|email|api_key|api_endpoint|architecture|decision|birthday|born|phone"
-    r"|language|location|city|country|address|home|hometown|residence)(?:$|[^a-z])"
+# The words of the heuristics, checked in this order: permanent, session, active, checkpoint.
+# Location words are permanent too: where someone lives changes rarely and must not expire after
+# 90 days unread. Key words match whole words of the key (``home_city`` is a city); text words
+# and phrases match whole words of the text, ignoring case.
+PERMANENT_KEYS: Final = (
+    "name",
+    "email",
+    "api_key",
+    "api_endpoint",
+    "architecture",
+    "decision",
+    "birthday",
+    "born",
+    "phone",
+    "language",
+    "location",
+    "city",
+    "country",
+    "address",
+    "home",
+    "hometown",
+    "residence",
 )
+PERMANENT_TEXT: Final = ("decided", "architecture", "always use", "never use")
+PERMANENT_ENTITIES: Final = ("decision", "convention")
+SESSION_KEYS: Final = ("current_file", "temp", "debug", "working_on_right_now")
+SESSION_TEXT: Final = ("currently debugging", "right now", "this session")
+ACTIVE_KEYS: Final = ("task", "todo", "wip", "branch", "sprint", "blocker")
+ACTIVE_TEXT: Final = ("working on", "need to", "todo", "blocker", "sprint")
+#: Found anywhere in the key or the text, even inside a word.
+CHECKPOINT_WORDS: Final = ("checkpoint", "preflight")
+
+
+@dataclass(frozen=True, slots=True)
+class DecayRule:
+    """A decay class: its time to live in seconds (None: never expires), whether recall
+    refreshes it, and when the heuristics choose it (Markdown)."""
+
+    name: str
+    ttl: float | None
+    refreshed: bool
+    chosen_when: str
+
+
+def _listed(words: tuple[str, ...]) -> str:
+    return ", ".join(f"`{w}`" for w in words)
+
+
+#: Every decay class, in the order of ``DECAY_CLASSES``.
+DECAY_RULES: Final = (
+    DecayRule(
+        "permanent",
+        None,
+        False,
+        f"the key or entity names {_listed(PERMANENT_KEYS)}; the text says "
+        f"{_listed(PERMANENT_TEXT)}; the entity is {_listed(PERMANENT_ENTITIES)}",
+    ),
+    DecayRule("durable", 90 * DAY, True, "only explicitly"),
+    DecayRule("normal", 14 * DAY, True, "only explicitly"),
+    DecayRule("short", 2 * DAY, False, "only explicitly"),
+    DecayRule("ephemeral", 4 * HOUR, False, "only explicitly"),
+    DecayRule("stable", 90 * DAY, True, "when no heuristic matches (the default)"),
+    DecayRule(
+        "active",
+        14 * DAY,
+        True,
+        f"the key names {_listed(ACTIVE_KEYS)}; the text says {_listed(ACTIVE_TEXT)}",
+    ),
+    DecayRule(
+        "session",
+        24 * HOUR,
+        False,
+        f"the key names {_listed(SESSION_KEYS)}; the text says {_listed(SESSION_TEXT)}",
+    ),
+    DecayRule(
+        "checkpoint",
+        4 * HOUR,
+        False,
+        f"the key or the text contains {_listed(CHECKPOINT_WORDS)}",
+    ),
+)
+
+#: Time to live per class, in seconds; None never expires.
+TTL_SECONDS: Final[dict[str, float | None]] = {r.name: r.ttl for r in DECAY_RULES}
+
+#: Classes whose expiry is pushed out again each time the fact is recalled.
+REFRESH_ON_ACCESS: Final[frozenset[str]] = frozenset(r.name for r in DECAY_RULES if r.refreshed)
+
+
+def _in_key(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"(?:^|[^a-z])(" + "|".join(map(re.escape, words)) + r")(?:$|[^a-z])")
+
+
+def _in_text(words: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile(r"\b(" + "|".join(map(re.escape, words)) + r")\b")
+
+
+_PERMANENT_KEYS = _in_key(PERMANENT_KEYS)
 # Text patterns are lower-case and searched ignoring case (tagging.search_words).
-_PERMANENT_TEXT = re.compile(r"\b(decided|architecture|always use|never use)\b")
-_PERMANENT_ENTITIES = frozenset({"decision", "convention"})
-_SESSION_KEYS = re.compile(
-    r"(?:^|[^a-z])(current_file|temp|debug|working_on_right_now)(?:$|[^a-z])"
-)
-_SESSION_TEXT = re.compile(r"\b(currently debugging|right now|this session)\b")
-_ACTIVE_KEYS = re.compile(r"(?:^|[^a-z])(task|todo|wip|branch|sprint|blocker)(?:$|[^a-z])")
-_ACTIVE_TEXT = re.compile(r"\b(working on|need to|todo|blocker|sprint)\b")
-_CHECKPOINT = re.compile(r"checkpoint|preflight")
+_PERMANENT_TEXT = _in_text(PERMANENT_TEXT)
+_SESSION_KEYS = _in_key(SESSION_KEYS)
+_SESSION_TEXT = _in_text(SESSION_TEXT)
+_ACTIVE_KEYS = _in_key(ACTIVE_KEYS)
+_ACTIVE_TEXT = _in_text(ACTIVE_TEXT)
+_CHECKPOINT = re.compile("|".join(CHECKPOINT_WORDS))
 
 
 def classify_decay(entity: str | None, key: str | None, value: str | None, text: str) -> str:
-    """The decay class the seed's heuristics give a fact (no LLM), checked in priority order."""
+    """The decay class the heuristics give a fact (no LLM), checked in priority order."""
     key_l = (key or "").lower()
     entity_l = (entity or "").lower()
     if (
         _PERMANENT_KEYS.search(key_l)
         or _PERMANENT_KEYS.search(entity_l)
         or search_words(_PERMANENT_TEXT, text)
-        or entity_l in _PERMANENT_ENTITIES
+        or entity_l in PERMANENT_ENTITIES
     ):
         return "permanent"
     if _SESSION_KEYS.search(key_l) or search_words(_SESSION_TEXT, text):
@@ -96,6 +171,15 @@ def expiry(decay_class: str, confirmed_at: float) -> float | None:
     """When a fact of ``decay_class`` confirmed at ``confirmed_at`` expires (None: never)."""
     ttl = TTL_SECONDS[decay_class]
     return None if ttl is None else round(confirmed_at + ttl, 6)
+
+
+def ttl_in_words(ttl: float | None) -> str:
+    """A time to live in words: ``never expires``, ``90 days``, ``4 hours``."""
+    if ttl is None:
+        return "never expires"
+    hours = round(ttl / HOUR)
+    days = hours // 24
+    return f"{days} day{'s' * (days != 1)}" if hours % 24 == 0 else f"{hours} hours"
 
 
 def freshness(expires_at: float | None, confirmed_at: float | None, now: float) -> float:

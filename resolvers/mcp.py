@@ -68,7 +68,7 @@ from starlette.types import Receive, Scope, Send
 
 from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memory
 from graphmem.capture import ROLES
-from graphmem.decay import DECAY_CLASSES, HOUR, TTL_SECONDS
+from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from graphmem.errors import Code
 from graphmem.graph import DIRECTIONS, LINK_TYPES
 from graphmem.limits import (
@@ -264,15 +264,7 @@ FACT_ID = "A fact's id, as earlier tool results show it."
 
 def _lifetimes() -> str:
     """The decay classes and their time to live, in words ("durable 90 days, ...")."""
-
-    def span(seconds: float | None) -> str:
-        if seconds is None:
-            return "never expires"
-        hours = round(seconds / HOUR)
-        days = hours // 24
-        return f"{days} day{'s' * (days != 1)}" if hours % 24 == 0 else f"{hours} hours"
-
-    return ", ".join(f"{name} {span(TTL_SECONDS[name])}" for name in DECAY_CLASSES)
+    return ", ".join(f"{rule.name} {ttl_in_words(rule.ttl)}" for rule in DECAY_RULES)
 
 
 class StoreArgs(_Args):

@@ -8,6 +8,7 @@ import strawberry
 from strawberry.types import Info
 
 import graphmem
+from graphmem.decay import DECAY_CLASSES
 from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
 
 from .context import Context
@@ -45,7 +46,8 @@ class FactInput:
     confidence: float | None = strawberry.field(default=None, description="0 to 1 (default 1).")
     decay_class: str | None = strawberry.field(
         default=None,
-        description="permanent, stable, active, session or checkpoint (default: detected).",
+        description=f"{', '.join(DECAY_CLASSES)} (default: detected from the key, entity and "
+        "text; docs/concepts.md#decay).",
     )
     source: str | None = strawberry.field(default=None, description="Where it came from.")
     summary: str | None = strawberry.field(default=None, description="A short form of the text.")

@@ -15,6 +15,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem import graph
+from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
@@ -280,7 +281,7 @@ class Fact:
     why: str | None = strawberry.field(description="Why the fact was stored or changed.")
     context: str | None = strawberry.field(description="Surrounding context of the fact.")
     decay_class: str = strawberry.field(
-        description="How fast it fades: permanent, stable, active, session or checkpoint."
+        description=f"How fast it fades: {', '.join(DECAY_CLASSES)} (docs/concepts.md#decay)."
     )
     expires_at: DateTime | None = strawberry.field(description="When it expires, if it does.")
     confidence: float = strawberry.field(description="How sure memory is of it, 0 to 1.")

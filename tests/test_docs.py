@@ -18,6 +18,7 @@ from pydantic.fields import FieldInfo
 
 import graphmem
 from graphmem import Settings
+from graphmem.decay import DECAY_RULES, ttl_in_words
 from graphmem.errors import CODES, Code, GraphmemError
 from graphmem.limits import LIMITS
 from graphmem.settings import ENV_PREFIX
@@ -108,6 +109,16 @@ def _default(value: object) -> str:
     return f"`{value}`"
 
 
+def render_decay_classes() -> str:
+    rows = [
+        f"| {r.name} | {ttl_in_words(r.ttl)} | {'yes' if r.refreshed else 'no'} | {r.chosen_when} |"
+        for r in DECAY_RULES
+    ]
+    return "\n".join(
+        ["| class | TTL | refreshed by recall | chosen when |", "|---|---|---|---|", *rows]
+    )
+
+
 def render_limits() -> str:
     rows = [f"| `{k.name}` | {k.value:,} {k.unit} | {k.bounds} |" for k in LIMITS]
     return "\n".join(["| limit | at most | of |", "|---|---|---|", *rows])
@@ -150,6 +161,7 @@ def _allowed(info: FieldInfo) -> str:
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "time-forms": ("concepts.md", render_time_forms),
     "settings": ("configuration.md", render_settings),
+    "decay-classes": ("concepts.md", render_decay_classes),
     "graphql-errors": ("graphql.md", lambda: render_errors("graphql")),
     "mcp-errors": ("mcp.md", lambda: render_errors("mcp")),
     "limits": ("configuration.md", render_limits),

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from graphql import GraphQLEnumType, GraphQLObjectType
+from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType
 from graphql import build_schema as parse_sdl
 
 from graphmem import InvalidInput, Memory, Settings, limits
+from graphmem.decay import DECAY_CLASSES, DECAY_RULES
 from graphmem.errors import CODES, Code, GraphmemError, SubscriberTooSlow
 from graphmem.limits import LIMITS, MAX_LIMIT
 from resolvers import create_app, schema_sdl
@@ -87,3 +88,29 @@ def test_graphql_documents_the_page_limit_it_enforces(service: InProcess) -> Non
     fact_type = parse_sdl(schema_sdl()).get_type("Fact")
     assert isinstance(fact_type, GraphQLObjectType)
     assert f"{MAX_LIMIT:,})" in (fact_type.fields["links"].args["first"].description or "")
+
+
+# ------------------------------------------------------------------------------------ decay
+
+
+def test_every_decay_class_can_be_stored_and_is_named_where_the_api_describes_one(
+    service: InProcess,
+) -> None:
+    store = """mutation($t: String!, $c: String) {
+      storeFact(input: {text: $t, decayClass: $c}) { fact { decayClass expiresAt } error { code } }
+    }"""
+    for rule in DECAY_RULES:
+        fact = service.data(store, {"t": f"A {rule.name} fact", "c": rule.name})["storeFact"]
+        assert fact["fact"]["decayClass"] == rule.name
+        assert (fact["fact"]["expiresAt"] is None) == (rule.ttl is None)
+    schema = parse_sdl(schema_sdl())
+    fact_type, input_type = schema.get_type("Fact"), schema.get_type("FactInput")
+    assert isinstance(fact_type, GraphQLObjectType)
+    assert isinstance(input_type, GraphQLInputObjectType)
+    described = [
+        fact_type.fields["decayClass"].description or "",
+        input_type.fields["decayClass"].description or "",
+    ]
+    for text in described:
+        assert [c for c in DECAY_CLASSES if c not in text] == [], text
+    assert tuple(rule.name for rule in DECAY_RULES) == DECAY_CLASSES
