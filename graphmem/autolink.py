@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from .embedders import Vectors
-from .models import FactInput, StoreResult
+from .models import FactInput, LinkOrigin, StoreResult
 from .settings import Settings
 
 if TYPE_CHECKING:
@@ -127,7 +127,9 @@ def link_batch(
         for target, score in hits:
             if target in live and target not in skip and target not in chosen:
                 chosen.append(target)
-                made.append((fact.id, target, min(1.0, max(0.0, score)), "auto_similarity"))
+                made.append(
+                    (fact.id, target, min(1.0, max(0.0, score)), LinkOrigin.AUTO_SIMILARITY)
+                )
                 if len(chosen) == options.max_similar:
                     break
     entity_items = [i for i in new if options.entity_for(inputs[i])]
@@ -138,7 +140,7 @@ def link_batch(
             assert fact is not None
             for target in tx.recent_same_entity(fact.id, options.max_entity):
                 if target not in results[i].target_ids and (fact.id, target) not in already:
-                    made.append((fact.id, target, ENTITY_LINK_STRENGTH, "auto_entity"))
+                    made.append((fact.id, target, ENTITY_LINK_STRENGTH, LinkOrigin.AUTO_ENTITY))
     if not made:
         return 0
     starts = tx.valid_from({end for s, t, _, _ in made for end in (s, t)})

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from .limits import FAN_OUT
+from .models import LinkOrigin
 
 if TYPE_CHECKING:
     from .store import Store
@@ -38,8 +39,8 @@ HOP_FACTOR: Final = 0.8
 #: Link origins that lend no evidence, and that neighbours are not found through. Similarity
 #: links repeat what the vector leg already scored: on LoCoMo, following them besides the turn
 #: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md).
-EVIDENCE_SKIPS: tuple[str, ...] = ("auto_similarity",)
-NEIGHBOUR_SKIPS: tuple[str, ...] = ("auto_similarity",)
+EVIDENCE_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
+NEIGHBOUR_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 #: Extra share of the reaching score for the neighbour closest to the query among those found at
 #: the same level (scaled from 0 for the farthest): of a hit's many neighbours that match
 #: nothing in the query, the one nearest in meaning inherits most. PathQuestion 3H (MiniLM,

@@ -30,7 +30,7 @@ from .limits import FAN_OUT, MAX_LIMIT, MAX_METADATA_BYTES, PATH_MAX_VISITED
 # as the facade is split, issue 17).
 from .limits import MAX_DEPTH as MAX_DEPTH
 from .limits import MAX_NODES as MAX_NODES
-from .models import Fact, Link, fact_columns, link_columns
+from .models import Fact, Link, LinkOrigin, fact_columns, link_columns
 from .storage import id_list
 from .temporal import TimeInput, TimeScope, parse_time
 
@@ -181,7 +181,7 @@ def link(
     *,
     valid_from: TimeInput | None = None,
     metadata: dict[str, Any] | None = None,
-    origin: str = "explicit",
+    origin: str = LinkOrigin.EXPLICIT,
 ) -> Link:
     """Create the live link, or update its strength (and metadata) if it exists. In ``conn``'s
     open write transaction."""

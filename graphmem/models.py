@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -23,6 +24,32 @@ from .temporal import TimeInput, parse_time, to_iso
 
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
+
+
+class LinkOrigin(StrEnum):
+    """Who made a link: ``Link.origin`` holds one of these (the links table accepts no other)."""
+
+    EXPLICIT = "explicit"
+    SUPERSESSION = "supersession"
+    AUTO_SIMILARITY = "auto_similarity"
+    AUTO_ENTITY = "auto_entity"
+    IMPORT = "import"
+
+
+#: What each link origin means (Markdown); the GraphQL ``Link.origin`` description and the
+#: origins table of docs/graph.md are built from it.
+LINK_ORIGINS: Final[Mapping[str, str]] = {
+    LinkOrigin.EXPLICIT: "made by a caller (`link` in Python, `linkFacts` in GraphQL, "
+    "`memory_link` in MCP, `graphmem link`)",
+    LinkOrigin.SUPERSESSION: "the SUPERSEDES link from a new version to the one it replaces, "
+    "made with the new version",
+    LinkOrigin.AUTO_SIMILARITY: "a RELATED_TO link from a new fact to one of its most similar "
+    "live facts, strength the cosine (the `autolink` setting)",
+    LinkOrigin.AUTO_ENTITY: "a RELATED_TO link from a new fact to a recent live fact about the "
+    "same entity (the `entity_links` setting)",
+    LinkOrigin.IMPORT: "given by an import file for a link made elsewhere; graphmem makes none "
+    "itself (an export keeps each link's own origin)",
+}
 
 
 class FactInput(BaseModel):

@@ -24,7 +24,7 @@ from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_D
 from .embedders import Vectors, text_hash
 from .errors import Conflict, NotFound
 from .keyword import KeywordRanker
-from .models import Fact, Link
+from .models import Fact, Link, LinkOrigin
 from .reads import IN_IDS, FactPage, Filters
 from .storage import Database, id_list
 from .store import BatchChanges, Counts, Purged, Record, Transaction
@@ -167,7 +167,7 @@ class SQLiteTransaction:
         conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", changes.retractions)
         conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-            " valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, 'supersession', ?, ?)",
+            f" valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, '{LinkOrigin.SUPERSESSION}', ?, ?)",
             [(str(uuid.uuid4()), *link) for link in changes.links],
         )
         conn.executemany(

@@ -18,6 +18,7 @@ from graphmem import graph
 from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
+from graphmem.models import LINK_ORIGINS
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
 from .context import Context, Scope
@@ -199,7 +200,8 @@ class Link:
     type: LinkType = strawberry.field(description="The kind of link.")
     strength: float = strawberry.field(description="How strong the link is, 0 to 1.")
     origin: str = strawberry.field(
-        description="Who made it: `manual`, `supersession`, `auto_similarity`, `auto_entity`…"
+        description="Who made it. "
+        + " ".join(f"`{origin}`: {meaning}." for origin, meaning in LINK_ORIGINS.items())
     )
     recorded_at: DateTime = strawberry.field(description="When memory learnt of the link.")
     valid_from: DateTime = strawberry.field(description="When the link started to hold.")

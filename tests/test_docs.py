@@ -21,6 +21,7 @@ from graphmem import Settings
 from graphmem.decay import DECAY_RULES, ttl_in_words
 from graphmem.errors import CODES, Code, GraphmemError
 from graphmem.limits import LIMITS
+from graphmem.models import LINK_ORIGINS
 from graphmem.settings import ENV_PREFIX
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
@@ -119,6 +120,11 @@ def render_decay_classes() -> str:
     )
 
 
+def render_link_origins() -> str:
+    rows = [f"| `{origin}` | {meaning} |" for origin, meaning in LINK_ORIGINS.items()]
+    return "\n".join(["| origin | the link is |", "|---|---|", *rows])
+
+
 def render_limits() -> str:
     rows = [f"| `{k.name}` | {k.value:,} {k.unit} | {k.bounds} |" for k in LIMITS]
     return "\n".join(["| limit | at most | of |", "|---|---|---|", *rows])
@@ -162,6 +168,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "time-forms": ("concepts.md", render_time_forms),
     "settings": ("configuration.md", render_settings),
     "decay-classes": ("concepts.md", render_decay_classes),
+    "link-origins": ("graph.md", render_link_origins),
     "graphql-errors": ("graphql.md", lambda: render_errors("graphql")),
     "mcp-errors": ("mcp.md", lambda: render_errors("mcp")),
     "limits": ("configuration.md", render_limits),

@@ -3,6 +3,7 @@ what the code does, and what the API tells its users is built from them."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,11 @@ from graphmem import InvalidInput, Memory, Settings, limits
 from graphmem.decay import DECAY_CLASSES, DECAY_RULES
 from graphmem.errors import CODES, Code, GraphmemError, SubscriberTooSlow
 from graphmem.limits import LIMITS, MAX_LIMIT
+from graphmem.models import LINK_ORIGINS, LinkOrigin
 from resolvers import create_app, schema_sdl
 
 from .api import STORE, InProcess
-from .conftest import Clock
+from .conftest import Clock, read_connection
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,3 +116,37 @@ def test_every_decay_class_can_be_stored_and_is_named_where_the_api_describes_on
     for text in described:
         assert [c for c in DECAY_CLASSES if c not in text] == [], text
     assert tuple(rule.name for rule in DECAY_RULES) == DECAY_CLASSES
+
+
+# ------------------------------------------------------------------------------------ origins
+
+
+def test_the_link_origins_are_those_links_get_and_the_only_ones_described(
+    tmp_path: Path, clock: Clock
+) -> None:
+    settings = Settings(embedder="hash", entity_links=True)
+    with Memory.open(tmp_path / "data", settings=settings, clock=clock) as mem:
+        berlin = mem.store("Ana lives in Berlin", entity="ana", key="city", value="Berlin").fact
+        paris = mem.store("Ana lives in Paris", entity="ana", key="city", value="Paris").fact
+        mem.store("Ana lives in Paris.")  # a near repeat: a similarity link
+        mem.store("Ana drinks green tea", entity="ana")  # the same entity: an entity link
+        assert berlin is not None and paris is not None
+        mem.link(paris.id, berlin.id, "CAUSED_BY")
+        made = {
+            k.origin for f in mem.facts(include_superseded=True).items for k in mem.links(f[1].id)
+        }
+        table = (
+            read_connection(mem)
+            .execute("SELECT sql FROM sqlite_master WHERE name = 'links'")
+            .fetchone()[0]
+        )
+    check = re.search(r"origin IN\s*\(([^)]*)\)", table)
+    assert check is not None
+    accepted = set(re.findall(r"'(\w+)'", check[1]))
+    assert made == set(LINK_ORIGINS) - {LinkOrigin.IMPORT}  # graphmem makes all but import's
+    assert accepted == set(LINK_ORIGINS)
+    link_type = parse_sdl(schema_sdl()).get_type("Link")
+    assert isinstance(link_type, GraphQLObjectType)
+    described = link_type.fields["origin"].description or ""
+    assert set(re.findall(r"`([a-z_]+)`", described)) >= set(LINK_ORIGINS)
+    assert "manual" not in described
