@@ -1,4 +1,4 @@
-"""Graph analytics with networkx on bounded subgraphs (DESIGN §6).
+"""Graph analytics with networkx on bounded subgraphs.
 
 Each function loads a bounded piece of the graph (a traversal, or at most CLUSTER_MAX_LINKS
 links) visible at a time scope, and says when the bound cut it short.

@@ -1,4 +1,4 @@
-"""Automatic links made as facts are stored (DESIGN §4.7).
+"""Automatic links made as facts are stored (docs/graph.md#automatic-links).
 
 - **Similarity** (origin ``auto_similarity``, on by default): a new fact gets a RELATED_TO link
   to each of its nearest live facts (and earlier facts of the same batch) whose cosine is at or

@@ -1,4 +1,4 @@
-"""Auto-capture (seed 003): the facts worth keeping in a turn's messages, found without an LLM.
+"""Auto-capture: the facts worth keeping in a turn's messages, found without an LLM.
 
 ``Memory.capture(messages)`` takes OpenAI-style chat messages (``{"role", "content"}``) and, for
 each message:
@@ -42,7 +42,7 @@ CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
 ROLES: Final = ("system", "developer", "user", "assistant", "tool")
 #: Roles whose messages are read for facts.
 CAPTURED_ROLES: Final = ("user", "assistant")
-#: Shortest message, and shortest sentence, worth reading (the seeds' minimum).
+#: Shortest message, and shortest sentence, worth reading.
 MIN_CHARS: Final = 10
 #: Longest value an extracted entity/key/value may have; a longer one is not extracted.
 MAX_VALUE_CHARS: Final = 200

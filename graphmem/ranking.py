@@ -21,7 +21,7 @@ MODES: Final = ("hybrid", "fts", "vector")
 FTS_COLUMN_WEIGHTS: Final = (1.0, 0.2, 0.6, 0.6, 0.6, 0.4, 0.3, 0.3)
 #: Share of the final score that comes from importance, confidence and freshness.
 QUALITY_WEIGHT: Final = 0.3
-#: Multipliers favouring long-lived knowledge, as the seeds' preferLongTerm does.
+#: Multipliers favouring long-lived knowledge: permanent facts first, then durable and stable.
 CLASS_BOOST: Final[Mapping[str, float]] = {"permanent": 1.1, "durable": 1.05, "stable": 1.05}
 
 STOPWORDS: Final = frozenset(

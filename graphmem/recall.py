@@ -1,4 +1,4 @@
-"""Auto-recall (seed 003): the ``<memory-context>`` block an agent puts before a turn.
+"""Auto-recall: the ``<memory-context>`` block an agent puts before a turn.
 
 ``Memory.recall`` gathers the candidates: the prompt's hybrid search hits (optionally with
 linked facts, ``graph_depth``), already adjusted for importance, confidence, freshness and decay
@@ -10,7 +10,7 @@ block:
   found by lookup only ranks at ``ENTITY_SCORE`` of the best hit;
 - a text longer than ``SUMMARY_CHARS`` is replaced by the fact's stored summary, or else by its
   opening cut at a sentence or word boundary, ending with "…" (a summary that long is cut too);
-- one line per fact in the chosen format (the seed's three)::
+- one line per fact in the chosen format, one of three::
 
       full     [sqlite/preference] User prefers dark mode
       short    preference: User prefers dark mode
@@ -20,7 +20,7 @@ block:
   ``lance`` by meaning alone, ``graph`` through a link;
 - lines are added while the whole block, tags included, fits ``max_tokens``; a line that does not
   fit is left out and shorter ones after it may still go in. Tokens are counted as one per 4
-  characters (rounded up), as in the seeds, unless ``recall_tokenizer`` names a tokenizer file.
+  characters (rounded up) unless ``recall_tokenizer`` names a tokenizer file.
 
 Fact texts cannot break out of the block: line breaks become spaces and the block's own tags are
 removed from them. With nothing to show (no candidates, or a budget too small for even one line)
@@ -44,11 +44,11 @@ Format = Literal["full", "short", "minimal"]
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
 Source = Literal["sqlite", "lance", "graph"]
 
-#: The budget when none is given, in tokens (the seeds' maxTokens).
+#: The budget when none is given, in tokens.
 DEFAULT_MAX_TOKENS: Final = 800
-#: Characters per token when no tokenizer is configured (the seeds' estimate).
+#: Characters per token when no tokenizer is configured (a common estimate for English).
 CHARS_PER_TOKEN: Final = 4
-#: Texts longer than this many characters are shown as a summary (the seeds' summaryThreshold).
+#: Texts longer than this many characters are shown as a summary.
 SUMMARY_CHARS: Final = 300
 #: Search hits considered for the block.
 CANDIDATES: Final = 30
@@ -225,7 +225,7 @@ def shorten(text: str, limit: int) -> str:
 
 
 def chars_counter(text: str) -> int:
-    """Tokens as the seeds count them: one per CHARS_PER_TOKEN characters, rounded up."""
+    """Tokens estimated from length: one per CHARS_PER_TOKEN characters, rounded up."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 

@@ -11,7 +11,7 @@ from .limits import MAX_TAG_LENGTH, MAX_TAGS
 Category = Literal["preference", "fact", "decision", "entity", "other"]
 CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
 
-#: Built-in auto-tags (seed 000), applied when a write gives no tags: each tag and the lower-case
+#: Built-in auto-tags, applied when a write gives no tags: each tag and the lower-case
 #: words (or word prefixes, ending in "*") that bring it. "homeassistant" also matches the two
 #: words "home assistant"; "ha" only the upper-case abbreviation "HA".
 TAG_WORDS: Final[dict[str, tuple[str, ...]]] = {

@@ -115,7 +115,7 @@ class CaptureAction(Enum):
     )
 
 
-@strawberry.enum(description="How `recall` writes each fact's line (the seeds' formats).")
+@strawberry.enum(description="How `recall` writes each fact's line.")
 class RecallFormat(Enum):
     FULL = strawberry.enum_value(
         "full", description="`[source/category] text`, e.g. `[sqlite/preference] …`."

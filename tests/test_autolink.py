@@ -1,4 +1,4 @@
-"""Automatic links on store (DESIGN §4.7): similarity links, same-entity links, their switches
+"""Automatic links on store: similarity links, same-entity links, their switches
 and bounds. The hash embedder's cosines are word overlap; the threshold is set to 0.6 here."""
 
 from __future__ import annotations

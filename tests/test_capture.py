@@ -1,4 +1,4 @@
-"""Auto-capture (seed 003, DESIGN §5): triggers, sensitive-content exclusion, length limits,
+"""Auto-capture: triggers, sensitive-content exclusion, length limits,
 categories, entity/key/value extraction, then the write path."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Classify-before-write by an LLM (DESIGN §4.5, seed 002), against the OpenAI stub over real
+"""Classify-before-write by an LLM, against the OpenAI stub over real
 HTTP: one chat request per batch, UPDATE supersedes, DELETE retracts, NOOP stores nothing, and
 every failure of the endpoint or of its answer still stores each fact as ADD."""
 

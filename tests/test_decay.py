@@ -71,7 +71,7 @@ def test_there_are_nine_classes() -> None:
         (None, None, "The office plant is a ficus", "stable"),
     ],
 )
-def test_decay_heuristics_follow_the_seed(
+def test_decay_heuristics_pick_the_class_their_words_name(
     entity: str | None, key: str | None, text: str, expected: str
 ) -> None:
     assert classify_decay(entity, key, None, text) == expected

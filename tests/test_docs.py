@@ -220,6 +220,28 @@ def _error_classes(root: type[GraphmemError] = GraphmemError) -> list[type[Graph
     return [c for sub in root.__subclasses__() for c in (sub, *_error_classes(sub))]
 
 
+def test_no_text_cites_documents_outside_the_repository() -> None:
+    """Comments, docstrings, descriptions and docs say what they mean, not where a design note
+    kept elsewhere said it."""
+    root = DOCS.parent
+    files = [
+        *(root / "graphmem").glob("*.py"),
+        *(root / "resolvers").glob("*.py"),
+        *DOCS.glob("*.md"),
+        *(root / "bench").glob("*.md"),
+        root / "README.md",
+        root / "schema.graphql",
+    ]
+    outside = re.compile(r"DESIGN(\.md| §)|\bseeds?\b|seeds'|design card", re.I)
+    cited = [
+        f"{path.relative_to(root)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if outside.search(line)
+    ]
+    assert not cited, "\n".join(cited)
+
+
 if __name__ == "__main__":
     (DOCS / "cli.md").write_text(render_cli_doc(), encoding="utf-8")
     for page, text in render_pages().items():

@@ -1,4 +1,4 @@
-"""Embedders (DESIGN §8): the offline MiniLM model, the hash embedder, an OpenAI-compatible
+"""Embedders: the offline MiniLM model, the hash embedder, an OpenAI-compatible
 endpoint over real HTTP (tests/openai_stub.py), the embedding cache and embedder mismatch."""
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_a_missing_model_file_is_refused_with_an_embedder_error(
 def test_onnxruntime_telemetry_is_disabled_by_constructing_the_local_embedder(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # "0" does not disable telemetry (DESIGN §10): graphmem must set "1" whatever was there.
+    # onnxruntime reads "0" as telemetry on: graphmem must set "1" whatever was there.
     monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "0")
     LocalEmbedder()
     assert os.environ["ORT_DISABLE_TELEMETRY"] == "1"

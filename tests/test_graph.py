@@ -1,4 +1,4 @@
-"""The graph (DESIGN §2, §3, §6): typed links, bi-temporal; traversal and shortest paths."""
+"""The graph: typed links, bi-temporal; traversal and shortest paths."""
 
 from __future__ import annotations
 

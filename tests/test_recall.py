@@ -1,4 +1,4 @@
-"""Auto-recall (seed 003, DESIGN §5): the <memory-context> block, its budget, summaries, entity
+"""Auto-recall: the <memory-context> block, its budget, summaries, entity
 lookup, formats and time scope."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Search (DESIGN §5): fused legs, modes, filters, time scope, no under-fill, access tracking."""
+"""Search: fused legs, modes, filters, time scope, no under-fill, access tracking."""
 
 from __future__ import annotations
 

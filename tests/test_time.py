@@ -1,4 +1,4 @@
-"""Valid time and transaction time (DESIGN §3) on every read: get, search, lookup, history."""
+"""Valid time and transaction time on every read: get, search, lookup, history."""
 
 from __future__ import annotations
 

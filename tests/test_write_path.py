@@ -1,4 +1,4 @@
-"""The write path (DESIGN §4): validation, dedup, classification, batches, forget and purge."""
+"""The write path: validation, dedup, classification, batches, forget and purge."""
 
 from __future__ import annotations
 
