@@ -242,6 +242,13 @@ def test_no_text_cites_documents_outside_the_repository() -> None:
     assert not cited, "\n".join(cited)
 
 
+def test_the_readme_points_at_the_bench_report_instead_of_copying_its_figures() -> None:
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    assert "bench/REPORT.md" in readme
+    figures = re.findall(r"[\d.,\u2013]+ ?(?:ms|facts/s)\b|\bp(?:50|95)\b", readme)
+    assert not figures, figures
+
+
 if __name__ == "__main__":
     (DOCS / "cli.md").write_text(render_cli_doc(), encoding="utf-8")
     for page, text in render_pages().items():
