@@ -24,6 +24,7 @@ from . import backup as backups
 from .decay import DECAY_CLASSES
 from .errors import GraphmemError, InvalidInput, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
+from .ingest import DEFAULT_IMPORTANCE
 from .keys import KeyStore
 from .memory import Memory
 from .models import Fact, Link
@@ -159,7 +160,7 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--value")
 @click.option("--category", help="preference, fact, decision, entity or other.")
 @click.option("--tags", help="Comma-separated tags (default: auto-tags).")
-@click.option("--importance", type=float, help="0..1 [default: 0.5].")
+@click.option("--importance", type=float, help=f"0..1 [default: {DEFAULT_IMPORTANCE}].")
 @click.option(
     "--decay-class",
     help=f"{', '.join(DECAY_CLASSES)} (default: heuristics).",

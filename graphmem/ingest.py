@@ -32,6 +32,8 @@ from .tagging import detect_category, extract_tags
 
 #: Importance given to a fact stored without one.
 DEFAULT_IMPORTANCE: Final = 0.5
+#: How sure memory is of a fact stored without a confidence.
+DEFAULT_CONFIDENCE: Final = 1.0
 
 _SPACES = re.compile(r"\s+")
 # SQLite's built-in lower() folds ASCII only; grouping in Python must fold the same way.
@@ -215,7 +217,7 @@ def _decide(
         "date_terms": date_terms(x.valid_from if x.source_date is None else x.source_date),
         "decay_class": decay_class,
         "expires_at": x.expires_at if x.expires_at is not None else expiry(decay_class, now),
-        "confidence": 1.0 if x.confidence is None else x.confidence,
+        "confidence": DEFAULT_CONFIDENCE if x.confidence is None else x.confidence,
         "last_confirmed_at": now,
         "normalized_hash": norm_hash,
         "source_date": x.source_date,

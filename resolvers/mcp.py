@@ -71,6 +71,7 @@ from graphmem.capture import ROLES
 from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from graphmem.errors import Code
 from graphmem.graph import DIRECTIONS, LINK_TYPES
+from graphmem.ingest import DEFAULT_IMPORTANCE
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,
@@ -297,7 +298,7 @@ class StoreArgs(_Args):
         None, description="Tags to find it by. Default: detected from the text."
     )
     importance: float | None = Field(
-        None, ge=0, le=1, description="How much it matters, 0 to 1. Default 0.5."
+        None, ge=0, le=1, description=f"How much it matters, 0 to 1. Default {DEFAULT_IMPORTANCE}."
     )
     decay_class: str | None = Field(
         None,
@@ -359,8 +360,8 @@ def search(memory: Memory, args: SearchArgs) -> Result:
 class RecallArgs(_Args):
     prompt: str = Field(
         min_length=1,
-        description="The user's message or the task at hand (its first 10,000 "
-        "characters are used).",
+        description="The user's message or the task at hand (its first "
+        f"{MAX_TEXT_LENGTH:,} characters are used).",
     )
     max_tokens: int = Field(
         _default(Memory.recall, "max_tokens"),

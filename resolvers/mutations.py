@@ -9,6 +9,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem.decay import DECAY_CLASSES
+from graphmem.ingest import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
 
 from .context import Context
@@ -42,8 +43,12 @@ class FactInput:
     tags: list[str] | None = strawberry.field(
         default=None, description="Tags (default: found in the text)."
     )
-    importance: float | None = strawberry.field(default=None, description="0 to 1 (default 0.5).")
-    confidence: float | None = strawberry.field(default=None, description="0 to 1 (default 1).")
+    importance: float | None = strawberry.field(
+        default=None, description=f"0 to 1 (default {DEFAULT_IMPORTANCE})."
+    )
+    confidence: float | None = strawberry.field(
+        default=None, description=f"0 to 1 (default {DEFAULT_CONFIDENCE:g})."
+    )
     decay_class: str | None = strawberry.field(
         default=None,
         description=f"{', '.join(DECAY_CLASSES)} (default: detected from the key, entity and "
