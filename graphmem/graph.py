@@ -25,12 +25,14 @@ from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
 from .errors import Conflict, InvalidInput, NotFound
-from .limits import FAN_OUT, MAX_LIMIT, MAX_METADATA_BYTES, PATH_MAX_VISITED
-
-# Re-exported while memory.py and search.py read them from here (they move to graphmem.limits
-# as the facade is split, issue 17).
-from .limits import MAX_DEPTH as MAX_DEPTH
-from .limits import MAX_NODES as MAX_NODES
+from .limits import (
+    FAN_OUT,
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_METADATA_BYTES,
+    MAX_NODES,
+    PATH_MAX_VISITED,
+)
 from .models import Fact, Link, LinkOrigin, fact_columns, link_columns
 from .storage import id_list
 from .temporal import TimeInput, TimeScope, parse_time

@@ -36,8 +36,9 @@ from .access import AccessTracker
 from .cache import EmbeddingCache
 from .embedders import Embedder, create_embedder
 from .errors import NotFound
+from .limits import MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
-from .models import MAX_TEXT_LENGTH, Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
 from .prune import PruneReport
 from .reads import FactPage, Filters
 from .search import Search
@@ -370,10 +371,11 @@ class Memory:
     ) -> recalls.RecallResult:
         """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
 
-        Hybrid search on the prompt (its first 10,000 characters), with the facts of any known
-        entity it names merged in and, with ``graph_depth`` > 0, linked facts; best first, long
-        texts as summaries, one line per fact in ``format`` (full, short or minimal). See
-        :mod:`graphmem.recall`. The facts in the block count as accessed.
+        Hybrid search on the prompt (its first ``MAX_TEXT_LENGTH`` characters, a fixed limit of
+        docs/configuration.md), with the facts of any known entity it names merged in and, with
+        ``graph_depth`` > 0, linked facts; best first, long texts as summaries, one line per
+        fact in ``format`` (full, short or minimal). See :mod:`graphmem.recall`. The facts in
+        the block count as accessed.
         """
         recalls.check(prompt, max_tokens, format)
         query = prompt[:MAX_TEXT_LENGTH]
@@ -507,7 +509,7 @@ class Memory:
         direction: str = "BOTH",
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
-        max_depth: int = graph.MAX_DEPTH,
+        max_depth: int = MAX_DEPTH,
     ) -> graph.Path | None:
         """A shortest path between two facts over visible links, or None."""
         return self._store.path(
@@ -651,12 +653,12 @@ class Memory:
         """Everything reached from ``fact_id`` along links of one type, as deep as allowed."""
         return self.traverse(
             fact_id,
-            depth=graph.MAX_DEPTH,
+            depth=MAX_DEPTH,
             types=[type],
             direction=direction,
             as_of=as_of,
             known_at=known_at,
-            max_nodes=graph.MAX_NODES,
+            max_nodes=MAX_NODES,
         )
 
     def _accessed(self, scope: TimeScope, facts: Iterable[Fact]) -> None:

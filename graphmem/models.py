@@ -14,11 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
-from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH
-
-# Re-exported while memory.py and search.py import it from here (they move to graphmem.limits
-# as the facade is split, issue 17).
-from .limits import MAX_TEXT_LENGTH as MAX_TEXT_LENGTH
+from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
 from .tagging import CATEGORIES, normalize_tags
 from .temporal import TimeInput, parse_time, to_iso
 

@@ -19,11 +19,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
-from . import expansion, graph, ranking
+from . import expansion, ranking
 from .decay import freshness
 from .embedders import Embedder, Vectors
 from .errors import InvalidInput
-from .models import MAX_TEXT_LENGTH, Fact, SearchHit
+from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
+from .models import Fact, SearchHit
 from .reads import Filters, check_limit
 from .settings import Settings
 from .store import Record, Store
@@ -199,6 +200,6 @@ def _check(query: str, mode: str, limit: int, graph_depth: int) -> None:
     if (
         isinstance(graph_depth, bool)
         or not isinstance(graph_depth, int)
-        or not (0 <= graph_depth <= graph.MAX_DEPTH)
+        or not (0 <= graph_depth <= MAX_DEPTH)
     ):
-        raise InvalidInput(f"graph_depth must be from 0 to {graph.MAX_DEPTH}", field="graph_depth")
+        raise InvalidInput(f"graph_depth must be from 0 to {MAX_DEPTH}", field="graph_depth")

@@ -31,6 +31,7 @@ from strawberry.types import ExecutionResult
 
 from graphmem import ApiKey, Forbidden, GraphmemError, KeyStore, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
+from graphmem.errors import Code
 
 from .context import Context
 from .events import Broadcaster
@@ -154,7 +155,7 @@ class GraphQLApp(GraphQL[Context, None]):
         # A document refused before execution (over the token limit) bypasses ErrorCodes.
         for error in result.errors or []:
             if not (error.extensions or {}).get("code"):
-                error.extensions = {**(error.extensions or {}), "code": "INVALID_QUERY"}
+                error.extensions = {**(error.extensions or {}), "code": Code.INVALID_QUERY}
         return await super().process_result(request, result)
 
     async def on_ws_connect(self, context: Context) -> Any:
