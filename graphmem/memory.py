@@ -20,6 +20,7 @@ statistics             :mod:`graphmem.stats`
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -133,7 +134,12 @@ class Memory:
             )
             memory = cls(directory, name, store, vectors, embedder, settings, llm)
             namespaces.recover(
-                store, vectors, memory._sync, name, index.with_rebuild(rebuild), progress
+                store,
+                vectors,
+                memory._sync,
+                name,
+                dataclasses.replace(index, rebuild=rebuild),
+                progress,
             )
         except BaseException:
             store.close()

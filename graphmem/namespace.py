@@ -62,9 +62,6 @@ class Indexing:
     wanted: dict[str, Any]
     rebuild: bool
 
-    def with_rebuild(self, rebuild: bool) -> Indexing:
-        return Indexing(self.recorded, self.wanted, rebuild)
-
 
 def indexing(store: Store, embedder: Embedder, namespace: str, *, reindex: bool) -> Indexing:
     """Compare the embedder recorded in the store with ``embedder``: EmbedderMismatch when
@@ -110,7 +107,7 @@ def recover(
     """Bring the vector index in line with the store on open: rebuild it if asked or missing,
     else replay the outbox and warn when the counts still disagree; then record the embedder."""
     rebuild = index.rebuild
-    owners = store.counts(store.now()).vector_owners
+    owners = store.vector_owner_count()
     if not rebuild and vectors.missing and owners:
         _log.warning(
             "the vector index of namespace %r is missing: rebuilding it from SQLite", namespace

@@ -327,14 +327,7 @@ class SQLiteStore:
         self._db = Database(path)
         self._clock = clock
         self._keywords = KeywordRanker()
-        self._last_stamp = float(
-            self._read()
-            .execute(
-                "SELECT max(coalesce((SELECT max(recorded_at) FROM facts), -1e300),"
-                " coalesce((SELECT max(recorded_at) FROM links), -1e300))"
-            )
-            .fetchone()[0]
-        )
+        self._last_stamp: float | None = None  # read on the first write, not at open
 
     # ------------------------------------------------------------------------- lifecycle
 
@@ -661,6 +654,11 @@ class SQLiteStore:
             " FROM facts"
         )
 
+    def vector_owner_count(self) -> int:
+        """How many facts own a vector (the vector index should hold as many rows)."""
+        sql = "SELECT count(*) FROM facts WHERE vector_of IS NULL"
+        return int(self._read().execute(sql).fetchone()[0])
+
     def counts(self, now: float) -> Counts:
         conn = self._read()
         scope = TimeScope(now, now)
@@ -683,7 +681,6 @@ class SQLiteStore:
             by_decay_class=grouped("decay_class"),
             by_category=grouped("category"),
             links=one("SELECT count(*) FROM links WHERE retracted_at IS NULL"),
-            vector_owners=one("SELECT count(*) FROM facts WHERE vector_of IS NULL"),
             outbox=one("SELECT count(*) FROM outbox"),
         )
 
@@ -697,6 +694,15 @@ class SQLiteStore:
     def _stamp(self) -> float:
         """Transaction time for a write that holds the writer: the clock, but never before an
         earlier write's (a clock stepped back must not reorder history)."""
+        if self._last_stamp is None:  # the newest time already recorded (links: no index)
+            self._last_stamp = float(
+                self._read()
+                .execute(
+                    "SELECT max(coalesce((SELECT max(recorded_at) FROM facts), -1e300),"
+                    " coalesce((SELECT max(recorded_at) FROM links), -1e300))"
+                )
+                .fetchone()[0]
+            )
         self._last_stamp = max(self.now(), self._last_stamp)
         return self._last_stamp
 
