@@ -406,7 +406,12 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
 @click.argument("target_id")
 @click.argument("type", metavar="TYPE")
 @click.option("--strength", default=1.0, show_default=True, type=float, help="0..1.")
-@click.option("--valid-from", help=f"When the relationship began (default: now): {ACCEPTED_TIMES}.")
+@click.option(
+    "--valid-from",
+    help="When the relationship began (default: when both facts hold, the later of their "
+    f"valid_from): {ACCEPTED_TIMES}.",
+)
+@click.option("--valid-until", help="When it ended (default: open), in the same forms.")
 @json_option
 @click.pass_context
 def link(
@@ -417,11 +422,19 @@ def link(
     type: str,
     strength: float,
     valid_from: str | None,
+    valid_until: str | None,
     as_json: bool,
 ) -> None:
     """Link SOURCE_ID -[TYPE]-> TARGET_ID (CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON)."""
     with _memory(ctx) as mem:
-        made = mem.link(source_id, target_id, type, strength=strength, valid_from=valid_from)
+        made = mem.link(
+            source_id,
+            target_id,
+            type,
+            strength=strength,
+            valid_from=valid_from,
+            valid_until=valid_until,
+        )
     _emit(made.to_dict(), as_json, _link_line(made))
 
 

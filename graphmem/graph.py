@@ -35,7 +35,7 @@ from .limits import (
 )
 from .models import Fact, Link, LinkOrigin, fact_columns, link_columns
 from .storage import id_list
-from .temporal import TimeInput, TimeScope, parse_time
+from .temporal import TimeInput, TimeScope, parse_time, to_iso
 
 
 class LinkType(StrEnum):
@@ -183,11 +183,18 @@ def link(
     strength: float = 1.0,
     *,
     valid_from: TimeInput | None = None,
+    valid_until: TimeInput | None = None,
     metadata: dict[str, Any] | None = None,
     origin: str = LinkOrigin.EXPLICIT,
 ) -> Link:
     """Create the live link, or update its strength (and metadata) if it exists. In ``conn``'s
-    open write transaction."""
+    open write transaction.
+
+    Without ``valid_from`` a new link holds from when both of its facts hold (the later of
+    their ``valid_from``), not from the moment it is made; ``valid_until`` ends it. Relinking
+    with a validity other than the live link's replaces that link (it is retracted now and a
+    new one made), so a read at an earlier ``known_at`` still sees the validity known then.
+    """
     (kind,) = check_types(type)
     if kind == "SUPERSEDES":
         raise InvalidInput(
@@ -199,43 +206,62 @@ def link(
     if source_id == target_id:
         raise InvalidInput("a fact cannot be linked to itself", field="target_id")
     meta = _metadata(metadata)
-    given = parse_time(valid_from, field="valid_from")
-    start = now if given is None else given
+    given_from = parse_time(valid_from, field="valid_from")
+    given_until = parse_time(valid_until, field="valid_until")
+    starts = []
     for fact_id, name in ((source_id, "source_id"), (target_id, "target_id")):
-        row = conn.execute("SELECT retracted_at FROM facts WHERE id = ?", [fact_id]).fetchone()
+        row = conn.execute(
+            "SELECT retracted_at, valid_from FROM facts WHERE id = ?", [fact_id]
+        ).fetchone()
         if row is None:
             raise NotFound(f"no fact with id {fact_id!r} ({name})")
         if row[0] is not None:
             raise Conflict(f"fact {fact_id} ({name}) was forgotten; it cannot be linked")
+        starts.append(row[1])
     live = conn.execute(
         "SELECT * FROM links WHERE source_id = ? AND target_id = ? AND type = ?"
         " AND retracted_at IS NULL",
         [source_id, target_id, kind],
     ).fetchone()
+    if live is None:
+        start, until = max(starts) if given_from is None else given_from, given_until
+    else:
+        start = live["valid_from"] if given_from is None else given_from
+        until = live["valid_until"] if given_until is None else given_until
+    if until is not None and until <= start:
+        raise InvalidInput(
+            f"valid_until ({to_iso(until)}) must be later than valid_from ({to_iso(start)})",
+            field="valid_until",
+        )
     if live is not None:
         merged = {**json.loads(live["metadata"] or "{}"), **(meta or {})}
-        conn.execute(
-            "UPDATE links SET strength = ?, metadata = ? WHERE id = ?",
-            [strength, json.dumps(merged, sort_keys=True), live["id"]],
-        )
-        link_id = live["id"]
-    else:
-        link_id = str(uuid.uuid4())
-        conn.execute(
-            "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-            " valid_from, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                link_id,
-                source_id,
-                target_id,
-                kind,
-                strength,
-                origin,
-                now,
-                start,
-                json.dumps(meta or {}, sort_keys=True),
-            ],
-        )
+        if (start, until) == (live["valid_from"], live["valid_until"]):
+            conn.execute(
+                "UPDATE links SET strength = ?, metadata = ? WHERE id = ?",
+                [strength, json.dumps(merged, sort_keys=True), live["id"]],
+            )
+            return get_link(conn, live["id"])  # type: ignore[return-value]
+        conn.execute("UPDATE links SET retracted_at = ? WHERE id = ?", [now, live["id"]])
+        meta = merged
+    link_id = str(uuid.uuid4())
+    conn.execute(
+        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+        " valid_from, valid_until, valid_until_recorded_at, metadata)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            link_id,
+            source_id,
+            target_id,
+            kind,
+            strength,
+            origin,
+            now,
+            start,
+            until,
+            None if until is None else now,
+            json.dumps(meta or {}, sort_keys=True),
+        ],
+    )
     return get_link(conn, link_id)  # type: ignore[return-value]
 
 
@@ -291,17 +317,18 @@ def links_of(
     if conn.execute("SELECT 1 FROM facts WHERE id = ?", [fact_id]).fetchone() is None:
         raise NotFound(f"no fact with id {fact_id!r}")
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
-    rows: list[sqlite3.Row] = []
+    rows: list[tuple[Any, ...]] = []
     for end in ends[direction]:
         rows.extend(
-            conn.execute(
-                f"SELECT l.* FROM links l WHERE l.{end} = :id"
+            _tuples(conn).execute(
+                f"SELECT l.seq, {link_columns('l', scope)} FROM links l WHERE l.{end} = :id"
                 " AND l.type IN (SELECT value FROM json_each(:types)) AND " + scope.link_clause(),
                 {"id": fact_id, "types": id_list(kinds), **scope.params},
             )
         )
-    rows.sort(key=lambda r: (-r["strength"], r["seq"]))
-    return [Link.from_row(r) for r in rows]
+    links = [(seq, Link.from_values(values)) for seq, *values in rows]
+    links.sort(key=lambda pair: (-pair[1].strength, pair[0]))
+    return [link for _, link in links]
 
 
 class LinkPosition(NamedTuple):
@@ -329,7 +356,7 @@ def links_page(
     first = _check_count(first, "first", 0, MAX_LIMIT)
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
     sides = " UNION ALL ".join(
-        f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l')}"
+        f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l', scope)}"
         f" FROM json_each(:ids) fr JOIN links l ON l.{end} = fr.value"
         " WHERE l.type IN (SELECT value FROM json_each(:types))"
         " AND (:after_seq IS NULL OR l.strength < :after_strength"
@@ -419,7 +446,7 @@ def traverse(
         and walk.leads_beyond(frontier, reached)
     ):
         truncated.add("depth")
-    facts = _facts(conn, order)
+    facts = _facts(conn, order, scope)
     nodes = [Node(facts[i], reached[i][0], tuple(dict.fromkeys(reached[i][1]))) for i in order]
     edges = walk.edges_among(order)
     return Subgraph(nodes, edges, tuple(sorted(truncated)))
@@ -443,7 +470,7 @@ def path(
     if not walk.visible([source_id, target_id]) >= {source_id, target_id}:
         return None
     if source_id == target_id:
-        return Path(list(_facts(conn, [source_id]).values()), [])
+        return Path(list(_facts(conn, [source_id], scope).values()), [])
     # Bidirectional breadth-first search: each round expands, by one whole level, the side
     # whose frontier is smaller (the target side follows links backwards), so a path of n links
     # costs about two searches of n/2 links instead of one of n.
@@ -464,8 +491,8 @@ def path(
     tail, tail_links = sides[1].chain(meeting)
     chain += tail[::-1][1:]
     link_ids += tail_links[::-1]
-    facts = _facts(conn, chain)
-    links = {k.id: k for k in _links(conn, link_ids)}
+    facts = _facts(conn, chain, scope)
+    links = {k.id: k for k in _links(conn, link_ids, scope)}
     return Path([facts[i] for i in chain], [links[i] for i in link_ids])
 
 
@@ -608,7 +635,7 @@ def links_among(
     if len(ids) < 2:
         return []
     rows = _tuples(conn).execute(
-        f"SELECT {link_columns('k')} FROM links k WHERE k.rowid IN ("
+        f"SELECT {link_columns('k', scope)} FROM links k WHERE k.rowid IN ("
         "  SELECT l.rowid FROM json_each(:ids) fr"
         "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
         "  WHERE +l.target_id IN (SELECT value FROM json_each(:ids)))"
@@ -632,10 +659,12 @@ def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
         raise NotFound(f"no fact with id {missing[0]!r}")
 
 
-def _facts(conn: sqlite3.Connection, ids: list[str]) -> dict[str, Fact]:
+def _facts(conn: sqlite3.Connection, ids: list[str], scope: TimeScope) -> dict[str, Fact]:
+    """The facts among ``ids`` (visible ones: the walk checked), as known at the scope."""
     rows = _tuples(conn).execute(
-        f"SELECT {fact_columns()} FROM facts WHERE id IN (SELECT value FROM json_each(?))",
-        [id_list(ids)],
+        f"SELECT {fact_columns('f', scope)} FROM facts f"
+        " WHERE f.id IN (SELECT value FROM json_each(:ids))",
+        {"ids": id_list(ids), **scope.params},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
 
@@ -647,8 +676,11 @@ def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
     return cursor
 
 
-def _links(conn: sqlite3.Connection, ids: list[str]) -> list[Link]:
-    rows = conn.execute(
-        "SELECT * FROM links WHERE id IN (SELECT value FROM json_each(?))", [id_list(ids)]
+def _links(conn: sqlite3.Connection, ids: list[str], scope: TimeScope) -> list[Link]:
+    """The links among ``ids`` (visible ones: the walk checked), as known at the scope."""
+    rows = _tuples(conn).execute(
+        f"SELECT {link_columns('l', scope)} FROM links l"
+        " WHERE l.id IN (SELECT value FROM json_each(:ids))",
+        {"ids": id_list(ids), **scope.params},
     )
-    return [Link.from_row(r) for r in rows]
+    return [Link.from_values(r) for r in rows]

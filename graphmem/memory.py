@@ -288,6 +288,16 @@ class Memory:
         scope = self._scope(as_of, known_at)
         return self._store.get_many(ids, scope, include_superseded=include_superseded)
 
+    def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
+        """The facts among ``ids`` as memory knows them now, whatever their state (forgotten,
+        superseded, expired, not yet valid), by id; unknown ids are left out.
+
+        A read at a past ``known_at`` shows every field as memory knew it then: an end, a
+        successor or a retraction recorded later reads as open / None. This is the separate
+        question "and what do we know now?", for a view that marks what changed later.
+        """
+        return self._store.known_now(ids)
+
     def facts(
         self,
         *,
@@ -426,21 +436,31 @@ class Memory:
         *,
         strength: float = 1.0,
         valid_from: TimeInput | None = None,
+        valid_until: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Link:
         """Link two facts (``source -[type]-> target``), or update the live link's strength.
 
         Types: CAUSED_BY, PART_OF, RELATED_TO, DEPENDS_ON (SUPERSEDES comes from storing a new
-        version). NotFound for an unknown fact, Conflict for a forgotten one.
+        version). The link holds from ``valid_from`` (default: when both facts hold, the later
+        of their ``valid_from``) until ``valid_until`` (default: open). Relinking with another
+        validity replaces the live link. NotFound for an unknown fact, Conflict for a forgotten
+        one, InvalidInput when ``valid_until`` is not later than ``valid_from``.
         """
         return self._writer.link(
-            source_id, target_id, type, strength, valid_from=valid_from, metadata=metadata
+            source_id,
+            target_id,
+            type,
+            strength,
+            valid_from=valid_from,
+            valid_until=valid_until,
+            metadata=metadata,
         )
 
     def link_many(self, links: Iterable[Mapping[str, Any]]) -> list[Link]:
         """Make many links in one transaction, all or none: each a mapping with ``source_id``,
-        ``target_id``, ``type`` and optionally ``strength`` (1.0), ``valid_from`` and
-        ``metadata``, as ``link`` takes them. InvalidInput, NotFound or Conflict as ``link``
+        ``target_id``, ``type`` and optionally ``strength`` (1.0), ``valid_from``,
+        ``valid_until`` and ``metadata``, as ``link`` takes them. InvalidInput, NotFound or Conflict as ``link``
         raises them, for the first link that fails; then nothing is linked."""
         return self._writer.link_many(links)
 

@@ -173,6 +173,18 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     DROP TRIGGER facts_fts_insert;
     """,
+    # 7: a link made without valid_from holds from when both of its facts hold (the later of
+    # their valid_from); explicit links made before defaulted to the moment of linking (their
+    # recorded_at) and take the new default.
+    """
+    UPDATE links SET valid_from = max(
+        (SELECT f.valid_from FROM facts f WHERE f.id = links.source_id),
+        (SELECT f.valid_from FROM facts f WHERE f.id = links.target_id))
+    WHERE origin = 'explicit' AND valid_from = recorded_at
+        AND (valid_until IS NULL OR valid_until > max(
+            (SELECT f.valid_from FROM facts f WHERE f.id = links.source_id),
+            (SELECT f.valid_from FROM facts f WHERE f.id = links.target_id)));
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

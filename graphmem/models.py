@@ -16,7 +16,7 @@ from .decay import DECAY_CLASSES
 from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
 from .tagging import CATEGORIES, normalize_tags
-from .temporal import TimeInput, parse_time, to_iso
+from .temporal import TimeInput, TimeScope, parse_time, to_iso
 
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
@@ -284,16 +284,52 @@ _make_fact: Final = _maker(Fact, {**_time_converters(Fact), "tags": "tags(x)"})
 _make_link: Final = _maker(Link, {**_time_converters(Link), "metadata": "metadata(x)"})
 
 
-def fact_columns(alias: str = "") -> str:
-    """FACT_COLUMNS as a SELECT list, each prefixed by ``alias.`` if given."""
-    prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + name for name in FACT_COLUMNS)
+#: The columns a write changes after the row was recorded, each with the condition (on the row
+#: ``{a}``) under which memory knew its value at ``:known_at``: a read at a past knownAt shows
+#: values as known then, so a later end, successor or retraction reads as open / null. A fact's
+#: ``supersedes_id`` can be set later too (an earlier version stored afterwards): it is known
+#: from when the version it names was recorded.
+_KNOWN_FACT: Final = {
+    "valid_until": "{a}.valid_until_recorded_at <= :known_at",
+    "valid_until_recorded_at": "{a}.valid_until_recorded_at <= :known_at",
+    "superseded_by": "{a}.valid_until_recorded_at <= :known_at",
+    "retracted_at": "{a}.retracted_at <= :known_at",
+    "supersedes_id": (
+        "(SELECT v.recorded_at FROM facts v WHERE v.id = {a}.supersedes_id) <= :known_at"
+    ),
+}
+_KNOWN_LINK: Final = {
+    "valid_until": "{a}.valid_until_recorded_at <= :known_at",
+    "retracted_at": "{a}.retracted_at <= :known_at",
+}
 
 
-def link_columns(alias: str = "") -> str:
-    """LINK_COLUMNS as a SELECT list, each prefixed by ``alias.`` if given."""
+def fact_columns(alias: str = "", scope: TimeScope | None = None) -> str:
+    """FACT_COLUMNS as a SELECT list, each prefixed by ``alias.`` if given. With a ``scope``
+    that is not the present (its ``:known_at`` bound by the query), the fields a later write
+    changed read as memory knew them at known_at (the alias is then required)."""
+    return _columns(FACT_COLUMNS, alias, _KNOWN_FACT, scope)
+
+
+def link_columns(alias: str = "", scope: TimeScope | None = None) -> str:
+    """LINK_COLUMNS as a SELECT list, like ``fact_columns``."""
+    return _columns(LINK_COLUMNS, alias, _KNOWN_LINK, scope)
+
+
+def _columns(
+    names: Sequence[str], alias: str, known: Mapping[str, str], scope: TimeScope | None
+) -> str:
     prefix = f"{alias}." if alias else ""
-    return ", ".join(prefix + name for name in LINK_COLUMNS)
+    if scope is None or scope.current:
+        return ", ".join(prefix + name for name in names)
+    if not alias:
+        raise ValueError("a scoped column list needs the table's alias")
+    return ", ".join(
+        f"CASE WHEN {known[name].format(a=alias)} THEN {alias}.{name} END AS {name}"
+        if name in known
+        else prefix + name
+        for name in names
+    )
 
 
 @dataclass(frozen=True, slots=True)

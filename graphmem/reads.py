@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from .errors import InvalidInput, NotFound
 from .limits import MAX_LIMIT
-from .models import Fact, fact_columns
+from .models import FACT_COLUMNS, Fact, fact_columns
 from .storage import id_list
 from .temporal import TimeScope
 
@@ -69,11 +69,12 @@ def check_limit(limit: int, name: str = "limit") -> None:
 
 def get(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> Fact | None:
     """The fact if it is visible in ``scope``, else None (also for unknown ids)."""
-    row = conn.execute(
-        f"SELECT * FROM facts f WHERE f.id = :id AND {scope.fact_clause()}",
+    found = conn.execute(
+        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id = :id"
+        f" AND {scope.fact_clause()}",
         {"id": fact_id, **scope.params},
     ).fetchone()
-    return None if row is None else Fact.from_row(row)
+    return None if found is None else Fact.from_values(found)
 
 
 def get_many(
@@ -81,9 +82,17 @@ def get_many(
 ) -> dict[str, Fact]:
     """The facts among ``ids`` visible in ``scope``, by id, in one query."""
     rows = conn.execute(
-        f"SELECT {fact_columns('f')} FROM facts f WHERE f.id IN {IN_IDS}"
+        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id IN {IN_IDS}"
         f" AND {scope.fact_clause(include_superseded=include_superseded)}",
         {"ids": id_list(ids), **scope.params},
+    )
+    return {r[0]: Fact.from_values(r) for r in rows}
+
+
+def known_now(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, Fact]:
+    """The facts among ``ids`` whatever their state, every field as it is now, by id."""
+    rows = conn.execute(
+        f"SELECT {fact_columns('f')} FROM facts f WHERE f.id IN {IN_IDS}", {"ids": id_list(ids)}
     )
     return {r[0]: Fact.from_values(r) for r in rows}
 
@@ -97,7 +106,8 @@ def page(
         raise InvalidInput("after must be a position from a previous page", field="after")
     visible, params = filters.clause(scope)
     rows = conn.execute(
-        f"SELECT f.seq, {fact_columns('f')} FROM facts f WHERE f.seq > :after AND {visible}"
+        f"SELECT f.seq, {fact_columns('f', scope)} FROM facts f WHERE f.seq > :after"
+        f" AND {visible}"
         " ORDER BY f.seq LIMIT :first",
         {**params, "after": after or 0, "first": first + 1},
     ).fetchall()
@@ -131,11 +141,12 @@ def lookup(
     if tag is not None:
         where.append(_tag_clause(tag, params))
     rows = conn.execute(
-        f"SELECT * FROM facts f WHERE {' AND '.join(where)} ORDER BY f.confidence DESC,"
-        " COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC LIMIT :limit",
+        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {' AND '.join(where)}"
+        " ORDER BY f.confidence DESC, COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC"
+        " LIMIT :limit",
         params,
-    ).fetchall()
-    return [Fact.from_row(r) for r in rows]
+    )
+    return [Fact.from_values(r) for r in rows]
 
 
 def latest(
@@ -143,11 +154,12 @@ def latest(
 ) -> list[Fact]:
     """The visible facts with this entity and key (case-insensitive), latest valid first."""
     rows = conn.execute(
-        "SELECT * FROM facts f WHERE lower(f.entity) = lower(:entity) AND lower(f.key) = lower(:key)"
+        f"SELECT {fact_columns('f', scope)} FROM facts f"
+        " WHERE lower(f.entity) = lower(:entity) AND lower(f.key) = lower(:key)"
         f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC LIMIT :n",
         {"entity": entity, "key": key, "n": limit, **scope.params},
     )
-    return [Fact.from_row(r) for r in rows]
+    return [Fact.from_values(r) for r in rows]
 
 
 def texts_by_hash(
@@ -170,15 +182,16 @@ def entity_facts(
     """The visible facts of each entity named (lower-case names): up to ``per_entity`` each,
     most confident and newest first, in one query."""
     rows = conn.execute(
-        f"""SELECT * FROM (
-            SELECT f.*, row_number() OVER (PARTITION BY lower(f.entity) ORDER BY
-                f.confidence DESC, COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC) AS n
+        f"""SELECT {FACT_LIST} FROM (
+            SELECT {fact_columns("f", scope)}, f.seq AS seq, row_number() OVER (
+                PARTITION BY lower(f.entity) ORDER BY f.confidence DESC,
+                COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC) AS n
             FROM facts f WHERE lower(f.entity) IN {IN_NAMES}
             AND {scope.fact_clause()}
         ) WHERE n <= :per_entity ORDER BY n, seq""",
         {"names": id_list(names), "per_entity": per_entity, **scope.params},
-    ).fetchall()
-    return [Fact.from_row(r) for r in rows]
+    )
+    return [Fact.from_values(r) for r in rows]
 
 
 def history(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> list[Fact]:
@@ -195,15 +208,15 @@ def history(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> list[Fa
             FROM links l JOIN chain ON l.source_id = chain.id OR l.target_id = chain.id
             WHERE l.type = 'SUPERSEDES'
         )
-        SELECT f.* FROM facts f JOIN chain ON f.id = chain.id
+        SELECT {columns} FROM facts f JOIN chain ON f.id = chain.id
         WHERE f.recorded_at <= :known_at
           AND (f.retracted_at IS NULL OR f.retracted_at > :known_at)
           AND f.valid_from <= :as_of
         ORDER BY f.valid_from, f.recorded_at, f.seq
-        """,
+        """.format(columns=fact_columns("f", scope)),
         {"id": fact_id, **scope.params},
-    ).fetchall()
-    return [Fact.from_row(r) for r in rows]
+    )
+    return [Fact.from_values(r) for r in rows]
 
 
 def visible(
@@ -214,10 +227,10 @@ def visible(
         return {}
     where, params = filters.clause(scope)
     rows = conn.execute(
-        f"SELECT f.* FROM facts f WHERE f.id IN {IN_IDS} AND {where}",
+        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id IN {IN_IDS} AND {where}",
         {**params, "ids": id_list(ids)},
     )
-    return {r["id"]: Fact.from_row(r) for r in rows}
+    return {r[0]: Fact.from_values(r) for r in rows}
 
 
 def candidates(
@@ -255,6 +268,8 @@ def rows_by_id(
 
 
 IN_IDS: Final = "(SELECT value FROM json_each(:ids))"
+#: FACT_COLUMNS unprefixed, to select a Fact's fields from a subquery.
+FACT_LIST: Final = ", ".join(FACT_COLUMNS)
 IN_NAMES: Final = "(SELECT value FROM json_each(:names))"
 IN_VALUES: Final = "(SELECT value FROM json_each(:values))"
 

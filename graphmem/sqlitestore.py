@@ -235,6 +235,7 @@ class SQLiteTransaction:
         strength: float,
         *,
         valid_from: TimeInput | None = None,
+        valid_until: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Link:
         return graph.link(
@@ -245,6 +246,7 @@ class SQLiteTransaction:
             type,
             strength,
             valid_from=valid_from,
+            valid_until=valid_until,
             metadata=metadata,
         )
 
@@ -385,6 +387,9 @@ class SQLiteStore:
         self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
     ) -> dict[str, Fact]:
         return reads.get_many(self._read(), ids, scope, include_superseded=include_superseded)
+
+    def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
+        return reads.known_now(self._read(), ids)
 
     def page(
         self, scope: TimeScope, filters: Filters, *, first: int, after: int | None

@@ -133,12 +133,19 @@ class Writer:
         strength: float,
         *,
         valid_from: TimeInput | None,
+        valid_until: TimeInput | None,
         metadata: dict[str, Any] | None,
     ) -> Link:
         """See ``Memory.link``."""
         with self._store.transaction() as tx:
             made = tx.link(
-                source_id, target_id, type, strength, valid_from=valid_from, metadata=metadata
+                source_id,
+                target_id,
+                type,
+                strength,
+                valid_from=valid_from,
+                valid_until=valid_until,
+                metadata=metadata,
             )
         self._announce([("LINK_MADE", made.id)], tx.now)
         return made
@@ -164,6 +171,7 @@ class Writer:
                         item["type"],
                         item.get("strength", 1.0),
                         valid_from=item.get("valid_from"),
+                        valid_until=item.get("valid_until"),
                         metadata=item.get("metadata"),
                     )
                 )
@@ -247,4 +255,6 @@ class Writer:
         return twins, similar
 
 
-_LINK_FIELDS = frozenset({"source_id", "target_id", "type", "strength", "valid_from", "metadata"})
+_LINK_FIELDS = frozenset(
+    {"source_id", "target_id", "type", "strength", "valid_from", "valid_until", "metadata"}
+)

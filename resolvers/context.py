@@ -54,9 +54,11 @@ class Context:
     _facts: DataLoader[tuple[str, Scope], Fact | None] = field(init=False)
     _links: DataLoader[LinksKey, LinksPage] = field(init=False)
     _history: DataLoader[tuple[str, Scope], list[Fact]] = field(init=False)
+    _known_now: DataLoader[str, Fact | None] = field(init=False)
 
     def __post_init__(self) -> None:
         self._facts = DataLoader(self._load_facts)
+        self._known_now = DataLoader(self._load_known_now)
         self._links = DataLoader(self._load_links)
         self._history = DataLoader(self._load_history)
 
@@ -121,6 +123,10 @@ class Context:
         """The fact (superseded versions included) as seen at ``scope``, or None."""
         return await self._facts.load((fact_id, scope))
 
+    async def known_now(self, fact_id: str) -> Fact | None:
+        """The fact as memory knows it now, whatever its state (``Memory.known_now``)."""
+        return await self._known_now.load(fact_id)
+
     async def links(
         self,
         fact_id: str,
@@ -152,6 +158,10 @@ class Context:
 
         found = await self.run(load)
         return [found.get(k) for k in keys]
+
+    async def _load_known_now(self, ids: list[str]) -> list[Fact | None]:
+        found = await self.run(self.memory.known_now, ids)
+        return [found.get(i) for i in ids]
 
     async def _load_links(self, keys: list[LinksKey]) -> list[LinksPage]:
         def load() -> dict[LinksKey, LinksPage]:

@@ -429,6 +429,12 @@ class LinkArgs(_Args):
         le=1,
         description="How strong the relationship is, 0 to 1.",
     )
+    valid_from: Time = Field(
+        None,
+        description="When the relationship began in the world: "
+        f"{ACCEPTED_TIMES}. Default: when both facts hold (the later of their valid_from).",
+    )
+    valid_until: Time = Field(None, description="When it ended, in the same forms. Default: open.")
 
 
 def link(memory: Memory, args: LinkArgs) -> Result:

@@ -15,6 +15,7 @@ from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
 from .context import Context
 from .types import (
     JSON,
+    NOW,
     CaptureAction,
     DateTime,
     Fact,
@@ -25,8 +26,6 @@ from .types import (
 )
 
 P = TypeVar("P")
-
-NOW: tuple[None, None] = (None, None)
 
 
 @strawberry.input(description="A fact to store. Only `text` is required.")
@@ -104,7 +103,14 @@ class LinkInput:
     )
     strength: float = strawberry.field(default=1.0, description="0 to 1; relinking updates it.")
     valid_from: DateTime | None = strawberry.field(
-        default=None, description="When the link started to hold (default: now)."
+        default=None,
+        description="When the link started to hold. Default: when both facts hold (the later of "
+        "their `validFrom`).",
+    )
+    valid_until: DateTime | None = strawberry.field(
+        default=None,
+        description="When it stopped holding. Default: open. Relinking with another validity "
+        "replaces the live link.",
     )
     metadata: JSON | None = strawberry.field(
         default=None,
@@ -280,6 +286,7 @@ class Mutation:
                 input.type.name,
                 strength=input.strength,
                 valid_from=input.valid_from,
+                valid_until=input.valid_until,
                 # a JSON object, or InvalidInput from link: checked there
                 metadata=cast("dict[str, Any] | None", input.metadata),
             )

@@ -408,6 +408,17 @@ class Fact:
         versions = await info.context.history(self.id, self.scope)
         return [Fact.of(version, self.scope) for version in versions]
 
+    @strawberry.field(
+        description="This fact as memory knows it now, whatever the time scope of the read and "
+        "whatever its state now (forgotten, replaced, expired): at a past `knownAt` every field "
+        "reads as memory knew it then, so an end, a successor or a forgetting recorded later "
+        "shows here only (`knownNow { retractedAt supersededById validUntil }`). Its own nested "
+        "fields read at the present. Null only once the fact has been purged."
+    )
+    async def known_now(self, info: Info[Context, None]) -> "Fact | None":
+        found = await info.context.known_now(self.id)
+        return None if found is None else Fact.of(found, NOW)
+
 
 @strawberry.type(description="A search result.")
 class SearchHit:
@@ -586,6 +597,10 @@ def decode_link_cursor(cursor: str) -> graph.LinkPosition:
         return graph.LinkPosition(float(strength), int(seq))
     except ValueError:
         raise graphmem.InvalidInput(f"not a link cursor: {cursor!r}", field="after") from None
+
+
+#: The time scope of a read at the present on both axes.
+NOW: Scope = (None, None)
 
 
 async def _fact(info: Info[Context, None], fact_id: str, scope: Scope) -> Fact | None:

@@ -131,6 +131,39 @@ def test_facts_indexed_before_the_schema_change_stay_searchable(tmp_path: Path) 
     _keyword_index_agrees(path)
 
 
+def test_links_whose_start_was_defaulted_to_the_moment_of_linking_take_the_new_default(
+    tmp_path: Path,
+) -> None:
+    """Before version 7 a link made without valid_from started when it was made; now it holds
+    from when both of its facts hold. Given starts, and links of other origins, are kept."""
+    path = tmp_path / "data" / "default" / "graphmem.sqlite3"
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.executescript("".join(MIGRATIONS[:6]) + "PRAGMA user_version = 6;")
+    for fact_id, valid_from in (("a", 100.0), ("b", 250.0), ("c", 50.0)):
+        conn.execute(
+            "INSERT INTO facts (id, text, category, importance, decay_class, normalized_hash,"
+            " valid_from, recorded_at) VALUES (?, ?, 'fact', 0.5, 'permanent', ?, ?, 900.0)",
+            [fact_id, f"fact {fact_id}", fact_id, valid_from],
+        )
+    links = [
+        ("defaulted", "a", "b", "explicit", 1000.0, 1000.0),
+        ("given", "a", "c", "explicit", 1000.0, 60.0),
+        ("automatic", "b", "c", "auto_similarity", 1000.0, 1000.0),
+    ]
+    conn.executemany(
+        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+        " valid_from) VALUES (?, ?, ?, 'RELATED_TO', 1.0, ?, ?, ?)",
+        links,
+    )
+    conn.close()
+    Database(path).close()
+    reader = sqlite3.connect(path)
+    starts = dict(reader.execute("SELECT id, valid_from FROM links").fetchall())
+    reader.close()
+    assert starts == {"defaulted": 250.0, "given": 60.0, "automatic": 1000.0}
+
+
 def test_a_database_from_a_newer_graphmem_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.sqlite3"
     conn = sqlite3.connect(path)

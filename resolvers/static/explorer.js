@@ -7,7 +7,8 @@ import { CATEGORY_COLOURS, GraphView } from "./graph.js";
 
 const FACT = `id text category importance entity key value source tags summary why context
   decayClass expiresAt confidence lastConfirmedAt accessCount lastAccessedAt sourceDate
-  validFrom validUntil validUntilRecordedAt recordedAt retractedAt supersededById supersedesId`;
+  validFrom validUntil validUntilRecordedAt recordedAt retractedAt supersededById supersedesId
+  knownNow { retractedAt supersededById validUntil }`;
 const LINK = "id type sourceId targetId strength origin validFrom validUntil recordedAt retractedAt";
 const SCOPE = "$asOf: DateTime, $knownAt: DateTime";
 const WALK = `$types: [LinkType!], $direction: Direction!, ${SCOPE}`;
@@ -686,11 +687,12 @@ function renderLegend() {
 // ------------------------------------------------------------------------------ helpers
 
 /**
- * "forgotten" (a fact the API returns only at a "Known at" before it was forgotten), else
- * "superseded" (replaced, or no longer valid, at the moment shown), else "current".
+ * "forgotten" (a fact the API returns only at a "Known at" before it was forgotten: the fields
+ * read as known then, so the forgetting shows in ``knownNow`` alone), else "superseded"
+ * (replaced, or no longer valid, at the moment shown, as known then), else "current".
  */
 function statusOf(fact) {
-  if (fact.retractedAt) return "forgotten";
+  if (fact.knownNow?.retractedAt) return "forgotten";
   const now = nowSeconds();
   const known = state.knownAt ?? now;
   const end = endOf(fact, known);
@@ -703,7 +705,7 @@ function statusLabel(fact) {
 
 function statusSentence(fact) {
   const status = statusOf(fact);
-  if (status === "forgotten") return `Forgotten on ${formatTime(fact.retractedAt)}; shown because “Known at” is earlier.`;
+  if (status === "forgotten") return `Forgotten on ${formatTime(fact.knownNow.retractedAt)}; shown because “Known at” is earlier.`;
   if (status === "superseded") {
     return fact.supersededById
       ? `Replaced by a newer version on ${formatTime(fact.validUntil)}.`
@@ -711,7 +713,10 @@ function statusSentence(fact) {
   }
   const end = endOf(fact, state.knownAt ?? nowSeconds());
   const since = formatTime(fact.validFrom);
-  return `${end === null ? `Valid since ${since}` : `Valid ${since} → ${formatTime(toIso(end))}`}${momentText()}.`;
+  const later = fact.knownNow?.supersededById && !fact.supersededById
+    ? ` Replaced later, from ${formatTime(fact.knownNow.validUntil)}.`
+    : "";
+  return `${end === null ? `Valid since ${since}` : `Valid ${since} → ${formatTime(toIso(end))}`}${momentText()}.${later}`;
 }
 
 function validity(fact) {
