@@ -22,8 +22,10 @@ test: $(STAMP)
 # The reliability scenarios at length against a real server (docs/operations.md#reliability):
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.
 # About 8 minutes; prints the figures as JSON and exits 1 on any lost, duplicated or half write.
+# Then the bitemporal model check (tests/test_model.py) with 1,000 histories (about 7 minutes).
 soak: $(STAMP)
 	$(PY) -m tests.soak --kills 20 --seconds 120
+	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/test_model.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphmem resolvers tests bench
