@@ -6,6 +6,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
+from .episodes import Episode
 from .errors import (
     Conflict,
     EmbedderError,
@@ -42,6 +43,7 @@ __all__ = [
     "DependencyOrder",
     "EmbedderError",
     "EmbedderMismatch",
+    "Episode",
     "Fact",
     "FactInput",
     "FactPage",

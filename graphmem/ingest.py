@@ -68,6 +68,7 @@ class _Batch:
     """What the batch knows: prefetched rows plus the rows it has written so far."""
 
     now: float
+    episode_id: str | None = None
     by_hash: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     by_key: dict[tuple[str, str], list[dict[str, Any]]] = field(
         default_factory=lambda: defaultdict(list)
@@ -87,13 +88,16 @@ def write_batch(
     twins: Sequence[str | int | None],
     settings: Settings,
     verdicts: Sequence[Verdict | None] | None = None,
+    *,
+    episode_id: str | None = None,
 ) -> tuple[list[StoreResult], set[str]]:
     """Dedup, classify and insert ``inputs``; returns the results and the fact ids whose vectors
     must be synced. ``twins[i]`` is item i's vector near-duplicate: a live fact id, an earlier
     batch position, or None. ``verdicts[i]``, when given, is the LLM classifier's decision for
-    item i. Raises (and the caller rolls back) on an invalid ``supersedes``."""
+    item i. The new facts belong to ``episode_id`` (recorded by the caller). Raises (and the caller
+    rolls back) on an invalid ``supersedes``."""
     hashes = [normalized_hash(x.text) for x in inputs]
-    batch = _Batch(tx.now)
+    batch = _Batch(tx.now, episode_id)
     _prefetch(tx, batch, hashes, inputs, settings)
     decisions: list[_Decision] = []
     for x, h, twin, verdict in zip(
@@ -228,6 +232,7 @@ def _decide(
         "superseded_by": None if later is None else later["id"],
         "supersedes_id": superseded[0]["id"] if superseded else None,
         "vector_of": vector_of,
+        "episode_id": batch.episode_id,
         # Not inserted (column defaults), but part of the Fact this write returns:
         "access_count": 0,
         "last_accessed_at": None,

@@ -36,6 +36,7 @@ from . import recall as recalls
 from .access import AccessTracker
 from .cache import EmbeddingCache
 from .embedders import Embedder, create_embedder
+from .episodes import Episode
 from .errors import NotFound
 from .limits import MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
@@ -221,7 +222,11 @@ class Memory:
         return self.store_many([{k: v for k, v in given.items() if v is not None}])[0]
 
     def store_many(
-        self, items: Sequence[Mapping[str, Any] | FactInput], *, autolink: bool | None = None
+        self,
+        items: Sequence[Mapping[str, Any] | FactInput],
+        *,
+        autolink: bool | None = None,
+        episode: str | Mapping[str, Any] | None = None,
     ) -> list[StoreResult]:
         """Store a batch: one validation pass, one embedding pass, one transaction (with the
         new facts' automatic links, see :mod:`graphmem.autolink`); see :mod:`graphmem.writer`.
@@ -232,8 +237,14 @@ class Memory:
         :mod:`graphmem.classify`). Raises InvalidInput (nothing written) if any item is invalid,
         NotFound or Conflict if a ``supersedes`` id is unknown or not live. Results are in input
         order.
+
+        ``episode`` names the unit the facts come from (a conversation session, a document):
+        an id, or ``{"id", "kind", "source", "time", "metadata"}`` (kind ``conversation``,
+        ``document`` or ``other``, default conversation; time default now). It is recorded on
+        first use (Conflict if named again with other attributes); the facts the batch adds
+        belong to it, each linked RELATED_TO the one before it there (origin ``episode``).
         """
-        return self._writer.store_many(items, autolink=autolink)
+        return self._writer.store_many(items, autolink=autolink, episode=episode)
 
     def forget(self, fact_id: str) -> Fact:
         """Retract a fact: current reads stop seeing it; reads known at an earlier time still do.
@@ -248,7 +259,12 @@ class Memory:
             raise NotFound(f"no fact with id {fact_id!r}")
         self._writer.erase()
 
-    def capture(self, messages: Sequence[Mapping[str, Any]]) -> list[captures.CaptureResult]:
+    def capture(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        episode: str | Mapping[str, Any] | None = None,
+    ) -> list[captures.CaptureResult]:
         """Store what a turn's messages say that is worth remembering (auto-capture).
 
         ``messages`` are ``{"role", "content"}`` objects (OpenAI chat format). Sentences that a
@@ -256,12 +272,14 @@ class Memory:
         write path in one batch; see :mod:`graphmem.capture`. Returns one result per candidate
         (and a SKIP for each message without one), in order. InvalidInput, with nothing stored,
         for messages that are not a list of role/content objects or have an unknown role.
+        ``episode`` as for ``store_many`` (recorded when something is stored).
         """
         found = captures.candidates(
             captures.parse_messages(messages), self.settings.capture_max_chars
         )
         items = [c.item for c in found if c.item is not None]
-        return captures.results(found, self.store_many(items) if items else [])
+        stored = self.store_many(items, episode=episode) if items else []
+        return captures.results(found, stored)
 
     def subscribe(self, listener: Callable[[list[Change]], None]) -> Callable[[], None]:
         """Call ``listener`` with the changes of each write once it has committed (in the
@@ -287,6 +305,33 @@ class Memory:
         """The facts among ``ids`` visible at the time scope, by id, in one query."""
         scope = self._scope(as_of, known_at)
         return self._store.get_many(ids, scope, include_superseded=include_superseded)
+
+    def episode(self, episode_id: str) -> Episode | None:
+        """The episode with this id, or None."""
+        return self._store.episode(episode_id)
+
+    def episodes(
+        self,
+        *,
+        source: str | None = None,
+        after: TimeInput | None = None,
+        before: TimeInput | None = None,
+        limit: int = 100,
+    ) -> list[Episode]:
+        """Episodes oldest first by their time, from ``source`` if given, with ``after <=
+        time < before``."""
+        return self._store.episodes(source=source, after=after, before=before, limit=limit)
+
+    def episode_facts(
+        self,
+        episode_id: str,
+        *,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> list[Fact]:
+        """The episode's facts visible at the time scope (superseded versions included), in
+        the order they were written. NotFound for an unknown episode."""
+        return self._store.episode_facts(episode_id, self._scope(as_of, known_at))
 
     def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
         """The facts among ``ids`` as memory knows them now, whatever their state (forgotten,

@@ -185,6 +185,50 @@ MIGRATIONS: Final[tuple[str, ...]] = (
             (SELECT f.valid_from FROM facts f WHERE f.id = links.source_id),
             (SELECT f.valid_from FROM facts f WHERE f.id = links.target_id)));
     """,
+    # 8: episodes, the units facts come from (a conversation session, a document); each fact
+    # names its episode, and consecutive facts of an episode are linked (origin 'episode', a
+    # new value: the links table is rebuilt with the same rows, seq and indexes).
+    """
+    CREATE TABLE episodes (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('conversation', 'document', 'other')),
+        source TEXT,
+        time REAL NOT NULL,
+        metadata TEXT NOT NULL DEFAULT '{}',
+        recorded_at REAL NOT NULL
+    );
+    CREATE INDEX episodes_time ON episodes(time, seq);
+    CREATE INDEX episodes_source ON episodes(source, time, seq) WHERE source IS NOT NULL;
+    ALTER TABLE facts ADD COLUMN episode_id TEXT;
+    CREATE INDEX facts_episode ON facts(episode_id, seq) WHERE episode_id IS NOT NULL;
+    CREATE TABLE links_v8 (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        source_id TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN
+            ('SUPERSEDES', 'CAUSED_BY', 'PART_OF', 'RELATED_TO', 'DEPENDS_ON')),
+        strength REAL NOT NULL CHECK (strength >= 0 AND strength <= 1),
+        origin TEXT NOT NULL CHECK (origin IN
+            ('explicit', 'auto_similarity', 'auto_entity', 'supersession', 'import', 'episode')),
+        recorded_at REAL NOT NULL,
+        valid_from REAL NOT NULL,
+        valid_until REAL,
+        valid_until_recorded_at REAL,
+        retracted_at REAL,
+        metadata TEXT NOT NULL DEFAULT '{}'
+    );
+    INSERT INTO links_v8 SELECT seq, id, source_id, target_id, type, strength, origin,
+        recorded_at, valid_from, valid_until, valid_until_recorded_at, retracted_at, metadata
+        FROM links;
+    DROP TABLE links;
+    ALTER TABLE links_v8 RENAME TO links;
+    CREATE UNIQUE INDEX links_one_live ON links(source_id, target_id, type)
+        WHERE retracted_at IS NULL;
+    CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
+    CREATE INDEX links_target_strength ON links(target_id, strength DESC);
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

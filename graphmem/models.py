@@ -30,6 +30,7 @@ class LinkOrigin(StrEnum):
     AUTO_SIMILARITY = "auto_similarity"
     AUTO_ENTITY = "auto_entity"
     IMPORT = "import"
+    EPISODE = "episode"
 
 
 #: What each link origin means (Markdown); the GraphQL ``Link.origin`` description and the
@@ -45,6 +46,8 @@ LINK_ORIGINS: Final[Mapping[str, str]] = {
     "same entity (the `entity_links` setting)",
     LinkOrigin.IMPORT: "given by an import file for a link made elsewhere; graphmem makes none "
     "itself (an export keeps each link's own origin)",
+    LinkOrigin.EPISODE: "a RELATED_TO link from a fact of an episode to the fact before it in "
+    "that episode (strength 1), made with the fact",
 }
 
 
@@ -169,6 +172,7 @@ class Fact:
     retracted_at: datetime | None
     superseded_by: str | None
     supersedes_id: str | None
+    episode_id: str | None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Fact:

@@ -19,9 +19,10 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import analytics, graph, keyword, reads, transfer
+from . import analytics, episodes, graph, keyword, reads, transfer
 from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
 from .embedders import Vectors, text_hash
+from .episodes import Episode, EpisodeInput
 from .errors import Conflict, NotFound
 from .keyword import KeywordRanker
 from .models import Fact, Link, LinkOrigin
@@ -68,6 +69,7 @@ _FACT_COLUMNS: Final = (
     "superseded_by",
     "supersedes_id",
     "vector_of",
+    "episode_id",
 )
 _INSERT_FACT: Final = (
     f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
@@ -253,6 +255,16 @@ class SQLiteTransaction:
     def unlink(self, link_id: str) -> Link:
         return graph.unlink(self.conn, self.now, link_id)
 
+    # episodes
+
+    def episode(self, given: EpisodeInput) -> Episode:
+        """The episode ``given`` names, recorded now if new (Conflict if it differs)."""
+        return episodes.resolve(self.conn, self.now, given)
+
+    def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(newer, older) pairs linking the episode's new facts to the fact before each."""
+        return episodes.chain(self.conn, episode_id, fact_ids)
+
     # bookkeeping
 
     def queue_vectors(self, ids: Iterable[str]) -> None:
@@ -390,6 +402,24 @@ class SQLiteStore:
 
     def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
         return reads.known_now(self._read(), ids)
+
+    def episode(self, episode_id: str) -> Episode | None:
+        return episodes.get(self._read(), episode_id)
+
+    def episodes(
+        self,
+        *,
+        source: str | None,
+        after: TimeInput | None,
+        before: TimeInput | None,
+        limit: int,
+    ) -> list[Episode]:
+        return episodes.listing(
+            self._read(), source=source, after=after, before=before, limit=limit
+        )
+
+    def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]:
+        return episodes.facts(self._read(), episode_id, scope)
 
     def page(
         self, scope: TimeScope, filters: Filters, *, first: int, after: int | None

@@ -1,7 +1,9 @@
 """Export and import of a namespace as JSON Lines: lossless, so export → import → export is equal.
 
-The first line is a header; then one ``{"kind": "fact", ...}`` line per fact (every column, times
-as ISO-8601 UTC) in storage order, then one ``{"kind": "link", ...}`` line per link. Vectors are
+The first line is a header; then one ``{"kind": "episode", ...}`` line per episode (its own
+kind as ``episode_kind``), one
+``{"kind": "fact", ...}`` line per fact (every column, times as ISO-8601 UTC) in storage order,
+then one ``{"kind": "link", ...}`` line per link. Vectors are
 not exported: the importing store embeds the texts with its own embedder.
 """
 
@@ -15,6 +17,7 @@ from typing import IO, Any, Final
 
 from . import keyword
 from .decay import DECAY_CLASSES
+from .episodes import EPISODE_KINDS
 from .errors import InvalidInput
 from .limits import MAX_TEXT_LENGTH
 from .models import LINK_TYPES
@@ -37,6 +40,7 @@ FACT_TIMES: Final = frozenset(
         "retracted_at",
     }
 )
+EPISODE_TIMES: Final = frozenset({"time", "recorded_at"})
 LINK_TIMES: Final = frozenset(
     {"recorded_at", "valid_from", "valid_until", "valid_until_recorded_at", "retracted_at"}
 )
@@ -51,6 +55,7 @@ _REQUIRED_FACT: Final = (
     "valid_from",
     "recorded_at",
 )
+_REQUIRED_EPISODE: Final = ("id", "kind", "time", "recorded_at")
 _REQUIRED_LINK: Final = (
     "id",
     "source_id",
@@ -78,6 +83,11 @@ def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:
     yield json.dumps(
         {"kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace}
     )
+    for row in conn.execute("SELECT * FROM episodes ORDER BY seq"):
+        item = _out(row, EPISODE_TIMES)
+        item["metadata"] = json.loads(item["metadata"])
+        item["episode_kind"] = item.pop("kind")  # "kind" names the line's kind
+        yield json.dumps({"kind": "episode", **item}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM facts ORDER BY seq"):
         yield json.dumps({"kind": "fact", **_out(row, FACT_TIMES)}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM links ORDER BY seq"):
@@ -108,6 +118,7 @@ def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportR
 def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
+    episode_columns = _columns(conn, "episodes")
     inserted: list[str] = []
     links = skipped = 0
     header_seen = False
@@ -130,8 +141,24 @@ def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[Impor
                 )
             header_seen = True
             continue
-        if kind == "fact":
+        if kind == "episode":
+            if "kind" in item:
+                raise InvalidInput(f"line {number}: an episode's kind is given as episode_kind")
+            item["kind"] = item.pop("episode_kind", None)
+            row = _common(item, episode_columns, _REQUIRED_EPISODE, EPISODE_TIMES, number)
+            if row["kind"] not in EPISODE_KINDS:
+                raise InvalidInput(f"line {number}: unknown episode kind {row['kind']!r}")
+            row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
+            if not _insert(conn, "episodes", row):
+                skipped += 1
+        elif kind == "fact":
             row = _fact_row(item, fact_columns, number)
+            episode = row.get("episode_id")
+            if (
+                episode is not None
+                and not conn.execute("SELECT 1 FROM episodes WHERE id = ?", [episode]).fetchone()
+            ):
+                raise InvalidInput(f"line {number}: episode_id {episode!r} is not a known episode")
             if _insert(conn, "facts", row):
                 inserted.append(row["id"])
             else:

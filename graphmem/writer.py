@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import autolink as autolinks
-from . import classify, ingest
+from . import classify, episodes, ingest
 from .cache import EmbeddingCache
 from .embedders import Embedder, Vectors
 from .errors import InvalidInput
@@ -24,7 +24,7 @@ from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
 from .settings import Settings
-from .store import Store
+from .store import Store, Transaction
 from .sync import Progress, VectorSync
 from .temporal import TimeInput
 from .transfer import ImportReport
@@ -64,9 +64,14 @@ class Writer:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def store_many(
-        self, items: Sequence[Mapping[str, Any] | FactInput], *, autolink: bool | None
+        self,
+        items: Sequence[Mapping[str, Any] | FactInput],
+        *,
+        autolink: bool | None,
+        episode: str | Mapping[str, Any] | None = None,
     ) -> list[StoreResult]:
         """See ``Memory.store_many``."""
+        given = None if episode is None else episodes.EpisodeInput.parse(episode)
         if isinstance(items, Mapping | str | bytes):
             raise InvalidInput("store_many takes a list of facts")
         if len(items) > MAX_BATCH:
@@ -84,8 +89,13 @@ class Writer:
         twins, similar = self._similar(vectors, inputs, options)
         verdicts = self._classify(inputs, vectors) if self.settings.classifier == "llm" else None
         with self._store.transaction() as tx:
-            results, touched = ingest.write_batch(tx, inputs, twins, self.settings, verdicts)
+            episode_id = None if given is None else tx.episode(given).id
+            results, touched = ingest.write_batch(
+                tx, inputs, twins, self.settings, verdicts, episode_id=episode_id
+            )
             autolinks.link_batch(tx, inputs, results, similar, options)
+            if episode_id is not None:
+                _chain_episode(tx, episode_id, results)
             self._cache.keep(tx, fresh)
             tx.queue_vectors(touched)
         known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
@@ -258,3 +268,27 @@ class Writer:
 _LINK_FIELDS = frozenset(
     {"source_id", "target_id", "type", "strength", "valid_from", "valid_until", "metadata"}
 )
+
+
+def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResult]) -> None:
+    """Link each fact the batch added to ``episode_id`` to the fact before it there."""
+    new = [
+        r.fact.id
+        for r in results
+        if r.action in ("ADD", "UPDATE") and r.fact is not None and r.fact.episode_id == episode_id
+    ]
+    pairs = tx.episode_chain(episode_id, list(dict.fromkeys(new)))
+    starts = tx.valid_from({end for pair in pairs for end in pair})
+    tx.add_links(
+        [
+            (
+                newer,
+                older,
+                "RELATED_TO",
+                episodes.STRENGTH,
+                episodes.ORIGIN,
+                max(starts[newer], starts[older]),
+            )
+            for newer, older in pairs
+        ]
+    )

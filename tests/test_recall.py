@@ -239,6 +239,7 @@ def _fact(text: str, category: str = "fact") -> Fact:
         retracted_at=None,
         superseded_by=None,
         supersedes_id=None,
+        episode_id=None,
     )
 
 

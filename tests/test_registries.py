@@ -132,6 +132,9 @@ def test_the_link_origins_are_those_links_get_and_the_only_ones_described(
         mem.store("Ana drinks green tea", entity="ana")  # the same entity: an entity link
         assert berlin is not None and paris is not None
         mem.link(paris.id, berlin.id, "CAUSED_BY")
+        mem.store_many(
+            [{"text": "Bo asked about the tram"}, {"text": "The tram runs hourly"}], episode="chat"
+        )  # consecutive facts of an episode: an episode link
         made = {
             k.origin for f in mem.facts(include_superseded=True).items for k in mem.links(f[1].id)
         }

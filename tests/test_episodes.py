@@ -1,0 +1,156 @@
+"""Episodes: where facts came from, recorded once, their facts in order and linked in turn."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import Conflict, InvalidInput, Memory, NotFound, Settings
+
+from .conftest import Clock
+
+SESSION: dict[str, Any] = {
+    "id": "chat-42/session-3",
+    "kind": "conversation",
+    "source": "chat-42",
+    "time": "2023-05-08T13:56:00Z",
+    "metadata": {"speakers": ["Caroline", "Melanie"]},
+}
+TURNS = [
+    {"text": "Caroline: I went to the support group yesterday", "entity": "caroline"},
+    {"text": "Melanie: How did it go?", "entity": "melanie"},
+    {"text": "Caroline: It was powerful, I want to study counseling", "entity": "caroline"},
+]
+
+
+def episode_links(mem: Memory, fact_id: str) -> list[tuple[str, str]]:
+    return [
+        (k.source_id, k.target_id)
+        for k in mem.links(fact_id, direction="OUT")
+        if k.origin == "episode"
+    ]
+
+
+def test_a_session_is_recorded_once_and_its_facts_are_in_order_and_chained(mem: Memory) -> None:
+    results = mem.store_many(TURNS, episode=SESSION)
+    ids = [r.fact.id for r in results if r.fact is not None]
+    episode = mem.episode("chat-42/session-3")
+    assert episode is not None
+    assert (episode.kind, episode.source, episode.time, episode.metadata) == (
+        "conversation",
+        "chat-42",
+        datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+        {"speakers": ["Caroline", "Melanie"]},
+    )
+    assert [f.id for f in mem.episode_facts("chat-42/session-3")] == ids
+    assert all(r.fact is not None and r.fact.episode_id == episode.id for r in results)
+    # Each fact is linked to the one before it: newer -[RELATED_TO]-> older, origin episode.
+    assert episode_links(mem, ids[0]) == []
+    assert episode_links(mem, ids[1]) == [(ids[1], ids[0])]
+    assert episode_links(mem, ids[2]) == [(ids[2], ids[1])]
+    # A later batch of the same episode (named by its id alone) continues the chain.
+    more = mem.store_many(
+        [{"text": "Melanie: That suits you, you listen well"}], episode="chat-42/session-3"
+    )
+    assert more[0].fact is not None
+    assert episode_links(mem, more[0].fact.id) == [(more[0].fact.id, ids[2])]
+    assert [f.id for f in mem.episode_facts("chat-42/session-3")] == [*ids, more[0].fact.id]
+
+
+def test_an_episode_named_again_with_other_attributes_is_a_conflict(mem: Memory) -> None:
+    mem.store_many(TURNS[:1], episode=SESSION)
+    with pytest.raises(Conflict) as error:
+        mem.store_many(TURNS[1:], episode={**SESSION, "time": "2023-05-09"})
+    assert "time" in error.value.message
+    assert len(mem.episode_facts(SESSION["id"])) == 1  # nothing of the refused batch was written
+    mem.store_many(TURNS[1:], episode={"id": SESSION["id"], "kind": "conversation"})
+    assert len(mem.episode_facts(SESSION["id"])) == 3
+
+
+@pytest.mark.parametrize(
+    ("episode", "field"),
+    [
+        ("", "episode"),
+        ({"kind": "conversation"}, "episode"),
+        ({"id": "x", "kind": "podcast"}, "episode.kind"),
+        ({"id": "x", "time": "last May"}, "episode.time"),
+        ({"id": "x", "metadata": ["not", "an", "object"]}, "episode.metadata"),
+        ({"id": "x", "colour": "blue"}, "episode"),
+        (42, "episode"),
+    ],
+)
+def test_bad_episodes_are_refused_and_nothing_is_written(
+    mem: Memory, episode: object, field: str
+) -> None:
+    with pytest.raises(InvalidInput) as error:
+        mem.store_many(TURNS, episode=episode)  # type: ignore[arg-type]
+    assert error.value.field == field
+    assert mem.facts().items == [] and mem.episodes() == []
+
+
+def test_an_unknown_episode_is_none_or_not_found(mem: Memory) -> None:
+    assert mem.episode("nope") is None
+    with pytest.raises(NotFound):
+        mem.episode_facts("nope")
+
+
+def test_a_duplicate_stays_in_the_episode_it_was_first_written_with(mem: Memory) -> None:
+    [first] = mem.store_many(TURNS[:1], episode="monday")
+    [again] = mem.store_many(TURNS[:1], episode="tuesday")
+    assert again.action == "NOOP" and again.fact is not None and first.fact is not None
+    assert again.fact.episode_id == "monday"
+    assert mem.episode_facts("tuesday") == []
+
+
+def test_episodes_are_listed_by_source_and_time(mem: Memory, clock: Clock) -> None:
+    for day, source in ((1, "slack"), (2, "email"), (3, "slack")):
+        mem.store_many(
+            [{"text": f"note of day {day} from {source}"}],
+            episode={"id": f"{source}-{day}", "source": source, "time": f"2024-03-0{day}"},
+        )
+    assert [e.id for e in mem.episodes()] == ["slack-1", "email-2", "slack-3"]
+    assert [e.id for e in mem.episodes(source="slack")] == ["slack-1", "slack-3"]
+    assert [e.id for e in mem.episodes(after="2024-03-02", before="2024-03-03")] == ["email-2"]
+    with pytest.raises(InvalidInput):
+        mem.episodes(limit=0)
+
+
+def test_episode_facts_follow_the_time_scope(mem: Memory, clock: Clock) -> None:
+    results = mem.store_many(TURNS, episode="s")
+    before_forget = clock.advance(60)
+    clock.advance(60)
+    assert results[1].fact is not None
+    mem.forget(results[1].fact.id)
+    assert len(mem.episode_facts("s")) == 2
+    assert len(mem.episode_facts("s", known_at=before_forget)) == 3
+    # The next fact of the episode links to the last one not forgotten.
+    [last] = mem.store_many([{"text": "Caroline: thanks, see you"}], episode="s")
+    assert last.fact is not None and results[2].fact is not None
+    assert episode_links(mem, last.fact.id) == [(last.fact.id, results[2].fact.id)]
+
+
+def test_capture_records_the_turns_episode(mem: Memory) -> None:
+    captured = mem.capture(
+        [{"role": "user", "content": "I prefer dark mode in every editor."}], episode="turn-1"
+    )
+    stored = [c for c in captured if c.fact is not None]
+    assert stored and all(c.fact is not None and c.fact.episode_id == "turn-1" for c in stored)
+    assert mem.episode("turn-1") is not None
+
+
+def test_an_export_keeps_episodes_and_imports_them_back(
+    mem: Memory, tmp_path: Path, clock: Clock
+) -> None:
+    mem.store_many(TURNS, episode=SESSION)
+    out = io.StringIO()
+    mem.export_jsonl(out)
+    with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash"), clock=clock) as copy:
+        copy.import_jsonl(io.StringIO(out.getvalue()))
+        assert copy.episode(SESSION["id"]) == mem.episode(SESSION["id"])
+        assert [f.id for f in copy.episode_facts(SESSION["id"])] == [
+            f.id for f in mem.episode_facts(SESSION["id"])
+        ]
