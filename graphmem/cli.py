@@ -97,6 +97,10 @@ def _setting(name: str) -> str:
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_EPISODE_HELP: Final = (
+    "The id of the conversation session or document this comes from (recorded on first use): "
+    "each fact added belongs to it, linked to the one before it."
+)
 as_of_option = click.option(
     "--as-of", help=f"Valid time to read at (default: now): {ACCEPTED_TIMES}."
 )
@@ -177,6 +181,7 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
     help="Always add; skip classification (entity/key rules or the LLM).",
 )
 @click.option("--no-autolink", is_flag=True, help="Make no automatic links for this fact.")
+@click.option("--episode", help=_EPISODE_HELP)
 @json_option
 @click.pass_context
 def store(
@@ -186,6 +191,7 @@ def store(
     as_json: bool,
     no_classify: bool,
     no_autolink: bool,
+    episode: str | None,
     **fields: Any,
 ) -> None:
     """Store a fact (ADD, or UPDATE/DELETE/NOOP by the classifier), with its automatic links."""
@@ -195,7 +201,7 @@ def store(
     if no_autolink:
         item["autolink"] = False
     with _memory(ctx) as mem:
-        result = mem.store_many([{"text": text, **item}])[0]
+        result = mem.store_many([{"text": text, **item}], episode=episode)[0]
     _emit(
         result.to_dict(),
         as_json,
@@ -289,9 +295,10 @@ def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **op
 
 @click.command()
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
+@click.option("--episode", help=_EPISODE_HELP)
 @json_option
 @click.pass_context
-def capture(ctx: click.Context, /, path: str, as_json: bool) -> None:
+def capture(ctx: click.Context, /, path: str, episode: str | None, as_json: bool) -> None:
     """Store the memorable sentences of chat messages (auto-capture).
 
     PATH (default: stdin) holds a JSON list of {"role", "content"} messages. Prints what was
@@ -303,7 +310,7 @@ def capture(ctx: click.Context, /, path: str, as_json: bool) -> None:
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
     with _memory(ctx) as mem:
-        results = mem.capture(messages)
+        results = mem.capture(messages, episode=episode)
     _emit(
         [r.to_dict() for r in results],
         as_json,
@@ -349,6 +356,32 @@ def history(
         [f.to_dict() for f in facts],
         as_json,
         (_fact_line(f) for f in facts),
+    )
+
+
+@click.command()
+@click.argument("episode_id")
+@as_of_option
+@known_at_option
+@json_option
+@click.pass_context
+def episode(
+    ctx: click.Context, /, episode_id: str, as_of: str | None, known_at: str | None, as_json: bool
+) -> None:
+    """Show an episode and its facts, in the order they were written."""
+    with _memory(ctx) as mem:
+        found = mem.episode(episode_id)
+        if found is None:
+            raise NotFound(f"no episode with id {episode_id!r}")
+        facts = mem.episode_facts(episode_id, as_of=as_of, known_at=known_at)
+    _emit(
+        {**found.to_dict(), "facts": [f.to_dict() for f in facts]},
+        as_json,
+        [
+            f"{found.id}  {found.kind}  {to_iso(found.time.timestamp())}"
+            + (f"  from {found.source}" if found.source else ""),
+            *(_fact_line(f) for f in facts),
+        ],
     )
 
 
@@ -829,6 +862,7 @@ COMMANDS: Final = (
     capture,
     get,
     history,
+    episode,
     forget,
     purge,
     link,

@@ -252,6 +252,10 @@ def _default(method: Callable[..., Any], parameter: str) -> Any:
 Time = Annotated[
     str | StrictInt | StrictFloat | None, WithJsonSchema({"type": ["string", "number"]})
 ]
+EPISODE = (
+    "The id of the conversation session (or document) this comes from, e.g. 'chat-42/3': "
+    "recorded on first use; each fact stored belongs to it and is linked to the one before it."
+)
 AS_OF = (
     "Valid time: read memory as the world was at this moment, e.g. to get the version of a fact "
     f"that was true then. {ACCEPTED_TIMES}. Default: now."
@@ -312,10 +316,15 @@ class StoreArgs(_Args):
     supersedes: str | None = Field(
         None, description="The id of a current fact this one replaces (it becomes history)."
     )
+    episode: str | None = Field(
+        None, min_length=1, max_length=MAX_FIELD_LENGTH, description=EPISODE
+    )
 
 
 def store(memory: Memory, args: StoreArgs) -> Result:
-    [result] = memory.store_many([args.model_dump(exclude_none=True)])
+    [result] = memory.store_many(
+        [args.model_dump(exclude_none=True, exclude={"episode"})], episode=args.episode
+    )
     lines = [f"{result.action}: {_line(result.fact)}" if result.fact else result.action]
     if result.reason:
         lines.append(f"reason: {result.reason}")
@@ -519,10 +528,16 @@ class CaptureArgs(_Args):
     messages: list[Message] = Field(
         min_length=1, max_length=MAX_CAPTURE_MESSAGES, description="The turn's messages, in order."
     )
+    episode: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_FIELD_LENGTH,
+        description=EPISODE,
+    )
 
 
 def capture(memory: Memory, args: CaptureArgs) -> Result:
-    results = memory.capture(args.model_dump()["messages"])
+    results = memory.capture(args.model_dump()["messages"], episode=args.episode)
     stored = sum(r.action in ("ADD", "UPDATE") for r in results)
     lines = [f"{stored} {_plural(stored, 'fact')} stored:"]
     for r in results:

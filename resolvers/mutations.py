@@ -9,6 +9,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem.decay import DECAY_CLASSES
+from graphmem.episodes import DEFAULT_KIND, EPISODE_KINDS
 from graphmem.ingest import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
 
@@ -116,6 +117,41 @@ class LinkInput:
         default=None,
         description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
     )
+
+
+@strawberry.input(
+    description="The unit a batch of facts comes from (a conversation session, a document), "
+    "recorded on first use; naming it again with other attributes is a CONFLICT."
+)
+class EpisodeInput:
+    id: str = strawberry.field(description="The episode's id, chosen by the caller.")
+    kind: str | None = strawberry.field(
+        default=None,
+        description=f"One of {', '.join(EPISODE_KINDS)} (default {DEFAULT_KIND}).",
+    )
+    source: str | None = strawberry.field(
+        default=None, description="Where it came from (a channel, a file path)."
+    )
+    time: DateTime | None = strawberry.field(
+        default=None, description="When it happened or was written (default: now)."
+    )
+    metadata: JSON | None = strawberry.field(
+        default=None, description="A JSON object kept with the episode."
+    )
+
+    def to_core(self) -> dict[str, Any]:
+        given = {
+            "id": self.id,
+            "kind": self.kind,
+            "source": self.source,
+            "time": self.time,
+            "metadata": self.metadata,
+        }
+        return {k: v for k, v in given.items() if v is not None}
+
+
+def _episode(episode: EpisodeInput | None) -> dict[str, Any] | None:
+    return None if episode is None else episode.to_core()
 
 
 @strawberry.input(description="A chat message, as agents exchange them (OpenAI format).")
@@ -226,10 +262,19 @@ class Mutation:
         self,
         info: Info[Context, None],
         inputs: Annotated[list[FactInput], strawberry.argument(description="The facts.")],
+        episode: Annotated[
+            EpisodeInput | None,
+            strawberry.argument(
+                description="The episode the facts come from: each added fact belongs to it and "
+                "is linked to the one before it there."
+            ),
+        ] = None,
     ) -> StoreFactsPayload:
         async def store() -> StoreFactsPayload:
             results = await info.context.run(
-                info.context.memory.store_many, [i.to_core() for i in inputs]
+                info.context.memory.store_many,
+                [i.to_core() for i in inputs],
+                episode=_episode(episode),
             )
             return StoreFactsPayload(
                 results=[StoreResult(**_result(r)) for r in results], error=None
@@ -248,11 +293,16 @@ class Mutation:
         messages: Annotated[
             list[MessageInput], strawberry.argument(description="The turn's messages, in order.")
         ],
+        episode: Annotated[
+            EpisodeInput | None,
+            strawberry.argument(description="The episode (conversation session) of the turn."),
+        ] = None,
     ) -> CapturePayload:
         async def capture() -> CapturePayload:
             results = await info.context.run(
                 info.context.memory.capture,
                 [{"role": m.role, "content": m.content} for m in messages],
+                episode=_episode(episode),
             )
             return CapturePayload(
                 results=[

@@ -16,6 +16,7 @@ from .types import (
     JSON,
     DateTime,
     Direction,
+    Episode,
     Fact,
     FactConnection,
     FactEdge,
@@ -356,6 +357,41 @@ class Query:
             info.context.memory.history, str(id), as_of=as_of, known_at=known_at
         )
         return [Fact.of(f, (as_of, known_at)) for f in facts]
+
+    @strawberry.field(
+        description="An episode by id (its `facts` read at the given time scope); null if unknown."
+    )
+    async def episode(
+        self,
+        info: Info[Context, None],
+        id: Annotated[str, strawberry.argument(description="The episode's id.")],
+        as_of: AsOf = None,
+        known_at: KnownAt = None,
+    ) -> Episode | None:
+        found = await info.context.run(info.context.memory.episode, id)
+        return None if found is None else Episode.of(found, (as_of, known_at))
+
+    @strawberry.field(description="Episodes by their time, oldest first.")
+    async def episodes(
+        self,
+        info: Info[Context, None],
+        source: Annotated[
+            str | None, strawberry.argument(description="Only those from this source.")
+        ] = None,
+        after: Annotated[
+            DateTime | None, strawberry.argument(description="Only those at or after this time.")
+        ] = None,
+        before: Annotated[
+            DateTime | None, strawberry.argument(description="Only those before this time.")
+        ] = None,
+        limit: Annotated[
+            int, strawberry.argument(description=f"Most episodes (1 to {MAX_LIMIT:,}).")
+        ] = 100,
+    ) -> list[Episode]:
+        found = await info.context.run(
+            info.context.memory.episodes, source=source, after=after, before=before, limit=limit
+        )
+        return [Episode.of(e, (None, None)) for e in found]
 
     @strawberry.field(description="Counts describing this namespace.")
     async def stats(self, info: Info[Context, None]) -> Stats:

@@ -308,6 +308,9 @@ class Fact:
     supersedes_id: strawberry.ID | None = strawberry.field(
         description="The id of the version it replaced."
     )
+    episode_id: str | None = strawberry.field(
+        description="The id of the episode (conversation session, document) it came from."
+    )
     scope: strawberry.Private[Scope]
 
     @classmethod
@@ -339,8 +342,16 @@ class Fact:
             retracted_at=_maybe_time(fact.retracted_at),
             superseded_by_id=_maybe_id(fact.superseded_by),
             supersedes_id=_maybe_id(fact.supersedes_id),
+            episode_id=fact.episode_id,
             scope=scope,
         )
+
+    @strawberry.field(description="The episode it came from, if any.")
+    async def episode(self, info: Info[Context, None]) -> "Episode | None":
+        if self.episode_id is None:
+            return None
+        found = await info.context.run(info.context.memory.episode, self.episode_id)
+        return None if found is None else Episode.of(found, self.scope)
 
     @strawberry.field(
         description="The fact's links visible at the time scope, strongest first, a page at a "
@@ -418,6 +429,42 @@ class Fact:
     async def known_now(self, info: Info[Context, None]) -> "Fact | None":
         found = await info.context.known_now(self.id)
         return None if found is None else Fact.of(found, NOW)
+
+
+@strawberry.type(
+    description="The unit facts came from: a conversation session or a document, recorded once."
+)
+class Episode:
+    id: str = strawberry.field(description="The id the writer gave it.")
+    kind: str = strawberry.field(description="conversation, document or other.")
+    source: str | None = strawberry.field(description="Where it came from.")
+    time: DateTime = strawberry.field(description="When it happened or was written.")
+    metadata: JSON = strawberry.field(description="The JSON object kept with it.")
+    recorded_at: DateTime | None = strawberry.field(description="When memory recorded it.")
+    scope: strawberry.Private[Scope]
+
+    @classmethod
+    def of(cls, episode: graphmem.Episode, scope: Scope) -> "Episode":
+        return cls(
+            id=episode.id,
+            kind=episode.kind,
+            source=episode.source,
+            time=_time(episode.time),
+            metadata=JSON(episode.metadata),
+            recorded_at=_maybe_time(episode.recorded_at),
+            scope=scope,
+        )
+
+    @strawberry.field(
+        description="Its facts visible at the time scope (replaced versions included), in the "
+        "order they were written."
+    )
+    async def facts(self, info: Info[Context, None]) -> list[Fact]:
+        as_of, known_at = self.scope
+        found = await info.context.run(
+            info.context.memory.episode_facts, self.id, as_of=as_of, known_at=known_at
+        )
+        return [Fact.of(f, self.scope) for f in found]
 
 
 @strawberry.type(description="A search result.")

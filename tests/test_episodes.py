@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from starlette.applications import Starlette
 
 from graphmem import Conflict, InvalidInput, Memory, NotFound, Settings
+from graphmem.cli import cli
+from resolvers import mcp
 
+from .api import InProcess
 from .conftest import Clock
 
 SESSION: dict[str, Any] = {
@@ -154,3 +160,85 @@ def test_an_export_keeps_episodes_and_imports_them_back(
         assert [f.id for f in copy.episode_facts(SESSION["id"])] == [
             f.id for f in mem.episode_facts(SESSION["id"])
         ]
+
+
+def test_graphql_mcp_and_cli_record_and_read_episodes(
+    app: Starlette, data_dir: Path, clock: Clock
+) -> None:
+    with InProcess(app) as api:
+        stored = api.data(
+            """mutation($inputs: [FactInput!]!, $episode: EpisodeInput) {
+                storeFacts(inputs: $inputs, episode: $episode) {
+                    results { fact { id episodeId } } error { code } } }""",
+            {"inputs": TURNS, "episode": {**SESSION, "metadata": {"n": 1}}},
+        )["storeFacts"]
+        ids = [r["fact"]["id"] for r in stored["results"]]
+        assert {r["fact"]["episodeId"] for r in stored["results"]} == {SESSION["id"]}
+        read = api.data(
+            """query($id: String!, $fact: ID!) {
+                episode(id: $id) { kind source time metadata facts { id } }
+                fact(id: $fact) { episode { id } }
+                episodes(source: "chat-42") { id } }""",
+            {"id": SESSION["id"], "fact": ids[0]},
+        )
+        assert read["episode"] == {
+            "kind": "conversation",
+            "source": "chat-42",
+            "time": "2023-05-08T13:56:00Z",
+            "metadata": {"n": 1},
+            "facts": [{"id": i} for i in ids],
+        }
+        assert read["fact"]["episode"] == {"id": SESSION["id"]}
+        assert read["episodes"] == [{"id": SESSION["id"]}]
+        clash = api.data(
+            """mutation($inputs: [FactInput!]!, $episode: EpisodeInput) {
+                storeFacts(inputs: $inputs, episode: $episode) { error { code } } }""",
+            {
+                "inputs": [{"text": "another turn"}],
+                "episode": {"id": SESSION["id"], "kind": "other"},
+            },
+        )["storeFacts"]
+        assert clash["error"]["code"] == "CONFLICT"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "--data-dir",
+            str(data_dir),
+            "store",
+            "Notes from the standup",
+            "--episode",
+            "standup",
+            "--json",
+        ],
+        env={"GRAPHMEM_EMBEDDER": "hash"},
+    )
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(
+        cli,
+        ["--data-dir", str(data_dir), "episode", "standup", "--json"],
+        env={"GRAPHMEM_EMBEDDER": "hash"},
+    )
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert shown["id"] == "standup" and [f["text"] for f in shown["facts"]] == [
+        "Notes from the standup"
+    ]
+
+
+def test_the_mcp_tools_take_an_episode(mem: Memory) -> None:
+    _, captured = mcp.capture(
+        mem,
+        mcp.CaptureArgs.model_validate(
+            {
+                "messages": [{"role": "user", "content": "I prefer tea over coffee."}],
+                "episode": "turn-7",
+            }
+        ),
+    )
+    assert captured["results"][0]["fact"]["episode_id"] == "turn-7"
+    _, stored = mcp.store(mem, mcp.StoreArgs(text="The standup moved to 10am", episode="turn-7"))
+    assert stored["fact"]["episode_id"] == "turn-7"
+    assert [f.text for f in mem.episode_facts("turn-7")] == [
+        "I prefer tea over coffee.",
+        "The standup moved to 10am",
+    ]
