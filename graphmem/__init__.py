@@ -7,6 +7,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
 from .episodes import Episode
+from .erasure import Erasure, PurgeReport
 from .errors import (
     Conflict,
     EmbedderError,
@@ -44,6 +45,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatch",
     "Episode",
+    "Erasure",
     "Fact",
     "FactInput",
     "FactPage",
@@ -61,6 +63,7 @@ __all__ = [
     "NotFound",
     "Path",
     "PruneReport",
+    "PurgeReport",
     "QueryTimeout",
     "RecallItem",
     "RecallResult",

@@ -37,7 +37,8 @@ from .access import AccessTracker
 from .cache import EmbeddingCache
 from .embedders import Embedder, create_embedder
 from .episodes import Episode
-from .errors import NotFound
+from .erasure import Erasure, PurgeFilter, PurgeReport
+from .errors import InvalidInput, NotFound
 from .limits import MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
 from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
@@ -253,11 +254,44 @@ class Memory:
         """
         return self._writer.forget(fact_id)
 
-    def purge(self, fact_id: str) -> None:
-        """Delete a fact for good: its row, links, vector and cached embedding (privacy)."""
-        if not self._writer.purge([fact_id]):
-            raise NotFound(f"no fact with id {fact_id!r}")
-        self._writer.erase()
+    def purge(
+        self,
+        fact_id: str | None = None,
+        *,
+        ids: Iterable[str] | None = None,
+        entity: str | None = None,
+        source: str | None = None,
+        episode: str | None = None,
+        dry_run: bool = False,
+    ) -> PurgeReport:
+        """Delete facts for good (privacy): one by id, or every fact ``ids``, ``entity``
+        (case-insensitive), ``source`` and ``episode`` match (the filters given narrow each
+        other), in any state: current, replaced or forgotten.
+
+        In one transaction it removes the facts, their links, their cached embeddings (of
+        texts no other fact has), their keyword-index entries and the episodes left empty, and
+        records the erasure (``erasures``); then their vectors, with every older version of the
+        vector table, and the store scrubs its files, so no file of the namespace still holds
+        an erased text or vector. Returns the counts; ``dry_run`` only counts.
+
+        InvalidInput for no filter at all (a purge never erases a whole namespace); NotFound
+        for an unknown ``fact_id`` (a filter that matches nothing answers zero counts).
+        """
+        if fact_id is not None:
+            if ids is not None:
+                raise InvalidInput("give fact_id or ids, not both", field="ids")
+            if not self._store.known_now([fact_id]):
+                raise NotFound(f"no fact with id {fact_id!r}")
+            ids = [fact_id]
+        where = PurgeFilter.of(ids=ids, entity=entity, source=source, episode=episode)
+        if dry_run:
+            return self._store.purge_count(where)
+        return self._writer.purge_where(where)
+
+    def erasures(self, *, limit: int = 100) -> list[Erasure]:
+        """The erasure records, newest first: when each purge ran, its filter (values as
+        SHA-256 digests) and how many of each kind it removed; never the content."""
+        return self._store.erasures(limit)
 
     def capture(
         self,

@@ -229,6 +229,18 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
     CREATE INDEX links_target_strength ON links(target_id, strength DESC);
     """,
+    # 9: the record each purge leaves (when, the filter as digests, how many of each kind).
+    """
+    CREATE TABLE erasures (
+        seq INTEGER PRIMARY KEY,
+        at REAL NOT NULL,
+        filter TEXT NOT NULL,
+        facts INTEGER NOT NULL,
+        links INTEGER NOT NULL,
+        vectors INTEGER NOT NULL,
+        episodes INTEGER NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -19,10 +19,11 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import analytics, episodes, graph, keyword, reads, transfer
+from . import analytics, episodes, erasure, graph, keyword, reads, transfer
 from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
 from .embedders import Vectors, text_hash
 from .episodes import Episode, EpisodeInput
+from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import Conflict, NotFound
 from .keyword import KeywordRanker
 from .models import Fact, Link, LinkOrigin
@@ -178,10 +179,15 @@ class SQLiteTransaction:
         )
 
     def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
-        """New live links, recorded now: (source, target, type, strength, origin, valid_from)."""
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from).
+        An episode link takes over the live link its pair already has (an automatic link the
+        same batch made); any other link already live is left as it is."""
         self.conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-            " valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            " valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (source_id, target_id, type) WHERE retracted_at IS NULL DO UPDATE"
+            " SET origin = excluded.origin, strength = excluded.strength"
+            f" WHERE excluded.origin = '{LinkOrigin.EPISODE}'",
             [(str(uuid.uuid4()), s, t, kind, w, o, self.now, v) for s, t, kind, w, o, v in links],
         )
 
@@ -204,10 +210,26 @@ class SQLiteTransaction:
         dependants = [
             r[0] for r in conn.execute(f"SELECT id FROM facts WHERE vector_of IN {IN_IDS}", param)
         ]
+        (vectors,) = conn.execute(
+            f"SELECT count(*) FROM facts WHERE id IN {IN_IDS} AND vector_of IS NULL", param
+        ).fetchone()
+        touched_episodes = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT episode_id FROM facts WHERE id IN {IN_IDS}"
+                " AND episode_id IS NOT NULL",
+                param,
+            )
+        ]
         removed = conn.execute(f"DELETE FROM facts WHERE id IN {IN_IDS}", param).rowcount
-        conn.execute(
+        links = conn.execute(
             f"DELETE FROM links WHERE source_id IN {IN_IDS} OR target_id IN {IN_IDS}", param
-        )
+        ).rowcount
+        emptied = conn.execute(
+            "DELETE FROM episodes WHERE id IN (SELECT value FROM json_each(?))"
+            " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = episodes.id)",
+            [id_list(touched_episodes)],
+        ).rowcount
         for column in ("superseded_by", "supersedes_id", "vector_of"):
             conn.execute(f"UPDATE facts SET {column} = NULL WHERE {column} IN {IN_IDS}", param)
         orphaned = {text_hash(r[1]) for r in found} - {
@@ -221,7 +243,14 @@ class SQLiteTransaction:
             "DELETE FROM embedding_cache WHERE text_hash IN (SELECT value FROM json_each(?))",
             [id_list(orphaned)],
         )
-        return Purged(removed, gone, [*ids, *dependants])
+        return Purged(removed, gone, [*ids, *dependants], links, int(vectors), emptied)
+
+    def purge_where(self, where: PurgeFilter) -> Purged:
+        """Purge the facts ``where`` matches and record the erasure (see ``purge``)."""
+        purged = self.purge(erasure.matching(self.conn, where))
+        report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+        erasure.record(self.conn, self.now, where, report)
+        return purged
 
     def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]:
         """Load an export (:func:`graphmem.transfer.import_rows`); returns the new fact ids."""
@@ -402,6 +431,15 @@ class SQLiteStore:
 
     def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
         return reads.known_now(self._read(), ids)
+
+    def purge_count(self, where: PurgeFilter) -> PurgeReport:
+        return erasure.count(self._read(), where)
+
+    def erasures(self, limit: int) -> list[Erasure]:
+        return erasure.listing(self._read(), limit)
+
+    def scrub(self) -> bool:
+        return self._db.scrub()
 
     def episode(self, episode_id: str) -> Episode | None:
         return episodes.get(self._read(), episode_id)

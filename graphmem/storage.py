@@ -95,6 +95,18 @@ class Database:
             except sqlite3.OperationalError as exc:
                 raise storage_error(exc, self.path, "cannot write to") from exc
 
+    def scrub(self) -> bool:
+        """After deleting data for good: merge the keyword index into one segment (dropping the
+        deleted entries; ``secure_delete`` zeroes the pages freed), then checkpoint the WAL and
+        truncate it, so neither the database nor its WAL still holds what was deleted. Returns
+        whether the checkpoint completed (a reader holding an older snapshot can delay it)."""
+        with self.write() as conn:
+            conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')")
+        with self._write_lock:
+            self._check_open()
+            busy, _, _ = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return not busy
+
     def try_write(
         self, *, durable: bool = True
     ) -> AbstractContextManager[sqlite3.Connection] | None:
@@ -206,6 +218,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
     conn.execute("PRAGMA foreign_keys = ON")
+    # Deleted content is overwritten with zeros, whatever the SQLite build's default: a purge
+    # must leave no copy of an erased text in the file's free pages.
+    conn.execute("PRAGMA secure_delete = ON")
     return conn
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from . import analytics, graph, transfer
     from .embedders import Vectors
     from .episodes import Episode, EpisodeInput
+    from .erasure import Erasure, PurgeFilter, PurgeReport
     from .models import Fact, Link
     from .reads import FactPage, Filters
     from .temporal import TimeInput, TimeScope
@@ -43,6 +44,9 @@ class Purged:
     removed: int
     gone: list[str]
     touched: list[str]
+    links: int = 0
+    vectors: int = 0
+    episodes: int = 0
 
 
 @dataclass
@@ -108,11 +112,14 @@ class Transaction(Protocol):
     # writes
     def apply(self, changes: BatchChanges) -> None: ...
     def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
-        """New live links, recorded now: (source, target, type, strength, origin, valid_from)."""
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from).
+        An ``episode`` link takes over a live link of the same pair and type; another link
+        whose pair already has one is not made."""
         ...
 
     def retract(self, fact_id: str) -> Fact: ...
     def purge(self, ids: Sequence[str]) -> Purged: ...
+    def purge_where(self, where: PurgeFilter) -> Purged: ...
     def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]: ...
     def link(
         self,
@@ -165,6 +172,9 @@ class Store(Protocol):
         self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
     ) -> dict[str, Fact]: ...
     def known_now(self, ids: Iterable[str]) -> dict[str, Fact]: ...
+    def purge_count(self, where: PurgeFilter) -> PurgeReport: ...
+    def erasures(self, limit: int) -> list[Erasure]: ...
+    def scrub(self) -> bool: ...
     def episode(self, episode_id: str) -> Episode | None: ...
     def episodes(
         self,

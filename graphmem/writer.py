@@ -19,6 +19,7 @@ from . import autolink as autolinks
 from . import classify, episodes, ingest
 from .cache import EmbeddingCache
 from .embedders import Embedder, Vectors
+from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
 from .limits import MAX_BATCH
 from .llm import ChatClient
@@ -130,6 +131,19 @@ class Writer:
         self._sync.sync(purged.touched)
         self._announce([("FACT_PURGED", i) for i in purged.gone], tx.now)
         return purged.removed
+
+    def purge_where(self, where: PurgeFilter) -> PurgeReport:
+        """Purge what ``where`` matches, record the erasure, then leave no copy on disk: the
+        vector index drops its older versions and the store scrubs its files."""
+        with self._store.transaction() as tx:
+            purged = tx.purge_where(where)
+            tx.queue_vectors(purged.touched)
+        self._sync.sync(purged.touched)
+        self._announce([("FACT_PURGED", i) for i in purged.gone], tx.now)
+        if purged.removed:
+            self.erase()
+            self._store.scrub()
+        return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
 
     def erase(self) -> None:
         """Compact the vector index so that no older table version keeps a purged vector."""

@@ -242,3 +242,14 @@ def test_the_mcp_tools_take_an_episode(mem: Memory) -> None:
         "I prefer tea over coffee.",
         "The standup moved to 10am",
     ]
+
+
+def test_an_episode_link_takes_over_the_similarity_link_of_the_same_pair(mem: Memory) -> None:
+    results = mem.store_many(
+        [{"text": "Cy note 1 about the garden"}, {"text": "Cy note 1 about the garden too"}],
+        episode="cy",
+    )
+    first, second = (r.fact for r in results)
+    assert first is not None and second is not None
+    [link] = [k for k in mem.links(second.id, direction="OUT") if k.target_id == first.id]
+    assert (link.origin, link.strength) == ("episode", 1.0)

@@ -1,0 +1,216 @@
+"""Erasure: purge by filter, what it removed, and the record that it happened.
+
+``Memory.purge`` deletes for good every fact a filter matches (by ids, entity, source or
+episode; several filters narrow each other), in every state — current, replaced, forgotten —
+with their links, vectors, cached embeddings, keyword-index entries and the episodes left
+empty. Afterwards the store scrubs its files (SQLite's ``secure_delete`` zeroes deleted
+content, the keyword index is merged, the WAL checkpointed and truncated) and the vector index
+drops its older table versions, so no file of the namespace still holds an erased text or
+vector. Each purge leaves an erasure record: when, which filter and how many of each kind, never
+the content; the filter's values are kept as SHA-256 digests, so the record can confirm that a
+given entity or source was erased without listing them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from .errors import InvalidInput
+from .limits import MAX_FIELD_LENGTH, MAX_LIMIT, MAX_NODES
+from .storage import id_list
+from .temporal import to_datetime, to_iso
+
+#: The filters a purge takes, in the order they are described.
+FILTERS: Final = ("ids", "entity", "source", "episode")
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeFilter:
+    """Which facts a purge removes: all the given conditions hold (at least one is given)."""
+
+    ids: tuple[str, ...] | None = None
+    entity: str | None = None
+    source: str | None = None
+    episode: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        ids: Iterable[str] | None,
+        entity: str | None,
+        source: str | None,
+        episode: str | None,
+    ) -> PurgeFilter:
+        """A checked filter. InvalidInput for an empty one (a purge never erases everything by
+        accident: a namespace is dropped by its own operation) or a malformed value."""
+        if isinstance(ids, str):
+            ids = [ids]
+        checked = None
+        if ids is not None:
+            checked = tuple(dict.fromkeys(ids))
+            if not checked or not all(isinstance(i, str) and i for i in checked):
+                raise InvalidInput("ids must be one or more fact ids", field="ids")
+            if len(checked) > MAX_NODES:
+                raise InvalidInput(f"at most {MAX_NODES} ids per purge", field="ids")
+        for name, value in (("entity", entity), ("source", source), ("episode", episode)):
+            if value is not None and (
+                not isinstance(value, str) or not value.strip() or len(value) > MAX_FIELD_LENGTH
+            ):
+                raise InvalidInput(
+                    f"{name} must be non-empty text of at most {MAX_FIELD_LENGTH} characters",
+                    field=name,
+                )
+        made = cls(checked, entity, source, episode)
+        if made.empty:
+            raise InvalidInput(
+                "a purge needs a filter: ids, entity, source or episode (it never erases a "
+                "whole namespace)",
+                field="filter",
+            )
+        return made
+
+    @property
+    def empty(self) -> bool:
+        return all(getattr(self, name) is None for name in FILTERS)
+
+    def clause(self) -> tuple[str, dict[str, Any]]:
+        """The SQL condition on ``facts f`` and its parameters."""
+        where, params = [], {}
+        if self.ids is not None:
+            where.append("f.id IN (SELECT value FROM json_each(:purge_ids))")
+            params["purge_ids"] = id_list(self.ids)
+        if self.entity is not None:
+            where.append("lower(f.entity) = lower(:purge_entity)")
+            params["purge_entity"] = self.entity.strip()
+        if self.source is not None:
+            where.append("f.source = :purge_source")
+            params["purge_source"] = self.source
+        if self.episode is not None:
+            where.append("f.episode_id = :purge_episode")
+            params["purge_episode"] = self.episode
+        return " AND ".join(where), params
+
+    def digest(self) -> dict[str, Any]:
+        """What the erasure record keeps of the filter: the number of ids, and a SHA-256 of
+        each other value (lower-cased for an entity, which matches case-insensitively)."""
+        out: dict[str, Any] = {}
+        if self.ids is not None:
+            out["ids"] = len(self.ids)
+        for name in ("entity", "source", "episode"):
+            value = getattr(self, name)
+            if value is not None:
+                text = value.strip().lower() if name == "entity" else value
+                out[name] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeReport:
+    """How many facts, links, vectors and emptied episodes a purge removed (or, with
+    ``dry_run``, would remove)."""
+
+    facts: int
+    links: int
+    vectors: int
+    episodes: int
+    dry_run: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "facts": self.facts,
+            "links": self.links,
+            "vectors": self.vectors,
+            "episodes": self.episodes,
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Erasure:
+    """The record a purge leaves: when, the filter (its values as SHA-256 digests, ids as a
+    count) and how many of each kind it removed; never the content."""
+
+    at: datetime
+    filter: dict[str, Any]
+    facts: int
+    links: int
+    vectors: int
+    episodes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "at": to_iso(self.at.timestamp()),
+            "filter": self.filter,
+            "facts": self.facts,
+            "links": self.links,
+            "vectors": self.vectors,
+            "episodes": self.episodes,
+        }
+
+
+def count(conn: sqlite3.Connection, where: PurgeFilter) -> PurgeReport:
+    """What purging ``where`` would remove, without removing it."""
+    clause, params = where.clause()
+    ids = [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+    found = id_list(ids)
+    (links,) = conn.execute(
+        "SELECT count(*) FROM links WHERE source_id IN (SELECT value FROM json_each(?))"
+        " OR target_id IN (SELECT value FROM json_each(?))",
+        [found, found],
+    ).fetchone()
+    (vectors,) = conn.execute(
+        "SELECT count(*) FROM facts WHERE id IN (SELECT value FROM json_each(?))"
+        " AND vector_of IS NULL",
+        [found],
+    ).fetchone()
+    (episodes,) = conn.execute(
+        "SELECT count(DISTINCT e.id) FROM episodes e JOIN facts f ON f.episode_id = e.id"
+        " WHERE f.id IN (SELECT value FROM json_each(:ids)) AND NOT EXISTS ("
+        "  SELECT 1 FROM facts o WHERE o.episode_id = e.id"
+        "  AND o.id NOT IN (SELECT value FROM json_each(:ids)))",
+        {"ids": found},
+    ).fetchone()
+    return PurgeReport(len(ids), int(links), int(vectors), int(episodes), dry_run=True)
+
+
+def matching(conn: sqlite3.Connection, where: PurgeFilter) -> list[str]:
+    clause, params = where.clause()
+    return [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+
+
+def record(conn: sqlite3.Connection, at: float, where: PurgeFilter, report: PurgeReport) -> None:
+    conn.execute(
+        "INSERT INTO erasures (at, filter, facts, links, vectors, episodes)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            at,
+            json.dumps(where.digest(), sort_keys=True),
+            report.facts,
+            report.links,
+            report.vectors,
+            report.episodes,
+        ],
+    )
+
+
+def listing(conn: sqlite3.Connection, limit: int) -> list[Erasure]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+    rows = conn.execute(
+        "SELECT at, filter, facts, links, vectors, episodes FROM erasures"
+        " ORDER BY seq DESC LIMIT ?",
+        [limit],
+    )
+    out = []
+    for at, filter_, facts, links, vectors, episodes in rows:
+        moment = to_datetime(at)
+        assert moment is not None
+        out.append(Erasure(moment, json.loads(filter_), facts, links, vectors, episodes))
+    return out
