@@ -397,14 +397,54 @@ def forget(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("fact_id")
+@click.argument("fact_id", required=False)
+@click.option("--entity", help="Every fact about this entity (case-insensitive).")
+@click.option("--source", help="Every fact from this source.")
+@click.option("--episode", help="Every fact of this episode.")
+@click.option("--dry-run", is_flag=True, help="Only count what would be erased.")
 @json_option
 @click.pass_context
-def purge(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
-    """Delete a fact for good: row, links, vector and cached embedding."""
+def purge(
+    ctx: click.Context,
+    /,
+    fact_id: str | None,
+    entity: str | None,
+    source: str | None,
+    episode: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Erase facts for good: FACT_ID, or every fact the filters match (all of them), in any
+    state, with their links, vectors and cached embeddings; the erasure is recorded."""
     with _memory(ctx) as mem:
-        mem.purge(fact_id)
-    _emit({"purged": fact_id}, as_json, (f"purged {fact_id}"))
+        report = mem.purge(fact_id, entity=entity, source=source, episode=episode, dry_run=dry_run)
+    verb = "would erase" if report.dry_run else "erased"
+    _emit(
+        report.to_dict(),
+        as_json,
+        f"{verb} {report.facts} facts, {report.links} links, {report.vectors} vectors,"
+        f" {report.episodes} emptied episodes",
+    )
+
+
+@click.command()
+@click.option("--limit", default=100, show_default=True, type=int, help="Most records.")
+@json_option
+@click.pass_context
+def erasures(ctx: click.Context, /, limit: int, as_json: bool) -> None:
+    """The erasure records, newest first: when, which filter (values as SHA-256 digests), how
+    many of each kind; never the content."""
+    with _memory(ctx) as mem:
+        found = mem.erasures(limit=limit)
+    _emit(
+        [e.to_dict() for e in found],
+        as_json,
+        (
+            f"{to_iso(e.at.timestamp())}  {json.dumps(e.filter, sort_keys=True)}  facts {e.facts}"
+            f"  links {e.links}  vectors {e.vectors}  episodes {e.episodes}"
+            for e in found
+        ),
+    )
 
 
 # ------------------------------------------------------------------------------------ graph
@@ -865,6 +905,7 @@ COMMANDS: Final = (
     episode,
     forget,
     purge,
+    erasures,
     link,
     unlink,
     links,

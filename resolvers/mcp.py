@@ -548,6 +548,34 @@ def capture(memory: Memory, args: CaptureArgs) -> Result:
     return "\n".join(lines), {"results": [r.to_dict() for r in results]}
 
 
+class PurgeArgs(_Args):
+    ids: list[str] | None = Field(None, min_length=1, description="Erase these facts. " + FACT_ID)
+    entity: str | None = Field(
+        None, min_length=1, max_length=MAX_FIELD_LENGTH, description="Erase every fact about it."
+    )
+    source: str | None = Field(
+        None, min_length=1, max_length=MAX_FIELD_LENGTH, description="Erase every fact from it."
+    )
+    episode: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_FIELD_LENGTH,
+        description="Erase every fact of this conversation session or document.",
+    )
+    dry_run: bool = Field(False, description="Only count what would be erased.")
+
+
+def purge(memory: Memory, args: PurgeArgs) -> Result:
+    report = memory.purge(**args.model_dump())
+    verb = "Would erase" if report.dry_run else "Erased"
+    return (
+        f"{verb} {report.facts} {_plural(report.facts, 'fact')}, {report.links} "
+        f"{_plural(report.links, 'link')}, {report.vectors} {_plural(report.vectors, 'vector')} "
+        f"and {report.episodes} emptied {_plural(report.episodes, 'episode')}",
+        report.to_dict(),
+    )
+
+
 TOOLS: Final = (
     Tool(
         "memory_store",
@@ -629,6 +657,19 @@ TOOLS: Final = (
         "history.",
         IdArgs,
         forget,
+        read_only=False,
+        destructive=True,
+    ),
+    Tool(
+        "memory_purge",
+        "Erase facts for good",
+        "Erase facts for good when the user asks that something be deleted, not just "
+        "forgotten: every fact matching all the filters given (ids, entity, source, episode), "
+        "in any state, with its links and vectors; nothing of it stays on disk, and no read, "
+        "whatever its known_at, sees it again. At least one filter is required. Use dry_run "
+        "first to see how much would go.",
+        PurgeArgs,
+        purge,
         read_only=False,
         destructive=True,
     ),

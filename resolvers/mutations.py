@@ -232,6 +232,29 @@ class PurgePayload:
     error: UserError | None = strawberry.field(description="Set when nothing was deleted.")
 
 
+@strawberry.input(
+    description="Which facts `purgeFacts` erases: every fact all the given filters match (at "
+    "least one is required)."
+)
+class PurgeFilter:
+    ids: list[strawberry.ID] | None = strawberry.field(default=None, description="These facts.")
+    entity: str | None = strawberry.field(
+        default=None, description="Every fact about this entity (case-insensitive)."
+    )
+    source: str | None = strawberry.field(default=None, description="Every fact from this source.")
+    episode: str | None = strawberry.field(default=None, description="Every fact of this episode.")
+
+
+@strawberry.type(description="The result of `purgeFacts`: how much was (or would be) erased.")
+class PurgeFactsPayload:
+    facts: int = strawberry.field(description="Facts erased.")
+    links: int = strawberry.field(description="Links erased with them.")
+    vectors: int = strawberry.field(description="Vectors erased with them.")
+    episodes: int = strawberry.field(description="Episodes erased because they were left empty.")
+    dry_run: bool = strawberry.field(description="True when only counted.")
+    error: UserError | None = strawberry.field(description="Set when nothing was erased.")
+
+
 @strawberry.type(description="The result of `prune`.")
 class PrunePayload:
     expired: int = strawberry.field(description="Expired facts deleted.")
@@ -387,6 +410,38 @@ class Mutation:
             return PurgePayload(purged_id=id, error=None)
 
         return await _guarded(info, purge, lambda e: PurgePayload(purged_id=None, error=e))
+
+    @strawberry.mutation(
+        description="Erase for good every fact the filter matches, in any state, with its links, "
+        "vectors and cached embeddings, and the episodes left empty; no file of the namespace "
+        "keeps a copy, and the erasure is recorded (never its content). At least one filter."
+    )
+    async def purge_facts(
+        self,
+        info: Info[Context, None],
+        filter: Annotated[PurgeFilter, strawberry.argument(description="What to erase.")],
+        dry_run: Annotated[
+            bool, strawberry.argument(description="Only count what would be erased.")
+        ] = False,
+    ) -> PurgeFactsPayload:
+        async def purge() -> PurgeFactsPayload:
+            report = await info.context.run(
+                info.context.memory.purge,
+                ids=None if filter.ids is None else [str(i) for i in filter.ids],
+                entity=filter.entity,
+                source=filter.source,
+                episode=filter.episode,
+                dry_run=dry_run,
+            )
+            return PurgeFactsPayload(**report.to_dict(), error=None)
+
+        return await _guarded(
+            info,
+            purge,
+            lambda e: PurgeFactsPayload(
+                facts=0, links=0, vectors=0, episodes=0, dry_run=dry_run, error=e
+            ),
+        )
 
     @strawberry.mutation(
         description="Delete expired facts, lower the confidence of ageing ones, delete the faded."

@@ -17,6 +17,7 @@ from .types import (
     DateTime,
     Direction,
     Episode,
+    Erasure,
     Fact,
     FactConnection,
     FactEdge,
@@ -392,6 +393,21 @@ class Query:
             info.context.memory.episodes, source=source, after=after, before=before, limit=limit
         )
         return [Episode.of(e, (None, None)) for e in found]
+
+    @strawberry.field(
+        description="The erasure records of this namespace, newest first (keys that may write "
+        "only: FORBIDDEN for a read-only key)."
+    )
+    async def erasures(
+        self,
+        info: Info[Context, None],
+        limit: Annotated[
+            int, strawberry.argument(description=f"Most records (1 to {MAX_LIMIT:,}).")
+        ] = 100,
+    ) -> list[Erasure]:
+        info.context.require_write()
+        found = await info.context.run(info.context.memory.erasures, limit=limit)
+        return [Erasure.of(e) for e in found]
 
     @strawberry.field(description="Counts describing this namespace.")
     async def stats(self, info: Info[Context, None]) -> Stats:

@@ -467,6 +467,30 @@ class Episode:
         return [Fact.of(f, self.scope) for f in found]
 
 
+@strawberry.type(
+    description="The record a purge left: when, which filter (values as SHA-256 digests, ids as "
+    "a count) and how many of each kind it erased; never the content."
+)
+class Erasure:
+    at: DateTime = strawberry.field(description="When the purge ran.")
+    filter: JSON = strawberry.field(description="The filter, without its values.")
+    facts: int = strawberry.field(description="Facts erased.")
+    links: int = strawberry.field(description="Links erased.")
+    vectors: int = strawberry.field(description="Vectors erased.")
+    episodes: int = strawberry.field(description="Emptied episodes erased.")
+
+    @classmethod
+    def of(cls, erasure: graphmem.Erasure) -> "Erasure":
+        return cls(
+            at=_time(erasure.at),
+            filter=JSON(erasure.filter),
+            facts=erasure.facts,
+            links=erasure.links,
+            vectors=erasure.vectors,
+            episodes=erasure.episodes,
+        )
+
+
 @strawberry.type(description="A search result.")
 class SearchHit:
     score: float = strawberry.field(description="The final score; higher is better.")

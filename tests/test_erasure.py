@@ -4,15 +4,20 @@ every file of the namespace."""
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
-from graphmem import InvalidInput, Memory, NotFound, Settings
+from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings
 from graphmem.backup import backup, restore
+from graphmem.cli import cli
+from resolvers import mcp
 
+from .api import InProcess, bearer
 from .conftest import Clock
 
 
@@ -148,3 +153,54 @@ def test_a_purge_racing_writes_of_the_same_entity_leaves_no_half_state(mem: Memo
     assert all(r.facts == 2 * r.episodes for r in reports)
     assert sum(r.facts for r in reports) + mem.purge(entity="cy").facts == 60
     assert mem.lookup("cy") == [] and mem.episodes() == []
+
+
+PURGE = """mutation($filter: PurgeFilter!, $dry: Boolean!) {
+  purgeFacts(filter: $filter, dryRun: $dry) {
+    facts links vectors episodes dryRun error { code field } } }"""
+ERASURES = "query { erasures { filter facts } }"
+
+
+def test_graphql_purges_by_filter_for_keys_that_may_write(
+    service: InProcess, data_dir: Path
+) -> None:
+    keys = KeyStore(data_dir)
+    writer, _ = keys.create(["default"])
+    reader, _ = keys.create(["default"], read_only=True)
+    service.data(
+        """mutation { storeFacts(inputs: [{text: "Dee plays the oboe", entity: "dee"},
+                                           {text: "Dee lives by the canal", entity: "dee"}]) {
+            error { code } } }""",
+        **bearer(writer),
+    )
+    counted = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": True}, **bearer(writer))
+    assert counted["purgeFacts"]["facts"] == 2 and counted["purgeFacts"]["dryRun"] is True
+    refused = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(reader))
+    assert refused["purgeFacts"]["error"]["code"] == "FORBIDDEN"
+    empty = service.data(PURGE, {"filter": {}, "dry": False}, **bearer(writer))
+    assert empty["purgeFacts"]["error"] == {"code": "INVALID_INPUT", "field": "filter"}
+    done = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(writer))
+    assert (done["purgeFacts"]["facts"], done["purgeFacts"]["error"]) == (2, None)
+    assert service.data(ERASURES, **bearer(writer))["erasures"] == [
+        {"filter": {"entity": hashlib.sha256(b"dee").hexdigest()}, "facts": 2}
+    ]
+    _, body = service.post(ERASURES, None, {**bearer(reader)})
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+def test_the_cli_and_mcp_purge_by_filter(mem: Memory, data_dir: Path) -> None:
+    mem.store_many([{"text": "Eve's locker code is in the notes", "source": "notes/eve.md"}])
+    _, counted = mcp.purge(mem, mcp.PurgeArgs(source="notes/eve.md", dry_run=True))
+    assert counted == {"facts": 1, "links": 0, "vectors": 1, "episodes": 0, "dry_run": True}
+    mem.close()
+    run = CliRunner().invoke(
+        cli,
+        ["--data-dir", str(data_dir), "purge", "--source", "notes/eve.md", "--json"],
+        env={"GRAPHMEM_EMBEDDER": "hash"},
+    )
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.output)["facts"] == 1
+    run = CliRunner().invoke(
+        cli, ["--data-dir", str(data_dir), "erasures", "--json"], env={"GRAPHMEM_EMBEDDER": "hash"}
+    )
+    assert [e["facts"] for e in json.loads(run.output)] == [1]

@@ -44,6 +44,7 @@ TOOL_NAMES = [
     "memory_traverse",
     "memory_history",
     "memory_forget",
+    "memory_purge",
     "memory_capture",
 ]
 Session = Callable[[], Any]  # an async context manager yielding a connected Client
