@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(PY) -m bench.situatedqa
 	$(PY) -m bench.pathquestion
 	$(PY) -m bench.autolink
+	$(PY) -m bench.secrets
 	$(PY) -m bench.graph
 	$(PY) -m bench.speed
 	$(PY) -m bench.http

@@ -34,6 +34,7 @@ from typing import Any, Final, Literal
 from .errors import InvalidInput
 from .limits import MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
 from .models import Fact, StoreResult
+from .sensitive import sensitive
 from .tagging import detect_category
 
 CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
@@ -50,42 +51,6 @@ MAX_VALUE_CHARS: Final = 200
 _BLOCKS = re.compile(r"<memory-context>.*?(</memory-context>|$)|```.*?(```|$)", re.I | re.S)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-
-_SENSITIVE: Final = (
-    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----")),
-    (
-        "a password",
-        re.compile(
-            r"\b(?:password|passwd|passphrase|passcode|pwd|pin)\b\s*(?:is|was|:|=)\s*\S+", re.I
-        ),
-    ),
-    (
-        "an API key",
-        re.compile(
-            r"\b(?:sk|pk|rk)[-_](?:live_|test_|proj-|ant-)?[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b"
-            r"|\bAIza[0-9A-Za-z_-]{35}\b"
-        ),
-    ),
-    (
-        "a token",
-        re.compile(
-            r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}|\bxox[abposr]-[A-Za-z0-9-]{10,}"
-            r"|\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}|\bbearer\s+[\w.~+/-]{16,}",
-            re.I,
-        ),
-    ),
-    (
-        "a secret",
-        re.compile(
-            r"\b(?:api[_ -]?key|secret(?:[_ -]key)?|access[_ -]?key|client[_ -]secret"
-            r"|(?:auth|access|refresh|api)?[_ -]?token)\b\s*(?:is|was|:|=)\s*[\"']?[\w./+=-]{6,}",
-            re.I,
-        ),
-    ),
-    ("credentials in a URL", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:[^\s@/]+@", re.I)),
-    ("a social security number", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
-)
-_CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
 
 _TRIGGERS: Final = re.compile(
     r"\b(?:remember|don'?t forget|note that|keep in mind|prefers?|preferred|favou?rite"
@@ -208,17 +173,6 @@ def candidates(messages: Sequence[Message], max_chars: int) -> list[Candidate]:
     for i, m in enumerate(messages):
         out.extend(_message_candidates(i, m, max_chars))
     return out
-
-
-def sensitive(text: str) -> str | None:
-    """What sensitive content ``text`` holds ("a password", "a card number"…), or None."""
-    for what, pattern in _SENSITIVE:
-        if pattern.search(text):
-            return what
-    for match in _CARD.finditer(text):
-        if _luhn(re.sub(r"\D", "", match.group())):
-            return "a card number"
-    return None
 
 
 def extract(sentence: str, role: str) -> dict[str, str]:
@@ -358,14 +312,6 @@ def _key(words: str) -> str:
 def _value(raw: str) -> str:
     value = _FILLERS.sub("", raw.strip().strip(_QUOTES).strip()).rstrip(",;:").strip()
     return value if 0 < len(value) <= MAX_VALUE_CHARS else ""
-
-
-def _luhn(digits: str) -> bool:
-    total = 0
-    for n, ch in enumerate(reversed(digits)):
-        d = int(ch) * (2 if n % 2 else 1)
-        total += d - 9 if d > 9 else d
-    return 13 <= len(digits) <= 19 and total % 10 == 0
 
 
 def results(found: Sequence[Candidate], stored: Sequence[StoreResult]) -> list[CaptureResult]:

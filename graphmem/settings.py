@@ -212,6 +212,15 @@ class Settings(BaseModel):
         "`Memory.time_limit()`). `0` disables. Writes are not interrupted: a batch is bounded "
         "by its size.",
     )
+    store_secrets: Literal["allow", "refuse", "redact"] = Field(
+        "allow",
+        description="What a direct write (`store`, `store_many`, GraphQL, MCP, CLI, import "
+        "aside) does with a fact whose text, value, summary, why or context holds a secret "
+        "(a password, key, token, card number…; [agents.md](agents.md#secrets)): `allow` stores "
+        "it as given, `refuse` refuses the write (`INVALID_INPUT`, nothing stored), `redact` "
+        "stores it with each secret replaced by `[secret]`. `capture` always skips a message "
+        "holding one.",
+    )
     capture_max_chars: int = Field(
         5000,
         ge=10,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import autolink as autolinks
-from . import classify, episodes, ingest
+from . import classify, episodes, ingest, sensitive
 from .cache import EmbeddingCache
 from .embedders import Embedder, Vectors
 from .erasure import PurgeFilter, PurgeReport
@@ -80,6 +80,10 @@ class Writer:
         inputs = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
         if not inputs:
             return []
+        if self.settings.store_secrets != "allow":
+            inputs = [
+                _without_secrets(x, i, self.settings.store_secrets) for i, x in enumerate(inputs)
+            ]
         if autolink is False:
             inputs = [
                 x if x.autolink is not None else x.model_copy(update={"autolink": False})
@@ -306,3 +310,26 @@ def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResu
             for newer, older in pairs
         ]
     )
+
+
+#: The fields of a fact a secret could be written in.
+_FREE_TEXT = ("text", "value", "summary", "why", "context")
+
+
+def _without_secrets(x: FactInput, index: int, policy: str) -> FactInput:
+    """``x`` with its secrets redacted, or InvalidInput if ``policy`` is refuse and it has one."""
+    changed: dict[str, str] = {}
+    for name in _FREE_TEXT:
+        value = getattr(x, name)
+        if not value:
+            continue
+        found = sensitive.sensitive(value)
+        if found is None:
+            continue
+        if policy == "refuse":
+            raise InvalidInput(
+                f"item {index}: {name} holds {found}; not stored (store_secrets = refuse)",
+                field=f"items[{index}].{name}",
+            )
+        changed[name] = sensitive.redact(value)
+    return x.model_copy(update=changed) if changed else x
