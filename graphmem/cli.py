@@ -837,6 +837,9 @@ def optimize(ctx: click.Context) -> None:
     help="Namespace the key may use (repeat for several; the first is its default).",
 )
 @click.option("--read-only", is_flag=True, help="The key may read but not write.")
+@click.option(
+    "--admin", is_flag=True, help="The key may also read its namespaces' erasure records."
+)
 @click.option("--label", help="A note to tell keys apart (e.g. who holds it).")
 @json_option
 @click.pass_context
@@ -845,12 +848,15 @@ def create_key(
     /,
     namespaces: tuple[str, ...],
     read_only: bool,
+    admin: bool,
     label: str | None,
     as_json: bool,
 ) -> None:
     """Create an API key for the server; it is printed once and only its hash is kept."""
     settings: Settings = ctx.obj
-    token, key = KeyStore(settings.data_dir).create(namespaces, read_only=read_only, label=label)
+    token, key = KeyStore(settings.data_dir).create(
+        namespaces, read_only=read_only, label=label, admin=admin
+    )
     _emit(
         {"key": token, **key.to_dict()},
         as_json,
@@ -858,6 +864,7 @@ def create_key(
             token,
             f"id {key.id}, namespaces {', '.join(key.namespaces)}"
             + (", read-only" if key.read_only else "")
+            + (", admin" if key.admin else "")
             + " (shown once: store it now)",
         ],
     )
@@ -875,6 +882,7 @@ def list_keys(ctx: click.Context, /, as_json: bool) -> None:
         as_json,
         [
             f"{k.id}  {','.join(k.namespaces)}  {'read-only' if k.read_only else 'read-write'}"
+            f"{'  admin' if k.admin else ''}"
             f"  {'revoked ' + str(to_iso(k.revoked_at)) if k.revoked_at else 'active'}"
             f"  {k.label or ''}".rstrip()
             for k in keys

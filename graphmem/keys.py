@@ -36,14 +36,16 @@ CREATE TABLE IF NOT EXISTS api_keys (
     read_only   INTEGER NOT NULL DEFAULT 0,
     label       TEXT,
     created_at  REAL NOT NULL,
-    revoked_at  REAL
+    revoked_at  REAL,
+    admin       INTEGER NOT NULL DEFAULT 0
 )
 """
 
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """What a key grants: its namespaces (the first is its default) and whether it may write."""
+    """What a key grants: its namespaces (the first is its default), whether it may write, and
+    whether it may read its namespaces' administrative records (the erasure records)."""
 
     id: str
     namespaces: tuple[str, ...]
@@ -51,6 +53,7 @@ class ApiKey:
     label: str | None
     created_at: float
     revoked_at: float | None
+    admin: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +63,7 @@ class ApiKey:
             "label": self.label,
             "created_at": self.created_at,
             "revoked_at": self.revoked_at,
+            "admin": self.admin,
         }
 
 
@@ -80,7 +84,12 @@ class KeyStore:
             )
 
     def create(
-        self, namespaces: Iterable[str], *, read_only: bool = False, label: str | None = None
+        self,
+        namespaces: Iterable[str],
+        *,
+        read_only: bool = False,
+        label: str | None = None,
+        admin: bool = False,
     ) -> tuple[str, ApiKey]:
         """A new key for ``namespaces``: returns the token (shown once, never stored) and its record."""
         names = tuple(dict.fromkeys(namespaces))
@@ -90,11 +99,11 @@ class KeyStore:
             check_namespace(name)
         key_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
-        record = ApiKey(key_id, names, read_only, label, time.time(), None)
+        record = ApiKey(key_id, names, read_only, label, time.time(), None, admin)
         with self._connect() as conn:
             conn.execute(
-                "INSERT INTO api_keys (id, secret_hash, namespaces, read_only, label, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO api_keys (id, secret_hash, namespaces, read_only, label, created_at,"
+                " admin) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     key_id,
                     _digest(secret),
@@ -102,6 +111,7 @@ class KeyStore:
                     int(read_only),
                     label,
                     record.created_at,
+                    int(admin),
                 ],
             )
         return f"{PREFIX}_{key_id}_{secret}", record
@@ -156,6 +166,11 @@ class KeyStore:
                 conn.row_factory = sqlite3.Row
                 with conn:  # one transaction, committed on success
                     conn.execute(_SCHEMA)
+                    columns = {r[1] for r in conn.execute("PRAGMA table_info(api_keys)")}
+                    if "admin" not in columns:  # a key file from before admin keys
+                        conn.execute(
+                            "ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0"
+                        )
                     yield conn
         except sqlite3.Error as exc:
             raise StorageError(f"cannot use the key file {self.path}: {exc}") from exc
@@ -174,4 +189,5 @@ def _record(row: sqlite3.Row) -> ApiKey:
         label=row["label"],
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
+        admin=bool(row["admin"]),
     )

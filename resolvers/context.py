@@ -114,6 +114,12 @@ class Context:
         ):
             raise Forbidden(f"API key {key.id} has been revoked")
 
+    def require_admin(self) -> None:
+        """Forbidden unless the caller may read administrative records: no key (on loopback),
+        or an admin key."""
+        if self.key is not None and not self.key.admin:
+            raise Forbidden(f"API key {self.key.id} is not an admin key")
+
     def require_write(self) -> None:
         """Forbidden unless the caller may write (see ``may_write``)."""
         if self.key is not None and not self.may_write:

@@ -395,8 +395,8 @@ class Query:
         return [Episode.of(e, (None, None)) for e in found]
 
     @strawberry.field(
-        description="The erasure records of this namespace, newest first (keys that may write "
-        "only: FORBIDDEN for a read-only key)."
+        description="The erasure records of this namespace, newest first (admin keys only: "
+        "`graphmem create-key --admin`; FORBIDDEN for others)."
     )
     async def erasures(
         self,
@@ -405,7 +405,7 @@ class Query:
             int, strawberry.argument(description=f"Most records (1 to {MAX_LIMIT:,}).")
         ] = 100,
     ) -> list[Erasure]:
-        info.context.require_write()
+        info.context.require_admin()
         found = await info.context.run(info.context.memory.erasures, limit=limit)
         return [Erasure.of(e) for e in found]
 

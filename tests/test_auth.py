@@ -189,3 +189,24 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
             "{ namespace }", None, {**bearer(bob), "X-Graphmem-Namespace": name}
         )
         assert status in (400, 403) and body["errors"][0]["extensions"]["code"] != "OK", name
+
+
+def test_a_key_file_from_before_admin_keys_keeps_its_keys(data_dir: Path) -> None:
+    import sqlite3
+
+    data_dir.mkdir(parents=True)
+    conn = sqlite3.connect(data_dir / "_keys.sqlite")
+    conn.execute(
+        "CREATE TABLE api_keys (id TEXT PRIMARY KEY, secret_hash TEXT NOT NULL, namespaces TEXT"
+        " NOT NULL, read_only INTEGER NOT NULL DEFAULT 0, label TEXT, created_at REAL NOT NULL,"
+        " revoked_at REAL)"
+    )
+    conn.execute(
+        "INSERT INTO api_keys VALUES ('0123456789ab', 'x', '[\"default\"]', 0, 'old', 1.0, NULL)"
+    )
+    conn.commit()
+    conn.close()
+    [old] = KeyStore(data_dir).list()
+    assert (old.id, old.admin, old.label) == ("0123456789ab", False, "old")
+    KeyStore(data_dir).create(["default"], admin=True)
+    assert [k.admin for k in KeyStore(data_dir).list()] == [False, True]
