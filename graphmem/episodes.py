@@ -21,7 +21,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from .errors import Conflict, InvalidInput, NotFound
-from .limits import MAX_FIELD_LENGTH, MAX_LIMIT, MAX_METADATA_BYTES
+from .graph import check_metadata
+from .limits import MAX_FIELD_LENGTH, MAX_LIMIT
 from .models import Fact, LinkOrigin, fact_columns
 from .storage import id_list
 from .temporal import TimeInput, TimeScope, parse_time, to_datetime, to_iso
@@ -95,7 +96,7 @@ class EpisodeInput:
             kind,
             source or None,
             parse_time(value.get("time"), field="episode.time"),
-            _check_metadata(value.get("metadata")),
+            _as_stored(check_metadata(value.get("metadata"), "episode.metadata")),
         )
 
 
@@ -223,19 +224,6 @@ def _check_id(value: Any) -> str:
     return value.strip()
 
 
-def _check_metadata(value: Any) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise InvalidInput("episode metadata must be a JSON object", field="episode.metadata")
-    try:
-        text = json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput(
-            f"episode metadata is not JSON: {exc}", field="episode.metadata"
-        ) from exc
-    if len(text.encode()) > MAX_METADATA_BYTES:
-        raise InvalidInput(
-            f"episode metadata larger than {MAX_METADATA_BYTES} bytes", field="episode.metadata"
-        )
-    return dict(json.loads(text))
+def _as_stored(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Metadata as it reads back from the store (JSON round trip), to compare with it."""
+    return None if metadata is None else dict(json.loads(json.dumps(metadata, sort_keys=True)))

@@ -205,7 +205,7 @@ def link(
     strength = _check_strength(strength, "strength")
     if source_id == target_id:
         raise InvalidInput("a fact cannot be linked to itself", field="target_id")
-    meta = _metadata(metadata)
+    meta = check_metadata(metadata)
     given_from = parse_time(valid_from, field="valid_from")
     given_until = parse_time(valid_until, field="valid_until")
     starts = []
@@ -281,17 +281,19 @@ def unlink(conn: sqlite3.Connection, now: float, link_id: str) -> Link:
     return Link.from_row(row)
 
 
-def _metadata(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+def check_metadata(metadata: Any, field: str = "metadata") -> dict[str, Any] | None:
+    """``metadata`` if it is None or a JSON object of at most MAX_METADATA_BYTES; InvalidInput
+    (naming ``field``) otherwise. Links and episodes keep one."""
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
-        raise InvalidInput("metadata must be a JSON object", field="metadata")
+        raise InvalidInput(f"{field} must be a JSON object", field=field)
     try:
         text = json.dumps(metadata, sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as exc:
-        raise InvalidInput(f"metadata is not JSON: {exc}", field="metadata") from exc
+        raise InvalidInput(f"{field} is not JSON: {exc}", field=field) from exc
     if len(text.encode()) > MAX_METADATA_BYTES:
-        raise InvalidInput(f"metadata larger than {MAX_METADATA_BYTES} bytes", field="metadata")
+        raise InvalidInput(f"{field} larger than {MAX_METADATA_BYTES} bytes", field=field)
     return metadata
 
 
