@@ -83,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     samples = json.loads((folder / "locomo10.json").read_text(encoding="utf-8"))
     samples = samples[: args.samples] if args.samples else samples
+    if args.conversations:
+        first, last = args.conversations
+        samples = samples[first : last + 1]
     if args.column_weights:
         ranking.FTS_COLUMN_WEIGHTS = args.column_weights  # type: ignore[misc]  # sweeps a Final
     embedder = CachingEmbedder(make_embedder(args.embedder))
@@ -100,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 settings,
                 context=args.context,
                 link_turns=args.link_turns,
+                episodes=args.episodes,
             )
             for sample in samples
         ]
@@ -111,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs[mode] = evaluate(conversations, mode)
             for weight in args.weights:
                 runs[f"hybrid@{weight:g}"] = evaluate(conversations, "hybrid", fts_weight=weight)
-            if args.link_turns or args.autolink:
+            if args.link_turns or args.autolink or args.episodes:
                 for lend in args.evidence_weights:
                     with patched(expansion, "EVIDENCE_WEIGHT", lend):
                         runs[f"hybrid@0.6, graph_depth 1, evidence {lend:g}"] = evaluate(
@@ -136,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     suffix = (
         ("-context" if args.context else "")
         + ("-linked" if args.link_turns else "")
+        + ("-episodes" if args.episodes else "")
+        + (f"-{args.conversations[0]}-{args.conversations[1]}" if args.conversations else "")
         + ("-autolink" if args.autolink else "")
         + ("-explore" if args.explore else "")
     )
@@ -172,9 +178,11 @@ def build_conversation(
     *,
     context: bool,
     link_turns: bool = False,
+    episodes: bool = False,
 ) -> Conversation:
-    """Store one conversation's turns (one store_many call), link each to the previous turn
-    of its session if asked, and parse its questions."""
+    """Store one conversation's turns (one store_many call, or one per session recorded as an
+    episode, as an agent would store them), link each to the previous turn of its session if
+    asked, and parse its questions."""
     conv = sample["conversation"]
     items: list[dict[str, Any]] = []
     dia_ids: list[str] = []
@@ -199,7 +207,18 @@ def build_conversation(
             session_of.append(session)
     namespace = re.sub(r"[^A-Za-z0-9_.-]", "_", sample["sample_id"])
     memory = Memory.open(root, namespace=namespace, embedder=embedder, settings=settings)
-    results = memory.store_many(items)
+    if episodes:
+        results = []
+        for session in dict.fromkeys(session_of):
+            chosen = [item for item, s in zip(items, session_of, strict=True) if s == session]
+            episode = {
+                "id": f"{sample['sample_id']}/session_{session}",
+                "kind": "conversation",
+                "time": chosen[0]["source_date"],
+            }
+            results += memory.store_many(chosen, episode=episode)
+    else:
+        results = memory.store_many(items)
     if link_turns:
         turn_links = []  # one transaction for the conversation's links
         for i in range(1, len(results)):
@@ -435,6 +454,8 @@ def _report(
             "embedder": args.embedder,
             "context": args.context,
             "link_turns": args.link_turns,
+            "episodes": args.episodes,
+            "conversations": args.conversations,
             "autolink": args.autolink,
             "fusion_candidates": args.candidates,
             "fts_column_weights": list(ranking.FTS_COLUMN_WEIGHTS),
@@ -492,11 +513,28 @@ def summary_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _span(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    return int(first), int(last or first)
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.locomo", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--samples", type=int, default=0, help="first N conversations (0: all 10)")
+    parser.add_argument(
+        "--conversations",
+        type=_span,
+        default=None,
+        help="only conversations A-B (0-based, inclusive), e.g. 0-4 to tune and 5-9 to check",
+    )
+    parser.add_argument(
+        "--episodes",
+        action="store_true",
+        help="store each session as an episode (its turns chained by episode links, no links "
+        "made by the bench) and add graph_depth=1 runs",
+    )
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument(
         "--context",
