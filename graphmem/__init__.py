@@ -6,6 +6,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
+from .documents import DocumentFile, SyncReport
 from .episodes import Episode
 from .erasure import Erasure, PurgeReport
 from .errors import (
@@ -42,6 +43,7 @@ __all__ = [
     "Clusters",
     "Conflict",
     "DependencyOrder",
+    "DocumentFile",
     "EmbedderError",
     "EmbedderMismatch",
     "Episode",
@@ -73,6 +75,7 @@ __all__ = [
     "StorageError",
     "StoreResult",
     "Subgraph",
+    "SyncReport",
     "TimeScope",
     "Usage",
 ]

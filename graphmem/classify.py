@@ -87,7 +87,7 @@ def repeats(store: Store, inputs: Sequence[FactInput], now: float, fuzzy: bool) 
     return {
         i
         for i, (x, h) in enumerate(zip(inputs, hashes, strict=True))
-        if h in live and (fuzzy or x.text in live[h])
+        if x.dedup and h in live and (fuzzy or x.text in live[h])
     }
 
 

@@ -19,9 +19,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import click
+import watchfiles
 
 from . import backup as backups
 from .decay import DECAY_CLASSES
+from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .ingest import DEFAULT_IMPORTANCE
@@ -383,6 +385,64 @@ def episode(
             *(_fact_line(f) for f in facts),
         ],
     )
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--root", type=click.Path(path_type=Path), help="Refuse paths outside this folder.")
+@click.option(
+    "--watch", is_flag=True, help="Keep syncing when a file under the paths changes (Ctrl-C ends)."
+)
+@json_option
+@click.pass_context
+def sync(
+    ctx: click.Context, /, paths: tuple[Path, ...], root: Path | None, watch: bool, as_json: bool
+) -> None:
+    """Index markdown files and folders as documents, and keep them in step: unchanged files
+    cost nothing, changed ones supersede their old chunks, deleted ones are forgotten."""
+    with _memory(ctx) as mem:
+        _emit_sync(mem.sync_files(paths, root=root), as_json)
+        if not watch:
+            return
+        for _ in watchfiles.watch(*[p for p in paths if p.exists()], raise_interrupt=False):
+            _emit_sync(mem.sync_files(paths, root=root), as_json)
+
+
+def _emit_sync(report: SyncReport, as_json: bool) -> None:
+    counts = ", ".join(
+        f"{len(getattr(report, name))} {name}"
+        for name in ("added", "changed", "removed", "unchanged", "skipped")
+    )
+    _emit(
+        report.to_dict(),
+        as_json,
+        [f"{counts}; {report.chunks} chunks written"]
+        + [f"skipped {path}: {reason}" for path, reason in report.skipped],
+    )
+    sys.stdout.flush()
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--lines", "span", help="Lines A-B (1-based, inclusive), A- or A [default: all].")
+@click.pass_context
+def read(ctx: click.Context, /, path: Path, span: str | None) -> None:
+    """Print lines of a synced document as it is on disk now (what a hit's source names)."""
+    start, end = _line_span(span)
+    with _memory(ctx) as mem:
+        click.echo(mem.read_lines(path, start, end))
+
+
+def _line_span(span: str | None) -> tuple[int, int | None]:
+    if span is None:
+        return 1, None
+    first, dash, last = span.partition("-")
+    try:
+        start = int(first)
+        end = int(last) if last else (None if dash else start)
+    except ValueError:
+        raise InvalidInput(f"--lines takes A-B, A- or A, not {span!r}", field="lines") from None
+    return start, end
 
 
 @click.command()
@@ -911,6 +971,8 @@ COMMANDS: Final = (
     get,
     history,
     episode,
+    sync,
+    read,
     forget,
     purge,
     erasures,

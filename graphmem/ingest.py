@@ -152,7 +152,9 @@ def _decide(
         )
 
     duplicates = [
-        r for r in batch.current(batch.by_hash[norm_hash]) if r["id"] != (x.supersedes or "")
+        r
+        for r in batch.current(batch.by_hash[norm_hash] if x.dedup else ())
+        if r["id"] != (x.supersedes or "")
     ]
     duplicate = next((r for r in duplicates if r["text"] == x.text), None)
     if duplicate is None and duplicates and settings.fuzzy_dedup:

@@ -29,6 +29,9 @@ MAX_QUERY_TERMS: Final = 64
 CLUSTER_MAX_LINKS: Final = 200_000
 MAX_CYCLES: Final = 20
 SUBSCRIBER_BACKLOG: Final = 10_000
+MAX_READ_LINES: Final = 1_000
+MAX_SYNC_PATHS: Final = 1_000
+MAX_DOCUMENT_BYTES: Final = 10_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,5 +105,17 @@ LIMITS: Final = (
         SUBSCRIBER_BACKLOG,
         "changes",
         "a `memoryChanged` subscriber may fall behind before it is ended with `UNAVAILABLE`",
+    ),
+    Limit(
+        "MAX_READ_LINES", MAX_READ_LINES, "lines", "read back from a document by one `read_lines`"
+    ),
+    Limit(
+        "MAX_SYNC_PATHS", MAX_SYNC_PATHS, "paths", "named by one `sync_files` (folders count once)"
+    ),
+    Limit(
+        "MAX_DOCUMENT_BYTES",
+        MAX_DOCUMENT_BYTES,
+        "bytes",
+        "a markdown file `sync_files` indexes (a larger one is skipped with the reason)",
     ),
 )

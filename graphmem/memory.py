@@ -10,6 +10,7 @@ plain reads            :mod:`graphmem.reads` (get, facts, lookup, history)
 search                 :mod:`graphmem.search` (the pipeline), :mod:`graphmem.ranking`
 graph                  :mod:`graphmem.graph`, :mod:`graphmem.analytics`
 agent loop             :mod:`graphmem.recall`, :mod:`graphmem.capture`
+documents              :mod:`graphmem.documents` (markdown files: sync, read back)
 vector index sync      :mod:`graphmem.sync` (outbox, check, reindex, replay)
 embedding cache        :mod:`graphmem.cache`
 access tracking        :mod:`graphmem.access`
@@ -21,6 +22,7 @@ statistics             :mod:`graphmem.stats`
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -28,13 +30,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from . import analytics, graph, transfer
+from . import analytics, documents, graph, transfer
 from . import capture as captures
 from . import namespace as namespaces
 from . import prune as pruning
 from . import recall as recalls
 from .access import AccessTracker
 from .cache import EmbeddingCache
+from .documents import DocumentFile, SyncReport
 from .embedders import Embedder, create_embedder
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
@@ -366,6 +369,41 @@ class Memory:
         """The episode's facts visible at the time scope (superseded versions included), in
         the order they were written. NotFound for an unknown episode."""
         return self._store.episode_facts(episode_id, self._scope(as_of, known_at))
+
+    def sync_files(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        *,
+        root: str | os.PathLike[str] | None = None,
+    ) -> SyncReport:
+        """Keep memory in step with markdown files: ``paths`` are files and folders (searched
+        for ``*.md`` and ``*.markdown``, hidden ones left out). An unchanged file costs nothing;
+        a new one becomes a ``document`` episode (id: its absolute path) of line-based chunks;
+        a changed one's chunks supersede the old ones; one gone from a synced folder (or a
+        named file gone) has its chunks forgotten. Each file changes in one transaction.
+        Returns the paths added, changed, removed, unchanged and skipped (with the reason: not
+        UTF-8, unreadable, changed while read, too large) and the chunks written; see
+        :mod:`graphmem.documents`.
+
+        InvalidInput, with nothing written, for no paths, a named file that is not markdown, a
+        path that neither exists nor was synced, or one outside ``root`` (when given).
+        """
+        return self._writer.sync_files(paths, root)
+
+    def documents(self, *, under: str | os.PathLike[str] | None = None) -> list[DocumentFile]:
+        """The synced files (all, or those at or under the path ``under``), by path."""
+        scope = "/" if under is None else str(Path(under).expanduser().resolve())
+        return self._store.documents([scope])
+
+    def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
+        """Lines ``start`` to ``end`` (1-based, inclusive; None: to the end, at most
+        ``MAX_READ_LINES``) of a synced file as it is on disk now: what a document hit came
+        from (its ``source`` is ``path:start-end``). Only files memory has synced can be read.
+        NotFound for another path or a file gone; InvalidInput for a bad range."""
+        resolved = str(Path(path).expanduser().resolve())
+        found = self._store.documents([resolved])
+        recorded = found[0] if found and found[0].path == resolved else None
+        return documents.read_lines(recorded, str(path), start, end)
 
     def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
         """The facts among ``ids`` as memory knows them now, whatever their state (forgotten,

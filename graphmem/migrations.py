@@ -241,6 +241,18 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         episodes INTEGER NOT NULL
     );
     """,
+    # 10: the markdown files synced as documents (graphmem.documents): what each was at its
+    # last sync. A document is the episode whose id is the file's path.
+    """
+    CREATE TABLE files (
+        path TEXT PRIMARY KEY,
+        hash TEXT NOT NULL,
+        mtime REAL NOT NULL,
+        size INTEGER NOT NULL,
+        chunks INTEGER NOT NULL,
+        synced_at REAL NOT NULL
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -79,6 +79,9 @@ class FactInput(BaseModel):
     autolink: bool | None = None
     #: Same-entity links for this fact; None follows the settings.
     entity_links: bool | None = None
+    #: False stores it even when a live fact has the same text (a document's chunk belongs to
+    #: its file, whatever else says the same).
+    dedup: bool = True
 
     @field_validator("entity", "key", "value", "source", "summary", "why", "context", "supersedes")
     @classmethod

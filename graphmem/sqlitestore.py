@@ -21,6 +21,7 @@ import numpy as np
 
 from . import analytics, episodes, erasure, graph, keyword, reads, transfer
 from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
+from .documents import DocumentFile
 from .embedders import Vectors, text_hash
 from .episodes import Episode, EpisodeInput
 from .erasure import Erasure, PurgeFilter, PurgeReport
@@ -34,6 +35,8 @@ from .temporal import TimeInput, TimeScope
 
 #: The file of a namespace's SQLite store, inside its directory.
 SQLITE_FILE: Final = "graphmem.sqlite3"
+
+_FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at"
 
 #: The condition under which an ageing fact loses confidence (soft decay), on ``facts``.
 _AGEING: Final = (
@@ -230,6 +233,11 @@ class SQLiteTransaction:
             " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = episodes.id)",
             [id_list(touched_episodes)],
         ).rowcount
+        # A document missing a chunk is indexed again from its file at the next sync.
+        conn.execute(
+            "DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))",
+            [id_list(touched_episodes)],
+        )
         for column in ("superseded_by", "supersedes_id", "vector_of"):
             conn.execute(f"UPDATE facts SET {column} = NULL WHERE {column} IN {IN_IDS}", param)
         orphaned = {text_hash(r[1]) for r in found} - {
@@ -293,6 +301,37 @@ class SQLiteTransaction:
     def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) pairs linking the episode's new facts to the fact before each."""
         return episodes.chain(self.conn, episode_id, fact_ids)
+
+    # documents
+
+    def current_chunks(self, episode_id: str) -> list[str]:
+        """The episode's facts neither forgotten nor ended, in the order they were written."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM facts WHERE episode_id = ? AND retracted_at IS NULL"
+                " AND valid_until IS NULL ORDER BY seq",
+                [episode_id],
+            )
+        ]
+
+    def put_document(self, document: DocumentFile) -> None:
+        """Record what a file was at this sync (replacing the record of the last one)."""
+        self.conn.execute(
+            "INSERT OR REPLACE INTO files (path, hash, mtime, size, chunks, synced_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                document.path,
+                document.hash,
+                document.mtime,
+                document.size,
+                document.chunks,
+                document.synced_at,
+            ],
+        )
+
+    def drop_document(self, path: str) -> None:
+        self.conn.execute("DELETE FROM files WHERE path = ?", [path])
 
     # bookkeeping
 
@@ -458,6 +497,19 @@ class SQLiteStore:
 
     def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]:
         return episodes.facts(self._read(), episode_id, scope)
+
+    def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
+        """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
+        found: dict[str, DocumentFile] = {}
+        for scope in dict.fromkeys(scopes):
+            folder = scope.rstrip("/")
+            rows = self._read().execute(
+                f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?"
+                " OR (path > ? || '/' AND path < ? || '0')",
+                [scope, folder, folder],
+            )
+            found.update((r[0], DocumentFile(*r)) for r in rows)
+        return [found[p] for p in sorted(found)]
 
     def page(
         self, scope: TimeScope, filters: Filters, *, first: int, after: int | None

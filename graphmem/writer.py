@@ -11,12 +11,14 @@ the namespace replays the outbox. Forget, purge, link, unlink and import follow 
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from . import autolink as autolinks
-from . import classify, episodes, ingest, sensitive
+from . import classify, documents, episodes, ingest, sensitive
 from .cache import EmbeddingCache
 from .embedders import Embedder, Vectors
 from .erasure import PurgeFilter, PurgeReport
@@ -25,7 +27,7 @@ from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
 from .settings import Settings
-from .store import Store, Transaction
+from .store import BatchChanges, Store, Transaction
 from .sync import Progress, VectorSync
 from .temporal import TimeInput
 from .transfer import ImportReport
@@ -114,6 +116,135 @@ class Writer:
                 changes.extend((kind, target) for target in r.target_ids)
         self._announce(changes, tx.now)
         return results
+
+    def sync_files(
+        self, paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] | None
+    ) -> documents.SyncReport:
+        """See ``Memory.sync_files``."""
+        plan = documents.plan(paths, root)
+        recorded = {d.path: d for d in self._store.documents(plan.scopes)}
+        for path in plan.missing:
+            if not any(documents.under(p, [path]) for p in recorded):
+                raise InvalidInput(f"{path!r} does not exist and was never synced", field="paths")
+        report = documents.SyncReport()
+        for file in plan.files:
+            path = str(file)
+            before = recorded.pop(path, None)
+            snapshot = documents.read(file)
+            if isinstance(snapshot, str):
+                report.skipped.append((path, snapshot))
+                continue
+            if before is not None and before.hash == snapshot.hash:
+                report.unchanged.append(path)
+                continue
+            report.chunks += self.sync_document(snapshot, documents.chunk_markdown(snapshot.text))
+            (report.added if before is None else report.changed).append(path)
+        for path in recorded:  # under a synced scope, not a markdown file there any more
+            self.remove_document(path)
+            report.removed.append(path)
+        return report
+
+    def sync_document(self, snapshot: documents.Snapshot, chunks: Sequence[documents.Chunk]) -> int:
+        """Make the document ``snapshot`` is (an episode whose id is its path) hold ``chunks``:
+        in one transaction each chunk is written as a fact that supersedes the document's
+        current chunk at its position, old chunks beyond the new count are superseded by the
+        last new one (forgotten if there is none), consecutive chunks are linked, and the file
+        is recorded. Returns the chunks written. See :mod:`graphmem.documents`."""
+        path, date = snapshot.path, snapshot.date
+        inputs = [
+            FactInput(
+                text=c.text,
+                source=documents.source_of(path, c),
+                decay_class="permanent",
+                valid_from=date,
+                source_date=date,
+                classify=False,
+                autolink=False,
+                dedup=False,
+            )
+            for c in chunks
+            if c.text.strip()
+        ]
+        if self.settings.store_secrets != "allow":
+            inputs = [
+                _without_secrets(x, i, self.settings.store_secrets) for i, x in enumerate(inputs)
+            ]
+        vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
+        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
+        twins, _ = self._similar(vectors, inputs, options)
+        known = self._store.episode(path) is not None
+        given = episodes.EpisodeInput(
+            path,
+            *(
+                ()
+                if known
+                else (documents.KIND, path, date if date is not None else snapshot.mtime)
+            ),
+        )
+        with self._store.transaction() as tx:
+            tx.episode(given)
+            old = tx.current_chunks(path)
+            inputs = [
+                x.model_copy(update={"supersedes": old[i]}) if i < len(old) else x
+                for i, x in enumerate(inputs)
+            ]
+            results, touched = ingest.write_batch(tx, inputs, twins, self.settings, episode_id=path)
+            new = [r.fact for r in results if r.fact is not None]
+            extra = old[len(inputs) :]
+            if new:
+                last = new[-1]
+                start = last.valid_from.timestamp()
+                tx.apply(
+                    BatchChanges(
+                        supersessions=[(start, tx.now, last.id, i) for i in extra],
+                        links=[(last.id, i, tx.now, start) for i in extra],
+                    )
+                )
+            else:
+                for fact_id in extra:
+                    tx.retract(fact_id)
+            touched.update(extra)
+            tx.add_links(
+                [
+                    (
+                        b.id,
+                        a.id,
+                        "RELATED_TO",
+                        episodes.STRENGTH,
+                        episodes.ORIGIN,
+                        b.valid_from.timestamp(),
+                    )
+                    for a, b in itertools.pairwise(new)
+                ]
+            )
+            tx.put_document(
+                documents.DocumentFile(
+                    path, snapshot.hash, snapshot.mtime, snapshot.size, len(new), tx.now
+                )
+            )
+            self._cache.keep(tx, fresh)
+            tx.queue_vectors(touched)
+        self._sync.sync(
+            touched, {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
+        )
+        changes: list[tuple[ChangeKind, str]] = [("FACT_STORED", f.id) for f in new]
+        kind: ChangeKind = "FACT_SUPERSEDED" if new else "FACT_FORGOTTEN"
+        changes.extend((kind, i) for i in old)
+        self._announce(changes, tx.now)
+        return len(new)
+
+    def remove_document(self, path: str) -> int:
+        """Forget the current chunks of the document at ``path`` and drop its record (the file
+        is gone); returns how many chunks were forgotten."""
+        with self._store.transaction() as tx:
+            old = tx.current_chunks(path)
+            for fact_id in old:
+                tx.retract(fact_id)
+            tx.drop_document(path)
+            tx.queue_vectors(old)
+        self._sync.sync(old)
+        self._announce([("FACT_FORGOTTEN", i) for i in old], tx.now)
+        return len(old)
 
     def forget(self, fact_id: str) -> Fact:
         """See ``Memory.forget``."""

@@ -78,6 +78,7 @@ from graphmem.limits import (
     MAX_FIELD_LENGTH,
     MAX_LIMIT,
     MAX_NODES,
+    MAX_READ_LINES,
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
@@ -576,6 +577,26 @@ def purge(memory: Memory, args: PurgeArgs) -> Result:
     )
 
 
+class ReadArgs(_Args):
+    path: str = Field(
+        min_length=1,
+        max_length=MAX_FIELD_LENGTH,
+        description="The document's path: the part of a fact's source before ':start-end'.",
+    )
+    start: int = Field(1, ge=1, description="First line to read (lines count from 1).")
+    end: int | None = Field(
+        None,
+        ge=1,
+        description=f"Last line, included (default: to the end, at most {MAX_READ_LINES:,} lines).",
+    )
+
+
+def read_lines(memory: Memory, args: ReadArgs) -> Result:
+    text = memory.read_lines(args.path, args.start, args.end)
+    last = args.start + text.count("\n") if text else args.start
+    return text, {"path": args.path, "start": args.start, "end": last, "text": text}
+
+
 TOOLS: Final = (
     Tool(
         "memory_store",
@@ -672,6 +693,15 @@ TOOLS: Final = (
         purge,
         read_only=False,
         destructive=True,
+    ),
+    Tool(
+        "memory_read",
+        "Read a note's lines",
+        "Read lines of a markdown note memory has indexed, as the file is now. A fact that "
+        "came from a note has source 'path:start-end'; call this with that path and range (or "
+        "a wider one) to see exactly what the note says around it.",
+        ReadArgs,
+        read_lines,
     ),
     Tool(
         "memory_capture",

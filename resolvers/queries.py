@@ -9,13 +9,14 @@ from strawberry.types import Info
 
 from graphmem import graph
 from graphmem import recall as recalls
-from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_RECALL_TOKENS
+from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_READ_LINES, MAX_RECALL_TOKENS
 
 from .context import Context, Scope
 from .types import (
     JSON,
     DateTime,
     Direction,
+    Document,
     Episode,
     Erasure,
     Fact,
@@ -393,6 +394,35 @@ class Query:
             info.context.memory.episodes, source=source, after=after, before=before, limit=limit
         )
         return [Episode.of(e, (None, None)) for e in found]
+
+    @strawberry.field(description="The synced markdown files (`graphmem sync`), by path.")
+    async def documents(
+        self,
+        info: Info[Context, None],
+        under: Annotated[
+            str | None,
+            strawberry.argument(description="Only the file at, or the files under, this path."),
+        ] = None,
+    ) -> list[Document]:
+        found = await info.context.run(info.context.memory.documents, under=under)
+        return [Document.of(d) for d in found]
+
+    @strawberry.field(
+        description="Lines of a synced document as it is on disk now: what a chunk came from "
+        "(its `source` is `path:start-end`). Only synced files can be read: NOT_FOUND for any "
+        f"other path; INVALID_INPUT for a bad range or more than {MAX_READ_LINES:,} lines."
+    )
+    async def document_lines(
+        self,
+        info: Info[Context, None],
+        path: Annotated[str, strawberry.argument(description="The document's path.")],
+        start: Annotated[int, strawberry.argument(description="First line (from 1).")] = 1,
+        end: Annotated[
+            int | None,
+            strawberry.argument(description="Last line, included (default: to the end)."),
+        ] = None,
+    ) -> str:
+        return await info.context.run(info.context.memory.read_lines, path, start, end)
 
     @strawberry.field(
         description="The erasure records of this namespace, newest first (admin keys only: "

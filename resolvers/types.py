@@ -432,6 +432,31 @@ class Fact:
 
 
 @strawberry.type(
+    description="A markdown file synced as a document (`graphmem sync`): what it was at its last "
+    "sync. Its chunks are the facts of the episode whose id is its path, each with `source` = "
+    "`path:first-last` line; `documentLines` reads those lines back."
+)
+class Document:
+    path: str = strawberry.field(description="The file's absolute path (the episode's id).")
+    hash: str = strawberry.field(description="SHA-256 of its content at the last sync.")
+    mtime: DateTime = strawberry.field(description="Its modification time at the last sync.")
+    size: int = strawberry.field(description="Its size in bytes at the last sync.")
+    chunks: int = strawberry.field(description="How many chunks the last sync wrote.")
+    synced_at: DateTime = strawberry.field(description="When it was last written to memory.")
+
+    @classmethod
+    def of(cls, document: graphmem.DocumentFile) -> "Document":
+        return cls(
+            path=document.path,
+            hash=document.hash,
+            mtime=_time(datetime.fromtimestamp(document.mtime, tz=UTC)),
+            size=document.size,
+            chunks=document.chunks,
+            synced_at=_time(datetime.fromtimestamp(document.synced_at, tz=UTC)),
+        )
+
+
+@strawberry.type(
     description="The unit facts came from: a conversation session or a document, recorded once."
 )
 class Episode:

@@ -45,6 +45,7 @@ TOOL_NAMES = [
     "memory_history",
     "memory_forget",
     "memory_purge",
+    "memory_read",
     "memory_capture",
 ]
 Session = Callable[[], Any]  # an async context manager yielding a connected Client

@@ -1,0 +1,323 @@
+"""Documents: markdown files as a source of memory, kept in step with the files on disk.
+
+The files are the source of truth; memory holds an index of them. ``Memory.sync_files`` walks
+the paths it is given (files, and folders searched for ``*.md`` and ``*.markdown``), and for
+each file compares its SHA-256 with the one recorded at the last sync:
+
+* **unchanged**: nothing is written and nothing embedded;
+* **new**: the file becomes a ``document`` episode (its id and source are the file's absolute
+  path) and each chunk of it a fact of that episode, in order, each linked to the one before;
+* **changed**: every chunk is written again and supersedes the old chunk at its position (old
+  chunks beyond the new count are superseded by the last new one, or forgotten when the file
+  is now empty); texts that did not change come from the embedding cache, so only changed
+  chunks are embedded;
+* **deleted** (gone from disk, or no longer a markdown file, under a folder that was synced):
+  its chunks are forgotten and its record dropped.
+
+A file's chunks change together in one transaction or not at all. Chunks follow the lines of
+the file (about ``CHUNK_TOKENS`` tokens each with ``OVERLAP_TOKENS`` of overlap; a heading
+outside a code fence starts a new chunk; a line longer than a chunk is cut into pieces), and
+each chunk's fact has ``source`` = ``"{path}:{first line}-{last line}"``, so ``read_lines``
+can give back exactly the lines a hit came from (or more around them).
+
+Chunks are ``permanent`` (the file, not a decay class, decides how long they live), are never
+merged with an identical text elsewhere (``dedup`` off: a chunk belongs to its file) and make
+no similarity links. A date in the file name (``2024-05-01.md``, daily notes) is the chunks'
+``valid_from`` and source date, so as-of reads and date words find them; otherwise they are
+valid from the sync that wrote them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from .errors import InvalidInput, NotFound
+from .limits import MAX_DOCUMENT_BYTES, MAX_FIELD_LENGTH, MAX_READ_LINES, MAX_SYNC_PATHS
+from .temporal import to_iso
+
+#: The file names ``sync_files`` indexes.
+MARKDOWN_SUFFIXES: Final = (".md", ".markdown")
+#: A chunk's target size and the overlap carried into the next one, in tokens of about
+#: ``CHARS_PER_TOKEN`` characters.
+CHUNK_TOKENS: Final = 400
+OVERLAP_TOKENS: Final = 80
+CHARS_PER_TOKEN: Final = 4
+#: The episode kind of a document.
+KIND: Final = "document"
+
+_HEADING: Final = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+_FENCE: Final = re.compile(r"^ {0,3}(```|~~~)")
+_NAME_DATE: Final = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Lines ``start`` to ``end`` of a file (1-based, inclusive) and their text."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentFile:
+    """What memory recorded of a file at its last sync."""
+
+    path: str
+    hash: str
+    mtime: float
+    size: int
+    chunks: int
+    synced_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "hash": self.hash,
+            "mtime": to_iso(self.mtime),
+            "size": self.size,
+            "chunks": self.chunks,
+            "synced_at": to_iso(self.synced_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A file as one sync read it: its text and the hash, time and size of those bytes."""
+
+    path: str
+    text: str
+    hash: str
+    mtime: float
+    size: int
+
+    @property
+    def date(self) -> float | None:
+        """The date its name carries (daily notes: ``2024-05-01.md``), as epoch seconds."""
+        return name_date(self.path)
+
+
+@dataclass
+class SyncReport:
+    """What one ``sync_files`` did, by path: added, changed, removed and unchanged files, the
+    chunks it wrote, and the files it skipped with the reason (unreadable, not UTF-8 text,
+    changed while read, too large)."""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    chunks: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "chunks": self.chunks,
+            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The markdown files a sync reads (absolute, sorted) and the scopes it answers for: a
+    recorded document under a scope that is not among ``files`` has gone."""
+
+    files: list[Path]
+    scopes: list[str]
+    #: Named paths not on disk: their recorded documents have gone (none recorded: an error).
+    missing: list[str]
+
+
+def plan(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] | None) -> Plan:
+    """The files and scopes of a sync of ``paths``. InvalidInput, before anything is read, for
+    no paths, too many, a named file that is not markdown, a path that neither exists nor was
+    synced before (``missing``: the caller checks), or one outside ``root``."""
+    if isinstance(paths, str | bytes | os.PathLike) or not paths:
+        raise InvalidInput("sync_files takes a list of one or more paths", field="paths")
+    if len(paths) > MAX_SYNC_PATHS:
+        raise InvalidInput(f"at most {MAX_SYNC_PATHS} paths per sync", field="paths")
+    base = None if root is None else Path(root).expanduser().resolve()
+    if base is not None and not base.is_dir():
+        raise InvalidInput(f"root {str(root)!r} is not a folder", field="root")
+    files: dict[Path, None] = {}
+    scopes: list[str] = []
+    missing: list[str] = []
+    for given in paths:
+        if not isinstance(given, str | os.PathLike) or not str(given).strip():
+            raise InvalidInput("each path must be a non-empty path", field="paths")
+        path = Path(given).expanduser().resolve()
+        if base is not None and not path.is_relative_to(base):
+            raise InvalidInput(f"{str(given)!r} is outside the root {str(base)!r}", field="paths")
+        scopes.append(str(path))
+        if path.is_dir():
+            files.update((p, None) for p in _markdown_under(path, base or path))
+        elif not path.exists():
+            missing.append(str(path))
+        elif path.suffix.lower() in MARKDOWN_SUFFIXES:
+            files[path] = None
+        else:
+            raise InvalidInput(
+                f"{str(given)!r} is not a markdown file ({', '.join(MARKDOWN_SUFFIXES)})",
+                field="paths",
+            )
+    return Plan(sorted(files), scopes, missing)
+
+
+def under(path: str, scopes: Iterable[str]) -> bool:
+    """Whether ``path`` is one of ``scopes`` or inside one of them."""
+    return any(path == s or path.startswith(s.rstrip(os.sep) + os.sep) for s in scopes)
+
+
+def read(path: Path) -> Snapshot | str:
+    """The file's text with the hash, time and size of the bytes read, or why it is skipped."""
+    try:
+        before = path.stat()
+        if before.st_size > MAX_DOCUMENT_BYTES:
+            return f"larger than {MAX_DOCUMENT_BYTES:,} bytes"
+        data = path.read_bytes()
+        after = path.stat()
+    except OSError as e:
+        return f"unreadable: {e.strerror or e}"
+    if (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size) or len(
+        data
+    ) != after.st_size:
+        return "changed while it was read; sync again"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8 text"
+    if "\x00" in text:
+        return "binary content (NUL bytes)"
+    if len(str(path)) > MAX_FIELD_LENGTH - 24:
+        return f"its path is longer than {MAX_FIELD_LENGTH - 24} characters"
+    return Snapshot(
+        str(path),
+        text.removeprefix("\ufeff"),
+        hashlib.sha256(data).hexdigest(),
+        after.st_mtime,
+        after.st_size,
+    )
+
+
+def lines_of(text: str) -> list[str]:
+    """The file's lines as an editor numbers them (line n is item n-1), without their ends."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines]
+
+
+def chunk_markdown(
+    text: str, *, tokens: int = CHUNK_TOKENS, overlap: int = OVERLAP_TOKENS
+) -> list[Chunk]:
+    """Line-based chunks of about ``tokens`` tokens, the last ``overlap`` tokens of lines of one
+    chunk repeated at the start of the next; a heading (outside a code fence) starts a new chunk
+    without overlap; a line longer than a chunk is cut into pieces of that size. Blank lines at
+    a chunk's edges are left out of it and of its line range."""
+    size, carry = tokens * CHARS_PER_TOKEN, overlap * CHARS_PER_TOKEN
+    chunks: list[Chunk] = []
+    current: list[tuple[int, str]] = []
+    length = 0
+    fenced = False
+
+    def emit() -> None:
+        body = list(current)
+        while body and not body[0][1].strip():
+            body.pop(0)
+        while body and not body[-1][1].strip():
+            body.pop()
+        if body:
+            chunks.append(Chunk(body[0][0], body[-1][0], "\n".join(s for _, s in body)))
+
+    for number, line in enumerate(lines_of(text), start=1):
+        heading = not fenced and bool(_HEADING.match(line))
+        if _FENCE.match(line):
+            fenced = not fenced
+        pieces = [line[i : i + size] for i in range(0, len(line), size)] or [""]
+        for n, piece in enumerate(pieces):
+            if n == 0 and heading and any(s.strip() and not _HEADING.match(s) for _, s in current):
+                emit()
+                current, length = [], 0
+            elif current and length + len(piece) + 1 > size:
+                emit()
+                kept: list[tuple[int, str]] = []
+                total = 0
+                for entry in reversed(current[1:]):
+                    if total + len(entry[1]) + 1 > carry:
+                        break
+                    kept.insert(0, entry)
+                    total += len(entry[1]) + 1
+                current, length = kept, total
+            current.append((number, piece))
+            length += len(piece) + 1
+    emit()
+    return chunks
+
+
+def source_of(path: str, chunk: Chunk) -> str:
+    """A chunk's fact ``source``: the file's path and the chunk's line range."""
+    return f"{path}:{chunk.start}-{chunk.end}"
+
+
+def name_date(path: str) -> float | None:
+    """The date a file's name carries (``YYYY-MM-DD``), as epoch seconds, if a real date."""
+    found = _NAME_DATE.search(Path(path).name)
+    if found is None:
+        return None
+    try:
+        year, month, day = (int(g) for g in found.groups())
+        moment = datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        return None
+    return moment.timestamp()
+
+
+def read_lines(recorded: DocumentFile | None, path: str, start: int, end: int | None) -> str:
+    """Lines ``start`` to ``end`` (1-based, inclusive; None: to the end, at most
+    ``MAX_READ_LINES``) of a synced file as it is on disk now. NotFound for a file memory has
+    not synced (only synced files can be read back) or that is gone; InvalidInput for a bad
+    range or one starting past the end of the file."""
+    for name, value in (("start", start), ("end", end)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidInput(f"{name} must be a line number", field=name)
+    if start < 1:
+        raise InvalidInput("start must be 1 or more (lines count from 1)", field="start")
+    last = start + MAX_READ_LINES - 1 if end is None else end
+    if last < start:
+        raise InvalidInput("end must not be before start", field="end")
+    if last - start + 1 > MAX_READ_LINES:
+        raise InvalidInput(f"at most {MAX_READ_LINES} lines per read", field="end")
+    if recorded is None:
+        raise NotFound(f"{path!r} is not a synced document (see sync_files)")
+    try:
+        text = Path(recorded.path).read_bytes().decode("utf-8", errors="replace")
+    except OSError as e:
+        raise NotFound(f"{path!r} can no longer be read: {e.strerror or e}") from None
+    lines = lines_of(text.removeprefix("\ufeff"))
+    if start > len(lines):
+        raise InvalidInput(f"{path!r} has {len(lines)} lines; start is {start}", field="start")
+    return "\n".join(lines[start - 1 : last])
+
+
+def _markdown_under(folder: Path, boundary: Path) -> Iterable[Path]:
+    """The markdown files under ``folder``, skipping hidden folders and files and anything a
+    link leads outside ``boundary``."""
+    for top, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(names):
+            if name.startswith(".") or not name.lower().endswith(MARKDOWN_SUFFIXES):
+                continue
+            path = Path(top, name).resolve()
+            if path.is_relative_to(boundary) and path.is_file():
+                yield path
