@@ -90,7 +90,11 @@ class PurgeFilter:
             where.append("lower(f.entity) = lower(:purge_entity)")
             params["purge_entity"] = self.entity.strip()
         if self.source is not None:
-            where.append("f.source = :purge_source")
+            # A document's chunks: the file's path followed by ":first-last".
+            where.append(
+                "(f.source = :purge_source OR (f.source > :purge_source || ':'"
+                " AND f.source < :purge_source || ';'))"
+            )
             params["purge_source"] = self.source
         if self.episode is not None:
             where.append("f.episode_id = :purge_episode")

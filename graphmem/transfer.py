@@ -3,8 +3,9 @@
 The first line is a header; then one ``{"kind": "episode", ...}`` line per episode (its own
 kind as ``episode_kind``), one
 ``{"kind": "fact", ...}`` line per fact (every column, times as ISO-8601 UTC) in storage order,
-then one ``{"kind": "link", ...}`` line per link. Vectors are
-not exported: the importing store embeds the texts with its own embedder.
+then one ``{"kind": "link", ...}`` line per link, then one ``{"kind": "file", ...}`` line per
+synced markdown file (:mod:`graphmem.documents`). Vectors are not exported: the importing store
+embeds the texts with its own embedder.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ FACT_TIMES: Final = frozenset(
     }
 )
 EPISODE_TIMES: Final = frozenset({"time", "recorded_at"})
+FILE_TIMES: Final = frozenset({"mtime", "synced_at"})
 LINK_TIMES: Final = frozenset(
     {"recorded_at", "valid_from", "valid_until", "valid_until_recorded_at", "retracted_at"}
 )
@@ -56,6 +58,7 @@ _REQUIRED_FACT: Final = (
     "recorded_at",
 )
 _REQUIRED_EPISODE: Final = ("id", "kind", "time", "recorded_at")
+_REQUIRED_FILE: Final = ("path", "hash", "mtime", "size", "chunks", "synced_at")
 _REQUIRED_LINK: Final = (
     "id",
     "source_id",
@@ -94,6 +97,8 @@ def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:
         item = _out(row, LINK_TIMES)
         item["metadata"] = json.loads(item["metadata"])
         yield json.dumps({"kind": "link", **item}, ensure_ascii=False)
+    for row in conn.execute("SELECT * FROM files ORDER BY path"):
+        yield json.dumps({"kind": "file", **_out(row, FILE_TIMES)}, ensure_ascii=False)
 
 
 def write_export(conn: sqlite3.Connection, namespace: str, out: IO[str]) -> int:
@@ -119,6 +124,7 @@ def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[Impor
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
+    file_columns = _columns(conn, "files")
     inserted: list[str] = []
     links = skipped = 0
     header_seen = False
@@ -171,6 +177,10 @@ def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[Impor
             if _insert(conn, "links", row):
                 links += 1
             else:
+                skipped += 1
+        elif kind == "file":
+            row = _common(item, file_columns, _REQUIRED_FILE, FILE_TIMES, number)
+            if not _insert(conn, "files", row):
                 skipped += 1
         else:
             raise InvalidInput(f"line {number}: unknown kind {kind!r}")

@@ -378,3 +378,38 @@ def test_automatic_links_read_and_write_through_the_interface(store: Store) -> N
         tx.add_links([(third, second, "RELATED_TO", 0.4, "auto_entity", starts[third])])
     (made,) = store.links_of(third, now(store))
     assert (made.target_id, made.origin, made.strength) == (second, "auto_entity", 0.4)
+
+
+def test_documents_are_recorded_found_by_scope_and_dropped(store: Store) -> None:
+    from graphmem.documents import DocumentFile
+    from graphmem.episodes import EpisodeInput
+
+    with store.transaction() as tx:
+        tx.episode(EpisodeInput("/n/a.md", "document", "/n/a.md", 0.0))
+        for path in ("/n/a.md", "/n/sub/b.md", "/na.md", "/n-other/c.md"):
+            tx.put_document(DocumentFile(path, "h-" + path, 1.0, 10, 2, tx.now))
+    assert [d.path for d in store.documents(["/n"])] == ["/n/a.md", "/n/sub/b.md"]
+    assert [d.path for d in store.documents(["/n/sub/b.md", "/na.md"])] == ["/n/sub/b.md", "/na.md"]
+    assert [d.path for d in store.documents(["/"])] == [
+        "/n-other/c.md",
+        "/n/a.md",
+        "/n/sub/b.md",
+        "/na.md",
+    ]
+    with store.transaction() as tx:  # recording again replaces the record
+        tx.put_document(DocumentFile("/n/a.md", "h2", 2.0, 11, 3, tx.now))
+        tx.drop_document("/na.md")
+    assert [(d.hash, d.chunks) for d in store.documents(["/n/a.md"])] == [("h2", 3)]
+    assert store.documents(["/na.md"]) == []
+
+    inputs = [FactInput(text=t, source=f"/n/a.md:{i}-{i}") for i, t in enumerate("xyz")]
+    with store.transaction() as tx:
+        results, _ = ingest.write_batch(tx, inputs, [None] * 3, SETTINGS, episode_id="/n/a.md")
+    first, second, gone = (r.fact.id for r in results if r.fact is not None)
+    with store.transaction() as tx:
+        tx.retract(gone)
+        assert tx.current_chunks("/n/a.md") == [first, second]
+    # a purge that takes a document's chunk drops its record: the next sync indexes it again
+    with store.transaction() as tx:
+        tx.purge([first])
+    assert store.documents(["/n/a.md"]) == []
