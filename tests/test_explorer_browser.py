@@ -153,6 +153,10 @@ def seed(memory: Memory, clock: Clock) -> dict[str, str]:
     return ids
 
 
+#: A markdown note the explorer shows as a document: its path and the lines of each chunk.
+GARDEN = "# Garden\n\nThe tomatoes need water every morning.\nThe basil likes shade.\n"
+
+
 def chromium() -> tuple[str, str] | None:
     """Paths of Chromium and chromedriver, or None."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -192,10 +196,15 @@ def explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Explorer]:
             "them when it runs as root)"
         )
     data_dir = tmp_path_factory.mktemp("explorer") / "data"
+    notes = data_dir.parent / "notes"
+    notes.mkdir()
+    (notes / "garden.md").write_text(GARDEN, encoding="utf-8")
     clock = Clock()
     settings = Settings(embedder="hash", data_dir=data_dir)
     with Memory.open(data_dir, settings=settings, clock=clock) as memory:
         ids = seed(memory, clock)
+        memory.sync_files([notes])
+        ids["garden"] = str((notes / "garden.md").resolve())
     driver = start_browser(paths)
     try:
         with LiveServer(create_app(settings, clock=clock)) as server:
@@ -406,3 +415,15 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def test_a_chunk_of_a_note_shows_its_file_and_reads_its_lines(page: Explorer) -> None:
+    page.open()
+    page.driver.find_element("id", "search-input").send_keys("tomatoes water\n")
+    page.wait(lambda d: "The tomatoes need water" in page.text("results"), "no note found")
+    page.driver.find_element("css selector", "#results button[data-id]").click()
+    page.wait(lambda d: "Document" in page.text("details-fields"), "no document shown")
+    assert f"Document\n{page.ids['garden']}, lines 1–4" in page.text("details-fields")
+    page.driver.find_element("id", "document-read").click()
+    page.wait(lambda d: page.text("document-lines") != "", "the lines never came")
+    assert page.text("document-lines") == GARDEN.rstrip("\n")

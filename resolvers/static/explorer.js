@@ -7,7 +7,7 @@ import { CATEGORY_COLOURS, GraphView } from "./graph.js";
 
 const FACT = `id text category importance entity key value source tags summary why context
   decayClass expiresAt confidence lastConfirmedAt accessCount lastAccessedAt sourceDate
-  validFrom validUntil validUntilRecordedAt recordedAt retractedAt supersededById supersedesId
+  validFrom validUntil validUntilRecordedAt recordedAt retractedAt supersededById supersedesId episodeId
   knownNow { retractedAt supersededById validUntil }`;
 const LINK = "id type sourceId targetId strength origin validFrom validUntil recordedAt retractedAt";
 const SCOPE = "$asOf: DateTime, $knownAt: DateTime";
@@ -310,7 +310,10 @@ function renderDetails() {
   if (!fact) return;
   $("details-text").textContent = fact.text;
   $("details-status").replaceChildren(chip(fact.category), " ", statusSentence(fact));
-  $("details-fields").replaceChildren(...FIELDS.flatMap(([name, label, kind]) => field(label, fact[name], kind)));
+  $("details-fields").replaceChildren(
+    ...FIELDS.flatMap(([name, label, kind]) => field(label, fact[name], kind)),
+    ...documentField(fact),
+  );
   $("details-links").replaceChildren(...linksOf(fact.id));
   $("expand-button").disabled = fact.id === state.shown || state.expanded.has(fact.id);
   $("centre-button").disabled = fact.id === state.root;
@@ -367,6 +370,30 @@ function field(label, value, kind) {
     shown = String(value);
   }
   return [el("dt", {}, label), el("dd", { "data-field": label }, shown)];
+}
+
+// A chunk of a synced markdown note: its source is "path:first-last" and its episode the path.
+function documentField(fact) {
+  const found = /^(.*):(\d+)-(\d+)$/.exec(fact.source ?? "");
+  if (!found || found[1] !== fact.episodeId) return [];
+  const [, path, start, end] = found;
+  const lines = el("pre", { id: "document-lines", hidden: "" });
+  const show = () =>
+    attempt(async () => {
+      const data = await gql("query($path: String!, $start: Int!, $end: Int) { documentLines(path: $path, start: $start, end: $end) }", {
+        path,
+        start: Number(start),
+        end: Number(end),
+      });
+      lines.textContent = data.documentLines;
+      lines.hidden = false;
+      read.hidden = true;
+    });
+  const read = el("button", { type: "button", id: "document-read", onclick: show }, "Show the lines");
+  return [
+    el("dt", {}, "Document"),
+    el("dd", { "data-field": "Document" }, el("div", {}, `${path}, lines ${start}–${end}`), read, lines),
+  ];
 }
 
 function linksOf(id) {
