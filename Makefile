@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) -m bench.pathquestion
 	$(PY) -m bench.autolink
 	$(PY) -m bench.secrets
+	$(PY) -m bench.notes
 	$(PY) -m bench.graph
 	$(PY) -m bench.speed
 	$(PY) -m bench.http
