@@ -32,6 +32,7 @@ from .settings import Settings
 from .stats import Stats
 from .sync import CheckReport
 from .temporal import TimeScope
+from .timehints import TimeHint
 from .transfer import ImportReport
 from .usage import Usage
 
@@ -76,6 +77,7 @@ __all__ = [
     "StoreResult",
     "Subgraph",
     "SyncReport",
+    "TimeHint",
     "TimeScope",
     "Usage",
 ]

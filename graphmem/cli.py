@@ -227,16 +227,25 @@ def store(
 @click.option(
     "--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True
 )
+@click.option(
+    "--no-time-hints",
+    "time_hints",
+    flag_value=False,
+    default=True,
+    help="Search time words ('last week', 'in May 2023') as plain words, not as a period.",
+)
 @json_option
 @click.pass_context
 def search(ctx: click.Context, /, query: str, as_json: bool, **options: Any) -> None:
     """Search facts by keywords and meaning."""
     with _memory(ctx) as mem:
         hits = mem.search(query, **options)
+    hint = hits[0].time_hint if hits else None
     _emit(
         [{"fact": h.fact.to_dict(), "score": h.score} for h in hits],
         as_json,
-        (_fact_line(h.fact, h.score) for h in hits),
+        ([] if hint is None else [f"time words understood: {hint.describe()}"])
+        + [_fact_line(h.fact, h.score) for h in hits],
     )
 
 

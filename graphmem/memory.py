@@ -474,6 +474,7 @@ class Memory:
         include_superseded: bool = False,
         mode: str = "hybrid",
         graph_depth: int = 0,
+        time_hints: bool = True,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first: keyword and vector legs fused (see
         :mod:`graphmem.search`).
@@ -483,11 +484,23 @@ class Memory:
         each other evidence and adds the linked neighbours of the hits, up to that many links
         away, each scored below the fact that reached it; a hit linked to a stronger one may rise
         to just below it (see docs/graph.md).
+
+        ``time_hints`` (on by default): time words in the query ("last week", "in May 2023",
+        "two years ago", "before 2020"), read relative to ``as_of`` or now, are searched as a
+        period of the facts' dates instead of as keywords: facts dated in it rank higher, none
+        is dropped; each hit's ``time_hint`` says what was understood (see
+        :mod:`graphmem.timehints`).
         """
         scope = self._scope(as_of, known_at)
         filters = Filters(tag, category, entity, source, include_superseded)
         hits = self._search.run(
-            query, scope, filters, limit=limit, mode=mode, graph_depth=graph_depth
+            query,
+            scope,
+            filters,
+            limit=limit,
+            mode=mode,
+            graph_depth=graph_depth,
+            time_hints=time_hints,
         )
         self._accessed(scope, [h.fact for h in hits])
         return hits
@@ -501,6 +514,7 @@ class Memory:
         graph_depth: int = 0,
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
+        time_hints: bool = True,
     ) -> recalls.RecallResult:
         """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
 
@@ -508,7 +522,7 @@ class Memory:
         docs/configuration.md), with the facts of any known entity it names merged in and, with
         ``graph_depth`` > 0, linked facts; best first, long texts as summaries, one line per
         fact in ``format`` (full, short or minimal). See :mod:`graphmem.recall`. The facts in
-        the block count as accessed.
+        the block count as accessed. ``time_hints`` as for ``search``.
         """
         recalls.check(prompt, max_tokens, format)
         query = prompt[:MAX_TEXT_LENGTH]
@@ -520,6 +534,7 @@ class Memory:
             limit=recalls.CANDIDATES,
             mode="hybrid",
             graph_depth=graph_depth,
+            time_hints=time_hints,
         )
         named = self._store.entity_facts(
             recalls.entity_names(query), scope, per_entity=recalls.ENTITY_FACTS

@@ -17,6 +17,7 @@ from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
 from .tagging import CATEGORIES, normalize_tags
 from .temporal import TimeInput, TimeScope, parse_time, to_iso
+from .timehints import TimeHint
 
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
@@ -376,7 +377,8 @@ class SearchHit:
     """A search result: the fact and its final score (higher is better), with the leg scores.
 
     A fact graph expansion added, or scored higher than the search did, has ``depth`` > 0 and
-    ``via``, the fact it was reached from.
+    ``via``, the fact it was reached from. A fact in the period of the query's time words
+    (``time_hint``) had its relevance raised.
     """
 
     fact: Fact
@@ -385,6 +387,9 @@ class SearchHit:
     vector_score: float | None = None
     depth: int = 0
     via: str | None = None
+    #: The time words of the query and the period they were understood as (None: none found,
+    #: or ``time_hints`` off); the same for every hit of one search.
+    time_hint: TimeHint | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -394,6 +399,7 @@ class SearchHit:
             "vector_score": self.vector_score,
             "depth": self.depth,
             "via": self.via,
+            "time_hint": None if self.time_hint is None else self.time_hint.to_dict(),
         }
 
 

@@ -17,6 +17,7 @@ from .limits import MAX_LIMIT
 from .models import FACT_COLUMNS, Fact, fact_columns
 from .storage import id_list
 from .temporal import TimeScope
+from .timehints import TimeHint
 
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
 CANDIDATE_COLUMNS: Final = (
@@ -43,6 +44,8 @@ class Filters:
     entity: str | None = None
     source: str | None = None
     include_superseded: bool = False
+    #: Only facts dated (source date, else valid_from) in this period of a query's time words.
+    period: TimeHint | None = None
 
     def clause(self, scope: TimeScope) -> tuple[str, dict[str, Any]]:
         """The SQL condition on ``facts f`` and its parameters."""
@@ -59,6 +62,17 @@ class Filters:
             params["source"] = self.source
         if self.tag is not None:
             where.append(_tag_clause(self.tag, params))
+        if self.period is not None:
+            dated = "COALESCE(f.source_date, f.valid_from)"
+            if self.period.month is not None:
+                where.append(f"CAST(strftime('%m', {dated}, 'unixepoch') AS INTEGER) = :month")
+                params["month"] = self.period.month
+            if self.period.start is not None:
+                where.append(f"{dated} >= :period_start")
+                params["period_start"] = self.period.start
+            if self.period.end is not None:
+                where.append(f"{dated} < :period_end")
+                params["period_end"] = self.period.end
         return " AND ".join(where), params
 
 

@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
-from . import expansion, ranking
+from . import expansion, ranking, timehints
 from .decay import freshness
 from .embedders import Embedder, Vectors
 from .errors import InvalidInput
@@ -64,9 +65,13 @@ class Search:
         limit: int,
         mode: str,
         graph_depth: int,
+        time_hints: bool = False,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
         _check(query, mode, limit, graph_depth)
+        hint = timehints.understand(query, scope.as_of) if time_hints else None
+        if hint is not None:
+            query = hint.query
         wanted = max(self.settings.fusion_candidates, limit)
         live_only = scope.current and not filters.include_superseded
         fts: dict[str, float] = {}
@@ -90,6 +95,11 @@ class Search:
         if mode != "vector":
             fts, rows = self._store.keyword_matches(query, scope, filters, wanted)
             candidates.update(rows)
+            if hint is not None:  # the best keyword matches of the period join the candidates
+                dated = dataclasses.replace(filters, period=hint)
+                in_period, rows = self._store.keyword_matches(query, scope, dated, wanted)
+                candidates.update(rows)
+                fts = {**in_period, **fts}
         if pending is not None:
             vec, rows, query_vector = pending.result()
             candidates.update(rows)
@@ -102,7 +112,8 @@ class Search:
         if graph_depth > 0:
             relevance = expansion.lend_evidence(self._store, relevance, scope)
         ranked = sorted(
-            (_scored(candidates[i], rel, scope) for i, rel in relevance.items()), reverse=True
+            (_scored(candidates[i], rel, scope, hint) for i, rel in relevance.items()),
+            reverse=True,
         )
         top = ranked[:limit]
         reached: dict[str, tuple[float, int, str]] = {}
@@ -139,7 +150,9 @@ class Search:
                 score,
                 fts.get(fact_id),
                 vec.get(fact_id),
-                *(reached[fact_id][1:] if fact_id in reached else (0, None)),
+                reached[fact_id][1] if fact_id in reached else 0,
+                reached[fact_id][2] if fact_id in reached else None,
+                hint,
             )
             for score, _, fact_id in top
             if fact_id in shown
@@ -176,8 +189,14 @@ class Search:
         )
 
 
-def _scored(row: Record, relevance: float, scope: TimeScope) -> tuple[float, float, str]:
-    """(final score, effective date, id) of a candidate: the ranking order, ties to the newer."""
+def _scored(
+    row: Record, relevance: float, scope: TimeScope, hint: timehints.TimeHint | None
+) -> tuple[float, float, str]:
+    """(final score, effective date, id) of a candidate: the ranking order, ties to the newer.
+    A fact dated in the period of the query's time words has its relevance raised."""
+    effective = row["source_date"] if row["source_date"] is not None else row["valid_from"]
+    if hint is not None and hint.covers(effective):
+        relevance *= 1 + timehints.TIME_HINT_BOOST
     score = ranking.adjust(
         relevance,
         importance=row["importance"],
@@ -185,7 +204,6 @@ def _scored(row: Record, relevance: float, scope: TimeScope) -> tuple[float, flo
         freshness=freshness(row["expires_at"], row["last_confirmed_at"], scope.known_at),
         decay_class=row["decay_class"],
     )
-    effective = row["source_date"] if row["source_date"] is not None else row["valid_from"]
     return score, effective, row["id"]
 
 

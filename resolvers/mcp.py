@@ -356,6 +356,11 @@ class SearchArgs(_Args):
         le=MAX_DEPTH,
         description="Also return facts linked to the hits, up to this many links away.",
     )
+    time_hints: bool = Field(
+        _default(Memory.search, "time_hints"),
+        description="Read time words in the query ('last week', 'in May 2023', 'before 2020') "
+        "as a period: facts dated in it rank higher. False searches them as plain words.",
+    )
 
 
 def search(memory: Memory, args: SearchArgs) -> Result:
@@ -363,6 +368,8 @@ def search(memory: Memory, args: SearchArgs) -> Result:
     lines = [
         f"{len(hits)} {_plural(len(hits), 'fact')}{_scope(args.as_of, args.known_at)}, best first:"
     ]
+    if hits and hits[0].time_hint is not None:
+        lines.insert(0, f"Time words understood: {hits[0].time_hint.describe()}.")
     lines += [_line(h.fact) for h in hits]
     return "\n".join(lines), {"hits": [h.to_dict() for h in hits]}
 

@@ -32,6 +32,7 @@ from .types import (
     SearchMode,
     Stats,
     Subgraph,
+    TimeHint,
     decode_fact_cursor,
     encode_cursor,
 )
@@ -172,6 +173,14 @@ class Query:
                 f"below the hit that reached it (0 to {MAX_DEPTH})."
             ),
         ] = 0,
+        time_hints: Annotated[
+            bool,
+            strawberry.argument(
+                description='Read time words in the query ("last week", "in May 2023", '
+                '"before 2020"), relative to `asOf` or now, as a period: facts dated in it '
+                "rank higher (none is dropped). False searches them as plain words."
+            ),
+        ] = True,
     ) -> list[SearchHit]:
         hits = await info.context.run(
             info.context.memory.search,
@@ -186,6 +195,7 @@ class Query:
             mode=mode.name.lower(),
             source=source,
             graph_depth=graph_depth,
+            time_hints=time_hints,
         )
         scope = (as_of, known_at)
         return [
@@ -196,6 +206,7 @@ class Query:
                 vector_score=h.vector_score,
                 depth=h.depth,
                 via=None if h.via is None else strawberry.ID(h.via),
+                time_hint=TimeHint.of(h.time_hint),
             )
             for h in hits
         ]

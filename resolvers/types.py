@@ -532,6 +532,36 @@ class SearchHit:
     via: strawberry.ID | None = strawberry.field(
         description="For an added neighbour, the fact it was reached from."
     )
+    time_hint: "TimeHint | None" = strawberry.field(
+        description="The query's time words and the period they were understood as (null: "
+        "none, or `timeHints: false`); facts dated in it rank higher."
+    )
+
+
+@strawberry.type(
+    description='Time words of a query ("last week", "in May 2023") read as a period of '
+    "the facts' dates (their source date, else valid from)."
+)
+class TimeHint:
+    text: str = strawberry.field(description="The words, as they stand in the query.")
+    start: DateTime | None = strawberry.field(description="The period's start (null: open).")
+    end: DateTime | None = strawberry.field(description="Its end, excluded (null: open).")
+    month: int | None = strawberry.field(
+        description="For a month named without a year: that month (1-12) of any year."
+    )
+    described: str = strawberry.field(description="The period in words.")
+
+    @classmethod
+    def of(cls, hint: graphmem.TimeHint | None) -> "TimeHint | None":
+        if hint is None:
+            return None
+        return cls(
+            text=hint.text,
+            start=None if hint.start is None else _time(datetime.fromtimestamp(hint.start, tz=UTC)),
+            end=None if hint.end is None else _time(datetime.fromtimestamp(hint.end, tz=UTC)),
+            month=hint.month,
+            described=hint.describe(),
+        )
 
 
 @strawberry.type(description="A fact in a recall block.")

@@ -1,0 +1,189 @@
+"""Time words in questions: "what did Caroline do last week?", "in May 2023", "two years ago".
+
+``understand`` finds the first time expression in a query with dateparser (its search over free
+text, English) and turns it into a period of valid time, relative to a base moment (the search's
+``as_of``, or now): a day, the week (Monday to Monday), the month or the year the expression
+names; after ``before``/``until`` everything earlier, after ``after``/``since`` everything later.
+A month named without a year ("in June") is that month of any year.
+
+Search uses the period to rank, never to drop: facts whose time (their source date, else their
+``valid_from``) falls in it are also looked for among the keyword matches of that period, and
+their relevance is raised by ``TIME_HINT_BOOST``; facts outside it or without a date keep their
+score. The expression itself is left out of the query the legs search for (its words name a time,
+not a topic). What was understood comes back with each hit (``SearchHit.time_hint``).
+
+Only expressions that say a time are taken: a year, a month's name, a weekday or a relative word
+("yesterday", "ago", "last", "next", "this", "week", "month", "year"); a bare number or ordinal
+("18th", "10") is not a date here.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from .temporal import to_iso
+
+#: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
+#: conversations 0-4 and checked on 5-9 (bench/REPORT.md).
+TIME_HINT_BOOST: Final = 0.5
+
+_MONTHS: Final = tuple(m.lower() for m in calendar.month_name[1:])
+_MONTH_ABBR: Final = tuple(m.lower() for m in calendar.month_abbr[1:])
+_WEEKDAYS: Final = tuple(d.lower() for d in calendar.day_name)
+_RELATIVE: Final = frozenset(
+    {"yesterday", "today", "tonight", "tomorrow", "ago", "last", "next", "this", "past"}
+    | {"week", "weeks", "month", "months", "year", "years", "day", "days", "weekend"}
+)
+_DECADE: Final = re.compile(r"(?<![\w'])(?:the )?(1[5-9]\d0|2[01]\d0)s\b", re.IGNORECASE)
+_YEAR: Final = re.compile(r"(?<!\d)(1[5-9]\d\d|2[01]\d\d)(?!\d)")
+_WORD: Final = re.compile(r"[a-z]+")
+_BEFORE: Final = frozenset({"before", "until", "till", "prior"})
+_AFTER: Final = frozenset({"after", "since"})
+_SETTINGS: Final = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+
+
+@dataclass(frozen=True, slots=True)
+class TimeHint:
+    """A time expression found in a query and the period it was understood as: ``start`` to
+    ``end`` (epoch seconds, end excluded; None: open), or every ``month`` (1-12) of any year.
+    ``query`` is the query without the expression (what the search legs look for)."""
+
+    text: str
+    start: float | None
+    end: float | None
+    month: int | None
+    query: str
+
+    def covers(self, moment: float | None) -> bool:
+        """Whether a fact dated ``moment`` falls in the period (never for an undated fact)."""
+        if moment is None:
+            return False
+        if self.month is not None:
+            return datetime.fromtimestamp(moment, tz=UTC).month == self.month
+        return (self.start is None or moment >= self.start) and (
+            self.end is None or moment < self.end
+        )
+
+    def describe(self) -> str:
+        """What was understood, for people: "'last week': 2023-07-03 to 2023-07-10"."""
+        if self.month is not None:
+            return f"{self.text!r}: {calendar.month_name[self.month]} of any year"
+        start = "the beginning" if self.start is None else to_iso(self.start)
+        end = "now" if self.end is None else to_iso(self.end)
+        return f"{self.text!r}: {start} to {end}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "start": to_iso(self.start),
+            "end": to_iso(self.end),
+            "month": self.month,
+            "described": self.describe(),
+        }
+
+
+def understand(query: str, base: float) -> TimeHint | None:
+    """The first time expression of ``query``, understood relative to ``base`` (epoch
+    seconds), or None when the query names no time."""
+    lowered = query.lower()
+    if not _YEAR.search(lowered) and not any(
+        w in _RELATIVE or w in _MONTHS or w in _MONTH_ABBR or w in _WEEKDAYS
+        for w in _WORD.findall(lowered)
+    ):
+        return None  # most queries: no need to ask the parser
+    decade = _DECADE.search(query)
+    if decade is not None:
+        first = int(decade.group(1))
+        start = datetime(first, 1, 1, tzinfo=UTC).timestamp()
+        end = datetime(first + 10, 1, 1, tzinfo=UTC).timestamp()
+        return _bounded(query, decade.group(0), start, end, None)
+    moment = datetime.fromtimestamp(base, tz=UTC).replace(tzinfo=None)
+    settings = {**_SETTINGS, "RELATIVE_BASE": moment}
+    # dateparser is imported on first use: it takes a fifth of a second, and loading its
+    # English data about half a second more on the first search with time words.
+    from dateparser.date import DateDataParser
+    from dateparser.search import search_dates
+
+    found = search_dates(query, languages=["en"], settings=settings) or []
+    for text in _merged(query, [text for text, _ in found]):
+        if not _says_a_time(text):
+            continue
+        parsed = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
+        if parsed.date_obj is None or (
+            abs(parsed.date_obj - moment) < timedelta(days=1)
+            and not set(_WORD.findall(text.lower())) & _RELATIVE
+            and not _YEAR.search(text)
+        ):
+            continue  # nothing, or the parser's fallback to the base moment
+        return _hint(query, text, parsed.date_obj, parsed.period or "day")
+    return None
+
+
+def _merged(query: str, found: list[str]) -> list[str]:
+    """The expressions found, with neighbours separated only by spaces and commas joined
+    ("April", "10", "2023" → "April 10, 2023")."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for text in found:
+        at = query.find(text, cursor)
+        if at < 0:
+            continue
+        cursor = at + len(text)
+        if spans and not query[spans[-1][1] : at].strip(" ,"):
+            spans[-1] = (spans[-1][0], cursor)
+        else:
+            spans.append((at, cursor))
+    return [query[a:b].strip(" ,") for a, b in spans]
+
+
+def _says_a_time(text: str) -> bool:
+    lowered = text.lower()
+    words = _WORD.findall(lowered)
+    return bool(_YEAR.search(lowered)) or any(
+        w in _RELATIVE or w in _MONTHS or w in _MONTH_ABBR or w in _WEEKDAYS for w in words
+    )
+
+
+def _hint(query: str, text: str, when: datetime, period: str) -> TimeHint:
+    day = datetime(when.year, when.month, when.day, tzinfo=UTC)
+    lowered = text.lower()
+    month: int | None = None
+    if period == "year":
+        start, end = datetime(day.year, 1, 1, tzinfo=UTC), datetime(day.year + 1, 1, 1, tzinfo=UTC)
+    elif period == "month":
+        start = datetime(day.year, day.month, 1, tzinfo=UTC)
+        end = datetime(day.year + (day.month == 12), day.month % 12 + 1, 1, tzinfo=UTC)
+        if not _YEAR.search(lowered) and not (set(_WORD.findall(lowered)) & _RELATIVE):
+            month = day.month  # "in June": June of any year
+    elif period == "week":
+        start = day - timedelta(days=day.weekday())
+        end = start + timedelta(days=7)
+    else:
+        start, end = day, day + timedelta(days=1)
+    return _bounded(query, text, start.timestamp(), end.timestamp(), month)
+
+
+def _bounded(query: str, text: str, start: float, end: float, month: int | None) -> TimeHint:
+    """The hint for ``text`` naming ``start``-``end``, open-ended after "before"/"until"
+    (everything earlier) or "after"/"since" (everything later)."""
+    at = query.find(text)
+    previous = query[:at].lower().split()[-1:] if at > 0 else []
+    low: float | None = start
+    high: float | None = end
+    rest = query[:at] + query[at + len(text) :]
+    if previous and previous[0] in _BEFORE | _AFTER:
+        if previous[0] in _BEFORE:
+            low, high = None, start
+        else:
+            low, high = (end if previous[0] == "after" else start), None
+        month = None
+        rest = _drop_last_word(query[:at]) + query[at + len(text) :]
+    return TimeHint(text, low, high, month, " ".join(rest.split()) or query)
+
+
+def _drop_last_word(text: str) -> str:
+    return text.rstrip().rsplit(None, 1)[0] + " " if text.strip().count(" ") else ""

@@ -1,0 +1,161 @@
+"""Time words in questions: read as a period of the facts' dates, relative to as_of or now."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from starlette.applications import Starlette
+
+from graphmem import Memory
+from graphmem.timehints import understand
+from resolvers import mcp
+
+from .api import InProcess
+from .conftest import Clock
+
+BASE = datetime(2023, 7, 15, 12, tzinfo=UTC).timestamp()
+
+
+def _day(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("query", "words", "start", "end", "rest"),
+    [
+        (
+            "What did Caroline do last week?",
+            "last week",
+            "2023-07-03",
+            "2023-07-10",
+            "What did Caroline do ?",
+        ),
+        (
+            "Where did Ana live in May 2023?",
+            "in May 2023",
+            "2023-05-01",
+            "2023-06-01",
+            "Where did Ana live ?",
+        ),
+        (
+            "What happened two years ago?",
+            "two years ago",
+            "2021-01-01",
+            "2022-01-01",
+            "What happened ?",
+        ),
+        (
+            "What did they do yesterday?",
+            "yesterday",
+            "2023-07-14",
+            "2023-07-15",
+            "What did they do ?",
+        ),
+        (
+            "Who did Maria meet on May 3, 2023?",
+            "on May 3, 2023",
+            "2023-05-03",
+            "2023-05-04",
+            "Who did Maria meet ?",
+        ),
+        ("Where did Ana live before 2020?", "2020", None, "2020-01-01", "Where did Ana live ?"),
+        ("what changed since March 2023", "March 2023", "2023-03-01", None, "what changed"),
+        ("music of the 1990s", "the 1990s", "1990-01-01", "2000-01-01", "music of"),
+    ],
+)
+def test_time_words_become_a_period_relative_to_the_base(
+    query: str, words: str, start: str | None, end: str | None, rest: str
+) -> None:
+    hint = understand(query, BASE)
+    assert hint is not None
+    assert (hint.text, hint.start, hint.end, hint.month, hint.query) == (
+        words,
+        None if start is None else _day(start),
+        None if end is None else _day(end),
+        None,
+        rest,
+    )
+
+
+def test_a_month_without_a_year_is_that_month_of_any_year_and_numbers_are_not_dates() -> None:
+    hint = understand("When did Melanie go camping in June?", BASE)
+    assert hint is not None and hint.month == 6 and hint.start is not None
+    assert hint.covers(_day("2019-06-20")) and not hint.covers(_day("2023-07-01"))
+    assert not hint.covers(None)  # an undated fact is never in a period
+    for query in (
+        "How long ago was Caroline's 18th birthday?",
+        "What are Melanie's 3 favourite paintings?",
+        "When did Melanie paint a sunrise?",
+        "the release notes",
+    ):
+        assert understand(query, BASE) is None, query
+
+
+def test_facts_dated_in_the_period_rank_first_and_none_is_dropped(mem: Memory) -> None:
+    mem.store_many(
+        [
+            {"text": "Caroline went to a pottery class", "source_date": "2023-07-05"},
+            {"text": "Caroline went to a painting class", "source_date": "2023-05-02"},
+            {"text": "Caroline went to a dance class", "source_date": "2022-01-10"},
+        ]
+    )
+    as_of = "2023-07-12"
+    last_week = mem.search("Which class did Caroline go to last week?", as_of=as_of)
+    assert [h.fact.text for h in last_week][0] == "Caroline went to a pottery class"
+    assert len(last_week) == 3  # the others are still there, below
+    assert last_week[0].time_hint is not None and last_week[0].time_hint.text == "last week"
+    in_may = mem.search("Which class did Caroline go to in May 2023?", as_of=as_of)
+    assert in_may[0].fact.text == "Caroline went to a painting class"
+    # relative to as_of: "last week" of 2022-01-15 is the dance class's week
+    earlier = mem.search("Which class did Caroline go to last week?", as_of="2022-01-15")
+    assert earlier[0].fact.text == "Caroline went to a dance class"
+    # off: the words are searched as words, and nothing is understood
+    plain = mem.search("Which class did Caroline go to last week?", as_of=as_of, time_hints=False)
+    assert all(h.time_hint is None for h in plain)
+
+
+def test_search_without_time_words_is_unchanged(mem: Memory) -> None:
+    mem.store_many(
+        [
+            {
+                "text": f"Note {n}: the team discussed topic {n % 7} at length",
+                "source_date": f"2023-0{1 + n % 9}-10",
+            }
+            for n in range(40)
+        ]
+    )
+    for query in ("what did the team discuss about topic 3", "topic 5 discussion", "team"):
+        with_hints = mem.search(query, limit=20)
+        without = mem.search(query, limit=20, time_hints=False)
+        assert [(h.fact.id, h.score) for h in with_hints] == [(h.fact.id, h.score) for h in without]
+        assert all(h.time_hint is None for h in with_hints)
+
+
+def test_graphql_mcp_and_recall_say_what_was_understood(
+    app: Starlette, mem: Memory, clock: Clock
+) -> None:
+    mem.store("Ana moved to Lisbon", source_date="2023-05-20")
+    text, found = mcp.search(
+        mem, mcp.SearchArgs(query="where did Ana move in May 2023", as_of="2023-07-01")
+    )
+    assert text.startswith("Time words understood: 'in May 2023': 2023-05-01T00:00:00Z")
+    assert found["hits"][0]["time_hint"]["start"] == "2023-05-01T00:00:00Z"
+    recalled = mem.recall("where did Ana move in May 2023", as_of="2023-07-01")
+    assert "Ana moved to Lisbon" in recalled.context
+    mem.close()
+    with InProcess(app) as api:
+        data = api.data(
+            """{ search(query: "where did Ana move in May 2023", asOf: "2023-07-01") {
+                    fact { text } timeHint { text start end month described } }
+                 plain: search(query: "where did Ana move in May 2023", asOf: "2023-07-01",
+                               timeHints: false) { timeHint { text } } }"""
+        )
+    assert data["search"][0]["timeHint"] == {
+        "text": "in May 2023",
+        "start": "2023-05-01T00:00:00Z",
+        "end": "2023-06-01T00:00:00Z",
+        "month": None,
+        "described": "'in May 2023': 2023-05-01T00:00:00Z to 2023-06-01T00:00:00Z",
+    }
+    assert data["plain"] == [{"timeHint": None}]
