@@ -423,7 +423,7 @@ def test_a_chunk_of_a_note_shows_its_file_and_reads_its_lines(page: Explorer) ->
     page.wait(lambda d: "The tomatoes need water" in page.text("results"), "no note found")
     page.driver.find_element("css selector", "#results button[data-id]").click()
     page.wait(lambda d: "Document" in page.text("details-fields"), "no document shown")
-    assert f"Document\n{page.ids['garden']}, lines 1–4" in page.text("details-fields")
+    assert f"Document\n{page.ids['garden']}, lines 1\u20134" in page.text("details-fields")
     page.driver.find_element("id", "document-read").click()
     page.wait(lambda d: page.text("document-lines") != "", "the lines never came")
     assert page.text("document-lines") == GARDEN.rstrip("\n")
