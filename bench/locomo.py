@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import graphmem.ranking as ranking
-from graphmem import Memory, Settings, expansion
+from graphmem import Memory, Settings, expansion, timehints
 from graphmem.embedders import Embedder
 
 from .common import (
@@ -115,6 +115,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 runs[mode] = evaluate(conversations, mode)
             for weight in args.weights:
                 runs[f"hybrid@{weight:g}"] = evaluate(conversations, "hybrid", fts_weight=weight)
+            if args.time_hints:
+                runs["hybrid@0.6, no time hints"] = evaluate(
+                    conversations, "hybrid", fts_weight=0.6, time_hints=False
+                )
+                for boost in args.time_hints:
+                    with patched(timehints, "TIME_HINT_BOOST", boost):
+                        runs[f"hybrid@0.6, time hints, boost {boost:g}"] = evaluate(
+                            conversations, "hybrid", fts_weight=0.6
+                        )
             if args.link_turns or args.autolink or args.episodes:
                 for lend in args.evidence_weights:
                     with patched(expansion, "EVIDENCE_WEIGHT", lend):
@@ -292,6 +301,7 @@ def evaluate(
     fts_weight: float | None = None,
     candidates: int | None = None,
     graph_depth: int = 0,
+    time_hints: bool = True,
 ) -> Run:
     """Every question of every conversation searched in ``mode``; metrics by category."""
     per_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -307,7 +317,9 @@ def evaluate(
         try:
             for q in conv.questions:
                 started = time.perf_counter()
-                hits = conv.memory.search(q.text, limit=10, mode=mode, graph_depth=graph_depth)
+                hits = conv.memory.search(
+                    q.text, limit=10, mode=mode, graph_depth=graph_depth, time_hints=time_hints
+                )
                 seconds += time.perf_counter() - started
                 ranked = [conv.turns_of[h.fact.id] for h in hits]
                 scores = {
@@ -326,6 +338,7 @@ def evaluate(
         "mode": mode,
         "fts_weight": fts_weight,
         "graph_depth": graph_depth,
+        "time_hints": time_hints,
         "queries": queries,
         "ms_per_query": 1000 * seconds / max(queries, 1),
         "metrics": {
@@ -583,6 +596,15 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--explore-weight", type=float, default=0.6, help="fts_weight used by the --explore sweeps"
+    )
+    parser.add_argument(
+        "--time-hints",
+        type=float,
+        nargs="+",
+        default=None,
+        metavar="BOOST",
+        help="add hybrid@0.6 runs without time hints and with them at these boosts "
+        "(timehints.TIME_HINT_BOOST; the other runs use the defaults)",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)

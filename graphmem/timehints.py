@@ -29,7 +29,7 @@ from .temporal import to_iso
 
 #: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
 #: conversations 0-4 and checked on 5-9 (bench/REPORT.md).
-TIME_HINT_BOOST: Final = 0.5
+TIME_HINT_BOOST: Final = 1.0
 
 _MONTHS: Final = tuple(m.lower() for m in calendar.month_name[1:])
 _MONTH_ABBR: Final = tuple(m.lower() for m in calendar.month_abbr[1:])
@@ -182,7 +182,15 @@ def _bounded(query: str, text: str, start: float, end: float, month: int | None)
             low, high = (end if previous[0] == "after" else start), None
         month = None
         rest = _drop_last_word(query[:at]) + query[at + len(text) :]
+    if low is not None and high is not None and _names_a_date(text):
+        rest = query  # "in May 2023" also matches the facts' date words ("8 May 2023 Monday")
     return TimeHint(text, low, high, month, " ".join(rest.split()) or query)
+
+
+def _names_a_date(text: str) -> bool:
+    """Whether ``text`` names a year or a month (words a fact's date words can match)."""
+    words = set(_WORD.findall(text.lower()))
+    return bool(_YEAR.search(text)) or bool(words & (set(_MONTHS) | set(_MONTH_ABBR)))
 
 
 def _drop_last_word(text: str) -> str:
