@@ -36,7 +36,7 @@ def _day(text: str) -> float:
             "in May 2023",
             "2023-05-01",
             "2023-06-01",
-            "Where did Ana live ?",
+            "Where did Ana live in May 2023?",  # a named month stays: date words match it
         ),
         (
             "What happened two years ago?",
@@ -57,11 +57,11 @@ def _day(text: str) -> float:
             "on May 3, 2023",
             "2023-05-03",
             "2023-05-04",
-            "Who did Maria meet ?",
+            "Who did Maria meet on May 3, 2023?",
         ),
         ("Where did Ana live before 2020?", "2020", None, "2020-01-01", "Where did Ana live ?"),
         ("what changed since March 2023", "March 2023", "2023-03-01", None, "what changed"),
-        ("music of the 1990s", "the 1990s", "1990-01-01", "2000-01-01", "music of"),
+        ("music of the 1990s", "the 1990s", "1990-01-01", "2000-01-01", "music of the 1990s"),
     ],
 )
 def test_time_words_become_a_period_relative_to_the_base(
