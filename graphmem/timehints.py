@@ -34,10 +34,15 @@ TIME_HINT_BOOST: Final = 1.0
 _MONTHS: Final = tuple(m.lower() for m in calendar.month_name[1:])
 _MONTH_ABBR: Final = tuple(m.lower() for m in calendar.month_abbr[1:])
 _WEEKDAYS: Final = tuple(d.lower() for d in calendar.day_name)
-_RELATIVE: Final = frozenset(
-    {"yesterday", "today", "tonight", "tomorrow", "ago", "last", "next", "this", "past"}
-    | {"week", "weeks", "month", "months", "year", "years", "day", "days", "weekend"}
+#: Month names and abbreviations; "may" only where written "May" (see ``_words``).
+_MONTH_WORDS: Final = frozenset(_MONTHS) | frozenset(_MONTH_ABBR)
+_DAYS: Final = frozenset({"yesterday", "today", "tonight", "tomorrow", "ago"})
+_SHIFTS: Final = frozenset({"last", "next", "this", "past"})
+_UNITS: Final = frozenset(
+    {"week", "weeks", "month", "months", "year", "years", "day", "days", "weekend"}
 )
+#: Words that make a query worth handing to the parser.
+_RELATIVE: Final = _DAYS | _SHIFTS | _UNITS
 _DECADE: Final = re.compile(r"(?<![\w'])(?:the )?(1[5-9]\d0|2[01]\d0)s\b", re.IGNORECASE)
 _YEAR: Final = re.compile(r"(?<!\d)(1[5-9]\d\d|2[01]\d\d)(?!\d)")
 _WORD: Final = re.compile(r"[a-z]+")
@@ -89,11 +94,7 @@ class TimeHint:
 def understand(query: str, base: float) -> TimeHint | None:
     """The first time expression of ``query``, understood relative to ``base`` (epoch
     seconds), or None when the query names no time."""
-    lowered = query.lower()
-    if not _YEAR.search(lowered) and not any(
-        w in _RELATIVE or w in _MONTHS or w in _MONTH_ABBR or w in _WEEKDAYS
-        for w in _WORD.findall(lowered)
-    ):
+    if not _YEAR.search(query) and not _words(query) & (_RELATIVE | _MONTH_WORDS):
         return None  # most queries: no need to ask the parser
     decade = _DECADE.search(query)
     if decade is not None:
@@ -115,7 +116,7 @@ def understand(query: str, base: float) -> TimeHint | None:
         parsed = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
         if parsed.date_obj is None or (
             abs(parsed.date_obj - moment) < timedelta(days=1)
-            and not set(_WORD.findall(text.lower())) & _RELATIVE
+            and not _words(text) & _RELATIVE
             and not _YEAR.search(text)
         ):
             continue  # nothing, or the parser's fallback to the base moment
@@ -141,10 +142,15 @@ def _merged(query: str, found: list[str]) -> list[str]:
 
 
 def _says_a_time(text: str) -> bool:
-    lowered = text.lower()
-    words = _WORD.findall(lowered)
-    return bool(_YEAR.search(lowered)) or any(
-        w in _RELATIVE or w in _MONTHS or w in _MONTH_ABBR or w in _WEEKDAYS for w in words
+    """Whether ``text`` names a time: a year, a month, a relative day ("yesterday", "3 days
+    ago"), or "last"/"next"/"this"/"past" with a unit or a weekday ("last week", "next
+    Friday"). A weekday or a unit alone ("Friday lunch", "what day") is not taken."""
+    words = _words(text)
+    return (
+        bool(_YEAR.search(text))
+        or bool(words & _MONTH_WORDS)
+        or bool(words & _DAYS)
+        or bool(words & _SHIFTS and words & (_UNITS | set(_WEEKDAYS)))
     )
 
 
@@ -157,7 +163,7 @@ def _hint(query: str, text: str, when: datetime, period: str) -> TimeHint:
     elif period == "month":
         start = datetime(day.year, day.month, 1, tzinfo=UTC)
         end = datetime(day.year + (day.month == 12), day.month % 12 + 1, 1, tzinfo=UTC)
-        if not _YEAR.search(lowered) and not (set(_WORD.findall(lowered)) & _RELATIVE):
+        if not _YEAR.search(lowered) and not _words(text) & _RELATIVE:
             month = day.month  # "in June": June of any year
     elif period == "week":
         start = day - timedelta(days=day.weekday())
@@ -189,8 +195,16 @@ def _bounded(query: str, text: str, start: float, end: float, month: int | None)
 
 def _names_a_date(text: str) -> bool:
     """Whether ``text`` names a year or a month (words a fact's date words can match)."""
+    return bool(_YEAR.search(text)) or bool(_words(text) & _MONTH_WORDS)
+
+
+def _words(text: str) -> set[str]:
+    """The lower-cased words of ``text``; "may" only where it is written "May" (the month, not
+    the verb)."""
     words = set(_WORD.findall(text.lower()))
-    return bool(_YEAR.search(text)) or bool(words & (set(_MONTHS) | set(_MONTH_ABBR)))
+    if "may" in words and not re.search(r"\bMay\b", text):
+        words.discard("may")
+    return words
 
 
 def _drop_last_word(text: str) -> str:

@@ -88,6 +88,9 @@ def test_a_month_without_a_year_is_that_month_of_any_year_and_numbers_are_not_da
         "What are Melanie's 3 favourite paintings?",
         "When did Melanie paint a sunrise?",
         "the release notes",
+        "deploy friday",  # a weekday alone is not a date
+        "what day is the standup",
+        "what may the team decide",  # the verb, not the month
     ):
         assert understand(query, BASE) is None, query
 
