@@ -12,9 +12,10 @@ their relevance is raised by ``TIME_HINT_BOOST``; facts outside it or without a 
 score. The expression itself is left out of the query the legs search for (its words name a time,
 not a topic). What was understood comes back with each hit (``SearchHit.time_hint``).
 
-Only expressions that say a time are taken: a year, a month's name, a weekday or a relative word
-("yesterday", "ago", "last", "next", "this", "week", "month", "year"); a bare number or ordinal
-("18th", "10") is not a date here.
+Only expressions that say a time are taken: a month's name, a relative day ("yesterday", "3 days
+ago"), "last"/"next"/"this"/"past" with a unit or a weekday, or a year after "in", "since",
+"before" and the like. A bare number or ordinal ("18th"), a weekday alone ("deploy friday"), a
+year naming an edition ("wimbledon 2017"), "may" the verb and "march madness" are not dates.
 """
 
 from __future__ import annotations
@@ -41,6 +42,11 @@ _SHIFTS: Final = frozenset({"last", "next", "this", "past"})
 _UNITS: Final = frozenset(
     {"week", "weeks", "month", "months", "year", "years", "day", "days", "weekend"}
 )
+_SHIFTED: Final = _UNITS | frozenset(_WEEKDAYS) | _MONTH_WORDS
+_YEAR_PREPOSITIONS: Final = frozenset(
+    {"in", "during", "since", "before", "after", "until", "till", "by", "from", "around"}
+)
+_AMBIGUOUS_MONTHS: Final = frozenset({"may", "march"})
 #: Words that make a query worth handing to the parser.
 _RELATIVE: Final = _DAYS | _SHIFTS | _UNITS
 _DECADE: Final = re.compile(r"(?<![\w'])(?:the )?(1[5-9]\d0|2[01]\d0)s\b", re.IGNORECASE)
@@ -111,7 +117,7 @@ def understand(query: str, base: float) -> TimeHint | None:
 
     found = search_dates(query, languages=["en"], settings=settings) or []
     for text in _merged(query, [text for text, _ in found]):
-        if not _says_a_time(text):
+        if not _says_a_time(text, query):
             continue
         parsed = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
         if parsed.date_obj is None or (
@@ -141,17 +147,20 @@ def _merged(query: str, found: list[str]) -> list[str]:
     return [query[a:b].strip(" ,") for a, b in spans]
 
 
-def _says_a_time(text: str) -> bool:
-    """Whether ``text`` names a time: a year, a month, a relative day ("yesterday", "3 days
-    ago"), or "last"/"next"/"this"/"past" with a unit or a weekday ("last week", "next
-    Friday"). A weekday or a unit alone ("Friday lunch", "what day") is not taken."""
+def _says_a_time(text: str, query: str) -> bool:
+    """Whether ``text`` (found in ``query``) names a time: a month, a relative day
+    ("yesterday", "3 days ago"), "last"/"next"/"this"/"past" with a unit or a weekday ("last
+    week", "next Friday"), or a year after a word like "in", "since" or "before" ("in 2016").
+    A weekday or a unit alone ("Friday lunch", "what day") is not taken, nor a year that names
+    an edition of something ("wimbledon 2017", "the 2014 world cup")."""
     words = _words(text)
-    return (
-        bool(_YEAR.search(text))
-        or bool(words & _MONTH_WORDS)
-        or bool(words & _DAYS)
-        or bool(words & _SHIFTS and words & (_UNITS | set(_WEEKDAYS)))
-    )
+    if words & _MONTH_WORDS or words & _DAYS or (words & _SHIFTS and words & _SHIFTED):
+        return True
+    if not _YEAR.search(text):
+        return False
+    at = query.find(text)
+    before = query[:at].lower().split()[-1:] if at > 0 else []
+    return bool((set(_WORD.findall(text.lower())[:1]) | set(before)) & _YEAR_PREPOSITIONS)
 
 
 def _hint(query: str, text: str, when: datetime, period: str) -> TimeHint:
@@ -199,11 +208,16 @@ def _names_a_date(text: str) -> bool:
 
 
 def _words(text: str) -> set[str]:
-    """The lower-cased words of ``text``; "may" only where it is written "May" (the month, not
-    the verb)."""
+    """The lower-cased words of ``text``; "may" and "march" count as months only where they
+    are capitalised or followed by a number ("May", "march 2020"), not as "may" the verb or
+    "march madness"."""
     words = set(_WORD.findall(text.lower()))
-    if "may" in words and not re.search(r"\bMay\b", text):
-        words.discard("may")
+    for word in _AMBIGUOUS_MONTHS & words:
+        named = re.search(rf"\b{word.capitalize()}\b", text) or re.search(
+            rf"\b{word}\s+\d", text, re.IGNORECASE
+        )
+        if not named:
+            words.discard(word)
     return words
 
 

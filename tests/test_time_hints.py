@@ -91,6 +91,9 @@ def test_a_month_without_a_year_is_that_month_of_any_year_and_numbers_are_not_da
         "deploy friday",  # a weekday alone is not a date
         "what day is the standup",
         "what may the team decide",  # the verb, not the month
+        "when was auburn last in march madness",
+        "who won wimbledon 2017",  # a year naming an edition
+        "who won the 2014 world cup",
     ):
         assert understand(query, BASE) is None, query
 
