@@ -70,8 +70,6 @@ class Search:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
         _check(query, mode, limit, graph_depth)
         hint = timehints.understand(query, scope.as_of) if time_hints else None
-        if hint is not None:
-            query = hint.query
         wanted = max(self.settings.fusion_candidates, limit)
         live_only = scope.current and not filters.include_superseded
         fts: dict[str, float] = {}

@@ -8,9 +8,11 @@ A month named without a year ("in June") is that month of any year.
 
 Search uses the period to rank, never to drop: facts whose time (their source date, else their
 ``valid_from``) falls in it are also looked for among the keyword matches of that period, and
-their relevance is raised by ``TIME_HINT_BOOST``; facts outside it or without a date keep their
-score. The expression itself is left out of the query the legs search for (its words name a time,
-not a topic). What was understood comes back with each hit (``SearchHit.time_hint``).
+their relevance is multiplied by ``1 + TIME_HINT_BOOST``; facts outside it or without a date
+keep their score. The query itself is searched as written: its time words also match the
+facts' date words ("8 May 2023 Monday") and texts that say them ("last year we went camping"),
+and leaving them out measured worse (bench/REPORT.md). What was understood comes back with each
+hit (``SearchHit.time_hint``).
 
 Only expressions that say a time are taken: a month's name, a relative day ("yesterday", "3 days
 ago"), "last"/"next"/"this"/"past" with a unit or a weekday, or a year after "in", "since",
@@ -60,14 +62,12 @@ _SETTINGS: Final = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": Fal
 @dataclass(frozen=True, slots=True)
 class TimeHint:
     """A time expression found in a query and the period it was understood as: ``start`` to
-    ``end`` (epoch seconds, end excluded; None: open), or every ``month`` (1-12) of any year.
-    ``query`` is the query without the expression (what the search legs look for)."""
+    ``end`` (epoch seconds, end excluded; None: open), or every ``month`` (1-12) of any year."""
 
     text: str
     start: float | None
     end: float | None
     month: int | None
-    query: str
 
     def covers(self, moment: float | None) -> bool:
         """Whether a fact dated ``moment`` falls in the period (never for an undated fact)."""
@@ -189,22 +189,11 @@ def _bounded(query: str, text: str, start: float, end: float, month: int | None)
     previous = query[:at].lower().split()[-1:] if at > 0 else []
     low: float | None = start
     high: float | None = end
-    rest = query[:at] + query[at + len(text) :]
-    if previous and previous[0] in _BEFORE | _AFTER:
-        if previous[0] in _BEFORE:
-            low, high = None, start
-        else:
-            low, high = (end if previous[0] == "after" else start), None
-        month = None
-        rest = _drop_last_word(query[:at]) + query[at + len(text) :]
-    if low is not None and high is not None and _names_a_date(text):
-        rest = query  # "in May 2023" also matches the facts' date words ("8 May 2023 Monday")
-    return TimeHint(text, low, high, month, " ".join(rest.split()) or query)
-
-
-def _names_a_date(text: str) -> bool:
-    """Whether ``text`` names a year or a month (words a fact's date words can match)."""
-    return bool(_YEAR.search(text)) or bool(_words(text) & _MONTH_WORDS)
+    if previous and previous[0] in _BEFORE:
+        low, high, month = None, start, None
+    elif previous and previous[0] in _AFTER:
+        low, high, month = (end if previous[0] == "after" else start), None, None
+    return TimeHint(text, low, high, month)
 
 
 def _words(text: str) -> set[str]:

@@ -22,59 +22,53 @@ def _day(text: str) -> float:
 
 
 @pytest.mark.parametrize(
-    ("query", "words", "start", "end", "rest"),
+    ("query", "words", "start", "end"),
     [
         (
             "What did Caroline do last week?",
             "last week",
             "2023-07-03",
             "2023-07-10",
-            "What did Caroline do ?",
         ),
         (
             "Where did Ana live in May 2023?",
             "in May 2023",
             "2023-05-01",
             "2023-06-01",
-            "Where did Ana live in May 2023?",  # a named month stays: date words match it
         ),
         (
             "What happened two years ago?",
             "two years ago",
             "2021-01-01",
             "2022-01-01",
-            "What happened ?",
         ),
         (
             "What did they do yesterday?",
             "yesterday",
             "2023-07-14",
             "2023-07-15",
-            "What did they do ?",
         ),
         (
             "Who did Maria meet on May 3, 2023?",
             "on May 3, 2023",
             "2023-05-03",
             "2023-05-04",
-            "Who did Maria meet on May 3, 2023?",
         ),
-        ("Where did Ana live before 2020?", "2020", None, "2020-01-01", "Where did Ana live ?"),
-        ("what changed since March 2023", "March 2023", "2023-03-01", None, "what changed"),
-        ("music of the 1990s", "the 1990s", "1990-01-01", "2000-01-01", "music of the 1990s"),
+        ("Where did Ana live before 2020?", "2020", None, "2020-01-01"),
+        ("what changed since March 2023", "March 2023", "2023-03-01", None),
+        ("music of the 1990s", "the 1990s", "1990-01-01", "2000-01-01"),
     ],
 )
 def test_time_words_become_a_period_relative_to_the_base(
-    query: str, words: str, start: str | None, end: str | None, rest: str
+    query: str, words: str, start: str | None, end: str | None
 ) -> None:
     hint = understand(query, BASE)
     assert hint is not None
-    assert (hint.text, hint.start, hint.end, hint.month, hint.query) == (
+    assert (hint.text, hint.start, hint.end, hint.month) == (
         words,
         None if start is None else _day(start),
         None if end is None else _day(end),
         None,
-        rest,
     )
 
 
