@@ -266,6 +266,10 @@ KNOWN_AT = (
     "facts forgotten since still in). Same forms as as_of. Default: now."
 )
 FACT_ID = "A fact's id, as earlier tool results show it."
+TIME_HINTS = (
+    "Read time words in the text ('last week', 'in May 2023', 'before 2020') as a period: facts "
+    "dated in it rank higher, none is dropped. False takes them as plain words."
+)
 
 
 def _lifetimes() -> str:
@@ -356,11 +360,7 @@ class SearchArgs(_Args):
         le=MAX_DEPTH,
         description="Also return facts linked to the hits, up to this many links away.",
     )
-    time_hints: bool = Field(
-        _default(Memory.search, "time_hints"),
-        description="Read time words in the query ('last week', 'in May 2023', 'before 2020') "
-        "as a period: facts dated in it rank higher. False searches them as plain words.",
-    )
+    time_hints: bool = Field(_default(Memory.search, "time_hints"), description=TIME_HINTS)
 
 
 def search(memory: Memory, args: SearchArgs) -> Result:
@@ -400,6 +400,7 @@ class RecallArgs(_Args):
     )
     as_of: Time = Field(None, description=AS_OF)
     known_at: Time = Field(None, description=KNOWN_AT)
+    time_hints: bool = Field(_default(Memory.recall, "time_hints"), description=TIME_HINTS)
 
 
 def recall(memory: Memory, args: RecallArgs) -> Result:

@@ -47,6 +47,14 @@ KnownAt = Annotated[
         description="Transaction time: what memory had recorded by this instant (default now)."
     ),
 ]
+TimeHints = Annotated[
+    bool,
+    strawberry.argument(
+        description='Read time words in the text ("last week", "in May 2023", "before 2020"), '
+        "relative to `asOf` or now, as a period: facts dated in it rank higher (none is "
+        "dropped). False takes them as plain words."
+    ),
+]
 Types = Annotated[
     list[LinkType] | None,
     strawberry.argument(description="Link types to follow (default: all but SUPERSEDES)."),
@@ -173,14 +181,7 @@ class Query:
                 f"below the hit that reached it (0 to {MAX_DEPTH})."
             ),
         ] = 0,
-        time_hints: Annotated[
-            bool,
-            strawberry.argument(
-                description='Read time words in the query ("last week", "in May 2023", '
-                '"before 2020"), relative to `asOf` or now, as a period: facts dated in it '
-                "rank higher (none is dropped). False searches them as plain words."
-            ),
-        ] = True,
+        time_hints: TimeHints = True,
     ) -> list[SearchHit]:
         hits = await info.context.run(
             info.context.memory.search,
@@ -238,6 +239,7 @@ class Query:
         ] = 0,
         as_of: AsOf = None,
         known_at: KnownAt = None,
+        time_hints: TimeHints = True,
     ) -> Recall:
         result = await info.context.run(
             info.context.memory.recall,
@@ -247,6 +249,7 @@ class Query:
             graph_depth=graph_depth,
             as_of=as_of,
             known_at=known_at,
+            time_hints=time_hints,
         )
         return Recall.of(result, (as_of, known_at))
 
