@@ -208,7 +208,3 @@ def _words(text: str) -> set[str]:
         if not named:
             words.discard(word)
     return words
-
-
-def _drop_last_word(text: str) -> str:
-    return text.rstrip().rsplit(None, 1)[0] + " " if text.strip().count(" ") else ""
