@@ -62,7 +62,8 @@ _SETTINGS: Final = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": Fal
 @dataclass(frozen=True, slots=True)
 class TimeHint:
     """A time expression found in a query and the period it was understood as: ``start`` to
-    ``end`` (epoch seconds, end excluded; None: open), or every ``month`` (1-12) of any year."""
+    ``end`` (epoch seconds, end excluded; None: open), or, with ``month`` (1-12) set, that
+    month of any year (``start`` and ``end`` None)."""
 
     text: str
     start: float | None
@@ -193,6 +194,8 @@ def _bounded(query: str, text: str, start: float, end: float, month: int | None)
         low, high, month = None, start, None
     elif previous and previous[0] in _AFTER:
         low, high, month = (end if previous[0] == "after" else start), None, None
+    elif month is not None:
+        low = high = None  # "in June": June of any year, whichever year the parser guessed
     return TimeHint(text, low, high, month)
 
 

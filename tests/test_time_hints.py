@@ -74,9 +74,10 @@ def test_time_words_become_a_period_relative_to_the_base(
 
 def test_a_month_without_a_year_is_that_month_of_any_year_and_numbers_are_not_dates() -> None:
     hint = understand("When did Melanie go camping in June?", BASE)
-    assert hint is not None and hint.month == 6 and hint.start is not None
+    assert hint is not None and (hint.month, hint.start, hint.end) == (6, None, None)
     assert hint.covers(_day("2019-06-20")) and not hint.covers(_day("2023-07-01"))
     assert not hint.covers(None)  # an undated fact is never in a period
+    assert understand("what changed since June", BASE) is not None  # "since June 2023" then
     for query in (
         "How long ago was Caroline's 18th birthday?",
         "What are Melanie's 3 favourite paintings?",
@@ -159,3 +160,18 @@ def test_graphql_mcp_and_recall_say_what_was_understood(
         "described": "'in May 2023': 2023-05-01T00:00:00Z to 2023-06-01T00:00:00Z",
     }
     assert data["plain"] == [{"timeHint": None}]
+
+
+def test_a_month_without_a_year_finds_that_month_in_any_year(mem: Memory) -> None:
+    mem.store_many(
+        [
+            {"text": "We went camping by the lake", "source_date": "2019-06-14"},
+            {"text": "We went camping in the mountains", "source_date": "2023-03-02"},
+        ]
+    )
+    hits = mem.search("when did we go camping in June", as_of="2023-07-15")
+    assert [h.fact.text for h in hits] == [
+        "We went camping by the lake",
+        "We went camping in the mountains",
+    ]
+    assert hits[0].time_hint is not None and hits[0].time_hint.month == 6
