@@ -162,16 +162,20 @@ def test_graphql_mcp_and_recall_say_what_was_understood(
     assert data["plain"] == [{"timeHint": None}]
 
 
-def test_a_month_without_a_year_finds_that_month_in_any_year(mem: Memory) -> None:
+def test_a_month_without_a_year_raises_that_month_in_any_year(mem: Memory) -> None:
     mem.store_many(
         [
             {"text": "We went camping by the lake", "source_date": "2019-06-14"},
             {"text": "We went camping in the mountains", "source_date": "2023-03-02"},
+            {"text": "The shop sells camping gear and other things", "source_date": "2021-01-05"},
         ]
     )
-    hits = mem.search("when did we go camping in June", as_of="2023-07-15")
-    assert [h.fact.text for h in hits] == [
-        "We went camping by the lake",
-        "We went camping in the mountains",
-    ]
-    assert hits[0].time_hint is not None and hits[0].time_hint.month == 6
+    query, as_of = "when did we go camping in June", "2023-07-15"
+    hinted = {h.fact.text: h.score for h in mem.search(query, as_of=as_of)}
+    plain = {h.fact.text: h.score for h in mem.search(query, as_of=as_of, time_hints=False)}
+    assert hinted["We went camping by the lake"] == pytest.approx(
+        2 * plain["We went camping by the lake"]  # June 2019: in the period, relevance doubled
+    )
+    assert hinted["We went camping in the mountains"] == pytest.approx(
+        plain["We went camping in the mountains"]
+    )
