@@ -174,9 +174,9 @@ def plan(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] |
     return Plan(sorted(files), scopes, missing)
 
 
-def under(path: str, scopes: Iterable[str]) -> bool:
-    """Whether ``path`` is one of ``scopes`` or inside one of them."""
-    return any(path == s or path.startswith(s.rstrip(os.sep) + os.sep) for s in scopes)
+def under(path: str, scope: str) -> bool:
+    """Whether ``path`` is ``scope`` or inside it."""
+    return path == scope or path.startswith(scope.rstrip(os.sep) + os.sep)
 
 
 def read(path: Path) -> Snapshot | str:

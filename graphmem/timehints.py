@@ -49,8 +49,9 @@ _YEAR_PREPOSITIONS: Final = frozenset(
     {"in", "during", "since", "before", "after", "until", "till", "by", "from", "around"}
 )
 _AMBIGUOUS_MONTHS: Final = frozenset({"may", "march"})
-#: Words that make a query worth handing to the parser.
 _RELATIVE: Final = _DAYS | _SHIFTS | _UNITS
+#: Words that make a query worth handing to the parser.
+_TRIGGERS: Final = _RELATIVE | _MONTH_WORDS
 _DECADE: Final = re.compile(r"(?<![\w'])(?:the )?(1[5-9]\d0|2[01]\d0)s\b", re.IGNORECASE)
 _YEAR: Final = re.compile(r"(?<!\d)(1[5-9]\d\d|2[01]\d\d)(?!\d)")
 _WORD: Final = re.compile(r"[a-z]+")
@@ -101,7 +102,7 @@ class TimeHint:
 def understand(query: str, base: float) -> TimeHint | None:
     """The first time expression of ``query``, understood relative to ``base`` (epoch
     seconds), or None when the query names no time."""
-    if not _YEAR.search(query) and not _words(query) & (_RELATIVE | _MONTH_WORDS):
+    if not _YEAR.search(query) and not _words(query) & _TRIGGERS:
         return None  # most queries: no need to ask the parser
     decade = _DECADE.search(query)
     if decade is not None:
@@ -117,10 +118,11 @@ def understand(query: str, base: float) -> TimeHint | None:
     from dateparser.search import search_dates
 
     found = search_dates(query, languages=["en"], settings=settings) or []
+    parser = DateDataParser(languages=["en"], settings=settings)
     for text in _merged(query, [text for text, _ in found]):
         if not _says_a_time(text, query):
             continue
-        parsed = DateDataParser(languages=["en"], settings=settings).get_date_data(text)
+        parsed = parser.get_date_data(text)
         if parsed.date_obj is None or (
             abs(parsed.date_obj - moment) < timedelta(days=1)
             and not _words(text) & _RELATIVE
@@ -159,21 +161,19 @@ def _says_a_time(text: str, query: str) -> bool:
         return True
     if not _YEAR.search(text):
         return False
-    at = query.find(text)
-    before = query[:at].lower().split()[-1:] if at > 0 else []
-    return bool((set(_WORD.findall(text.lower())[:1]) | set(before)) & _YEAR_PREPOSITIONS)
+    first = _WORD.findall(text.lower())[:1]
+    return bool({*first, _word_before(query, text)} & _YEAR_PREPOSITIONS)
 
 
 def _hint(query: str, text: str, when: datetime, period: str) -> TimeHint:
     day = datetime(when.year, when.month, when.day, tzinfo=UTC)
-    lowered = text.lower()
     month: int | None = None
     if period == "year":
         start, end = datetime(day.year, 1, 1, tzinfo=UTC), datetime(day.year + 1, 1, 1, tzinfo=UTC)
     elif period == "month":
         start = datetime(day.year, day.month, 1, tzinfo=UTC)
         end = datetime(day.year + (day.month == 12), day.month % 12 + 1, 1, tzinfo=UTC)
-        if not _YEAR.search(lowered) and not _words(text) & _RELATIVE:
+        if not _YEAR.search(text) and not _words(text) & _RELATIVE:
             month = day.month  # "in June": June of any year
     elif period == "week":
         start = day - timedelta(days=day.weekday())
@@ -186,17 +186,22 @@ def _hint(query: str, text: str, when: datetime, period: str) -> TimeHint:
 def _bounded(query: str, text: str, start: float, end: float, month: int | None) -> TimeHint:
     """The hint for ``text`` naming ``start``-``end``, open-ended after "before"/"until"
     (everything earlier) or "after"/"since" (everything later)."""
-    at = query.find(text)
-    previous = query[:at].lower().split()[-1:] if at > 0 else []
+    previous = _word_before(query, text)
     low: float | None = start
     high: float | None = end
-    if previous and previous[0] in _BEFORE:
+    if previous in _BEFORE:
         low, high, month = None, start, None
-    elif previous and previous[0] in _AFTER:
-        low, high, month = (end if previous[0] == "after" else start), None, None
+    elif previous in _AFTER:
+        low, high, month = (end if previous == "after" else start), None, None
     elif month is not None:
         low = high = None  # "in June": June of any year, whichever year the parser guessed
     return TimeHint(text, low, high, month)
+
+
+def _word_before(query: str, text: str) -> str:
+    """The word of ``query`` just before ``text`` in it, lower-cased ("" if none)."""
+    words = query[: max(query.find(text), 0)].lower().split()
+    return words[-1] if words else ""
 
 
 def _words(text: str) -> set[str]:

@@ -124,7 +124,7 @@ class Writer:
         plan = documents.plan(paths, root)
         recorded = {d.path: d for d in self._store.documents(plan.scopes)}
         for path in plan.missing:
-            if not any(documents.under(p, [path]) for p in recorded):
+            if not any(documents.under(p, path) for p in recorded):
                 raise InvalidInput(f"{path!r} does not exist and was never synced", field="paths")
         report = documents.SyncReport()
         for file in plan.files:
@@ -172,14 +172,12 @@ class Writer:
         vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
         options = autolinks.Options.resolve(self.settings, self._embedder.provider)
         twins, _ = self._similar(vectors, inputs, options)
-        known = self._store.episode(path) is not None
-        given = episodes.EpisodeInput(
-            path,
-            *(
-                ()
-                if known
-                else (documents.KIND, path, date if date is not None else snapshot.mtime)
-            ),
+        given = (
+            episodes.EpisodeInput(path)
+            if self._store.episode(path) is not None
+            else episodes.EpisodeInput(
+                path, documents.KIND, path, snapshot.mtime if date is None else date
+            )
         )
         with self._store.transaction() as tx:
             tx.episode(given)
@@ -204,19 +202,7 @@ class Writer:
                 for fact_id in extra:
                     tx.retract(fact_id)
             touched.update(extra)
-            tx.add_links(
-                [
-                    (
-                        b.id,
-                        a.id,
-                        "RELATED_TO",
-                        episodes.STRENGTH,
-                        episodes.ORIGIN,
-                        b.valid_from.timestamp(),
-                    )
-                    for a, b in itertools.pairwise(new)
-                ]
-            )
+            _link_in_episode(tx, [(b.id, a.id) for a, b in itertools.pairwise(new)])
             tx.put_document(
                 documents.DocumentFile(
                     path, snapshot.hash, snapshot.mtime, snapshot.size, len(new), tx.now
@@ -426,7 +412,12 @@ def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResu
         for r in results
         if r.action in ("ADD", "UPDATE") and r.fact is not None and r.fact.episode_id == episode_id
     ]
-    pairs = tx.episode_chain(episode_id, list(dict.fromkeys(new)))
+    _link_in_episode(tx, tx.episode_chain(episode_id, list(dict.fromkeys(new))))
+
+
+def _link_in_episode(tx: Transaction, pairs: Sequence[tuple[str, str]]) -> None:
+    """Link each (newer, older) pair of an episode's facts: RELATED_TO, origin ``episode``,
+    holding from when both facts hold."""
     starts = tx.valid_from({end for pair in pairs for end in pair})
     tx.add_links(
         [

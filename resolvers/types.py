@@ -449,10 +449,10 @@ class Document:
         return cls(
             path=document.path,
             hash=document.hash,
-            mtime=_time(datetime.fromtimestamp(document.mtime, tz=UTC)),
+            mtime=_at(document.mtime),
             size=document.size,
             chunks=document.chunks,
-            synced_at=_time(datetime.fromtimestamp(document.synced_at, tz=UTC)),
+            synced_at=_at(document.synced_at),
         )
 
 
@@ -557,8 +557,8 @@ class TimeHint:
             return None
         return cls(
             text=hint.text,
-            start=None if hint.start is None else _time(datetime.fromtimestamp(hint.start, tz=UTC)),
-            end=None if hint.end is None else _time(datetime.fromtimestamp(hint.end, tz=UTC)),
+            start=None if hint.start is None else _at(hint.start),
+            end=None if hint.end is None else _at(hint.end),
             month=hint.month,
             described=hint.describe(),
         )
@@ -737,6 +737,11 @@ async def _fact(info: Info[Context, None], fact_id: str, scope: Scope) -> Fact |
 
 def _time(moment: datetime) -> DateTime:
     return DateTime(moment)
+
+
+def _at(seconds: float) -> DateTime:
+    """A time the engine keeps as epoch seconds (a synced file's, a time hint's)."""
+    return DateTime(datetime.fromtimestamp(seconds, UTC))
 
 
 def _maybe_time(moment: datetime | None) -> DateTime | None:
