@@ -253,6 +253,15 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         synced_at REAL NOT NULL
     ) WITHOUT ROWID;
     """,
+    # 11: the vector log: each write to the vector index, by fact id, in order (id '*': the
+    # whole index was rebuilt), so that every process's in-memory copy of the index follows
+    # the writes of the others (graphmem.vectors). Only the newest entries are kept.
+    """
+    CREATE TABLE vector_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        fact_id TEXT NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -165,9 +165,10 @@ class Mirror:
             )
         else:
             best = Best(len(vectors), k, floor)
-            for start in range(0, len(vectors), QUERY_BLOCK):
-                block = self._scores(vectors[start : start + QUERY_BLOCK], live_only)
-                best.add(np.arange(start, start + len(block)), np.arange(block.shape[1]), block)
+            with _single_threaded_blas():  # a second BLAS thread would spin on a shared core
+                for start in range(0, len(vectors), QUERY_BLOCK):
+                    block = self._scores(vectors[start : start + QUERY_BLOCK], live_only)
+                    best.add(np.arange(start, start + len(block)), np.arange(block.shape[1]), block)
             rows, scores = best.result()
         return self._hits(rows, scores)
 

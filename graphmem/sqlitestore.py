@@ -29,12 +29,15 @@ from .errors import Conflict, NotFound
 from .keyword import KeywordRanker
 from .models import Fact, Link, LinkOrigin
 from .reads import IN_IDS, FactPage, Filters
-from .storage import Database, id_list
+from .storage import Database, id_list, storage_error
 from .store import BatchChanges, Counts, Purged, Record, Transaction
 from .temporal import TimeInput, TimeScope
 
 #: The file of a namespace's SQLite store, inside its directory.
 SQLITE_FILE: Final = "graphmem.sqlite3"
+#: Vector log entries kept: a process that falls further behind reloads its in-memory copy of
+#: the vector index whole.
+VECTOR_LOG_KEPT: Final = 100_000
 
 _FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at"
 
@@ -84,9 +87,10 @@ _INSERT_FACT: Final = (
 class SQLiteTransaction:
     """One write transaction: every change made through it commits together, at ``now``."""
 
-    def __init__(self, conn: sqlite3.Connection, stamp: Callable[[], float]) -> None:
+    def __init__(self, conn: sqlite3.Connection, stamp: Callable[[], float], path: Path) -> None:
         self.conn = conn
         self._stamp = stamp
+        self._path = path
         self._now: float | None = None
 
     @property
@@ -96,6 +100,20 @@ class SQLiteTransaction:
         if self._now is None:
             self._now = self._stamp()
         return self._now
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        try:
+            self.conn.execute("SAVEPOINT part")
+            try:
+                yield
+            except BaseException:
+                self.conn.execute("ROLLBACK TO part")
+                raise
+            finally:
+                self.conn.execute("RELEASE part")
+        except sqlite3.OperationalError as exc:
+            raise storage_error(exc, self._path, "cannot write to") from exc
 
     # the write path's reads
 
@@ -346,6 +364,12 @@ class SQLiteTransaction:
         """Clear outbox rows (as ``outbox`` returned them) once the vector index agrees."""
         self.conn.executemany("DELETE FROM outbox WHERE fact_id = ? AND rowid = ?", queued)
 
+    def log_vectors(self, ids: Sequence[str]) -> int:
+        self.conn.executemany("INSERT INTO vector_log (fact_id) VALUES (?)", [(i,) for i in ids])
+        last = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
+        self.conn.execute("DELETE FROM vector_log WHERE seq <= ?", [last - VECTOR_LOG_KEPT])
+        return last
+
     def clear_outbox(self) -> None:
         self.conn.execute("DELETE FROM outbox")
 
@@ -429,7 +453,7 @@ class SQLiteStore:
         """A write transaction: commits when the block ends, rolls back if it raises.
         ``durable=False`` skips the flush to disk (bookkeeping a crash may lose harmlessly)."""
         with self._db.write(durable=durable) as conn:
-            yield SQLiteTransaction(conn, self._stamp)
+            yield SQLiteTransaction(conn, self._stamp, self._db.path)
 
     def try_transaction(
         self, *, durable: bool = True
@@ -440,7 +464,7 @@ class SQLiteStore:
 
     def on_transaction(self, hook: Callable[[Transaction], None]) -> None:
         """Call ``hook`` at the start of every write transaction (to add pending bookkeeping)."""
-        self._db.on_write = lambda conn: hook(SQLiteTransaction(conn, self._stamp))
+        self._db.on_write = lambda conn: hook(SQLiteTransaction(conn, self._stamp, self._db.path))
 
     def snapshot(self) -> AbstractContextManager[object]:
         """Inside the block, this thread's reads all see one state of the store."""
@@ -735,6 +759,16 @@ class SQLiteStore:
         )
         return [(r[0], r[1]) for r in rows]
 
+    def vector_log(self, after: int) -> list[tuple[int, str]]:
+        rows = self._read().execute(
+            "SELECT seq, fact_id FROM vector_log WHERE seq > ? ORDER BY seq", [after]
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def vector_log_end(self) -> int:
+        row = self._read().execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()
+        return int(row[0])
+
     def cached_vectors(
         self, provider: str, model: str, dimensions: int, hashes: Sequence[str]
     ) -> dict[str, Vectors]:
@@ -839,7 +873,7 @@ class SQLiteStore:
         self, held: AbstractContextManager[sqlite3.Connection]
     ) -> Iterator[SQLiteTransaction]:
         with held as conn:
-            yield SQLiteTransaction(conn, self._stamp)
+            yield SQLiteTransaction(conn, self._stamp, self._db.path)
 
 
 def _decay_args(now: float) -> dict[str, float]:

@@ -1,12 +1,16 @@
 """The write path: every change to a namespace, from validated input to an announced change.
 
-``store_many``: validate → embed (outside the write lock) → near-duplicate and similarity
-candidates from the vector index → with the LLM classifier, one chat request for the batch
-(also outside the lock) → one store transaction that dedups, classifies (rules, or applies the
-LLM's verdicts), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), caches new
-embeddings and queues an outbox row per vector to sync → commit → bring the vector index in
-line (:mod:`graphmem.sync`) → tell subscribers. A crash after the commit loses nothing: opening
-the namespace replays the outbox. Forget, purge, link, unlink and import follow the same order.
+``store_many``: validate (in the caller's thread) → queue for the next group commit
+(:mod:`graphmem.group`): concurrent writes are written together → embed the group's texts in
+one batch → near-duplicate and similarity candidates from the vector index and among the
+group's facts → one store transaction in which each write, in a savepoint of its own, dedups,
+classifies (rules, or applies the LLM's verdicts, asked in the caller's thread before
+queuing), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), caches new
+embeddings and queues an outbox row per vector to sync → one durable commit → bring the vector
+index in line (:mod:`graphmem.sync`) → answer each write with its own results or error → tell
+subscribers. A crash after the commit loses nothing: opening the namespace replays the outbox.
+Forget, link and unlink go through the same group commit; purge, import and document syncs
+follow the same order in a transaction of their own.
 """
 
 from __future__ import annotations
@@ -15,14 +19,17 @@ import itertools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final, TypeVar, cast
+
+import numpy as np
 
 from . import autolink as autolinks
 from . import classify, documents, episodes, ingest, sensitive
 from .cache import EmbeddingCache
-from .embedders import Embedder, Vectors
+from .embedders import Embedder, Vectors, text_hash
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
+from .group import GroupCommit, Pending
 from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
@@ -36,6 +43,10 @@ from .vectors import VectorIndex
 _log = logging.getLogger("graphmem")
 
 Listener = Callable[[list[Change]], None]
+T = TypeVar("T")
+
+#: Facts (and links) written at most by one group commit (see :mod:`graphmem.group`).
+GROUP_MAX_ITEMS: Final = 2 * MAX_BATCH
 
 
 class Writer:
@@ -60,6 +71,7 @@ class Writer:
         self.settings = settings
         self.llm = llm
         self._listeners: list[Listener] = []
+        self._group: GroupCommit[Any] = GroupCommit(self._write_group, max_items=GROUP_MAX_ITEMS)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` with each write's changes once committed; returns the unsubscribe."""
@@ -91,30 +103,13 @@ class Writer:
                 x if x.autolink is not None else x.model_copy(update={"autolink": False})
                 for x in inputs
             ]
-        vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
-        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
-        twins, similar = self._similar(vectors, inputs, options)
-        verdicts = self._classify(inputs, vectors) if self.settings.classifier == "llm" else None
-        with self._store.transaction() as tx:
-            episode_id = None if given is None else tx.episode(given).id
-            results, touched = ingest.write_batch(
-                tx, inputs, twins, self.settings, verdicts, episode_id=episode_id
-            )
-            autolinks.link_batch(tx, inputs, results, similar, options)
-            if episode_id is not None:
-                _chain_episode(tx, episode_id, results)
-            self._cache.keep(tx, fresh)
-            tx.queue_vectors(touched)
-        known = {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
-        self._sync.sync(touched, known)
-        changes: list[tuple[ChangeKind, str]] = []
-        for r in results:
-            if r.action in ("ADD", "UPDATE") and r.fact is not None:
-                changes.append(("FACT_STORED", r.fact.id))
-            kind: ChangeKind = "FACT_FORGOTTEN" if r.action == "DELETE" else "FACT_SUPERSEDED"
-            if r.action in ("UPDATE", "DELETE"):
-                changes.extend((kind, target) for target in r.target_ids)
-        self._announce(changes, tx.now)
+        write = _Write(
+            self._store_batch, len(inputs), kind=_Write.STORE, facts=inputs, episode=given
+        )
+        if self.settings.classifier == "llm":  # the chat model is asked before queuing
+            write.embedded_as(*self._cache.embed(self._store, [x.text for x in inputs]))
+            write.verdicts = self._classify(inputs, write.vectors)
+        results: list[StoreResult] = self._submit(write)
         return results
 
     def sync_files(
@@ -234,12 +229,14 @@ class Writer:
 
     def forget(self, fact_id: str) -> Fact:
         """See ``Memory.forget``."""
-        with self._store.transaction() as tx:
+
+        def run(tx: Transaction, write: _Write) -> Fact:
             fact = tx.retract(fact_id)
-            tx.queue_vectors([fact_id])
-        self._sync.sync([fact_id])
-        self._announce([("FACT_FORGOTTEN", fact_id)], tx.now)
-        return fact
+            write.touched = {fact_id}
+            write.changes = [("FACT_FORGOTTEN", fact_id)]
+            return fact
+
+        return self._run(run)
 
     def purge(self, ids: Sequence[str]) -> int:
         """Delete facts for good (see ``Memory.purge``); returns how many existed. The vector
@@ -282,7 +279,8 @@ class Writer:
         metadata: dict[str, Any] | None,
     ) -> Link:
         """See ``Memory.link``."""
-        with self._store.transaction() as tx:
+
+        def run(tx: Transaction, write: _Write) -> Link:
             made = tx.link(
                 source_id,
                 target_id,
@@ -292,43 +290,31 @@ class Writer:
                 valid_until=valid_until,
                 metadata=metadata,
             )
-        self._announce([("LINK_MADE", made.id)], tx.now)
-        return made
+            write.changes = [("LINK_MADE", made.id)]
+            return made
+
+        return self._run(run)
 
     def link_many(self, links: Iterable[Mapping[str, Any]]) -> list[Link]:
         """See ``Memory.link_many``."""
-        made: list[Link] = []
-        with self._store.transaction() as tx:
-            for i, item in enumerate(links):
-                if not isinstance(item, Mapping):
-                    raise InvalidInput(f"link {i}: expected an object", field=f"links[{i}]")
-                unknown = set(item) - _LINK_FIELDS
-                if unknown or not {"source_id", "target_id", "type"} <= set(item):
-                    raise InvalidInput(
-                        f"link {i}: source_id, target_id and type are required; "
-                        f"unknown fields: {sorted(unknown)}",
-                        field=f"links[{i}]",
-                    )
-                made.append(
-                    tx.link(
-                        item["source_id"],
-                        item["target_id"],
-                        item["type"],
-                        item.get("strength", 1.0),
-                        valid_from=item.get("valid_from"),
-                        valid_until=item.get("valid_until"),
-                        metadata=item.get("metadata"),
-                    )
-                )
-        self._announce([("LINK_MADE", k.id) for k in made], tx.now)
-        return made
+        items = list(links)
+
+        def run(tx: Transaction, write: _Write) -> list[Link]:
+            made = [tx.link(**_link_fields(i, item)) for i, item in enumerate(items)]
+            write.changes = [("LINK_MADE", k.id) for k in made]
+            return made
+
+        return self._run(run, max(1, len(items)))
 
     def unlink(self, link_id: str) -> Link:
         """See ``Memory.unlink``."""
-        with self._store.transaction() as tx:
+
+        def run(tx: Transaction, write: _Write) -> Link:
             removed = tx.unlink(link_id)
-        self._announce([("LINK_REMOVED", link_id)], tx.now)
-        return removed
+            write.changes = [("LINK_REMOVED", link_id)]
+            return removed
+
+        return self._run(run)
 
     def import_lines(self, lines: Iterable[str], progress: Progress | None) -> ImportReport:
         """See ``Memory.import_jsonl``."""
@@ -337,6 +323,116 @@ class Writer:
             tx.queue_vectors(ids)
         self._sync.synced(ids, progress)
         return report
+
+    def _submit(self, write: _Write) -> Any:
+        """Queue ``write`` for the next group commit; announce its changes once written."""
+        result = self._group.submit(write)
+        self._announce(write.changes, write.at)
+        return result
+
+    def _run(self, run: Callable[[Transaction, _Write], T], items: int = 1) -> T:
+        """``run(tx, write)`` as a write of its own in the next group commit."""
+        return cast(T, self._submit(_Write(run, items)))
+
+    def _write_group(self, group: Sequence[Pending[Any]]) -> None:
+        """Write a group of queued writes (see :mod:`graphmem.group`): the facts of all its
+        ``store_many`` calls embedded and checked at once, then one transaction in which each
+        write runs in a savepoint of its own (one that raises is rolled back alone and answered
+        with its error), one durable commit, one vector index write."""
+        writes = [w for w in group if isinstance(w, _Write)]
+        self._prepare([w for w in writes if w.kind == _Write.STORE])
+        with self._store.transaction() as tx:
+            for w in writes:
+                if w.error is not None:  # failed while being prepared
+                    continue
+                try:
+                    with tx.savepoint():
+                        w.result = w.run(tx, w)
+                except Exception as exc:  # this write's own failure: the others go on
+                    w.error = exc
+                    w.touched, w.known, w.changes = set(), {}, []
+            touched = {i for w in writes for i in w.touched}
+            tx.queue_vectors(touched)
+        self._sync.sync(touched, {i: v for w in writes for i, v in w.known.items()})
+        for w in writes:
+            w.at = tx.now
+
+    def _prepare(self, writes: Sequence[_Write]) -> None:
+        """Embed the facts of these ``store_many`` writes (those not embedded by their caller)
+        in one batch, then find every fact's near-duplicates and link candidates among the
+        stored facts and the group's. A write whose texts cannot be embedded fails alone."""
+        self._embed([w for w in writes if not w.embedded])
+        writes = [w for w in writes if w.embedded]
+        if not writes:
+            return
+        inputs = [x for w in writes for x in w.facts]
+        vectors = np.concatenate([w.vectors for w in writes])
+        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
+        twins, similar = self._similar(vectors, inputs, options)
+        positions: list[str | None] = [None] * len(inputs)
+        offset = 0
+        for w in writes:
+            end = offset + len(w.facts)
+            w.twins, w.similar = twins[offset:end], similar[offset:end]
+            w.options, w.offset, w.positions = options, offset, positions
+            offset = end
+
+    def _embed(self, writes: Sequence[_Write]) -> None:
+        """Embed the facts of ``writes`` in one batch; if that fails, each write on its own, so
+        that only a write whose texts cannot be embedded fails (with the embedder's error)."""
+        if not writes:
+            return
+        try:
+            vectors, fresh = self._cache.embed(
+                self._store, [x.text for w in writes for x in w.facts]
+            )
+        except Exception as exc:
+            if len(writes) == 1:
+                writes[0].error = exc
+            else:
+                for w in writes:
+                    self._embed([w])
+            return
+        offset = 0
+        for w in writes:
+            hashes = {text_hash(x.text) for x in w.facts}
+            w.embedded_as(
+                vectors[offset : offset + len(w.facts)], [f for f in fresh if f[0] in hashes]
+            )
+            offset += len(w.facts)
+
+    def _store_batch(self, tx: Transaction, w: _Write) -> list[StoreResult]:
+        """A ``store_many`` write, run inside its group's transaction."""
+        given = w.episode
+        episode_id = None if given is None else tx.episode(given).id
+        results, touched = ingest.write_batch(
+            tx,
+            w.facts,
+            [None if t is None else w.local(t) for t in w.twins],
+            self.settings,
+            w.verdicts,
+            episode_id=episode_id,
+        )
+        similar = [
+            [(t, score) for hit, score in hits if (t := w.local(hit)) is not None]
+            for hits in w.similar
+        ]
+        assert w.options is not None
+        autolinks.link_batch(tx, w.facts, results, similar, w.options)
+        if episode_id is not None:
+            _chain_episode(tx, episode_id, results)
+        self._cache.keep(tx, w.fresh)
+        w.touched = touched
+        w.known = {r.fact.id: w.vectors[i] for i, r in enumerate(results) if r.fact is not None}
+        for r in results:
+            if r.action in ("ADD", "UPDATE") and r.fact is not None:
+                w.changes.append(("FACT_STORED", r.fact.id))
+            kind: ChangeKind = "FACT_FORGOTTEN" if r.action == "DELETE" else "FACT_SUPERSEDED"
+            if r.action in ("UPDATE", "DELETE"):
+                w.changes.extend((kind, target) for target in r.target_ids)
+        for i, r in enumerate(results):
+            w.positions[w.offset + i] = None if r.fact is None else r.fact.id
+        return results
 
     def _announce(self, changes: Sequence[tuple[ChangeKind, str]], at: float) -> None:
         if not changes or not self._listeners:
@@ -403,6 +499,66 @@ class Writer:
 _LINK_FIELDS = frozenset(
     {"source_id", "target_id", "type", "strength", "valid_from", "valid_until", "metadata"}
 )
+
+
+def _link_fields(i: int, item: object) -> dict[str, Any]:
+    """``Transaction.link``'s arguments from item ``i`` of ``link_many``'s list."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"link {i}: expected an object", field=f"links[{i}]")
+    unknown = set(item) - _LINK_FIELDS
+    if unknown or not {"source_id", "target_id", "type"} <= set(item):
+        raise InvalidInput(
+            f"link {i}: source_id, target_id and type are required; "
+            f"unknown fields: {sorted(unknown)}",
+            field=f"links[{i}]",
+        )
+    return {"strength": 1.0, **item}
+
+
+class _Write(Pending[Any]):
+    """A write waiting for its group commit: ``run(tx, write)`` does it inside the group's
+    transaction and records in ``write`` the facts whose vectors changed (``touched``, with
+    ``known`` vectors) and the changes to announce."""
+
+    STORE: Final = "store"
+
+    def __init__(
+        self,
+        run: Callable[[Transaction, _Write], Any],
+        items: int = 1,
+        *,
+        kind: str = "other",
+        facts: Sequence[FactInput] = (),
+        episode: episodes.EpisodeInput | None = None,
+    ) -> None:
+        super().__init__(items)
+        self.run, self.kind, self.facts, self.episode = run, kind, facts, episode
+        self.touched: set[str] = set()
+        self.known: dict[str, Vectors] = {}
+        self.changes: list[tuple[ChangeKind, str]] = []
+        # A store_many's: its vectors (embedded by the caller with the LLM classifier, else
+        # with its group) and what its group found before the transaction (Writer._prepare).
+        self.embedded = False
+        self.vectors: Vectors = np.empty((0, 0), np.float32)
+        self.fresh: list[tuple[str, Vectors]] = []
+        self.twins: Sequence[str | int | None] = ()
+        self.similar: Sequence[Sequence[autolinks.Neighbour]] = ()
+        self.verdicts: Sequence[Verdict | None] | None = None
+        self.options: autolinks.Options | None = None
+        self.offset = 0  # of its first fact among the group's
+        self.positions: list[str | None] = []  # the group's facts' ids, as their writes land
+
+    def embedded_as(self, vectors: Vectors, fresh: list[tuple[str, Vectors]]) -> None:
+        """Its facts' vectors, and those of them newly computed (for the embedding cache)."""
+        self.vectors, self.fresh, self.embedded = vectors, fresh, True
+
+    def local(self, target: str | int) -> str | int | None:
+        """A near-duplicate or link candidate found among the group's facts, as ``write_batch``
+        takes it: a position in this write, the id an earlier write of the group gave it, or
+        None if that write failed."""
+        if isinstance(target, str) or target >= self.offset:
+            return target if isinstance(target, str) else target - self.offset
+        return self.positions[target]
 
 
 def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResult]) -> None:
