@@ -134,9 +134,11 @@ class Memory:
         store = SQLiteStore(directory / SQLITE_FILE, clock or time.time)
         try:
             index = namespaces.indexing(store, embedder, name, reindex=reindex)
+            followed_from = store.vector_log_end()  # before the table is read
             vectors, rebuild = namespaces.open_vectors(
                 directory / namespaces.VECTOR_DIR, embedder.dimensions, name, rebuild=index.rebuild
             )
+            vectors.follow(store.vector_log, followed_from)
             memory = cls(directory, name, store, vectors, embedder, settings, llm)
             namespaces.recover(
                 store,
@@ -793,7 +795,7 @@ class Memory:
 
     def optimize(self) -> dict[str, Any]:
         """Compact the vector index; past the in-memory size, build its ANN index (slow)."""
-        return self._vectors.optimize()
+        return self._sync.optimize()
 
     # ----------------------------------------------------------------------------- internals
 

@@ -22,7 +22,7 @@ from .cache import EmbeddingCache
 from .embedders import Vectors, text_hash
 from .errors import StorageError
 from .store import Store
-from .vectors import VectorIndex
+from .vectors import COMPACTED, REBUILT, VectorIndex
 
 #: Facts per vector-index write when syncing (a batch of 1,000 is one commit, not two).
 SYNC_CHUNK: Final = 5_000
@@ -106,8 +106,9 @@ class VectorSync:
             if self._failed:
                 ids = list(dict.fromkeys([*ids, *(i for i, _ in self._store.outbox())]))
             try:
-                for start in range(0, len(ids), SYNC_CHUNK):
-                    self._sync_chunk(ids[start : start + SYNC_CHUNK], known or {})
+                with self._vectors.writing():
+                    for start in range(0, len(ids), SYNC_CHUNK):
+                        self._sync_chunk(ids[start : start + SYNC_CHUNK], known or {})
             except (OSError, RuntimeError, ValueError, StorageError) as exc:
                 self._failed = True
                 _log.error(
@@ -138,26 +139,49 @@ class VectorSync:
 
         Texts missing from the cache are embedded (and cached).
         """
-        self._vectors.clear()
-        owners = self._store.vector_owners()
-        ids = list(owners)
-        written = 0
-        for start in range(0, len(ids), REBUILD_CHUNK):
-            chunk = ids[start : start + REBUILD_CHUNK]
-            vectors = self.expected(chunk, embed_missing=True)
-            self._vectors.upsert(
-                chunk, np.stack([vectors[i] for i in chunk]), [owners[i] for i in chunk]
-            )
-            written += len(chunk)
-            if progress:
-                progress(written, len(ids))
-        with self._store.transaction() as tx:
-            tx.clear_outbox()
-        self._vectors.compact()
+        with self._lock, self._vectors.writing():
+            self._vectors.clear()
+            owners = self._store.vector_owners()
+            ids = list(owners)
+            written = 0
+            for start in range(0, len(ids), REBUILD_CHUNK):
+                chunk = ids[start : start + REBUILD_CHUNK]
+                vectors = self.expected(chunk, embed_missing=True)
+                self._vectors.upsert(
+                    chunk, np.stack([vectors[i] for i in chunk]), [owners[i] for i in chunk]
+                )
+                written += len(chunk)
+                if progress:
+                    progress(written, len(ids))
+            self._vectors.compact()
+            with self._store.transaction() as tx:
+                tx.clear_outbox()
+                logged = tx.log_vectors([REBUILT])
+            self._vectors.logged(logged, 1)
         return written
+
+    def optimize(self) -> dict[str, Any]:
+        """``VectorIndex.optimize``, logged like ``compact``."""
+        with self._lock, self._vectors.writing():
+            report = self._vectors.optimize()
+            self._log_compacted()
+        return report
+
+    def compact(self, *, erase: bool = False) -> None:
+        """Compact the vector index (see ``VectorIndex.compact``); the other processes move to
+        the compacted table at their next look at the vector log."""
+        with self._lock, self._vectors.writing():
+            self._vectors.compact(erase=erase)
+            self._log_compacted()
+
+    def _log_compacted(self) -> None:
+        with self._store.transaction(durable=False) as tx:
+            logged = tx.log_vectors([COMPACTED])
+        self._vectors.logged(logged, 1)
 
     def check(self) -> CheckReport:
         """Compare the index with the store and list every disagreement (changes nothing)."""
+        self._vectors.catch_up(force=True)  # the table as the other processes left it
         owners = self._store.vector_owners()
         stored = self._vectors.rows()
         expected = self.expected(list(owners))
@@ -211,5 +235,9 @@ class VectorSync:
             )
         # Only the rows read above: one queued again since (a new position) stays for its own
         # sync. Not flushed to disk: a row that survives a power cut is replayed, harmlessly.
+        # The vector log tells the other processes which rows changed.
+        changed = [*gone, *ordered]
         with self._store.transaction(durable=False) as tx:
             tx.vectors_synced(queued)
+            logged = tx.log_vectors(changed)
+        self._vectors.logged(logged, len(changed))

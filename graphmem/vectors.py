@@ -11,14 +11,25 @@ remove. A full matrix product over the mirror is memory-bound (about 16 ms for 1
 cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
 coordinates and re-scores the best candidates with the full vectors (bench/REPORT.md has the
 measured recall). Above EXACT_SEARCH_MAX_ROWS, queries go to LanceDB's ANN index.
+
+Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
+server). Writes to the table are made under a lock on a file beside it (``writing``), one
+process at a time, and each is recorded in the store's vector log once made (see sync.py).
+Every process follows the log (``catch_up``): before a write, and before a read at most
+FOLLOW_EVERY seconds after the last look, it re-reads from the table the rows the others
+changed, so its in-memory copy holds what the table holds.
 """
 
 from __future__ import annotations
 
+import fcntl
 import math
+import os
 import threading
+import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -38,6 +49,17 @@ EXACT_SEARCH_MAX_ROWS: Final = 250_000
 COMPACT_EVERY: Final = 50
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
 OLD_VERSIONS_KEPT: Final = timedelta(minutes=1)
+#: Seconds a read may go without looking for other processes' writes to the table.
+FOLLOW_EVERY: Final = 0.2
+#: The lock file, beside the table's directory, that one process at a time holds to write.
+LOCK_FILE: Final = "vectors.lock"
+#: The vector log entry that says the whole table was rebuilt.
+REBUILT: Final = "*"
+#: The vector log entry that says the table was compacted (its older versions may be gone).
+COMPACTED: Final = "+"
+
+#: Reads the vector log: ``log(after)`` → (position, fact id) of each entry after ``after``.
+LogReader = Callable[[int], list[tuple[int, str]]]
 
 
 class VectorIndex:
@@ -59,6 +81,10 @@ class VectorIndex:
             ]
         )
         self._mirror: Mirror | None = None
+        self._log: LogReader | None = None
+        self._position = 0  # of the last vector log entry the in-memory copy holds
+        self._looked = 0.0  # time.monotonic() of the last look at the log
+        self._lock_path = path.parent / LOCK_FILE
         try:
             self._db = lancedb.connect(str(path))
             self.missing = TABLE not in self._db.list_tables().tables
@@ -79,6 +105,67 @@ class VectorIndex:
                 f"the vector index at {path} holds {stored.list_size}-dimensional vectors, "
                 f"the embedder makes {dimensions}"
             )
+
+    def follow(self, log: LogReader, position: int) -> None:
+        """Follow the vector log through ``log`` from ``position`` (read before the table was
+        loaded: entries after it may already be in the copy; re-reading them is harmless)."""
+        self._log, self._position = log, position
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Inside the block, this process alone writes the table, and the in-memory copy has
+        caught up with every write another process made. A write made inside it must be
+        logged (``logged``) before the block ends."""
+        with self._lock:
+            self._lock_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                self.catch_up(force=True)
+                yield
+            finally:
+                os.close(fd)  # releases the lock
+
+    def logged(self, position: int, count: int) -> None:
+        """This process's write was logged as the ``count`` entries ending at ``position``."""
+        with self._lock:
+            if self._position == position - count:  # nothing of another process in between
+                self._position = position
+
+    def catch_up(self, *, force: bool = False) -> None:
+        """Re-read the rows other processes changed since the last look at the vector log
+        (unless ``force``, at most every FOLLOW_EVERY seconds)."""
+        log = self._log
+        if log is None or (not force and time.monotonic() - self._looked < FOLLOW_EVERY):
+            return
+        with self._lock:
+            self._looked = time.monotonic()
+            entries = log(self._position)
+            if not entries:
+                return
+            changed = {fact_id for _, fact_id in entries} - {COMPACTED}
+            if REBUILT in changed:  # dropped and created again: a new table
+                self._table = self._db.open_table(TABLE)
+            else:
+                self._table.checkout_latest()
+            if self._mirror is not None:
+                if REBUILT in changed or entries[0][0] != self._position + 1:  # or pruned
+                    mirror = Mirror(self.dimensions)
+                    mirror.load(self._table.to_arrow())
+                    self._mirror = mirror
+                else:
+                    rows = self.rows(changed)
+                    self._mirror.delete([i for i in changed if i not in rows])
+                    present = list(rows)
+                    if present:
+                        self._mirror.upsert(
+                            present,
+                            np.stack([rows[i][0] for i in present]),
+                            [rows[i][1] for i in present],
+                        )
+                if len(self._mirror) > EXACT_SEARCH_MAX_ROWS:
+                    self._mirror = None
+            self._position = entries[-1][0]
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
         """Write (or replace) the vectors of ``ids``. Idempotent, so outbox replays are safe."""
@@ -150,6 +237,7 @@ class VectorIndex:
         """Up to ``k`` (id, cosine similarity) pairs, most similar first."""
         if k <= 0:
             return []
+        self.catch_up()
         with self._lock:
             if self._mirror is not None:
                 return self._mirror.nearest(vector, k, live_only=live_only)
@@ -218,6 +306,7 @@ class VectorIndex:
     def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy
         (empty above EXACT_SEARCH_MAX_ROWS, where there is none)."""
+        self.catch_up()
         with self._lock:
             mirror = self._mirror
             if mirror is None:
@@ -225,6 +314,7 @@ class VectorIndex:
             return mirror.similarities(vector, ids)
 
     def count(self) -> int:
+        self.catch_up()
         with self._lock:
             if self._mirror is not None:
                 return len(self._mirror)

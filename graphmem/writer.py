@@ -265,7 +265,7 @@ class Writer:
 
     def erase(self) -> None:
         """Compact the vector index so that no older table version keeps a purged vector."""
-        self._vectors.compact(erase=True)
+        self._sync.compact(erase=True)
 
     def link(
         self,

@@ -1,0 +1,129 @@
+"""Several processes on one namespace: each one's in-memory copy of the vector index follows
+the writes the others make (through the store's vector log), and writes to the index are made
+one process at a time. Two ``Memory`` objects on one directory behave as two processes do (each
+has its own SQLite connections, vector table handle, in-memory copy and lock file descriptor);
+the last test runs two real ``graphmem serve`` processes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from graphmem import Memory, Settings
+from graphmem.errors import Conflict
+from graphmem.vectors import FOLLOW_EVERY
+
+from .soak import server
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Iterator[tuple[Memory, Memory]]:
+    settings = Settings(embedder="hash", data_dir=tmp_path)
+    with (
+        Memory.open(tmp_path, settings=settings) as a,
+        Memory.open(tmp_path, settings=settings) as b,
+    ):
+        yield a, b
+
+
+def _vector_hits(mem: Memory, query: str) -> list[str]:
+    time.sleep(FOLLOW_EVERY)  # a read looks at the vector log at most this often
+    return [h.fact.text for h in mem.search(query, mode="vector", limit=3)]
+
+
+def test_a_write_in_one_process_is_found_by_vector_search_in_the_other(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, b = pair
+    b.search("warm", mode="vector")  # b's copy is loaded and in use before a writes
+    a.store("The staging database lives on host db-7")
+    assert _vector_hits(b, "staging database host")[0] == "The staging database lives on host db-7"
+    fact = b.store("The staging database moved to host db-9").fact
+    assert fact is not None
+    assert _vector_hits(a, "staging database moved")[0] == fact.text
+    b.forget(fact.id)
+    assert fact.text not in _vector_hits(a, "staging database moved")
+    assert a.check().ok and b.check().ok
+
+
+def test_a_rebuild_and_a_purge_in_one_process_reach_the_other(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, b = pair
+    kept = a.store("Backups run nightly at two").fact
+    gone = a.store("The old VPN password hint is orange").fact
+    assert kept is not None and gone is not None
+    assert len(_vector_hits(b, "backups nightly")) == 2
+    a.reindex()
+    assert _vector_hits(b, "backups nightly")[0] == kept.text
+    a.purge(gone.id)
+    assert gone.text not in _vector_hits(b, "VPN password hint")
+    assert b.check().ok
+
+
+def test_concurrent_writers_in_two_processes_leave_one_row_per_vector(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, b = pair
+    errors: list[Conflict] = []
+    failures: list[BaseException] = []
+
+    def write(mem: Memory, name: str) -> None:
+        try:
+            written(mem, name)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    def written(mem: Memory, name: str) -> None:
+        other = "b" if name == "a" else "a"
+        for i in range(30):
+            mem.store(f"{name} logged event {i} in area {i * 13}")
+            if i % 10 == 9:  # and supersede facts the other process wrote
+                for f in mem.search(f"{other} logged event", limit=2):
+                    try:
+                        mem.store(f"{f.fact.text} (revised by {name})", supersedes=f.fact.id)
+                    except Conflict as exc:  # both revised it: the second finds it superseded
+                        errors.append(exc)
+
+    threads = [threading.Thread(target=write, args=(m, n)) for m, n in ((a, "a"), (b, "b"))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert all("not live" in str(e) for e in errors)
+    for mem in (a, b):
+        time.sleep(FOLLOW_EVERY)
+        report = mem.check()
+        assert report.ok, report.to_dict()
+        assert mem.stats().vectors == report.vectors
+
+
+def test_two_servers_on_one_data_directory_see_each_others_writes(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with (
+        server(data, "hash", tmp_path / "one.log") as (one, _),
+        server(data, "hash", tmp_path / "two.log") as (two, _),
+    ):
+        store = httpx.post(
+            one + "/graphql",
+            json={
+                "query": 'mutation { storeFact(input: {text: "Lena manages the Oslo office"})'
+                " { fact { id } } }"
+            },
+            timeout=30,
+        ).json()
+        fact_id = store["data"]["storeFact"]["fact"]["id"]
+        written = time.monotonic()
+        query = '{ search(query: "who manages the Oslo office", mode: VECTOR, limit: 1) { fact { id } } }'
+        while True:
+            hits = httpx.post(two + "/graphql", json={"query": query}, timeout=30).json()
+            if [h["fact"]["id"] for h in hits["data"]["search"]] == [fact_id]:
+                break
+            assert time.monotonic() - written < 5, "the second server never found the fact"
+            time.sleep(0.05)
