@@ -76,7 +76,7 @@ def test_concurrent_writers_in_two_processes_leave_one_row_per_vector(
     def write(mem: Memory, name: str) -> None:
         try:
             written(mem, name)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:  # reported below
             failures.append(exc)
 
     def written(mem: Memory, name: str) -> None:
