@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(PY) -m bench.graph
 	$(PY) -m bench.speed
 	$(PY) -m bench.http
+	$(PY) -m bench.writes
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.locomo --samples 2

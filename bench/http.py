@@ -160,8 +160,11 @@ def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None
 
 
 @contextmanager
-def _server(root: Path, embedder: str, log: Path) -> Iterator[tuple[str, int, float]]:
-    """``graphmem serve`` on a free port: (its URL, its pid, seconds until /healthz answered)."""
+def _server(
+    root: Path, embedder: str, log: Path, workers: int = 1
+) -> Iterator[tuple[str, int, float]]:
+    """``graphmem serve`` on a free port (with ``workers`` processes): (its URL, its pid, seconds
+    until /healthz answered)."""
     port = _free_port()
     command = [
         str(Path(sys.executable).parent / "graphmem"),
@@ -176,6 +179,8 @@ def _server(root: Path, embedder: str, log: Path) -> Iterator[tuple[str, int, fl
         str(port),
         "--log-level",
         "warning",
+        "--workers",
+        str(workers),
     ]
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as sink:

@@ -7,7 +7,8 @@ service would. Reports acknowledged writes/s in total and latency percentiles as
 sees them; then checks from a fresh process that every acknowledged fact is stored exactly once
 (exit status 1 if not, or if any request failed).
 
-    python -m bench.writes [--clients 16] [--seconds 30] [--embedder hash|local] [--out FILE]
+    python -m bench.writes [--clients 16] [--seconds 30] [--embedder hash|local] [--workers 1]
+                           [--out FILE]
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any, Final
 from graphmem import Memory, Settings
 
 from .common import OUT_DIR, machine, markdown_table, percentile, write_json
-from .http import NAMESPACE, Client, _rss, _server, _wait_for_quiet
+from .http import NAMESPACE, Client, _server, _wait_for_quiet
 
 STORE: Final = """mutation($input: FactInput!) {
   storeFact(input: $input) { action fact { id } error { code message } }
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: dict[str, Any] = {
         "benchmark": "writes",
         "clients": args.clients,
+        "workers": args.workers,
         "seconds": args.seconds,
         "embedder": args.embedder,
         "graphmem_env": {k: v for k, v in os.environ.items() if k.startswith("GRAPHMEM_")},
@@ -45,9 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(tmp) / "data"
         _wait_for_quiet()
         out["load_average_before_timing"] = [round(x, 2) for x in os.getloadavg()]
-        with _server(root, args.embedder, Path(tmp) / "server.log") as (url, pid, _):
+        log = Path(tmp) / "server.log"
+        with _server(root, args.embedder, log, args.workers) as (url, _, _):
             acked = _write(url, args, out)
-            out["server_rss"] = _rss(pid)
         out["lost_or_doubled"] = _verify(root, args.embedder, acked)
     out["machine"] = machine()
     print(summary_markdown(out))
@@ -112,8 +114,8 @@ def _verify(root: Path, embedder: str, acked: dict[str, str]) -> int:
     with Memory.open(root, namespace=NAMESPACE, settings=settings) as mem:
         facts = mem.get_many(list(acked))
         wrong = sum(1 for i, text in acked.items() if i not in facts or facts[i].text != text)
-        ids = mem.fact_ids()
-        doubled = len(ids) - len(set(mem.get_many(ids)[i].text for i in ids))
+        stored = mem.get_many(mem.fact_ids())
+        doubled = len(stored) - len({f.text for f in stored.values()})
     return wrong + doubled
 
 
@@ -124,6 +126,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
     return markdown_table(
         [
             "clients",
+            "server workers",
             "embedder",
             "writes",
             "writes/s",
@@ -136,6 +139,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
         [
             [
                 r["clients"],
+                r["workers"],
                 r["embedder"],
                 r["writes"],
                 f"{r['writes_per_s']:.0f}",
@@ -156,6 +160,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--embedder", choices=("local", "hash"), default="hash")
+    parser.add_argument("--workers", type=int, default=1, help="server processes")
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)
 

@@ -12,6 +12,7 @@ PARTITION_MIN_ROWS by scanning every row in blocks, above it by probing k-means 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
@@ -165,7 +166,10 @@ class Mirror:
             )
         else:
             best = Best(len(vectors), k, floor)
-            with _single_threaded_blas():  # a second BLAS thread would spin on a shared core
+            # A few queries (a group of single writes): a second BLAS thread would spin on the
+            # core the server's other work needs; a bulk batch's products are worth two.
+            few = len(vectors) < QUERY_BLOCK
+            with _single_threaded_blas() if few else contextlib.nullcontext():
                 for start in range(0, len(vectors), QUERY_BLOCK):
                     block = self._scores(vectors[start : start + QUERY_BLOCK], live_only)
                     best.add(np.arange(start, start + len(block)), np.arange(block.shape[1]), block)

@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import generate_latest
 from starlette.applications import Starlette
@@ -55,6 +56,16 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
 _log = logging.getLogger("graphmem.server")
+
+
+#: The environment variable through which ``graphmem serve --workers N`` hands its settings (as
+#: JSON) to each worker process.
+SETTINGS_ENV: Final = "GRAPHMEM_SERVE_SETTINGS"
+
+
+def app_from_environment() -> Starlette:
+    """The service for the settings ``graphmem serve`` put in SETTINGS_ENV (a worker's app)."""
+    return create_app(Settings.model_validate_json(os.environ[SETTINGS_ENV]))
 
 
 def create_app(

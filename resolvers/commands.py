@@ -5,6 +5,7 @@ here, so ``graphmem`` (the core) never imports the service."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Final
@@ -32,9 +33,22 @@ from graphmem.settings import Settings
     show_default=True,
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port (and the namespaces: see docs/operations.md).",
+)
 @click.pass_context
 def serve(
-    ctx: click.Context, /, host: str | None, port: int | None, data_dir: Path | None, log_level: str
+    ctx: click.Context,
+    /,
+    host: str | None,
+    port: int | None,
+    data_dir: Path | None,
+    log_level: str,
+    workers: int,
 ) -> None:
     """Serve the GraphQL API (/graphql), MCP tools (/mcp), the explorer (/explore), /healthz
     and /metrics.
@@ -44,7 +58,7 @@ def serve(
     """
     import uvicorn
 
-    from .app import create_app
+    from .app import SETTINGS_ENV, create_app
     from .gate import is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
@@ -63,8 +77,20 @@ def serve(
         f"(data in {Path(settings.data_dir).resolve()})",
         err=True,
     )
+    if workers == 1:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_level=log_level,
+            ws="websockets-sansio",
+        )
+        return
+    os.environ[SETTINGS_ENV] = settings.model_dump_json()  # for the workers' create_app
     uvicorn.run(
-        create_app(settings),
+        "resolvers.app:app_from_environment",
+        factory=True,
+        workers=workers,
         host=settings.host,
         port=settings.port,
         log_level=log_level,

@@ -4,7 +4,7 @@ tests/test_reliability.py run short versions; ``make soak`` runs long ones and p
 figures that docs/operations.md quotes.
 
     python -m tests.soak [--kills 20] [--seconds 120] [--writers 16] [--readers 16]
-                         [--embedder hash|local] [--scenario crash|load|all]
+                         [--embedder hash|local] [--scenario crash|load|all] [--workers 1]
 
 **crash**: clients send ``storeFacts`` batches of unique facts while the server is SIGKILLed
 at a random moment, again and again (a new server each round, on the same data). Afterwards
@@ -69,9 +69,12 @@ MOVERS: Final = 4
 
 
 @contextmanager
-def server(data: Path, embedder: str, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``graphmem serve`` on a free loopback port: its URL and process (killed at the end if
-    still running)."""
+def server(
+    data: Path, embedder: str, log: Path, workers: int = 1
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """``graphmem serve`` on a free loopback port (``workers`` processes): its URL and process
+    (killed at the end if still running; with workers, stopped with SIGTERM so that they end
+    too)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -90,6 +93,8 @@ def server(data: Path, embedder: str, log: Path) -> Iterator[tuple[str, subproce
         str(port),
         "--log-level",
         "warning",
+        "--workers",
+        str(workers),
     ]
     with log.open("ab") as sink:
         process = subprocess.Popen(
@@ -112,7 +117,14 @@ def server(data: Path, embedder: str, log: Path) -> Iterator[tuple[str, subproce
         yield url, process
     finally:
         if process.poll() is None:
-            process.kill()
+            if workers > 1:
+                process.terminate()
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            else:
+                process.kill()
         process.wait()
 
 
@@ -365,6 +377,7 @@ def load(
     batch: int = 20,
     embedder: str = "hash",
     seed: int = 0,
+    workers: int = 1,
 ) -> LoadResult:
     """``writers`` and ``readers`` concurrent HTTP clients for ``seconds`` (or until
     ``operations`` requests), then verify."""
@@ -376,7 +389,7 @@ def load(
     result = LoadResult(writers, readers, 0.0, 0, 0, 0, {})
     budget = threading.Semaphore(operations)
     log = data.parent / "load-server.log"
-    with server(data, embedder, log) as (url, process):
+    with server(data, embedder, log, workers) as (url, process):
         deadline = time.monotonic() + seconds
 
         def timed(
@@ -540,6 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--readers", type=int, default=16)
     parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
+    parser.add_argument("--workers", type=int, default=1, help="server processes (load only)")
     args = parser.parse_args(argv)
     ok = True
     with tempfile.TemporaryDirectory(prefix="graphmem-soak-") as tmp:
@@ -554,6 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 readers=args.readers,
                 seconds=args.seconds,
                 embedder=args.embedder,
+                workers=args.workers,
             )
             figures = loaded.to_dict()
             print(json.dumps({"load": figures}, indent=2), flush=True)
