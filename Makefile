@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) -m bench.speed
 	$(PY) -m bench.http
 	$(PY) -m bench.writes
+	$(PY) -m bench.processes
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.locomo --samples 2
