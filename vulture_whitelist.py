@@ -66,3 +66,6 @@ _.purged_id
 _.get_context
 _._process_errors
 _.on_validate
+
+# Named by import string: uvicorn calls it in each worker of `graphmem serve --workers N`.
+app_from_environment
