@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) -m bench.http
 	$(PY) -m bench.writes
 	$(PY) -m bench.processes
+	$(PY) -m bench.scale
 
 bench-quick: $(STAMP)
 	$(PY) -m bench.locomo --samples 2
@@ -56,6 +57,9 @@ bench-quick: $(STAMP)
 	$(PY) -m bench.graph --facts 10000 --links 50000
 	$(PY) -m bench.speed --sizes 10000
 	$(PY) -m bench.http --facts 5000 --links 20000 --embedder hash
+	$(PY) -m bench.writes --seconds 5
+	$(PY) -m bench.processes --rounds 10
+	$(PY) -m bench.scale --facts 20000 --segment 10000
 
 # The explorer's graph library (Cytoscape.js), vendored as its built ES module from the npm
 # registry; `npm pack` checks the registry's integrity hash. Needs npm, and only to update: bump

@@ -1,0 +1,341 @@
+"""One namespace growing: the write rate per segment of ``store_many`` as the namespace grows,
+then search, lookup, open and check at the final size.
+
+``facts(n)`` yields any number of distinct facts of about 12 words (a person, an action, an
+object, a project and a date: 17.5 billion combinations, visited in a scattered order), each
+with its person as entity. The run stores them with ``store_many`` in batches of 1,000 with
+default settings (automatic links and near-duplicate checks on), as a user would, and reports
+the rate over each segment (default 100,000 facts), the process's peak RSS and the data's size
+on disk; then reopens the namespace (timed), times hybrid search (query embedding included)
+and lookup, and runs ``check`` (timed).
+
+    python -m bench.scale [--facts 300000] [--segment 100000] [--embedder hash|local]
+                          [--data DIR] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from graphmem import Memory, Settings
+
+from .common import OUT_DIR, machine, markdown_table, peak_rss_mb, percentile, write_json
+
+BATCH: Final = 1_000
+QUERIES: Final = 200
+
+_FIRST: Final = [
+    "Ada",
+    "Bruno",
+    "Chen",
+    "Dana",
+    "Emil",
+    "Farah",
+    "Goran",
+    "Hana",
+    "Ivan",
+    "Julia",
+    "Kenji",
+    "Lena",
+    "Marco",
+    "Nadia",
+    "Omar",
+    "Petra",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+    "Ugo",
+    "Vera",
+    "Wen",
+    "Xenia",
+    "Yusuf",
+    "Zoe",
+]
+_LAST: Final = [
+    "Novak",
+    "Okafor",
+    "Lindqvist",
+    "Tanaka",
+    "Moreau",
+    "Silva",
+    "Romano",
+    "Becker",
+    "Haddad",
+    "Kowalski",
+    "Jensen",
+    "Duarte",
+    "Ivanova",
+    "Mensah",
+    "Park",
+]
+_VERBS: Final = [
+    "reviewed",
+    "approved",
+    "rewrote",
+    "scheduled",
+    "cancelled",
+    "shipped",
+    "tested",
+    "documented",
+    "estimated",
+    "migrated",
+    "archived",
+    "presented",
+    "questioned",
+    "split",
+    "merged",
+    "reopened",
+    "deployed",
+    "benchmarked",
+    "drafted",
+    "signed off",
+    "paused",
+    "resumed",
+    "audited",
+    "priced",
+    "ordered",
+    "returned",
+    "booked",
+    "summarised",
+    "translated",
+    "profiled",
+]
+_OBJECTS: Final = [
+    "the onboarding checklist",
+    "the billing export",
+    "the search index",
+    "the travel budget",
+    "the release notes",
+    "the vendor contract",
+    "the load test",
+    "the design review",
+    "the data model",
+    "the quarterly plan",
+    "the incident report",
+    "the hiring rubric",
+    "the API schema",
+    "the backup job",
+    "the pricing page",
+    "the mobile build",
+    "the access policy",
+    "the demo script",
+    "the support macro",
+    "the cost forecast",
+    "the team offsite",
+    "the style guide",
+    "the error budget",
+    "the test matrix",
+    "the feature flag",
+    "the audit log",
+    "the cache layer",
+    "the retry policy",
+    "the sales deck",
+    "the partner survey",
+    "the roadmap slide",
+    "the migration plan",
+    "the dashboard",
+    "the alert rules",
+    "the payroll run",
+    "the office move",
+    "the laptop order",
+    "the customer call",
+    "the training plan",
+    "the security review",
+    "the invoice batch",
+    "the webhook spec",
+    "the release train",
+    "the beta invite",
+    "the legal memo",
+    "the sprint goal",
+    "the shipping label",
+    "the warehouse count",
+    "the grant report",
+    "the press kit",
+]
+_PROJECTS: Final = [
+    "Atlas",
+    "Borealis",
+    "Cobalt",
+    "Delta",
+    "Ember",
+    "Falcon",
+    "Granite",
+    "Harbor",
+    "Iris",
+    "Juniper",
+    "Kestrel",
+    "Lumen",
+    "Meridian",
+    "Nimbus",
+    "Onyx",
+    "Pioneer",
+    "Quartz",
+    "Raven",
+    "Sierra",
+    "Tundra",
+    "Umbra",
+    "Vertex",
+    "Willow",
+    "Xylo",
+    "Yonder",
+    "Zenith",
+    "Aurora",
+    "Beacon",
+    "Cascade",
+    "Drift",
+    "Echo",
+    "Fjord",
+    "Glacier",
+    "Horizon",
+    "Indigo",
+    "Jade",
+    "Keystone",
+    "Lattice",
+    "Mosaic",
+    "Nova",
+]
+_MONTHS: Final = [
+    "Jan",
+    "Feb",
+    "Mar",
+    "Apr",
+    "May",
+    "Jun",
+    "Jul",
+    "Aug",
+    "Sep",
+    "Oct",
+    "Nov",
+    "Dec",
+]
+_DAYS: Final = 730  # two years of dates
+#: A prime larger than any count asked for and coprime with the number of combinations: index i
+#: maps to combination (i * _STRIDE) mod total, a bijection, so the first n facts are distinct.
+_STRIDE: Final = 1_000_000_007
+
+
+def combinations() -> int:
+    people = len(_FIRST) * len(_LAST)
+    return people * len(_VERBS) * len(_OBJECTS) * len(_PROJECTS) * _DAYS
+
+
+def facts(n: int, start: int = 0) -> Iterator[dict[str, Any]]:
+    """Facts ``start`` to ``start + n`` of the sequence: distinct, about 12 words each."""
+    total = combinations()
+    if start + n > total:
+        raise ValueError(f"at most {total} distinct facts")
+    for i in range(start, start + n):
+        c = (i * _STRIDE) % total
+        c, day = divmod(c, _DAYS)
+        c, project = divmod(c, len(_PROJECTS))
+        c, obj = divmod(c, len(_OBJECTS))
+        c, verb = divmod(c, len(_VERBS))
+        last, first = divmod(c, len(_FIRST))
+        person = f"{_FIRST[first]} {_LAST[last]}"
+        date = f"{day % 28 + 1} {_MONTHS[day // 28 % 12]} {2023 + day // 365}"
+        yield {
+            "text": f"{person} {_VERBS[verb]} {_OBJECTS[obj]} for project "
+            f"{_PROJECTS[project]} on {date}.",
+            "entity": person,
+        }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scale", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--facts", type=int, default=300_000)
+    parser.add_argument("--segment", type=int, default=100_000)
+    parser.add_argument("--embedder", choices=("hash", "local"), default="hash")
+    parser.add_argument("--data", type=Path, default=None, help="keep the store here")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output path")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-scale-") as tmp:
+        root = args.data or Path(tmp)
+        out = run(root, args)
+    out["machine"] = machine()
+    print(summary_markdown(out))
+    write_json(args.out or OUT_DIR / "scale.json", out)
+    return 0
+
+
+def run(root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    settings = Settings(embedder=args.embedder, data_dir=root)
+    out: dict[str, Any] = {"benchmark": "scale", "facts": args.facts, "embedder": args.embedder}
+    segments: list[dict[str, Any]] = []
+    with Memory.open(root, settings=settings) as mem:
+        began = time.perf_counter()
+        segment_began, done = began, 0
+        rows = facts(args.facts)
+        while done < args.facts:
+            batch = [next(rows) for _ in range(min(BATCH, args.facts - done))]
+            mem.store_many(batch)
+            done += len(batch)
+            if done % args.segment == 0 or done == args.facts:
+                now = time.perf_counter()
+                size = done - sum(s["facts"] for s in segments)
+                segments.append(
+                    {
+                        "up_to": done,
+                        "facts": size,
+                        "seconds": now - segment_began,
+                        "facts_per_s": size / (now - segment_began),
+                        "peak_rss_mb": peak_rss_mb(),
+                    }
+                )
+                print(f"  {done:>9,} facts: {segments[-1]['facts_per_s']:,.0f} facts/s", flush=True)
+                segment_began = now
+        out["ingest_seconds"] = time.perf_counter() - began
+    out["segments"] = segments
+    out["disk_mb"] = sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) / 2**20
+    began = time.perf_counter()
+    with Memory.open(root, settings=settings) as mem:
+        out["open_seconds"] = time.perf_counter() - began
+        rng = random.Random(5)
+        sample = list(facts(QUERIES, start=rng.randrange(args.facts - QUERIES)))
+        searches = [_timed(lambda q=q: mem.search(q["text"][:60], limit=10)) for q in sample]
+        lookups = [_timed(lambda q=q: mem.lookup(q["entity"], limit=10)) for q in sample]
+        out["search_ms"] = {"p50": percentile(searches, 50), "p95": percentile(searches, 95)}
+        out["lookup_ms"] = {"p50": percentile(lookups, 50), "p95": percentile(lookups, 95)}
+        began = time.perf_counter()
+        out["check_ok"] = mem.check().ok
+        out["check_seconds"] = time.perf_counter() - began
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def _timed(call: Any) -> float:
+    began = time.perf_counter()
+    call()
+    return 1000 * (time.perf_counter() - began)
+
+
+def summary_markdown(r: dict[str, Any]) -> str:
+    rows = [
+        [
+            f"{s['up_to'] - s['facts']:,}-{s['up_to']:,}",
+            f"{s['facts_per_s']:,.0f}",
+            f"{s['seconds']:.0f}",
+            f"{s['peak_rss_mb']:,.0f}",
+        ]
+        for s in r["segments"]
+    ]
+    head = markdown_table(["facts", "facts/s", "seconds", "peak RSS MiB"], rows)
+    return (
+        f"{head}\n\n{r['facts']:,} facts ({r['embedder']} embedder): {r['disk_mb']:,.0f} MiB on disk;"
+        f" reopened in {r['open_seconds']:.1f} s; hybrid search p50 {r['search_ms']['p50']:.1f} /"
+        f" p95 {r['search_ms']['p95']:.1f} ms; lookup p50 {r['lookup_ms']['p50']:.2f} ms; check"
+        f" {'ok' if r['check_ok'] else 'NOT ok'} in {r['check_seconds']:.1f} s; peak RSS"
+        f" {r['peak_rss_mb']:,.0f} MiB"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
