@@ -10,7 +10,8 @@ vectors and far more flat, each query also carrying a fixed overhead that batchi
 remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
 cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
 coordinates and re-scores the best candidates with the full vectors (bench/REPORT.md has the
-measured recall). Above EXACT_SEARCH_MAX_ROWS, queries go to LanceDB's ANN index.
+measured recall). Above EXACT_SEARCH_MAX_ROWS, queries go to LanceDB's ANN index; the copy is
+kept (up to IN_MEMORY_MAX_ROWS) for the write-time checks.
 
 Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
 server). Writes to the table are made under a lock on a file beside it (``writing``), one
@@ -45,6 +46,11 @@ TABLE: Final = "facts"
 #: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
 #: it, searches use LanceDB's IVF-PQ index, which ``optimize`` builds.
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
+#: Most vectors held in memory at all. Between EXACT_SEARCH_MAX_ROWS and this, the in-memory
+#: copy still answers the write-time checks (near-duplicates, automatic links: its k-means
+#: partitions), which as LanceDB searches without an index made each write batch tens of times
+#: slower past EXACT_SEARCH_MAX_ROWS (bench/REPORT.md, "One namespace growing").
+IN_MEMORY_MAX_ROWS: Final = 2_000_000
 #: Writes between automatic compactions of the table's small fragments.
 COMPACT_EVERY: Final = 50
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
@@ -94,7 +100,7 @@ class VectorIndex:
                 else self._db.open_table(TABLE)
             )
             stored = self._table.schema.field("vector").type
-            if self.count() <= EXACT_SEARCH_MAX_ROWS:
+            if self.count() <= IN_MEMORY_MAX_ROWS:
                 mirror = Mirror(dimensions)
                 mirror.load(self._table.to_arrow())  # reads every row: finds damaged files
                 self._mirror = mirror
@@ -163,7 +169,7 @@ class VectorIndex:
                             np.stack([rows[i][0] for i in present]),
                             [rows[i][1] for i in present],
                         )
-                if len(self._mirror) > EXACT_SEARCH_MAX_ROWS:
+                if len(self._mirror) > IN_MEMORY_MAX_ROWS:
                     self._mirror = None
             self._position = entries[-1][0]
 
@@ -205,8 +211,8 @@ class VectorIndex:
         if mirror is None:
             return
         mirror.upsert([ids[n] for n in rows], np.asarray(vectors)[rows], [live[n] for n in rows])
-        if len(mirror) > EXACT_SEARCH_MAX_ROWS:
-            self._mirror = None  # too large to hold: LanceDB's ANN index takes over
+        if len(mirror) > IN_MEMORY_MAX_ROWS:
+            self._mirror = None  # too large to hold: LanceDB answers everything
 
     def _arrow(
         self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool], rows: list[int]
@@ -239,8 +245,8 @@ class VectorIndex:
             return []
         self.catch_up()
         with self._lock:
-            if self._mirror is not None:
-                return self._mirror.nearest(vector, k, live_only=live_only)
+            if (mirror := self._searched()) is not None:
+                return mirror.nearest(vector, k, live_only=live_only)
         query = self._table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
         query = query.select(["id", "_distance"])
         if live_only:
@@ -305,13 +311,18 @@ class VectorIndex:
 
     def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy
-        (empty above EXACT_SEARCH_MAX_ROWS, where there is none)."""
+        (empty above EXACT_SEARCH_MAX_ROWS, where searches do not use it)."""
         self.catch_up()
         with self._lock:
-            mirror = self._mirror
+            mirror = self._searched()
             if mirror is None:
                 return {}
             return mirror.similarities(vector, ids)
+
+    def _searched(self) -> Mirror | None:
+        """The in-memory copy if searches use it (up to EXACT_SEARCH_MAX_ROWS rows)."""
+        mirror = self._mirror
+        return mirror if mirror is not None and len(mirror) <= EXACT_SEARCH_MAX_ROWS else None
 
     def count(self) -> int:
         self.catch_up()
@@ -355,11 +366,12 @@ class VectorIndex:
                     warnings.simplefilter("ignore", DeprecationWarning)
                     self._table.create_index("vector", config=IvfPq(distance_type="cosine"))
                 indexed = True
-            projected = self._mirror is not None and self._mirror.prepare()
+            searched = self._searched()
+            projected = searched is not None and searched.prepare()
         return {
             "rows": rows,
             "ann_index": indexed,
-            "exact_in_memory": self._mirror is not None,
+            "exact_in_memory": searched is not None,
             "projected": projected,
         }
 

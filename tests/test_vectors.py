@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 import pytest
 
+from graphmem import Memory, vectors
 from graphmem import mirror as mirror_engine
 from graphmem.mirror import PARTITION_MIN_ROWS, Mirror
 
@@ -126,3 +129,31 @@ def test_projected_search_sees_rows_written_and_deleted_after_training(
     assert after == [h for h, _ in best[1:3]]
     # asking for most of the table falls back to one exact pass over every row
     assert len(mirror.nearest(target, 2_000, live_only=False)) == 2_000
+
+
+def test_past_the_exact_search_size_searches_use_lancedb_and_writes_keep_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(vectors, "EXACT_SEARCH_MAX_ROWS", 3)
+    with Memory.open(tmp_path, embedder="hash") as mem:
+        for text in ("Oslo office opens at eight", "Lima office opens at nine", "Pune office"):
+            mem.store(text)
+        first = mem.store("The build server is ci-01").fact
+        assert first is not None
+        assert mem.optimize()["exact_in_memory"] is False  # 4 rows: searches go to LanceDB
+        # The write-time near-duplicate check still finds the twin in memory (no LanceDB search,
+        # which without an index scans the whole table): one vector for both.
+        table = mem._vectors._table
+        searches: list[object] = []
+        search = table.search
+
+        def counted(*args: object, **kwargs: object) -> object:
+            searches.append(args)
+            return search(*args, **kwargs)
+
+        monkeypatch.setattr(table, "search", counted)
+        twin = mem.store("The build server is CI 01!").fact
+        assert twin is not None and mem.stats().vectors == 4 and searches == []
+        found = [h.fact.id for h in mem.search("build server", mode="vector", limit=2)]
+        assert set(found) == {first.id, twin.id}
+        assert mem.check().ok
