@@ -101,9 +101,7 @@ class VectorIndex:
             )
             stored = self._table.schema.field("vector").type
             if self.count() <= IN_MEMORY_MAX_ROWS:
-                mirror = Mirror(dimensions)
-                mirror.load(self._table.to_arrow())  # reads every row: finds damaged files
-                self._mirror = mirror
+                self._mirror = self._loaded()  # reads every row: finds damaged files
         except (OSError, ValueError, RuntimeError, KeyError, pa.ArrowException) as exc:
             raise StorageError(f"cannot read the vector index at {path} ({exc})") from exc
         if getattr(stored, "list_size", dimensions) != dimensions:
@@ -111,6 +109,12 @@ class VectorIndex:
                 f"the vector index at {path} holds {stored.list_size}-dimensional vectors, "
                 f"the embedder makes {dimensions}"
             )
+
+    def _loaded(self) -> Mirror:
+        """A new in-memory copy of every row of the table."""
+        mirror = Mirror(self.dimensions)
+        mirror.load(self._table.to_arrow())
+        return mirror
 
     def follow(self, log: LogReader, position: int) -> None:
         """Follow the vector log through ``log`` from ``position`` (read before the table was
@@ -156,9 +160,7 @@ class VectorIndex:
                 self._table.checkout_latest()
             if self._mirror is not None:
                 if REBUILT in changed or entries[0][0] != self._position + 1:  # or pruned
-                    mirror = Mirror(self.dimensions)
-                    mirror.load(self._table.to_arrow())
-                    self._mirror = mirror
+                    self._mirror = self._loaded()
                 else:
                     rows = self.rows(changed)
                     self._mirror.delete([i for i in changed if i not in rows])

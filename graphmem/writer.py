@@ -103,9 +103,7 @@ class Writer:
                 x if x.autolink is not None else x.model_copy(update={"autolink": False})
                 for x in inputs
             ]
-        write = _Write(
-            self._store_batch, len(inputs), kind=_Write.STORE, facts=inputs, episode=given
-        )
+        write = _Write(self._store_batch, len(inputs), facts=inputs, episode=given)
         if self.settings.classifier == "llm":  # the chat model is asked before queuing
             write.embedded_as(*self._cache.embed(self._store, [x.text for x in inputs]))
             write.verdicts = self._classify(inputs, write.vectors)
@@ -340,7 +338,7 @@ class Writer:
         write runs in a savepoint of its own (one that raises is rolled back alone and answered
         with its error), one durable commit, one vector index write."""
         writes = [w for w in group if isinstance(w, _Write)]
-        self._prepare([w for w in writes if w.kind == _Write.STORE])
+        self._prepare([w for w in writes if w.facts])  # the store_many writes
         with self._store.transaction() as tx:
             for w in writes:
                 if w.error is not None:  # failed while being prepared
@@ -520,19 +518,16 @@ class _Write(Pending[Any]):
     transaction and records in ``write`` the facts whose vectors changed (``touched``, with
     ``known`` vectors) and the changes to announce."""
 
-    STORE: Final = "store"
-
     def __init__(
         self,
         run: Callable[[Transaction, _Write], Any],
         items: int = 1,
         *,
-        kind: str = "other",
         facts: Sequence[FactInput] = (),
         episode: episodes.EpisodeInput | None = None,
     ) -> None:
         super().__init__(items)
-        self.run, self.kind, self.facts, self.episode = run, kind, facts, episode
+        self.run, self.facts, self.episode = run, facts, episode
         self.touched: set[str] = set()
         self.known: dict[str, Vectors] = {}
         self.changes: list[tuple[ChangeKind, str]] = []

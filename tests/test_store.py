@@ -268,6 +268,33 @@ def test_links_among_and_the_walker_see_the_same_links(store: Store) -> None:
 # ------------------------------------------------------------------------------- bookkeeping
 
 
+def test_a_savepoint_undoes_only_what_its_block_wrote(store: Store) -> None:
+    with store.transaction() as tx:
+        inputs = [FactInput.parse({"text": "Kept"}, index=0)]
+        ingest.write_batch(tx, inputs, [None], SETTINGS)
+        with pytest.raises(RuntimeError), tx.savepoint():
+            undone = [FactInput.parse({"text": "Undone"}, index=0)]
+            ingest.write_batch(tx, undone, [None], SETTINGS)
+            tx.queue_vectors(["x"])
+            raise RuntimeError("this part failed")
+        with tx.savepoint():
+            later = [FactInput.parse({"text": "Also kept"}, index=0)]
+            ingest.write_batch(tx, later, [None], SETTINGS)
+    texts = {f.text for f in store.get_many(store.fact_ids(), now(store)).values()}
+    assert texts == {"Kept", "Also kept"} and store.outbox() == []
+
+
+def test_the_vector_log_lists_entries_in_order_after_a_position(store: Store) -> None:
+    assert store.vector_log_end() == 0 and store.vector_log(0) == []
+    with store.transaction(durable=False) as tx:
+        first = tx.log_vectors(["a", "b"])
+    with store.transaction(durable=False) as tx:
+        last = tx.log_vectors(["c"])
+    assert store.vector_log_end() == last == first + 1
+    assert [i for _, i in store.vector_log(0)] == ["a", "b", "c"]
+    assert store.vector_log(first) == [(last, "c")]
+
+
 def test_the_outbox_keeps_queued_writes_until_they_are_synced(store: Store) -> None:
     a, b = put(store, "One", "Two")
     with store.transaction() as tx:
