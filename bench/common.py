@@ -57,6 +57,10 @@ class CachingEmbedder:
         self.meter = inner.meter
         self._memo: dict[str, Vectors] = {}
 
+    def remember(self, texts: Sequence[str], vectors: Vectors) -> None:
+        """Vectors computed earlier (by the same model) for ``texts``."""
+        self._memo.update(zip(texts, vectors, strict=True))
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         todo = list(dict.fromkeys(t for t in texts if t not in self._memo))
         if todo:

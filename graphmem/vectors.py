@@ -10,8 +10,9 @@ vectors and far more flat, each query also carrying a fixed overhead that batchi
 remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
 cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
 coordinates and re-scores the best candidates with the full vectors (bench/REPORT.md has the
-measured recall). Above EXACT_SEARCH_MAX_ROWS, queries go to LanceDB's ANN index; the copy is
-kept (up to IN_MEMORY_MAX_ROWS) for the write-time checks.
+measured recall). Above EXACT_SEARCH_MAX_ROWS, the copy (kept up to IN_MEMORY_MAX_ROWS) is
+searched approximately: the query's nearest k-means partitions, each row there scored exactly
+(``Mirror.probe``); beyond that size, queries go to LanceDB's ANN index.
 
 Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
 server). Writes to the table are made under a lock on a file beside it (``writing``), one
@@ -24,8 +25,12 @@ changed, so its in-memory copy holds what the table holds.
 from __future__ import annotations
 
 import fcntl
+import logging
 import math
 import os
+import re
+import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -42,14 +47,15 @@ from .embedders import Vectors
 from .errors import StorageError
 from .mirror import Mirror
 
+_log = logging.getLogger("graphmem")
+
 TABLE: Final = "facts"
 #: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
-#: it, searches use LanceDB's IVF-PQ index, which ``optimize`` builds.
+#: it, searches probe the in-memory copy's partitions (approximate).
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
-#: Most vectors held in memory at all. Between EXACT_SEARCH_MAX_ROWS and this, the in-memory
-#: copy still answers the write-time checks (near-duplicates, automatic links: its k-means
-#: partitions), which as LanceDB searches without an index made each write batch tens of times
-#: slower past EXACT_SEARCH_MAX_ROWS (bench/REPORT.md, "One namespace growing").
+#: Most vectors held in memory at all. Beyond it, searches use LanceDB's IVF-PQ index, which
+#: ``optimize`` builds, and the write-time checks search LanceDB too (slow without that index:
+#: bench/REPORT.md, "One namespace growing").
 IN_MEMORY_MAX_ROWS: Final = 2_000_000
 #: Writes between automatic compactions of the table's small fragments.
 COMPACT_EVERY: Final = 50
@@ -247,8 +253,10 @@ class VectorIndex:
             return []
         self.catch_up()
         with self._lock:
-            if (mirror := self._searched()) is not None:
-                return mirror.nearest(vector, k, live_only=live_only)
+            if (mirror := self._mirror) is not None:
+                if len(mirror) <= EXACT_SEARCH_MAX_ROWS:
+                    return mirror.nearest(vector, k, live_only=live_only)
+                return mirror.probe(vector, k, live_only=live_only)
         query = self._table.search(np.asarray(vector, dtype=np.float32)).distance_type("cosine")
         query = query.select(["id", "_distance"])
         if live_only:
@@ -313,18 +321,12 @@ class VectorIndex:
 
     def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy
-        (empty above EXACT_SEARCH_MAX_ROWS, where searches do not use it)."""
+        (empty above IN_MEMORY_MAX_ROWS, where there is none)."""
         self.catch_up()
         with self._lock:
-            mirror = self._searched()
-            if mirror is None:
+            if self._mirror is None:
                 return {}
-            return mirror.similarities(vector, ids)
-
-    def _searched(self) -> Mirror | None:
-        """The in-memory copy if searches use it (up to EXACT_SEARCH_MAX_ROWS rows)."""
-        mirror = self._mirror
-        return mirror if mirror is not None and len(mirror) <= EXACT_SEARCH_MAX_ROWS else None
+            return self._mirror.similarities(vector, ids)
 
     def count(self) -> int:
         self.catch_up()
@@ -352,7 +354,8 @@ class VectorIndex:
             self._commits = 0
 
     def optimize(self) -> dict[str, Any]:
-        """Compact, and build the ANN index once the table is too large for the in-memory path.
+        """Compact; prepare what in-memory searches at this size use (the projection, the
+        partitions); build LanceDB's ANN index once the table is too large to hold in memory.
 
         Building IVF-PQ takes minutes at a few hundred thousand rows: run it deliberately
         (`graphmem optimize`), not on a request path.
@@ -363,17 +366,19 @@ class VectorIndex:
         with self._lock:
             rows = int(self._table.count_rows())
             indexed = bool(self._table.list_indices())
-            if rows > EXACT_SEARCH_MAX_ROWS and not indexed:
-                with warnings.catch_warnings():
+            mirror = self._mirror
+            if mirror is None and not indexed:
+                with warnings.catch_warnings(), native_output_logged():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     self._table.create_index("vector", config=IvfPq(distance_type="cosine"))
                 indexed = True
-            searched = self._searched()
-            projected = searched is not None and searched.prepare()
+            exact = mirror is not None and len(mirror) <= EXACT_SEARCH_MAX_ROWS
+            projected = mirror is not None and mirror.prepare(partitions=not exact)
         return {
             "rows": rows,
             "ann_index": indexed,
-            "exact_in_memory": searched is not None,
+            "exact_in_memory": exact,
+            "approximate_in_memory": mirror is not None and not exact,
             "projected": projected,
         }
 
@@ -386,6 +391,40 @@ class VectorIndex:
         self._commits += 1
         if self._commits >= COMPACT_EVERY:
             self.compact()
+
+
+@contextmanager
+def native_output_logged() -> Iterator[None]:
+    """Route what LanceDB's native code prints on stderr meanwhile to the ``graphmem`` logger.
+
+    Building an index, its Rust k-means prints warnings such as "more than 10% of clusters are
+    empty" by the hundred, which read as a failure. Each of its lines is logged at DEBUG, with
+    one INFO line counting them; anything else written to stderr meanwhile (another thread's
+    output) is written back to stderr.
+    """
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            lines = sink.read().decode("utf-8", "replace").splitlines()
+    ours = [line for line in lines if _LANCE_LINE.search(line)]
+    others = [line for line in lines if not _LANCE_LINE.search(line)]
+    if others:
+        sys.stderr.write("\n".join(others) + "\n")
+    for line in ours:
+        _log.debug("lancedb: %s", line)
+    if ours:
+        _log.info("lancedb printed %d lines while building the index (logged at DEBUG)", len(ours))
+
+
+#: A line of LanceDB's native log (env_logger: ``[time LEVEL lance_index::…] message``).
+_LANCE_LINE: Final = re.compile(r"\b(lance\w*|KMeans)\b")
 
 
 def _id_filter(ids: Iterable[str]) -> str:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -352,3 +353,29 @@ def test_a_different_embedder_is_refused_until_reindexed(tmp_path: Path, clock: 
         ]
     with Memory.open(tmp_path, settings=other, clock=clock) as mem:  # now the recorded one
         assert mem.stats().vectors == 1
+
+
+def test_a_lookup_reads_its_rows_in_order_from_an_index(tmp_path: Path) -> None:
+    """An entity with thousands of facts: lookup walks the entity's index entries in its order
+    and stops at the limit, instead of reading and sorting every fact of the entity."""
+    from graphmem import reads
+    from graphmem.temporal import TimeScope
+
+    with Memory.open(tmp_path, embedder="hash") as mem:
+        mem.store_many(
+            [
+                {"text": f"Ada note {i}", "entity": "Ada", "confidence": (i % 7) / 7}
+                for i in range(300)
+            ]
+        )
+        top = mem.lookup("ada", limit=5)
+        assert [f.confidence for f in top] == [6 / 7] * 5
+        path = mem._store._db.path
+    conn = sqlite3.connect(path)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    scope = TimeScope.resolve(time.time())
+    reads.lookup(conn, "Ada", scope, key=None, tag=None, include_superseded=False, limit=5)
+    plan = " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {statements[-1]}"))
+    assert "facts_entity_rank" in plan and "TEMP B-TREE" not in plan
+    conn.close()
