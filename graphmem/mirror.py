@@ -41,6 +41,8 @@ PARTITION_ROWS: Final = 512
 SEARCH_PROBES: Final = 48
 #: Partitions found by k-means when the partitions are first made (then split as they grow).
 TRAINED_PARTITIONS: Final = 256
+#: Rounds of 2-means when a partition is split.
+SPLIT_ROUNDS: Final = 3
 #: The partitions lay the rows out again (one contiguous range each) when more than this many
 #: rows, or more than one TAIL_FRACTION-th of the table, were written since they last did.
 TAIL_ROWS: Final = 16_384
@@ -91,24 +93,33 @@ class Mirror:
         row = self._pos[fact_id]
         return bool(self._live[row]) == bool(live) and np.array_equal(self._matrix[row], vector)
 
-    def load(self, table: pa.Table) -> None:
-        ids = table.column("id").to_pylist()
-        if not ids:
+    def load(self, batches: Iterable[pa.RecordBatch], rows: int) -> None:
+        """Take every row of the table (``id``, ``vector``, ``live``), read in ``batches`` that
+        hold ``rows`` in all (more or fewer if the table changed meanwhile)."""
+        if self._ids:  # not empty: row by row
+            for batch in batches:
+                vectors, live = _columns(batch)
+                self.upsert(batch.column("id").to_pylist(), vectors, live.tolist())
             return
-        vectors = table.column("vector").combine_chunks().flatten().to_numpy().reshape(len(ids), -1)
-        live = table.column("live").to_numpy(zero_copy_only=False)
-        if self._ids:
-            self.upsert(ids, vectors, live.tolist())
-            return
-        # Into an empty copy: all at once (a million rows in a fraction of a second).
-        capacity = max(len(self._matrix), 1 << (len(ids) - 1).bit_length())
-        self._matrix = np.empty((capacity, vectors.shape[1]), dtype=np.float32)
-        self._matrix[: len(ids)] = vectors
-        self._live = np.zeros(capacity, dtype=bool)
-        self._live[: len(ids)] = live
-        self._ids = ids
-        self._pos = dict(zip(ids, range(len(ids)), strict=True))
+        # Into an empty copy: each batch straight into place (a million rows in a few seconds).
+        self._matrix = np.empty((max(1024, rows), self._matrix.shape[1]), dtype=np.float32)
+        self._live = np.zeros(len(self._matrix), dtype=bool)
         self._ivf = self._projection = None
+        for batch in batches:
+            vectors, live = _columns(batch)
+            n = len(self._ids)
+            while n + len(vectors) > len(self._matrix):
+                self._grow()
+            self._matrix[n : n + len(vectors)] = vectors
+            self._live[n : n + len(vectors)] = live
+            self._ids.extend(batch.column("id").to_pylist())
+        self._pos = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        if len(self._pos) < len(self._ids):  # an id with two rows (`check` reports it): the last
+            keep = np.array(sorted(self._pos.values()), dtype=np.int64)
+            self._matrix[: len(keep)] = self._matrix[keep]
+            self._live[: len(keep)] = self._live[keep]
+            self._ids = [self._ids[r] for r in keep.tolist()]
+            self._pos = dict(zip(self._ids, range(len(self._ids)), strict=True))
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
         written = []
@@ -474,7 +485,7 @@ class Partitions:
             rows = members.pop(c)
             vectors = matrix[rows]
             pair = vectors[[0, len(rows) // 2]].copy()
-            for _ in range(6):
+            for _ in range(SPLIT_ROUNDS):
                 side = np.argmax(vectors @ pair.T, axis=1)
                 pair = _means(vectors, side, pair)
             side = np.argmax(vectors @ pair.T, axis=1)
@@ -579,6 +590,12 @@ def _means(vectors: Vectors, nearest: npt.NDArray[np.int64], centroids: Vectors)
     sums = members @ vectors  # one product: far faster than summing group by group
     norms = np.linalg.norm(sums, axis=1, keepdims=True)
     return np.where(norms > 1e-12, sums / np.maximum(norms, 1e-12), centroids).astype(np.float32)
+
+
+def _columns(batch: pa.RecordBatch) -> tuple[Vectors, npt.NDArray[np.bool_]]:
+    """A batch of the vector table's rows as a vectors matrix and live flags."""
+    vectors = batch.column("vector").flatten().to_numpy().reshape(batch.num_rows, -1)
+    return vectors, batch.column("live").to_numpy(zero_copy_only=False)
 
 
 _blas: ThreadpoolController | None = None

@@ -57,6 +57,8 @@ EXACT_SEARCH_MAX_ROWS: Final = 250_000
 #: ``optimize`` builds, and the write-time checks search LanceDB too (slow without that index:
 #: bench/REPORT.md, "One namespace growing").
 IN_MEMORY_MAX_ROWS: Final = 2_000_000
+#: Rows per batch read when loading the in-memory copy.
+LOAD_BATCH_ROWS: Final = 65_536
 #: Writes between automatic compactions of the table's small fragments.
 COMPACT_EVERY: Final = 50
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
@@ -119,7 +121,10 @@ class VectorIndex:
     def _loaded(self) -> Mirror:
         """A new in-memory copy of every row of the table."""
         mirror = Mirror(self.dimensions)
-        mirror.load(self._table.to_arrow())
+        rows = int(self._table.count_rows())
+        if rows:  # streamed in batches: no whole-table Arrow copy beside the in-memory one
+            query = self._table.search().select(["id", "vector", "live"]).limit(rows)
+            mirror.load(query.to_batches(LOAD_BATCH_ROWS), rows)
         return mirror
 
     def follow(self, log: LogReader, position: int) -> None:

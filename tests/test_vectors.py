@@ -231,3 +231,31 @@ def test_native_library_output_goes_to_the_log_and_other_output_stays_on_stderr(
     logged = [r.getMessage() for r in caplog.records]
     assert sum("KMeans" in m for m in logged) == 3
     assert any("printed 3 lines" in m for m in logged)
+
+
+def test_loading_in_batches_keeps_one_row_per_fact_the_last_read() -> None:
+    """The table can hold a fact twice (a process killed between its table write and its log
+    entry while another wrote the same fact: `check` reports it); the copy keeps the last."""
+    import pyarrow as pa
+
+    rows = unit_rows(3_000)
+
+    def batch(ids: list[str], vectors: npt.NDArray[np.float32]) -> pa.RecordBatch:
+        flat = pa.array(vectors.ravel(), type=pa.float32())
+        return pa.record_batch(
+            [
+                pa.array(ids),
+                pa.FixedSizeListArray.from_arrays(flat, 32),
+                pa.array([True] * len(ids)),
+            ],
+            names=["id", "vector", "live"],
+        )
+
+    first = batch([f"f{i}" for i in range(2_000)], rows[:2_000])
+    second = batch(["f5", *(f"f{i}" for i in range(2_000, 2_999))], rows[2_000:3_000])
+    mirror = Mirror(32)
+    mirror.load([first, second], 2_000)  # more rows than announced: the copy grows
+    assert len(mirror) == 2_999
+    assert mirror.nearest(rows[2_000], 1, live_only=True)[0][0] == "f5"
+    assert mirror.nearest(rows[5], 1, live_only=True)[0][0] != "f5"
+    assert mirror.nearest(rows[2_999], 1, live_only=True)[0][0] == "f2998"
