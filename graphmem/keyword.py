@@ -19,7 +19,9 @@ the idf and length terms do not depend on the expression. (Ranking them with ``(
 instead costs twice as much: FTS5 walks the long lists of the common words for every fact.)
 Only if the caller reads past every selected fact are the facts that match scoring words alone
 ranked, by ``(C) NOT (S)``. When all words together match at most the budget, the plain OR query
-runs: small memories are ranked exactly as before. Document frequencies are counted once per word
+runs: small memories are ranked exactly as before. When even the rarest word matches more than
+the budget (a million facts, a query of everyday words), the facts having *all* of the rarest
+words select instead (``KeywordRanker._all_common``). Document frequencies are counted once per word
 and cached until the table has grown or shrunk by a tenth; they only steer the split, never the
 scores or which facts match.
 """
@@ -87,10 +89,15 @@ class KeywordRanker:
         terms = ranking.fts_terms(query)
         if not terms:
             return
-        frequency = self._frequencies(conn, terms)
+        frequency, size = self._frequencies(conn, terms)
+        ordered = sorted(terms, key=lambda t: frequency[t])
+        matching = [t for t in ordered if frequency[t] > 0]
+        if len(matching) > 1 and frequency[matching[0]] > RANKING_BUDGET:
+            yield from self._all_common(conn, terms, matching, frequency, size)
+            return
         selecting: list[str] = []
         total = 0
-        for term in sorted(terms, key=lambda t: frequency[t]):
+        for term in ordered:
             # A word that matched nothing when counted selects for free, but does not count as
             # the one word that always selects.
             if total > 0 and total + frequency[term] > RANKING_BUDGET:
@@ -105,7 +112,41 @@ class KeywordRanker:
         yield from _rank(conn, _RANKED_SPLIT, {"both": f"{chosen} AND {rest}", "chosen": chosen})
         yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
 
-    def _frequencies(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    def _all_common(
+        self,
+        conn: sqlite3.Connection,
+        terms: list[str],
+        ordered: list[str],
+        frequency: dict[str, int],
+        size: int,
+    ) -> Iterator[tuple[int, float]]:
+        """Every word matches more than the budget (a large memory, a query of everyday words):
+        select the facts that have all of the rarest words, adding words (rarest first) until
+        they match at most the budget together or none is left, as a common-terms query does
+        when only frequent words are left. The selected facts are ranked by the full query's
+        bm25, as above; then, if the caller reads on, every other match by the same bm25."""
+        together = [ordered[0]]
+        for term in ordered[1:]:
+            together.append(term)
+            # Counted, not estimated: words of one phrase ("office move") always come together.
+            if _count(conn, _all(together)) <= RANKING_BUDGET:
+                break
+        chosen = _all(together)
+        # A word in more than half the facts adds nothing to a score (FTS5 floors its idf at
+        # 1e-6) but costs a walk of its long list: it is left to the last, full query.
+        rest = [t for t in terms if t not in together and 2 * frequency[t] <= size]
+        if rest:
+            both = f"{chosen} AND {_any(rest)}"
+            yield from _rank(conn, _RANKED_SPLIT, {"both": both, "chosen": chosen})
+        else:
+            yield from _rank(conn, _RANKED, {"match": chosen})
+        yield from _rank(conn, _RANKED_OTHERS, {"match": _any(terms), "chosen": chosen})
+
+    def _frequencies(
+        self, conn: sqlite3.Connection, terms: list[str]
+    ) -> tuple[dict[str, int], int]:
+        """Each term's number of matching facts, and the number of facts (about: the newest
+        fact's position)."""
         size = _last_seq(conn)
         with self._lock:
             moved = abs(size - self._counted_at) > DF_REFRESH_SHARE * max(self._counted_at, 1)
@@ -115,16 +156,27 @@ class KeywordRanker:
             known = {t: self._df[t] for t in terms if t in self._df}
         for term in terms:
             if term not in known:
-                known[term] = conn.execute(
-                    "SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", [term]
-                ).fetchone()[0]
+                known[term] = _count(conn, term)
         with self._lock:
             self._df.update(known)
-        return known
+        return known, size
 
 
 def _any(terms: list[str]) -> str:
     return "(" + " OR ".join(terms) + ")"
+
+
+def _all(terms: list[str]) -> str:
+    return "(" + " AND ".join(terms) + ")"
+
+
+def _count(conn: sqlite3.Connection, match: str) -> int:
+    """The number of facts matching an FTS5 expression."""
+    return int(
+        conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", [match]).fetchone()[
+            0
+        ]
+    )
 
 
 def _rank(
@@ -152,5 +204,11 @@ _RANKED_SPLIT: Final = f"""
     UNION ALL
     SELECT rowid, {_BM25} FROM facts_fts
     WHERE facts_fts MATCH :chosen AND rowid NOT IN (SELECT seq FROM also)
+    ORDER BY 2
+"""
+#: The facts matching ``:match`` but not ``:chosen``, by the bm25 of ``:match``.
+_RANKED_OTHERS: Final = f"""
+    SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :match
+    AND rowid NOT IN (SELECT rowid FROM facts_fts WHERE facts_fts MATCH :chosen)
     ORDER BY 2
 """
