@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,7 +91,7 @@ def test_a_word_that_matches_nothing_changes_nothing(
 
 
 def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_select(
-    mem: Memory, monkeypatch: pytest.MonkeyPatch
+    mem: Memory, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A large memory asked in everyday words: each word alone matches more than the budget.
     The facts having the rarest words together are ranked first, by the full query's bm25;
@@ -117,7 +118,7 @@ def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_sele
     assert [s for _, s in split] == pytest.approx([s for _, s in exact])
     # The ranker yields the facts with "budget" and "quartz" together first: a caller that
     # needs only a few (at a million facts, the search's 200 candidates) stops there.
-    conn = sqlite3.connect(mem._store._db.path)
+    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
     first = [
         seq
         for seq, _ in itertools.islice(

@@ -370,8 +370,7 @@ def test_a_lookup_reads_its_rows_in_order_from_an_index(tmp_path: Path) -> None:
         )
         top = mem.lookup("ada", limit=5)
         assert [f.confidence for f in top] == [6 / 7] * 5
-        path = mem._store._db.path
-    conn = sqlite3.connect(path)
+    conn = sqlite3.connect(tmp_path / "default" / "graphmem.sqlite3")
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     scope = TimeScope.resolve(time.time())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -116,23 +117,29 @@ def test_probed_search_scores_exactly_and_finds_most_of_the_exact_neighbours(
 ) -> None:
     monkeypatch.setattr(mirror_engine, "PARTITION_ROWS", 128)
     monkeypatch.setattr(mirror_engine, "SEARCH_PROBES", 40)
-    n = PARTITION_MIN_ROWS + 5_000
-    rows = structured_rows(n + 50, seed=12)
-    table, queries = rows[:n], rows[n:]
-    live = np.arange(n) % 5 != 0
     mirror = Mirror(128)
+    assert _recall_against_exact(mirror, mirror.probe, PARTITION_MIN_ROWS + 5_000, 5, 12) >= 0.9
+    assert mirror._ivf is not None and len(mirror._ivf.centroids) > 3 * 40  # a fraction is read
+
+
+def _recall_against_exact(mirror: Mirror, search: Any, n: int, dead_every: int, seed: int) -> float:
+    """Fill ``mirror`` with ``n`` rows (every ``dead_every``-th not live), ask ``search`` for
+    the best 10 of 50 queries; checks that scores are exact and only live rows come back, and
+    returns the share of the exact best 10 found."""
+    rows = structured_rows(n + 50, seed=seed)
+    table, queries = rows[:n], rows[n:]
+    live = np.arange(n) % dead_every != 0
     mirror.upsert([f"f{i}" for i in range(n)], table, live.tolist())
     found = 0
     for query in queries:
-        hits = mirror.probe(query, 10, live_only=True)
+        hits = search(query, 10, live_only=True)
         exact = table @ query
         expected = {f"f{i}" for i in np.argsort(-np.where(live, exact, -np.inf))[:10]}
         found += len({h for h, _ in hits} & expected)
-        for fact_id, score in hits:
+        for fact_id, score in hits:  # scores are exact, and only live rows come back
             assert score == pytest.approx(float(exact[int(fact_id[1:])]), abs=1e-5)
             assert live[int(fact_id[1:])]
-    assert mirror._ivf is not None and len(mirror._ivf.centroids) > 3 * 40  # a fraction is read
-    assert found / (10 * len(queries)) >= 0.9
+    return found / (10 * len(queries))
 
 
 def structured_rows(
@@ -151,23 +158,9 @@ def test_projected_search_on_a_large_table_agrees_with_brute_force(
 ) -> None:
     monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
     monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
-    n = 6_000
-    rows = structured_rows(n + 50)
-    table, queries = rows[:n], rows[n:]
-    live = np.arange(n) % 4 != 0
     mirror = Mirror(128)
-    mirror.upsert([f"f{i}" for i in range(n)], table, live.tolist())
-    found = 0
-    for query in queries:
-        hits = mirror.nearest(query, 10, live_only=True)
-        exact = table @ query
-        expected = [f"f{i}" for i in np.argsort(-np.where(live, exact, -np.inf))[:10]]
-        found += len({h for h, _ in hits} & set(expected))
-        for fact_id, score in hits:  # scores are exact, and only live rows come back
-            assert score == pytest.approx(float(exact[int(fact_id[1:])]), abs=1e-5)
-            assert live[int(fact_id[1:])]
+    assert _recall_against_exact(mirror, mirror.nearest, 6_000, 4, 0) >= 0.98
     assert mirror._projection is not None  # the projected path ran
-    assert found / (10 * len(queries)) >= 0.98
 
 
 def test_projected_search_sees_rows_written_and_deleted_after_training(
