@@ -98,7 +98,7 @@ class Mirror:
         hold ``rows`` in all (more or fewer if the table changed meanwhile)."""
         if self._ids:  # not empty: row by row
             for batch in batches:
-                vectors, live = _columns(batch)
+                vectors, live = columns(batch)
                 self.upsert(batch.column("id").to_pylist(), vectors, live.tolist())
             return
         # Into an empty copy: each batch straight into place (a million rows in a few seconds).
@@ -106,7 +106,7 @@ class Mirror:
         self._live = np.zeros(len(self._matrix), dtype=bool)
         self._ivf = self._projection = None
         for batch in batches:
-            vectors, live = _columns(batch)
+            vectors, live = columns(batch)
             n = len(self._ids)
             while n + len(vectors) > len(self._matrix):
                 self._grow()
@@ -592,7 +592,7 @@ def _means(vectors: Vectors, nearest: npt.NDArray[np.int64], centroids: Vectors)
     return np.where(norms > 1e-12, sums / np.maximum(norms, 1e-12), centroids).astype(np.float32)
 
 
-def _columns(batch: pa.RecordBatch) -> tuple[Vectors, npt.NDArray[np.bool_]]:
+def columns(batch: pa.RecordBatch) -> tuple[Vectors, npt.NDArray[np.bool_]]:
     """A batch of the vector table's rows as a vectors matrix and live flags."""
     vectors = batch.column("vector").flatten().to_numpy().reshape(batch.num_rows, -1)
     return vectors, batch.column("live").to_numpy(zero_copy_only=False)

@@ -9,7 +9,6 @@ is logged and latched, and the next sync retries every pending row — as does t
 
 from __future__ import annotations
 
-import collections
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -180,26 +179,38 @@ class VectorSync:
         self._vectors.logged(logged, 1)
 
     def check(self) -> CheckReport:
-        """Compare the index with the store and list every disagreement (changes nothing)."""
+        """Compare the index with the store and list every disagreement (changes nothing).
+
+        The table is read a batch at a time, each batch compared with the facts' cached
+        embeddings, so memory stays bounded whatever the namespace's size."""
         self._vectors.catch_up(force=True)  # the table as the other processes left it
         owners = self._store.vector_owners()
-        stored = self._vectors.rows()
-        expected = self.expected(list(owners))
-        both = set(owners) & stored.keys()
-        rows = collections.Counter(self._vectors.ids())
+        seen: set[str] = set()
+        orphans: set[str] = set()
+        stale: set[str] = set()
+        wrong: set[str] = set()
+        duplicates: set[str] = set()
+        for ids, vectors, live in self._vectors.scan():
+            duplicates.update(i for i in ids if i in seen)
+            seen.update(ids)
+            orphans.update(i for i in ids if i not in owners)
+            known = [n for n, i in enumerate(ids) if i in owners]
+            stale.update(ids[n] for n in known if bool(live[n]) != owners[ids[n]])
+            expected = self.expected([ids[n] for n in known])
+            compared = [n for n in known if ids[n] in expected]
+            if compared:
+                want = np.stack([expected[ids[n]] for n in compared])
+                close = np.isclose(vectors[compared], want, atol=1e-5).all(axis=1)
+                wrong.update(ids[compared[j]] for j in np.nonzero(~close)[0])
         counts = self._store.counts(self._store.now())
         return CheckReport(
             facts=counts.facts,
-            vectors=len(stored),
-            missing_vectors=sorted(set(owners) - stored.keys()),
-            orphan_vectors=sorted(stored.keys() - set(owners)),
-            stale_live_flags=sorted(i for i in both if stored[i][1] != owners[i]),
-            wrong_vectors=sorted(
-                i
-                for i in both
-                if i in expected and not np.allclose(stored[i][0], expected[i], atol=1e-5)
-            ),
-            duplicate_vectors=sorted(i for i, n in rows.items() if n > 1),
+            vectors=len(seen),
+            missing_vectors=sorted(owners.keys() - seen),
+            orphan_vectors=sorted(orphans),
+            stale_live_flags=sorted(stale),
+            wrong_vectors=sorted(wrong),
+            duplicate_vectors=sorted(duplicates),
             pending_outbox=counts.outbox,
         )
 

@@ -41,11 +41,12 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from .embedders import Vectors
 from .errors import StorageError
-from .mirror import Mirror
+from .mirror import Mirror, columns
 
 _log = logging.getLogger("graphmem")
 
@@ -122,10 +123,23 @@ class VectorIndex:
         """A new in-memory copy of every row of the table."""
         mirror = Mirror(self.dimensions)
         rows = int(self._table.count_rows())
-        if rows:  # streamed in batches: no whole-table Arrow copy beside the in-memory one
-            query = self._table.search().select(["id", "vector", "live"]).limit(rows)
-            mirror.load(query.to_batches(LOAD_BATCH_ROWS), rows)
+        mirror.load(self._batches(rows), rows)
         return mirror
+
+    def _batches(self, rows: int) -> Iterator[pa.RecordBatch]:
+        """Every row of the table (``id``, ``vector``, ``live``), streamed in batches: no
+        whole-table copy in memory."""
+        if rows:
+            query = self._table.search().select(["id", "vector", "live"]).limit(rows)
+            yield from query.to_batches(LOAD_BATCH_ROWS)
+
+    def scan(self) -> Iterator[tuple[list[str], Vectors, npt.NDArray[np.bool_]]]:
+        """Every row of the table as (ids, vectors, live flags), a batch at a time."""
+        with self._lock:
+            rows = int(self._table.count_rows())
+        for batch in self._batches(rows):
+            vectors, live = columns(batch)
+            yield batch.column("id").to_pylist(), vectors, live
 
     def follow(self, log: LogReader, position: int) -> None:
         """Follow the vector log through ``log`` from ``position`` (read before the table was
@@ -299,16 +313,13 @@ class VectorIndex:
             hits[:] = [hit for hit in hits if hit[1] >= floor]
         return out
 
-    def rows(self, ids: Iterable[str] | None = None) -> dict[str, tuple[Vectors, bool]]:
-        """Stored (vector, live) by id: all rows, or those of ``ids``."""
-        if ids is None:
-            table = self._table.to_arrow()
-        else:
-            wanted = list(ids)
-            if not wanted:
-                return {}
-            table = self._table.search().where(_id_filter(wanted)).limit(len(wanted) * 2 + 10)
-            table = table.to_arrow()
+    def rows(self, ids: Iterable[str]) -> dict[str, tuple[Vectors, bool]]:
+        """Stored (vector, live) by id, for the rows of ``ids``."""
+        wanted = list(ids)
+        if not wanted:
+            return {}
+        table = self._table.search().where(_id_filter(wanted)).limit(len(wanted) * 2 + 10)
+        table = table.to_arrow()
         out: dict[str, tuple[Vectors, bool]] = {}
         vectors = table.column("vector").combine_chunks().flatten().to_numpy()
         matrix = vectors.reshape(-1, self.dimensions) if table.num_rows else vectors
@@ -317,12 +328,6 @@ class VectorIndex:
         ):
             out[i] = (matrix[n], bool(live))
         return out
-
-    def ids(self) -> list[str]:
-        """The id of every row, in table order (an id twice means a duplicated row)."""
-        with self._lock:
-            ids: list[str] = self._table.to_arrow().column("id").to_pylist()
-        return ids
 
     def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy
