@@ -152,7 +152,9 @@ class VectorSync:
                 written += len(chunk)
                 if progress:
                     progress(written, len(ids))
-            self._vectors.compact()
+            # The table was made anew: none of its earlier versions is of use to anyone (other
+            # processes reload it on REBUILT), and at a million rows they held 12 GB.
+            self._vectors.compact(erase=True)
             with self._store.transaction() as tx:
                 tx.clear_outbox()
                 logged = tx.log_vectors([REBUILT])
