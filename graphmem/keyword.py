@@ -109,7 +109,12 @@ class KeywordRanker:
             yield from _rank(conn, _RANKED, {"match": _any(terms)})
             return
         chosen, rest = _any(selecting), _any(scoring)
-        yield from _rank(conn, _RANKED_SPLIT, {"both": f"{chosen} AND {rest}", "chosen": chosen})
+        useful = _useful(scoring, frequency, size)
+        if useful:
+            both = f"{chosen} AND {_any(useful)}"
+            yield from _rank(conn, _RANKED_SPLIT, {"both": both, "chosen": chosen})
+        else:
+            yield from _rank(conn, _RANKED, {"match": chosen})
         yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
 
     def _all_common(
@@ -123,24 +128,32 @@ class KeywordRanker:
         """Every word matches more than the budget (a large memory, a query of everyday words):
         select the facts that have all of the rarest words, adding words (rarest first) until
         they match at most the budget together or none is left, as a common-terms query does
-        when only frequent words are left. The selected facts are ranked by the full query's
-        bm25, as above; then, if the caller reads on, every other match by the same bm25."""
-        together = [ordered[0]]
+        when only frequent words are left. Each stage ranks by the full query's bm25, as above,
+        and runs only if the caller reads past the one before: the facts with those words
+        together; then the rarest word's other facts (selecting as it would alone: the words
+        together may match fewer facts than the caller wants); then every other match."""
+        first = ordered[0]
+        together = [first]
         for term in ordered[1:]:
             together.append(term)
             # Counted, not estimated: words of one phrase ("office move") always come together.
             if _count(conn, _all(together)) <= RANKING_BUDGET:
                 break
         chosen = _all(together)
-        # A word in more than half the facts adds nothing to a score (FTS5 floors its idf at
-        # 1e-6) but costs a walk of its long list: it is left to the last, full query.
-        rest = [t for t in terms if t not in together and 2 * frequency[t] <= size]
+        rest = _useful([t for t in terms if t not in together], frequency, size)
         if rest:
             both = f"{chosen} AND {_any(rest)}"
             yield from _rank(conn, _RANKED_SPLIT, {"both": both, "chosen": chosen})
         else:
             yield from _rank(conn, _RANKED, {"match": chosen})
-        yield from _rank(conn, _RANKED_OTHERS, {"match": _any(terms), "chosen": chosen})
+        rest = _useful([t for t in terms if t != first], frequency, size)
+        if rest:
+            both = f"{first} AND {_any(rest)}"
+            params = {"both": both, "chosen": first, "before": chosen}
+            yield from _rank(conn, _RANKED_SPLIT_AFTER, params)
+        else:
+            yield from _rank(conn, _RANKED_OTHERS, {"match": first, "chosen": chosen})
+        yield from _rank(conn, _RANKED_OTHERS, {"match": _any(terms), "chosen": first})
 
     def _frequencies(
         self, conn: sqlite3.Connection, terms: list[str]
@@ -164,6 +177,13 @@ class KeywordRanker:
 
 def _any(terms: list[str]) -> str:
     return "(" + " OR ".join(terms) + ")"
+
+
+def _useful(terms: list[str], frequency: dict[str, int], size: int) -> list[str]:
+    """The scoring words worth adding to the selected facts' scores: a word in more than half
+    the facts adds nothing (FTS5 floors its idf at 1e-6) but costs a walk of its long list, so
+    it only counts in the last, full query."""
+    return [t for t in terms if 2 * frequency[t] <= size]
 
 
 def _all(terms: list[str]) -> str:
@@ -204,6 +224,21 @@ _RANKED_SPLIT: Final = f"""
     UNION ALL
     SELECT rowid, {_BM25} FROM facts_fts
     WHERE facts_fts MATCH :chosen AND rowid NOT IN (SELECT seq FROM also)
+    ORDER BY 2
+"""
+#: ``_RANKED_SPLIT`` leaving out the facts matching ``:before`` (ranked already).
+_RANKED_SPLIT_AFTER: Final = f"""
+    WITH seen AS MATERIALIZED (
+        SELECT rowid AS seq FROM facts_fts WHERE facts_fts MATCH :before
+    ), also AS MATERIALIZED (
+        SELECT rowid AS seq, {_BM25} AS score FROM facts_fts
+        WHERE facts_fts MATCH :both AND rowid NOT IN (SELECT seq FROM seen)
+    )
+    SELECT seq, score FROM also
+    UNION ALL
+    SELECT rowid, {_BM25} FROM facts_fts
+    WHERE facts_fts MATCH :chosen AND rowid NOT IN (SELECT seq FROM also)
+    AND rowid NOT IN (SELECT seq FROM seen)
     ORDER BY 2
 """
 #: The facts matching ``:match`` but not ``:chosen``, by the bm25 of ``:match``.
