@@ -794,8 +794,8 @@ def reindex(ctx: click.Context, /, as_json: bool) -> None:
 @click.pass_context
 def check(ctx: click.Context, /, as_json: bool) -> None:
     """Report every disagreement between SQLite and the vector index (exit 1 if any)."""
-    with _memory(ctx) as mem:
-        report = mem.check()
+    with _memory(ctx) as mem, _Progress("checking") as progress:
+        report = mem.check(progress=progress)
     _emit(
         report.to_dict(),
         as_json,

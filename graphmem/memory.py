@@ -757,10 +757,10 @@ class Memory:
         :mod:`graphmem.usage`)."""
         return collect(self.namespace, self._store, self._vectors, self.embedder, self._writer.llm)
 
-    def check(self) -> CheckReport:
+    def check(self, *, progress: Progress | None = None) -> CheckReport:
         """Compare the vector index with the store and list every disagreement (changes
-        nothing)."""
-        return self._sync.check()
+        nothing). ``progress(done, total)`` is called after each batch of vectors read."""
+        return self._sync.check(progress)
 
     def reindex(self, *, progress: Progress | None = None) -> int:
         """Rebuild the vector index from the store and the embedding cache; returns vectors

@@ -180,7 +180,7 @@ class VectorSync:
             logged = tx.log_vectors([COMPACTED])
         self._vectors.logged(logged, 1)
 
-    def check(self) -> CheckReport:
+    def check(self, progress: Progress | None = None) -> CheckReport:
         """Compare the index with the store and list every disagreement (changes nothing).
 
         The table is read a batch at a time, each batch compared with the facts' cached
@@ -192,6 +192,7 @@ class VectorSync:
         stale: set[str] = set()
         wrong: set[str] = set()
         duplicates: set[str] = set()
+        total, done = self._vectors.count(), 0
         for ids, vectors, live in self._vectors.scan():
             duplicates.update(i for i in ids if i in seen)
             seen.update(ids)
@@ -204,6 +205,9 @@ class VectorSync:
                 want = np.stack([expected[ids[n]] for n in compared])
                 close = np.isclose(vectors[compared], want, atol=1e-5).all(axis=1)
                 wrong.update(ids[compared[j]] for j in np.nonzero(~close)[0])
+            done += len(ids)
+            if progress:
+                progress(min(done, total), total)
         counts = self._store.counts(self._store.now())
         return CheckReport(
             facts=counts.facts,

@@ -259,6 +259,22 @@ def test_check_reports_every_disagreement_and_reindex_repairs_it(mem: Memory) ->
     assert mem.check().ok
 
 
+def test_check_reads_the_index_in_batches_and_reports_its_progress(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphmem import vectors
+
+    monkeypatch.setattr(vectors, "LOAD_BATCH_ROWS", 3)
+    texts = ["Oslo rain", "Lima sun", "Pune heat", "Kyiv snow", "Rome wind", "Nuuk ice", "Baku fog"]
+    ids = [r.fact.id for r in mem.store_many([{"text": t} for t in texts]) if r.fact]
+    calls: list[tuple[int, int]] = []
+    assert mem.check(progress=lambda done, total: calls.append((done, total))).ok
+    assert calls == [(3, 7), (6, 7), (7, 7)]
+    rows = mem._vectors.rows([ids[0]])
+    mem._vectors.upsert([ids[6]], rows[ids[0]][0][None, :], [True])  # wrong, in another batch
+    assert mem.check().wrong_vectors == [ids[6]]
+
+
 def test_reindex_restores_identical_search_results(mem: Memory) -> None:
     mem.store_many(
         [
