@@ -185,6 +185,27 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
+def process_memory_mb(pid: int) -> dict[str, float]:
+    """A process's memory in MiB: resident now (VmRSS) and at its peak (VmHWM), and of what is
+    resident now, its own heap (Anonymous) and its proportional share (Pss).
+
+    VmRSS counts a page of the database file once per connection that maps it (each reader
+    thread's SQLite connection maps the file, see graphmem/storage.py), so with many threads it
+    overstates memory use; Pss counts every page once.
+    """
+    status = dict(
+        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+    )
+    rollup = dict(
+        line.split(":", 1)
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
+    )
+    return {
+        **{name: int(status[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")},
+        **{name: int(rollup[name].split()[0]) / 1024 for name in ("Anonymous", "Pss")},
+    }
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident set size so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

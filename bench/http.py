@@ -39,7 +39,15 @@ import httpx
 from graphmem import Memory, Settings
 
 from . import synthetic
-from .common import OUT_DIR, ROOT, machine, markdown_table, percentile, write_json
+from .common import (
+    OUT_DIR,
+    ROOT,
+    machine,
+    markdown_table,
+    percentile,
+    process_memory_mb,
+    write_json,
+)
 
 NAMESPACE: Final = "http"
 TYPES: Final = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
@@ -80,15 +88,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         out["load_average_before_timing"] = [round(x, 2) for x in os.getloadavg()]
         with _server(root, args.embedder, Path(tmp) / "server.log") as (url, pid, startup):
             out["server_startup_seconds"] = startup
-            out["rss_idle"] = _rss(pid)
+            out["rss_idle"] = process_memory_mb(pid)
             for name, query, inputs in (
                 ("search", SEARCH, [{"q": q} for q in questions]),
                 ("traverse", TRAVERSE, [{"id": i} for i in starts]),
             ):
                 out[f"{name}_single"] = _single(url, query, inputs, args.requests)
-                out[f"{name}_single"]["rss"] = _rss(pid)
+                out[f"{name}_single"]["rss"] = process_memory_mb(pid)
                 out[f"{name}_concurrent"] = _concurrent(url, query, inputs, args.per_client)
-                out[f"{name}_concurrent"]["rss"] = _rss(pid)
+                out[f"{name}_concurrent"]["rss"] = process_memory_mb(pid)
                 print(_one_line(name, out), flush=True)
         out["other_benches_after_timing"] = _other_benches()
     out["machine"] = machine()
@@ -217,27 +225,6 @@ def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None
             pass
         time.sleep(0.2)
     raise RuntimeError(f"the server did not answer /healthz in {STARTUP_TIMEOUT:.0f} s")
-
-
-def _rss(pid: int) -> dict[str, float]:
-    """The server's memory in MiB: resident now (VmRSS) and at its peak (VmHWM), and of what is
-    resident now, its own heap (Anonymous) and its proportional share (Pss).
-
-    VmRSS counts a page of the database file once per connection that maps it (each reader
-    thread's SQLite connection maps the file, see graphmem/storage.py), so with many threads it
-    overstates memory use; Pss counts every page once.
-    """
-    status = dict(
-        line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-    )
-    rollup = dict(
-        line.split(":", 1)
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
-    )
-    return {
-        **{name: int(status[name].split()[0]) / 1024 for name in ("VmRSS", "VmHWM")},
-        **{name: int(rollup[name].split()[0]) / 1024 for name in ("Anonymous", "Pss")},
-    }
 
 
 def _other_benches(waiting: bool = False) -> list[str]:

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import graphmem.ranking as ranking
-from graphmem import Memory, Settings, expansion, timehints
+from graphmem import Memory, Settings, expansion, keyword, timehints
 from graphmem.embedders import Embedder
 
 from .common import (
@@ -88,6 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         samples = samples[first : last + 1]
     if args.column_weights:
         ranking.FTS_COLUMN_WEIGHTS = args.column_weights  # type: ignore[misc]  # sweeps a Final
+    if args.ranking_budget:  # a conversation is small: a tiny budget takes the large-memory paths
+        keyword.RANKING_BUDGET = args.ranking_budget  # type: ignore[misc]  # sweeps a Final
     embedder = CachingEmbedder(make_embedder(args.embedder))
     settings = Settings(
         track_access=False, fusion_candidates=args.candidates, autolink=args.autolink
@@ -579,6 +581,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="fts_weight values for hybrid runs",
     )
     parser.add_argument("--candidates", type=int, default=200, help="Settings.fusion_candidates")
+    parser.add_argument(
+        "--ranking-budget",
+        type=int,
+        default=None,
+        help="graphmem.keyword.RANKING_BUDGET (a small one ranks as a large memory would)",
+    )
     parser.add_argument(
         "--column-weights",
         type=_weights,

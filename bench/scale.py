@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -32,6 +33,9 @@ from typing import Any, Final
 import numpy as np
 
 from graphmem import Memory, Settings
+from graphmem import mirror as mirror_engine
+from graphmem.autolink import THRESHOLDS
+from graphmem.embedders import Vectors
 from graphmem.mirror import Mirror
 
 from .common import (
@@ -40,8 +44,10 @@ from .common import (
     machine,
     make_embedder,
     markdown_table,
+    patched,
     peak_rss_mb,
     percentile,
+    process_memory_mb,
     write_json,
 )
 
@@ -352,7 +358,7 @@ def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
         lookups = [_timed(lambda q=q: mem.lookup(q["entity"], limit=10)) for q in sample]
         out["search_ms"] = {"p50": percentile(searches, 50), "p95": percentile(searches, 95)}
         out["lookup_ms"] = {"p50": percentile(lookups, 50), "p95": percentile(lookups, 95)}
-        out["pss_mb"] = pss_mb()
+        out["pss_mb"] = process_memory_mb(os.getpid())["Pss"]
         out["vector_recall_at_10"] = vector_recall(mem, queries)
         began = time.perf_counter()
         out["check_ok"] = mem.check().ok
@@ -405,15 +411,31 @@ def probe_recall(n: int, k: int = 10) -> dict[str, Any]:
         "partitions": 0 if ivf is None else len(ivf.centroids),
         "recall_at_10": found / (k * len(queries)),
         "probe_ms": {"p50": percentile(took[1:], 50), "p95": percentile(took[1:], 95)},
+        "link_candidates_found": {
+            probes: link_recall(vectors, probes)
+            for probes in (2, 3, mirror_engine.PARTITION_PROBES)
+        },
     }
 
 
-def pss_mb() -> float:
-    """This process's proportional set size in MiB (shared pages divided among their users)."""
-    for line in Path("/proc/self/smaps_rollup").read_text().splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+def link_recall(vectors: Vectors, probes: int, new: int = 3_000) -> float:
+    """The write-time check with ``probes`` partitions per new fact: the last ``new`` vectors
+    written as a batch onto the others; the share of each one's link candidates (cosine ≥ the
+    local embedder's link threshold, the best autolink_max + 2, as an exact scan finds them)
+    that the check finds."""
+    table, batch = vectors[:-new], vectors[-new:]
+    k = Settings().autolink_max + 2
+    floor = THRESHOLDS["local"]
+    mirror = Mirror(vectors.shape[1])
+    mirror.upsert([str(i) for i in range(len(table))], table, [True] * len(table))
+    with patched(mirror_engine, "PARTITION_PROBES", probes):
+        hits = mirror.neighbours_many(batch, k, live_only=True, floor=floor)
+    wanted = found = 0
+    for scores, found_here in zip(batch @ table.T, hits, strict=True):
+        best = [r for r in np.argsort(-scores)[:k] if scores[r] >= floor]
+        wanted += len(best)
+        found += len({str(r) for r in best} & {i for i, _ in found_here})
+    return found / max(wanted, 1)
 
 
 def precomputed(n: int) -> CachingEmbedder:

@@ -94,17 +94,11 @@ class Mirror:
         return bool(self._live[row]) == bool(live) and np.array_equal(self._matrix[row], vector)
 
     def load(self, batches: Iterable[pa.RecordBatch], rows: int) -> None:
-        """Take every row of the table (``id``, ``vector``, ``live``), read in ``batches`` that
-        hold ``rows`` in all (more or fewer if the table changed meanwhile)."""
-        if self._ids:  # not empty: row by row
-            for batch in batches:
-                vectors, live = columns(batch)
-                self.upsert(batch.column("id").to_pylist(), vectors, live.tolist())
-            return
-        # Into an empty copy: each batch straight into place (a million rows in a few seconds).
+        """Fill this new, empty copy with every row of the table (``id``, ``vector``,
+        ``live``), read in ``batches`` that hold ``rows`` in all (more or fewer if the table
+        changed meanwhile), each straight into place: a million rows in a few seconds."""
         self._matrix = np.empty((max(1024, rows), self._matrix.shape[1]), dtype=np.float32)
         self._live = np.zeros(len(self._matrix), dtype=bool)
-        self._ivf = self._projection = None
         for batch in batches:
             vectors, live = columns(batch)
             n = len(self._ids)
