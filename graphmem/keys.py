@@ -72,16 +72,39 @@ class KeyStore:
 
     def __init__(self, data_dir: str | Path) -> None:
         self.path = Path(data_dir) / KEYS_FILE
+        #: The key file's state when ``any_active`` last read it, and what it found then.
+        self._seen: tuple[tuple[int, int, int] | None, bool] | None = None
 
     def any_active(self) -> bool:
         """Whether at least one unrevoked key exists (then every request needs one)."""
-        if not self.path.exists():
-            return False
+        known = self.known_any_active()
+        if known is not None:
+            return known
+        state = self._state()  # before reading: a write after it changes the state again
         with self._connect() as conn:
-            return (
+            active = (
                 conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
                 is not None
             )
+        self._seen = (state, active)
+        return active
+
+    def known_any_active(self) -> bool | None:
+        """``any_active`` without reading the file, when one look at it settles the answer: no
+        file, or a file unchanged since ``any_active`` read it (every write to it changes its
+        modification time or size). None when the file must be read."""
+        state = self._state()
+        if state is None:
+            return False
+        seen = self._seen
+        return seen[1] if seen is not None and seen[0] == state else None
+
+    def _state(self) -> tuple[int, int, int] | None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
 
     def create(
         self,

@@ -86,7 +86,10 @@ class Gate:
     ) -> tuple[Memory, ApiKey | None]:
         key = None
         try:
-            if await run_in_threadpool(self.keys.any_active):
+            active = self.keys.known_any_active()  # one stat of the key file
+            if active is None:
+                active = await run_in_threadpool(self.keys.any_active)
+            if active:
                 token = _bearer(authorization)
                 if token is None:
                     raise Denied(
@@ -104,7 +107,9 @@ class Gate:
         if key is not None and name not in key.namespaces:
             raise Denied(403, Code.FORBIDDEN, f"this API key has no access to namespace {name!r}")
         try:
-            memory = await run_in_threadpool(self.namespaces.get, name)
+            memory = self.namespaces.if_open(name)
+            if memory is None:
+                memory = await run_in_threadpool(self.namespaces.get, name)
         except InvalidInput as exc:
             raise Denied(400, exc.code, exc.message) from None
         except GraphmemError as exc:  # the namespace's files cannot be opened (disk, damage)

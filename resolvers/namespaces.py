@@ -52,6 +52,10 @@ class Namespaces:
                 self._open[name] = memory
             return memory
 
+    def if_open(self, name: str) -> Memory | None:
+        """The Memory of ``name`` if it is open already (no waiting: the event loop asks)."""
+        return self._open.get(name)
+
     def opened(self) -> dict[str, Memory]:
         with self._lock:
             return dict(self._open)

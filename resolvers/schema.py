@@ -29,6 +29,7 @@ from strawberry.schema.config import StrawberryConfig
 from graphmem import GraphmemError, Settings
 from graphmem.errors import Code
 
+from .lean import LeanExecutor, lean_inputs
 from .mutations import Mutation
 from .queries import Query
 from .subscriptions import Subscription
@@ -97,11 +98,12 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         *QueryDepthLimiter(max_depth=settings.graphql_max_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases).validation_rules,
     ]
-    return strawberry.Schema(
+    schema = strawberry.Schema(
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
         config=StrawberryConfig(scalar_map=SCALARS),
+        execution_context_class=LeanExecutor,
         extensions=[
             functools.partial(MaxTokensLimiter, max_token_count=settings.graphql_max_tokens),
             functools.partial(AddValidationRules, rules),
@@ -111,6 +113,8 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
             ErrorCodes,
         ],
     )
+    lean_inputs(schema)
+    return schema
 
 
 def schema_sdl() -> str:

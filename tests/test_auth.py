@@ -32,6 +32,19 @@ def test_once_a_key_exists_requests_without_a_valid_one_get_401(
     assert service.post(SEARCH, {"q": "open"}, bearer(token))[0] == 200
 
 
+def test_a_key_made_after_every_key_was_revoked_is_required_at_once(
+    service: InProcess, data_dir: Path
+) -> None:
+    keys = KeyStore(data_dir)
+    _, key = keys.create(["default"])
+    keys.revoke(key.id)  # the key file stays, with no active key: requests are open again
+    for _ in range(2):  # the second answer comes from what the server remembers of the file
+        assert service.post(SEARCH, {"q": "open"})[0] == 200
+    token, _ = KeyStore(data_dir).create(["default"])
+    assert service.post(SEARCH, {"q": "open"})[0] == 401
+    assert service.post(SEARCH, {"q": "open"}, bearer(token))[0] == 200
+
+
 def test_a_revoked_key_stops_working_at_once(service: InProcess, data_dir: Path) -> None:
     keys = KeyStore(data_dir)
     token, key = keys.create(["default"])

@@ -1,0 +1,174 @@
+"""The lean completion of plain objects (resolvers/lean.py) answers exactly what graphql-core's
+own completion answers: the same data in the same order, and the same errors at the same paths
+when a value does not fit its type."""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+from typing import Any
+
+import pytest
+import strawberry
+from graphql import GraphQLError
+from graphql.execution import Executor
+from starlette.requests import Request
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.types import ExecutionResult
+
+from graphmem import Memory
+from resolvers.context import Context
+from resolvers.events import Broadcaster
+from resolvers.lean import LeanExecutor
+from resolvers.schema import build_schema
+
+
+class Counted(LeanExecutor):
+    """Counts the fields graphql-core executes one by one."""
+
+    fields = 0
+
+    def execute_field(self, *args: Any, **kwargs: Any) -> Any:
+        Counted.fields += 1
+        return super().execute_field(*args, **kwargs)
+
+
+class CountedPlain(StrawberryGraphQLCoreExecutionContext):
+    fields = 0
+
+    def execute_field(self, *args: Any, **kwargs: Any) -> Any:
+        CountedPlain.fields += 1
+        return super().execute_field(*args, **kwargs)
+
+
+@strawberry.enum
+class Colour(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@strawberry.type
+class Leaf:
+    name: str
+    colour: Colour
+    tags: list[str]
+    note: str | None
+
+
+@strawberry.type
+class Tree:
+    label: str
+    leaves: list[Leaf]
+    best: Leaf | None
+
+    @strawberry.field
+    def shout(self) -> str:
+        return self.label.upper()
+
+
+def leaf(name: Any, colour: Any = Colour.RED, tags: Any = ("a", "b")) -> Leaf:
+    # A number where a list belongs is one of the irregular cases.
+    listed: Any = tags if isinstance(tags, int) else list(tags)
+    return Leaf(name=name, colour=colour, tags=listed, note=None)
+
+
+TREES: dict[str, list[Tree]] = {
+    "regular": [
+        Tree(label=f"oak {n}", leaves=[leaf("x"), leaf("y", Colour.BLUE)], best=leaf("x"))
+        for n in range(20)
+    ]
+    + [Tree(label="elm", leaves=[], best=None)],
+    # A null where the schema promises a value, in a list item and in a nullable object.
+    "null name": [Tree(label="ash", leaves=[leaf("x"), leaf(None)], best=leaf(None))],
+    # A value its enum cannot represent, and a list that is not a list.
+    "bad enum": [Tree(label="fir", leaves=[leaf("x", colour="green")], best=None)],
+    "not a list": [Tree(label="yew", leaves=[leaf("x", tags=5)], best=None)],
+}
+
+
+@strawberry.type
+class Query:
+    @strawberry.field
+    def trees(self, case: str) -> list[Tree]:
+        return TREES[case]
+
+
+QUERY = """
+query($case: String!, $withNote: Boolean!) {
+  trees(case: $case) {
+    __typename label
+    leaves { name colour tags ... on Leaf { alias: name note @include(if: $withNote) } }
+    best { ...Named }
+  }
+}
+fragment Named on Leaf { name colour }
+"""
+
+
+def run(executor: type[Executor], case: str, query: str = QUERY) -> ExecutionResult:
+    schema = strawberry.Schema(query=Query, execution_context_class=executor)
+    return schema.execute_sync(query, variable_values={"case": case, "withNote": True})
+
+
+def errors(result: ExecutionResult) -> list[tuple[str, Any]]:
+    return sorted((e.message, e.path) for e in result.errors or [])
+
+
+@pytest.mark.parametrize("case", sorted(TREES))
+def test_the_lean_answer_is_graphql_cores_answer(case: str) -> None:
+    CountedPlain.fields = Counted.fields = 0
+    plain = run(CountedPlain, case)
+    lean = run(Counted, case)
+    assert lean.data == plain.data
+    assert list(lean.data or {}) == list(plain.data or {})
+    assert errors(lean) == errors(plain)
+    if case == "regular":
+        assert plain.errors is None
+        # Only the first tree (and the first of each kind of leaf in it) went through
+        # graphql-core field by field; the 20 others were completed by the plan.
+        assert CountedPlain.fields > 300
+        assert Counted.fields < 20
+    else:
+        assert plain.errors, "the irregular value was reported"
+        assert all(isinstance(e, GraphQLError) and e.path for e in plain.errors or [])
+
+
+def test_a_field_with_a_resolver_is_left_to_graphql_core() -> None:
+    query = '{ trees(case: "regular") { shout leaves { name } } }'
+    CountedPlain.fields = Counted.fields = 0
+    plain = run(CountedPlain, "regular", query)
+    lean = run(Counted, "regular", query)
+    assert lean.data == plain.data
+    assert plain.data is not None
+    assert plain.data["trees"][0] == {"shout": "OAK 0", "leaves": [{"name": "x"}, {"name": "y"}]}
+    # The root, each tree's two fields, and each leaf's name; the lean executor completes the
+    # leaves by a plan from the second one on.
+    assert CountedPlain.fields == 1 + 21 * 2 + 20 * 2
+    assert Counted.fields == 1 + 21 * 2 + 1
+
+
+def test_a_traversal_answers_the_same_through_the_service_schema(mem: Memory) -> None:
+    a, b, c = (mem.store(f"fact {n} about the lean path", autolink=False).fact for n in "abc")
+    assert a is not None and b is not None and c is not None
+    mem.link(a.id, b.id, "DEPENDS_ON")
+    mem.link(b.id, c.id, "PART_OF", strength=0.5)
+    query = """query($id: ID!) { traverse(from: [$id], depth: 2) {
+      nodes { depth parentIds fact { id text category importance validFrom validUntil tags } }
+      edges { id type strength sourceId targetId recordedAt metadata } truncated truncatedBy
+    } }"""
+    answers = []
+    for executor in (StrawberryGraphQLCoreExecutionContext, LeanExecutor):
+        schema = build_schema()
+        schema.execution_context_class = executor
+
+        async def execute(schema: strawberry.Schema = schema) -> ExecutionResult:
+            request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
+            context = Context(mem, None, request, Broadcaster(asyncio.get_running_loop()))
+            return await schema.execute(query, {"id": a.id}, context_value=context)
+
+        result = asyncio.run(execute())
+        assert result.errors is None
+        answers.append(result.data)
+    assert answers[0] == answers[1]
+    assert answers[1] is not None
+    assert [n["fact"]["id"] for n in answers[1]["traverse"]["nodes"]] == [a.id, b.id, c.id]
