@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
+from .adjacency import Adjacency, IndexWalk, Step
 from .errors import Conflict, InvalidInput, NotFound
 from .limits import (
     FAN_OUT,
@@ -402,20 +403,24 @@ def traverse(
     direction: str = "BOTH",
     max_nodes: int = DEFAULT_MAX_NODES,
     min_strength: float = 0.0,
+    adjacency: Adjacency | None = None,
 ) -> Subgraph:
     """Breadth-first from ``ids``: each visible fact once, at its shortest depth, with the facts
     it was reached from at that depth; then every visible link of ``types`` among them.
 
     Start facts not visible in ``scope`` are left out (NotFound only for unknown ids).
     SUPERSEDES links are followed only when named in ``types`` (and then superseded versions
-    are visible, being what such a walk is for).
+    are visible, being what such a walk is for). ``adjacency``: the in-memory copy of the graph
+    as of ``conn``'s snapshot, to walk instead of SQL (the same answer).
     """
     starts = _check_ids(ids)
     depth = _check_count(depth, "depth", 0, MAX_DEPTH)
     max_nodes = _check_count(max_nodes, "max_nodes", 1, MAX_NODES)
     min_strength = _check_strength(min_strength, "min_strength")
-    walk = Walk(conn, scope, check_types(types), check_direction(direction), min_strength)
-    _require_known(conn, starts)
+    walk = _walk(
+        conn, adjacency, scope, check_types(types), check_direction(direction), min_strength
+    )
+    _require_known(conn, starts, adjacency)
     visible = walk.visible(starts)
     order = [i for i in starts if i in visible][:max_nodes]
     reached: dict[str, tuple[int, list[str]]] = {i: (0, []) for i in order}
@@ -427,7 +432,7 @@ def traverse(
         if not frontier:
             break
         found: dict[str, list[str]] = {}
-        for via, step, _, rank, _ in walk.level(frontier):
+        for via, step, _, rank, _ in walk.level(frontier, need_link_ids=False):
             if rank > FAN_OUT:
                 truncated.add("fan_out")
             elif step in found:
@@ -463,12 +468,14 @@ def path(
     types: Iterable[str] | None = None,
     direction: str = "BOTH",
     max_depth: int = MAX_DEPTH,
+    adjacency: Adjacency | None = None,
 ) -> Path | None:
     """A shortest path from ``source_id`` to ``target_id`` over visible links: None if there is
-    none within ``max_depth`` links (or PATH_MAX_VISITED facts). Ties go to stronger links."""
+    none within ``max_depth`` links (or PATH_MAX_VISITED facts). Ties go to stronger links.
+    ``adjacency`` as for ``traverse``."""
     max_depth = _check_count(max_depth, "max_depth", 1, MAX_DEPTH)
-    walk = Walk(conn, scope, check_types(types), check_direction(direction), 0.0)
-    _require_known(conn, [source_id, target_id])
+    walk = _walk(conn, adjacency, scope, check_types(types), check_direction(direction), 0.0)
+    _require_known(conn, [source_id, target_id], adjacency)
     if not walk.visible([source_id, target_id]) >= {source_id, target_id}:
         return None
     if source_id == target_id:
@@ -476,7 +483,7 @@ def path(
     # Bidirectional breadth-first search: each round expands, by one whole level, the side
     # whose frontier is smaller (the target side follows links backwards), so a path of n links
     # costs about two searches of n/2 links instead of one of n.
-    backward = Walk(conn, scope, check_types(types), _REVERSED[walk.direction], 0.0)
+    backward = _walk(conn, adjacency, scope, check_types(types), _REVERSED[walk.direction], 0.0)
     sides = [_Side(walk, source_id), _Side(backward, target_id)]
     meeting: str | None = None
     while meeting is None:
@@ -507,7 +514,7 @@ _REVERSED: Final = {"OUT": "IN", "IN": "OUT", "BOTH": "BOTH"}
 class _Side:
     """One end of a bidirectional path search: what it reached, how, and at what distance."""
 
-    def __init__(self, walk: Walk, start: str) -> None:
+    def __init__(self, walk: Walk | IndexWalk, start: str) -> None:
         self.walk = walk
         self.parent: dict[str, tuple[str, str] | None] = {start: None}
         self.distance = {start: 0}
@@ -532,16 +539,6 @@ class _Side:
             facts.append(back[0])
             links.append(back[1])
         return facts[::-1], links[::-1]
-
-
-class Step(NamedTuple):
-    """One link followed from a frontier fact (``via``) to ``step``."""
-
-    via: str
-    step: str
-    link_id: str
-    rank: int  # among via's links of this level, strongest first
-    strength: float
 
 
 class Walk:
@@ -593,9 +590,12 @@ class Walk:
             if direction != ("IN" if near == "source_id" else "OUT")
         )
 
-    def level(self, frontier: list[str], *, unbounded: bool = False) -> list[Step]:
+    def level(
+        self, frontier: list[str], *, unbounded: bool = False, need_link_ids: bool = True
+    ) -> list[Step]:
         """The frontier's visible links, strongest first, each with its rank among its
-        frontier fact's; at most FAN_OUT + 1 per fact and direction unless ``unbounded``."""
+        frontier fact's; at most FAN_OUT + 1 per fact and direction unless ``unbounded``.
+        (``need_link_ids``: whether the caller reads the steps' link ids; SQL has them.)"""
         cap = -1 if unbounded else FAN_OUT + 1
         args = {**self.params, "frontier": id_list(frontier), "cap": cap}
         rows = sorted(self.conn.execute(self._level, args), key=lambda r: (-r[3], r[1]))
@@ -649,7 +649,27 @@ def links_among(
     return [Link.from_values(r) for r in rows]
 
 
-def _require_known(conn: sqlite3.Connection, ids: list[str]) -> None:
+def _walk(
+    conn: sqlite3.Connection,
+    adjacency: Adjacency | None,
+    scope: TimeScope,
+    types: tuple[str, ...],
+    direction: str,
+    min_strength: float,
+) -> Walk | IndexWalk:
+    if adjacency is None:
+        return Walk(conn, scope, types, direction, min_strength)
+    return IndexWalk(adjacency, conn, scope, types, direction, min_strength)
+
+
+def _require_known(
+    conn: sqlite3.Connection, ids: list[str], adjacency: Adjacency | None = None
+) -> None:
+    if adjacency is not None:
+        missing = adjacency.unknown(ids)
+        if missing:
+            raise NotFound(f"no fact with id {missing[0]!r}")
+        return
     known = {
         r[0]
         for r in conn.execute(

@@ -269,6 +269,33 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         lower(entity), confidence DESC, COALESCE(source_date, valid_from) DESC, seq DESC
     );
     """,
+    # 13: the graph log: every change to a fact's or a link's visibility or ends after it was
+    # written, and every deletion, in commit order (kind 0 fact changed, 1 link changed, 2 fact
+    # deleted, 3 link deleted; row = its seq), so that every process's in-memory copy of the
+    # graph (graphmem.adjacency) follows all writes. New rows are read by seq. Only the newest
+    # entries are kept.
+    """
+    CREATE TABLE graph_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind INTEGER NOT NULL,
+        row INTEGER NOT NULL
+    );
+    CREATE TRIGGER facts_graph_update AFTER UPDATE OF id, recorded_at, retracted_at, valid_from,
+        expires_at, valid_until, valid_until_recorded_at ON facts BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (0, new.seq);
+    END;
+    CREATE TRIGGER facts_graph_delete AFTER DELETE ON facts BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (2, old.seq);
+    END;
+    CREATE TRIGGER links_graph_update AFTER UPDATE OF source_id, target_id, type, strength,
+        origin, recorded_at, retracted_at, valid_from, valid_until, valid_until_recorded_at
+        ON links BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (1, new.seq);
+    END;
+    CREATE TRIGGER links_graph_delete AFTER DELETE ON links BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
+    END;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

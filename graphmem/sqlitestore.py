@@ -20,6 +20,7 @@ from typing import IO, Any, Final
 import numpy as np
 
 from . import analytics, episodes, erasure, graph, keyword, reads, transfer
+from .adjacency import GraphCopy, prune_graph_log
 from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
 from .documents import DocumentFile
 from .embedders import Vectors, text_hash
@@ -368,6 +369,7 @@ class SQLiteTransaction:
         self.conn.executemany("INSERT INTO vector_log (fact_id) VALUES (?)", [(i,) for i in ids])
         last = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
         self.conn.execute("DELETE FROM vector_log WHERE seq <= ?", [last - VECTOR_LOG_KEPT])
+        prune_graph_log(self.conn)  # the other log kept by writers, pruned as often
         return last
 
     def clear_outbox(self) -> None:
@@ -433,6 +435,7 @@ class SQLiteStore:
         self._db = Database(path)
         self._clock = clock
         self._keywords = KeywordRanker()
+        self._graph = GraphCopy(self._db.reader)
         self._last_stamp: float | None = None  # read on the first write, not at open
 
     # ------------------------------------------------------------------------- lifecycle
@@ -442,6 +445,7 @@ class SQLiteStore:
         return self._db.closed
 
     def close(self) -> None:
+        self._graph.close()
         self._db.close()
 
     def now(self) -> float:
@@ -670,7 +674,7 @@ class SQLiteStore:
         max_nodes: int,
         min_strength: float,
     ) -> graph.Subgraph:
-        with self._db.snapshot() as conn:
+        with self._db.snapshot() as conn, self._graph.walking(conn) as adjacency:
             return graph.traverse(
                 conn,
                 ids,
@@ -680,6 +684,7 @@ class SQLiteStore:
                 direction=direction,
                 max_nodes=max_nodes,
                 min_strength=min_strength,
+                adjacency=adjacency,
             )
 
     def path(
@@ -692,7 +697,7 @@ class SQLiteStore:
         direction: str,
         max_depth: int,
     ) -> graph.Path | None:
-        with self._db.snapshot() as conn:
+        with self._db.snapshot() as conn, self._graph.walking(conn) as adjacency:
             return graph.path(
                 conn,
                 source_id,
@@ -701,6 +706,7 @@ class SQLiteStore:
                 types=types,
                 direction=direction,
                 max_depth=max_depth,
+                adjacency=adjacency,
             )
 
     def clusters(

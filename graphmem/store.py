@@ -28,6 +28,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from . import analytics, graph, transfer
+    from .adjacency import Step
     from .documents import DocumentFile
     from .embedders import Vectors
     from .episodes import Episode, EpisodeInput
@@ -90,7 +91,7 @@ class Record(Protocol):
 class Walker(Protocol):
     """One breadth-first level at a time (see :class:`graphmem.graph.Walk`)."""
 
-    def level(self, frontier: list[str]) -> list[graph.Step]: ...
+    def level(self, frontier: list[str]) -> list[Step]: ...
 
 
 class Transaction(Protocol):
