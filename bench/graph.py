@@ -7,9 +7,10 @@ and 3 (BOTH directions, default types, default max_nodes), and shortest paths (a
 between random pairs. Then gives one fact HUB_LINKS more links (half out, half in) and times
 traverse from the hub and from the hub's neighbours at depth 1 and 2.
 
-    python -m bench.graph [--facts 100000] [--links 500000] [--queries 300] [--data DIR]
+    python -m bench.graph [--facts 100000] [--links 500000] [--queries 300] [--data DIR] [--sql]
 
-``--data DIR`` keeps the store (facts and random links; the hub's links are removed after each
+Walks use the in-memory copy of the graph (graphmem/adjacency.py), timed after it has loaded
+(its load time is reported); ``--sql`` walks in SQL instead. ``--data DIR`` keeps the store (facts and random links; the hub's links are removed after each
 run) in DIR and reuses it when it is already there.
 """
 
@@ -44,11 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as tmp:
         root = args.data or Path(tmp)
-        settings = Settings(embedder="hash", autolink=False, track_access=False)
+        settings = Settings(
+            embedder="hash", autolink=False, track_access=False, graph_in_memory=not args.sql
+        )
         mem = Memory.open(root, namespace=NAMESPACE, settings=settings)
         try:
             out.update(_build(mem, args, random.Random(11)))
             ids = _ids(mem)
+            out["walks"] = "sql" if args.sql else "in-memory copy"
+            if not args.sql:  # time the copy's load, then walk it
+                began = time.perf_counter()
+                assert mem._store._graph.wait(timeout=3600)  # type: ignore[attr-defined]
+                out["copy_load_seconds"] = time.perf_counter() - began
             hub = ids[0]
             rng = random.Random(12)
             starts = [ids[rng.randrange(1, len(ids))] for _ in range(args.queries)]  # not the hub
@@ -156,7 +164,9 @@ def summary_markdown(r: dict[str, Any]) -> str:
     ]
     head = (
         f"{r['facts']} facts, {r['links']} random links + a hub of {r['hub_links']} links;"
-        f" peak RSS {r['peak_rss_mb']:.0f} MiB\n\n"
+        f" peak RSS {r['peak_rss_mb']:.0f} MiB; walks: {r['walks']}"
+        + (f" (loaded in {r['copy_load_seconds']:.1f} s)" if "copy_load_seconds" in r else "")
+        + "\n\n"
     )
     return head + markdown_table(["traversal", "p50 ms", "p95 ms", "mean result"], rows)
 
@@ -169,6 +179,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--links", type=int, default=500_000)
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--data", type=Path, default=None)
+    parser.add_argument("--sql", action="store_true", help="walk in SQL (graph_in_memory = false)")
     parser.add_argument("--out", type=Path, default=None)
     return parser.parse_args(argv)
 

@@ -137,13 +137,13 @@ class _Stopped(Exception):
 class GraphCopy:
     """One namespace's graph structure in memory (see the module docstring)."""
 
-    def __init__(self, connect: Any) -> None:
+    def __init__(self, connect: Any, *, enabled: bool = True) -> None:
         #: A callable giving a read connection of the calling thread (for the background load).
         self._connect = connect
         self._lock = threading.Lock()
         self._state: Adjacency | None = None
         self._loading = False
-        self._failed = False
+        self._failed = not enabled  # never loaded: every walk in SQL
         self._closed = threading.Event()
         self._loader: threading.Thread | None = None
 
@@ -163,6 +163,16 @@ class GraphCopy:
                 yield None
                 return
             yield state if state.current(conn) else None
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until the copy is loaded (starting the load if it has not begun); False if it
+        is not ready within ``timeout`` seconds or is not used at all."""
+        with self._lock:
+            self._start_loading()
+            loader = self._loader
+        if loader is not None:
+            loader.join(timeout)
+        return self._state is not None
 
     def close(self) -> None:
         """Stop a load under way (before the store closes its connections)."""

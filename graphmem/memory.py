@@ -131,7 +131,9 @@ class Memory:
             llm = ChatClient.from_settings(settings)
         if isinstance(embedder, str) or embedder is None:
             embedder = create_embedder(embedder or settings.embedder, settings)
-        store = SQLiteStore(directory / SQLITE_FILE, clock or time.time)
+        store = SQLiteStore(
+            directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
+        )
         try:
             index = namespaces.indexing(store, embedder, name, reindex=reindex)
             followed_from = store.vector_log_end()  # before the table is read

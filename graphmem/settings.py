@@ -182,6 +182,12 @@ class Settings(BaseModel):
     fusion_candidates: int = Field(
         200, ge=10, le=5000, description="Candidates each leg contributes before fusion."
     )
+    graph_in_memory: bool = Field(
+        True,
+        description="Traversals and paths walk an in-memory copy of the graph's structure, "
+        "loaded on first use (about 100 MB per 100,000 facts and 500,000 links); `false` walks "
+        "in SQL, using no memory for it (docs/graph.md#traversal).",
+    )
     track_access: bool = Field(
         True,
         description="Current-time searches and lookups count accesses and restart the TTL of "

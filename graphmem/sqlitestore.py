@@ -431,11 +431,13 @@ class SQLiteTransaction:
 class SQLiteStore:
     """A namespace's facts, links, keyword index, outbox, embedding cache and meta in SQLite."""
 
-    def __init__(self, path: Path, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, path: Path, clock: Callable[[], float], *, graph_in_memory: bool = True
+    ) -> None:
         self._db = Database(path)
         self._clock = clock
         self._keywords = KeywordRanker()
-        self._graph = GraphCopy(self._db.reader)
+        self._graph = GraphCopy(self._db.reader, enabled=graph_in_memory)
         self._last_stamp: float | None = None  # read on the first write, not at open
 
     # ------------------------------------------------------------------------- lifecycle

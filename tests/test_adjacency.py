@@ -232,3 +232,21 @@ def test_a_copy_behind_the_kept_log_loads_afresh(
     with db.snapshot() as conn:
         assert conn.execute("SELECT count(*) FROM graph_log").fetchone()[0] == 1
         assert not copy.catch_up(conn)
+
+
+def test_graph_in_memory_off_keeps_every_walk_in_sql(
+    data_dir: Any, clock: Clock, settings: Settings
+) -> None:
+    mem = Memory.open(
+        data_dir, settings=settings.model_copy(update={"graph_in_memory": False}), clock=clock
+    )
+    try:
+        a, b = (mem.store(f"plain {n}", autolink=False).fact for n in "ab")
+        assert a is not None and b is not None
+        mem.link(a.id, b.id, "DEPENDS_ON")
+        assert [n.fact.id for n in mem.traverse(a.id).nodes] == [a.id, b.id]
+        copy = mem._store._graph  # type: ignore[attr-defined]
+        assert not copy.wait(timeout=1)
+        assert copy._state is None
+    finally:
+        mem.close()
