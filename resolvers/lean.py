@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import strawberry
 from graphql import (
+    GraphQLList,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfo,
@@ -89,6 +90,34 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             return_type, field_details_list, info, path, result, position_context
         )
 
+    def complete_list_value(
+        self,
+        return_type: GraphQLList[GraphQLOutputType],
+        field_details_list: FieldDetailsList,
+        info: GraphQLResolveInfo[Any],
+        path: Path,
+        result: Any,
+        position_context: Any,
+    ) -> AwaitableOrValue[list[Any]]:
+        # A list of plain objects in one go, not item by item through graphql-core.
+        item_type = return_type.of_type
+        inner = item_type.of_type if is_non_null_type(item_type) else item_type
+        if (
+            is_object_type(inner)
+            and isinstance(result, list | tuple)
+            and not _directed(field_details_list)
+        ):
+            plan = self._plan(inner, field_details_list, now=len(result) > 1)
+            if plan is not None:
+                required = is_non_null_type(item_type)
+                try:
+                    return [_item(plan, value, required) for value in result]
+                except _Irregular:
+                    pass
+        return super().complete_list_value(
+            return_type, field_details_list, info, path, result, position_context
+        )
+
     def _plan(
         self, return_type: GraphQLObjectType, field_details_list: FieldDetailsList, *, now: bool
     ) -> Completer | None:
@@ -127,16 +156,7 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             if field_def is None:
                 continue  # graphql-core leaves out fields it does not know, as here
             attribute = _plain_attribute(field_def.resolve, field_def.extensions)
-            if (
-                attribute is None
-                or field_def.args
-                or node.arguments
-                or any(
-                    directive.name.value not in _EVALUATED
-                    for d in details
-                    for directive in d.node.directives or ()
-                )
-            ):
+            if attribute is None or field_def.args or node.arguments or _directed(details):
                 return None
             finish = self._completer(field_def.type, details)
             if finish is None:
@@ -208,6 +228,23 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
 
             return nested
         return None  # interfaces and unions: graphql-core resolves the runtime type
+
+
+def _directed(field_details_list: FieldDetailsList) -> bool:
+    """Whether a field carries a directive other than those collecting fields applied."""
+    return any(
+        directive.name.value not in _EVALUATED
+        for details in field_details_list
+        for directive in details.node.directives or ()
+    )
+
+
+def _item(plan: Completer, value: Any, required: bool) -> Any:
+    if value is None or value is Undefined:
+        if required:
+            raise _Irregular
+        return None
+    return plan(value)
 
 
 def _plain_attribute(resolve: Any, extensions: dict[str, Any]) -> str | None:
