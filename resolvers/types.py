@@ -8,7 +8,7 @@ import base64
 import binascii
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Annotated, Any, NewType
+from typing import Annotated, Any, Final, NewType
 
 import strawberry
 from strawberry.types import Info
@@ -72,6 +72,10 @@ class LinkType(Enum):
         "RELATED_TO", description="The two are related (automatic links are of this type)."
     )
     DEPENDS_ON = strawberry.enum_value("DEPENDS_ON", description="The source requires the target.")
+
+
+#: Each link type by its name, which is its value (faster than the Enum's lookup by value).
+_LINK_TYPES: Final = {t.name: t for t in LinkType}
 
 
 @strawberry.enum(description="Which links of a fact to follow.")
@@ -216,7 +220,7 @@ class Link:
             id=strawberry.ID(link.id),
             source_id=strawberry.ID(link.source_id),
             target_id=strawberry.ID(link.target_id),
-            type=LinkType(link.type),
+            type=_LINK_TYPES[link.type],
             strength=link.strength,
             origin=link.origin,
             recorded_at=_time(link.recorded_at),
