@@ -170,7 +170,7 @@ class GraphCopy:
         with self._lock:
             self._start_loading()
             loader = self._loader
-        if loader is not None:
+        if loader is not None and timeout > 0:
             loader.join(timeout)
         return self._state is not None
 

@@ -639,6 +639,12 @@ class Memory:
         scope = self._scope(as_of, known_at)
         return self._store.links_of(fact_id, scope, direction=direction, types=types)
 
+    def preload_graph(self, *, wait: float = 0.0) -> bool:
+        """Start loading the in-memory copy of the graph that traversals and paths walk (the
+        first of them would start it otherwise; setting ``graph_in_memory``), and wait up to
+        ``wait`` seconds for it. Returns whether it is ready (False when the setting is off)."""
+        return self._store.preload_graph(wait)
+
     def traverse(
         self,
         ids: Iterable[str] | str,

@@ -711,6 +711,9 @@ class SQLiteStore:
                 adjacency=adjacency,
             )
 
+    def preload_graph(self, wait: float) -> bool:
+        return self._graph.wait(wait)
+
     def clusters(
         self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
     ) -> analytics.Clusters:

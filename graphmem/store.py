@@ -281,6 +281,11 @@ class Store(Protocol):
         direction: str,
         max_depth: int,
     ) -> graph.Path | None: ...
+    def preload_graph(self, wait: float) -> bool:
+        """Start preparing whatever makes traversals fast (an in-memory copy); wait up to
+        ``wait`` seconds; whether it is ready. A store without one says False."""
+        ...
+
     def clusters(
         self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
     ) -> analytics.Clusters: ...

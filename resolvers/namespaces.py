@@ -49,6 +49,7 @@ class Namespaces:
                 )
                 if self.broadcaster is not None:
                     self.broadcaster.watch(memory)
+                memory.preload_graph()  # in the background: a server's traversals start fast
                 self._open[name] = memory
             return memory
 

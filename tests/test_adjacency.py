@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import random
 import sqlite3
-import time
 from typing import Any
 
 import pytest
@@ -200,10 +199,7 @@ def test_traversals_use_the_copy_once_loaded_and_see_other_writers(
         first.link(a.id, b.id, "DEPENDS_ON")
         copy = first._store._graph  # type: ignore[attr-defined]
         assert [n.fact.id for n in first.traverse(a.id).nodes] == [a.id, b.id]  # starts loading
-        deadline = time.monotonic() + 10
-        while copy._state is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert copy._state is not None
+        assert first.preload_graph(wait=10)
         second.link(b.id, c.id, "PART_OF")  # another writer
         assert [n.fact.id for n in first.traverse(a.id).nodes] == [a.id, b.id, c.id]
         assert copy._state is not None and copy._state.link_seq == 2  # read from the copy
@@ -245,8 +241,7 @@ def test_graph_in_memory_off_keeps_every_walk_in_sql(
         assert a is not None and b is not None
         mem.link(a.id, b.id, "DEPENDS_ON")
         assert [n.fact.id for n in mem.traverse(a.id).nodes] == [a.id, b.id]
-        copy = mem._store._graph  # type: ignore[attr-defined]
-        assert not copy.wait(timeout=1)
-        assert copy._state is None
+        assert not mem.preload_graph(wait=1)
+        assert mem._store._graph._state is None  # type: ignore[attr-defined]
     finally:
         mem.close()
