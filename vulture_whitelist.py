@@ -69,3 +69,8 @@ _.on_validate
 
 # Named by import string: uvicorn calls it in each worker of `graphmem serve --workers N`.
 app_from_environment
+
+# strawberry reads the fields of a test's types by name, and executes with the class set on the
+# schema (tests/test_lean.py).
+_.leaves
+_.execution_context_class

@@ -49,6 +49,8 @@ GRAPH_LOG_KEPT: Final = 200_000
 LOAD_BATCH_ROWS: Final = 65_536
 #: Links added since the compressed rows were built before they are rebuilt.
 REBUILD_AFTER: Final = 20_000
+#: Links one fact gained since then before they are rebuilt (a new hub).
+REBUILD_FACT: Final = 64
 
 FACT_CHANGED: Final = 0
 LINK_CHANGED: Final = 1
@@ -69,7 +71,6 @@ _LINK_SQL: Final = (
     " valid_from, valid_until, valid_until_recorded_at FROM links"
 )
 
-Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
 
 
@@ -98,6 +99,15 @@ class _Columns:
 
     def __getitem__(self, name: str) -> npt.NDArray[Any]:
         return self.data[name]
+
+
+def _marks(conn: sqlite3.Connection) -> tuple[int, int, int]:
+    """The highest seq of the graph log, the facts and the links in ``conn``'s snapshot."""
+    position, fact_seq, link_seq = conn.execute(
+        "SELECT (SELECT coalesce(max(seq), 0) FROM graph_log),"
+        " (SELECT coalesce(max(seq), 0) FROM facts), (SELECT coalesce(max(seq), 0) FROM links)"
+    ).fetchone()
+    return (position, fact_seq, link_seq)
 
 
 def _positions(columns: _Columns, rows: Sequence[Sequence[Any]]) -> list[int]:
@@ -157,12 +167,14 @@ class GraphCopy:
                 self._start_loading()
                 yield None
                 return
-            if not state.catch_up(conn):
+            marks = _marks(conn)
+            if marks != state.marks and not state.catch_up(conn):
                 state = self._state = None  # deleted rows, or a log it lost: load afresh
                 self._start_loading()
                 yield None
                 return
-            yield state if state.current(conn) else None
+            # Unless the snapshot is older than the copy (another thread caught it up).
+            yield state if marks == state.marks else None
 
     def wait(self, timeout: float) -> bool:
         """Wait until the copy is loaded (starting the load if it has not begun); False if it
@@ -272,13 +284,14 @@ class Adjacency:
         state._build_rows()
         return state
 
+    @property
+    def marks(self) -> tuple[int, int, int]:
+        """How far the copy has read: the graph log, the facts and the links (see _marks)."""
+        return (self.position, self.fact_seq, self.link_seq)
+
     def current(self, conn: sqlite3.Connection) -> bool:
         """Whether ``conn``'s snapshot holds exactly what this copy holds."""
-        position, fact_seq, link_seq = conn.execute(
-            "SELECT (SELECT coalesce(max(seq), 0) FROM graph_log),"
-            " (SELECT coalesce(max(seq), 0) FROM facts), (SELECT coalesce(max(seq), 0) FROM links)"
-        ).fetchone()
-        return (position, fact_seq, link_seq) == (self.position, self.fact_seq, self.link_seq)
+        return _marks(conn) == self.marks
 
     def catch_up(self, conn: sqlite3.Connection) -> bool:
         """Read what ``conn``'s snapshot has beyond this copy; False when the copy must be
@@ -422,14 +435,22 @@ class Adjacency:
             self._build_rows()
             return
         source, target = self.links["source"], self.links["target"]
+        longest = 0
         for n in positions:
-            s, t = int(source[n]), int(target[n])
-            if s >= 0:
-                self.out_added.setdefault(s, []).append(n)
-            if t >= 0:
-                self.in_added.setdefault(t, []).append(n)
+            for end, added in ((int(source[n]), self.out_added), (int(target[n]), self.in_added)):
+                if end >= 0:
+                    links = added.setdefault(end, [])
+                    links.append(n)
+                    longest = max(longest, len(links))
+        if longest > REBUILD_FACT:  # a fact gaining many links: read them as rows, not lists
+            self._build_rows()
 
     # --------------------------------------------------------------------------- reading
+
+    def seqs(self, ids: Iterable[str]) -> str:
+        """The seqs of the facts ``ids`` (known ones), as one SQL parameter (id_list)."""
+        index, seq = self.index, self.facts["seq"]
+        return id_list(seq[[index[i] for i in ids]].tolist())
 
     def unknown(self, ids: Iterable[str]) -> list[str]:
         """The ids among ``ids`` that name no fact."""
