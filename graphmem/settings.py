@@ -188,6 +188,15 @@ class Settings(BaseModel):
         "loaded on first use (about 100 MB per 100,000 facts and 500,000 links); `false` walks "
         "in SQL, using no memory for it (docs/graph.md#traversal).",
     )
+    switch_interval_ms: float = Field(
+        0.5,
+        gt=0,
+        le=100,
+        description="How long one thread of `graphmem serve` may hold Python's interpreter "
+        "before another may take it (`sys.setswitchinterval`; Python's default is 5 ms). The "
+        "writer's many short SQLite calls each give it up, so under read load a write waits "
+        "that long per call: shorter lets writes through (docs/operations.md).",
+    )
     track_access: bool = Field(
         True,
         description="Current-time searches and lookups count accesses and restart the TTL of "

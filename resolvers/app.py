@@ -14,6 +14,7 @@ import contextlib
 import json
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -65,7 +66,14 @@ SETTINGS_ENV: Final = "GRAPHMEM_SERVE_SETTINGS"
 
 def app_from_environment() -> Starlette:
     """The service for the settings ``graphmem serve`` put in SETTINGS_ENV (a worker's app)."""
-    return create_app(Settings.model_validate_json(os.environ[SETTINGS_ENV]))
+    settings = Settings.model_validate_json(os.environ[SETTINGS_ENV])
+    tune_process(settings)
+    return create_app(settings)
+
+
+def tune_process(settings: Settings) -> None:
+    """Process-wide settings of a server process (not of a library user's process)."""
+    sys.setswitchinterval(settings.switch_interval_ms / 1000)
 
 
 def create_app(

@@ -58,7 +58,7 @@ def serve(
     """
     import uvicorn
 
-    from .app import SETTINGS_ENV, create_app
+    from .app import SETTINGS_ENV, create_app, tune_process
     from .gate import is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
@@ -78,6 +78,7 @@ def serve(
         err=True,
     )
     if workers == 1:
+        tune_process(settings)
         uvicorn.run(
             create_app(settings),
             host=settings.host,

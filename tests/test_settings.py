@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from graphmem import InvalidInput, Memory, Settings
 
@@ -90,3 +92,16 @@ def test_a_malformed_config_file_is_rejected(tmp_path: Path) -> None:
     bad.write_text("embedder = \n")
     with pytest.raises(InvalidInput, match="config file"):
         Settings.load(config_file=bad, environ={})
+
+
+def test_a_server_process_takes_the_switch_interval_setting() -> None:
+    from resolvers.app import tune_process
+
+    before = sys.getswitchinterval()
+    try:
+        tune_process(Settings(switch_interval_ms=0.5))
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+    finally:
+        sys.setswitchinterval(before)
+    with pytest.raises(ValidationError):
+        Settings(switch_interval_ms=0)
