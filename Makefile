@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test lint soak bench bench-quick vendor clean
+.PHONY: serve test lint soak bench bench-quick bench-peers vendor clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,22 @@ bench-quick: $(STAMP)
 	$(PY) -m bench.writes --seconds 5
 	$(PY) -m bench.processes --rounds 10
 	$(PY) -m bench.scale --facts 20000 --segment 10000
+
+# graphmem against its peers (mem0, LanceDB hybrid, SQLite FTS5, networkx) on the same data and
+# vectors: bench/peers.py. The peers live in .venv-peers, never in graphmem's own virtualenv.
+# About 35 minutes on 2 cores (27 once the vectors are kept in bench/out/peers-cache);
+# `make bench-peers PEERS_ARGS=--quick` is a smoke run of about a minute.
+PEERS_VENV  := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed
+PEERS_ARGS  ?=
+
+$(PEERS_STAMP): bench/peers-requirements.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install -q --disable-pip-version-check -r bench/peers-requirements.txt
+	touch $(PEERS_STAMP)
+
+bench-peers: $(STAMP) $(PEERS_STAMP)
+	$(PY) -m bench.peers $(PEERS_ARGS)
 
 # The explorer's graph library (Cytoscape.js), vendored as its built ES module from the npm
 # registry; `npm pack` checks the registry's integrity hash. Needs npm, and only to update: bump
