@@ -9,7 +9,9 @@ default settings: access tracking on) and times, from httpx clients in threads o
 process, GraphQL ``search`` (limit 10, hybrid, query embedding included) and ``traverse``
 (depth 2 from a random fact, BOTH directions) with 1 client and with 16 concurrent clients:
 latency per request as the client sees it (JSON, HTTP, uvicorn and GraphQL included),
-requests/s, and the server's memory (RSS, heap and PSS; see _rss) after each phase. A response
+requests/s, and the server's memory (RSS, heap and PSS; see _rss) after each phase. Then, the
+server stopped, the same single-client inputs as calls to ``Memory`` in this process: what
+HTTP and GraphQL add. A response
 with ``errors`` is counted and reported (exit status 1).
 
     python -m bench.http [--facts 100000] [--links 500000] [--embedder local|hash] [--data DIR]
@@ -98,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 out[f"{name}_concurrent"] = _concurrent(url, query, inputs, args.per_client)
                 out[f"{name}_concurrent"]["rss"] = process_memory_mb(pid)
                 print(_one_line(name, out), flush=True)
+        out["in_process"] = _in_process(root, args, questions, starts)
         out["other_benches_after_timing"] = _other_benches()
     out["machine"] = machine()
     print(summary_markdown(out))
@@ -296,6 +299,33 @@ def _single(url: str, query: str, inputs: list[dict[str, Any]], n: int) -> dict[
     return _summary(times, wall, client.errors)
 
 
+def _in_process(
+    root: Path, args: argparse.Namespace, questions: list[str], starts: list[str]
+) -> dict[str, Any]:
+    """The single client's search and traversal inputs as calls in this process (the server
+    stopped; the same settings as it: default, access tracking on), for the difference HTTP
+    and GraphQL make."""
+    mem = Memory.open(root, namespace=NAMESPACE, settings=Settings(embedder=args.embedder))
+    try:
+        mem.preload_graph(wait=3600)
+        out = {}
+        for name, call, inputs in (
+            ("search", lambda q: mem.search(q, limit=10), questions),
+            ("traverse", lambda i: mem.traverse([i], depth=2), starts),
+        ):
+            for item in inputs[:WARMUP]:
+                call(item)
+            times = []
+            for item in inputs[WARMUP : WARMUP + args.requests]:
+                began = time.perf_counter()
+                call(item)
+                times.append(1000 * (time.perf_counter() - began))
+            out[name] = {"p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95)}
+    finally:
+        mem.close()
+    return out
+
+
 def _concurrent(url: str, query: str, inputs: list[dict[str, Any]], n: int) -> dict[str, Any]:
     """CLIENTS threads, each with its own connection, ``n`` timed requests each, started
     together after their warm-up."""
@@ -379,6 +409,20 @@ def summary_markdown(r: dict[str, Any]) -> str:
         ]
         for name, op in (("search (limit 10)", "search"), ("traverse depth 2", "traverse"))
         for clients, key in ((1, f"{op}_single"), (CLIENTS, f"{op}_concurrent"))
+    ]
+    local = r["in_process"]
+    rows += [
+        [
+            f"{name} in process (no HTTP, no GraphQL)",
+            1,
+            r["requests_single"],
+            f"{local[op]['p50_ms']:.1f}",
+            f"{local[op]['p95_ms']:.1f}",
+            "",
+            "",
+            f"HTTP adds {r[op + '_single']['p50_ms'] - local[op]['p50_ms']:.1f} ms at p50",
+        ]
+        for name, op in (("search", "search"), ("traverse", "traverse"))
     ]
     head = (
         f"{r['store']['facts']} facts, {r['store']['links']} links, {r['embedder']} embedder;"
