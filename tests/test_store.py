@@ -251,6 +251,31 @@ def test_links_follow_the_time_rule_and_unlinking_is_typed(store: Store, clock: 
         tx.link(a, "no-such-fact", "RELATED_TO", 1.0)
 
 
+def test_a_prepared_traversal_follows_every_later_write(store: Store, clock: Clock) -> None:
+    a, b, c, d = put(store, "Release", "Build", "Tests", "Docs")
+    with store.transaction() as tx:
+        tx.link(a, b, "DEPENDS_ON", 0.9)
+        extra = tx.link(a, d, "DEPENDS_ON", 0.5)
+    store.preload_graph(5.0)  # ready or not, the answers below are the same
+
+    def reached() -> list[str]:
+        sub = store.traverse(
+            a, now(store), depth=2, types=None, direction="OUT", max_nodes=10, min_strength=0.0
+        )
+        return [n.fact.id for n in sub.nodes]
+
+    assert reached() == [a, b, d]
+    clock.advance(60)
+    with store.transaction() as tx:  # a new link
+        tx.link(b, c, "DEPENDS_ON", 0.8)
+        tx.unlink(extra.id)  # and one retracted
+    assert reached() == [a, b, c]
+    clock.advance(60)
+    put(store, {"text": "Build v2", "supersedes": b})  # b is no longer current
+    assert reached() == [a]
+    assert store.path(a, c, now(store), types=None, direction="BOTH", max_depth=4) is None
+
+
 def test_links_among_and_the_walker_see_the_same_links(store: Store) -> None:
     a, b, c = put(store, "Hub", "Spoke one", "Spoke two")
     with store.transaction() as tx:
