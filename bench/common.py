@@ -10,7 +10,8 @@ import resource
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
@@ -114,6 +115,23 @@ def ndcg(ranked: Sequence[frozenset[str]], gold: frozenset[str], k: int) -> floa
 
 def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else math.nan
+
+
+def latency(call: Callable[[Any], Any], inputs: Sequence[Any], warmup: int) -> dict[str, float]:
+    """``call`` on each of ``inputs``: the first ``warmup`` untimed, then p50/p95/mean in ms."""
+    for item in inputs[:warmup]:
+        call(item)
+    times = []
+    for item in inputs[warmup:]:
+        began = time.perf_counter()
+        call(item)
+        times.append(1000 * (time.perf_counter() - began))
+    return {
+        "p50_ms": percentile(times, 50),
+        "p95_ms": percentile(times, 95),
+        "mean_ms": sum(times) / len(times),
+        "n": len(times),
+    }
 
 
 def mean(values: Iterable[float]) -> float:

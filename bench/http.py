@@ -44,6 +44,7 @@ from . import synthetic
 from .common import (
     OUT_DIR,
     ROOT,
+    latency,
     machine,
     markdown_table,
     percentile,
@@ -308,19 +309,11 @@ def _in_process(
     mem = Memory.open(root, namespace=NAMESPACE, settings=Settings(embedder=args.embedder))
     try:
         mem.preload_graph(wait=3600)
-        out = {}
-        for name, call, inputs in (
-            ("search", lambda q: mem.search(q, limit=10), questions),
-            ("traverse", lambda i: mem.traverse([i], depth=2), starts),
-        ):
-            for item in inputs[:WARMUP]:
-                call(item)
-            times = []
-            for item in inputs[WARMUP : WARMUP + args.requests]:
-                began = time.perf_counter()
-                call(item)
-                times.append(1000 * (time.perf_counter() - began))
-            out[name] = {"p50_ms": percentile(times, 50), "p95_ms": percentile(times, 95)}
+        n = WARMUP + args.requests
+        out = {
+            "search": latency(lambda q: mem.search(q, limit=10), questions[:n], WARMUP),
+            "traverse": latency(lambda i: mem.traverse([i], depth=2), starts[:n], WARMUP),
+        }
     finally:
         mem.close()
     return out

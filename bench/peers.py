@@ -45,20 +45,17 @@ import json
 import math
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
 
 import numpy as np
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -69,6 +66,7 @@ from graphmem.embedders import Embedder, Vectors
 from graphmem.graph import DEFAULT_MAX_NODES, DEFAULT_TYPES
 from graphmem.limits import MAX_NODES
 from graphmem.ranking import fts_terms
+from tests.openai_stub import LoopbackServer
 
 from . import locomo, synthetic
 from .common import (
@@ -76,6 +74,7 @@ from .common import (
     ROOT,
     CachingEmbedder,
     dataset,
+    latency,
     machine,
     make_embedder,
     markdown_table,
@@ -288,9 +287,7 @@ class CacheEndpoint:
         self.missed: list[str] = []
         self.seconds = 0.0
         self.chat_requests = 0
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served: LoopbackServer | None = None
 
     def __enter__(self) -> str:
         app = Starlette(
@@ -299,26 +296,8 @@ class CacheEndpoint:
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
             ]
         )
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, log_level="error", lifespan="off", timeout_graceful_shutdown=1)
-        )
-        self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [self._socket]},
-            name="peers-embeddings",
-            daemon=True,
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the embeddings endpoint did not start")
-            time.sleep(0.01)
-        host, port = self._socket.getsockname()[:2]
-        return f"http://{host}:{port}/v1"
+        self._served = LoopbackServer(app, "peers-embeddings")
+        return self._served.url + "/v1"
 
     def __exit__(
         self,
@@ -326,10 +305,8 @@ class CacheEndpoint:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._server is not None and self._thread is not None and self._socket
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._socket.close()
+        assert self._served is not None
+        self._served.stop()
 
     async def _embeddings(self, request: Request) -> Response:
         began = time.perf_counter()
@@ -519,21 +496,9 @@ def _live(embedder: CachingEmbedder, texts: Sequence[str]) -> list[str]:
     return sorted(set(embedder._memo) - given)
 
 
-def _latency(call: Any, inputs: Sequence[Any]) -> dict[str, float]:
-    """p50/p95/mean in ms after WARMUP untimed calls (as bench/speed.py)."""
-    for item in inputs[:WARMUP]:
-        call(item)
-    times = []
-    for item in inputs[WARMUP:]:
-        began = time.perf_counter()
-        call(item)
-        times.append(1000 * (time.perf_counter() - began))
-    return {
-        "p50_ms": percentile(times, 50),
-        "p95_ms": percentile(times, 95),
-        "mean_ms": sum(times) / len(times),
-        "n": len(times),
-    }
+def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, float]:
+    """p50/p95/mean in ms after WARMUP untimed calls."""
+    return latency(call, inputs, WARMUP)
 
 
 # --------------------------------------------------------------------------------- locomo

@@ -32,7 +32,7 @@ from typing import Any, Final
 from graphmem import Memory, Settings
 
 from . import synthetic
-from .common import OUT_DIR, machine, markdown_table, peak_rss_mb, percentile, write_json
+from .common import OUT_DIR, latency, machine, markdown_table, peak_rss_mb, write_json
 
 BATCH: Final = 1_000
 WARMUP: Final = 10
@@ -163,19 +163,7 @@ def _store(
 
 def _latency(call: Callable[[Any], Any], inputs: Sequence[Any]) -> dict[str, float]:
     """p50/p95/mean in ms after WARMUP untimed calls."""
-    for item in inputs[:WARMUP]:
-        call(item)
-    times = []
-    for item in inputs[WARMUP:]:
-        began = time.perf_counter()
-        call(item)
-        times.append(1000 * (time.perf_counter() - began))
-    return {
-        "p50_ms": percentile(times, 50),
-        "p95_ms": percentile(times, 95),
-        "mean_ms": sum(times) / len(times),
-        "n": len(times),
-    }
+    return latency(call, inputs, WARMUP)
 
 
 def _success(memory: Memory, asked: list[tuple[str, synthetic.Pair]]) -> dict[str, float]:

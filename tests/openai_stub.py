@@ -104,9 +104,7 @@ class OpenAIStub:
         self._replies: deque[Reply] = deque()
         self._faults: deque[_Fault] = deque()
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._served: LoopbackServer | None = None
 
     # ----------------------------------------------------------------------------- scripting
 
@@ -174,10 +172,9 @@ class OpenAIStub:
 
     @property
     def base_url(self) -> str:
-        if self._socket is None:
+        if self._served is None:
             raise RuntimeError("the stub is not running")
-        host, port = self._socket.getsockname()[:2]
-        return f"http://{host}:{port}/v1"
+        return self._served.url + "/v1"
 
     def __enter__(self) -> str:
         app = Starlette(
@@ -186,24 +183,7 @@ class OpenAIStub:
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
             ]
         )
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind(("127.0.0.1", 0))
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, log_level="error", lifespan="off", timeout_graceful_shutdown=1)
-        )
-        self._thread = threading.Thread(
-            target=self._server.run,
-            kwargs={"sockets": [self._socket]},
-            name="openai-stub",
-            daemon=True,
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 30
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise TimeoutError("the OpenAI stub did not start")
-            time.sleep(0.01)
+        self._served = LoopbackServer(app, "openai-stub")
         return self.base_url
 
     def __exit__(
@@ -212,10 +192,8 @@ class OpenAIStub:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        assert self._server is not None and self._thread is not None and self._socket
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._socket.close()
+        assert self._served is not None
+        self._served.stop()
 
     # ----------------------------------------------------------------------------- serving
 
@@ -335,3 +313,33 @@ class OpenAIStub:
                     {k.lower(): v for k, v in request.headers.items()},
                 )
             )
+
+
+class LoopbackServer:
+    """A starlette app served by uvicorn in a thread on 127.0.0.1, on a free port, from
+    construction until ``stop`` (also bench/peers.py's embeddings endpoint)."""
+
+    def __init__(self, app: Starlette, name: str) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, log_level="error", lifespan="off", timeout_graceful_shutdown=1)
+        )
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name=name, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name} did not start")
+            time.sleep(0.01)
+        host, port = self._socket.getsockname()[:2]
+        #: Where it answers: ``http://127.0.0.1:<port>``.
+        self.url = f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
