@@ -4,7 +4,7 @@ fact and link is visible.
 A depth-2 walk asks SQLite for the links of about a hundred facts, their far ends' visibility
 and the links among everything reached: a few milliseconds of SQL for what compact arrays
 answer in a fraction of it. :class:`GraphCopy` keeps, per namespace, the six time columns of
-every fact (by position) and, for every link, its ends, type, strength, origin and time
+every fact (by position) and, for every link, its ends, type, strength and time
 columns, with each fact's outgoing and incoming links as compressed rows (CSR) plus the links
 added since. A walk applies the time scope with vectorised comparisons that are the SQL
 clauses of :class:`graphmem.temporal.TimeScope`, NULLs included, so it answers exactly what
@@ -58,16 +58,14 @@ FACT_DELETED: Final = 2
 LINK_DELETED: Final = 3
 
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
-ORIGINS: Final = ("explicit", "auto_similarity", "auto_entity", "supersession", "import", "episode")
 _TYPE_CODE: Final = {t: n for n, t in enumerate(LINK_TYPES)}
-_ORIGIN_CODE: Final = {o: n for n, o in enumerate(ORIGINS)}
 
 _FACT_SQL: Final = (
     "SELECT seq, id, recorded_at, retracted_at, valid_from, expires_at, valid_until,"
     " valid_until_recorded_at FROM facts"
 )
 _LINK_SQL: Final = (
-    "SELECT seq, source_id, target_id, type, origin, strength, recorded_at, retracted_at,"
+    "SELECT seq, source_id, target_id, type, strength, recorded_at, retracted_at,"
     " valid_from, valid_until, valid_until_recorded_at FROM links"
 )
 
@@ -249,7 +247,6 @@ class Adjacency:
                 "source": np.int64,
                 "target": np.int64,
                 "type": np.int8,
-                "origin": np.int8,
                 "strength": np.float64,
                 "seq": np.int64,
                 "recorded": np.float64,
@@ -367,7 +364,6 @@ class Adjacency:
             source,
             target,
             type_,
-            origin,
             strength,
             recorded,
             retracted,
@@ -380,7 +376,6 @@ class Adjacency:
             "source": [index.get(i, -1) for i in source],
             "target": [index.get(i, -1) for i in target],
             "type": [_TYPE_CODE[t] for t in type_],
-            "origin": [_ORIGIN_CODE[o] for o in origin],
             "strength": strength,
             "seq": seq,
             "recorded": recorded,
@@ -530,13 +525,11 @@ class IndexWalk:
         types: tuple[str, ...],
         direction: str,
         min_strength: float,
-        skip_origins: Sequence[str] = (),
     ) -> None:
         self.state, self.conn, self.scope, self.direction = state, conn, scope, direction
         self.min_strength = min_strength
         self.include_superseded = "SUPERSEDES" in types
         self.type_ok = np.array([t in types for t in LINK_TYPES])
-        self.origin_ok = np.array([o not in skip_origins for o in ORIGINS])
         self.sides = [side for side in (True, False) if direction != ("IN" if side else "OUT")]
 
     def _followable(self, links: Ints) -> npt.NDArray[np.bool_]:
@@ -544,7 +537,6 @@ class IndexWalk:
         return np.asarray(
             self.type_ok[x["type"][links]]
             & (x["strength"][links] >= self.min_strength)
-            & self.origin_ok[x["origin"][links]]
             & self.state.link_visible(links, self.scope),
             bool,
         )
