@@ -168,7 +168,7 @@ def listing(
     before``."""
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
-    where: list[str] = ["1"]
+    where: list[str] = ["1 = 1"]
     params: dict[str, Any] = {"limit": limit}
     if source is not None:
         where.append("source = :source")

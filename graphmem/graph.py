@@ -372,7 +372,7 @@ def links_page(
         f" (PARTITION BY owner ORDER BY strength DESC, pos) AS rank FROM ({sides}))"
         " WHERE rank <= :first + 1 ORDER BY owner, rank",
         {
-            "ids": json.dumps(list(dict.fromkeys(fact_ids))),
+            "ids": id_list(dict.fromkeys(fact_ids)),
             "types": id_list(kinds),
             "after_strength": after.strength if after else None,
             "after_seq": after.seq if after else None,
@@ -570,12 +570,17 @@ class Walk:
         )
         # Per frontier fact, its links strongest first, cut after :cap rows: the index on
         # (end, strength) makes that a short range scan however many links a hub has.
+        # Each row also says its side, its frontier fact's position and its link's seq, so that
+        # ties are broken the same way whatever order the engine returns rows in.
         sides = []
-        for near, far in (("source_id", "target_id"), ("target_id", "source_id")):
+        for side, (near, far) in enumerate(
+            (("source_id", "target_id"), ("target_id", "source_id"))
+        ):
             if direction == ("IN" if near == "source_id" else "OUT"):
                 continue
             sides.append(
-                f"SELECT fr.value AS via, l.{far} AS step, l.id AS link_id, l.strength"
+                f"SELECT fr.value AS via, l.{far} AS step, l.id AS link_id, l.strength,"
+                f" {side} AS side, fr.key AS position, l.seq"
                 " FROM json_each(:frontier) fr JOIN links l ON l.rowid IN ("
                 f"  SELECT l.rowid FROM links l JOIN facts f ON f.id = l.{far}"
                 f"  WHERE l.{near} = fr.value AND {link_filter}"
@@ -598,10 +603,12 @@ class Walk:
         (``need_link_ids``: whether the caller reads the steps' link ids; SQL has them.)"""
         cap = -1 if unbounded else FAN_OUT + 1
         args = {**self.params, "frontier": id_list(frontier), "cap": cap}
-        rows = sorted(self.conn.execute(self._level, args), key=lambda r: (-r[3], r[1]))
+        rows = sorted(
+            self.conn.execute(self._level, args), key=lambda r: (-r[3], r[1], r[4], r[5], r[6])
+        )
         seen: dict[str, int] = {}
         out = []
-        for via, step, link_id, strength in rows:
+        for via, step, link_id, strength, *_ in rows:
             seen[via] = seen.get(via, 0) + 1
             out.append(Step(via, step, link_id, seen[via], strength))
         return out

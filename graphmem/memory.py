@@ -45,6 +45,7 @@ from .errors import InvalidInput, NotFound
 from .limits import MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
 from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .pgstore import PostgresStore, is_postgres_url, redacted
 from .prune import PruneReport
 from .reads import FactPage, Filters
 from .search import Search
@@ -56,6 +57,26 @@ from .sync import CheckReport, Progress, VectorSync
 from .temporal import TimeInput, TimeScope
 from .vectors import VectorIndex
 from .writer import Writer
+
+
+def open_store(
+    url: str | None,
+    directory: Path,
+    namespace: str,
+    clock: Callable[[], float] | None,
+    settings: Settings,
+) -> Store:
+    """The store of a namespace: a SQLite file in its directory, or (``url``) a PostgreSQL
+    database, on ``clock`` (default: the system's; the database's for PostgreSQL)."""
+    if not url:
+        return SQLiteStore(
+            directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
+        )
+    if not is_postgres_url(url):
+        raise InvalidInput(
+            f"store must be a postgresql:// URL (or unset for SQLite files), not {redacted(url)!r}"
+        )
+    return PostgresStore(url, namespace, clock, graph_in_memory=settings.graph_in_memory)
 
 
 class Memory:
@@ -111,8 +132,13 @@ class Memory:
         reindex: bool = False,
         progress: Progress | None = None,
         llm: ChatClient | None = None,
+        store: str | None = None,
     ) -> Memory:
         """Open (creating if needed) a namespace under ``data_dir``.
+
+        ``store`` (default: the ``store`` setting) puts the namespace's facts, links and
+        keyword index in a PostgreSQL database (``postgresql://…``) instead of a SQLite file
+        under ``data_dir``; the vector index stays under ``data_dir``.
 
         Refuses with EmbedderMismatch when the namespace was indexed by another embedder, unless
         ``reindex`` is True, which rebuilds the vectors with this one (reporting to ``progress``).
@@ -131,19 +157,17 @@ class Memory:
             llm = ChatClient.from_settings(settings)
         if isinstance(embedder, str) or embedder is None:
             embedder = create_embedder(embedder or settings.embedder, settings)
-        store = SQLiteStore(
-            directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
-        )
+        opened = open_store(store or settings.store, directory, name, clock, settings)
         try:
-            index = namespaces.indexing(store, embedder, name, reindex=reindex)
-            followed_from = store.vector_log_end()  # before the table is read
+            index = namespaces.indexing(opened, embedder, name, reindex=reindex)
+            followed_from = opened.vector_log_end()  # before the table is read
             vectors, rebuild = namespaces.open_vectors(
                 directory / namespaces.VECTOR_DIR, embedder.dimensions, name, rebuild=index.rebuild
             )
-            vectors.follow(store.vector_log, followed_from)
-            memory = cls(directory, name, store, vectors, embedder, settings, llm)
+            vectors.follow(opened.vector_log, followed_from)
+            memory = cls(directory, name, opened, vectors, embedder, settings, llm)
             namespaces.recover(
-                store,
+                opened,
                 vectors,
                 memory._sync,
                 name,
@@ -151,7 +175,7 @@ class Memory:
                 progress,
             )
         except BaseException:
-            store.close()
+            opened.close()
             raise
         return memory
 

@@ -216,7 +216,7 @@ def history(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> list[Fa
     rows = conn.execute(
         """
         WITH RECURSIVE chain(id) AS (
-            SELECT :id
+            SELECT id FROM facts WHERE id = :id
             UNION
             SELECT CASE WHEN l.source_id = chain.id THEN l.target_id ELSE l.source_id END
             FROM links l JOIN chain ON l.source_id = chain.id OR l.target_id = chain.id

@@ -32,6 +32,12 @@ class Settings(BaseModel):
 
     data_dir: Path = Field(Path("data"), description="Directory holding one folder per namespace.")
     namespace: str = Field("default", description="Namespace used when none is named.")
+    store: str | None = Field(
+        None,
+        description="Where facts, links, the keyword index and the outbox live: none, SQLite "
+        "files under `data_dir` (one per namespace); `postgresql://user:password@host:port/db`, "
+        "a PostgreSQL database every replica shares (docs/scale-out.md).",
+    )
     embedder: EmbedderName = Field(
         "local",
         description="Embedding provider: `local` (MiniLM ONNX, offline), `openai` (any "

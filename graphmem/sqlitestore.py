@@ -88,7 +88,12 @@ _INSERT_FACT: Final = (
 class SQLiteTransaction:
     """One write transaction: every change made through it commits together, at ``now``."""
 
-    def __init__(self, conn: sqlite3.Connection, stamp: Callable[[], float], path: Path) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        stamp: Callable[[sqlite3.Connection], float],
+        path: Path | str,
+    ) -> None:
         self.conn = conn
         self._stamp = stamp
         self._path = path
@@ -99,7 +104,7 @@ class SQLiteTransaction:
         """Transaction time of everything this transaction writes, taken from the store when
         first asked for (a transaction that records no time takes none)."""
         if self._now is None:
-            self._now = self._stamp()
+            self._now = self._stamp(self.conn)
         return self._now
 
     @contextmanager
@@ -114,7 +119,7 @@ class SQLiteTransaction:
             finally:
                 self.conn.execute("RELEASE part")
         except sqlite3.OperationalError as exc:
-            raise storage_error(exc, self._path, "cannot write to") from exc
+            raise storage_error(exc, Path(self._path), "cannot write to") from exc
 
     # the write path's reads
 
@@ -459,7 +464,7 @@ class SQLiteStore:
         """A write transaction: commits when the block ends, rolls back if it raises.
         ``durable=False`` skips the flush to disk (bookkeeping a crash may lose harmlessly)."""
         with self._db.write(durable=durable) as conn:
-            yield SQLiteTransaction(conn, self._stamp, self._db.path)
+            yield self._transaction(conn)
 
     def try_transaction(
         self, *, durable: bool = True
@@ -470,7 +475,7 @@ class SQLiteStore:
 
     def on_transaction(self, hook: Callable[[Transaction], None]) -> None:
         """Call ``hook`` at the start of every write transaction (to add pending bookkeeping)."""
-        self._db.on_write = lambda conn: hook(SQLiteTransaction(conn, self._stamp, self._db.path))
+        self._db.on_write = lambda conn: hook(self._transaction(conn))
 
     def snapshot(self) -> AbstractContextManager[object]:
         """Inside the block, this thread's reads all see one state of the store."""
@@ -861,13 +866,12 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------------- helpers
 
-    def _stamp(self) -> float:
-        """Transaction time for a write that holds the writer: the clock, but never before an
-        earlier write's (a clock stepped back must not reorder history)."""
+    def _stamp(self, conn: sqlite3.Connection) -> float:
+        """Transaction time for a write that holds the writer (on ``conn``): the clock, but
+        never before an earlier write's (a clock stepped back must not reorder history)."""
         if self._last_stamp is None:  # the newest time already recorded (links: no index)
             self._last_stamp = float(
-                self._read()
-                .execute(
+                conn.execute(
                     "SELECT max(coalesce((SELECT max(recorded_at) FROM facts), -1e300),"
                     " coalesce((SELECT max(recorded_at) FROM links), -1e300))"
                 )
@@ -884,7 +888,10 @@ class SQLiteStore:
         self, held: AbstractContextManager[sqlite3.Connection]
     ) -> Iterator[SQLiteTransaction]:
         with held as conn:
-            yield SQLiteTransaction(conn, self._stamp, self._db.path)
+            yield self._transaction(conn)
+
+    def _transaction(self, conn: sqlite3.Connection) -> SQLiteTransaction:
+        return SQLiteTransaction(conn, self._stamp, self._db.path)
 
 
 def _decay_args(now: float) -> dict[str, float]:

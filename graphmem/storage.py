@@ -204,7 +204,20 @@ def id_list(values: Iterable[object]) -> str:
     """Values (ids, seqs, names) as one SQL parameter, read back with
     ``x IN (SELECT value FROM json_each(:param))``: one statement whatever their number, never
     near SQLite's limit on variables. Every list of ids passed to SQL goes this way."""
-    return json.dumps(list(values))
+    listed = list(values)
+    return IdList(json.dumps(listed), listed)
+
+
+class IdList(str):
+    """An id list as one SQL parameter: JSON text for SQLite's ``json_each``, the values kept
+    for PostgreSQL, which takes them as an array (:mod:`graphmem.pgsql`)."""
+
+    values: list[object]
+
+    def __new__(cls, text: str, values: list[object]) -> IdList:
+        made = super().__new__(cls, text)
+        made.values = values
+        return made
 
 
 def _connect(path: Path) -> sqlite3.Connection:

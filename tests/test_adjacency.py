@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-import sqlite3
+import threading
 from typing import Any
 
 import pytest
@@ -175,9 +175,13 @@ def test_an_older_snapshot_walks_in_sql(mem: Memory, clock: Clock) -> None:
     db = mem._store._db  # type: ignore[attr-defined]
     with db.snapshot() as conn:
         copy = Adjacency.load(conn)
-    old = sqlite3.connect(db.path, isolation_level=None)
+    reader: list[Any] = []  # another thread's read connection, used from here
+    thread = threading.Thread(target=lambda: reader.append(db.reader()))
+    thread.start()
+    thread.join()
+    old = reader[0]
+    old.execute("BEGIN")
     try:
-        old.execute("BEGIN")
         old.execute("SELECT count(*) FROM facts").fetchone()  # the snapshot starts here
         mem.link(a.id, b.id, "DEPENDS_ON")
         with db.snapshot() as new:
@@ -185,7 +189,7 @@ def test_an_older_snapshot_walks_in_sql(mem: Memory, clock: Clock) -> None:
         assert copy.catch_up(old)
         assert not copy.current(old)  # the copy knows a link this snapshot does not
     finally:
-        old.close()
+        old.execute("ROLLBACK")
 
 
 def test_traversals_use_the_copy_once_loaded_and_see_other_writers(

@@ -9,6 +9,7 @@ embedding cache, access and decay bookkeeping, counts and typed errors.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,20 @@ import pytest
 
 from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings, ingest
 from graphmem.embedders import text_hash
+from graphmem.pgstore import PostgresStore
 from graphmem.reads import Filters
 from graphmem.sqlitestore import SQLiteStore
 from graphmem.store import Store
 from graphmem.temporal import TimeScope
 from tests.conftest import Clock
 
-#: Each implementation: a function making an empty store in a directory, on a clock.
-STORES: dict[str, Callable[[Path, Clock], Store]] = {
-    "sqlite": lambda directory, clock: SQLiteStore(directory / "store.sqlite3", clock),
+#: Each implementation: a function making an empty store (in a directory, for an engine that
+#: keeps files; on a server, for one that has a URL), on a clock.
+STORES: dict[str, Callable[[pytest.FixtureRequest, Path, Clock], Store]] = {
+    "sqlite": lambda _, directory, clock: SQLiteStore(directory / "store.sqlite3", clock),
+    "postgresql": lambda request, _, clock: PostgresStore(
+        request.getfixturevalue("postgres_url"), f"t{uuid.uuid4().hex}", clock
+    ),
 }
 
 SETTINGS = Settings(embedder="hash")
@@ -34,7 +40,7 @@ SETTINGS = Settings(embedder="hash")
 
 @pytest.fixture(params=sorted(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Store]:
-    made = STORES[request.param](tmp_path, clock)
+    made = STORES[request.param](request, tmp_path, clock)
     yield made
     made.close()
 
@@ -231,7 +237,7 @@ def test_links_follow_the_time_rule_and_unlinking_is_typed(store: Store, clock: 
     with store.transaction() as tx:
         made = tx.link(a, b, "CAUSED_BY", 0.9)
         tx.link(b, c, "CAUSED_BY", 0.8)
-    before_unlink = clock.now
+    before_unlink = store.now()
     clock.advance(60)
     sub = store.traverse(
         a, now(store), depth=2, types=None, direction="OUT", max_nodes=10, min_strength=0.0

@@ -1,0 +1,349 @@
+"""The reference store's SQL, spoken to PostgreSQL.
+
+The SQL modules of the reference store (:mod:`graphmem.reads`, :mod:`graphmem.graph`,
+:mod:`graphmem.episodes`, …) are written for SQLite and take a ``sqlite3.Connection``.
+:class:`Connection` gives them a PostgreSQL connection with the same surface (``execute``,
+``executemany``, ``cursor``, rows read by index or by name, ``in_transaction``), and
+:func:`translate` rewrites each statement once (then cached) from the closed set of SQLite
+constructs those modules use:
+
+* parameters ``:name`` and ``?`` become psycopg's ``%(name)s`` and ``%s``;
+* an id list (``x IN (SELECT value FROM json_each(:ids))``, ``json_each(:ids) fr``) becomes an
+  array, typed by the column it is compared with (``seq``: bigint, anything else: text), with
+  its ``key`` (the position) when read as a table;
+* the scalar ``max(a, b)`` and ``min(a, b)`` become ``GREATEST`` and ``LEAST``; ``rowid``
+  becomes ``seq``; SQLite's planner hints (``INDEXED BY``, a unary ``+``) are dropped;
+* ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` become ``ON CONFLICT`` clauses on the table's
+  key, and every conflict target gains the ``namespace`` column that leads every key;
+* ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores ASCII case), a negative ``LIMIT`` no limit,
+  the month of an epoch is read with ``to_char``, ``PRAGMA table_info`` from the information
+  schema; rows leave out the views' ``namespace`` column.
+
+Anything else is passed through as written; the conformance suite (tests/test_store.py) and
+the Memory-level suites run every statement the store issues against a real PostgreSQL.
+The tables the SQL names are views of one namespace (see :mod:`graphmem.pgschema`), so the
+statements need no namespace filter of their own.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Final, cast
+
+import psycopg
+from psycopg import pq
+from psycopg.rows import RowMaker, tuple_row
+
+from .errors import QueryTimeout, StorageError
+from .storage import IdList
+
+#: For ``INSERT OR REPLACE``: the key of each table it is used on, and the columns a replaced
+#: row takes anew (SQLite's REPLACE deletes the row and inserts a new one: a new rowid).
+_REPLACE_KEYS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
+    "outbox": (("fact_id",), ("seq = nextval(pg_get_serial_sequence('gm_outbox', 'seq'))",)),
+    "embedding_cache": (("provider", "model", "text_hash"), ()),
+    "meta": (("key",), ()),
+    "files": (("path",), ()),
+}
+
+_IN_LIST = re.compile(
+    r"([\w.]+|\))(\s+NOT)?\s+IN\s+\(SELECT value FROM json_each\(([^()]+)\)\)", re.IGNORECASE
+)
+_LIST_TABLE = re.compile(r"json_each\(([^()]+)\)\s+(\w+)\b", re.IGNORECASE)
+_INSERT_OR = re.compile(r"INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)
+_CONFLICT = re.compile(r"ON CONFLICT \(", re.IGNORECASE)
+_PRAGMA_TABLE = re.compile(r"PRAGMA table_info\((\w+)\)", re.IGNORECASE)
+_HINTS = re.compile(r"INDEXED BY \w+|(?<=[\s(])\+(?=[a-z_])", re.IGNORECASE)
+_ROWID = re.compile(r"\browid\b")
+_LIKE = re.compile(r"\bLIKE\b")
+_LIMIT = re.compile(r"LIMIT (:\w+|\?)")
+
+
+@functools.lru_cache(maxsize=4096)
+def translate(sql: str) -> str:
+    """``sql`` as PostgreSQL and psycopg take it (see the module's docstring)."""
+    sql = _PRAGMA_TABLE.sub(
+        r"SELECT ordinal_position, column_name::text FROM information_schema.columns"
+        r" WHERE table_name = '\1' AND table_schema = current_schema()"
+        r" AND column_name <> 'namespace' ORDER BY ordinal_position",
+        sql,
+    )
+    sql = _IN_LIST.sub(_in_list, sql)
+    sql = _LIST_TABLE.sub(
+        lambda m: f"unnest(CAST({m[1]} AS text[])) WITH ORDINALITY AS {m[2]}(value, key)", sql
+    )
+    sql = _HINTS.sub("", sql)
+    sql = _ROWID.sub("seq", sql)
+    sql = _LIKE.sub("ILIKE", sql)
+    sql = _functions(sql)
+    sql = _aliased(sql)
+    sql = _LIMIT.sub(r"LIMIT NULLIF(GREATEST(\1, -1), -1)", sql)
+    sql = _CONFLICT.sub("ON CONFLICT (namespace, ", sql)
+    insert = _INSERT_OR.search(sql)
+    if insert is not None:
+        sql = _insert_or(sql, insert)
+    return _parameters(sql)
+
+
+def _in_list(m: re.Match[str]) -> str:
+    column, negated, param = m[1], m[2] or "", m[3]
+    kind = "bigint" if column.split(".")[-1] in ("seq", "rowid") else "text"
+    return f"{column}{negated} IN (SELECT unnest(CAST({param} AS {kind}[])))"
+
+
+def _insert_or(sql: str, m: re.Match[str]) -> str:
+    action, table, columns = m[1].upper(), m[2], [c.strip() for c in m[3].split(",")]
+    sql = sql[: m.start()] + f"INSERT INTO {table} ({m[3]})" + sql[m.end() :]
+    if action == "IGNORE":
+        return sql + " ON CONFLICT DO NOTHING"
+    key, renewed = _REPLACE_KEYS[table]
+    updates = [f"{c} = excluded.{c}" for c in columns if c not in key]
+    updates += list(renewed)
+    return sql + f" ON CONFLICT (namespace, {', '.join(key)}) DO UPDATE SET {', '.join(updates)}"
+
+
+def _functions(sql: str) -> str:
+    """Scalar max/min of several arguments, and the month of an epoch (strftime)."""
+    out: list[str] = []
+    i = 0
+    pattern = re.compile(r"\b(max|min|strftime)\(", re.IGNORECASE)
+    while (m := pattern.search(sql, i)) is not None:
+        start, open_at = m.start(), m.end() - 1
+        close_at, args = _arguments(sql, open_at)
+        name = m[1].lower()
+        inner = ", ".join(_functions(a) for a in args)
+        out.append(sql[i:start])
+        if name == "strftime":
+            if args[0].strip() != "'%m'" or args[-1].strip() != "'unixepoch'":
+                raise ValueError(f"strftime form not translated: {sql[start : close_at + 1]}")
+            out.append(f"to_char(to_timestamp({_functions(args[1])}) AT TIME ZONE 'UTC', 'MM')")
+        elif len(args) > 1:
+            out.append(f"{'GREATEST' if name == 'max' else 'LEAST'}({inner})")
+        else:
+            out.append(f"{m[1]}({inner})")
+        i = close_at + 1
+    out.append(sql[i:])
+    return "".join(out)
+
+
+_SUBQUERY = re.compile(r"\b(FROM|JOIN)\s*\(\s*SELECT\b", re.IGNORECASE)
+_ALIAS = re.compile(
+    r"\s*(AS\s+)?(?!(WHERE|ORDER|GROUP|LIMIT|UNION|ON|JOIN|LEFT|CROSS|INNER)\b)[a-z_]\w*", re.I
+)
+
+
+def _aliased(sql: str) -> str:
+    """Every subquery in FROM or JOIN with an alias (PostgreSQL before 16 requires one)."""
+    out: list[str] = []
+    i = n = 0
+    while (m := _SUBQUERY.search(sql, i)) is not None:
+        open_at = sql.index("(", m.start())
+        close_at, _ = _arguments(sql, open_at)
+        out.append(sql[i : open_at + 1] + _aliased(sql[open_at + 1 : close_at]) + ")")
+        i = close_at + 1
+        if _ALIAS.match(sql, i) is None:
+            n += 1
+            out.append(f" AS _q{n}")
+    out.append(sql[i:])
+    return "".join(out)
+
+
+def _arguments(sql: str, open_at: int) -> tuple[int, list[str]]:
+    """The index of the parenthesis closing the one at ``open_at``, and the top-level
+    arguments between them."""
+    depth, quoted, start = 0, False, open_at + 1
+    args: list[str] = []
+    for i in range(open_at, len(sql)):
+        c = sql[i]
+        if c == "'":
+            quoted = not quoted
+        elif quoted:
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                args.append(sql[start:i])
+                return i, args
+        elif c == "," and depth == 1:
+            args.append(sql[start:i])
+            start = i + 1
+    raise ValueError(f"unbalanced parentheses in {sql!r}")
+
+
+_PARAM = re.compile(r"'[^']*'|::|:(\w+)|\?|%")
+
+
+def _parameters(sql: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        text = m[0]
+        if text.startswith("'"):
+            return text.replace("%", "%%")
+        if text == "::":
+            return text
+        if text == "?":
+            return "%s"
+        if text == "%":
+            return "%%"
+        return f"%({m[1]})s"
+
+    return _PARAM.sub(one, sql)
+
+
+def _params(params: Any) -> Any:
+    """Parameters as psycopg binds them: id lists (JSON text made by ``storage.id_list``)
+    become Python lists."""
+    if isinstance(params, Mapping):
+        return {k: _value(v) for k, v in params.items()}
+    return [_value(v) for v in params]
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, IdList):
+        return value.values
+    if isinstance(value, memoryview):
+        return bytes(value)
+    return value
+
+
+class Row(tuple[Any, ...]):
+    """A row read by position or by column name, like ``sqlite3.Row``."""
+
+    _names: dict[str, int]
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names[key])
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _row_factory(cursor: psycopg.Cursor[Any]) -> RowMaker[Any]:
+    description = cursor.description
+    if description is None:
+        return tuple_row(cursor)
+    # The views' last column, namespace, is no column of the reference store's tables.
+    names = {c.name: i for i, c in enumerate(description) if c.name != "namespace"}
+    kind = type("Row", (Row,), {"_names": names})
+    return cast(RowMaker[Any], kind)
+
+
+class Cursor:
+    """A cursor with sqlite3's surface; ``row_factory = None`` reads plain tuples."""
+
+    def __init__(self, owner: Connection) -> None:
+        self._owner = owner
+        self.row_factory: object = _row_factory
+        self._cursor: psycopg.Cursor[Any] | None = None
+
+    def execute(self, sql: str, params: Any = ()) -> Cursor:
+        self._cursor = self._owner._run(sql, params, tuples=self.row_factory is None)
+        return self
+
+    def executemany(self, sql: str, seq: Iterable[Any]) -> Cursor:
+        self._owner.executemany(sql, seq)
+        return self
+
+    def fetchone(self) -> Any:
+        return None if self._cursor is None else self._cursor.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return [] if self._cursor is None else self._cursor.fetchall()
+
+    def fetchmany(self, size: int) -> list[Any]:
+        return [] if self._cursor is None else self._cursor.fetchmany(size)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(()) if self._cursor is None else iter(self._cursor)
+
+    @property
+    def rowcount(self) -> int:
+        return -1 if self._cursor is None else self._cursor.rowcount
+
+    def close(self) -> None:
+        if self._cursor is not None:
+            self._cursor.close()
+
+
+class Connection:
+    """A psycopg connection (autocommit; transactions by BEGIN/COMMIT statements, as with
+    ``sqlite3`` in autocommit mode) that runs the reference store's SQL."""
+
+    #: The keyword index is a generated column: writers need not index their facts
+    #: (graphmem.keyword.indexing).
+    indexes_keywords: Final = True
+
+    def __init__(self, raw: psycopg.Connection[Any], *, reader: bool) -> None:
+        self.raw = raw
+        self.reader = reader
+        #: time.monotonic() deadline of this connection's statements (None: no limit).
+        self.deadline: float | None = None
+        self._timeout_ms = 0
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.raw.info.transaction_status != pq.TransactionStatus.IDLE
+
+    def cursor(self) -> Cursor:
+        return Cursor(self)
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self._run(sql, params, tuples=False)
+
+    def executemany(self, sql: str, seq: Iterable[Any]) -> None:
+        batch = [_params(p) for p in seq]
+        if not batch:
+            return
+        with self._errors():
+            self.raw.cursor().executemany(translate(sql), batch)
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _run(self, sql: str, params: Any, *, tuples: bool) -> psycopg.Cursor[Any]:
+        if sql in ("BEGIN", "BEGIN IMMEDIATE"):
+            sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if self.reader else "BEGIN"
+        self._limit()
+        cursor = self.raw.cursor(row_factory=tuple_row if tuples else _row_factory)
+        with self._errors():
+            cursor.execute(translate(sql), _params(params) if params else None)
+        return cursor
+
+    def _limit(self) -> None:
+        """Give the server this connection's deadline as its statement timeout."""
+        wanted = 0
+        if self.deadline is not None:
+            wanted = max(1, int((self.deadline - time.monotonic()) * 1000))
+        if wanted != self._timeout_ms:
+            with self._errors():
+                self.raw.execute(f"SET statement_timeout = {wanted}")
+            self._timeout_ms = wanted
+
+    def _errors(self) -> AbstractContextManager[None]:
+        return _errors(self)
+
+
+@contextmanager
+def _errors(owner: Connection) -> Iterator[None]:
+    """psycopg's errors as graphmem's: a statement past its deadline is QueryTimeout; a
+    server that cannot be reached, or that failed, StorageError (a broken transaction is
+    rolled back by the caller)."""
+    try:
+        yield
+    except psycopg.errors.QueryCanceled:
+        if owner.deadline is None:
+            raise
+        raise QueryTimeout("the query ran past its time limit and was stopped") from None
+    except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+        raise StorageError(f"PostgreSQL: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

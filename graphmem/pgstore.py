@@ -1,0 +1,322 @@
+"""The PostgreSQL store: one namespace of a database every replica shares.
+
+``PostgresStore`` is the reference store (:class:`graphmem.sqlitestore.SQLiteStore`) on a
+PostgreSQL database: the same SQL, spoken through :mod:`graphmem.pgsql`, on the views of one
+namespace (:mod:`graphmem.pgschema`); what differs is here:
+
+* **Transaction time comes from the database.** Every write transaction first takes the
+  namespace's advisory lock (so a namespace's writes, from any replica, commit one after
+  another), then stamps its time as the database clock, but strictly after the namespace's
+  last stamp (kept in ``gm_namespaces``): knownAt answers are the same from every replica,
+  whatever their clocks say. A read "now" is at the database's clock too, never before the
+  namespace's last stamp: a write acknowledged by one replica is seen by the next read on any.
+* **Keyword ranking** is bm25 computed by :mod:`graphmem.pgkeyword` from the generated
+  ``tsvector``.
+* **Connections**: one writer connection and one reader per thread, each fixed to the
+  namespace; a connection the server dropped (a restart) is replaced on next use, and a
+  request that meets the server down fails at once with StorageError.
+* **Erasure**: PostgreSQL has no secure delete; ``scrub`` vacuums the namespace's tables so the
+  deleted rows' space is reclaimed, but old row versions may remain in the WAL and in backups
+  until they are recycled (docs/scale-out.md says what to do).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Final
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+from . import pgschema
+from .adjacency import GraphCopy
+from .errors import InvalidInput, StorageError
+from .pgkeyword import Bm25Ranker
+from .pgsql import Connection
+from .reads import Filters
+from .sqlitestore import SQLiteStore, SQLiteTransaction
+from .store import Record
+from .temporal import TimeScope
+
+#: Seconds a connection attempt waits for the server before the request fails.
+CONNECT_TIMEOUT_S: Final = 5
+
+
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and urlsplit(str(url)).scheme in ("postgresql", "postgres")
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def lock_key(namespace: str) -> int:
+    """The namespace's advisory lock: a signed 64-bit hash of its name."""
+    return int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big", signed=True)
+
+
+class PostgresDatabase:
+    """A namespace's connections to a PostgreSQL database: the surface of
+    :class:`graphmem.storage.Database` (write, try_write, reader, snapshot, time_limit)."""
+
+    def __init__(self, url: str, namespace: str) -> None:
+        if not is_postgres_url(url):
+            raise InvalidInput(f"not a PostgreSQL URL: {redacted(url)!r}")
+        self.url = url
+        self.path = redacted(url)
+        self.namespace = namespace
+        self._lock_key = lock_key(namespace)
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[Connection] = []
+        self._readers_lock = threading.Lock()
+        self.on_write: Callable[[Any], None] | None = None
+        self._closed = False
+        setup = self._connect(reader=False)
+        try:
+            pgschema.apply(setup.raw)
+            setup.raw.execute(
+                "INSERT INTO gm_namespaces (namespace) VALUES (%s) ON CONFLICT DO NOTHING",
+                [namespace],
+            )
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot prepare {self.path}: {exc}") from exc
+        finally:
+            setup.close()
+        self._writer = self._connect(reader=False)
+
+    # ------------------------------------------------------------------------- connections
+
+    def _connect(self, *, reader: bool) -> Connection:
+        try:
+            raw = psycopg.connect(
+                self.url,
+                autocommit=True,
+                cursor_factory=psycopg.ClientCursor,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                application_name="graphmem",
+            )
+        except psycopg.Error as exc:
+            message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise StorageError(f"cannot connect to {self.path}: {message}") from None
+        raw.execute(
+            "SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, self.namespace]
+        )
+        return Connection(raw, reader=reader)
+
+    def _usable(self, conn: Connection | None, *, reader: bool) -> Connection:
+        """``conn``, or a new connection if it is missing or the server dropped it."""
+        if conn is not None and not conn.raw.closed and not conn.raw.broken:
+            return conn
+        if conn is not None:
+            conn.close()
+        return self._connect(reader=reader)
+
+    # ------------------------------------------------------------------------- writes
+
+    @contextmanager
+    def write(self, *, durable: bool = True) -> Iterator[Connection]:
+        """A write transaction holding the namespace's advisory lock: commits when the block
+        ends, rolls back if it raises. ``durable=False`` commits without waiting for the
+        server's flush (``synchronous_commit = off``)."""
+        with self._write_lock:
+            self._check_open()
+            self._writer = self._usable(self._writer, reader=False)
+            conn = self._writer
+            if conn.in_transaction:  # nested use joins the outer transaction
+                yield conn
+                return
+            conn.execute("BEGIN")
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(?)", [self._lock_key])
+                if not durable:
+                    conn.execute("SET LOCAL synchronous_commit = off")
+                if self.on_write is not None:
+                    self.on_write(conn)
+                yield conn
+                conn.execute("COMMIT")
+            finally:
+                if conn.in_transaction and not conn.raw.closed:
+                    try:
+                        conn.raw.execute("ROLLBACK")
+                    except psycopg.Error:
+                        conn.raw.close()  # replaced on next use
+
+    def try_write(self, *, durable: bool = True) -> AbstractContextManager[Connection] | None:
+        if not self._write_lock.acquire(blocking=False):
+            return None
+        return self._held(durable)
+
+    @contextmanager
+    def _held(self, durable: bool) -> Iterator[Connection]:
+        try:
+            with self.write(durable=durable) as conn:
+                yield conn
+        finally:
+            self._write_lock.release()
+
+    # ------------------------------------------------------------------------- reads
+
+    def reader(self) -> Connection:
+        """This thread's read connection (autocommit: each statement sees the latest commit)."""
+        self._check_open()
+        conn: Connection | None = getattr(self._local, "conn", None)
+        fresh = self._usable(conn, reader=True)
+        if fresh is not conn:
+            fresh.deadline = getattr(self._local, "deadline", None)
+            self._local.conn = fresh
+            with self._readers_lock:
+                self._readers = [c for c in self._readers if c is not conn] + [fresh]
+        return fresh
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """A read connection inside one repeatable-read transaction."""
+        conn = self.reader()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            if not conn.raw.closed:
+                conn.raw.execute("ROLLBACK")
+
+    @contextmanager
+    def time_limit(self, deadline: float | None) -> Iterator[None]:
+        outer: float | None = getattr(self._local, "deadline", None)
+        if deadline is None or (outer is not None and outer < deadline):
+            deadline = outer
+        self._local.deadline = deadline
+        conn: Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.deadline = deadline
+        try:
+            yield
+        finally:
+            self._local.deadline = outer
+            if conn is not None:
+                conn.deadline = outer
+
+    @property
+    def deadline(self) -> float | None:
+        deadline: float | None = getattr(self._local, "deadline", None)
+        return deadline
+
+    def clock(self, conn: Connection | None = None) -> tuple[float, float]:
+        """The namespace's last transaction time and the database's clock (epoch seconds),
+        read on ``conn`` (default: this thread's reader)."""
+        last, now = (conn or self.reader()).execute(
+            "SELECT last_recorded_at, extract(epoch FROM clock_timestamp()) FROM gm_namespaces"
+            " WHERE namespace = current_setting('graphmem.namespace')"
+        ).fetchone()
+        return float(last), float(now)
+
+    def scrub(self) -> bool:
+        """Reclaim the space of deleted rows (VACUUM); PostgreSQL has no secure delete."""
+        conn = self._connect(reader=False)
+        try:
+            for table in ("facts", "links", "embedding_cache", "episodes", "files", "outbox"):
+                conn.raw.execute(f"VACUUM gm_{table}")
+        finally:
+            conn.close()
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
+            self._writer.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("this memory has been closed")
+
+
+class PostgresTransaction(SQLiteTransaction):
+    """A write transaction on PostgreSQL (the reference transaction's SQL, translated)."""
+
+    def current_by_key(self, pairs: Any) -> list[dict[str, Any]]:
+        scope = TimeScope(self.now, self.now)
+        rows = self.conn.execute(
+            "SELECT f.* FROM unnest(CAST(:entities AS text[]), CAST(:keys AS text[]))"
+            " AS w(entity, key) JOIN facts f ON lower(f.entity) = w.entity"
+            f" AND lower(f.key) = w.key WHERE {scope.fact_clause()}",
+            {"entities": [p[0] for p in pairs], "keys": [p[1] for p in pairs], **scope.params},
+        )
+        return [dict(r) for r in rows]
+
+
+class PostgresStore(SQLiteStore):
+    """One namespace's facts, links, keyword index, outbox, embedding cache and meta in a
+    PostgreSQL database (see the module's docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        namespace: str,
+        clock: Callable[[], float] | None = None,
+        *,
+        graph_in_memory: bool = True,
+    ) -> None:
+        self._db = PostgresDatabase(url, namespace)  # type: ignore[assignment]
+        self._given_clock = clock
+        self._clock = clock or time.time  # unused: now() and _stamp() read the database
+        self._keywords = Bm25Ranker()  # type: ignore[assignment]
+        self._graph = GraphCopy(self._db.reader, enabled=graph_in_memory)
+        self._last_stamp = None
+
+    @property
+    def database(self) -> PostgresDatabase:
+        return self._db  # type: ignore[return-value]
+
+    def now(self) -> float:
+        """The time of a read now: the database's clock (or the clock given), but never before
+        the namespace's last transaction time, whichever replica stamped it — a write
+        acknowledged anywhere is seen by the next read everywhere. One round trip."""
+        last, database = self.database.clock()
+        clock = database if self._given_clock is None else round(self._given_clock(), 6)
+        return max(round(clock, 6), last)
+
+    def _stamp(self, conn: Any) -> float:
+        """Transaction time, under the namespace's advisory lock: the clock, but strictly after
+        the namespace's last stamp, whichever replica wrote it."""
+        last, database = self.database.clock(conn)
+        clock = database if self._given_clock is None else round(self._given_clock(), 6)
+        stamp = round(max(clock, last + 1e-6), 6)
+        conn.execute(
+            "UPDATE gm_namespaces SET last_recorded_at = ?"
+            " WHERE namespace = current_setting('graphmem.namespace')",
+            [stamp],
+        )
+        return stamp
+
+    def _transaction(self, conn: Any) -> SQLiteTransaction:
+        return PostgresTransaction(conn, self._stamp, self.database.path)
+
+    def keyword_matches(
+        self, query: str, scope: TimeScope, filters: Filters, n: int
+    ) -> tuple[dict[str, float], dict[str, Record]]:
+        """bm25 (higher is better) and ranking columns of the ``n`` best visible keyword
+        matches (:class:`graphmem.pgkeyword.Bm25Ranker`)."""
+        ranker: Bm25Ranker = self._keywords  # type: ignore[assignment]
+        return ranker.best(self._read(), query, scope, filters, n)

@@ -1,0 +1,125 @@
+"""Throwaway servers on loopback for trying the scale-out mode and for its tests.
+
+``Postgres`` starts Debian's PostgreSQL (the ``postgresql`` package) in a temporary directory:
+initdb and pg_ctl run as the ``postgres`` user when this process is root (initdb refuses root),
+as the current user otherwise; the server listens on 127.0.0.1 only, on a free port, with its
+socket inside the directory. It makes a role and a database for graphmem; the role is not a
+superuser, so the row-level security of the PostgreSQL store applies to it.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Final
+
+import psycopg
+
+#: Where Debian installs PostgreSQL's server programs (newest version first).
+_PG_ROOT: Final = Path("/usr/lib/postgresql")
+#: The role and database made for graphmem.
+ROLE: Final = "graphmem"
+DATABASE: Final = "graphmem"
+
+
+class Unavailable(RuntimeError):
+    """A component is not installed here (the message says what to install)."""
+
+
+def postgres_bin() -> Path:
+    """The directory of PostgreSQL's server programs. Unavailable if none is installed."""
+    versions = sorted(
+        (p for p in _PG_ROOT.glob("*/bin") if (p / "initdb").exists()),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+        reverse=True,
+    )
+    if versions:
+        return versions[0]
+    found = shutil.which("initdb")
+    if found:
+        return Path(found).resolve().parent
+    raise Unavailable("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Postgres:
+    """A PostgreSQL server in a temporary directory; ``url`` reaches graphmem's database."""
+
+    def __init__(self, directory: Path | None = None, *, port: int | None = None) -> None:
+        self.bin = postgres_bin()
+        self.directory = (
+            Path(tempfile.mkdtemp(prefix="graphmem-pg-")) if directory is None else directory
+        )
+        self.port = port or free_port()
+        self.data = self.directory / "data"
+        self._user = "postgres" if os.geteuid() == 0 else None
+        self.url = f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{self.port}/{DATABASE}"
+        self._admin: psycopg.Connection[Any] | None = None
+
+    def start(self) -> Postgres:
+        if self._user is not None:
+            entry = pwd.getpwnam(self._user)
+            os.chown(self.directory, entry.pw_uid, entry.pw_gid)
+        if not (self.data / "PG_VERSION").exists():
+            self._run(
+                "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                "--encoding=UTF8", "--locale=C", "--no-sync",
+            )  # fmt: skip
+        options = (
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
+            " -c max_connections=200 -c shared_buffers=256MB"
+        )
+        self._run(
+            "pg_ctl", "-D", str(self.data), "-l", str(self.directory / "server.log"),
+            "-o", options, "-w", "-t", "60", "start",
+        )  # fmt: skip
+        self.sql(
+            f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN"
+            f" CREATE ROLE {ROLE} LOGIN PASSWORD '{ROLE}'; END IF; END $$"
+        )
+        if not self.sql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE}'"):
+            self.sql(f"CREATE DATABASE {DATABASE} OWNER {ROLE}")
+        return self
+
+    def database(self, name: str, *, template: str | None = None) -> str:
+        """Make an empty database ``name`` for graphmem (a copy of ``template``, if given);
+        its URL."""
+        copy = f" TEMPLATE {template}" if template else ""
+        self.sql(f"CREATE DATABASE {name} OWNER {ROLE}{copy}")
+        return f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{self.port}/{name}"
+
+    def sql(self, statement: str) -> list[tuple[Any, ...]]:
+        """Run one statement as the superuser, in the ``postgres`` database; its rows."""
+        if self._admin is None or self._admin.closed:
+            self._admin = psycopg.connect(
+                f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True
+            )
+        cursor = self._admin.execute(statement)
+        return cursor.fetchall() if cursor.description else []
+
+    def stop(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+        if (self.data / "postmaster.pid").exists():
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+
+    def remove(self) -> None:
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _run(self, program: str, *args: str) -> None:
+        command = [str(self.bin / program), *args]
+        if self._user is not None:
+            command = ["runuser", "-u", self._user, "--", *command]
+        subprocess.run(command, check=True, capture_output=True, cwd=self.directory)
