@@ -74,3 +74,9 @@ app_from_environment
 # schema (tests/test_lean.py).
 _.leaves
 _.execution_context_class
+
+# pytest hooks and fixtures named by pytest (tests/conftest.py: the --store option).
+pytest_addoption
+pytest_collection_modifyitems
+postgres_url
+_emptied

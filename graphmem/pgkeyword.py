@@ -47,10 +47,10 @@ _WEIGHT: Final = (
 _MINE: Final = "f.namespace = current_setting('graphmem.namespace')"
 _SCORED: Final = f"""
     SELECT f.seq, sum(q.idf * (w.tf * {K1 + 1}) / (w.tf + {K1} * ({1 - B} + {B} * f.fts_tokens
-        / :avgdl))) AS score
+        / :avgdl)) ORDER BY q.term) AS score
     FROM gm_facts f
     CROSS JOIN LATERAL (
-        SELECT u.lexeme, sum({_WEIGHT}) AS tf FROM unnest(f.fts) u, unnest(u.weights) lab
+        SELECT u.lexeme, sum({_WEIGHT} ORDER BY lab) AS tf FROM unnest(f.fts) u, unnest(u.weights) lab
         WHERE u.lexeme = ANY(CAST(:lexemes AS text[])) GROUP BY u.lexeme
     ) w
     JOIN unnest(CAST(:lexemes AS text[]), CAST(:idf AS float8[])) AS q(term, idf)

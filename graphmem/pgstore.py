@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final
@@ -216,10 +215,14 @@ class PostgresDatabase:
     def clock(self, conn: Connection | None = None) -> tuple[float, float]:
         """The namespace's last transaction time and the database's clock (epoch seconds),
         read on ``conn`` (default: this thread's reader)."""
-        last, now = (conn or self.reader()).execute(
-            "SELECT last_recorded_at, extract(epoch FROM clock_timestamp()) FROM gm_namespaces"
-            " WHERE namespace = current_setting('graphmem.namespace')"
-        ).fetchone()
+        last, now = (
+            (conn or self.reader())
+            .execute(
+                "SELECT last_recorded_at, extract(epoch FROM clock_timestamp()) FROM gm_namespaces"
+                " WHERE namespace = current_setting('graphmem.namespace')"
+            )
+            .fetchone()
+        )
         return float(last), float(now)
 
     def scrub(self) -> bool:
@@ -280,29 +283,32 @@ class PostgresStore(SQLiteStore):
     ) -> None:
         self._db = PostgresDatabase(url, namespace)  # type: ignore[assignment]
         self._given_clock = clock
-        self._clock = clock or time.time  # unused: now() and _stamp() read the database
         self._keywords = Bm25Ranker()  # type: ignore[assignment]
         self._graph = GraphCopy(self._db.reader, enabled=graph_in_memory)
-        self._last_stamp = None
 
     @property
     def database(self) -> PostgresDatabase:
         return self._db  # type: ignore[return-value]
 
     def now(self) -> float:
-        """The time of a read now: the database's clock (or the clock given), but never before
-        the namespace's last transaction time, whichever replica stamped it — a write
-        acknowledged anywhere is seen by the next read everywhere. One round trip."""
+        """The time of a read now: the database's clock, but never before the namespace's
+        last transaction time, whichever replica stamped it — a write acknowledged anywhere
+        is seen by the next read everywhere (one round trip). With a clock given (tests, a
+        replayed history): that clock, as the reference store reads it."""
+        if self._given_clock is not None:
+            return round(self._given_clock(), 6)
         last, database = self.database.clock()
-        clock = database if self._given_clock is None else round(self._given_clock(), 6)
-        return max(round(clock, 6), last)
+        return max(round(database, 6), last)
 
     def _stamp(self, conn: Any) -> float:
-        """Transaction time, under the namespace's advisory lock: the clock, but strictly after
-        the namespace's last stamp, whichever replica wrote it."""
+        """Transaction time, under the namespace's advisory lock: the database's clock, but
+        strictly after the namespace's last stamp, whichever replica wrote it. With a clock
+        given: that clock, never before the last stamp (as the reference store stamps)."""
         last, database = self.database.clock(conn)
-        clock = database if self._given_clock is None else round(self._given_clock(), 6)
-        stamp = round(max(clock, last + 1e-6), 6)
+        if self._given_clock is None:
+            stamp = round(max(database, last + 1e-6), 6)
+        else:
+            stamp = max(round(self._given_clock(), 6), last)
         conn.execute(
             "UPDATE gm_namespaces SET last_recorded_at = ?"
             " WHERE namespace = current_setting('graphmem.namespace')",

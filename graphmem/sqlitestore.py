@@ -874,8 +874,7 @@ class SQLiteStore:
                 conn.execute(
                     "SELECT max(coalesce((SELECT max(recorded_at) FROM facts), -1e300),"
                     " coalesce((SELECT max(recorded_at) FROM links), -1e300))"
-                )
-                .fetchone()[0]
+                ).fetchone()[0]
             )
         self._last_stamp = max(self.now(), self._last_stamp)
         return self._last_stamp

@@ -7,17 +7,17 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from starlette.applications import Starlette
 
 from graphmem import Memory, Settings, pgschema
+from graphmem.cluster import ROLE, Postgres, Unavailable
 from graphmem.sqlitestore import SQLiteStore
 from resolvers import create_app
-from resolvers.cluster import ROLE, Postgres, Unavailable
 
 from .api import InProcess
 from .openai_stub import OpenAIStub
@@ -103,6 +103,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="the store the Memory and service fixtures open (postgresql: a database of the "
         "session's PostgreSQL server, new for each test)",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--store") == "sqlite":
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            reason = marker.args[0] if marker.args else "SQLite internals"
+            item.add_marker(pytest.mark.skip(reason=f"SQLite store only: {reason}"))
 
 
 @pytest.fixture(scope="session")

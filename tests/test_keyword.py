@@ -90,6 +90,7 @@ def test_a_word_that_matches_nothing_changes_nothing(
     assert len(_fts(crowded, "quokka platform", limit=80)) == 60
 
 
+@pytest.mark.sqlite_only("the budgeted FTS5 ranker is the SQLite store's")
 def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_select(
     mem: Memory, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -212,7 +212,7 @@ def test_every_interface_that_links_takes_a_validity(
                 }
             },
         )["linkFacts"]
-    assert payload["link"] is None and payload["error"]["field"] == "valid_until"
+    assert payload["link"] is None and payload["error"]["field"] == "valid_until", payload
 
 
 @pytest.fixture
