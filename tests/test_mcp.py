@@ -98,14 +98,15 @@ def _text(result: CallToolResult) -> str:
 
 
 @pytest.fixture
-def live(data_dir: Path) -> Iterator[LiveServer]:
-    with LiveServer(create_app(Settings(embedder="hash", data_dir=data_dir))) as server:
+def live(settings: Settings) -> Iterator[LiveServer]:
+    with LiveServer(create_app(settings)) as server:
         yield server
 
 
 # ------------------------------------------------------------------------------------ scenario
 
 
+@pytest.mark.usefixtures("store_url")  # the stdio server's store, through GRAPHMEM_STORE
 @pytest.mark.parametrize("transport", ["stdio", "http", "http-legacy"])
 def test_an_agent_stores_recalls_links_traverses_and_forgets_through_the_tools(
     transport: str, data_dir: Path, request: pytest.FixtureRequest
