@@ -54,9 +54,12 @@ def free_port() -> int:
 
 
 class Postgres:
-    """A PostgreSQL server in a temporary directory; ``url`` reaches graphmem's database."""
+    """A PostgreSQL server in a directory (default: a new temporary one, which the
+    ``postgres`` user can reach); ``url`` reaches graphmem's database."""
 
-    def __init__(self, directory: Path | None = None, *, port: int | None = None) -> None:
+    def __init__(
+        self, directory: Path | None = None, *, port: int | None = None, auth: str = "trust"
+    ) -> None:
         self.bin = postgres_bin()
         self.directory = (
             Path(tempfile.mkdtemp(prefix="graphmem-pg-")) if directory is None else directory
@@ -64,16 +67,21 @@ class Postgres:
         self.port = port or free_port()
         self.data = self.directory / "data"
         self._user = "postgres" if os.geteuid() == 0 else None
+        #: How TCP connections authenticate (``trust``, or ``scram-sha-256`` to check
+        #: passwords); the superuser always connects through the socket, trusted.
+        self.auth = auth
         self.url = f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{self.port}/{DATABASE}"
         self._admin: psycopg.Connection[Any] | None = None
 
     def start(self) -> Postgres:
+        self.directory.mkdir(parents=True, exist_ok=True)
         if self._user is not None:
             entry = pwd.getpwnam(self._user)
             os.chown(self.directory, entry.pw_uid, entry.pw_gid)
         if not (self.data / "PG_VERSION").exists():
             self._run(
-                "initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust",
+                "initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust",
+                f"--auth-host={self.auth}",
                 "--encoding=UTF8", "--locale=C", "--no-sync",
             )  # fmt: skip
         options = (
@@ -99,12 +107,17 @@ class Postgres:
         self.sql(f"CREATE DATABASE {name} OWNER {ROLE}{copy}")
         return f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{self.port}/{name}"
 
+    def superuser(self, database: str = "postgres") -> psycopg.Connection[Any]:
+        """A new superuser connection (autocommit) to ``database``, through the socket."""
+        return psycopg.connect(
+            f"host={self.directory} port={self.port} user=postgres dbname={database}",
+            autocommit=True,
+        )
+
     def sql(self, statement: str) -> list[tuple[Any, ...]]:
         """Run one statement as the superuser, in the ``postgres`` database; its rows."""
         if self._admin is None or self._admin.closed:
-            self._admin = psycopg.connect(
-                f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True
-            )
+            self._admin = self.superuser()
         cursor = self._admin.execute(statement)
         return cursor.fetchall() if cursor.description else []
 

@@ -15,7 +15,7 @@ import pytest
 from starlette.applications import Starlette
 
 from graphmem import Memory, Settings, pgschema
-from graphmem.cluster import ROLE, Postgres, Unavailable
+from graphmem.cluster import Postgres, Unavailable
 from graphmem.sqlitestore import SQLiteStore
 from resolvers import create_app
 
@@ -143,8 +143,7 @@ def _emptied(postgres: Postgres) -> Iterator[tuple[str, psycopg.Connection[Any]]
     url = postgres.database("graphmem_tests")
     with psycopg.connect(url, autocommit=True) as conn:
         pgschema.apply(conn)
-    admin = url.replace(f"{ROLE}:{ROLE}@", "postgres@")
-    with psycopg.connect(admin, autocommit=True) as conn:
+    with postgres.superuser("graphmem_tests") as conn:
         yield url, conn
 
 

@@ -1,0 +1,160 @@
+"""What the PostgreSQL store adds to the conformance suite: replicas sharing a namespace, time
+from the database, namespaces kept apart by row-level security as well as by the views, bad
+URLs and credentials refused at start, and a server that goes away and comes back."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from graphmem import InvalidInput, Memory, Settings, StorageError
+from graphmem.cluster import ROLE, Postgres, Unavailable
+from graphmem.pgstore import PostgresStore
+
+
+@pytest.fixture
+def url(postgres: Postgres) -> str:
+    return postgres.database(f"p{uuid.uuid4().hex}")
+
+
+def start_server(auth: str = "trust") -> Postgres:
+    """A server of the test's own (skipped, saying why, without PostgreSQL)."""
+    try:
+        return Postgres(auth=auth).start()
+    except Unavailable as exc:
+        pytest.skip(f"needs PostgreSQL: {exc}")
+
+
+def open_memory(url: str, directory: Path, namespace: str = "default") -> Memory:
+    return Memory.open(
+        directory, namespace=namespace, settings=Settings(embedder="hash", store=url)
+    )
+
+
+def test_two_replicas_see_each_others_writes_at_once_in_commit_order(
+    url: str, tmp_path: Path
+) -> None:
+    with open_memory(url, tmp_path / "a") as a, open_memory(url, tmp_path / "b") as b:
+        stamps = []
+        for n in range(6):
+            writer = (a, b)[n % 2]
+            fact = writer.store(f"Deploy number {n} went out", autolink=False).fact
+            assert fact is not None
+            stamps.append(fact.recorded_at)
+            # Acknowledged by one replica, read at once by the other.
+            assert (b, a)[n % 2].get(fact.id) is not None
+        assert stamps == sorted(stamps) and len(set(stamps)) == len(stamps)  # strictly
+        moved = a.store("Ana lives in Berlin", entity="Ana", key="city", value="Berlin").fact
+        assert moved is not None
+        b.store("Ana lives in Paris", entity="Ana", key="city", value="Paris")
+        assert [f.value for f in a.lookup("Ana", key="city")] == ["Paris"]
+        assert a.get(moved.id) is None and a.get(moved.id, known_at=moved.recorded_at)
+
+
+def test_transaction_time_is_the_databases_whatever_the_replicas_clock(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ahead, behind = PostgresStore(url, "skewed"), PostgresStore(url, "skewed")  # no clock given
+    real = time.time
+    try:
+        stamps = []
+        for store, skew in ((ahead, 5.0), (behind, -5.0), (ahead, 5.0)):
+            monkeypatch.setattr(time, "time", lambda skew=skew: real() + skew)
+            with store.transaction() as tx:
+                stamps.append(tx.now)
+        monkeypatch.setattr(time, "time", real)
+        with psycopg.connect(url) as conn:
+            row = conn.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+        assert row is not None
+        assert all(abs(float(row[0]) - s) < 1 for s in stamps)  # the database's, not +-5 s
+        assert stamps == sorted(stamps) and len(set(stamps)) == 3
+        assert ahead.now() >= stamps[-1] and behind.now() >= stamps[-1]
+    finally:
+        ahead.close()
+        behind.close()
+
+
+def test_row_level_security_keeps_namespaces_apart_beneath_the_views(
+    url: str, tmp_path: Path
+) -> None:
+    with open_memory(url, tmp_path, "alice") as alice:
+        alice.store("Alice keeps her notes in Obsidian")
+    with open_memory(url, tmp_path, "bob") as bob:
+        assert bob.search("Obsidian notes") == []
+    with psycopg.connect(url, autocommit=True) as conn:
+        # The base table, past the views: nothing without the namespace setting, only the
+        # setting's own namespace with it.
+        assert conn.execute("SELECT count(*) FROM gm_facts").fetchone() == (0,)
+        conn.execute("SELECT set_config('graphmem.namespace', 'bob', false)")
+        assert conn.execute("SELECT count(*) FROM gm_facts").fetchone() == (0,)
+        conn.execute("SELECT set_config('graphmem.namespace', 'alice', false)")
+        assert conn.execute("SELECT count(*) FROM gm_facts").fetchone() == (1,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(
+                "INSERT INTO gm_facts (namespace, id, text, category, importance,"
+                " decay_class, normalized_hash, valid_from, recorded_at) VALUES"
+                " ('bob', 'x', 'planted', 'other', 0.5, 'stable', 'h', 0, 0)"
+            )
+
+
+@pytest.mark.parametrize(
+    ("store", "error", "says"),
+    [
+        ("mysql://localhost/graphmem", InvalidInput, "postgresql://"),
+        ("postgresql://graphmem:wrong-password@127.0.0.1:1/graphmem", StorageError, "cannot"),
+    ],
+)
+def test_a_bad_store_url_or_credentials_fail_at_open_without_showing_the_password(
+    tmp_path: Path, store: str, error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error) as raised:
+        open_memory(store, tmp_path)
+    assert says in str(raised.value) and "wrong-password" not in str(raised.value)
+
+
+def test_passwords_are_checked_when_the_server_asks_for_them(tmp_path: Path) -> None:
+    """A server that checks passwords (scram) refuses a wrong one with a clear error."""
+    server = start_server(auth="scram-sha-256")
+    try:
+        wrong = server.url.replace(f"{ROLE}:{ROLE}@", f"{ROLE}:wrong-password@")
+        with pytest.raises(StorageError, match="password authentication failed") as raised:
+            open_memory(wrong, tmp_path / "data")
+        assert "wrong-password" not in str(raised.value)
+        with open_memory(server.url, tmp_path / "data") as mem:
+            assert mem.store("Scram works").fact is not None
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def own_server() -> Iterator[Postgres]:
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+def test_a_server_that_goes_away_fails_requests_fast_and_they_recover_when_it_returns(
+    own_server: Postgres, tmp_path: Path
+) -> None:
+    with open_memory(own_server.url, tmp_path / "data") as mem:
+        kept = mem.store("Written before the outage", autolink=False).fact
+        assert kept is not None
+        own_server.stop()
+        for attempt in (lambda: mem.store("Written during the outage"), lambda: mem.get(kept.id)):
+            started = time.monotonic()
+            with pytest.raises(StorageError):
+                attempt()
+            assert time.monotonic() - started < 10
+        own_server.start()
+        assert mem.get(kept.id) is not None  # the same Memory, without reopening
+        after = mem.store("Written after the outage", autolink=False).fact
+        assert after is not None and mem.get(after.id) is not None
+        texts = {hit.fact.text for hit in mem.search("outage", mode="fts")}
+        assert texts == {"Written before the outage", "Written after the outage"}
