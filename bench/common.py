@@ -21,6 +21,7 @@ from typing import Any, Final
 import numpy as np
 
 from graphmem import Settings
+from graphmem.cluster import Postgres
 from graphmem.embedders import Embedder, Vectors, create_embedder
 
 ROOT: Final = Path(__file__).resolve().parents[1]
@@ -243,3 +244,20 @@ def _module_name() -> str:
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
     return spec.name if spec is not None else Path(sys.argv[0]).stem
+
+
+@contextmanager
+def store(choice: str) -> Iterator[str | None]:
+    """The store a bench runs on, from its ``--store`` option: ``sqlite`` (None: files in the
+    bench's directory), ``postgresql`` (a throwaway server on loopback, removed afterwards),
+    or a ``postgresql://`` URL."""
+    if choice == "sqlite":
+        yield None
+    elif choice == "postgresql":
+        server = Postgres().start()
+        try:
+            yield server.url
+        finally:
+            server.remove()
+    else:
+        yield choice

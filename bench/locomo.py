@@ -62,6 +62,7 @@ from .common import (
     recall_frac,
     write_json,
 )
+from .common import store as bench_store
 
 CATEGORIES: Final = {
     1: "multi-hop",
@@ -91,11 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.ranking_budget:  # a conversation is small: a tiny budget takes the large-memory paths
         keyword.RANKING_BUDGET = args.ranking_budget  # type: ignore[misc]  # sweeps a Final
     embedder = CachingEmbedder(make_embedder(args.embedder))
-    settings = Settings(
-        track_access=False, fusion_candidates=args.candidates, autolink=args.autolink
-    )
-
-    with tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
+    with bench_store(args.store) as url, tempfile.TemporaryDirectory(prefix="bench-locomo-") as tmp:
+        settings = Settings(
+            track_access=False, fusion_candidates=args.candidates, autolink=args.autolink, store=url
+        )
         started = time.perf_counter()
         conversations = [
             build_conversation(
@@ -155,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (f"-{args.conversations[0]}-{args.conversations[1]}" if args.conversations else "")
         + ("-autolink" if args.autolink else "")
         + ("-explore" if args.explore else "")
+        + ("" if args.store == "sqlite" else "-postgresql")
     )
     write_json(args.out or OUT_DIR / f"locomo-{args.embedder}{suffix}.json", report)
     return 0
@@ -551,6 +552,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "made by the bench) and add graph_depth=1 runs",
     )
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        help="sqlite (default), postgresql (a throwaway server on loopback) or a postgresql:// URL",
+    )
     parser.add_argument(
         "--context",
         action="store_true",

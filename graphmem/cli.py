@@ -838,6 +838,17 @@ def import_(ctx: click.Context, /, path: str, as_json: bool) -> None:
     )
 
 
+def _files_only(settings: Settings, command: str) -> None:
+    """Backups copy SQLite files: with a PostgreSQL store, say what to use instead."""
+    if settings.store:
+        raise InvalidInput(
+            f"`graphmem {command}` copies SQLite files; the store is PostgreSQL: back it up and "
+            "restore it with pg_dump and pg_restore (or your base backups), then run "
+            "`graphmem --namespace NAME reindex` for each namespace (docs/scale-out.md#backups)",
+            field="store",
+        )
+
+
 @click.command()
 @click.argument("destination", type=click.Path(file_okay=False, path_type=Path))
 @json_option
@@ -849,6 +860,7 @@ def backup(ctx: click.Context, /, destination: Path, as_json: bool) -> None:
     API. The vector indexes are not copied; `graphmem restore` rebuilds them.
     """
     settings: Settings = ctx.obj
+    _files_only(settings, "backup")
     names = backups.backup(Path(settings.data_dir), destination)
     _emit(
         {"namespaces": names, "destination": str(destination)},
@@ -869,6 +881,7 @@ def restore(ctx: click.Context, /, source: Path, replace: bool, as_json: bool) -
     embedding cache (nothing is embedded again) and checks it.
     """
     settings: Settings = ctx.obj
+    _files_only(settings, "restore")
     names = backups.restore(source, Path(settings.data_dir), replace=replace)
     reports = {}
     for name in names:

@@ -108,9 +108,10 @@ CODES: Final[Mapping[str, CodeUse]] = {
     ),
     Code.STORAGE_ERROR: CodeUse(
         "the namespace's files cannot be used or written: the disk is full, the directory is "
-        "read-only, a file is damaged or was written by a newer graphmem (the message says "
-        "which; a write that fails with it wrote nothing). HTTP 503 for a namespace that cannot "
-        "be opened at all, or an API key file that cannot be read",
+        "read-only, a file is damaged or was written by a newer graphmem, or the PostgreSQL "
+        "store cannot be reached (the message says which; a write that fails with it wrote "
+        "nothing). HTTP 503 for a namespace that cannot be opened at all, or an API key file "
+        "that cannot be read",
         http_status=503,
     ),
     Code.TIMEOUT: CodeUse(

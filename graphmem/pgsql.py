@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final, cast
 
@@ -280,11 +280,17 @@ class Connection:
     #: (graphmem.keyword.indexing).
     indexes_keywords: Final = True
 
-    def __init__(self, raw: psycopg.Connection[Any], *, reader: bool) -> None:
+    def __init__(
+        self,
+        raw: psycopg.Connection[Any],
+        *,
+        reader: bool,
+        deadline: Callable[[], float | None] = lambda: None,
+    ) -> None:
         self.raw = raw
         self.reader = reader
-        #: time.monotonic() deadline of this connection's statements (None: no limit).
-        self.deadline: float | None = None
+        #: The time.monotonic() deadline of the statement about to run (None: no limit).
+        self.deadline = deadline
         self._timeout_ms = 0
 
     @property
@@ -318,9 +324,9 @@ class Connection:
 
     def _limit(self) -> None:
         """Give the server this connection's deadline as its statement timeout."""
-        wanted = 0
-        if self.deadline is not None:
-            wanted = max(1, int((self.deadline - time.monotonic()) * 1000))
+        wanted, deadline = 0, self.deadline()
+        if deadline is not None:
+            wanted = max(1, int((deadline - time.monotonic()) * 1000))
         if wanted != self._timeout_ms:
             with self._errors():
                 self.raw.execute(f"SET statement_timeout = {wanted}")
@@ -338,7 +344,7 @@ def _errors(owner: Connection) -> Iterator[None]:
     try:
         yield
     except psycopg.errors.QueryCanceled:
-        if owner.deadline is None:
+        if owner.deadline() is None:
             raise
         raise QueryTimeout("the query ran past its time limit and was stopped") from None
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:

@@ -110,7 +110,7 @@ class PostgresDatabase:
         raw.execute(
             "SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, self.namespace]
         )
-        return Connection(raw, reader=reader)
+        return Connection(raw, reader=reader, deadline=self._deadline if reader else lambda: None)
 
     def _usable(self, conn: Connection | None, *, reader: bool) -> Connection:
         """``conn``, or a new connection if it is missing or the server dropped it."""
@@ -171,7 +171,6 @@ class PostgresDatabase:
         conn: Connection | None = getattr(self._local, "conn", None)
         fresh = self._usable(conn, reader=True)
         if fresh is not conn:
-            fresh.deadline = getattr(self._local, "deadline", None)
             self._local.conn = fresh
             with self._readers_lock:
                 self._readers = [c for c in self._readers if c is not conn] + [fresh]
@@ -197,18 +196,17 @@ class PostgresDatabase:
         if deadline is None or (outer is not None and outer < deadline):
             deadline = outer
         self._local.deadline = deadline
-        conn: Connection | None = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.deadline = deadline
         try:
             yield
         finally:
             self._local.deadline = outer
-            if conn is not None:
-                conn.deadline = outer
 
     @property
     def deadline(self) -> float | None:
+        return self._deadline()
+
+    def _deadline(self) -> float | None:
+        """The deadline of this thread's reads (see ``time_limit``), if any."""
         deadline: float | None = getattr(self._local, "deadline", None)
         return deadline
 

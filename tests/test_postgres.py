@@ -11,8 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
-from graphmem import InvalidInput, Memory, Settings, StorageError
+from graphmem import InvalidInput, Memory, QueryTimeout, Settings, StorageError
+from graphmem.cli import cli
 from graphmem.cluster import ROLE, Postgres, Unavailable
 from graphmem.pgstore import PostgresStore
 
@@ -158,3 +160,27 @@ def test_a_server_that_goes_away_fails_requests_fast_and_they_recover_when_it_re
         assert after is not None and mem.get(after.id) is not None
         texts = {hit.fact.text for hit in mem.search("outage", mode="fts")}
         assert texts == {"Written before the outage", "Written after the outage"}
+
+
+def test_a_read_past_its_time_limit_is_cancelled_by_the_server(url: str) -> None:
+    store = PostgresStore(url, "slow")
+    try:
+        with store.time_limit(time.monotonic() + 0.2):
+            started = time.monotonic()
+            with pytest.raises(QueryTimeout):
+                store._read().execute("SELECT pg_sleep(5)")
+            assert time.monotonic() - started < 2
+        store._read().execute("SELECT pg_sleep(0.3)")  # the limit ended with its block
+    finally:
+        store.close()
+
+
+def test_backup_and_restore_refuse_a_postgresql_store_and_say_what_to_use(
+    url: str, tmp_path: Path
+) -> None:
+    for command in (["backup", str(tmp_path / "copy")], ["restore", str(tmp_path)]):
+        result = CliRunner().invoke(
+            cli, ["--data-dir", str(tmp_path / "data"), *command], env={"GRAPHMEM_STORE": url}
+        )
+        assert isinstance(result.exception, InvalidInput) and "pg_dump" in str(result.exception)
+    assert not (tmp_path / "copy").exists()
