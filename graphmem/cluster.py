@@ -1,5 +1,7 @@
 """Throwaway servers on loopback for trying the scale-out mode and for its tests.
 
+``ObjectStore`` starts an S3-compatible server (moto) for the vector indexes.
+
 ``Postgres`` starts Debian's PostgreSQL (the ``postgresql`` package) in a temporary directory:
 initdb and pg_ctl run as the ``postgres`` user when this process is root (initdb refuses root),
 as the current user otherwise; the server listens on 127.0.0.1 only, on a free port, with its
@@ -15,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import urllib.request
 from pathlib import Path
 from typing import Any, Final
 
@@ -136,3 +139,39 @@ class Postgres:
         if self._user is not None:
             command = ["runuser", "-u", self._user, "--", *command]
         subprocess.run(command, check=True, capture_output=True, cwd=self.directory)
+
+
+class ObjectStore:
+    """An S3-compatible server on loopback for the vector indexes: moto's server mode (a
+    development dependency; production uses any S3-compatible store), in this process, with
+    one bucket. ``settings`` are what a graphmem process needs to reach it."""
+
+    def __init__(self, bucket: str = "graphmem") -> None:
+        try:
+            from moto.server import ThreadedMotoServer
+        except ImportError:
+            raise Unavailable("moto is not installed (pip install 'moto[server]')") from None
+        self.bucket = bucket
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+        self.endpoint = ""
+
+    def start(self) -> ObjectStore:
+        self._server.start()
+        host, port = self._server.get_host_and_port()
+        self.endpoint = f"http://{host}:{port}"
+        request = urllib.request.Request(f"{self.endpoint}/{self.bucket}", method="PUT")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+        return self
+
+    def settings(self, prefix: str) -> dict[str, str]:
+        """The settings that put vector indexes under ``prefix`` in the bucket."""
+        return {
+            "vectors": f"s3://{self.bucket}/{prefix}",
+            "s3_endpoint": self.endpoint,
+            "s3_access_key_id": "graphmem",
+            "s3_secret_access_key": "graphmem",
+        }
+
+    def stop(self) -> None:
+        self._server.stop()

@@ -133,12 +133,14 @@ class Memory:
         progress: Progress | None = None,
         llm: ChatClient | None = None,
         store: str | None = None,
+        vectors: str | None = None,
     ) -> Memory:
         """Open (creating if needed) a namespace under ``data_dir``.
 
         ``store`` (default: the ``store`` setting) puts the namespace's facts, links and
         keyword index in a PostgreSQL database (``postgresql://…``) instead of a SQLite file
-        under ``data_dir``; the vector index stays under ``data_dir``.
+        under ``data_dir``; ``vectors`` (default: the ``vectors`` setting) the vector index in
+        an S3-compatible object store (``s3://bucket/prefix``, with the ``s3_*`` settings).
 
         Refuses with EmbedderMismatch when the namespace was indexed by another embedder, unless
         ``reindex`` is True, which rebuilds the vectors with this one (reporting to ``progress``).
@@ -151,6 +153,8 @@ class Memory:
         when ``classifier`` is ``llm``; InvalidInput if they name no endpoint).
         """
         settings = settings or Settings.load()
+        if vectors is not None:
+            settings = settings.model_copy(update={"vectors": vectors})
         name = settings.namespace if namespace is None else namespace
         directory = namespaces.directory(data_dir, name, settings)
         if llm is None and settings.classifier == "llm":
@@ -161,14 +165,16 @@ class Memory:
         try:
             index = namespaces.indexing(opened, embedder, name, reindex=reindex)
             followed_from = opened.vector_log_end()  # before the table is read
-            vectors, rebuild = namespaces.open_vectors(
-                directory / namespaces.VECTOR_DIR, embedder.dimensions, name, rebuild=index.rebuild
+            lock = opened.vector_lock if isinstance(opened, PostgresStore) else None
+            where = namespaces.vector_location(directory, name, settings, lock)
+            table, rebuild = namespaces.open_vectors(
+                where, embedder.dimensions, name, rebuild=index.rebuild
             )
-            vectors.follow(opened.vector_log, followed_from)
-            memory = cls(directory, name, opened, vectors, embedder, settings, llm)
+            table.follow(opened.vector_log, followed_from)
+            memory = cls(directory, name, opened, table, embedder, settings, llm)
             namespaces.recover(
                 opened,
-                vectors,
+                table,
                 memory._sync,
                 name,
                 dataclasses.replace(index, rebuild=rebuild),

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import logging
 import re
-import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from .embedders import Embedder
 from .errors import EmbedderMismatch, InvalidInput, StorageError
 from .settings import Settings
 from .store import Store
 from .sync import Progress, VectorSync
-from .vectors import VectorIndex
+from .vectors import Location, VectorIndex
 
 #: The vector index's directory inside a namespace's directory.
 VECTOR_DIR: Final = "vectors"
@@ -81,19 +82,62 @@ def indexing(store: Store, embedder: Embedder, namespace: str, *, reindex: bool)
     return Indexing(recorded, wanted, reindex or recorded != wanted)
 
 
+def vector_location(
+    directory: Path,
+    namespace: str,
+    settings: Settings,
+    lock: Callable[[], AbstractContextManager[None]] | None = None,
+) -> Location:
+    """Where the namespace's vector index lives: its folder's ``vectors``, or (setting
+    ``vectors``) ``s3://bucket/prefix/<namespace>``, written under ``lock`` if given."""
+    if not settings.vectors:
+        return Location(directory / VECTOR_DIR)
+    parts = urlsplit(settings.vectors)
+    if parts.scheme != "s3" or not parts.netloc:
+        raise InvalidInput(
+            f"vectors must be an s3://bucket/prefix URL (or unset for local folders), not "
+            f"{settings.vectors!r}",
+            field="vectors",
+        )
+    options = {"aws_region": settings.s3_region or "us-east-1"}
+    if settings.s3_endpoint:
+        options["aws_endpoint"] = settings.s3_endpoint
+        if settings.s3_endpoint.startswith("http://"):
+            options["allow_http"] = "true"
+    if settings.s3_access_key_id and settings.s3_secret_access_key:
+        options["aws_access_key_id"] = settings.s3_access_key_id
+        options["aws_secret_access_key"] = settings.s3_secret_access_key
+    uri = f"{settings.vectors.rstrip('/')}/{namespace}"
+    return Location(directory / VECTOR_DIR, uri, options, lock)
+
+
 def open_vectors(
-    path: Path, dimensions: int, namespace: str, *, rebuild: bool
+    where: Location, dimensions: int, namespace: str, *, rebuild: bool
 ) -> tuple[VectorIndex, bool]:
     """The namespace's vector index, and whether it must be rebuilt: a damaged index is
-    removed and rebuilt (with a warning), as is one about to be rebuilt anyway."""
-    if rebuild and path.exists():
-        shutil.rmtree(path)  # rebuilt from the store anyway; also recovers a damaged index
+    removed and rebuilt (with a warning), as is one about to be rebuilt anyway. An object store
+    that cannot be reached is a StorageError (nothing is removed)."""
+    if rebuild:
+        where.remove()  # rebuilt from the store anyway; also recovers a damaged index
     try:
-        return VectorIndex(path, dimensions), rebuild
+        return VectorIndex(where, dimensions), rebuild
     except StorageError as exc:  # the index cannot be read: it is derived, rebuild it
-        _log.warning("%s: namespace %r: rebuilding it from SQLite", exc.message, namespace)
-        shutil.rmtree(path, ignore_errors=True)
-        return VectorIndex(path, dimensions), True
+        if where.uri is not None and not _reachable(where):
+            raise StorageError(
+                f"cannot reach the vector store at {where.uri}: {exc.message}"
+            ) from None
+        _log.warning("%s: namespace %r: rebuilding it from the store", exc.message, namespace)
+        where.remove()
+        return VectorIndex(where, dimensions), True
+
+
+def _reachable(where: Location) -> bool:
+    """Whether the object store answers (a damaged table is rebuilt; an outage is not)."""
+    try:
+        where.connect().list_tables()
+    except Exception:
+        return False
+    return True
 
 
 def recover(

@@ -8,6 +8,9 @@ floored at 1e-6) over the facts the query's words match (the GIN index finds the
   column it occurs in — carried by the ``tsvector``'s weight labels (:data:`LABEL_WEIGHTS`: the
   text, then entity/key/value, tags, and category/context/date terms, as
   ``graphmem.ranking.FTS_COLUMN_WEIGHTS`` weighs them, category taking its neighbours' 0.3);
+* a word in more than half of the facts (whose idf is floored) does not select facts unless the
+  rarer words leave fewer than asked for: it would bring in most of the namespace to add next to
+  nothing to their scores;
 * a fact's length is its number of tokens (``fts_tokens``), the average over the namespace's
   facts; the number of facts and each word's document frequency are counted per namespace and
   cached until the namespace has grown or shrunk by a tenth (they steer idf, as FTS5's own
@@ -86,18 +89,18 @@ class Bm25Ranker:
             max(math.log((size - frequency[x] + 0.5) / (frequency[x] + 0.5)), 1e-6) for x in lexemes
         ]
         where, params = filters.clause(scope)
-        rows = conn.execute(
+        params.update(lexemes=lexemes, idf=idf, avgdl=average, n=n)
+        sql = (
             f"SELECT {CANDIDATE_COLUMNS}, s.score FROM ({_SCORED}) s JOIN facts f"
-            f" ON f.seq = s.seq WHERE {where} ORDER BY s.score DESC, f.seq LIMIT :n",
-            {
-                **params,
-                "lexemes": lexemes,
-                "idf": idf,
-                "avgdl": average,
-                "match": _any(lexemes),
-                "n": n,
-            },
-        ).fetchall()
+            f" ON f.seq = s.seq WHERE {where} ORDER BY s.score DESC, f.seq LIMIT :n"
+        )
+        # A word in more than half the facts scores next to nothing (idf floored at 1e-6) but
+        # would bring in most of them: the others select, and it only scores; the facts that
+        # have it alone are ranked only if the others leave fewer than n.
+        selecting = [x for x in lexemes if 2 * frequency[x] <= size] or lexemes
+        rows = conn.execute(sql, {**params, "match": _any(selecting)}).fetchall()
+        if len(rows) < n and len(selecting) < len(lexemes):
+            rows = conn.execute(sql, {**params, "match": _any(lexemes)}).fetchall()
         return {r["id"]: float(r["score"]) for r in rows}, {r["id"]: r for r in rows}
 
     def _counts(self, conn: Any, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:

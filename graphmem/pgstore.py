@@ -80,6 +80,8 @@ class PostgresDatabase:
         self._readers_lock = threading.Lock()
         self.on_write: Callable[[Any], None] | None = None
         self._closed = False
+        self._exclusive_lock = threading.Lock()
+        self._locker: Connection | None = None
         setup = self._connect(reader=False)
         try:
             pgschema.apply(setup.raw)
@@ -149,6 +151,23 @@ class PostgresDatabase:
                         conn.raw.execute("ROLLBACK")
                     except psycopg.Error:
                         conn.raw.close()  # replaced on next use
+
+    @contextmanager
+    def exclusive(self, key: int) -> Iterator[None]:
+        """Hold the session advisory lock ``key`` for the block, on a connection of its own
+        (a lock whose holder dies is released by the server)."""
+        with self._exclusive_lock:
+            self._check_open()
+            self._locker = self._usable(self._locker, reader=False)
+            self._locker.execute("SELECT pg_advisory_lock(?)", [key])
+            try:
+                yield
+            finally:
+                if not self._locker.raw.closed:
+                    try:
+                        self._locker.execute("SELECT pg_advisory_unlock(?)", [key])
+                    except StorageError:
+                        self._locker.close()  # the server dropped it, and the lock with it
 
     def try_write(self, *, durable: bool = True) -> AbstractContextManager[Connection] | None:
         if not self._write_lock.acquire(blocking=False):
@@ -247,6 +266,8 @@ class PostgresDatabase:
                     conn.close()
                 self._readers.clear()
             self._writer.close()
+            if self._locker is not None:
+                self._locker.close()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -313,6 +334,11 @@ class PostgresStore(SQLiteStore):
             [stamp],
         )
         return stamp
+
+    def vector_lock(self) -> AbstractContextManager[None]:
+        """The lock one writer of the namespace's vector index holds at a time, across every
+        process and machine sharing the database."""
+        return self.database.exclusive(lock_key(f"{self.database.namespace}/vectors"))
 
     def _transaction(self, conn: Any) -> SQLiteTransaction:
         return PostgresTransaction(conn, self._stamp, self.database.path)

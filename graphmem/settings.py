@@ -38,6 +38,24 @@ class Settings(BaseModel):
         "files under `data_dir` (one per namespace); `postgresql://user:password@host:port/db`, "
         "a PostgreSQL database every replica shares (docs/scale-out.md).",
     )
+    vectors: str | None = Field(
+        None,
+        description="Where the vector indexes live: none, `vectors` in each namespace's folder "
+        "under `data_dir`; `s3://bucket/prefix`, one LanceDB table per namespace under "
+        "`prefix/<namespace>` in any S3-compatible object store (docs/scale-out.md).",
+    )
+    s3_endpoint: str | None = Field(
+        None,
+        description="Endpoint of the S3-compatible store (`vectors` on `s3://`), e.g. "
+        "`http://127.0.0.1:9000`; none: AWS's.",
+    )
+    s3_region: str | None = Field(None, description="Region of the bucket; none: `us-east-1`.")
+    s3_access_key_id: str | None = Field(
+        None, description="Access key of the object store; none: the AWS environment's."
+    )
+    s3_secret_access_key: str | None = Field(
+        None, description="Secret key of the object store; none: the AWS environment's."
+    )
     embedder: EmbedderName = Field(
         "local",
         description="Embedding provider: `local` (MiniLM ONNX, offline), `openai` (any "

@@ -29,13 +29,15 @@ import logging
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -77,13 +79,46 @@ COMPACTED: Final = "+"
 LogReader = Callable[[int], list[tuple[int, str]]]
 
 
+@dataclass(frozen=True)
+class Location:
+    """Where a namespace's table lives: a local directory (``path``), or an object store
+    (``uri``, ``s3://bucket/prefix/namespace``, with LanceDB's ``options``: endpoint, region,
+    credentials). ``lock``, if given, makes one writer at a time across machines (the
+    PostgreSQL store's advisory lock); else a lock file in ``path``'s folder does, which holds
+    for the processes of one machine."""
+
+    path: Path
+    uri: str | None = None
+    options: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds secrets
+    lock: Callable[[], AbstractContextManager[None]] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.uri or str(self.path)
+
+    def connect(self) -> Any:
+        import lancedb
+
+        if self.uri is None:
+            return lancedb.connect(str(self.path))
+        return lancedb.connect(self.uri, storage_options=dict(self.options))
+
+    def remove(self) -> None:
+        """Delete the table (it is rebuilt from the store)."""
+        if self.uri is None:
+            shutil.rmtree(self.path, ignore_errors=True)
+            return
+        db = self.connect()
+        if TABLE in db.list_tables().tables:
+            db.drop_table(TABLE)
+
+
 class VectorIndex:
     """A namespace's LanceDB table of fact vectors."""
 
-    def __init__(self, path: Path, dimensions: int) -> None:
-        import lancedb
-
-        self.path = path
+    def __init__(self, where: Path | Location, dimensions: int) -> None:
+        self.location = where if isinstance(where, Location) else Location(where)
+        path = self.location.name
         self.dimensions = dimensions
         self._lock = threading.RLock()
         self._table: Any  # lancedb's query builders are only partly typed
@@ -99,9 +134,9 @@ class VectorIndex:
         self._log: LogReader | None = None
         self._position = 0  # of the last vector log entry the in-memory copy holds
         self._looked = 0.0  # time.monotonic() of the last look at the log
-        self._lock_path = path.parent / LOCK_FILE
+        self._lock_path = self.location.path.parent / LOCK_FILE
         try:
-            self._db = lancedb.connect(str(path))
+            self._db = self.location.connect()
             self.missing = TABLE not in self._db.list_tables().tables
             self._table = (
                 self._db.create_table(TABLE, schema=self._schema)
@@ -152,6 +187,11 @@ class VectorIndex:
         caught up with every write another process made. A write made inside it must be
         logged (``logged``) before the block ends."""
         with self._lock:
+            if self.location.lock is not None:
+                with self.location.lock():
+                    self.catch_up(force=True)
+                    yield
+                return
             self._lock_path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
             try:

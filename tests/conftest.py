@@ -5,6 +5,7 @@ settings overrides ``settings``, and ``mem``, ``app`` and ``service`` follow."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from starlette.applications import Starlette
 
 from graphmem import Memory, Settings, pgschema
-from graphmem.cluster import Postgres, Unavailable
+from graphmem.cluster import ObjectStore, Postgres, Unavailable
 from graphmem.sqlitestore import SQLiteStore
 from resolvers import create_app
 
@@ -71,9 +72,39 @@ def data_dir(tmp_path: Path) -> Path:
     return tmp_path / "data"
 
 
+@pytest.fixture(scope="session")
+def object_store() -> Iterator[ObjectStore]:
+    """An S3-compatible server for the session (moto, on loopback); skipped, saying why,
+    without moto."""
+    try:
+        server = ObjectStore().start()
+    except Unavailable as exc:
+        pytest.skip(f"vectors on S3 need an S3-compatible server: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 @pytest.fixture
-def settings(data_dir: Path, store_url: str | None) -> Settings:
-    return Settings(embedder="hash", data_dir=data_dir, store=store_url)
+def vector_settings(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """With ``--vectors s3``, the settings that put the test's vector indexes under a new
+    prefix of the session's S3-compatible server (also in GRAPHMEM_* variables, for the
+    commands a test runs); else none."""
+    if request.config.getoption("--vectors") != "s3":
+        return {}
+    server: ObjectStore = request.getfixturevalue("object_store")
+    values = server.settings(f"t{uuid.uuid4().hex}")
+    for name, value in values.items():
+        monkeypatch.setenv(f"GRAPHMEM_{name.upper()}", value)
+    return values
+
+
+@pytest.fixture
+def settings(data_dir: Path, store_url: str | None, vector_settings: dict[str, str]) -> Settings:
+    return Settings(embedder="hash", data_dir=data_dir, store=store_url, **vector_settings)
 
 
 @pytest.fixture
@@ -102,6 +133,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="sqlite",
         help="the store the Memory and service fixtures open (postgresql: a database of the "
         "session's PostgreSQL server, new for each test)",
+    )
+    parser.addoption(
+        "--vectors",
+        choices=("local", "s3"),
+        default="local",
+        help="where the Memory and service fixtures keep vector indexes (s3: a prefix of "
+        "the session's S3-compatible server, new for each test)",
     )
 
 
