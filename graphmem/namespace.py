@@ -154,14 +154,14 @@ def recover(
     owners = store.vector_owner_count()
     if not rebuild and vectors.missing and owners:
         _log.warning(
-            "the vector index of namespace %r is missing: rebuilding it from SQLite", namespace
+            "the vector index of namespace %r is missing: rebuilding it from the store", namespace
         )
         rebuild = True
     if not rebuild:
         sync.replay()
         if not sync.failed and vectors.count() != owners:
             _log.warning(
-                "the vector index of namespace %r holds %d vectors where SQLite has %d "
+                "the vector index of namespace %r holds %d vectors where the store has %d "
                 "facts to index: run `graphmem check`, then `graphmem reindex`",
                 namespace,
                 vectors.count(),

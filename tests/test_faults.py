@@ -223,7 +223,7 @@ def test_a_lost_or_damaged_vector_index_is_detected_and_rebuilt_to_the_same_resu
     with caplog.at_level(logging.WARNING, logger="graphmem"):
         mem = Memory.open(tmp_path, settings=SETTINGS, clock=clock)
     with mem:
-        assert "rebuilding it from SQLite" in caplog.text  # the service says so
+        assert "rebuilding it from the store" in caplog.text  # the service says so
         assert mem.check().ok
         assert _vector_hits(mem) == before
 
@@ -237,7 +237,7 @@ def test_an_index_missing_rows_is_reported_on_open_and_reindex_restores_the_same
     with caplog.at_level(logging.WARNING, logger="graphmem"):
         mem = Memory.open(tmp_path, settings=SETTINGS, clock=clock)
     with mem:
-        assert "holds 4 vectors where SQLite has 5" in caplog.text
+        assert "holds 4 vectors where the store has 5" in caplog.text
         assert "graphmem reindex" in caplog.text
         report = mem.check()
         assert report.missing_vectors == [before[0][0]] and not report.ok
