@@ -1,0 +1,81 @@
+"""Vector indexes on an S3-compatible object store (moto on loopback): shared by processes that
+have nothing else in common, refused clearly when unreachable, never removed for an outage."""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from graphmem import InvalidInput, Memory, Settings, StorageError
+from graphmem.cluster import ObjectStore
+from graphmem.namespace import vector_location
+
+
+@pytest.fixture
+def s3(object_store: ObjectStore) -> dict[str, str]:
+    return object_store.settings(f"t{uuid.uuid4().hex}")
+
+
+def test_two_data_directories_share_one_index_on_the_object_store(
+    s3: dict[str, str], postgres_url: str, tmp_path: Path
+) -> None:
+    """Two "machines" (their own data directories) on one PostgreSQL store and one bucket: a
+    fact written through one is found by vector search through the other within a second."""
+    namespace = f"n{uuid.uuid4().hex[:12]}"
+    settings = Settings(embedder="hash", store=postgres_url, **s3)
+    with (
+        Memory.open(tmp_path / "a", namespace=namespace, settings=settings) as a,
+        Memory.open(tmp_path / "b", namespace=namespace, settings=settings) as b,
+    ):
+        fact = a.store("The deploy key rotates every Monday", autolink=False).fact
+        assert fact is not None
+        deadline = time.monotonic() + 1.0
+        while not any(h.fact.id == fact.id for h in b.search("deploy key", mode="vector")):
+            assert time.monotonic() < deadline, "not found through the other replica in 1 s"
+            time.sleep(0.05)
+        assert b.check().ok
+    assert not (tmp_path / "a" / namespace / "vectors").exists()  # nothing local
+
+
+def test_a_table_lost_from_the_bucket_is_rebuilt_from_the_store(
+    s3: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(embedder="hash", **s3)
+    with Memory.open(tmp_path, settings=settings) as mem:
+        mem.store_many([{"text": f"Service {n} runs in Frankfurt"} for n in range(5)])
+        before = [h.fact.id for h in mem.search("service in Frankfurt", mode="vector")]
+    vector_location(tmp_path / "default", "default", settings).remove()
+    with (
+        caplog.at_level(logging.WARNING, "graphmem"),
+        Memory.open(tmp_path, settings=settings) as mem,
+    ):
+        assert "missing: rebuilding it from the store" in caplog.text
+        assert mem.stats().vectors == 5 and mem.check().ok
+        assert [h.fact.id for h in mem.search("service in Frankfurt", mode="vector")] == before
+
+
+def test_an_unreachable_object_store_is_refused_at_open_and_nothing_is_removed(
+    s3: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings(embedder="hash", **s3)
+    with Memory.open(tmp_path, settings=settings) as mem:
+        mem.store("Kept through the outage")
+    down = settings.model_copy(update={"s3_endpoint": "http://127.0.0.1:1"})
+    with pytest.raises(StorageError, match="cannot reach the vector store at s3://"):
+        Memory.open(tmp_path, settings=down)
+    with (
+        caplog.at_level(logging.WARNING, "graphmem"),
+        Memory.open(tmp_path, settings=settings) as mem,
+    ):
+        assert mem.check().ok and mem.search("outage", mode="vector")
+    assert "rebuilding" not in caplog.text
+
+
+@pytest.mark.parametrize("vectors", ["/var/vectors", "s3://", "gs://bucket/prefix"])
+def test_a_vectors_setting_that_is_not_an_s3_url_is_refused(vectors: str, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="s3://bucket/prefix"):
+        Memory.open(tmp_path, settings=Settings(embedder="hash", vectors=vectors))
