@@ -16,18 +16,24 @@ $(STAMP): pyproject.toml constraints.txt
 serve: $(STAMP)
 	$(VENV)/bin/graphmem serve
 
-# The test files whose Memory or service run again on a PostgreSQL store (--store postgresql:
-# Debian's postgresql package, started by the tests; skipped with the reason without it).
+# The suites whose Memory and service fixtures run again on the scale-out engines: a PostgreSQL
+# store (--store postgresql: Debian's postgresql package, started by the tests) and vectors on
+# an S3-compatible store (--vectors s3: moto on loopback); skipped, saying why, without them.
+# All of them on both engines together, a smaller set on each mixed combination.
 STORE_TESTS := tests/test_store.py tests/test_graphql.py tests/test_mcp.py tests/test_time.py \
 	tests/test_time_hints.py tests/test_known_at.py tests/test_graph.py tests/test_adjacency.py \
 	tests/test_episodes.py tests/test_documents.py tests/test_search.py tests/test_write_path.py \
 	tests/test_subscriptions.py tests/test_auth.py tests/test_erasure.py tests/test_transfer.py \
 	tests/test_capture.py tests/test_recall.py tests/test_decay.py tests/test_date_forms.py \
 	tests/test_api.py tests/test_explorer.py tests/test_keyword.py
+MIXED_TESTS := tests/test_graphql.py tests/test_mcp.py tests/test_time.py tests/test_graph.py \
+	tests/test_search.py tests/test_write_path.py tests/test_erasure.py
 
 test: $(STAMP)
 	$(PY) -m pytest
-	$(PY) -m pytest --store postgresql $(STORE_TESTS)
+	$(PY) -m pytest --store postgresql --vectors s3 $(STORE_TESTS)
+	$(PY) -m pytest --store postgresql $(MIXED_TESTS)
+	$(PY) -m pytest --vectors s3 $(MIXED_TESTS)
 
 # The reliability scenarios at length against a real server (docs/operations.md#reliability):
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.

@@ -115,12 +115,13 @@ def _functions(sql: str) -> str:
         start, open_at = m.start(), m.end() - 1
         close_at, args = _arguments(sql, open_at)
         name = m[1].lower()
-        inner = ", ".join(_functions(a) for a in args)
+        inner = ", ".join(_functions(a).strip() for a in args)
         out.append(sql[i:start])
         if name == "strftime":
             if args[0].strip() != "'%m'" or args[-1].strip() != "'unixepoch'":
                 raise ValueError(f"strftime form not translated: {sql[start : close_at + 1]}")
-            out.append(f"to_char(to_timestamp({_functions(args[1])}) AT TIME ZONE 'UTC', 'MM')")
+            moment = _functions(args[1]).strip()
+            out.append(f"to_char(to_timestamp({moment}) AT TIME ZONE 'UTC', 'MM')")
         elif len(args) > 1:
             out.append(f"{'GREATEST' if name == 'max' else 'LEAST'}({inner})")
         else:
