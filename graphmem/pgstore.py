@@ -38,6 +38,7 @@ from .pgkeyword import Bm25Ranker
 from .pgsql import Connection
 from .reads import Filters
 from .sqlitestore import SQLiteStore, SQLiteTransaction
+from .storage import Connections
 from .store import Record
 from .temporal import TimeScope
 
@@ -63,23 +64,18 @@ def lock_key(namespace: str) -> int:
     return int.from_bytes(hashlib.sha256(namespace.encode()).digest()[:8], "big", signed=True)
 
 
-class PostgresDatabase:
+class PostgresDatabase(Connections[Connection]):
     """A namespace's connections to a PostgreSQL database: the surface of
     :class:`graphmem.storage.Database` (write, try_write, reader, snapshot, time_limit)."""
 
     def __init__(self, url: str, namespace: str) -> None:
+        super().__init__()
         if not is_postgres_url(url):
             raise InvalidInput(f"not a PostgreSQL URL: {redacted(url)!r}")
         self.url = url
         self.path = redacted(url)
         self.namespace = namespace
         self._lock_key = lock_key(namespace)
-        self._write_lock = threading.RLock()
-        self._local = threading.local()
-        self._readers: list[Connection] = []
-        self._readers_lock = threading.Lock()
-        self.on_write: Callable[[Any], None] | None = None
-        self._closed = False
         self._exclusive_lock = threading.Lock()
         self._locker: Connection | None = None
         setup = self._connect(reader=False)
@@ -169,19 +165,6 @@ class PostgresDatabase:
                     except StorageError:
                         self._locker.close()  # the server dropped it, and the lock with it
 
-    def try_write(self, *, durable: bool = True) -> AbstractContextManager[Connection] | None:
-        if not self._write_lock.acquire(blocking=False):
-            return None
-        return self._held(durable)
-
-    @contextmanager
-    def _held(self, durable: bool) -> Iterator[Connection]:
-        try:
-            with self.write(durable=durable) as conn:
-                yield conn
-        finally:
-            self._write_lock.release()
-
     # ------------------------------------------------------------------------- reads
 
     def reader(self) -> Connection:
@@ -211,23 +194,15 @@ class PostgresDatabase:
 
     @contextmanager
     def time_limit(self, deadline: float | None) -> Iterator[None]:
-        outer: float | None = getattr(self._local, "deadline", None)
-        if deadline is None or (outer is not None and outer < deadline):
-            deadline = outer
-        self._local.deadline = deadline
+        outer = self.deadline
+        self._local.deadline = self._deadline_within(deadline)
         try:
             yield
         finally:
             self._local.deadline = outer
 
-    @property
-    def deadline(self) -> float | None:
-        return self._deadline()
-
     def _deadline(self) -> float | None:
-        """The deadline of this thread's reads (see ``time_limit``), if any."""
-        deadline: float | None = getattr(self._local, "deadline", None)
-        return deadline
+        return self.deadline
 
     def clock(self, conn: Connection | None = None) -> tuple[float, float]:
         """The namespace's last transaction time and the database's clock (epoch seconds),
@@ -252,26 +227,11 @@ class PostgresDatabase:
             conn.close()
         return True
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def close(self) -> None:
-        with self._write_lock:
-            if self._closed:
-                return
-            self._closed = True
-            with self._readers_lock:
-                for conn in self._readers:
-                    conn.close()
-                self._readers.clear()
-            self._writer.close()
+        super().close()
+        with self._exclusive_lock:
             if self._locker is not None:
                 self._locker.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StorageError("this memory has been closed")
 
 
 class PostgresTransaction(SQLiteTransaction):

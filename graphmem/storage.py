@@ -22,10 +22,18 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, Generic, Protocol, TypeVar
 
 from . import migrations
 from .errors import QueryTimeout, StorageError
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+#: A connection of either engine (sqlite3's, or graphmem.pgsql's).
+C = TypeVar("C", bound=_Closable)
 
 #: FULL: an acknowledged write survives a power cut, not only a crash of the process.
 _SYNCHRONOUS: Final = "FULL"
@@ -42,24 +50,86 @@ BUSY_TIMEOUT_MS: Final = 30_000
 _PROGRESS_STEPS: Final = 1_000
 
 
-class Database:
-    """A namespace's SQLite file."""
+class Connections(Generic[C]):
+    """What a namespace's connections to either engine share: one writer at a time (the write
+    lock around the writer connection), a reader per thread, read deadlines per thread, and
+    closing them all. The engine's class opens the connections and runs transactions
+    (``write``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    _writer: C
+
+    def __init__(self) -> None:
         self._write_lock = threading.RLock()
         self._local = threading.local()
-        self._readers: list[sqlite3.Connection] = []
+        self._readers: list[C] = []
         self._readers_lock = threading.Lock()
         #: Called with the connection at the start of every write transaction (to add pending
         #: bookkeeping to it).
-        self.on_write: Callable[[sqlite3.Connection], None] | None = None
+        self.on_write: Callable[[C], None] | None = None
+        self._closed = False
+
+    def write(self, *, durable: bool = True) -> AbstractContextManager[C]:
+        raise NotImplementedError
+
+    def try_write(self, *, durable: bool = True) -> AbstractContextManager[C] | None:
+        """:meth:`write`, or None at once if another thread is writing. Enter it right away:
+        the writer is held from this call until the block ends."""
+        if not self._write_lock.acquire(blocking=False):
+            return None
+        return self._held(durable)
+
+    @contextmanager
+    def _held(self, durable: bool) -> Iterator[C]:
+        try:
+            with self.write(durable=durable) as conn:
+                yield conn
+        finally:
+            self._write_lock.release()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def deadline(self) -> float | None:
+        """The deadline of this thread's reads (see ``time_limit``), if any."""
+        deadline: float | None = getattr(self._local, "deadline", None)
+        return deadline
+
+    def _deadline_within(self, deadline: float | None) -> float | None:
+        """``deadline``, or an enclosing earlier one of this thread (None: no limit)."""
+        outer = self.deadline
+        if deadline is None or (outer is not None and outer < deadline):
+            return outer
+        return deadline
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
+            self._writer.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("this memory has been closed")
+
+
+class Database(Connections[sqlite3.Connection]):
+    """A namespace's SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
         try:
             self._writer = _connect(path)
             migrations.apply(self._writer)
         except sqlite3.DatabaseError as exc:
             raise storage_error(exc, path, "cannot open") from exc
-        self._closed = False
 
     @contextmanager
     def write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
@@ -107,27 +177,6 @@ class Database:
             busy, _, _ = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         return not busy
 
-    def try_write(
-        self, *, durable: bool = True
-    ) -> AbstractContextManager[sqlite3.Connection] | None:
-        """:meth:`write`, or None at once if another thread is writing. Enter it right away:
-        the writer is held from this call until the block ends."""
-        if not self._write_lock.acquire(blocking=False):
-            return None
-        return self._held(durable)
-
-    @contextmanager
-    def _held(self, durable: bool) -> Iterator[sqlite3.Connection]:
-        try:
-            with self.write(durable=durable) as conn:
-                yield conn
-        finally:
-            self._write_lock.release()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection (autocommit: each statement sees the latest commit)."""
         self._check_open()
@@ -161,9 +210,8 @@ class Database:
     def time_limit(self, deadline: float | None) -> Iterator[None]:
         """Stop this thread's reads once ``time.monotonic()`` passes ``deadline`` (None: no
         limit; an enclosing, earlier deadline still holds): QueryTimeout."""
-        outer: float | None = getattr(self._local, "deadline", None)
-        if deadline is None or (outer is not None and outer < deadline):
-            deadline = outer
+        outer = self.deadline
+        deadline = self._deadline_within(deadline)
         self._local.deadline = deadline
         try:
             yield
@@ -174,30 +222,9 @@ class Database:
         finally:
             self._local.deadline = outer
 
-    @property
-    def deadline(self) -> float | None:
-        """The deadline of this thread's reads (see ``time_limit``), if any."""
-        deadline: float | None = getattr(self._local, "deadline", None)
-        return deadline
-
     def _past_deadline(self) -> int:
         deadline = getattr(self._local, "deadline", None)
         return 1 if deadline is not None and time.monotonic() > deadline else 0
-
-    def close(self) -> None:
-        with self._write_lock:
-            if self._closed:
-                return
-            self._closed = True
-            with self._readers_lock:
-                for conn in self._readers:
-                    conn.close()
-                self._readers.clear()
-            self._writer.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StorageError("this memory has been closed")
 
 
 def id_list(values: Iterable[object]) -> str:
