@@ -349,8 +349,9 @@ def _errors(owner: Connection) -> Iterator[None]:
             raise
         raise QueryTimeout("the query ran past its time limit and was stopped") from None
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-        raise StorageError(f"PostgreSQL: {_first_line(exc)}") from exc
+        raise StorageError(f"PostgreSQL: {message(exc)}") from exc
 
 
-def _first_line(exc: BaseException) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def message(exc: BaseException) -> str:
+    """A psycopg error's text on one line (libpq's spans several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__

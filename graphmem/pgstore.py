@@ -35,7 +35,7 @@ from . import pgschema
 from .adjacency import GraphCopy
 from .errors import InvalidInput, StorageError
 from .pgkeyword import Bm25Ranker
-from .pgsql import Connection
+from .pgsql import Connection, message
 from .reads import Filters
 from .sqlitestore import SQLiteStore, SQLiteTransaction
 from .storage import Connections
@@ -86,7 +86,7 @@ class PostgresDatabase(Connections[Connection]):
                 [namespace],
             )
         except psycopg.Error as exc:
-            raise StorageError(f"cannot prepare {self.path}: {exc}") from exc
+            raise StorageError(f"cannot prepare {self.path}: {message(exc)}") from exc
         finally:
             setup.close()
         self._writer = self._connect(reader=False)
@@ -102,13 +102,14 @@ class PostgresDatabase(Connections[Connection]):
                 connect_timeout=CONNECT_TIMEOUT_S,
                 application_name="graphmem",
             )
+            raw.execute(
+                "SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, self.namespace]
+            )
         except psycopg.Error as exc:
-            message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            raise StorageError(f"cannot connect to {self.path}: {message}") from None
-        raw.execute(
-            "SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, self.namespace]
+            raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
+        return Connection(
+            raw, reader=reader, deadline=(lambda: self.deadline) if reader else lambda: None
         )
-        return Connection(raw, reader=reader, deadline=self._deadline if reader else lambda: None)
 
     def _usable(self, conn: Connection | None, *, reader: bool) -> Connection:
         """``conn``, or a new connection if it is missing or the server dropped it."""
@@ -190,7 +191,10 @@ class PostgresDatabase(Connections[Connection]):
             yield conn
         finally:
             if not conn.raw.closed:
-                conn.raw.execute("ROLLBACK")
+                try:
+                    conn.raw.execute("ROLLBACK")
+                except psycopg.Error:
+                    conn.raw.close()  # replaced on next use
 
     @contextmanager
     def time_limit(self, deadline: float | None) -> Iterator[None]:
@@ -200,9 +204,6 @@ class PostgresDatabase(Connections[Connection]):
             yield
         finally:
             self._local.deadline = outer
-
-    def _deadline(self) -> float | None:
-        return self.deadline
 
     def clock(self, conn: Connection | None = None) -> tuple[float, float]:
         """The namespace's last transaction time and the database's clock (epoch seconds),
@@ -222,7 +223,7 @@ class PostgresDatabase(Connections[Connection]):
         conn = self._connect(reader=False)
         try:
             for table in ("facts", "links", "embedding_cache", "episodes", "files", "outbox"):
-                conn.raw.execute(f"VACUUM gm_{table}")
+                conn.execute(f"VACUUM gm_{table}")
         finally:
             conn.close()
         return True
