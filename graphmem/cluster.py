@@ -154,9 +154,12 @@ class ObjectStore:
         self.bucket = bucket
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
         self.endpoint = ""
+        self._serving = False
 
     def start(self) -> ObjectStore:
+        """Serve (again, after ``stop``: on the same port, with the same objects)."""
         self._server.start()
+        self._serving = True
         host, port = self._server.get_host_and_port()
         self.endpoint = f"http://{host}:{port}"
         request = urllib.request.Request(f"{self.endpoint}/{self.bucket}", method="PUT")
@@ -174,4 +177,7 @@ class ObjectStore:
         }
 
     def stop(self) -> None:
-        self._server.stop()
+        """Stop serving (the objects stay in this process's memory)."""
+        if self._serving:
+            self._server.stop()
+            self._serving = False

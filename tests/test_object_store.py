@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import InvalidInput, Memory, Settings, StorageError
-from graphmem.cluster import ObjectStore
+from graphmem.cluster import ObjectStore, Unavailable
 from graphmem.namespace import vector_location
 
 
@@ -79,3 +79,32 @@ def test_an_unreachable_object_store_is_refused_at_open_and_nothing_is_removed(
 def test_a_vectors_setting_that_is_not_an_s3_url_is_refused(vectors: str, tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="s3://bucket/prefix"):
         Memory.open(tmp_path, settings=Settings(embedder="hash", vectors=vectors))
+
+
+def test_an_outage_of_the_object_store_loses_no_write_and_the_outbox_drains_after(
+    tmp_path: Path,
+) -> None:
+    try:
+        server = ObjectStore().start()  # its own: this test stops it
+    except Unavailable as exc:
+        pytest.skip(f"needs an S3-compatible server: {exc}")
+    try:
+        with Memory.open(
+            tmp_path, settings=Settings(embedder="hash", **server.settings("o"))
+        ) as mem:
+            mem.store("Before the outage the deploy ran fine", autolink=False)
+            server.stop()
+            during = mem.store("During the outage a deploy was made", autolink=False).fact
+            assert during is not None and mem.get(during.id) is not None  # committed
+            assert mem.stats().outbox_pending == 1  # its vector waits in the outbox
+            texts = {h.fact.text for h in mem.search("deploy outage")}
+            assert texts == {
+                "Before the outage the deploy ran fine",
+                "During the outage a deploy was made",
+            }
+            server.start()
+            mem.store("After the outage", autolink=False)
+            assert mem.stats().outbox_pending == 0 and mem.check().ok
+            assert any(h.fact.id == during.id for h in mem.search("deploy made", mode="vector"))
+    finally:
+        server.stop()
