@@ -48,9 +48,11 @@ _WEIGHT: Final = (
 )
 #: The facts of the connection's namespace (the base table: the view has no keyword columns).
 _MINE: Final = "f.namespace = current_setting('graphmem.namespace')"
-_SCORED: Final = f"""
-    SELECT f.seq, sum(q.idf * (w.tf * {K1 + 1}) / (w.tf + {K1} * ({1 - B} + {B} * f.fts_tokens
-        / :avgdl)) ORDER BY q.term) AS score
+#: The ranking columns and bm25 of the visible facts (``{where}``, on ``f``) matching ``:match``,
+#: best first: one pass over the matching rows, visibility checked on the same rows.
+_RANKED: Final = f"""
+    SELECT {CANDIDATE_COLUMNS}, sum(q.idf * (w.tf * {K1 + 1}) / (w.tf + {K1} * ({1 - B} + {B}
+        * f.fts_tokens / :avgdl)) ORDER BY q.term) AS score
     FROM gm_facts f
     CROSS JOIN LATERAL (
         SELECT u.lexeme, sum({_WEIGHT} ORDER BY lab) AS tf FROM unnest(f.fts) u, unnest(u.weights) lab
@@ -58,8 +60,9 @@ _SCORED: Final = f"""
     ) w
     JOIN unnest(CAST(:lexemes AS text[]), CAST(:idf AS float8[])) AS q(term, idf)
         ON q.term = w.lexeme
-    WHERE {_MINE} AND f.fts @@ CAST(:match AS tsquery)
-    GROUP BY f.seq
+    WHERE {_MINE} AND f.fts @@ CAST(:match AS tsquery) AND {{where}}
+    GROUP BY f.namespace, f.seq
+    ORDER BY score DESC, f.seq LIMIT :n
 """
 
 
@@ -90,10 +93,7 @@ class Bm25Ranker:
         ]
         where, params = filters.clause(scope)
         params.update(lexemes=lexemes, idf=idf, avgdl=average, n=n)
-        sql = (
-            f"SELECT {CANDIDATE_COLUMNS}, s.score FROM ({_SCORED}) s JOIN facts f"
-            f" ON f.seq = s.seq WHERE {where} ORDER BY s.score DESC, f.seq LIMIT :n"
-        )
+        sql = _RANKED.format(where=where)
         # A word in more than half the facts scores next to nothing (idf floored at 1e-6) but
         # would bring in most of them: the others select, and it only scores; the facts that
         # have it alone are ranked only if the others leave fewer than n.

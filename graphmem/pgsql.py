@@ -9,8 +9,9 @@ constructs those modules use:
 
 * parameters ``:name`` and ``?`` become psycopg's ``%(name)s`` and ``%s``;
 * an id list (``x IN (SELECT value FROM json_each(:ids))``, ``json_each(:ids) fr``) becomes an
-  array, typed by the column it is compared with (``seq``: bigint, anything else: text), with
-  its ``key`` (the position) when read as a table;
+  array, typed by the column it is compared with (``seq``: bigint, anything else: text):
+  ``x = ANY(array)`` (``<> ALL`` for NOT IN), or ``unnest`` with its ``key`` (the position)
+  when read as a table;
 * the scalar ``max(a, b)`` and ``min(a, b)`` become ``GREATEST`` and ``LEAST``; ``rowid``
   becomes ``seq``; SQLite's planner hints (``INDEXED BY``, a unary ``+``) are dropped;
 * ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` become ``ON CONFLICT`` clauses on the table's
@@ -90,9 +91,11 @@ def translate(sql: str) -> str:
 
 
 def _in_list(m: re.Match[str]) -> str:
-    column, negated, param = m[1], m[2] or "", m[3]
+    column, negated, param = m[1], m[2], m[3]
     kind = "bigint" if column.split(".")[-1] in ("seq", "rowid") else "text"
-    return f"{column}{negated} IN (SELECT unnest(CAST({param} AS {kind}[])))"
+    # = ANY: an index probe per value whatever the planner's estimates (IN over unnest becomes
+    # a semi-join that a table without statistics plans as a nested loop).
+    return f"{column} {'<> ALL' if negated else '= ANY'}(CAST({param} AS {kind}[]))"
 
 
 def _insert_or(sql: str, m: re.Match[str]) -> str:
@@ -292,7 +295,7 @@ class Connection:
         self.reader = reader
         #: The time.monotonic() deadline of the statement about to run (None: no limit).
         self.deadline = deadline
-        self._timeout_ms = 0
+        self._limited: float | None = None  # the deadline the server's timeout was set for
 
     @property
     def in_transaction(self) -> bool:
@@ -324,14 +327,16 @@ class Connection:
         return cursor
 
     def _limit(self) -> None:
-        """Give the server this connection's deadline as its statement timeout."""
-        wanted, deadline = 0, self.deadline()
-        if deadline is not None:
-            wanted = max(1, int((deadline - time.monotonic()) * 1000))
-        if wanted != self._timeout_ms:
-            with self._errors():
-                self.raw.execute(f"SET statement_timeout = {wanted}")
-            self._timeout_ms = wanted
+        """Give the server this connection's deadline as its statement timeout: set once per
+        deadline (not before every statement: a round trip each), so a later statement under
+        the same deadline may run past it by at most the time since it was set."""
+        deadline = self.deadline()
+        if deadline == self._limited:
+            return
+        wanted = 0 if deadline is None else max(1, int((deadline - time.monotonic()) * 1000))
+        with self._errors():
+            self.raw.execute(f"SET statement_timeout = {wanted}")
+        self._limited = deadline
 
     def _errors(self) -> AbstractContextManager[None]:
         return _errors(self)

@@ -19,15 +19,15 @@ from graphmem.pgsql import translate
         ),
         (
             "SELECT 1 FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids))",
-            "SELECT 1 FROM facts f WHERE f.id IN (SELECT unnest(CAST(%(ids)s AS text[])))",
+            "SELECT 1 FROM facts f WHERE f.id = ANY(CAST(%(ids)s AS text[]))",
         ),
         (
             "SELECT 1 FROM links WHERE seq NOT IN (SELECT value FROM json_each(?))",
-            "SELECT 1 FROM links WHERE seq NOT IN (SELECT unnest(CAST(%s AS bigint[])))",
+            "SELECT 1 FROM links WHERE seq <> ALL(CAST(%s AS bigint[]))",
         ),
         (
             "SELECT 1 WHERE lower(f.entity) IN (SELECT value FROM json_each(:names))",
-            "SELECT 1 WHERE lower(f.entity) IN (SELECT unnest(CAST(%(names)s AS text[])))",
+            "SELECT 1 WHERE lower(f.entity) = ANY(CAST(%(names)s AS text[]))",
         ),
         (
             "SELECT fr.value FROM json_each(:frontier) fr JOIN links l ON l.source_id = fr.value",
