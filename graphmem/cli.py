@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -27,8 +27,7 @@ from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .ingest import DEFAULT_IMPORTANCE
-from .keys import KeyStore
-from .memory import Memory
+from .memory import Memory, open_keys
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
@@ -936,9 +935,8 @@ def create_key(
 ) -> None:
     """Create an API key for the server; it is printed once and only its hash is kept."""
     settings: Settings = ctx.obj
-    token, key = KeyStore(settings.data_dir).create(
-        namespaces, read_only=read_only, label=label, admin=admin
-    )
+    with closing(open_keys(settings)) as keys:
+        token, key = keys.create(namespaces, read_only=read_only, label=label, admin=admin)
     _emit(
         {"key": token, **key.to_dict()},
         as_json,
@@ -958,7 +956,8 @@ def create_key(
 def list_keys(ctx: click.Context, /, as_json: bool) -> None:
     """List API keys (ids, namespaces, state; never the secrets)."""
     settings: Settings = ctx.obj
-    keys = KeyStore(settings.data_dir).list()
+    with closing(open_keys(settings)) as store:
+        keys = store.list()
     _emit(
         [k.to_dict() for k in keys],
         as_json,
@@ -979,7 +978,8 @@ def list_keys(ctx: click.Context, /, as_json: bool) -> None:
 def revoke_key(ctx: click.Context, /, key_id: str) -> None:
     """Revoke an API key by id; a running server refuses it from the next request."""
     settings: Settings = ctx.obj
-    key = KeyStore(settings.data_dir).revoke(key_id)
+    with closing(open_keys(settings)) as keys:
+        key = keys.revoke(key_id)
     click.echo(f"revoked {key.id}")
 
 

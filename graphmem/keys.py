@@ -2,9 +2,10 @@
 
 A key reads ``gm_<id>_<secret>``. Only the sha256 of the secret is stored, in ``_keys.sqlite``
 beside the namespaces of a data directory (no namespace can be called that: names start with a
-letter or digit). A presented key is found by its public id and its secret compared in constant
-time. Every check reads the file, so a key revoked by ``graphmem revoke-key`` in another process
-stops working at once.
+letter or digit), or in the table ``gm_api_keys`` of a PostgreSQL store, which every replica
+shares (:class:`graphmem.pgstore.PostgresKeyStore`). A presented key is found by its public id
+and its secret compared in constant time. Every check reads the store, so a key revoked by
+``graphmem revoke-key`` in another process (or on another replica) stops working at once.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ class ApiKey:
 
 
 class KeyStore:
-    """The API keys of a data directory."""
+    """The API keys of a data directory (subclassed for a PostgreSQL store)."""
 
     def __init__(self, data_dir: str | Path) -> None:
         self.path = Path(data_dir) / KEYS_FILE
@@ -142,7 +143,7 @@ class KeyStore:
     def authenticate(self, token: str) -> ApiKey | None:
         """The live key ``token`` stands for, or None (malformed, unknown, wrong secret, revoked)."""
         match = _KEY.match(token.strip())
-        if match is None or not self.path.exists():
+        if match is None or not self._exists():
             return None
         key_id, secret = match.groups()
         with self._connect() as conn:
@@ -154,7 +155,7 @@ class KeyStore:
 
     def is_active(self, key_id: str) -> bool:
         """Whether the key with this id exists and is not revoked (read afresh each call)."""
-        if not self.path.exists():
+        if not self._exists():
             return False
         with self._connect() as conn:
             row = conn.execute(
@@ -176,13 +177,22 @@ class KeyStore:
 
     def list(self) -> list[ApiKey]:
         """Every key, revoked ones included, oldest first."""
-        if not self.path.exists():
+        if not self._exists():
             return []
         with self._connect() as conn:
             return [_record(r) for r in conn.execute("SELECT * FROM api_keys ORDER BY created_at")]
 
+    def close(self) -> None:
+        """Release what the store holds open (nothing for the key file: each check opens it)."""
+
+    def _exists(self) -> bool:
+        """Whether any key was ever made (else there is nothing to read)."""
+        return self.path.exists()
+
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self) -> Iterator[Any]:
+        """A connection in one transaction (committed when the block ends): ``execute(sql,
+        params)`` with ``?`` placeholders, rows readable by column name."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with closing(sqlite3.connect(self.path, timeout=30)) as conn:
@@ -204,7 +214,7 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("ascii")).hexdigest()
 
 
-def _record(row: sqlite3.Row) -> ApiKey:
+def _record(row: Any) -> ApiKey:
     return ApiKey(
         id=row["id"],
         namespaces=tuple(json.loads(row["namespaces"])),

@@ -42,10 +42,11 @@ from .embedders import Embedder, create_embedder
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
+from .keys import KeyStore
 from .limits import MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
 from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
-from .pgstore import PostgresStore, is_postgres_url, redacted
+from .pgstore import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
 from .prune import PruneReport
 from .reads import FactPage, Filters
 from .search import Search
@@ -72,11 +73,24 @@ def open_store(
         return SQLiteStore(
             directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
         )
+    _check_store_url(url)
+    return PostgresStore(url, namespace, clock, graph_in_memory=settings.graph_in_memory)
+
+
+def open_keys(settings: Settings) -> KeyStore:
+    """The API keys of ``settings``: in the PostgreSQL store when there is one (shared by every
+    replica), else in the data directory's key file."""
+    if settings.store:
+        _check_store_url(settings.store)
+        return PostgresKeyStore(settings.store)
+    return KeyStore(settings.data_dir)
+
+
+def _check_store_url(url: str) -> None:
     if not is_postgres_url(url):
         raise InvalidInput(
             f"store must be a postgresql:// URL (or unset for SQLite files), not {redacted(url)!r}"
         )
-    return PostgresStore(url, namespace, clock, graph_in_memory=settings.graph_in_memory)
 
 
 class Memory:

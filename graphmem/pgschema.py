@@ -313,7 +313,21 @@ def _column_names(columns: str) -> list[str]:
     return out
 
 
-MIGRATIONS: Final[tuple[str, ...]] = (_first(),)
+#: Migration 2: the API keys every replica shares (graphmem.keys). A key may span namespaces,
+#: so this table alone has no namespace column and no row-level security.
+_KEYS: Final = f"""
+CREATE TABLE gm_api_keys (
+    id {_T} PRIMARY KEY,
+    secret_hash text NOT NULL,
+    namespaces text NOT NULL,
+    read_only integer NOT NULL DEFAULT 0,
+    label text,
+    created_at double precision NOT NULL,
+    revoked_at double precision,
+    admin integer NOT NULL DEFAULT 0
+)"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (_first(), _KEYS)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

@@ -30,10 +30,12 @@ from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg.rows import dict_row
 
 from . import pgschema
 from .adjacency import GraphCopy
 from .errors import InvalidInput, StorageError
+from .keys import KeyStore
 from .pgkeyword import Bm25Ranker
 from .pgsql import Connection, message
 from .reads import Filters
@@ -311,3 +313,65 @@ class PostgresStore(SQLiteStore):
         matches (:class:`graphmem.pgkeyword.Bm25Ranker`)."""
         ranker: Bm25Ranker = self._keywords  # type: ignore[assignment]
         return ranker.best(self._read(), query, scope, filters, n)
+
+
+class PostgresKeyStore(KeyStore):
+    """The API keys in a PostgreSQL database (``gm_api_keys``), shared by every replica: a key
+    made or revoked through one is seen by the next request to any other. Every check is one
+    query on one connection of its own (reconnected when the server dropped it)."""
+
+    def __init__(self, url: str) -> None:
+        if not is_postgres_url(url):
+            raise InvalidInput(f"not a PostgreSQL URL: {redacted(url)!r}")
+        self.url = url
+        self.where = redacted(url)
+        self._lock = threading.Lock()
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def known_any_active(self) -> bool | None:
+        return None  # only the database knows (another replica may have made a key)
+
+    def any_active(self) -> bool:
+        with self._connect() as conn:
+            row = conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
+        return row is not None
+
+    def _exists(self) -> bool:
+        return True
+
+    @contextmanager
+    def _connect(self) -> Iterator[Any]:
+        with self._lock:
+            try:
+                if self._conn is None or self._conn.closed or self._conn.broken:
+                    if self._conn is not None:
+                        self._conn.close()
+                    self._conn = psycopg.connect(
+                        self.url,
+                        autocommit=True,
+                        connect_timeout=CONNECT_TIMEOUT_S,
+                        application_name="graphmem",
+                    )
+                    pgschema.apply(self._conn)
+                with self._conn.transaction():
+                    yield _Keys(self._conn)
+            except psycopg.Error as exc:
+                raise StorageError(
+                    f"cannot use the API keys in {self.where}: {message(exc)}"
+                ) from None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+
+
+class _Keys:
+    """The key store's SQL (``?`` placeholders, table ``api_keys``) on ``gm_api_keys``."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        cursor = self._conn.cursor(row_factory=dict_row)
+        return cursor.execute(sql.replace("?", "%s").replace("api_keys", "gm_api_keys"), params)

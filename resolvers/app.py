@@ -31,9 +31,10 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.types import ExecutionResult
 
-from graphmem import ApiKey, Forbidden, GraphmemError, KeyStore, Memory, Settings
+from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
 from graphmem.errors import Code
+from graphmem.memory import open_keys
 
 from .context import Context
 from .events import Broadcaster
@@ -90,7 +91,7 @@ def create_app(
     namespaces = Namespaces(
         settings, embedder or create_embedder(settings.embedder, settings), clock
     )
-    gate = Gate(KeyStore(settings.data_dir), namespaces)
+    gate = Gate(open_keys(settings), namespaces)
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
     from .mcp import HttpEndpoint, build_server
 
@@ -123,6 +124,7 @@ def create_app(
             with contextlib.suppress(asyncio.CancelledError):
                 await pruner
             await run_in_threadpool(namespaces.close)
+            gate.keys.close()
 
     middleware = [
         Middleware(Timing, metrics=metrics),

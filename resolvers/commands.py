@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from contextlib import closing
 from pathlib import Path
 from typing import Final
 
@@ -14,8 +15,7 @@ import click
 
 from graphmem.cli import command_group, run
 from graphmem.errors import InvalidInput
-from graphmem.keys import KeyStore
-from graphmem.memory import Memory
+from graphmem.memory import Memory, open_keys
 from graphmem.settings import Settings
 
 
@@ -65,7 +65,9 @@ def serve(
     settings: Settings = ctx.obj.model_copy(
         update={k: v for k, v in given.items() if v is not None}
     )
-    if not is_loopback(settings.host) and not KeyStore(settings.data_dir).any_active():
+    with closing(open_keys(settings)) as keys:
+        keyless = not is_loopback(settings.host) and not keys.any_active()
+    if keyless:
         raise InvalidInput(
             f"refusing to serve on {settings.host} without API keys: create one with "
             "`graphmem create-key --namespace NAME`, or bind to 127.0.0.1",

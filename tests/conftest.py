@@ -15,8 +15,9 @@ import psycopg
 import pytest
 from starlette.applications import Starlette
 
-from graphmem import Memory, Settings, pgschema
+from graphmem import KeyStore, Memory, Settings, pgschema
 from graphmem.cluster import ObjectStore, Postgres, Unavailable
+from graphmem.memory import open_keys
 from graphmem.sqlitestore import SQLiteStore
 from resolvers import create_app
 
@@ -105,6 +106,14 @@ def vector_settings(
 @pytest.fixture
 def settings(data_dir: Path, store_url: str | None, vector_settings: dict[str, str]) -> Settings:
     return Settings(embedder="hash", data_dir=data_dir, store=store_url, **vector_settings)
+
+
+@pytest.fixture
+def keys(settings: Settings) -> Iterator[KeyStore]:
+    """The API keys of the test's service (the key file, or the PostgreSQL store's table)."""
+    store = open_keys(settings)
+    yield store
+    store.close()
 
 
 @pytest.fixture

@@ -16,10 +16,10 @@ from .api import SEARCH, STORE, InProcess, bearer
 
 
 def test_once_a_key_exists_requests_without_a_valid_one_get_401(
-    service: InProcess, data_dir: Path
+    service: InProcess, keys: KeyStore
 ) -> None:
     assert service.post(STORE, {"t": "Open while no key exists"})[0] == 200
-    token, _ = KeyStore(data_dir).create(["default"])
+    token, _ = keys.create(["default"])
     for headers in (
         None,
         {"Authorization": "Bearer gm_000000000000_notthesecretatall"},
@@ -33,20 +33,18 @@ def test_once_a_key_exists_requests_without_a_valid_one_get_401(
 
 
 def test_a_key_made_after_every_key_was_revoked_is_required_at_once(
-    service: InProcess, data_dir: Path
+    service: InProcess, keys: KeyStore
 ) -> None:
-    keys = KeyStore(data_dir)
     _, key = keys.create(["default"])
     keys.revoke(key.id)  # the key file stays, with no active key: requests are open again
     for _ in range(2):  # the second answer comes from what the server remembers of the file
         assert service.post(SEARCH, {"q": "open"})[0] == 200
-    token, _ = KeyStore(data_dir).create(["default"])
+    token, _ = keys.create(["default"])
     assert service.post(SEARCH, {"q": "open"})[0] == 401
     assert service.post(SEARCH, {"q": "open"}, bearer(token))[0] == 200
 
 
-def test_a_revoked_key_stops_working_at_once(service: InProcess, data_dir: Path) -> None:
-    keys = KeyStore(data_dir)
+def test_a_revoked_key_stops_working_at_once(service: InProcess, keys: KeyStore) -> None:
     token, key = keys.create(["default"])
     keys.create(["default"])  # another key stays, so keys are still required
     assert service.post(SEARCH, {"q": "anything"}, bearer(token))[0] == 200
@@ -54,8 +52,7 @@ def test_a_revoked_key_stops_working_at_once(service: InProcess, data_dir: Path)
     assert service.post(SEARCH, {"q": "anything"}, bearer(token))[0] == 401
 
 
-def test_a_read_only_key_reads_but_cannot_write(service: InProcess, data_dir: Path) -> None:
-    keys = KeyStore(data_dir)
+def test_a_read_only_key_reads_but_cannot_write(service: InProcess, keys: KeyStore) -> None:
     writer, _ = keys.create(["default"])
     reader, _ = keys.create(["default"], read_only=True)
     service.data(STORE, {"t": "Readers may search this fact"}, **bearer(writer))
@@ -64,6 +61,7 @@ def test_a_read_only_key_reads_but_cannot_write(service: InProcess, data_dir: Pa
     assert len(service.data(SEARCH, {"q": "search fact"}, **bearer(reader))["search"]) == 1
 
 
+@pytest.mark.sqlite_only("reads the key file; tests/test_postgres.py reads the table")
 def test_keys_are_stored_hashed(data_dir: Path) -> None:
     token, key = KeyStore(data_dir).create(["default"], label="ci")
     raw = (data_dir / "_keys.sqlite").read_bytes()
@@ -73,11 +71,11 @@ def test_keys_are_stored_hashed(data_dir: Path) -> None:
 
 
 def test_key_secrets_are_compared_in_constant_time(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    keys: KeyStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import hmac
 
-    token, key = KeyStore(data_dir).create(["default"])
+    token, key = keys.create(["default"])
     compared: list[tuple[str, str]] = []
     real = hmac.compare_digest
 
@@ -87,14 +85,13 @@ def test_key_secrets_are_compared_in_constant_time(
 
     monkeypatch.setattr("graphmem.keys.hmac.compare_digest", recording)
     wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
-    assert KeyStore(data_dir).authenticate(wrong) is None
-    assert KeyStore(data_dir).authenticate(token) == key
+    assert keys.authenticate(wrong) is None
+    assert keys.authenticate(token) == key
     assert len(compared) == 2  # every presented secret goes through compare_digest
     assert all(len(a) == len(b) == 64 for a, b in compared)  # sha256 hex digests, not secrets
 
 
-def test_a_key_for_one_namespace_never_sees_another(service: InProcess, data_dir: Path) -> None:
-    keys = KeyStore(data_dir)
+def test_a_key_for_one_namespace_never_sees_another(service: InProcess, keys: KeyStore) -> None:
     alice, _ = keys.create(["alice"])
     bob, _ = keys.create(["bob"])
     stored = service.data(STORE, {"t": "Alice keeps her notes in Obsidian"}, **bearer(alice))
@@ -117,9 +114,8 @@ def test_a_key_for_one_namespace_never_sees_another(service: InProcess, data_dir
 
 
 def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
-    service: InProcess, data_dir: Path
+    service: InProcess, keys: KeyStore
 ) -> None:
-    keys = KeyStore(data_dir)
     alice, _ = keys.create(["alice"])
     bob, _ = keys.create(["bob"])
     store = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } } }"
@@ -205,6 +201,7 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
         assert status in (400, 403) and body["errors"][0]["extensions"]["code"] != "OK", name
 
 
+@pytest.mark.sqlite_only("a key file from before admin keys")
 def test_a_key_file_from_before_admin_keys_keeps_its_keys(data_dir: Path) -> None:
     import sqlite3
 

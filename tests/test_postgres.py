@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from graphmem import InvalidInput, Memory, QueryTimeout, Settings, StorageError
 from graphmem.cli import cli
 from graphmem.cluster import ROLE, Postgres, Unavailable
+from graphmem.memory import open_keys
 from graphmem.pgstore import PostgresStore
 
 
@@ -184,3 +185,22 @@ def test_backup_and_restore_refuse_a_postgresql_store_and_say_what_to_use(
         )
         assert isinstance(result.exception, InvalidInput) and "pg_dump" in str(result.exception)
     assert not (tmp_path / "copy").exists()
+
+
+def test_api_keys_live_in_the_database_hashed_and_every_replica_sees_them(
+    url: str, tmp_path: Path
+) -> None:
+    settings = Settings(store=url, data_dir=tmp_path)
+    first, second = open_keys(settings), open_keys(settings)  # two replicas' key stores
+    try:
+        token, key = first.create(["alice"], label="agent")
+        assert second.any_active() and second.authenticate(token) == key
+        with psycopg.connect(url) as conn:
+            rows = conn.execute("SELECT secret_hash, namespaces FROM gm_api_keys").fetchall()
+        secret = token.split("_", 2)[2]
+        assert len(rows) == 1 and secret not in repr(rows)
+        first.revoke(key.id)
+        assert second.authenticate(token) is None and not second.any_active()
+    finally:
+        first.close()
+        second.close()
