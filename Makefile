@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: serve test test-engines lint soak bench bench-quick bench-peers vendor clean
+.PHONY: serve test test-engines lint soak bench bench-quick bench-peers vendor clean cluster cluster-stop
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,21 @@ $(STAMP): pyproject.toml constraints.txt
 # http://127.0.0.1:8420/graphql (settings: GRAPHMEM_* variables or ./graphmem.toml).
 serve: $(STAMP)
 	$(VENV)/bin/graphmem serve
+
+# The scale-out topology on loopback (docs/scale-out.md): PostgreSQL, an S3-compatible server,
+# three `graphmem serve` replicas and haproxy on http://127.0.0.1:8430 (CLUSTER_PORT), running in
+# the background until `make cluster-stop`, which stops exactly those processes. Needs Debian's
+# postgresql and haproxy packages. CLUSTER_EMBEDDER=hash starts faster than the local model.
+CLUSTER_PORT     ?= 8430
+CLUSTER_EMBEDDER ?= local
+cluster: $(STAMP)
+	@mkdir -p .cluster
+	@setsid $(PY) -m graphmem.cluster up --port $(CLUSTER_PORT) --embedder $(CLUSTER_EMBEDDER) \
+		> .cluster/cluster.log 2>&1 < /dev/null &
+	@$(PY) -m graphmem.cluster wait
+
+cluster-stop: $(STAMP)
+	@$(PY) -m graphmem.cluster down
 
 # The suites whose Memory and service fixtures run again on the scale-out engines: a PostgreSQL
 # store (--store postgresql: Debian's postgresql package, started by the tests) and vectors on
@@ -43,9 +58,11 @@ test-engines: $(STAMP)
 # The reliability scenarios at length against a real server (docs/operations.md#reliability):
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.
 # About 8 minutes; prints the figures as JSON and exits 1 on any lost, duplicated or half write.
-# Then the bitemporal model check (tests/test_model.py) with 1,000 histories (about 7 minutes).
+# Then the bitemporal model check (tests/test_model.py) with 1,000 histories (about 7 minutes),
+# and the live scale-out topology's scenarios with 2 minutes of load (tests/test_cluster.py).
 soak: $(STAMP)
 	$(PY) -m tests.soak --kills 20 --seconds 120
+	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -p no:cacheprovider tests/test_cluster.py
 	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/test_model.py
 
 lint: $(STAMP)

@@ -1,5 +1,10 @@
 """Throwaway servers on loopback for trying the scale-out mode and for its tests.
 
+``Cluster`` starts the whole topology of docs/scale-out.md: PostgreSQL, an S3-compatible server,
+``graphmem serve`` replicas (``Replica``) and haproxy in front of them (``Router``). ``python -m
+graphmem.cluster up`` runs one in the foreground until it is told to stop (``make cluster``
+starts it in the background, ``make cluster-stop`` stops exactly what it started).
+
 ``ObjectStore`` starts an S3-compatible server (moto) for the vector indexes.
 
 ``Postgres`` starts Debian's PostgreSQL (the ``postgresql`` package) in a temporary directory:
@@ -11,13 +16,22 @@ superuser, so the row-level security of the PostgreSQL store applies to it.
 
 from __future__ import annotations
 
+import argparse
+import json
+import logging
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import threading
+import time
+import urllib.error
 import urllib.request
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -153,6 +167,7 @@ class ObjectStore:
             raise Unavailable("moto is not installed (pip install 'moto[server]')") from None
         self.bucket = bucket
         self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
         self.endpoint = ""
         self._serving = False
 
@@ -181,3 +196,368 @@ class ObjectStore:
         if self._serving:
             self._server.stop()
             self._serving = False
+
+
+#: How long a replica or the router may take to answer /healthz after it starts.
+STARTUP_S: Final = 120.0
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def _graphmem_command() -> list[str]:
+    """How to run the ``graphmem`` command with this interpreter."""
+    script = Path(sys.executable).with_name("graphmem")
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-c", "from resolvers.commands import main; main()"]
+
+
+class Replica:
+    """One ``graphmem serve`` process on a loopback port with the cluster's settings (``env``),
+    its log and data directory (which holds no state of record) in ``directory``; ``skew``
+    seconds are added to its clock with libfaketime (Debian's ``faketime`` package)."""
+
+    def __init__(
+        self, name: str, env: Mapping[str, str], directory: Path, *, skew: float = 0.0
+    ) -> None:
+        self.name = name
+        self.port = free_port()
+        self.env = dict(env)
+        self.directory = directory
+        self.skew = skew
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / f"{self.name}.log"
+
+    def start(self) -> Replica:
+        """Start the process (again, after ``kill`` or ``stop``: on the same port)."""
+        command = [
+            *_graphmem_command(), "serve", "--host", "127.0.0.1", "--port", str(self.port),
+            "--log-level", "warning",
+        ]  # fmt: skip
+        env = {**os.environ, **self.env, "GRAPHMEM_DATA_DIR": str(self.directory / self.name)}
+        if self.skew:
+            faketime = shutil.which("faketime")
+            if faketime is None:
+                raise Unavailable("faketime is not installed (Debian: apt-get install faketime)")
+            command = [faketime, "-f", f"{self.skew:+g}s", *command]
+            env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"  # only the wall clock is skewed
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as sink:
+            self.process = subprocess.Popen(
+                command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        return self
+
+    def wait_ready(self, timeout: float = STARTUP_S) -> None:
+        """Wait until the replica answers /healthz; RuntimeError (with its log) if it exits or
+        does not answer in time."""
+        deadline = time.monotonic() + timeout
+        while not _healthy(self.url):
+            if self.process is None or self.process.poll() is not None:
+                raise RuntimeError(f"replica {self.name} exited:\n{self.log.read_text()[-4000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"replica {self.name} not ready in {timeout:.0f} s")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        """SIGKILL: no cleanup of any kind."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        """A graceful stop (SIGTERM: in-flight requests finish, stores close)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Router:
+    """haproxy (Debian's package) on a loopback port in front of the replicas: a request goes
+    to the replica that a consistent hash of its namespace picks (the ``X-Graphmem-Namespace``
+    header, else the API key, so one key's requests keep one replica), health checks every
+    0.5 s take a dead replica out after two failures, and a request that cannot reach its
+    replica is sent to another."""
+
+    def __init__(self, directory: Path, replicas: Sequence[Replica], port: int | None = None):
+        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+        if not Path(binary).exists():
+            raise Unavailable("haproxy is not installed (Debian: apt-get install haproxy)")
+        self.binary = binary
+        self.directory = directory
+        self.replicas = list(replicas)
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def config(self) -> str:
+        servers = "".join(f"    server {r.name} 127.0.0.1:{r.port} check\n" for r in self.replicas)
+        return f"""global
+    maxconn 4096
+defaults
+    mode http
+    option http-server-close
+    timeout connect 2s
+    timeout client 300s
+    timeout server 300s
+    timeout http-request 30s
+frontend graphmem
+    bind 127.0.0.1:{self.port}
+    default_backend replicas
+backend replicas
+    http-request set-var(txn.route) req.hdr(x-graphmem-namespace)
+    http-request set-var(txn.route) req.hdr(authorization) if !{{ var(txn.route) -m found }}
+    balance hash var(txn.route)
+    hash-type consistent
+    option httpchk GET /healthz
+    option redispatch
+    retries 3
+    default-server inter 500ms fall 2 rise 1
+{servers}"""
+
+    def start(self) -> Router:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.directory / "haproxy.cfg"
+        path.write_text(self.config())
+        checked = subprocess.run(
+            [self.binary, "-c", "-q", "-f", str(path)], capture_output=True, text=True
+        )
+        if checked.returncode != 0:
+            raise RuntimeError(f"haproxy refused {path}: {checked.stderr or checked.stdout}")
+        with (self.directory / "haproxy.log").open("ab") as sink:
+            self.process = subprocess.Popen(
+                [self.binary, "-db", "-f", str(path)],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 30
+        while not _healthy(self.url):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                log = (self.directory / "haproxy.log").read_text()
+                raise RuntimeError(f"haproxy did not start:\n{log[-4000:]}")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+class Cluster:
+    """The scale-out topology on loopback: PostgreSQL, an S3-compatible server, ``replicas``
+    ``graphmem serve`` processes (``skews``: seconds added to each one's clock) and haproxy,
+    everything in one temporary directory (PostgreSQL in one of its own, which the
+    ``postgres`` user can reach). ``url`` is haproxy's."""
+
+    def __init__(
+        self,
+        *,
+        replicas: int = 3,
+        embedder: str = "hash",
+        skews: Sequence[float] = (),
+        port: int | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="graphmem-cluster-"))
+        self.embedder = embedder
+        self._count = replicas
+        self._skews = list(skews) + [0.0] * (replicas - len(skews))
+        self._port = port
+        self._env = dict(env or {})
+        self.postgres: Postgres | None = None
+        self.objects: ObjectStore | None = None
+        self.replicas: list[Replica] = []
+        self.router: Router | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.router is not None, "the cluster is not started"
+        return self.router.url
+
+    def settings(self) -> dict[str, str]:
+        """The settings every replica runs with (``Settings(**cluster.settings())``)."""
+        assert self.postgres is not None and self.objects is not None
+        return {
+            "store": self.postgres.url,
+            "embedder": self.embedder,
+            **self.objects.settings("vectors"),
+        }
+
+    def start(self) -> Cluster:
+        try:
+            self.postgres = Postgres().start()
+            self.objects = ObjectStore().start()
+            env = {
+                **{f"GRAPHMEM_{k.upper()}": v for k, v in self.settings().items()},
+                **self._env,
+            }
+            self.replicas = [
+                Replica(f"replica{n + 1}", env, self.directory, skew=self._skews[n])
+                for n in range(self._count)
+            ]
+            # The first replica migrates the database; the others start once it has.
+            self.replicas[0].start().wait_ready()
+            for replica in self.replicas[1:]:
+                replica.start()
+            for replica in self.replicas[1:]:
+                replica.wait_ready()
+            self.router = Router(self.directory, self.replicas, self._port).start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every process the cluster started and remove its directories."""
+        if self.router is not None:
+            self.router.stop()
+        for replica in self.replicas:
+            replica.stop()
+        if self.objects is not None:
+            self.objects.stop()
+        if self.postgres is not None:
+            self.postgres.remove()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# ------------------------------------------------------------------------------ make cluster
+
+
+def _up(args: argparse.Namespace) -> int:
+    """Start a cluster, write its state file, serve until SIGTERM or SIGINT, stop it."""
+    state = Path(args.state)
+    if state.exists():
+        known = json.loads(state.read_text())
+        if _alive(known.get("pid")):
+            print(f"a cluster is already running: {known['url']}", file=sys.stderr)
+            return 1
+    done = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: done.set())
+    with Cluster(replicas=args.replicas, embedder=args.embedder, port=args.port) as cluster:
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "url": cluster.url,
+                    "replicas": [r.url for r in cluster.replicas],
+                    "store": cluster.settings()["store"],
+                    "vectors": cluster.settings()["vectors"],
+                    "s3_endpoint": cluster.settings()["s3_endpoint"],
+                    "directory": str(cluster.directory),
+                },
+                indent=2,
+            )
+        )
+        print(f"graphmem cluster: {cluster.url}/graphql", flush=True)
+        done.wait()
+    state.unlink(missing_ok=True)
+    return 0
+
+
+def _alive(pid: object) -> bool:
+    if not isinstance(pid, int):
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"graphmem.cluster" in cmdline
+
+
+def _wait(args: argparse.Namespace) -> int:
+    """Wait for the cluster started in the background to be ready; print how to reach it."""
+    state, log = Path(args.state), Path(args.log)
+    deadline = time.monotonic() + args.timeout
+    while time.monotonic() < deadline:
+        if state.exists():
+            known = json.loads(state.read_text())
+            print(f"graphmem cluster: {known['url']}/graphql (haproxy)")
+            for n, url in enumerate(known["replicas"], 1):
+                print(f"  replica{n}: {url}")
+            print(f"  PostgreSQL: {known['store']}")
+            print(f"  vectors: {known['vectors']} at {known['s3_endpoint']}")
+            print(f"  logs: {known['directory']}; stop with: make cluster-stop")
+            return 0
+        if log.exists() and "Traceback" in log.read_text():
+            print(log.read_text(), file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    print(f"the cluster did not start in {args.timeout:.0f} s; see {log}", file=sys.stderr)
+    return 1
+
+
+def _down(args: argparse.Namespace) -> int:
+    """Stop the cluster of the state file: exactly the processes it started."""
+    state = Path(args.state)
+    if not state.exists():
+        print("no cluster is running", file=sys.stderr)
+        return 0
+    pid = json.loads(state.read_text()).get("pid")
+    if not _alive(pid):
+        state.unlink(missing_ok=True)
+        print("the cluster had already stopped", file=sys.stderr)
+        return 0
+    assert isinstance(pid, int)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 120
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _alive(pid):
+        print(f"the cluster (pid {pid}) did not stop in 120 s", file=sys.stderr)
+        return 1
+    print("graphmem cluster stopped")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m graphmem.cluster", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("up", help="start a cluster and serve until stopped")
+    up.add_argument("--replicas", type=int, default=3)
+    up.add_argument("--embedder", default="local", help="the replicas' embedder")
+    up.add_argument("--port", type=int, default=8430, help="haproxy's port")
+    wait = commands.add_parser("wait", help="wait for a cluster started in the background")
+    wait.add_argument("--log", default=".cluster/cluster.log")
+    wait.add_argument("--timeout", type=float, default=300.0)
+    down = commands.add_parser("down", help="stop the cluster of the state file")
+    for command in (up, wait, down):
+        command.add_argument("--state", default=".cluster/state.json")
+    args = parser.parse_args(argv)
+    return {"up": _up, "wait": _wait, "down": _down}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,7 +26,7 @@ import hashlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -92,6 +92,7 @@ class PostgresDatabase(Connections[Connection]):
         finally:
             setup.close()
         self._writer = self._connect(reader=False)
+        self._shared = _SharedReaders.of(url)
 
     # ------------------------------------------------------------------------- connections
 
@@ -171,8 +172,15 @@ class PostgresDatabase(Connections[Connection]):
     # ------------------------------------------------------------------------- reads
 
     def reader(self) -> Connection:
-        """This thread's read connection (autocommit: each statement sees the latest commit)."""
+        """This thread's read connection (autocommit: each statement sees the latest commit).
+
+        A thread reads every namespace of the database through one connection (see
+        ``_SharedReaders``), pointed at this namespace; inside a transaction of another
+        namespace it gets one of this namespace's own."""
         self._check_open()
+        shared = self._shared.get(self)
+        if shared is not None:
+            return shared
         conn: Connection | None = getattr(self._local, "conn", None)
         fresh = self._usable(conn, reader=True)
         if fresh is not conn:
@@ -231,10 +239,70 @@ class PostgresDatabase(Connections[Connection]):
         return True
 
     def close(self) -> None:
+        if not self.closed:
+            self._shared.release()
         super().close()
         with self._exclusive_lock:
             if self._locker is not None:
                 self._locker.close()
+
+
+class _SharedReaders:
+    """The read connections of one database URL in this process: one per thread, shared by
+    every namespace the thread reads, so a replica holds as many readers as it has threads
+    however many namespaces it serves. A connection is pointed at a namespace (the setting
+    the views and row-level security read) when a thread moves to another one, and never in
+    the middle of a transaction. Closed when the last namespace using them closes."""
+
+    _registry: ClassVar[dict[str, _SharedReaders]] = {}
+    _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._local = threading.local()
+        self._all: list[Connection] = []
+        self._lock = threading.Lock()
+        self._users = 0
+
+    @classmethod
+    def of(cls, url: str) -> _SharedReaders:
+        with cls._registry_lock:
+            shared = cls._registry.get(url)
+            if shared is None:
+                shared = cls._registry[url] = cls(url)
+            shared._users += 1
+            return shared
+
+    def release(self) -> None:
+        with self._registry_lock:
+            self._users -= 1
+            if self._users > 0:
+                return
+            del self._registry[self.url]
+        with self._lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+
+    def get(self, db: PostgresDatabase) -> Connection | None:
+        """This thread's reader pointed at ``db``'s namespace; None while it is inside a
+        transaction of another namespace."""
+        conn: Connection | None = getattr(self._local, "conn", None)
+        namespace: str | None = getattr(self._local, "namespace", None)
+        if conn is not None and namespace != db.namespace and conn.in_transaction:
+            return None
+        fresh = db._usable(conn, reader=True)  # a new one is set to db's namespace
+        if fresh is not conn:
+            self._local.conn = fresh
+            with self._lock:
+                self._all = [c for c in self._all if c is not conn] + [fresh]
+        fresh.deadline = lambda: db.deadline
+        if fresh is conn and namespace != db.namespace:
+            fresh.execute(
+                "SELECT set_config(?, ?, false)", [pgschema.NAMESPACE_SETTING, db.namespace]
+            )
+        self._local.namespace = db.namespace
+        return fresh
 
 
 class PostgresTransaction(SQLiteTransaction):

@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import Any, Final
 import httpx
 
 from graphmem import Memory, Settings
+from graphmem.cluster import Cluster
 from graphmem.sqlitestore import SQLITE_FILE
 
 ROOT: Final = Path(__file__).resolve().parent.parent
@@ -134,9 +135,12 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     process.wait(timeout=60)
 
 
-def check_cli(data: Path, embedder: str) -> dict[str, Any]:
-    """``graphmem check --json`` on ``data``: its report (exit status 1 when not ok)."""
-    env = {**os.environ, "GRAPHMEM_EMBEDDER": embedder}
+def check_cli(
+    data: Path, embedder: str, settings: Settings | None = None, namespace: str = "default"
+) -> dict[str, Any]:
+    """``graphmem check --json`` on ``data`` (or on the store and vectors of ``settings``) for
+    ``namespace``: its report (exit status 1 when not ok)."""
+    env = {**os.environ, "GRAPHMEM_EMBEDDER": embedder, **_engine_env(settings)}
     done = subprocess.run(
         [
             sys.executable,
@@ -144,6 +148,8 @@ def check_cli(data: Path, embedder: str) -> dict[str, Any]:
             "from resolvers.commands import main; main()",
             "--data-dir",
             str(data),
+            "--namespace",
+            namespace,
             "check",
             "--json",
         ],
@@ -157,6 +163,18 @@ def check_cli(data: Path, embedder: str) -> dict[str, Any]:
     report: dict[str, Any] = json.loads(done.stdout)
     assert (done.returncode == 0) == report["ok"], done.stderr
     return report
+
+
+def _engine_env(settings: Settings | None) -> dict[str, str]:
+    """The GRAPHMEM_* variables that point a command at the store and vectors of ``settings``."""
+    if settings is None:
+        return {}
+    names = ("store", "vectors", "s3_endpoint", "s3_access_key_id", "s3_secret_access_key")
+    return {
+        f"GRAPHMEM_{n.upper()}": str(getattr(settings, n))
+        for n in names
+        if getattr(settings, n) is not None
+    }
 
 
 def _post(client: httpx.Client, query: str, variables: dict[str, Any]) -> dict[str, Any]:
@@ -281,13 +299,24 @@ def _outbox_rows(data: Path) -> int:
         conn.close()
 
 
-def _verify(data: Path, embedder: str, acknowledged: set[str], sent: set[str]) -> list[str]:
-    """What is wrong with ``data`` after the scenario (empty when nothing is)."""
+def _verify(
+    data: Path,
+    embedder: str,
+    acknowledged: set[str],
+    sent: set[str],
+    settings: Settings | None = None,
+    namespace: str = "default",
+) -> list[str]:
+    """What is wrong with ``namespace`` (in ``data``, or on the engines of ``settings``) after
+    the scenario (empty when nothing is)."""
     problems = []
-    report = check_cli(data, embedder)
+    report = check_cli(data, embedder, settings, namespace)
     if not report["ok"]:
-        problems.append(f"graphmem check: {json.dumps(report)[:1000]}")
-    with Memory.open(data, settings=Settings(embedder=embedder, track_access=False)) as mem:
+        problems.append(f"{namespace}: graphmem check: {json.dumps(report)[:1000]}")
+    settings = (settings or Settings()).model_copy(
+        update={"embedder": embedder, "track_access": False}
+    )
+    with Memory.open(data, namespace=namespace, settings=settings) as mem:
         counts: dict[str, int] = {}
         after = None
         while True:
@@ -301,14 +330,18 @@ def _verify(data: Path, embedder: str, acknowledged: set[str], sent: set[str]) -
         twice = [t for t, n in counts.items() if n > 1]
         strangers = counts.keys() - sent
         if lost:
-            problems.append(f"{len(lost)} acknowledged facts lost, e.g. {sorted(lost)[:3]}")
+            problems.append(
+                f"{namespace}: {len(lost)} acknowledged facts lost, e.g. {sorted(lost)[:3]}"
+            )
         if twice:
-            problems.append(f"{len(twice)} facts stored twice, e.g. {twice[:3]}")
+            problems.append(f"{namespace}: {len(twice)} facts stored twice, e.g. {twice[:3]}")
         if strangers:
-            problems.append(f"{len(strangers)} facts nobody sent")
+            problems.append(f"{namespace}: {len(strangers)} facts nobody sent")
         unfound = [t for t in acknowledged if not _found_by_vector(mem, t)]
         if unfound:
-            problems.append(f"{len(unfound)} acknowledged facts not found by vector search")
+            problems.append(
+                f"{namespace}: {len(unfound)} acknowledged facts not found by vector search"
+            )
     return problems
 
 
@@ -378,18 +411,23 @@ def load(
     embedder: str = "hash",
     seed: int = 0,
     workers: int = 1,
+    cluster: Cluster | None = None,
+    namespaces: Sequence[str] = ("default",),
 ) -> LoadResult:
     """``writers`` and ``readers`` concurrent HTTP clients for ``seconds`` (or until
-    ``operations`` requests), then verify."""
+    ``operations`` requests), then verify. The clients spread over ``namespaces`` (the
+    ``X-Graphmem-Namespace`` header); the server is a new ``graphmem serve`` on ``data``, or
+    ``cluster``'s router (its replicas stopped gracefully before the check)."""
     data.parent.mkdir(parents=True, exist_ok=True)
     lock = threading.Lock()
-    acknowledged: set[str] = set()
-    sent: set[str] = set()
-    batches: dict[str, int] = {}  # entity -> facts in its batch (sent: maybe in flight)
+    acknowledged: dict[str, set[str]] = {ns: set() for ns in namespaces}
+    sent: dict[str, set[str]] = {ns: set() for ns in namespaces}
+    # namespace -> entity -> facts in its batch (sent: maybe in flight)
+    batches: dict[str, dict[str, int]] = {ns: {} for ns in namespaces}
     result = LoadResult(writers, readers, 0.0, 0, 0, 0, {})
     budget = threading.Semaphore(operations)
     log = data.parent / "load-server.log"
-    with server(data, embedder, log, workers) as (url, process):
+    with _serving(data, embedder, log, workers, cluster) as (url, stop_serving, settings):
         deadline = time.monotonic() + seconds
 
         def timed(
@@ -405,7 +443,9 @@ def load(
 
         def writer(w: int) -> None:
             rng = random.Random(seed * 1000 + w)
-            with httpx.Client(base_url=url, timeout=60) as client:
+            ns = namespaces[w % len(namespaces)]
+            headers = {"X-Graphmem-Namespace": ns}
+            with httpx.Client(base_url=url, timeout=60, headers=headers) as client:
                 n = 0
                 while time.monotonic() < deadline and budget.acquire(blocking=False):
                     n += 1
@@ -414,7 +454,7 @@ def load(
                         if kind < 0.4:
                             text = f"Writer {w} note {n}: {_words(rng)}"
                             with lock:
-                                sent.add(text)
+                                sent[ns].add(text)
                             timed("store fact", client, STORE, {"input": {"text": text}})
                             texts = [text]
                         elif kind < 0.7:
@@ -424,8 +464,8 @@ def load(
                                 for i in range(batch)
                             ]
                             with lock:
-                                sent.update(texts)
-                                batches[entity] = batch
+                                sent[ns].update(texts)
+                                batches[ns][entity] = batch
                             timed(
                                 f"store batch of {batch}",
                                 client,
@@ -447,7 +487,7 @@ def load(
                             city = f"city{rng.randrange(10**6)}"
                             text = f"{mover} lives in {city}"
                             with lock:
-                                sent.add(text)
+                                sent[ns].add(text)
                             timed(
                                 "supersede",
                                 client,
@@ -468,19 +508,21 @@ def load(
                         continue
                     with lock:
                         result.writes += 1
-                        acknowledged.update(texts)
+                        acknowledged[ns].update(texts)
 
         def reader(r: int) -> None:
             rng = random.Random(seed * 1000 + 500 + r)
-            with httpx.Client(base_url=url, timeout=60) as client:
+            ns = namespaces[r % len(namespaces)]
+            headers = {"X-Graphmem-Namespace": ns}
+            with httpx.Client(base_url=url, timeout=60, headers=headers) as client:
                 while time.monotonic() < deadline and budget.acquire(blocking=False):
                     kind = rng.random()
                     try:
                         if kind < 0.35:
                             with lock:
                                 entity, size = (
-                                    rng.choice(list(batches.items()))
-                                    if batches
+                                    rng.choice(list(batches[ns].items()))
+                                    if batches[ns]
                                     else ("batch-none", 0)
                                 )
                             got = timed("lookup batch", client, LOOKUP, {"e": entity})["lookup"]
@@ -534,10 +576,29 @@ def load(
         for t in threads:
             t.join(timeout=seconds + 300)
         result.seconds = time.monotonic() - started
-        stop(process)
-    result.facts_written = len(acknowledged)
-    result.problems = _verify(data, embedder, acknowledged, sent)
+        stop_serving()
+        result.facts_written = sum(len(texts) for texts in acknowledged.values())
+        for ns in namespaces:
+            result.problems += _verify(data, embedder, acknowledged[ns], sent[ns], settings, ns)
     return result
+
+
+@contextmanager
+def _serving(
+    data: Path, embedder: str, log: Path, workers: int, cluster: Cluster | None
+) -> Iterator[tuple[str, Callable[[], None], Settings | None]]:
+    """The URL to load, how to stop serving it gracefully, and the engines' settings (None:
+    SQLite and LanceDB in ``data``)."""
+    if cluster is not None:
+
+        def stop_replicas() -> None:
+            for replica in cluster.replicas:
+                replica.stop()
+
+        yield cluster.url, stop_replicas, Settings(**cluster.settings())
+        return
+    with server(data, embedder, log, workers) as (url, process):
+        yield url, lambda: stop(process), None
 
 
 # --------------------------------------------------------------------------------- figures

@@ -204,3 +204,32 @@ def test_api_keys_live_in_the_database_hashed_and_every_replica_sees_them(
     finally:
         first.close()
         second.close()
+
+
+def test_a_thread_reads_every_namespace_through_one_connection_and_never_mixes_them(
+    url: str, tmp_path: Path
+) -> None:
+    names = [f"team{n}" for n in range(6)]
+    memories = [open_memory(url, tmp_path / name, name) for name in names]
+    try:
+        for name, mem in zip(names, memories, strict=True):
+            mem.store(f"Only {name} knows the launch code", autolink=False)
+        for _ in range(2):  # the thread's reader moves between namespaces and back
+            for name, mem in zip(names, memories, strict=True):
+                assert [h.fact.text for h in mem.search("launch code", mode="fts")] == [
+                    f"Only {name} knows the launch code"
+                ]
+        first, second = memories[0]._store.database, memories[1]._store.database  # type: ignore[attr-defined]
+        with first.snapshot() as conn:  # inside a transaction of one namespace ...
+            assert second.reader() is not conn  # ... another gets a connection of its own
+            assert len(second.reader().execute("SELECT id FROM facts").fetchall()) == 1
+            assert len(conn.execute("SELECT id FROM facts").fetchall()) == 1
+        with psycopg.connect(url) as admin:
+            row = admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'graphmem'"
+            ).fetchone()
+        assert row is not None and row[0] <= len(names) + 3  # a writer each, few readers
+    finally:
+        for mem in memories:
+            mem.close()
