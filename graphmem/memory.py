@@ -114,7 +114,7 @@ class Memory:
         self._vectors = vectors
         self._sync = VectorSync(store, vectors, EmbeddingCache(embedder), namespace)
         self._writer = Writer(namespace, store, vectors, self._sync, embedder, settings, llm)
-        self._search = Search(store, vectors, embedder, settings)
+        self._search = Search(store, vectors, embedder, settings, self._sync.pending)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None
 
@@ -819,6 +819,20 @@ class Memory:
         written. Texts missing from the cache are embedded (and cached). ``progress(done,
         total)`` is called after each chunk."""
         return self._sync.reindex(progress)
+
+    @property
+    def degraded(self) -> str | None:
+        """Why searches of this namespace are not at full strength now (its vector index
+        cannot be written: writes still commit and are found, see docs/operations.md), or
+        None."""
+        return self._sync.degraded
+
+    def drain_outbox(self) -> int:
+        """Write to the vector index the writes that have waited in the outbox for more than
+        a couple of seconds (their process died after its commit, or the index refused them);
+        the service calls this every second for each namespace it holds open. Returns how
+        many facts were synced."""
+        return self._sync.drain()
 
     def replay_outbox(self) -> int:
         """Apply vector writes that a crash left pending; returns how many facts were synced."""

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
+import numpy as np
+
 from . import expansion, ranking, timehints
 from .decay import freshness
 from .embedders import Embedder, Vectors
@@ -43,10 +45,17 @@ class Search:
     """Hybrid, keyword or vector search over one namespace. Thread-safe."""
 
     def __init__(
-        self, store: Store, vectors: VectorIndex, embedder: Embedder, settings: Settings
+        self,
+        store: Store,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        settings: Settings,
+        pending: Callable[[], dict[str, Vectors]] = dict,
     ) -> None:
         self._store = store
         self._vectors = vectors
+        #: The vectors of writes not in the index yet (VectorSync.pending), scored exactly.
+        self._pending = pending
         self._embedder = embedder
         self.settings = settings
         self._pool = ThreadPoolExecutor(
@@ -168,9 +177,11 @@ class Search:
         search as needed; and the query's vector. Runs on a pool thread."""
         vector = self._embedder.embed([query])[0]
         total = self._vectors.count()
+        waiting = _cosines(vector, self._pending())
         k = n
         while True:
             hits = dict(self._vectors.nearest(vector, k, live_only=live_only))
+            hits.update(waiting)  # the index may hold an older vector of these, or none
             scores = dict(hits)
             for owner, dependant in self._store.sharing_vectors(hits.keys()):
                 scores[dependant] = hits[owner]
@@ -185,6 +196,16 @@ class Search:
             {row["id"]: row for row in best},
             vector,
         )
+
+
+def _cosines(query: Vectors, vectors: dict[str, Vectors]) -> dict[str, float]:
+    """Cosine between ``query`` and each of ``vectors``."""
+    if not vectors:
+        return {}
+    matrix = np.stack(list(vectors.values())).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+    scores = matrix @ np.asarray(query, dtype=np.float32) / np.maximum(norms, 1e-12)
+    return dict(zip(vectors, (float(x) for x in scores), strict=True))
 
 
 def _scored(

@@ -775,6 +775,14 @@ class SQLiteStore:
         )
         return [(r[0], r[1]) for r in rows]
 
+    def waiting(self, limit: int, *, queued_before: float | None = None) -> list[str]:
+        before = "" if queued_before is None else " WHERE queued_at < :before"
+        rows = self._read().execute(
+            f"SELECT fact_id FROM outbox{before} ORDER BY rowid LIMIT :limit",
+            {"before": queued_before, "limit": limit},
+        )
+        return [r[0] for r in rows]
+
     def vector_log(self, after: int) -> list[tuple[int, str]]:
         rows = self._read().execute(
             "SELECT seq, fact_id FROM vector_log WHERE seq > ? ORDER BY seq", [after]

@@ -28,6 +28,12 @@ SYNC_CHUNK: Final = 5_000
 #: Facts per step of a rebuild or replay (each step reports progress).
 REBUILD_CHUNK: Final = 500
 
+#: Most outbox rows a search scores exactly (writes whose vectors are not in the index yet).
+PENDING_SCORED_MAX: Final = 2_000
+#: A fact's outbox row older than this (seconds) is drained by whichever process holds the
+#: namespace open: the process that queued it died, or its vector write failed.
+DRAIN_AFTER_S: Final = 2.0
+
 #: Called as ``progress(done, total)`` during long operations.
 Progress = Callable[[int, int], None]
 
@@ -109,15 +115,49 @@ class VectorSync:
                     for start in range(0, len(ids), SYNC_CHUNK):
                         self._sync_chunk(ids[start : start + SYNC_CHUNK], known or {})
             except (OSError, RuntimeError, ValueError, StorageError) as exc:
+                if not self._failed:  # once per outage, not at every retry
+                    _log.error(
+                        "namespace %r: the vector index could not be written (%s); its "
+                        "outbox keeps the writes and retries them",
+                        self._namespace,
+                        exc,
+                    )
                 self._failed = True
-                _log.error(
-                    "namespace %r: the vector index could not be written (%s); its "
-                    "outbox keeps the writes and retries them",
-                    self._namespace,
-                    exc,
-                )
                 return
+            if self._failed:
+                _log.warning(
+                    "namespace %r: the vector index is written again; the writes its outbox "
+                    "kept are in it",
+                    self._namespace,
+                )
             self._failed = False
+
+    @property
+    def degraded(self) -> str | None:
+        """Why searches may miss vectors now (the vector index could not be written), or None."""
+        if not self._failed:
+            return None
+        return (
+            "the vector index cannot be written; searches score the writes still waiting "
+            "exactly and the keyword leg is complete"
+        )
+
+    def pending(self) -> dict[str, Vectors]:
+        """The vectors (from the embedding cache) of the facts whose vector writes still wait
+        in the outbox — a write in flight, or one the index refused: searches score them
+        exactly, so an acknowledged write is found at once."""
+        ids = self._store.waiting(PENDING_SCORED_MAX)
+        return self.expected(ids) if ids else {}
+
+    def drain(self, older_than: float = DRAIN_AFTER_S) -> int:
+        """Write to the index the outbox rows older than ``older_than`` seconds: left by a
+        process that died between its commit and its vector write, or by a failed write.
+        Safe to run in every process (vector writes take the namespace's vector lock, and are
+        idempotent). Returns how many facts it synced."""
+        ids = self._store.waiting(SYNC_CHUNK, queued_before=self._store.now() - older_than)
+        if ids:
+            self.sync(ids)
+        return len(ids)
 
     def replay(self) -> int:
         """Apply vector writes that a crash left pending; returns how many facts were synced."""

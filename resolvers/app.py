@@ -63,6 +63,8 @@ _log = logging.getLogger("graphmem.server")
 #: The environment variable through which ``graphmem serve --workers N`` hands its settings (as
 #: JSON) to each worker process.
 SETTINGS_ENV: Final = "GRAPHMEM_SERVE_SETTINGS"
+#: How often the service drains each open namespace's outbox rows left waiting (seconds).
+DRAIN_INTERVAL_S: Final = 1.0
 
 
 def app_from_environment() -> Starlette:
@@ -115,14 +117,18 @@ def create_app(
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         default = await run_in_threadpool(namespaces.get, settings.namespace)
         await run_in_threadpool(_prune, default)
-        pruner = asyncio.create_task(_prune_every(namespaces, settings.prune_interval))
+        background = [
+            asyncio.create_task(_prune_every(namespaces, settings.prune_interval)),
+            asyncio.create_task(_drain_every(namespaces, DRAIN_INTERVAL_S)),
+        ]
         try:
             async with mcp.running():
                 yield
         finally:
-            pruner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pruner
+            for task in background:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await run_in_threadpool(namespaces.close)
             gate.keys.close()
 
@@ -177,6 +183,10 @@ class GraphQLApp(GraphQL[Context, None]):
         for error in result.errors or []:
             if not (error.extensions or {}).get("code"):
                 error.extensions = {**(error.extensions or {}), "code": Code.INVALID_QUERY}
+        admitted = request.scope.get(ADMITTED)
+        degraded = admitted[0].degraded if admitted else None
+        if degraded:  # e.g. the object store is down: answers may miss vector matches
+            result.extensions = {**(result.extensions or {}), "degraded": degraded}
         return await super().process_result(request, result)
 
     async def on_ws_connect(self, context: Context) -> Any:
@@ -212,6 +222,19 @@ def _prune(memory: Memory) -> None:
         return
     if report.expired or report.decayed or report.low_confidence:
         _log.info("pruned %s: %s", memory.namespace, json.dumps(report.to_dict()))
+
+
+async def _drain_every(namespaces: Namespaces, interval: float) -> None:
+    """Every ``interval`` seconds, each namespace held open writes to its vector index the
+    outbox rows left waiting (by a process that died mid-write, or while the index could not
+    be written): so when a replica dies, the one that takes its namespaces over catches up."""
+    while True:
+        await asyncio.sleep(interval)
+        for memory in namespaces.opened().values():
+            try:
+                await run_in_threadpool(memory.drain_outbox)
+            except GraphmemError as exc:
+                _log.warning("outbox drain of %s failed: %s", memory.namespace, exc.message)
 
 
 async def _prune_every(namespaces: Namespaces, interval: float) -> None:

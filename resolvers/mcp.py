@@ -370,6 +370,8 @@ def search(memory: Memory, args: SearchArgs) -> Result:
     ]
     if hits and hits[0].time_hint is not None:
         lines.insert(0, f"Time words understood: {hits[0].time_hint.describe()}.")
+    if memory.degraded:
+        lines.insert(0, f"Degraded: {memory.degraded}.")
     lines += [_line(h.fact) for h in hits]
     return "\n".join(lines), {"hits": [h.to_dict() for h in hits]}
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 import httpx
+import psycopg
 import pytest
 
 from graphmem import Memory, Settings
@@ -144,6 +145,19 @@ def test_a_replica_killed_mid_ingest_loses_no_acknowledged_write(
     for t in threads:
         t.join(timeout=120)
     assert moved
+    # The replicas that took the namespaces over drain what the dead one left in the outbox.
+    with psycopg.connect(live.settings()["store"], autocommit=True) as conn:
+        waiting: dict[str, int] = {}
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            for ns in INGESTED:
+                conn.execute("SELECT set_config('graphmem.namespace', %s, false)", [ns])
+                row = conn.execute("SELECT count(*) FROM outbox").fetchone()
+                waiting[ns] = row[0] if row else -1
+            if not any(waiting.values()):
+                break
+            time.sleep(0.5)
+        assert not any(waiting.values()), waiting
     for ns in moved:  # served again: a batch sent within 5 s of the kill was acknowledged
         after = [s - killed_at for s in served[ns] if s > killed_at]
         assert after and after[0] <= 5.0, (ns, after[:3])

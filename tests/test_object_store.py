@@ -13,6 +13,9 @@ import pytest
 from graphmem import InvalidInput, Memory, Settings, StorageError
 from graphmem.cluster import ObjectStore, Unavailable
 from graphmem.namespace import vector_location
+from graphmem.sync import DRAIN_AFTER_S
+
+from .api import InProcess
 
 
 @pytest.fixture
@@ -89,22 +92,39 @@ def test_an_outage_of_the_object_store_loses_no_write_and_the_outbox_drains_afte
     except Unavailable as exc:
         pytest.skip(f"needs an S3-compatible server: {exc}")
     try:
-        with Memory.open(
-            tmp_path, settings=Settings(embedder="hash", **server.settings("o"))
-        ) as mem:
+        mem_settings = Settings(embedder="hash", data_dir=tmp_path, **server.settings("o"))
+        with Memory.open(tmp_path, settings=mem_settings) as mem:
             mem.store("Before the outage the deploy ran fine", autolink=False)
             server.stop()
             during = mem.store("During the outage a deploy was made", autolink=False).fact
             assert during is not None and mem.get(during.id) is not None  # committed
             assert mem.stats().outbox_pending == 1  # its vector waits in the outbox
+            assert mem.degraded is not None and "vector index" in mem.degraded
             texts = {h.fact.text for h in mem.search("deploy outage")}
             assert texts == {
                 "Before the outage the deploy ran fine",
                 "During the outage a deploy was made",
             }
+            # The waiting write is scored exactly: found by meaning alone, first.
+            hits = mem.search("During the outage a deploy was made", mode="vector")
+            assert hits[0].fact.id == during.id
             server.start()
-            mem.store("After the outage", autolink=False)
-            assert mem.stats().outbox_pending == 0 and mem.check().ok
+            time.sleep(DRAIN_AFTER_S)  # younger rows may be a write still on its way
+            assert mem.drain_outbox() == 1  # what the service does every second
+            assert mem.stats().outbox_pending == 0 and mem.check().ok and mem.degraded is None
             assert any(h.fact.id == during.id for h in mem.search("deploy made", mode="vector"))
+            mem.store("After the outage", autolink=False)
+            assert mem.stats().outbox_pending == 0
     finally:
         server.stop()
+
+
+def test_a_degraded_namespace_says_so_in_every_graphql_answer(
+    service: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert "extensions" not in service.post('{ search(query: "deploy") { fact { id } } }')[1]
+    why = "the vector index cannot be written"
+    monkeypatch.setattr(Memory, "degraded", property(lambda self: why))
+    status, body = service.post('{ search(query: "deploy") { fact { id } } }')
+    assert status == 200 and body["data"] == {"search": []}
+    assert body["extensions"] == {"degraded": why}
