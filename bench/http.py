@@ -15,9 +15,11 @@ HTTP and GraphQL add. A response
 with ``errors`` is counted and reported (exit status 1).
 
     python -m bench.http [--facts 100000] [--links 500000] [--embedder local|hash] [--data DIR]
-                         [--requests 300] [--per-client 100]
+                         [--requests 300] [--per-client 100] [--store sqlite|postgresql|URL]
 
-``--data DIR`` keeps the store in DIR and reuses it when it is already there.
+``--data DIR`` keeps the store in DIR and reuses it when it is already there. ``--store
+postgresql`` runs everything on the PostgreSQL store of a throwaway server on loopback (the
+server process and the in-process calls alike; docs/scale-out.md).
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from .common import (
     process_memory_mb,
     write_json,
 )
+from .common import store as bench_store
 
 NAMESPACE: Final = "http"
 TYPES: Final = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
@@ -80,7 +83,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "requests_per_client": args.per_client,
         "graphmem_env": {k: v for k, v in os.environ.items() if k.startswith("GRAPHMEM_")},
     }
-    with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
+    with (
+        bench_store(args.store) as args.store_url,
+        tempfile.TemporaryDirectory(prefix="bench-http-") as tmp,
+    ):
+        out["store"] = "sqlite" if args.store_url is None else "postgresql"
         root = args.data or Path(tmp)
         ids = _prepare(root, args, out)
         rng = random.Random(21)
@@ -89,7 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         starts = [rng.choice(ids) for _ in range(needed)]
         _wait_for_quiet()
         out["load_average_before_timing"] = [round(x, 2) for x in os.getloadavg()]
-        with _server(root, args.embedder, Path(tmp) / "server.log") as (url, pid, startup):
+        with _server(root, args.embedder, Path(tmp) / "server.log", store=args.store_url) as (
+            url,
+            pid,
+            startup,
+        ):
             out["server_startup_seconds"] = startup
             out["rss_idle"] = process_memory_mb(pid)
             for name, query, inputs in (
@@ -105,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out["other_benches_after_timing"] = _other_benches()
     out["machine"] = machine()
     print(summary_markdown(out))
-    write_json(args.out or OUT_DIR / "http.json", out)
+    suffix = "" if out["store"] == "sqlite" else "-postgresql"
+    write_json(args.out or OUT_DIR / f"http{suffix}.json", out)
     errors = sum(
         out[f"{n}_{p}"]["errors"] for n in ("search", "traverse") for p in ("single", "concurrent")
     )
@@ -117,7 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[str]:
     """Build the store unless ``root`` already holds it; the ids of its facts."""
-    settings = Settings(embedder=args.embedder, autolink=False, track_access=False)
+    settings = Settings(
+        embedder=args.embedder, autolink=False, track_access=False, store=args.store_url
+    )
     mem = Memory.open(root, namespace=NAMESPACE, settings=settings)
     try:
         if _count(mem, "facts") < args.facts:
@@ -136,7 +150,7 @@ def _prepare(root: Path, args: argparse.Namespace, out: dict[str, Any]) -> list[
             out["link_seconds"] = time.perf_counter() - began
         out["optimize_seconds"] = _timed(mem.optimize)
         stats = mem.stats()
-        out["store"] = {"facts": stats.facts, "links": stats.links}
+        out["counts"] = {"facts": stats.facts, "links": stats.links}
     finally:
         mem.close()
     out["disk_mb"] = (
@@ -173,10 +187,10 @@ def _link(mem: Memory, pairs: list[tuple[str, str]], rng: random.Random) -> None
 
 @contextmanager
 def _server(
-    root: Path, embedder: str, log: Path, workers: int = 1
+    root: Path, embedder: str, log: Path, workers: int = 1, store: str | None = None
 ) -> Iterator[tuple[str, int, float]]:
-    """``graphmem serve`` on a free port (with ``workers`` processes): (its URL, its pid, seconds
-    until /healthz answered)."""
+    """``graphmem serve`` on a free port (with ``workers`` processes; on the PostgreSQL
+    ``store``, if given): (its URL, its pid, seconds until /healthz answered)."""
     port = _free_port()
     command = [
         str(Path(sys.executable).parent / "graphmem"),
@@ -197,7 +211,10 @@ def _server(
     url = f"http://127.0.0.1:{port}"
     with log.open("wb") as sink:
         began = time.perf_counter()
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT)
+        env = {**os.environ, **({"GRAPHMEM_STORE": store} if store else {})}
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, cwd=ROOT, env=env
+        )
         try:
             _wait_healthy(url, process, log)
             yield url, process.pid, time.perf_counter() - began
@@ -306,7 +323,8 @@ def _in_process(
     """The single client's search and traversal inputs as calls in this process (the server
     stopped; the same settings as it: default, access tracking on), for the difference HTTP
     and GraphQL make."""
-    mem = Memory.open(root, namespace=NAMESPACE, settings=Settings(embedder=args.embedder))
+    settings = Settings(embedder=args.embedder, store=args.store_url)
+    mem = Memory.open(root, namespace=NAMESPACE, settings=settings)
     try:
         mem.preload_graph(wait=3600)
         n = WARMUP + args.requests
@@ -418,7 +436,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
         for name, op in (("search", "search"), ("traverse", "traverse"))
     ]
     head = (
-        f"{r['store']['facts']} facts, {r['store']['links']} links, {r['embedder']} embedder;"
+        f"{r['counts']['facts']} facts, {r['counts']['links']} links, {r['embedder']} embedder, {r['store']} store;"
         f" server up in {r['server_startup_seconds']:.1f} s, idle RSS"
         f" {r['rss_idle']['VmRSS']:.0f} MiB (PSS {r['rss_idle']['Pss']:.0f} MiB)\n\n"
     )
@@ -448,6 +466,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=300, help="timed requests, 1 client")
     parser.add_argument(
         "--per-client", type=int, default=100, help=f"timed requests per client, {CLIENTS} clients"
+    )
+    parser.add_argument(
+        "--store", default="sqlite", help="sqlite, postgresql (a throwaway server) or a URL"
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)

@@ -17,6 +17,7 @@ superuser, so the row-level security of the PostgreSQL store applies to it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -210,6 +211,22 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def skewed(seconds: float) -> dict[str, str]:
+    """The environment that moves a process's wall clock by ``seconds``: libfaketime (Debian's
+    ``faketime`` package) preloaded into the process itself (the ``faketime`` wrapper would run
+    it as a child, which a signal to the wrapper does not reach); its monotonic clock is left
+    alone."""
+    found = sorted(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"))
+    found += sorted(Path("/usr/lib/faketime").glob("libfaketime.so.1"))
+    if not found:
+        raise Unavailable("libfaketime is not installed (Debian: apt-get install faketime)")
+    return {
+        "LD_PRELOAD": str(found[0]),
+        "FAKETIME": f"{seconds:+g}s",
+        "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    }
+
+
 def _graphmem_command() -> list[str]:
     """How to run the ``graphmem`` command with this interpreter."""
     script = Path(sys.executable).with_name("graphmem")
@@ -249,11 +266,7 @@ class Replica:
         ]  # fmt: skip
         env = {**os.environ, **self.env, "GRAPHMEM_DATA_DIR": str(self.directory / self.name)}
         if self.skew:
-            faketime = shutil.which("faketime")
-            if faketime is None:
-                raise Unavailable("faketime is not installed (Debian: apt-get install faketime)")
-            command = [faketime, "-f", f"{self.skew:+g}s", *command]
-            env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"  # only the wall clock is skewed
+            env.update(skewed(self.skew))
         self.directory.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as sink:
             self.process = subprocess.Popen(
@@ -273,19 +286,22 @@ class Replica:
             time.sleep(0.1)
 
     def kill(self) -> None:
-        """SIGKILL: no cleanup of any kind."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        """SIGKILL to the replica and every process it started: no cleanup of any kind."""
+        self._signal(signal.SIGKILL)
 
     def stop(self) -> None:
         """A graceful stop (SIGTERM: in-flight requests finish, stores close)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        try:
+            self._signal(signal.SIGTERM, timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def _signal(self, signum: int, timeout: float | None = None) -> None:
+        if self.process is None:
+            return
+        with contextlib.suppress(ProcessLookupError):  # its session: it and its children
+            os.killpg(self.process.pid, signum)
+        self.process.wait(timeout=timeout)
 
 
 class Router:

@@ -13,6 +13,8 @@ it for 120).
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,7 +27,7 @@ import psycopg
 import pytest
 
 from graphmem import Memory, Settings
-from graphmem.cluster import Cluster, Unavailable
+from graphmem.cluster import Cluster, Unavailable, skewed
 from graphmem.memory import open_keys
 
 from . import soak
@@ -158,9 +160,12 @@ def test_a_replica_killed_mid_ingest_loses_no_acknowledged_write(
                 break
             time.sleep(0.5)
         assert not any(waiting.values()), waiting
+    gaps = {}
     for ns in moved:  # served again: a batch sent within 5 s of the kill was acknowledged
         after = [s - killed_at for s in served[ns] if s > killed_at]
         assert after and after[0] <= 5.0, (ns, after[:3])
+        gaps[ns] = round(after[0], 2)
+    print(f"served again after the kill (s): {gaps}")
     settings = Settings(**live.settings(), track_access=False)
     for ns in INGESTED:
         with Memory.open(tmp_path, namespace=ns, settings=settings) as mem:
@@ -180,6 +185,15 @@ def test_a_replica_killed_mid_ingest_loses_no_acknowledged_write(
 def test_known_at_answers_are_the_same_from_every_replica_whatever_its_clock(
     live: Cluster,
 ) -> None:
+    for skew in SKEWS:  # the replicas' clocks are moved as said
+        probe = subprocess.run(
+            [sys.executable, "-c", "import time; print(time.time())"],
+            env={**os.environ, **skewed(skew)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert abs(float(probe.stdout) - time.time() - skew) < 1.0, (skew, probe.stdout)
     ns = {"X-Graphmem-Namespace": "skewed"}
     store = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id recordedAt } } }"
     facts = "query($k: DateTime) { facts(first: 100, knownAt: $k) { edges { node { id } } } }"
