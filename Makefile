@@ -47,7 +47,7 @@ SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions' --deselect tests/test_adj
 test: $(STAMP)
 	$(PY) -m pytest
 	$(PY) -m pytest --store postgresql --vectors s3 $(SLOW_ON_S3) $(STORE_TESTS)
-	$(PY) -m pytest --store postgresql tests/test_adjacency.py tests/test_graphql.py tests/test_time.py
+	$(PY) -m pytest --store postgresql tests/test_adjacency.py tests/test_time.py
 	$(PY) -m pytest --vectors s3 tests/test_time.py tests/test_search.py $(SLOW_ON_S3)
 
 test-engines: $(STAMP)

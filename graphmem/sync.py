@@ -143,11 +143,15 @@ class VectorSync:
         )
 
     def pending(self) -> dict[str, Vectors]:
-        """The vectors (from the embedding cache) of the facts whose vector writes still wait
-        in the outbox — a write in flight, or one the index refused: searches score them
-        exactly, so an acknowledged write is found at once."""
-        ids = self._store.waiting(PENDING_SCORED_MAX)
-        return self.expected(ids) if ids else {}
+        """The vectors (from the embedding cache) of the facts whose rows the index, as this
+        process sees it, may lack or hold old: vector writes still waiting in the outbox (in
+        flight, or refused by the index) and rows other processes wrote since this process
+        last followed the vector log. Searches score them exactly, so an acknowledged write
+        is found by meaning at once, from any process."""
+        ids = list(
+            dict.fromkeys([*self._store.waiting(PENDING_SCORED_MAX), *self._vectors.unseen()])
+        )
+        return self.expected(ids[:PENDING_SCORED_MAX]) if ids else {}
 
     def drain(self, older_than: float = DRAIN_AFTER_S) -> int:
         """Write to the index the outbox rows older than ``older_than`` seconds: left by a

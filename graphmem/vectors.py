@@ -207,6 +207,14 @@ class VectorIndex:
             if self._position == position - count:  # nothing of another process in between
                 self._position = position
 
+    def unseen(self) -> list[str]:
+        """The facts whose rows other processes wrote since this copy last read the vector
+        log (a search scores them from the embedding cache meanwhile: see VectorSync.pending)."""
+        log = self._log
+        if log is None:
+            return []
+        return [i for _, i in log(self._position) if i not in (COMPACTED, REBUILT)]
+
     def catch_up(self, *, force: bool = False) -> None:
         """Re-read the rows other processes changed since the last look at the vector log
         (unless ``force``, at most every FOLLOW_EVERY seconds)."""

@@ -6,7 +6,7 @@ acknowledged write and its namespaces are served again within seconds; knownAt a
 same from every replica; a key of one namespace reads nothing of another through any replica or
 route. Skipped, saying why, without Debian's postgresql, haproxy and faketime packages.
 
-``CLUSTER_SOAK_SECONDS`` sets the length of the load scenario (default 20; ``make soak`` runs
+``CLUSTER_SOAK_SECONDS`` sets the length of the load scenario (default 12; ``make soak`` runs
 it for 120).
 """
 
@@ -34,7 +34,7 @@ from . import soak
 from .api import bearer
 from .test_mcp import ok, over_http, refused
 
-SOAK_SECONDS = float(os.environ.get("CLUSTER_SOAK_SECONDS", "20"))
+SOAK_SECONDS = float(os.environ.get("CLUSTER_SOAK_SECONDS", "12"))
 NAMESPACES = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta")
 #: The namespaces of the SIGKILL scenario (its own: it counts every fact in them).
 INGESTED = ("north", "south", "east", "west", "up", "down")
@@ -133,7 +133,7 @@ def test_a_replica_killed_mid_ingest_loses_no_acknowledged_write(
     threads = [threading.Thread(target=ingest, args=(ns,)) for ns in INGESTED]
     for t in threads:
         t.start()
-    time.sleep(3)
+    time.sleep(2)
     owners = {
         r.name: httpx.get(f"{r.url}/healthz", timeout=10).json()["namespaces"]
         for r in live.replicas
@@ -142,7 +142,7 @@ def test_a_replica_killed_mid_ingest_loses_no_acknowledged_write(
     moved = set(owners[victim.name]) & set(INGESTED)
     killed_at = time.monotonic()
     victim.kill()
-    time.sleep(8)
+    time.sleep(7)
     stop.set()
     for t in threads:
         t.join(timeout=120)

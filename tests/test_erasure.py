@@ -162,9 +162,8 @@ ERASURES = "query { erasures { filter facts } }"
 
 
 def test_graphql_purges_for_keys_that_may_write_and_shows_records_to_admin_keys(
-    service: InProcess, data_dir: Path
+    service: InProcess, keys: KeyStore
 ) -> None:
-    keys = KeyStore(data_dir)
     writer, _ = keys.create(["default"])
     reader, _ = keys.create(["default"], read_only=True)
     admin, _ = keys.create(["default"], read_only=True, admin=True)

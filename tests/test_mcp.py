@@ -310,9 +310,8 @@ async def _refusals(client: Client, forgotten_id: str) -> None:
 
 
 def test_a_key_for_one_namespace_cannot_reach_another_through_mcp(
-    live: LiveServer, data_dir: Path
+    live: LiveServer, keys: KeyStore
 ) -> None:
-    keys = KeyStore(data_dir)
     alice, _ = keys.create(["alice"])
     bob, _ = keys.create(["bob"])
     reader, _ = keys.create(["alice"], read_only=True)
