@@ -78,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     werkzeug = logging.getLogger("werkzeug")
     with Cluster(replicas=3, embedder=args.embedder) as cluster:
         werkzeug.setLevel(logging.INFO)
-        werkzeug.addHandler(counter)
+        werkzeug.handlers = [counter]  # counted, not printed
         werkzeug.propagate = False
         began = time.perf_counter()
         for n, ns in enumerate(NAMESPACES):

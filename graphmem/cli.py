@@ -904,7 +904,8 @@ def restore(ctx: click.Context, /, source: Path, replace: bool, as_json: bool) -
 @click.command()
 @click.pass_context
 def optimize(ctx: click.Context) -> None:
-    """Compact the vector index, prepare its in-memory search, build its ANN index past 2M."""
+    """Refresh the store's query statistics, compact the vector index, prepare its in-memory
+    search, build its ANN index past 2M."""
     with _memory(ctx) as mem:
         click.echo(json.dumps(mem.optimize()))
 

@@ -860,7 +860,9 @@ class Memory:
         return self._store.time_limit(None if seconds is None else time.monotonic() + seconds)
 
     def optimize(self) -> dict[str, Any]:
-        """Compact the vector index; past the in-memory size, build its ANN index (slow)."""
+        """Refresh the store's query statistics (PostgreSQL: VACUUM ANALYZE), compact the
+        vector index, and past the in-memory size build its ANN index (slow)."""
+        self._store.analyze()
         return self._sync.optimize()
 
     # ----------------------------------------------------------------------------- internals

@@ -1,20 +1,22 @@
-"""The keyword leg on PostgreSQL: bm25 as FTS5 computes it, from the generated ``tsvector``.
+"""The keyword leg on PostgreSQL: bm25 as FTS5 computes it, from the keyword index's postings.
 
 PostgreSQL's own ``ts_rank`` has no inverse document frequency, so a rare word counts no more
 than a common one. :class:`Bm25Ranker` computes FTS5's bm25 instead (k1 = 1.2, b = 0.75, idf
-floored at 1e-6) over the facts the query's words match (the GIN index finds them):
+floored at 1e-6) from ``gm_postings`` (graphmem.pgschema, migration 3), which holds, for each
+fact and each lexeme of its ``tsvector``, the lexeme's weighted frequency in the fact — the sum,
+over its occurrences, of the weight of the column it occurs in (:data:`graphmem.pgschema.LABEL_WEIGHTS`) — and the
+fact's length in tokens. Ranking reads that index alone; only the ranked facts are then read, for
+the time scope and the filters.
 
-* a word's weighted frequency in a fact is the sum, over its occurrences, of the weight of the
-  column it occurs in — carried by the ``tsvector``'s weight labels (:data:`LABEL_WEIGHTS`: the
-  text, then entity/key/value, tags, and category/context/date terms, as
-  ``graphmem.ranking.FTS_COLUMN_WEIGHTS`` weighs them, category taking its neighbours' 0.3);
-* a word in more than half of the facts (whose idf is floored) does not select facts unless the
-  rarer words leave fewer than asked for: it would bring in most of the namespace to add next to
-  nothing to their scores;
-* a fact's length is its number of tokens (``fts_tokens``), the average over the namespace's
-  facts; the number of facts and each word's document frequency are counted per namespace and
-  cached until the namespace has grown or shrunk by a tenth (they steer idf, as FTS5's own
-  counts do, over every version of every fact).
+* Selecting and scoring words, as in the SQLite store (graphmem.keyword): the rarest words
+  select facts while their document frequencies add up to at most
+  :data:`graphmem.keyword.RANKING_BUDGET` (the rarest always selects); the others add to the
+  score of a selected fact but bring in none. The facts that only scoring words match are
+  ranked only if the selected ones leave fewer than asked for.
+* A fact's length is its number of tokens, the average over the namespace's facts; the number
+  of facts and each word's document frequency are counted per namespace and cached until the
+  namespace has grown or shrunk by a tenth (they steer idf, as FTS5's own counts do, over
+  every version of every fact).
 
 The query's words are those of :func:`graphmem.ranking.fts_terms`, stemmed by the same
 configuration as the facts; a word that stems to several lexemes ("e-mail") counts as each.
@@ -26,13 +28,12 @@ import math
 import threading
 from typing import Any, Final
 
-from . import ranking
-from .reads import CANDIDATE_COLUMNS, Filters
+from . import ranking, reads
+from .keyword import RANKING_BUDGET
+from .reads import Filters
 from .store import Record
 from .temporal import TimeScope
 
-#: The weight of each weight label of the keyword index (see graphmem.pgschema).
-LABEL_WEIGHTS: Final = {"A": 1.0, "B": 0.6, "C": 0.4, "D": 0.3}
 #: FTS5's bm25 constants.
 K1: Final = 1.2
 B: Final = 0.75
@@ -41,29 +42,19 @@ REFRESH_SHARE: Final = 0.1
 #: Words whose frequency is cached at most (the cache is cleared when full).
 CACHE_SIZE: Final = 20_000
 
-_WEIGHT: Final = (
-    "CASE lab "
-    + " ".join(f"WHEN '{label}' THEN {w}" for label, w in LABEL_WEIGHTS.items())
-    + " END"
+#: The postings of the connection's namespace.
+_MINE: Final = "p.namespace = current_setting('graphmem.namespace')"
+#: The postings of words ``:lexemes`` (of the facts ``:seqs``, when given).
+_POSTINGS: Final = (
+    f"SELECT p.seq, p.lexeme, p.tf, p.tokens FROM gm_postings p WHERE {_MINE}"
+    " AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
 )
-#: The facts of the connection's namespace (the base table: the view has no keyword columns).
-_MINE: Final = "f.namespace = current_setting('graphmem.namespace')"
-#: The ranking columns and bm25 of the visible facts (``{where}``, on ``f``) matching ``:match``,
-#: best first: one pass over the matching rows, visibility checked on the same rows.
-_RANKED: Final = f"""
-    SELECT {CANDIDATE_COLUMNS}, sum(q.idf * (w.tf * {K1 + 1}) / (w.tf + {K1} * ({1 - B} + {B}
-        * f.fts_tokens / :avgdl)) ORDER BY q.term) AS score
-    FROM gm_facts f
-    CROSS JOIN LATERAL (
-        SELECT u.lexeme, sum({_WEIGHT} ORDER BY lab) AS tf FROM unnest(f.fts) u, unnest(u.weights) lab
-        WHERE u.lexeme = ANY(CAST(:lexemes AS text[])) GROUP BY u.lexeme
-    ) w
-    JOIN unnest(CAST(:lexemes AS text[]), CAST(:idf AS float8[])) AS q(term, idf)
-        ON q.term = w.lexeme
-    WHERE {_MINE} AND f.fts @@ CAST(:match AS tsquery) AND {{where}}
-    GROUP BY f.namespace, f.seq
-    ORDER BY score DESC, f.seq LIMIT :n
-"""
+#: The scoring words' postings are read whole, rather than looked up for each selected fact,
+#: while they number at most this many times the selected facts.
+SCAN_SHARE: Final = 8
+#: Facts whose visibility is read per step, as a share of the facts wanted (at least MIN_STEP).
+STEP_SHARE: Final = 2
+MIN_STEP: Final = 100
 
 
 class Bm25Ranker:
@@ -91,17 +82,21 @@ class Bm25Ranker:
         idf = [
             max(math.log((size - frequency[x] + 0.5) / (frequency[x] + 0.5)), 1e-6) for x in lexemes
         ]
-        where, params = filters.clause(scope)
-        params.update(lexemes=lexemes, idf=idf, avgdl=average, n=n)
-        sql = _RANKED.format(where=where)
-        # A word in more than half the facts scores next to nothing (idf floored at 1e-6) but
-        # would bring in most of them: the others select, and it only scores; the facts that
-        # have it alone are ranked only if the others leave fewer than n.
-        selecting = [x for x in lexemes if 2 * frequency[x] <= size] or lexemes
-        rows = conn.execute(sql, {**params, "match": _any(selecting)}).fetchall()
-        if len(rows) < n and len(selecting) < len(lexemes):
-            rows = conn.execute(sql, {**params, "match": _any(lexemes)}).fetchall()
-        return {r["id"]: float(r["score"]) for r in rows}, {r["id"]: r for r in rows}
+        idf_of = dict(zip(lexemes, idf, strict=True))
+        selecting: list[str] = []
+        total = 0
+        for lexeme in sorted(lexemes, key=lambda x: (frequency[x], x)):
+            if selecting and total + frequency[lexeme] > RANKING_BUDGET:
+                break
+            selecting.append(lexeme)
+            total += frequency[lexeme]
+        scoring = [x for x in lexemes if x not in selecting]
+        scores = _scores(conn, selecting, scoring, idf_of, frequency, average, set())
+        found = _visible(conn, scores, scope, filters, n)
+        if len(found) < n and scoring:  # then the facts that only scoring words match
+            others = _scores(conn, scoring, [], idf_of, frequency, average, set(scores))
+            found += _visible(conn, others, scope, filters, n - len(found))
+        return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
 
     def _counts(self, conn: Any, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
         """The namespace's number of facts, their average length, each lexeme's document
@@ -116,18 +111,23 @@ class Bm25Ranker:
             known = {x: self._df[x] for x in lexemes if x in self._df}
         if refresh:
             count, average = conn.execute(
-                f"SELECT count(*), avg(fts_tokens) FROM gm_facts f WHERE {_MINE}"
+                "SELECT count(*), avg(fts_tokens) FROM gm_facts f"
+                " WHERE f.namespace = current_setting('graphmem.namespace')"
             ).fetchone()
             with self._lock:
                 self._marker = marker
                 self._size, self._average = max(int(count), 1), float(average or 1) or 1.0
-        for lexeme in lexemes:
-            if lexeme not in known:
-                (known[lexeme],) = conn.execute(
-                    f"SELECT count(*) FROM gm_facts f WHERE {_MINE}"
-                    " AND f.fts @@ CAST(:match AS tsquery)",
-                    {"match": _any([lexeme])},
-                ).fetchone()
+        missing = [x for x in lexemes if x not in known]
+        if missing:
+            counted = {
+                r[0]: r[1]
+                for r in conn.execute(
+                    f"SELECT p.lexeme, count(*) FROM gm_postings p WHERE {_MINE}"
+                    " AND p.lexeme = ANY(CAST(:lexemes AS text[])) GROUP BY p.lexeme",
+                    {"lexemes": missing},
+                )
+            }
+            known.update({x: int(counted.get(x, 0)) for x in missing})
         with self._lock:
             self._df.update(known)
             return self._size, self._average, known
@@ -143,6 +143,57 @@ def _lexemes(conn: Any, words: list[str]) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
-def _any(lexemes: list[str]) -> str:
-    """A tsquery matching any of ``lexemes`` (already normalised: quoted, not parsed again)."""
-    return " | ".join("'" + x.replace("\\", "\\\\").replace("'", "''") + "'" for x in lexemes)
+def _scores(
+    conn: Any,
+    selecting: list[str],
+    scoring: list[str],
+    idf: dict[str, float],
+    frequency: dict[str, int],
+    average: float,
+    excluded: set[int],
+) -> dict[int, float]:
+    """bm25 of the facts (by position) that words ``selecting`` match, less ``excluded``, with
+    the words ``scoring`` adding to their scores: read from the postings, summed here in the
+    words' order (deterministic, whatever order the rows come in)."""
+    found: dict[int, list[tuple[str, float]]] = {}
+    tokens: dict[int, int] = {}
+    for seq, lexeme, tf, length in conn.execute(_POSTINGS, {"lexemes": selecting}).fetchall():
+        if seq not in excluded:
+            found.setdefault(seq, []).append((lexeme, tf))
+            tokens[seq] = length
+    if scoring and found:
+        # Reading a word's whole list costs about a ninth of looking a fact up in it.
+        if sum(frequency[x] for x in scoring) <= SCAN_SHARE * len(found):
+            more = conn.execute(_POSTINGS, {"lexemes": scoring}).fetchall()
+        else:
+            more = conn.execute(
+                _POSTINGS + " AND p.seq = ANY(CAST(:seqs AS bigint[]))",
+                {"lexemes": scoring, "seqs": list(found)},
+            ).fetchall()
+        for seq, lexeme, tf, _ in more:
+            if seq in found:
+                found[seq].append((lexeme, tf))
+    scores = {}
+    for seq, terms in found.items():
+        norm = K1 * (1 - B + B * tokens[seq] / average)
+        scores[seq] = sum(
+            idf[lexeme] * (tf * (K1 + 1)) / (tf + norm) for lexeme, tf in sorted(terms)
+        )
+    return scores
+
+
+def _visible(
+    conn: Any, scores: dict[int, float], scope: TimeScope, filters: Filters, n: int
+) -> list[tuple[Record, float]]:
+    """The ``n`` best of the scored facts that are visible in ``scope`` and pass ``filters``,
+    with their scores: read a step at a time, best first."""
+    ranked = sorted(scores, key=lambda seq: (-scores[seq], seq))
+    out: list[tuple[Record, float]] = []
+    step = max(n * STEP_SHARE, MIN_STEP)
+    for start in range(0, len(ranked), step):
+        chunk = ranked[start : start + step]
+        rows = {r["seq"]: r for r in reads.candidates(conn, "seq", chunk, scope, filters)}
+        out += [(rows[seq], scores[seq]) for seq in chunk if seq in rows]
+        if len(out) >= n:
+            break
+    return out[:n]

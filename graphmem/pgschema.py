@@ -24,6 +24,11 @@ from typing import Any, Final
 
 from .errors import StorageError
 
+#: The weight of each weight label of the keyword index: the text, then entity/key/value, tags,
+#: and category/context/date terms, as graphmem.ranking.FTS_COLUMN_WEIGHTS weighs them (category
+#: taking its neighbours' 0.3).
+LABEL_WEIGHTS: Final = {"A": 1.0, "B": 0.6, "C": 0.4, "D": 0.3}
+
 #: The advisory lock key migrations take (any constant distinct from the namespaces' keys,
 #: which are hashes in another key space: see pgstore).
 MIGRATION_LOCK: Final = 0x6772_6170_686D_0001
@@ -33,7 +38,7 @@ NAMESPACE_SETTING: Final = "graphmem.namespace"
 _NS: Final = f"namespace text COLLATE \"C\" NOT NULL DEFAULT current_setting('{NAMESPACE_SETTING}')"
 _T: Final = 'text COLLATE "C"'
 #: The keyword index entry of a fact: its columns stemmed, each with the weight label of its
-#: column weight (graphmem.pgkeyword.LABEL_WEIGHTS).
+#: column weight (LABEL_WEIGHTS).
 _FTS: Final = (
     "setweight(to_tsvector('graphmem', coalesce(text, '')), 'A')"
     " || setweight(to_tsvector('graphmem', coalesce(entity, '') || ' ' || coalesce(key, '')"
@@ -327,7 +332,63 @@ CREATE TABLE gm_api_keys (
     admin integer NOT NULL DEFAULT 0
 )"""
 
-MIGRATIONS: Final[tuple[str, ...]] = (_first(), _KEYS)
+
+def _postings() -> str:
+    """Migration 3: the keyword index's postings — one row per fact and lexeme with the
+    lexeme's weighted frequency in the fact and the fact's length, kept by a trigger on
+    ``gm_facts`` — from which graphmem.pgkeyword counts document frequencies and ranks by bm25
+    reading the index alone (no ``tsvector`` taken apart per fact)."""
+    weight = (
+        "CASE lab "
+        + " ".join(f"WHEN '{label}' THEN {w}" for label, w in LABEL_WEIGHTS.items())
+        + " END"
+    )
+    return f"""
+    CREATE TABLE gm_postings (
+        {_NS},
+        lexeme {_T} NOT NULL,
+        seq bigint NOT NULL,
+        tf double precision NOT NULL,
+        tokens integer NOT NULL,
+        PRIMARY KEY (namespace, lexeme, seq) INCLUDE (tf, tokens)
+    );
+    CREATE INDEX gm_postings_seq ON gm_postings (namespace, seq);
+    DROP INDEX gm_facts_fts;
+    ALTER TABLE gm_postings ENABLE ROW LEVEL SECURITY;
+    ALTER TABLE gm_postings FORCE ROW LEVEL SECURITY;
+    CREATE POLICY gm_postings_namespace ON gm_postings
+        USING (namespace = current_setting('{NAMESPACE_SETTING}', true));
+    CREATE FUNCTION gm_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP <> 'INSERT' THEN
+            DELETE FROM gm_postings WHERE namespace = OLD.namespace AND seq = OLD.seq;
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+            INSERT INTO gm_postings (namespace, lexeme, seq, tf, tokens)
+            SELECT NEW.namespace, u.lexeme, NEW.seq, sum({weight}), NEW.fts_tokens
+            FROM unnest(NEW.fts) u, unnest(u.weights) lab GROUP BY u.lexeme;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER gm_facts_posted AFTER INSERT OR DELETE ON gm_facts
+        FOR EACH ROW EXECUTE FUNCTION gm_posted();
+    CREATE TRIGGER gm_facts_reposted AFTER UPDATE ON gm_facts
+        FOR EACH ROW WHEN (OLD.fts IS DISTINCT FROM NEW.fts OR OLD.seq <> NEW.seq)
+        EXECUTE FUNCTION gm_posted();
+    -- The facts already stored, every namespace's (the table's owner bypasses row-level
+    -- security once it is no longer forced on it, for this statement only).
+    ALTER TABLE gm_facts NO FORCE ROW LEVEL SECURITY;
+    ALTER TABLE gm_postings NO FORCE ROW LEVEL SECURITY;
+    INSERT INTO gm_postings (namespace, lexeme, seq, tf, tokens)
+    SELECT f.namespace, u.lexeme, f.seq, sum({weight}), f.fts_tokens
+    FROM gm_facts f, unnest(f.fts) u, unnest(u.weights) lab
+    GROUP BY f.namespace, f.seq, u.lexeme, f.fts_tokens;
+    ALTER TABLE gm_facts FORCE ROW LEVEL SECURITY;
+    ALTER TABLE gm_postings FORCE ROW LEVEL SECURITY;
+    """
+
+
+MIGRATIONS: Final[tuple[str, ...]] = (_first(), _KEYS, _postings())
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

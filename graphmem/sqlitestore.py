@@ -515,6 +515,10 @@ class SQLiteStore:
     def scrub(self) -> bool:
         return self._db.scrub()
 
+    def analyze(self) -> None:
+        with self._db.write() as conn:
+            conn.execute("PRAGMA optimize")
+
     def episode(self, episode_id: str) -> Episode | None:
         return episodes.get(self._read(), episode_id)
 

@@ -233,3 +233,31 @@ def test_a_thread_reads_every_namespace_through_one_connection_and_never_mixes_t
     finally:
         for mem in memories:
             mem.close()
+
+
+def test_the_keyword_postings_follow_every_write_and_rank_as_the_index_does(
+    url: str, tmp_path: Path
+) -> None:
+    with open_memory(url, tmp_path) as mem:
+        moved = mem.store("Ana moved to Berlin in May", autolink=False).fact
+        mem.store("Ana lives in Paris", entity="Ana", key="city", value="Paris", autolink=False)
+        mem.store("Ana lives in Lisbon", entity="Ana", key="city", value="Lisbon", autolink=False)
+        mem.store("Bob keeps bees in Lisbon", tags=["hobby"], autolink=False)
+        assert moved is not None
+        mem.purge(moved.id)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("SELECT set_config('graphmem.namespace', 'default', false)")
+            posted = conn.execute(
+                "SELECT lexeme, seq, tf, tokens FROM gm_postings ORDER BY 1, 2"
+            ).fetchall()
+            indexed = conn.execute(
+                "SELECT u.lexeme, f.seq, sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.6"
+                " WHEN 'C' THEN 0.4 ELSE 0.3 END), f.fts_tokens FROM gm_facts f, unnest(f.fts) u,"
+                " unnest(u.weights) w GROUP BY 1, 2, 4 ORDER BY 1, 2"
+            ).fetchall()
+        assert [(x, s, round(t, 6), n) for x, s, t, n in posted] == [
+            (x, s, round(float(t), 6), n) for x, s, t, n in indexed
+        ]
+        assert "berlin" not in {row[0] for row in posted}  # the purged fact's words are gone
+        hits = mem.search("Lisbon", mode="fts", include_superseded=True)
+        assert [h.fact.text for h in hits][0] == "Ana lives in Lisbon"  # value and text
