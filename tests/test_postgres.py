@@ -260,4 +260,4 @@ def test_the_keyword_postings_follow_every_write_and_rank_as_the_index_does(
         ]
         assert "berlin" not in {row[0] for row in posted}  # the purged fact's words are gone
         hits = mem.search("Lisbon", mode="fts", include_superseded=True)
-        assert [h.fact.text for h in hits][0] == "Ana lives in Lisbon"  # value and text
+        assert hits[0].fact.text == "Ana lives in Lisbon"  # value and text
