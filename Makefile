@@ -62,7 +62,7 @@ test-engines: $(STAMP)
 # and the live scale-out topology's scenarios with 2 minutes of load (tests/test_cluster.py).
 soak: $(STAMP)
 	$(PY) -m tests.soak --kills 20 --seconds 120
-	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -p no:cacheprovider tests/test_cluster.py
+	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_cluster.py
 	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/test_model.py
 
 lint: $(STAMP)

@@ -12,6 +12,7 @@ it for 120).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,6 +94,7 @@ def test_writers_and_readers_across_the_replicas_lose_duplicate_and_half_write_n
         namespaces=NAMESPACES,
     )
     figures = result.to_dict()
+    print(json.dumps({"cluster load": figures}))  # make soak shows the figures
     assert result.writes > 50 and result.reads > 50, figures
     assert not result.failures, figures["failures"]  # no lock errors, no 5xx
     assert not result.anomalies, figures["anomalies"]  # no half batch, one current version
