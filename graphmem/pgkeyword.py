@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from typing import Any, Final
 
 from . import ranking, reads
@@ -39,8 +40,10 @@ K1: Final = 1.2
 B: Final = 0.75
 #: Cached counts are taken again once the namespace's size moved by this share.
 REFRESH_SHARE: Final = 0.1
-#: Words whose frequency is cached at most (the cache is cleared when full).
+#: Words whose frequency, and words whose stems, are cached at most (cleared when full).
 CACHE_SIZE: Final = 20_000
+#: How often the namespace's growth (which renews the cached counts) is looked at, seconds.
+MARKER_EVERY_S: Final = 1.0
 
 #: The postings of the connection's namespace.
 _MINE: Final = "p.namespace = current_setting('graphmem.namespace')"
@@ -65,6 +68,8 @@ class Bm25Ranker:
         self._marker = -1  # the newest fact's position when last counted
         self._size = 0
         self._average = 1.0
+        self._marked = -math.inf  # when the marker was last read (time.monotonic)
+        self._stems: dict[str, tuple[str, ...]] = {}  # word -> its lexemes
         self._lock = threading.Lock()
 
     def best(
@@ -75,7 +80,7 @@ class Bm25Ranker:
         words = [t[1:-1].replace('""', '"') for t in ranking.fts_terms(query)]
         if not words:
             return {}, {}
-        lexemes = _lexemes(conn, words)
+        lexemes = self._lexemes(conn, words)
         if not lexemes:
             return {}, {}
         size, average, frequency = self._counts(conn, lexemes)
@@ -98,12 +103,35 @@ class Bm25Ranker:
             found += _visible(conn, others, scope, filters, n - len(found))
         return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
 
+    def _lexemes(self, conn: Any, words: list[str]) -> list[str]:
+        """The distinct lexemes the keyword index's configuration makes of ``words`` (each
+        word's stems asked of the database once, then cached)."""
+        with self._lock:
+            if len(self._stems) > CACHE_SIZE:
+                self._stems.clear()
+            missing = [w for w in dict.fromkeys(words) if w not in self._stems]
+        if missing:
+            rows = conn.execute(
+                "SELECT w, array_remove(array_agg(u.lexeme), NULL)"
+                " FROM unnest(CAST(:words AS text[])) w"
+                " LEFT JOIN LATERAL unnest(to_tsvector('graphmem', w)) u ON true GROUP BY w",
+                {"words": missing},
+            ).fetchall()
+            with self._lock:
+                self._stems.update({r[0]: tuple(r[1]) for r in rows})
+        with self._lock:
+            return sorted({x for w in words for x in self._stems.get(w, ())})
+
     def _counts(self, conn: Any, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
         """The namespace's number of facts, their average length, each lexeme's document
         frequency (cached, see the module's docstring)."""
         # The newest fact's position moves at least as fast as the namespace grows (positions
         # are shared by every namespace): cheap to read, and it never misses a tenth's growth.
-        (marker,) = conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()
+        # Read at most every MARKER_EVERY_S: counts a second late steer a query all the same.
+        marker = self._marker
+        if time.monotonic() - self._marked >= MARKER_EVERY_S:
+            (marker,) = conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()
+            self._marked = time.monotonic()
         with self._lock:
             refresh = abs(marker - self._marker) > REFRESH_SHARE * max(self._size, 1)
             if refresh or len(self._df) > CACHE_SIZE:
@@ -131,16 +159,6 @@ class Bm25Ranker:
         with self._lock:
             self._df.update(known)
             return self._size, self._average, known
-
-
-def _lexemes(conn: Any, words: list[str]) -> list[str]:
-    """The distinct lexemes the keyword index's configuration makes of ``words``."""
-    rows = conn.execute(
-        "SELECT DISTINCT u.lexeme FROM unnest(CAST(:words AS text[])) w,"
-        " unnest(to_tsvector('graphmem', w)) u",
-        {"words": words},
-    )
-    return sorted(r[0] for r in rows)
 
 
 def _scores(
