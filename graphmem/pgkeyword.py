@@ -29,8 +29,7 @@ import threading
 import time
 from typing import Any, Final
 
-from . import ranking, reads
-from .keyword import RANKING_BUDGET
+from . import keyword, ranking, reads
 from .reads import Filters
 from .store import Record
 from .temporal import TimeScope
@@ -84,6 +83,9 @@ class Bm25Ranker:
         if not lexemes:
             return {}, {}
         size, average, frequency = self._counts(conn, lexemes)
+        if max(frequency.values()) > size:  # the namespace grew since it was counted
+            self._marked = -math.inf
+            size = max(frequency.values())
         idf = [
             max(math.log((size - frequency[x] + 0.5) / (frequency[x] + 0.5)), 1e-6) for x in lexemes
         ]
@@ -91,7 +93,7 @@ class Bm25Ranker:
         selecting: list[str] = []
         total = 0
         for lexeme in sorted(lexemes, key=lambda x: (frequency[x], x)):
-            if selecting and total + frequency[lexeme] > RANKING_BUDGET:
+            if selecting and total + frequency[lexeme] > keyword.RANKING_BUDGET:
                 break
             selecting.append(lexeme)
             total += frequency[lexeme]
