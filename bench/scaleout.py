@@ -1,7 +1,7 @@
 """The scale-out topology measured live on loopback: write batches through haproxy, how long
 vector writes wait in the outbox, and what a warm query asks of the object store.
 
-Starts ``graphmem.cluster.Cluster`` (PostgreSQL, moto's S3 server in this process, three
+Starts ``graphmem.cluster.Cluster`` (PostgreSQL, moto's S3 server, three
 ``graphmem serve`` replicas, haproxy), loads each of NAMESPACES with ``--facts`` synthetic facts
 (bench/synthetic.py) through haproxy, then for ``--seconds``:
 
@@ -23,7 +23,6 @@ by ``python -m bench.http --store postgresql`` beside ``python -m bench.http``.
 from __future__ import annotations
 
 import argparse
-import logging
 import random
 import threading
 import time
@@ -48,15 +47,11 @@ SAMPLE_EVERY: Final = 0.05
 LOAD_BATCH: Final = 1_000
 
 
-class _Counter(logging.Handler):
-    """Counts the S3 server's requests (werkzeug logs one line per request)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.INFO)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.count += 1
+def _s3_requests(cluster: Cluster) -> int:
+    """Requests the S3 server has answered so far (its log has a line for each)."""
+    assert cluster.objects is not None and cluster.objects.log is not None
+    text = cluster.objects.log.read_text(errors="replace")
+    return sum(text.count(f'"{verb} ') for verb in ("GET", "PUT", "POST", "DELETE", "HEAD"))
 
 
 def _post(client: httpx.Client, query: str, variables: dict[str, Any]) -> dict[str, Any]:
@@ -74,12 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     facts = list(synthetic.facts(synthetic.pairs(args.facts * len(NAMESPACES) * 2)))
     rng = random.Random(5)
     rng.shuffle(facts)
-    counter = _Counter()
-    werkzeug = logging.getLogger("werkzeug")
     with Cluster(replicas=3, embedder=args.embedder) as cluster:
-        werkzeug.setLevel(logging.INFO)
-        werkzeug.handlers = [counter]  # counted, not printed
-        werkzeug.propagate = False
         began = time.perf_counter()
         for n, ns in enumerate(NAMESPACES):
             part = facts[n * args.facts : (n + 1) * args.facts]
@@ -93,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"loaded {args.facts} facts into each of {len(NAMESPACES)} namespaces", flush=True)
         fresh = iter(facts[len(NAMESPACES) * args.facts :])
         out.update(_writes(cluster, args, fresh))
-        out["warm_query"] = _warm_queries(cluster, args, counter)
+        out["warm_query"] = _warm_queries(cluster, args)
     out["machine"] = machine()
     print(summary_markdown(out))
     write_json(OUT_DIR / "scaleout.json", out)
@@ -173,7 +163,7 @@ def _writes(cluster: Cluster, args: argparse.Namespace, fresh: Any) -> dict[str,
     }
 
 
-def _warm_queries(cluster: Cluster, args: argparse.Namespace, counter: _Counter) -> dict[str, Any]:
+def _warm_queries(cluster: Cluster, args: argparse.Namespace) -> dict[str, Any]:
     """Hybrid searches on each namespace's owner, after a warm-up: latency, and the requests
     the S3 server received meanwhile."""
     owners = {
@@ -190,12 +180,12 @@ def _warm_queries(cluster: Cluster, args: argparse.Namespace, counter: _Counter)
         ) as client:
             for q in questions[:20]:  # warm-up
                 _post(client, SEARCH, {"q": q})
-            before = counter.count
+            before = _s3_requests(cluster)
             timing = latency(partial(_post, client, SEARCH), [{"q": q} for q in questions[20:]], 0)
             result[ns] = {
                 "owner": owner.name,
                 **timing,
-                "s3_requests_per_query": round((counter.count - before) / timing["n"], 3),
+                "s3_requests_per_query": round((_s3_requests(cluster) - before) / timing["n"], 3),
             }
     return result
 

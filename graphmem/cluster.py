@@ -158,30 +158,60 @@ class Postgres:
 
 class ObjectStore:
     """An S3-compatible server on loopback for the vector indexes: moto's server mode (a
-    development dependency; production uses any S3-compatible store), in this process, with
-    one bucket. ``settings`` are what a graphmem process needs to reach it."""
+    development dependency; production uses any S3-compatible store) with one bucket, in this
+    process (restartable with its objects kept: the outage tests) or, ``separate``, in a process
+    of its own (the live topology: it does not share this process's interpreter lock with the
+    clients). ``settings`` are what a graphmem process needs to reach it."""
 
-    def __init__(self, bucket: str = "graphmem") -> None:
+    def __init__(self, bucket: str = "graphmem", *, separate: bool = False) -> None:
         try:
             from moto.server import ThreadedMotoServer
         except ImportError:
             raise Unavailable("moto is not installed (pip install 'moto[server]')") from None
         self.bucket = bucket
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._server = (
+            None
+            if separate
+            else ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
+        )
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per request
-        self.endpoint = ""
+        self._process: subprocess.Popen[bytes] | None = None
+        self._directory = Path(tempfile.mkdtemp(prefix="graphmem-s3-")) if separate else None
         self._serving = False
 
+    @property
+    def log(self) -> Path | None:
+        """The separate server's log: one line per request it answered."""
+        return None if self._directory is None else self._directory / "s3.log"
+
     def start(self) -> ObjectStore:
-        """Serve (again, after ``stop``: on the same port, with the same objects)."""
-        self._server.start()
+        """Serve (again, after ``stop``: on the same port; in this process, with the same
+        objects)."""
+        if self._server is not None:
+            self._server.start()
+        else:
+            assert self.log is not None
+            with self.log.open("ab") as sink:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
         self._serving = True
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
         request = urllib.request.Request(f"{self.endpoint}/{self.bucket}", method="PUT")
-        with urllib.request.urlopen(request, timeout=10):
-            pass
-        return self
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(request, timeout=10):
+                    return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise
+                time.sleep(0.1)
 
     def settings(self, prefix: str) -> dict[str, str]:
         """The settings that put vector indexes under ``prefix`` in the bucket."""
@@ -193,10 +223,22 @@ class ObjectStore:
         }
 
     def stop(self) -> None:
-        """Stop serving (the objects stay in this process's memory)."""
-        if self._serving:
+        """Stop serving (in this process the objects stay in memory; a separate server's are
+        gone)."""
+        if not self._serving:
+            return
+        self._serving = False
+        if self._server is not None:
             self._server.stop()
-            self._serving = False
+        elif self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            if self._directory is not None:
+                shutil.rmtree(self._directory, ignore_errors=True)
 
 
 #: How long a replica or the router may take to answer /healthz after it starts.
@@ -427,7 +469,7 @@ class Cluster:
     def start(self) -> Cluster:
         try:
             self.postgres = Postgres().start()
-            self.objects = ObjectStore().start()
+            self.objects = ObjectStore(separate=True).start()
             env = {
                 **{f"GRAPHMEM_{k.upper()}": v for k, v in self.settings().items()},
                 **self._env,
