@@ -38,7 +38,8 @@ cluster-stop: $(STAMP)
 # its ten minutes; `make test-engines` runs all of them on every combination (about 15 minutes).
 STORE_TESTS := tests/test_store.py tests/test_graphql.py tests/test_mcp.py tests/test_time.py \
 	tests/test_known_at.py tests/test_graph.py tests/test_episodes.py tests/test_search.py \
-	tests/test_write_path.py tests/test_erasure.py tests/test_adjacency.py tests/test_auth.py
+	tests/test_write_path.py tests/test_erasure.py tests/test_adjacency.py tests/test_auth.py \
+	tests/test_keyword.py
 # Each write to an S3 table costs about 0.2 s (several requests): the tests that write hundreds
 # of facts one by one (the graph copy's histories, 300 versions of one fact) run on local
 # vectors in `make test`.

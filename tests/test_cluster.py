@@ -267,7 +267,8 @@ def test_a_key_of_one_namespace_reads_nothing_of_another_through_any_replica(
                 timeout=60,
             )
             assert refused_ns.status_code == 403, refused_ns.text
-            assert httpx.post(f"{url}/graphql", json={"query": "{ namespace }"}).status_code == 401
+            anonymous = httpx.post(f"{url}/graphql", json={"query": "{ namespace }"}, timeout=60)
+            assert anonymous.status_code == 401
 
             async def mcp(url: str = url) -> None:
                 async with over_http(f"{url}/mcp", bearer(bob)) as client:
