@@ -231,18 +231,25 @@ class ObjectStore:
         if self._server is not None:
             self._server.stop()
         elif self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
+            _terminate(self._process)
             if self._directory is not None:
                 shutil.rmtree(self._directory, ignore_errors=True)
 
 
 #: How long a replica or the router may take to answer /healthz after it starts.
 STARTUP_S: Final = 120.0
+
+
+def _terminate(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not ended within ``timeout`` seconds."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _healthy(url: str) -> bool:
@@ -417,13 +424,8 @@ backend replicas
         return self
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            _terminate(self.process)
 
 
 class Cluster:
