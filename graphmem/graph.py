@@ -19,7 +19,7 @@ import json
 import math
 import sqlite3
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, NamedTuple
@@ -34,7 +34,7 @@ from .limits import (
     MAX_NODES,
     PATH_MAX_VISITED,
 )
-from .models import Fact, Link, LinkOrigin, fact_columns, link_columns
+from .models import LINK_COLUMNS, Fact, Link, LinkOrigin, fact_columns, link_columns
 from .storage import id_list
 from .temporal import TimeInput, TimeScope, parse_time, to_iso
 
@@ -186,7 +186,6 @@ def link(
     valid_from: TimeInput | None = None,
     valid_until: TimeInput | None = None,
     metadata: dict[str, Any] | None = None,
-    origin: str = LinkOrigin.EXPLICIT,
 ) -> Link:
     """Create the live link, or update its strength (and metadata) if it exists. In ``conn``'s
     open write transaction.
@@ -196,74 +195,180 @@ def link(
     with a validity other than the live link's replaces that link (it is retracted now and a
     new one made), so a read at an earlier ``known_at`` still sees the validity known then.
     """
-    (kind,) = check_types(type)
-    if kind == "SUPERSEDES":
-        raise InvalidInput(
-            "supersession is made by storing the new version with "
-            "supersedes=<old id>, not by a link",
-            field="type",
-        )
-    strength = _check_strength(strength, "strength")
-    if source_id == target_id:
-        raise InvalidInput("a fact cannot be linked to itself", field="target_id")
-    meta = check_metadata(metadata)
-    given_from = parse_time(valid_from, field="valid_from")
-    given_until = parse_time(valid_until, field="valid_until")
-    starts = []
-    for fact_id, name in ((source_id, "source_id"), (target_id, "target_id")):
-        row = conn.execute(
-            "SELECT retracted_at, valid_from FROM facts WHERE id = ?", [fact_id]
-        ).fetchone()
-        if row is None:
-            raise NotFound(f"no fact with id {fact_id!r} ({name})")
-        if row[0] is not None:
-            raise Conflict(f"fact {fact_id} ({name}) was forgotten; it cannot be linked")
-        starts.append(row[1])
-    live = conn.execute(
-        "SELECT * FROM links WHERE source_id = ? AND target_id = ? AND type = ?"
-        " AND retracted_at IS NULL",
-        [source_id, target_id, kind],
-    ).fetchone()
-    if live is None:
-        start, until = max(starts) if given_from is None else given_from, given_until
-    else:
-        start = live["valid_from"] if given_from is None else given_from
-        until = live["valid_until"] if given_until is None else given_until
-    if until is not None and until <= start:
-        raise InvalidInput(
-            f"valid_until ({to_iso(until)}) must be later than valid_from ({to_iso(start)})",
-            field="valid_until",
-        )
-    if live is not None:
-        merged = {**json.loads(live["metadata"] or "{}"), **(meta or {})}
-        if (start, until) == (live["valid_from"], live["valid_until"]):
-            conn.execute(
-                "UPDATE links SET strength = ?, metadata = ? WHERE id = ?",
-                [strength, json.dumps(merged, sort_keys=True), live["id"]],
+    item = {"source_id": source_id, "target_id": target_id, "type": type, "strength": strength}
+    item |= {"valid_from": valid_from, "valid_until": valid_until, "metadata": metadata}
+    return link_many(conn, now, [item])[0]
+
+
+def link_many(
+    conn: sqlite3.Connection, now: float, items: Sequence[Mapping[str, Any]]
+) -> list[Link]:
+    """``link`` for each item (its keyword arguments) in order, in ``conn``'s open write
+    transaction: the first item that fails raises, as ``link`` would at that point. The facts
+    and live links the items name are read in two statements and the links written in one
+    (plus one per live link changed), whatever their number: a bulk load of links costs a few
+    round trips per batch on a client-server database rather than five per link."""
+    batch = _LinkBatch(conn, items)
+    made = [batch.link(now, **link_fields(i, item)) for i, item in enumerate(items)]
+    batch.write()
+    return made
+
+
+class _LinkBatch:
+    """The facts and live links a batch of links names, and the rows it writes."""
+
+    def __init__(self, conn: sqlite3.Connection, items: Sequence[Mapping[str, Any]]) -> None:
+        self.conn = conn
+        given = [i for i in items if isinstance(i, Mapping)]
+        sources = {i.get("source_id") for i in given} - {None}
+        targets = {i.get("target_id") for i in given} - {None}
+        named = [x for x in sources | targets if isinstance(x, str)]
+        self.facts: dict[str, tuple[float | None, float]] = {
+            r[0]: (r[1], r[2])
+            for r in conn.execute(
+                "SELECT id, retracted_at, valid_from FROM facts"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                [id_list(named)],
             )
-            return get_link(conn, live["id"])  # type: ignore[return-value]
-        conn.execute("UPDATE links SET retracted_at = ? WHERE id = ?", [now, live["id"]])
-        meta = merged
-    link_id = str(uuid.uuid4())
-    conn.execute(
-        "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-        " valid_from, valid_until, valid_until_recorded_at, metadata)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            link_id,
-            source_id,
-            target_id,
-            kind,
-            strength,
-            origin,
-            now,
-            start,
-            until,
-            None if until is None else now,
-            json.dumps(meta or {}, sort_keys=True),
-        ],
-    )
-    return get_link(conn, link_id)  # type: ignore[return-value]
+        }
+        #: Live links by (source, target, type), as column -> value.
+        self.live: dict[tuple[str, str, str], dict[str, Any]] = {}
+        rows = conn.execute(
+            "SELECT * FROM links WHERE source_id IN (SELECT value FROM json_each(?))"
+            " AND target_id IN (SELECT value FROM json_each(?)) AND retracted_at IS NULL",
+            [id_list(s for s in sources if isinstance(s, str)),
+             id_list(t for t in targets if isinstance(t, str))],
+        )  # fmt: skip
+        for row in rows:
+            values = {name: row[name] for name in _LINK_ROW}
+            self.live[(values["source_id"], values["target_id"], values["type"])] = values
+        self.new: list[dict[str, Any]] = []
+        self.made: set[str] = set()
+        self.changed: dict[str, dict[str, Any]] = {}
+
+    def link(
+        self,
+        now: float,
+        source_id: str,
+        target_id: str,
+        type: str,
+        strength: float = 1.0,
+        *,
+        valid_from: TimeInput | None = None,
+        valid_until: TimeInput | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Link:
+        (kind,) = check_types(type)
+        if kind == "SUPERSEDES":
+            raise InvalidInput(
+                "supersession is made by storing the new version with "
+                "supersedes=<old id>, not by a link",
+                field="type",
+            )
+        strength = _check_strength(strength, "strength")
+        if source_id == target_id:
+            raise InvalidInput("a fact cannot be linked to itself", field="target_id")
+        meta = check_metadata(metadata)
+        given_from = parse_time(valid_from, field="valid_from")
+        given_until = parse_time(valid_until, field="valid_until")
+        starts = []
+        for fact_id, name in ((source_id, "source_id"), (target_id, "target_id")):
+            fact = self.facts.get(fact_id) if isinstance(fact_id, str) else None
+            if fact is None:
+                raise NotFound(f"no fact with id {fact_id!r} ({name})")
+            if fact[0] is not None:
+                raise Conflict(f"fact {fact_id} ({name}) was forgotten; it cannot be linked")
+            starts.append(fact[1])
+        key = (source_id, target_id, kind)
+        live = self.live.get(key)
+        if live is None:
+            start, until = max(starts) if given_from is None else given_from, given_until
+        else:
+            start = live["valid_from"] if given_from is None else given_from
+            until = live["valid_until"] if given_until is None else given_until
+        if until is not None and until <= start:
+            raise InvalidInput(
+                f"valid_until ({to_iso(until)}) must be later than valid_from ({to_iso(start)})",
+                field="valid_until",
+            )
+        if live is not None:
+            merged = {**json.loads(live["metadata"] or "{}"), **(meta or {})}
+            self._change(live)
+            if (start, until) == (live["valid_from"], live["valid_until"]):
+                live["strength"] = strength
+                live["metadata"] = json.dumps(merged, sort_keys=True)
+                return _link_of(live)
+            live["retracted_at"] = now
+            meta = merged
+        link_id = str(uuid.uuid4())
+        made = {
+            "id": link_id,
+            "source_id": source_id,
+            "target_id": target_id,
+            "type": kind,
+            "strength": strength,
+            "origin": LinkOrigin.EXPLICIT.value,
+            "recorded_at": now,
+            "valid_from": start,
+            "valid_until": until,
+            "retracted_at": None,
+            "valid_until_recorded_at": None if until is None else now,
+            "metadata": json.dumps(meta or {}, sort_keys=True),
+        }
+        self.new.append(made)
+        self.made.add(link_id)
+        self.live[key] = made
+        return _link_of(made)
+
+    def _change(self, live: dict[str, Any]) -> None:
+        """Note that ``live`` changes: a stored row is updated when the batch is written (a
+        row the batch makes is written as it is then)."""
+        if live["id"] not in self.made:
+            self.changed[live["id"]] = live
+
+    def write(self) -> None:
+        for row in self.changed.values():
+            self.conn.execute(
+                "UPDATE links SET strength = ?, metadata = ?, retracted_at = ? WHERE id = ?",
+                [row["strength"], row["metadata"], row["retracted_at"], row["id"]],
+            )
+        if self.new:
+            self.conn.executemany(
+                f"INSERT INTO links ({', '.join(_LINK_ROW)})"
+                f" VALUES ({', '.join('?' for _ in _LINK_ROW)})",
+                [[row[name] for name in _LINK_ROW] for row in self.new],
+            )
+
+
+LINK_FIELDS = frozenset(
+    {"source_id", "target_id", "type", "strength", "valid_from", "valid_until", "metadata"}
+)
+
+
+def link_fields(i: int, item: object) -> dict[str, Any]:
+    """``link``'s arguments from item ``i`` of ``link_many``'s list (InvalidInput naming the item
+    if it is not an object with the link's fields)."""
+    if not isinstance(item, Mapping):
+        raise InvalidInput(f"link {i}: expected an object", field=f"links[{i}]")
+    unknown = set(item) - LINK_FIELDS
+    if unknown or not {"source_id", "target_id", "type"} <= set(item):
+        raise InvalidInput(
+            f"link {i}: source_id, target_id and type are required; "
+            f"unknown fields: {sorted(unknown)}",
+            field=f"links[{i}]",
+        )
+    return {"strength": 1.0, **item}
+
+
+#: The ``links`` columns a link batch reads and writes.
+_LINK_ROW: Final = (
+    "id", "source_id", "target_id", "type", "strength", "origin", "recorded_at",
+    "valid_from", "valid_until", "retracted_at", "valid_until_recorded_at", "metadata",
+)  # fmt: skip
+
+
+def _link_of(row: dict[str, Any]) -> Link:
+    return Link.from_values([row[name] for name in LINK_COLUMNS])
 
 
 def unlink(conn: sqlite3.Connection, now: float, link_id: str) -> Link:

@@ -313,6 +313,9 @@ class SQLiteTransaction:
             metadata=metadata,
         )
 
+    def link_many(self, items: Sequence[Mapping[str, Any]]) -> list[Link]:
+        return graph.link_many(self.conn, self.now, items)
+
     def unlink(self, link_id: str) -> Link:
         return graph.unlink(self.conn, self.now, link_id)
 

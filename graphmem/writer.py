@@ -298,7 +298,7 @@ class Writer:
         items = list(links)
 
         def run(tx: Transaction, write: _Write) -> list[Link]:
-            made = [tx.link(**_link_fields(i, item)) for i, item in enumerate(items)]
+            made = tx.link_many(items)
             write.changes = [("LINK_MADE", k.id) for k in made]
             return made
 
@@ -492,25 +492,6 @@ class Writer:
             if linking[i]:
                 similar[i] = [hit for hit in merged if hit[1] >= options.threshold]
         return twins, similar
-
-
-_LINK_FIELDS = frozenset(
-    {"source_id", "target_id", "type", "strength", "valid_from", "valid_until", "metadata"}
-)
-
-
-def _link_fields(i: int, item: object) -> dict[str, Any]:
-    """``Transaction.link``'s arguments from item ``i`` of ``link_many``'s list."""
-    if not isinstance(item, Mapping):
-        raise InvalidInput(f"link {i}: expected an object", field=f"links[{i}]")
-    unknown = set(item) - _LINK_FIELDS
-    if unknown or not {"source_id", "target_id", "type"} <= set(item):
-        raise InvalidInput(
-            f"link {i}: source_id, target_id and type are required; "
-            f"unknown fields: {sorted(unknown)}",
-            field=f"links[{i}]",
-        )
-    return {"strength": 1.0, **item}
 
 
 class _Write(Pending[Any]):

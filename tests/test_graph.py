@@ -88,6 +88,54 @@ def test_relinking_updates_the_strength_of_the_one_live_link(mem: Memory) -> Non
     assert other.id != first.id and len(mem.links(f["api"])) == 2
 
 
+def test_a_batch_of_links_behaves_as_its_links_made_one_after_another(
+    mem: Memory, clock: Clock
+) -> None:
+    f = facts(mem, "api", "db", "cache")
+    old = mem.link(f["api"], f["db"], "DEPENDS_ON", strength=0.2, metadata={"why": "reads"})
+    clock.advance(60)
+    made = mem.link_many(
+        [
+            {"source_id": f["api"], "target_id": f["db"], "type": "DEPENDS_ON", "strength": 0.5},
+            {"source_id": f["api"], "target_id": f["db"], "type": "depends_on", "strength": 0.7},
+            {"source_id": f["api"], "target_id": f["cache"], "type": "RELATED_TO"},
+            {"source_id": f["api"], "target_id": f["cache"], "type": "RELATED_TO",
+             "strength": 0.3, "metadata": {"n": 1}},
+            {"source_id": f["cache"], "target_id": f["db"], "type": "RELATED_TO",
+             "valid_from": "2020-01-01"},
+            {"source_id": f["cache"], "target_id": f["db"], "type": "RELATED_TO",
+             "valid_from": "2021-01-01", "metadata": {"moved": True}},
+        ]
+    )  # fmt: skip
+    # each answer is the link as that item left it
+    assert [k.strength for k in made] == [0.5, 0.7, 1.0, 0.3, 1.0, 1.0]
+    assert made[0].id == made[1].id == old.id and made[1].metadata == {"why": "reads"}
+    assert made[2].id == made[3].id and made[3].metadata == {"n": 1}
+    # another validity replaces the live link, even one made earlier in the batch
+    assert made[4].id != made[5].id and made[5].metadata == {"moved": True}
+    live = {(k.source_id, k.target_id): k for k in mem.links(f["cache"], direction="OUT")}
+    assert list(live) == [(f["cache"], f["db"])]
+    assert live[(f["cache"], f["db"])].id == made[5].id
+    assert live[(f["cache"], f["db"])].valid_from.year == 2021
+    stored = {k.id: k for k in mem.links(f["api"], direction="OUT")}
+    assert stored[old.id].strength == 0.7 and stored[made[3].id].strength == 0.3
+    assert len(stored) == 2
+    # a read known before the batch sees none of the links it made
+    assert [k.id for k in mem.links(f["api"], known_at=clock.now - 30)] == [old.id]
+    # the first item that fails fails the batch, and nothing of it is written
+    with pytest.raises(NotFound, match="no-such-fact"):
+        mem.link_many(
+            [
+                {"source_id": f["db"], "target_id": f["api"], "type": "RELATED_TO"},
+                {"source_id": f["db"], "target_id": "no-such-fact", "type": "RELATED_TO"},
+                {"source_id": f["db"], "type": "RELATED_TO"},
+            ]
+        )
+    with pytest.raises(InvalidInput, match="link 1"):
+        mem.link_many([{"source_id": f["db"], "target_id": f["api"], "type": "RELATED_TO"}, 7])
+    assert mem.links(f["db"], direction="OUT") == []
+
+
 def test_bad_links_are_rejected_and_nothing_is_written(mem: Memory) -> None:
     f = facts(mem, "api", "db")
     with pytest.raises(InvalidInput):
