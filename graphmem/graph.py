@@ -467,7 +467,7 @@ def links_page(
         f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l', scope)}"
         f" FROM json_each(:ids) fr JOIN links l ON l.{end} = fr.value"
         " WHERE l.type IN (SELECT value FROM json_each(:types))"
-        " AND (:after_seq IS NULL OR l.strength < :after_strength"
+        " AND (CAST(:after_seq AS INTEGER) IS NULL OR l.strength < :after_strength"
         "      OR (l.strength = :after_strength AND l.seq > :after_seq))"
         f" AND {scope.link_clause()}"
         for end in ends[direction]

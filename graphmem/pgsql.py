@@ -320,7 +320,8 @@ class Connection:
     def _run(self, sql: str, params: Any, *, tuples: bool) -> psycopg.Cursor[Any]:
         if sql in ("BEGIN", "BEGIN IMMEDIATE"):
             sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if self.reader else "BEGIN"
-        self._limit()
+        if sql not in ("COMMIT", "ROLLBACK"):
+            self._limit()
         cursor = self.raw.cursor(row_factory=tuple_row if tuples else _row_factory)
         with self._errors():
             cursor.execute(translate(sql), _params(params) if params else None)
@@ -331,6 +332,9 @@ class Connection:
         deadline (not before every statement: a round trip each), so a later statement under
         the same deadline may run past it by at most the time since it was set."""
         deadline = self.deadline()
+        if deadline is not None and deadline <= time.monotonic():
+            # Spent: no statement is sent (a prepared one would finish inside any timeout).
+            raise QueryTimeout("the query ran past its time limit and was stopped")
         if deadline == self._limited:
             return
         wanted = 0 if deadline is None else max(1, int((deadline - time.monotonic()) * 1000))

@@ -13,8 +13,10 @@ namespace (:mod:`graphmem.pgschema`); what differs is here:
 * **Keyword ranking** is bm25 computed by :mod:`graphmem.pgkeyword` from the generated
   ``tsvector``.
 * **Connections**: one writer connection and one reader per thread, each fixed to the
-  namespace; a connection the server dropped (a restart) is replaced on next use, and a
-  request that meets the server down fails at once with StorageError.
+  namespace; parameters are bound by the server, and a statement run five times is prepared
+  (psycopg's default), so the frequent reads are planned once per connection. A connection
+  the server dropped (a restart) is replaced on next use, and a request that meets the server
+  down fails at once with StorageError.
 * **Erasure**: PostgreSQL has no secure delete; ``scrub`` vacuums the namespace's tables so the
   deleted rows' space is reclaimed, but old row versions may remain in the WAL and in backups
   until they are recycled (docs/scale-out.md says what to do).
@@ -101,7 +103,6 @@ class PostgresDatabase(Connections[Connection]):
             raw = psycopg.connect(
                 self.url,
                 autocommit=True,
-                cursor_factory=psycopg.ClientCursor,
                 connect_timeout=CONNECT_TIMEOUT_S,
                 application_name="graphmem",
             )

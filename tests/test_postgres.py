@@ -13,10 +13,11 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from graphmem import InvalidInput, Memory, QueryTimeout, Settings, StorageError
+from graphmem import InvalidInput, Memory, QueryTimeout, Settings, StorageError, keyword
 from graphmem.cli import cli
 from graphmem.cluster import ROLE, Postgres, Unavailable
 from graphmem.memory import open_keys
+from graphmem.pgkeyword import CommonWords
 from graphmem.pgstore import PostgresStore
 
 
@@ -261,3 +262,41 @@ def test_the_keyword_postings_follow_every_write_and_rank_as_the_index_does(
         assert "berlin" not in {row[0] for row in posted}  # the purged fact's words are gone
         hits = mem.search("Lisbon", mode="fts", include_superseded=True)
         assert hits[0].fact.text == "Ana lives in Lisbon"  # value and text
+
+
+def test_common_words_kept_in_memory_score_exactly_as_the_database_whatever_other_replicas_write(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # "team" and "platform" only score
+    common = [{"text": f"The platform team shipped release {n}"} for n in range(30)]
+    common += [{"text": f"Invoice {n} was paid on day {n}"} for n in range(80)]
+    rare = [{"text": f"Zephyr {n} belongs to the platform team"} for n in range(4)]
+    rare += [{"text": "Zephyr was retired"}]
+
+    def ranked(mem: Memory) -> list[tuple[str, float | None]]:
+        return [(h.fact.text, h.fts_score) for h in mem.search(QUERY, mode="fts", limit=8)]
+
+    with open_memory(url, tmp_path / "a") as a, open_memory(url, tmp_path / "b") as b:
+        made = a.store_many([*common, *rare], autolink=False)
+        seen = {r.fact.text: r.fact.id for r in made if r.fact is not None}
+        first = ranked(a)  # reads the common words' postings into a's memory
+        assert [t for t, _ in first].index("Zephyr was retired") == 4  # no common word
+        assert {"team", "platform"} <= set(a._store._keywords._common._lists)  # kept
+        # Another replica writes facts with the common words, then purges one a has seen.
+        b.store_many(
+            [{"text": "Zephyr moved to the platform team platform"},
+             {"text": "Zephyr team"}], autolink=False,
+        )  # fmt: skip
+        b.purge(seen["Zephyr 0 belongs to the platform team"])
+        kept = ranked(a)
+        assert {t for t, _ in kept[:2]} == {
+            "Zephyr team",
+            "Zephyr moved to the platform team platform",
+        }
+        assert "Zephyr 0 belongs to the platform team" not in [t for t, _ in kept]
+        # The same ranker reading every posting from the database answers the same.
+        monkeypatch.setattr(a._store._keywords, "_common", CommonWords(capacity=0))
+        assert ranked(a) == kept
+
+
+QUERY = "zephyr platform team"
