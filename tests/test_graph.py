@@ -132,7 +132,7 @@ def test_a_batch_of_links_behaves_as_its_links_made_one_after_another(
             ]
         )
     with pytest.raises(InvalidInput, match="link 1"):
-        mem.link_many([{"source_id": f["db"], "target_id": f["api"], "type": "RELATED_TO"}, 7])
+        mem.link_many([{"source_id": f["db"], "target_id": f["api"], "type": "RELATED_TO"}, 7])  # type: ignore[list-item]
     assert mem.links(f["db"], direction="OUT") == []
 
 

@@ -281,7 +281,8 @@ def test_common_words_kept_in_memory_score_exactly_as_the_database_whatever_othe
         seen = {r.fact.text: r.fact.id for r in made if r.fact is not None}
         first = ranked(a)  # reads the common words' postings into a's memory
         assert [t for t, _ in first].index("Zephyr was retired") == 4  # no common word
-        assert {"team", "platform"} <= set(a._store._keywords._common._lists)  # kept
+        ranker = a._store._keywords  # type: ignore[attr-defined]
+        assert {"team", "platform"} <= set(ranker._common._lists)  # kept in a's memory
         # Another replica writes facts with the common words, then purges one a has seen.
         b.store_many(
             [{"text": "Zephyr moved to the platform team platform"},
@@ -295,7 +296,7 @@ def test_common_words_kept_in_memory_score_exactly_as_the_database_whatever_othe
         }
         assert "Zephyr 0 belongs to the platform team" not in [t for t, _ in kept]
         # The same ranker reading every posting from the database answers the same.
-        monkeypatch.setattr(a._store._keywords, "_common", CommonWords(capacity=0))
+        monkeypatch.setattr(ranker, "_common", CommonWords(capacity=0))
         assert ranked(a) == kept
 
 
