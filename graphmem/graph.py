@@ -406,11 +406,6 @@ def check_metadata(metadata: Any, field: str = "metadata") -> dict[str, Any] | N
 # ------------------------------------------------------------------------------------ reads
 
 
-def get_link(conn: sqlite3.Connection, link_id: str) -> Link | None:
-    row = conn.execute("SELECT * FROM links WHERE id = ?", [link_id]).fetchone()
-    return None if row is None else Link.from_row(row)
-
-
 def links_of(
     conn: sqlite3.Connection,
     fact_id: str,
