@@ -13,7 +13,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
-from graphmem import InvalidInput, Memory, QueryTimeout, Settings, StorageError, keyword
+from graphmem import InvalidInput, Memory, QueryTimeout, Settings, StorageError, keyword, pgschema
 from graphmem.cli import cli
 from graphmem.cluster import ROLE, Postgres, Unavailable
 from graphmem.memory import open_keys
@@ -246,22 +246,45 @@ def test_the_keyword_postings_follow_every_write_and_rank_as_the_index_does(
         mem.store("Bob keeps bees in Lisbon", tags=["hobby"], autolink=False)
         assert moved is not None
         mem.purge(moved.id)
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("SELECT set_config('graphmem.namespace', 'default', false)")
-            posted = conn.execute(
-                "SELECT lexeme, seq, tf, tokens FROM gm_postings ORDER BY 1, 2"
-            ).fetchall()
-            indexed = conn.execute(
-                "SELECT u.lexeme, f.seq, sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.6"
-                " WHEN 'C' THEN 0.4 ELSE 0.3 END), f.fts_tokens FROM gm_facts f, unnest(f.fts) u,"
-                " unnest(u.weights) w GROUP BY 1, 2, 4 ORDER BY 1, 2"
-            ).fetchall()
-        assert [(x, s, round(t, 6), n) for x, s, t, n in posted] == [
-            (x, s, round(float(t), 6), n) for x, s, t, n in indexed
-        ]
+        posted = _postings_as_indexed(url)
         assert "berlin" not in {row[0] for row in posted}  # the purged fact's words are gone
         hits = mem.search("Lisbon", mode="fts", include_superseded=True)
         assert hits[0].fact.text == "Ana lives in Lisbon"  # value and text
+
+
+def test_the_postings_migration_indexes_the_facts_already_stored(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with monkeypatch.context() as before:  # a database of the version before the postings
+        before.setattr(pgschema, "MIGRATIONS", pgschema.MIGRATIONS[:2])
+        before.setattr(pgschema, "SCHEMA_VERSION", 2)
+        with open_memory(url, tmp_path, namespace="early") as mem:
+            mem.store_many([{"text": f"Deploy {n} of the billing service"} for n in range(30)])
+            mem.store("Ana lives in Lisbon", entity="Ana", key="city", value="Lisbon")
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT to_regclass('gm_postings')").fetchone() == (None,)
+    with open_memory(url, tmp_path, namespace="early") as mem:  # migrates
+        assert len(_postings_as_indexed(url, "early")) > 30
+        assert mem.search("Lisbon", mode="fts")[0].fact.text == "Ana lives in Lisbon"
+        assert len(mem.search("billing deploy", mode="fts", limit=50)) == 30
+
+
+def _postings_as_indexed(url: str, namespace: str = "default") -> list[tuple[str, int, float, int]]:
+    """The namespace's postings, checked against its facts' tsvectors."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT set_config('graphmem.namespace', %s, false)", [namespace])
+        posted = conn.execute(
+            "SELECT lexeme, seq, tf, tokens FROM gm_postings ORDER BY 1, 2"
+        ).fetchall()
+        indexed = conn.execute(
+            "SELECT u.lexeme, f.seq, sum(CASE w WHEN 'A' THEN 1.0 WHEN 'B' THEN 0.6"
+            " WHEN 'C' THEN 0.4 ELSE 0.3 END), f.fts_tokens FROM gm_facts f, unnest(f.fts) u,"
+            " unnest(u.weights) w GROUP BY 1, 2, 4 ORDER BY 1, 2"
+        ).fetchall()
+    assert [(x, s, round(t, 6), n) for x, s, t, n in posted] == [
+        (x, s, round(float(t), 6), n) for x, s, t, n in indexed
+    ]
+    return posted
 
 
 def test_common_words_kept_in_memory_score_exactly_as_the_database_whatever_other_replicas_write(
