@@ -406,6 +406,6 @@ def apply(conn: Any) -> int:
                 f"({SCHEMA_VERSION}); upgrade graphmem"
             )
         for version in range(current + 1, SCHEMA_VERSION + 1):
-            conn.execute(MIGRATIONS[version - 1])
+            conn.execute(MIGRATIONS[version - 1], prepare=False)  # several statements
             conn.execute("INSERT INTO gm_schema (version) VALUES (%s)", [version])
     return SCHEMA_VERSION - current

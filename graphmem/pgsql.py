@@ -16,6 +16,9 @@ constructs those modules use:
   becomes ``seq``; SQLite's planner hints (``INDEXED BY``, a unary ``+``) are dropped;
 * ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` become ``ON CONFLICT`` clauses on the table's
   key, and every conflict target gains the ``namespace`` column that leads every key;
+* a join on the rows a correlated subquery picks (``JOIN links l ON l.rowid IN (SELECT
+  l.rowid FROM … LIMIT :cap)``, a traversal's strongest links per frontier fact) becomes a
+  ``LATERAL`` join (PostgreSQL would otherwise run the subquery once per row of the table);
 * ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores ASCII case), a negative ``LIMIT`` no limit,
   the month of an epoch is read with ``to_char``, ``PRAGMA table_info`` from the information
   schema; rows leave out the views' ``namespace`` column.
@@ -62,11 +65,15 @@ _HINTS = re.compile(r"INDEXED BY \w+|(?<=[\s(])\+(?=[a-z_])", re.IGNORECASE)
 _ROWID = re.compile(r"\browid\b")
 _LIKE = re.compile(r"\bLIKE\b")
 _LIMIT = re.compile(r"LIMIT (:\w+|\?)")
+_PICKED = re.compile(
+    r"JOIN (\w+) (\w+) ON \2\.rowid IN \(\s*SELECT \2\.rowid FROM (.*?LIMIT :\w+)\)", re.DOTALL
+)
 
 
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
     """``sql`` as PostgreSQL and psycopg take it (see the module's docstring)."""
+    sql = _PICKED.sub(r"CROSS JOIN LATERAL (SELECT \2.* FROM \3) \2", sql)
     sql = _PRAGMA_TABLE.sub(
         r"SELECT ordinal_position, column_name::text FROM information_schema.columns"
         r" WHERE table_name = '\1' AND table_schema = current_schema()"
@@ -339,7 +346,8 @@ class Connection:
             return
         wanted = 0 if deadline is None else max(1, int((deadline - time.monotonic()) * 1000))
         with self._errors():
-            self.raw.execute(f"SET statement_timeout = {wanted}")
+            # One statement whatever the value: each is prepared on the connection.
+            self.raw.execute("SELECT set_config('statement_timeout', %s, false)", [str(wanted)])
         self._limited = deadline
 
     def _errors(self) -> AbstractContextManager[None]:

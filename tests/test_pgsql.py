@@ -51,6 +51,15 @@ from graphmem.pgsql import translate
             "  WHERE l.target_id = 'x')",
         ),
         (
+            "SELECT fr.value, l.id FROM json_each(:frontier) fr JOIN links l ON l.rowid IN ("
+            "  SELECT l.rowid FROM links l WHERE l.source_id = fr.value"
+            "  ORDER BY l.strength DESC LIMIT :cap) UNION ALL SELECT 1, 2",
+            "SELECT fr.value, l.id FROM unnest(CAST(%(frontier)s AS text[])) WITH ORDINALITY"
+            " AS fr(value, key) CROSS JOIN LATERAL (SELECT l.* FROM links l WHERE l.source_id"
+            " = fr.value  ORDER BY l.strength DESC LIMIT NULLIF(GREATEST(%(cap)s, -1), -1)) l"
+            " UNION ALL SELECT 1, 2",
+        ),
+        (
             "SELECT * FROM (SELECT 1 AS n) WHERE n = 1",
             "SELECT * FROM (SELECT 1 AS n) AS _q1 WHERE n = 1",
         ),
