@@ -80,6 +80,3 @@ pytest_addoption
 pytest_collection_modifyitems
 postgres_url
 _emptied
-
-# A psycopg connection attribute graphmem sets (graphmem/pgstore.py), read by psycopg.
-prepare_threshold

@@ -268,17 +268,20 @@ class CommonWords:
         wanted = [w for w in words if have[w] is not None or self._fits(frequency[w])]
         new = [w for w in wanted if have[w] is None]
         stale = {w: p.upto for w in wanted if (p := have[w]) is not None and p.upto < newest}
-        read: dict[str, list[tuple[int, float]]] = {w: [] for w in [*new, *stale]}
         for group, since in ((new, -1), (list(stale), min(stale.values(), default=-1))):
-            if group:
-                rows = cursor.execute(
-                    _POSTINGS + " AND p.seq > :since", {"lexemes": group, "since": since}
-                ).fetchall()
-                for seq, lexeme, tf, _ in rows:
-                    read[lexeme].append((seq, tf))
-                    newest = max(newest, seq)
-        for w, rows in read.items():
-            have[w] = self._extend(w, have[w], rows, newest)
+            if not group:
+                continue
+            rows = cursor.execute(
+                _POSTINGS + " AND p.seq > :since", {"lexemes": group, "since": since}
+            ).fetchall()
+            # One statement, one snapshot: it holds every posting up to the newest it read
+            # (or the newest fact looked up, which an earlier snapshot saw).
+            upto = max([newest, *(r[0] for r in rows)])
+            read: dict[str, list[tuple[int, float]]] = {w: [] for w in group}
+            for seq, lexeme, tf, _ in rows:
+                read[lexeme].append((seq, tf))
+            for w in group:
+                have[w] = self._extend(w, have[w], read[w], upto)
         keys = np.array(seqs, dtype=np.int64)
         out: dict[str, dict[int, float]] = {}
         for w in wanted:

@@ -13,10 +13,10 @@ namespace (:mod:`graphmem.pgschema`); what differs is here:
 * **Keyword ranking** is bm25 computed by :mod:`graphmem.pgkeyword` from the generated
   ``tsvector``.
 * **Connections**: one writer connection and one reader per thread, each fixed to the
-  namespace; parameters are bound by the server, and a statement is prepared on a connection
-  the first time it runs there, so reads are planned once per connection. A connection
-  the server dropped (a restart) is replaced on next use, and a request that meets the server
-  down fails at once with StorageError.
+  namespace; parameters are bound by the server, and a statement run five times on a
+  connection is prepared there (psycopg's default). A connection the server dropped (a
+  restart) is replaced on next use, and a request that meets the server down fails at once
+  with StorageError.
 * **Erasure**: PostgreSQL has no secure delete; ``scrub`` vacuums the namespace's tables so the
   deleted rows' space is reclaimed, but old row versions may remain in the WAL and in backups
   until they are recycled (docs/scale-out.md says what to do).
@@ -48,13 +48,6 @@ from .temporal import TimeScope
 
 #: Seconds a connection attempt waits for the server before the request fails.
 CONNECT_TIMEOUT_S: Final = 5
-#: A statement is prepared on a connection the first time it runs there (psycopg's
-#: default waits for five runs, which a server's forty reading threads take hundreds of
-#: requests to reach): parsed once per connection...
-PREPARE_THRESHOLD: Final = 0
-#: ... but planned for its parameters each time: a plan made for any parameters cannot know
-#: how long an id list is, and one such plan walked every link for each of a frontier's facts.
-PLAN_CACHE_MODE: Final = "force_custom_plan"
 
 
 def is_postgres_url(url: str | None) -> bool:
@@ -113,10 +106,8 @@ class PostgresDatabase(Connections[Connection]):
                 connect_timeout=CONNECT_TIMEOUT_S,
                 application_name="graphmem",
             )
-            raw.prepare_threshold = PREPARE_THRESHOLD
             raw.execute(
-                "SELECT set_config(%s, %s, false), set_config('plan_cache_mode', %s, false)",
-                [pgschema.NAMESPACE_SETTING, self.namespace, PLAN_CACHE_MODE],
+                "SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, self.namespace]
             )
         except psycopg.Error as exc:
             raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
