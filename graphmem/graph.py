@@ -175,41 +175,16 @@ def _check_ids(ids: Iterable[str] | str, name: str = "ids") -> list[str]:
 # ------------------------------------------------------------------------------------ writes
 
 
-def link(
-    conn: sqlite3.Connection,
-    now: float,
-    source_id: str,
-    target_id: str,
-    type: str,
-    strength: float = 1.0,
-    *,
-    valid_from: TimeInput | None = None,
-    valid_until: TimeInput | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> Link:
-    """Create the live link, or update its strength (and metadata) if it exists. In ``conn``'s
-    open write transaction.
-
-    Without ``valid_from`` a new link holds from when both of its facts hold (the later of
-    their ``valid_from``), not from the moment it is made; ``valid_until`` ends it. Relinking
-    with a validity other than the live link's replaces that link (it is retracted now and a
-    new one made), so a read at an earlier ``known_at`` still sees the validity known then.
-    """
-    item = {"source_id": source_id, "target_id": target_id, "type": type, "strength": strength}
-    item |= {"valid_from": valid_from, "valid_until": valid_until, "metadata": metadata}
-    return link_many(conn, now, [item])[0]
-
-
 def link_many(
     conn: sqlite3.Connection, now: float, items: Sequence[Mapping[str, Any]]
 ) -> list[Link]:
-    """``link`` for each item (its keyword arguments) in order, in ``conn``'s open write
-    transaction: the first item that fails raises, as ``link`` would at that point. The facts
+    """Make or update a link for each item (its fields as :meth:`_LinkBatch.link` takes them)
+    in order, in ``conn``'s open write transaction: the first item that fails raises. The facts
     and live links the items name are read in two statements and the links written in one
     (plus one per live link changed), whatever their number: a bulk load of links costs a few
     round trips per batch on a client-server database rather than five per link."""
     batch = _LinkBatch(conn, items)
-    made = [batch.link(now, **link_fields(i, item)) for i, item in enumerate(items)]
+    made = [batch.link(now, **_link_fields(i, item)) for i, item in enumerate(items)]
     batch.write()
     return made
 
@@ -258,6 +233,14 @@ class _LinkBatch:
         valid_until: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Link:
+        """Create the live link, or update its strength (and metadata) if it exists (written
+        when the batch is).
+
+        Without ``valid_from`` a new link holds from when both of its facts hold (the later of
+        their ``valid_from``), not from the moment it is made; ``valid_until`` ends it. Relinking
+        with a validity other than the live link's replaces that link (it is retracted now and a
+        new one made), so a read at an earlier ``known_at`` still sees the validity known then.
+        """
         (kind,) = check_types(type)
         if kind == "SUPERSEDES":
             raise InvalidInput(
@@ -340,17 +323,17 @@ class _LinkBatch:
             )
 
 
-LINK_FIELDS = frozenset(
+_LINK_FIELDS = frozenset(
     {"source_id", "target_id", "type", "strength", "valid_from", "valid_until", "metadata"}
 )
 
 
-def link_fields(i: int, item: object) -> dict[str, Any]:
-    """``link``'s arguments from item ``i`` of ``link_many``'s list (InvalidInput naming the item
+def _link_fields(i: int, item: object) -> dict[str, Any]:
+    """The link's arguments from item ``i`` of ``link_many``'s list (InvalidInput naming the item
     if it is not an object with the link's fields)."""
     if not isinstance(item, Mapping):
         raise InvalidInput(f"link {i}: expected an object", field=f"links[{i}]")
-    unknown = set(item) - LINK_FIELDS
+    unknown = set(item) - _LINK_FIELDS
     if unknown or not {"source_id", "target_id", "type"} <= set(item):
         raise InvalidInput(
             f"link {i}: source_id, target_id and type are required; "

@@ -109,10 +109,10 @@ class Bm25Ranker:
             selecting.append(lexeme)
             total += frequency[lexeme]
         scoring = [x for x in lexemes if x not in selecting]
-        scores = _scores(conn, selecting, scoring, idf_of, average, self._common, frequency)
+        scores = _scores(conn, selecting, scoring, idf_of, frequency, average, self._common)
         found = _visible(conn, scores, scope, filters, n)
         if len(found) < n and scoring:  # then the facts that only scoring words match
-            others = _scores(conn, scoring, [], idf_of, average, excluded=set(scores))
+            others = _scores(conn, scoring, [], idf_of, frequency, average, excluded=set(scores))
             found += _visible(conn, others, scope, filters, n - len(found))
         return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
 
@@ -179,9 +179,9 @@ def _scores(
     selecting: list[str],
     scoring: list[str],
     idf: dict[str, float],
+    frequency: dict[str, int],
     average: float,
     common: CommonWords | None = None,
-    frequency: dict[str, int] | None = None,
     excluded: frozenset[int] | set[int] = frozenset(),
 ) -> dict[int, float]:
     """bm25 of the facts (by position) that words ``selecting`` match, less ``excluded``, with
@@ -197,13 +197,13 @@ def _scores(
             tfs.setdefault(lexeme, {})[seq] = tf
             tokens[seq] = length
     if scoring and tokens:
-        if common is not None and frequency is not None:
+        if common is not None:
             tfs.update(common.lookup(cursor, scoring, frequency, list(tokens)))
         rest = [x for x in scoring if x not in tfs]
         # Reading a word's whole list costs about a ninth of looking a fact up in it.
         if not rest:
             more = []
-        elif frequency is not None and sum(frequency[x] for x in rest) <= SCAN_SHARE * len(tokens):
+        elif sum(frequency[x] for x in rest) <= SCAN_SHARE * len(tokens):
             more = cursor.execute(_POSTINGS, {"lexemes": rest}).fetchall()
         else:
             more = cursor.execute(

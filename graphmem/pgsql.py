@@ -346,7 +346,7 @@ class Connection:
             return
         wanted = 0 if deadline is None else max(1, int((deadline - time.monotonic()) * 1000))
         with self._errors():
-            # One statement whatever the value: each is prepared on the connection.
+            # One statement's text whatever the value (statements run often are prepared).
             self.raw.execute("SELECT set_config('statement_timeout', %s, false)", [str(wanted)])
         self._limited = deadline
 

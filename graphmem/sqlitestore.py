@@ -301,17 +301,9 @@ class SQLiteTransaction:
         valid_until: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> Link:
-        return graph.link(
-            self.conn,
-            self.now,
-            source_id,
-            target_id,
-            type,
-            strength,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            metadata=metadata,
-        )
+        fields: dict[str, Any] = {"source_id": source_id, "target_id": target_id, "type": type}
+        fields |= {"strength": strength, "valid_from": valid_from, "valid_until": valid_until}
+        return graph.link_many(self.conn, self.now, [{**fields, "metadata": metadata}])[0]
 
     def link_many(self, items: Sequence[Mapping[str, Any]]) -> list[Link]:
         return graph.link_many(self.conn, self.now, items)
