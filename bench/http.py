@@ -11,11 +11,13 @@ process, GraphQL ``search`` (limit 10, hybrid, query embedding included) and ``t
 latency per request as the client sees it (JSON, HTTP, uvicorn and GraphQL included),
 requests/s, and the server's memory (RSS, heap and PSS; see _rss) after each phase. Then, the
 server stopped, the same single-client inputs as calls to ``Memory`` in this process: what
-HTTP and GraphQL add. A response
+HTTP and GraphQL add; and, in process only, lookups by entity and searches whose query ends
+with time words (a day, a month, "last week"). A response
 with ``errors`` is counted and reported (exit status 1).
 
     python -m bench.http [--facts 100000] [--links 500000] [--embedder local|hash] [--data DIR]
                          [--requests 300] [--per-client 100] [--store sqlite|postgresql|URL]
+                         [--in-process-only]
 
 ``--data DIR`` keeps the store in DIR and reuses it when it is already there. ``--store
 postgresql`` runs everything on the PostgreSQL store of a throwaway server on loopback (the
@@ -35,6 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -96,22 +99,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         starts = [rng.choice(ids) for _ in range(needed)]
         _wait_for_quiet()
         out["load_average_before_timing"] = [round(x, 2) for x in os.getloadavg()]
-        with _server(root, args.embedder, Path(tmp) / "server.log", store=args.store_url) as (
-            url,
-            pid,
-            startup,
-        ):
-            out["server_startup_seconds"] = startup
-            out["rss_idle"] = process_memory_mb(pid)
-            for name, query, inputs in (
-                ("search", SEARCH, [{"q": q} for q in questions]),
-                ("traverse", TRAVERSE, [{"id": i} for i in starts]),
+        if not args.in_process_only:
+            with _server(root, args.embedder, Path(tmp) / "server.log", store=args.store_url) as (
+                url,
+                pid,
+                startup,
             ):
-                out[f"{name}_single"] = _single(url, query, inputs, args.requests)
-                out[f"{name}_single"]["rss"] = process_memory_mb(pid)
-                out[f"{name}_concurrent"] = _concurrent(url, query, inputs, args.per_client)
-                out[f"{name}_concurrent"]["rss"] = process_memory_mb(pid)
-                print(_one_line(name, out), flush=True)
+                out["server_startup_seconds"] = startup
+                out["rss_idle"] = process_memory_mb(pid)
+                for name, query, inputs in (
+                    ("search", SEARCH, [{"q": q} for q in questions]),
+                    ("traverse", TRAVERSE, [{"id": i} for i in starts]),
+                ):
+                    out[f"{name}_single"] = _single(url, query, inputs, args.requests)
+                    out[f"{name}_single"]["rss"] = process_memory_mb(pid)
+                    out[f"{name}_concurrent"] = _concurrent(url, query, inputs, args.per_client)
+                    out[f"{name}_concurrent"]["rss"] = process_memory_mb(pid)
+                    print(_one_line(name, out), flush=True)
         out["in_process"] = _in_process(root, args, questions, starts)
         out["other_benches_after_timing"] = _other_benches()
     out["machine"] = machine()
@@ -119,7 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     suffix = "" if out["store"] == "sqlite" else "-postgresql"
     write_json(args.out or OUT_DIR / f"http{suffix}.json", out)
     errors = sum(
-        out[f"{n}_{p}"]["errors"] for n in ("search", "traverse") for p in ("single", "concurrent")
+        out[f"{n}_{p}"]["errors"]
+        for n in ("search", "traverse")
+        for p in ("single", "concurrent")
+        if f"{n}_{p}" in out
     )
     return 1 if errors else 0
 
@@ -332,6 +339,18 @@ def _in_process(
             "search": latency(lambda q: mem.search(q, limit=10), questions[:n], WARMUP),
             "traverse": latency(lambda i: mem.traverse([i], depth=2), starts[:n], WARMUP),
         }
+        entities = [p.entity for p in synthetic.pairs(args.facts)[:n]]
+        out["lookup"] = latency(lambda e: mem.lookup(e, limit=10), entities, WARMUP)
+        # Time words: a day and a month of the facts' dates (2020-2023), and a week with none.
+        rng = random.Random(5)
+        days = [datetime(2020, 1, 1) + timedelta(days=rng.randrange(4 * 365)) for _ in range(n)]
+        for name, words in (
+            ("search_day", [f" on {d.day} {d:%B %Y}" for d in days]),
+            ("search_month", [f" in {d:%B %Y}" for d in days]),
+            ("search_last_week", [" last week"] * n),
+        ):
+            dated = [q + w for q, w in zip(questions, words, strict=False)]
+            out[name] = latency(lambda q: mem.search(q, limit=10), dated, WARMUP)
     finally:
         mem.close()
     return out
@@ -406,6 +425,8 @@ def _one_line(name: str, out: dict[str, Any]) -> str:
 
 
 def summary_markdown(r: dict[str, Any]) -> str:
+    if "server_startup_seconds" not in r:  # --in-process-only
+        return _in_process_markdown(r)
     rows = [
         [
             name,
@@ -435,6 +456,9 @@ def summary_markdown(r: dict[str, Any]) -> str:
         ]
         for name, op in (("search", "search"), ("traverse", "traverse"))
     ]
+    rows += _in_process_rows(
+        r["in_process"], ("lookup", "search_day", "search_month", "search_last_week")
+    )
     head = (
         f"{r['counts']['facts']} facts, {r['counts']['links']} links, {r['embedder']} embedder, {r['store']} store;"
         f" server up in {r['server_startup_seconds']:.1f} s, idle RSS"
@@ -455,6 +479,43 @@ def summary_markdown(r: dict[str, Any]) -> str:
     )
 
 
+#: The in-process calls, by key: what the report calls them.
+IN_PROCESS: Final = {
+    "search": "search (limit 10)",
+    "traverse": "traverse depth 2",
+    "lookup": "lookup (limit 10)",
+    "search_day": 'search with a day ("on 26 August 2021")',
+    "search_month": 'search with a month ("in August 2021")',
+    "search_last_week": 'search with "last week" (no facts then)',
+}
+
+
+def _in_process_rows(local: dict[str, Any], ops: Sequence[str]) -> list[list[Any]]:
+    return [
+        [
+            f"{IN_PROCESS[op]} in process",
+            1,
+            local[op]["n"],
+            f"{local[op]['p50_ms']:.1f}",
+            f"{local[op]['p95_ms']:.1f}",
+            "",
+            "",
+            "",
+        ]
+        for op in ops
+        if op in local
+    ]
+
+
+def _in_process_markdown(r: dict[str, Any]) -> str:
+    head = (
+        f"{r['counts']['facts']} facts, {r['counts']['links']} links, {r['embedder']} embedder,"
+        f" {r['store']} store; no server (--in-process-only)\n\n"
+    )
+    rows = [row[:5] for row in _in_process_rows(r["in_process"], list(IN_PROCESS))]
+    return head + markdown_table(["call", "clients", "calls", "p50 ms", "p95 ms"], rows)
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.http", description=__doc__.split("\n")[0]
@@ -464,6 +525,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument("--data", type=Path, default=None, help="keep (and reuse) the store here")
     parser.add_argument("--requests", type=int, default=300, help="timed requests, 1 client")
+    parser.add_argument(
+        "--in-process-only", action="store_true", help="no server: the calls in this process only"
+    )
     parser.add_argument(
         "--per-client", type=int, default=100, help=f"timed requests per client, {CLIENTS} clients"
     )

@@ -109,6 +109,12 @@ class Bm25Ranker:
             selecting.append(lexeme)
             total += frequency[lexeme]
         scoring = [x for x in lexemes if x not in selecting]
+        period = filters.period
+        among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
+        if among is not None:  # a short period of time words: its facts' matches, scored alike
+            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=among)
+            found = _visible(conn, scores, scope, filters, n)
+            return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
         scores = _scores(conn, selecting, scoring, idf_of, frequency, average, self._common)
         found = _visible(conn, scores, scope, filters, n)
         if len(found) < n and scoring:  # then the facts that only scoring words match
@@ -183,16 +189,21 @@ def _scores(
     average: float,
     common: CommonWords | None = None,
     excluded: frozenset[int] | set[int] = frozenset(),
+    among: tuple[str, dict[str, Any]] | None = None,
 ) -> dict[int, float]:
-    """bm25 of the facts (by position) that words ``selecting`` match, less ``excluded``, with
-    the words ``scoring`` adding to their scores (their postings taken from ``common`` where it
-    keeps them): read from the postings, summed here in the words' order (deterministic,
-    whatever order the rows come in)."""
+    """bm25 of the facts (by position) that words ``selecting`` match, less ``excluded`` (and
+    only those a query ``among`` selects, with its parameters), with the words ``scoring``
+    adding to their scores (their postings taken from ``common`` where it keeps them): read
+    from the postings, summed here in the words' order (deterministic, whatever order the rows
+    come in)."""
     cursor = conn.cursor()
     cursor.row_factory = None  # plain tuples: thousands of rows
     tfs: dict[str, dict[int, float]] = {}
     tokens: dict[int, int] = {}
-    for seq, lexeme, tf, length in cursor.execute(_POSTINGS, {"lexemes": selecting}).fetchall():
+    sql, params = _POSTINGS, {"lexemes": selecting}
+    if among is not None:
+        sql, params = f"{sql} AND p.seq IN ({among[0]})", {**among[1], **params}
+    for seq, lexeme, tf, length in cursor.execute(sql, params).fetchall():
         if seq not in excluded:
             tfs.setdefault(lexeme, {})[seq] = tf
             tokens[seq] = length

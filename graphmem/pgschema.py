@@ -388,7 +388,45 @@ def _postings() -> str:
     """
 
 
-MIGRATIONS: Final[tuple[str, ...]] = (_first(), _KEYS, _postings())
+#: Columns of ``gm_facts`` computed from others, by name, and the expressions of graphmem's SQL
+#: they stand for (graphmem.pgsql rewrites the expressions into them). Under row-level
+#: security, which every statement of the service's role is under, PostgreSQL uses no index on
+#: an expression that is not "leakproof" — ``lower()`` and ``COALESCE`` are not — so an index
+#: on ``lower(entity)`` was never used: a lookup by entity read the whole table. An index on a
+#: column is. The views show them after ``namespace``; rows leave them out.
+COMPUTED: Final = {
+    "lower_entity": ("lower(entity)", _T),
+    "lower_key": ("lower(key)", _T),
+    "dated": ("COALESCE(source_date, valid_from)", "double precision"),
+}
+
+
+def _computed() -> str:
+    """Migration 4: the computed columns, the indexes on expressions remade on them, the
+    ``dated`` index (the keyword matches of a short period of time words, graphmem.keyword),
+    and the facts view showing them."""
+    added = ", ".join(
+        f"ADD COLUMN {name} {kind} GENERATED ALWAYS AS ({expression}) STORED"
+        for name, (expression, kind) in COMPUTED.items()
+    )
+    names = [n for n in _column_names(_TABLES["facts"][0]) if not n.startswith("fts")]
+    return f"""
+    ALTER TABLE gm_facts {added};
+    DROP INDEX gm_facts_entity_key;
+    CREATE INDEX gm_facts_entity_key ON gm_facts(namespace, lower_entity, lower_key);
+    DROP INDEX gm_facts_live_entity;
+    CREATE INDEX gm_facts_live_entity ON gm_facts(namespace, lower_entity, seq)
+        WHERE entity IS NOT NULL AND retracted_at IS NULL AND superseded_by IS NULL;
+    DROP INDEX gm_facts_entity_rank;
+    CREATE INDEX gm_facts_entity_rank ON gm_facts(namespace, lower_entity,
+        confidence DESC, dated DESC, seq DESC);
+    CREATE INDEX gm_facts_dated ON gm_facts(namespace, dated);
+    CREATE OR REPLACE VIEW facts AS SELECT {", ".join(names)}, namespace, {", ".join(COMPUTED)}
+        FROM gm_facts WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+    """
+
+
+MIGRATIONS: Final[tuple[str, ...]] = (_first(), _KEYS, _postings(), _computed())
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

@@ -19,9 +19,11 @@ constructs those modules use:
 * a join on the rows a correlated subquery picks (``JOIN links l ON l.rowid IN (SELECT
   l.rowid FROM … LIMIT :cap)``, a traversal's strongest links per frontier fact) becomes a
   ``LATERAL`` join (PostgreSQL would otherwise run the subquery once per row of the table);
+* ``lower(f.entity)``, ``lower(f.key)`` and ``COALESCE(f.source_date, f.valid_from)`` become
+  the columns ``gm_facts`` keeps them in (``pgschema.COMPUTED``: its indexes serve them);
 * ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores ASCII case), a negative ``LIMIT`` no limit,
   the month of an epoch is read with ``to_char``, ``PRAGMA table_info`` from the information
-  schema; rows leave out the views' ``namespace`` column.
+  schema; rows leave out the views' ``namespace`` and computed columns.
 
 Anything else is passed through as written; the conformance suite (tests/test_store.py) and
 the Memory-level suites run every statement the store issues against a real PostgreSQL.
@@ -43,6 +45,7 @@ from psycopg import pq
 from psycopg.rows import RowMaker, tuple_row
 
 from .errors import QueryTimeout, StorageError
+from .pgschema import COMPUTED
 from .storage import IdList
 
 #: For ``INSERT OR REPLACE``: the key of each table it is used on, and the columns a replaced
@@ -57,6 +60,8 @@ _REPLACE_KEYS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
 _IN_LIST = re.compile(
     r"([\w.]+|\))(\s+NOT)?\s+IN\s+\(SELECT value FROM json_each\(([^()]+)\)\)", re.IGNORECASE
 )
+#: The views' columns that are none of the reference store's: the namespace, the computed ones.
+HIDDEN: Final = ("namespace", *COMPUTED)
 _LIST_TABLE = re.compile(r"json_each\(([^()]+)\)\s+(\w+)\b", re.IGNORECASE)
 _INSERT_OR = re.compile(r"INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)
 _CONFLICT = re.compile(r"ON CONFLICT \(", re.IGNORECASE)
@@ -68,16 +73,23 @@ _LIMIT = re.compile(r"LIMIT (:\w+|\?)")
 _PICKED = re.compile(
     r"JOIN (\w+) (\w+) ON \2\.rowid IN \(\s*SELECT \2\.rowid FROM (.*?LIMIT :\w+)\)", re.DOTALL
 )
+#: The expressions on a fact alias that ``gm_facts`` keeps as columns (pgschema.COMPUTED).
+_COMPUTED = re.compile(
+    r"\blower\((\w+)\.(entity|key)\)|\bCOALESCE\((\w+)\.source_date, \3\.valid_from\)",
+    re.IGNORECASE,
+)
 
 
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
     """``sql`` as PostgreSQL and psycopg take it (see the module's docstring)."""
     sql = _PICKED.sub(r"CROSS JOIN LATERAL (SELECT \2.* FROM \3) \2", sql)
+    sql = _COMPUTED.sub(lambda m: f"{m[1]}.lower_{m[2]}" if m[1] else f"{m[3]}.dated", sql)
     sql = _PRAGMA_TABLE.sub(
         r"SELECT ordinal_position, column_name::text FROM information_schema.columns"
         r" WHERE table_name = '\1' AND table_schema = current_schema()"
-        r" AND column_name <> 'namespace' ORDER BY ordinal_position",
+        f" AND column_name NOT IN ({', '.join(repr(c) for c in HIDDEN)})"
+        r" ORDER BY ordinal_position",
         sql,
     )
     sql = _IN_LIST.sub(_in_list, sql)
@@ -240,8 +252,8 @@ def _row_factory(cursor: psycopg.Cursor[Any]) -> RowMaker[Any]:
     description = cursor.description
     if description is None:
         return tuple_row(cursor)
-    # The views' last column, namespace, is no column of the reference store's tables.
-    names = {c.name: i for i, c in enumerate(description) if c.name != "namespace"}
+    # The views' last columns are no columns of the reference store's tables.
+    names = {c.name: i for i, c in enumerate(description) if c.name not in HIDDEN}
     kind = type("Row", (Row,), {"_names": names})
     return cast(RowMaker[Any], kind)
 

@@ -63,17 +63,46 @@ class Filters:
         if self.tag is not None:
             where.append(_tag_clause(self.tag, params))
         if self.period is not None:
-            dated = "COALESCE(f.source_date, f.valid_from)"
-            if self.period.month is not None:
-                where.append(f"CAST(strftime('%m', {dated}, 'unixepoch') AS INTEGER) = :month")
-                params["month"] = self.period.month
-            if self.period.start is not None:
-                where.append(f"{dated} >= :period_start")
-                params["period_start"] = self.period.start
-            if self.period.end is not None:
-                where.append(f"{dated} < :period_end")
-                params["period_end"] = self.period.end
+            where.append(period_clause(self.period, params))
         return " AND ".join(where), params
+
+
+#: A fact's date for time words: its source date, else the start of its valid time (indexed:
+#: the ``facts_dated`` index of both stores is on this very expression).
+DATED: Final = "COALESCE(f.source_date, f.valid_from)"
+
+
+def period_clause(period: TimeHint, params: dict[str, Any]) -> str:
+    """The SQL condition that a fact ``f`` is dated in ``period``; its parameters go to
+    ``params``."""
+    where = []
+    if period.month is not None:
+        where.append(f"CAST(strftime('%m', {DATED}, 'unixepoch') AS INTEGER) = :month")
+        params["month"] = period.month
+    if period.start is not None:
+        where.append(f"{DATED} >= :period_start")
+        params["period_start"] = period.start
+    if period.end is not None:
+        where.append(f"{DATED} < :period_end")
+        params["period_end"] = period.end
+    return " AND ".join(where)
+
+
+def dated_in(
+    conn: sqlite3.Connection, period: TimeHint, cap: int
+) -> tuple[str, dict[str, Any]] | None:
+    """A query for the positions (``seq``) of the facts dated in ``period``, whatever their
+    state, and its parameters — when the period is a span of dates (not a month of any year)
+    holding at most ``cap`` facts; else None. Counting reads the date index, at most ``cap``
+    entries of it."""
+    if period.month is not None:
+        return None
+    params: dict[str, Any] = {"cap": cap}
+    clause = period_clause(period, params)
+    count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} LIMIT :cap + 1) c"
+    if conn.execute(count, params).fetchone()[0] > cap:
+        return None
+    return f"SELECT f.seq FROM facts f WHERE {clause}", params
 
 
 def check_limit(limit: int, name: str = "limit") -> None:

@@ -78,7 +78,6 @@ class Search:
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
         _check(query, mode, limit, graph_depth)
-        hint = timehints.understand(query, scope.as_of) if time_hints else None
         wanted = max(self.settings.fusion_candidates, limit)
         live_only = scope.current and not filters.include_superseded
         fts: dict[str, float] = {}
@@ -99,14 +98,28 @@ class Search:
             if mode != "fts"
             else None
         )
+        dated = (
+            self._pool.submit(
+                self._limited,
+                self._store.deadline,
+                self._dated_leg,
+                query,
+                scope,
+                filters,
+                wanted,
+                mode != "vector",
+            )
+            if time_hints
+            else None
+        )
         if mode != "vector":
             fts, rows = self._store.keyword_matches(query, scope, filters, wanted)
             candidates.update(rows)
-            if hint is not None:  # the best keyword matches of the period join the candidates
-                dated = dataclasses.replace(filters, period=hint)
-                in_period, rows = self._store.keyword_matches(query, scope, dated, wanted)
-                candidates.update(rows)
-                fts = {**in_period, **fts}
+        hint = None
+        if dated is not None:
+            hint, in_period, rows = dated.result()
+            candidates.update(rows)
+            fts = {**in_period, **fts}
         if pending is not None:
             vec, rows, query_vector = pending.result()
             candidates.update(rows)
@@ -169,6 +182,19 @@ class Search:
         """``fn(*args)`` with its reads stopped at ``deadline`` (for work on pool threads)."""
         with self._store.time_limit(deadline):
             return fn(*args)
+
+    def _dated_leg(
+        self, query: str, scope: TimeScope, filters: Filters, n: int, keywords: bool
+    ) -> tuple[timehints.TimeHint | None, dict[str, float], _Candidates]:
+        """The time words of ``query`` understood (relative to ``as_of``), and with
+        ``keywords`` the ``n`` best keyword matches of their period, which join the candidates
+        so that a period's facts are found however many others match better. Runs on a pool
+        thread, beside the keyword leg."""
+        hint = timehints.understand(query, scope.as_of)
+        if hint is None or not keywords:
+            return hint, {}, {}
+        dated = dataclasses.replace(filters, period=hint)
+        return (hint, *self._store.keyword_matches(query, scope, dated, n))
 
     def _vector_leg(
         self, query: str, scope: TimeScope, filters: Filters, n: int, live_only: bool

@@ -601,7 +601,7 @@ class SQLiteStore:
         growing slices, each filtered for visibility, until ``n`` are found or the matches run
         out: ranking happens once however many invisible versions rank above visible ones."""
         conn = self._read()
-        ranked = self._keywords.ranked(conn, query)
+        ranked = self._keywords.ranked(conn, query, filters.period)
         scores: dict[str, float] = {}
         rows: dict[str, Record] = {}
         size = n

@@ -27,7 +27,13 @@ from graphmem.pgsql import translate
         ),
         (
             "SELECT 1 WHERE lower(f.entity) IN (SELECT value FROM json_each(:names))",
-            "SELECT 1 WHERE lower(f.entity) = ANY(CAST(%(names)s AS text[]))",
+            "SELECT 1 WHERE f.lower_entity = ANY(CAST(%(names)s AS text[]))",
+        ),
+        (
+            "SELECT 1 FROM facts o WHERE lower(o.key) = lower(:key)"
+            " ORDER BY COALESCE(o.source_date, o.valid_from), COALESCE(x.source_date, o.valid_from)",
+            "SELECT 1 FROM facts o WHERE o.lower_key = lower(%(key)s)"
+            " ORDER BY o.dated, COALESCE(x.source_date, o.valid_from)",
         ),
         (
             "SELECT fr.value FROM json_each(:frontier) fr JOIN links l ON l.source_id = fr.value",

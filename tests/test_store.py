@@ -11,19 +11,21 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
-from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings, ingest
+from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings, ingest, keyword
 from graphmem.embedders import text_hash
 from graphmem.pgstore import PostgresStore
 from graphmem.reads import Filters
 from graphmem.sqlitestore import SQLiteStore
 from graphmem.store import Store
 from graphmem.temporal import TimeScope
+from graphmem.timehints import TimeHint
 from tests.conftest import Clock
 
 #: Each implementation: a function making an empty store (in a directory, for an engine that
@@ -193,6 +195,48 @@ def test_keyword_matches_rank_visible_facts_best_first(store: Store) -> None:
         tx.retract(berlin)
     scores, _ = store.keyword_matches("berlin", now(store), Filters(), 10)
     assert scores == {}
+
+
+@pytest.mark.parametrize("cap", [0, 10_000], ids=["ranked-first", "period-first"])
+def test_keyword_matches_of_a_period_are_the_best_matches_dated_in_it(
+    store: Store, cap: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A period holding at most PERIOD_SELECT_MAX facts is scored on its own; a larger one is
+    # read from the ranked matches of all facts. Either way: the same facts, the same scores.
+    monkeypatch.setattr(keyword, "PERIOD_SELECT_MAX", cap)
+    rows: list[str | dict[str, Any]] = [
+        {
+            "text": f"The platform team shipped release {n}" + " again" * (n % 4),
+            "source_date": f"2023-0{1 + n % 6}-1{n % 3}",
+        }
+        for n in range(60)
+    ]
+    put(store, *rows, "An undated platform note", "Platform release notes", "Lunch at noon")
+    scope = now(store)
+    query = "platform release notes"
+    every, dates = store.keyword_matches(query, scope, Filters(), 1000)
+    for hint in (
+        TimeHint("in May 2023", _epoch("2023-05-01"), _epoch("2023-06-01"), None),
+        TimeHint("in May", None, None, 5),
+        TimeHint("before 2023", None, _epoch("2023-01-01"), None),
+        TimeHint("since March 2023", _epoch("2023-03-01"), None, None),
+    ):
+        dated = {
+            i: score
+            for i, score in every.items()
+            if hint.covers(dates[i]["source_date"] or dates[i]["valid_from"])
+        }
+        best = sorted(dated.values(), reverse=True)
+        for n in (3, 100):
+            scores, found = store.keyword_matches(query, scope, Filters(period=hint), n)
+            assert set(found) == set(scores) and len(scores) == min(n, len(dated)), hint.text
+            assert sorted(scores.values(), reverse=True) == pytest.approx(best[:n]), hint.text
+            assert set(scores) <= set(dated), hint.text
+    assert len(dated) == 42  # since March 2023: 40 of the releases and the two undated facts
+
+
+def _epoch(day: str) -> float:
+    return datetime.fromisoformat(day).replace(tzinfo=UTC).timestamp()
 
 
 def test_entity_facts_come_per_named_entity(store: Store) -> None:
