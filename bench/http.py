@@ -12,7 +12,7 @@ latency per request as the client sees it (JSON, HTTP, uvicorn and GraphQL inclu
 requests/s, and the server's memory (RSS, heap and PSS; see _rss) after each phase. Then, the
 server stopped, the same single-client inputs as calls to ``Memory`` in this process: what
 HTTP and GraphQL add; and, in process only, lookups by entity and searches whose query ends
-with time words (a day, a month, "last week"). A response
+with time words (a day, a month, a month of any year, "last week"). A response
 with ``errors`` is counted and reported (exit status 1).
 
     python -m bench.http [--facts 100000] [--links 500000] [--embedder local|hash] [--data DIR]
@@ -341,12 +341,14 @@ def _in_process(
         }
         entities = [p.entity for p in synthetic.pairs(args.facts)[:n]]
         out["lookup"] = latency(lambda e: mem.lookup(e, limit=10), entities, WARMUP)
-        # Time words: a day and a month of the facts' dates (2020-2023), and a week with none.
+        # Time words: a day and a month of the facts' dates (2020-2023), a month of any year,
+        # and a week with none.
         rng = random.Random(5)
         days = [datetime(2020, 1, 1) + timedelta(days=rng.randrange(4 * 365)) for _ in range(n)]
         for name, words in (
             ("search_day", [f" on {d.day} {d:%B %Y}" for d in days]),
             ("search_month", [f" in {d:%B %Y}" for d in days]),
+            ("search_any_month", [f" in {d:%B}" for d in days]),
             ("search_last_week", [" last week"] * n),
         ):
             dated = [q + w for q, w in zip(questions, words, strict=False)]
@@ -457,7 +459,8 @@ def summary_markdown(r: dict[str, Any]) -> str:
         for name, op in (("search", "search"), ("traverse", "traverse"))
     ]
     rows += _in_process_rows(
-        r["in_process"], ("lookup", "search_day", "search_month", "search_last_week")
+        r["in_process"],
+        ("lookup", "search_day", "search_month", "search_any_month", "search_last_week"),
     )
     head = (
         f"{r['counts']['facts']} facts, {r['counts']['links']} links, {r['embedder']} embedder, {r['store']} store;"
@@ -486,6 +489,7 @@ IN_PROCESS: Final = {
     "lookup": "lookup (limit 10)",
     "search_day": 'search with a day ("on 26 August 2021")',
     "search_month": 'search with a month ("in August 2021")',
+    "search_any_month": 'search with a month of any year ("in August")',
     "search_last_week": 'search with "last week" (no facts then)',
 }
 

@@ -47,10 +47,11 @@ DF_REFRESH_SHARE: Final = 0.1
 #: Words whose frequency is cached at most (the cache is cleared when full).
 DF_CACHE_SIZE: Final = 20_000
 #: A period of a query's time words that holds at most this many facts is ranked on its own:
-#: its facts are selected by date (the ``facts_dated`` index) and only the query's matches
-#: among them are scored. A larger period (or a month of any year) is read from the ranked
-#: matches of the whole memory, where its facts are common enough to come soon. At 100k facts
-#: a day's matches took 300 ms the second way, and 3 ms this one (bench/REPORT.md).
+#: its facts are selected by date (the ``facts_dated`` index; a month of any year as that month
+#: of each year, see graphmem.reads.dated_in) and only the query's matches among them are
+#: scored. A larger period is read from the ranked matches of the whole memory, where its facts
+#: are common enough to come soon. At 100k facts a day's matches took 300 ms the second way,
+#: and 3 ms this one (bench/REPORT.md).
 PERIOD_SELECT_MAX: Final = 20_000
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound
@@ -92,17 +93,53 @@ def dated_in(
     conn: sqlite3.Connection, period: TimeHint, cap: int
 ) -> tuple[str, dict[str, Any]] | None:
     """A query for the positions (``seq``) of the facts dated in ``period``, whatever their
-    state, and its parameters — when the period is a span of dates (not a month of any year)
-    holding at most ``cap`` facts; else None. Counting reads the date index, at most ``cap``
-    entries of it."""
-    if period.month is not None:
-        return None
+    state, and its parameters — when the period holds at most ``cap`` facts; else None.
+    Counting reads the date index, at most ``cap`` entries of it (a month of any year: that
+    month of each year the facts' dates span, as ranges of the index)."""
     params: dict[str, Any] = {"cap": cap}
-    clause = period_clause(period, params)
+    clause = (
+        period_clause(period, params)
+        if period.month is None
+        else _months(conn, period.month, params)
+    )
+    if clause is None:
+        return None
     count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} LIMIT :cap + 1) c"
     if conn.execute(count, params).fetchone()[0] > cap:
         return None
     return f"SELECT f.seq FROM facts f WHERE {clause}", params
+
+
+#: A month of any year is read from the date index as that month of each year from the oldest
+#: fact's date to the newest's, when they span at most this many years.
+MONTH_YEARS_MAX: Final = 200
+
+
+def _months(conn: sqlite3.Connection, month: int, params: dict[str, Any]) -> str | None:
+    """The condition that a fact is dated in ``month`` of a year its facts span, as ranges of
+    dates (parameters into ``params``); None when no fact is dated or they span too many years."""
+    oldest, newest = conn.execute(  # each read from an end of the date index
+        f"SELECT (SELECT min({DATED}) FROM facts f), (SELECT max({DATED}) FROM facts f)"
+    ).fetchone()
+    try:
+        first = datetime.fromtimestamp(oldest, tz=UTC).year
+        last = datetime.fromtimestamp(newest, tz=UTC).year
+        if last - first >= MONTH_YEARS_MAX:
+            return None
+        spans = [
+            (
+                datetime(year, month, 1, tzinfo=UTC).timestamp(),
+                datetime(year + month // 12, month % 12 + 1, 1, tzinfo=UTC).timestamp(),
+            )
+            for year in range(first, last + 1)
+        ]
+    except (TypeError, ValueError, OverflowError, OSError):  # no facts, or dates past datetime's
+        return None
+    ranges = []
+    for i, (start, end) in enumerate(spans):
+        params[f"month_start_{i}"], params[f"month_end_{i}"] = start, end
+        ranges.append(f"({DATED} >= :month_start_{i} AND {DATED} < :month_end_{i})")
+    return "(" + " OR ".join(ranges) + ")"
 
 
 def check_limit(limit: int, name: str = "limit") -> None:

@@ -212,27 +212,40 @@ def test_keyword_matches_of_a_period_are_the_best_matches_dated_in_it(
         for n in range(60)
     ]
     put(store, *rows, "An undated platform note", "Platform release notes", "Lunch at noon")
+    in_may = TimeHint("in May", None, None, 5)  # of any year
+    sizes = [
+        _same_as_filtered(
+            store, TimeHint("in May 2023", _epoch("2023-05-01"), _epoch("2023-06-01"), None)
+        ),
+        _same_as_filtered(store, in_may),
+        _same_as_filtered(store, TimeHint("before 2023", None, _epoch("2023-01-01"), None)),
+        _same_as_filtered(store, TimeHint("since March 2023", _epoch("2023-03-01"), None, None)),
+    ]
+    # since March 2023: 40 of the releases, the two undated facts (dated when they were stored)
+    assert sizes == [10, 10, 0, 42]
+    # dates spanning too many years to read a month of any year as ranges of dates
+    put(store, {"text": "Platform release in May 1700", "source_date": "1700-05-02"})
+    assert _same_as_filtered(store, in_may) == 11
+
+
+def _same_as_filtered(store: Store, hint: TimeHint) -> int:
+    """Check that the keyword matches of ``hint``'s period are the best of all matches dated in
+    it, with the same scores; their number."""
     scope = now(store)
     query = "platform release notes"
     every, dates = store.keyword_matches(query, scope, Filters(), 1000)
-    for hint in (
-        TimeHint("in May 2023", _epoch("2023-05-01"), _epoch("2023-06-01"), None),
-        TimeHint("in May", None, None, 5),
-        TimeHint("before 2023", None, _epoch("2023-01-01"), None),
-        TimeHint("since March 2023", _epoch("2023-03-01"), None, None),
-    ):
-        dated = {
-            i: score
-            for i, score in every.items()
-            if hint.covers(dates[i]["source_date"] or dates[i]["valid_from"])
-        }
-        best = sorted(dated.values(), reverse=True)
-        for n in (3, 100):
-            scores, found = store.keyword_matches(query, scope, Filters(period=hint), n)
-            assert set(found) == set(scores) and len(scores) == min(n, len(dated)), hint.text
-            assert sorted(scores.values(), reverse=True) == pytest.approx(best[:n]), hint.text
-            assert set(scores) <= set(dated), hint.text
-    assert len(dated) == 42  # since March 2023: 40 of the releases and the two undated facts
+    dated = {
+        i: score
+        for i, score in every.items()
+        if hint.covers(dates[i]["source_date"] or dates[i]["valid_from"])
+    }
+    best = sorted(dated.values(), reverse=True)
+    for n in (3, 100):
+        scores, found = store.keyword_matches(query, scope, Filters(period=hint), n)
+        assert set(found) == set(scores) and len(scores) == min(n, len(dated)), hint.text
+        assert sorted(scores.values(), reverse=True) == pytest.approx(best[:n]), hint.text
+        assert set(scores) <= set(dated), hint.text
+    return len(dated)
 
 
 def _epoch(day: str) -> float:
