@@ -261,9 +261,10 @@ _RANKED_SPLIT_AFTER: Final = f"""
     AND rowid NOT IN (SELECT seq FROM seen)
     ORDER BY 2
 """
-#: The facts matching ``:match`` among those a query selects (``{among}``), by bm25. The unary ``+`` keeps SQLite from looking each selected fact up in the keyword index
-#: (a seek in every word's list, 0.4 ms a fact for common words): the matches are walked once
-#: and kept when selected.
+#: The facts matching ``:match`` among those a query selects (``{among}``), by bm25. The unary
+#: ``+`` keeps SQLite from looking each selected fact up in the keyword index (a seek in every
+#: word's list, 0.4 ms a fact for common words): the matches are walked once and kept when
+#: selected.
 _RANKED_AMONG: Final = f"""
     WITH among AS MATERIALIZED ({{among}})
     SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :match AND +rowid IN among
