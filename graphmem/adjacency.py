@@ -184,6 +184,12 @@ class GraphCopy:
             loader.join(timeout)
         return self._state is not None
 
+    @property
+    def loading(self) -> bool:
+        """Whether a load is under way (walks run in SQL until it ends)."""
+        loader = self._loader
+        return loader is not None and loader.is_alive()
+
     def close(self) -> None:
         """Stop a load under way (before the store closes its connections)."""
         self._closed.set()

@@ -689,6 +689,11 @@ class Memory:
         ``wait`` seconds for it. Returns whether it is ready (False when the setting is off)."""
         return self._store.preload_graph(wait)
 
+    def graph_loading(self) -> bool:
+        """Whether the in-memory copy of the graph is being loaded now (until it is, traversals
+        walk in SQL, slower; a server's ``/healthz`` lists such namespaces as ``loading``)."""
+        return self._store.graph_loading()
+
     def traverse(
         self,
         ids: Iterable[str] | str,

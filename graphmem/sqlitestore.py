@@ -718,6 +718,9 @@ class SQLiteStore:
     def preload_graph(self, wait: float) -> bool:
         return self._graph.wait(wait)
 
+    def graph_loading(self) -> bool:
+        return self._graph.loading
+
     def clusters(
         self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
     ) -> analytics.Clusters:

@@ -295,6 +295,10 @@ class Store(Protocol):
         ``wait`` seconds; whether it is ready. A store without one says False."""
         ...
 
+    def graph_loading(self) -> bool:
+        """Whether what ``preload_graph`` prepares is being prepared now."""
+        ...
+
     def clusters(
         self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
     ) -> analytics.Clusters: ...

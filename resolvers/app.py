@@ -106,7 +106,9 @@ def create_app(
     metrics = Metrics(namespaces)
 
     async def healthz(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "namespaces": sorted(namespaces.opened())})
+        opened = namespaces.opened()
+        loading = sorted(name for name, memory in opened.items() if memory.graph_loading())
+        return JSONResponse({"status": "ok", "namespaces": sorted(opened), "loading": loading})
 
     async def metrics_text(request: Request) -> Response:
         data = await run_in_threadpool(generate_latest, metrics.registry)

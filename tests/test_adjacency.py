@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from graphmem.adjacency import Adjacency
 from graphmem.limits import FAN_OUT
 from graphmem.temporal import TimeScope
 
+from .api import InProcess
 from .conftest import Clock
 
 TYPES = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
@@ -249,3 +251,25 @@ def test_graph_in_memory_off_keeps_every_walk_in_sql(
         assert mem._store._graph._state is None  # type: ignore[attr-defined]
     finally:
         mem.close()
+
+
+def test_a_loading_copy_is_said_and_health_lists_its_namespace(
+    app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    released = threading.Event()
+    load = Adjacency.load
+
+    def slow(conn: Any, closed: Any = None) -> Adjacency:
+        released.wait(30)
+        return load(conn, closed)
+
+    monkeypatch.setattr(Adjacency, "load", staticmethod(slow))
+    with InProcess(app) as api:  # opens the default namespace and starts loading its copy
+        health = api.request("GET", "/healthz").json()
+        assert health["loading"] == ["default"] and health["namespaces"] == ["default"]
+        released.set()
+        for _ in range(100):
+            if not api.request("GET", "/healthz").json()["loading"]:
+                break
+            time.sleep(0.05)
+        assert api.request("GET", "/healthz").json()["loading"] == []
