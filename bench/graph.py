@@ -1,6 +1,7 @@
 """Graph speed at scale: traverse and path latency over many facts and links.
 
-Stores N synthetic facts (hash embedder, no automatic links: the graph code does not embed),
+Stores N synthetic facts (hash embedder, no automatic links: the graph code does not embed;
+bench/synthetic.py's up to its 186,480, else bench/scale.py's generator),
 then makes L links of the four explicit types between random facts (each end drawn uniformly:
 ~2L/N links per fact, random strengths). Times, from random start facts: traverse at depth 1, 2
 and 3 (BOTH directions, default types, default max_nodes), and shortest paths (at most 4 links)
@@ -17,16 +18,17 @@ run) in DIR and reuses it when it is already there.
 from __future__ import annotations
 
 import argparse
+import itertools
 import random
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from graphmem import Memory, Settings
 
-from . import synthetic
+from . import scale, synthetic
 from .common import OUT_DIR, machine, markdown_table, peak_rss_mb, percentile, write_json
 
 TYPES: Final = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
@@ -93,10 +95,10 @@ def _build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[st
     """Store the facts and make the random links, unless a kept store already has them."""
     out = {}
     if len(_ids(mem)) < args.facts:
-        facts = list(synthetic.facts(synthetic.pairs(args.facts)))
         began = time.perf_counter()
-        for start in range(0, len(facts), 1000):
-            mem.store_many(facts[start : start + 1000])
+        facts = _facts(args.facts)
+        while batch := list(itertools.islice(facts, 1000)):
+            mem.store_many(batch)
         out["store_seconds"] = time.perf_counter() - began
     if mem.stats().links < args.links:
         ids = _ids(mem)
@@ -105,6 +107,16 @@ def _build(mem: Memory, args: argparse.Namespace, rng: random.Random) -> dict[st
         _link(mem, [(rng.choice(others), rng.choice(others)) for _ in range(args.links)], rng)
         out["link_seconds"] = time.perf_counter() - began
     return out
+
+
+def _facts(n: int) -> Iterator[dict[str, Any]]:
+    """``n`` distinct facts: bench/synthetic.py's (entity, key) facts while it has enough, else
+    bench/scale.py's generator (a person doing something, any number)."""
+    try:
+        chosen = synthetic.pairs(n)
+    except ValueError:
+        return scale.facts(n)
+    return synthetic.facts(chosen)
 
 
 def _add_hub(mem: Memory, hub: str, ids: list[str], rng: random.Random) -> None:
