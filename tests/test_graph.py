@@ -12,6 +12,7 @@ import pytest
 
 from graphmem import (
     Conflict,
+    FactInput,
     InvalidInput,
     LinkType,
     Memory,
@@ -19,8 +20,10 @@ from graphmem import (
     Settings,
     expansion,
     graph,
+    ingest,
 )
 from graphmem.limits import MAX_DEPTH
+from graphmem.sqlitestore import SQLiteStore
 
 from .conftest import Clock
 
@@ -552,3 +555,41 @@ def test_graph_depth_is_checked(mem: Memory) -> None:
     for bad in (-1, 7, 1.5, True):
         with pytest.raises(InvalidInput):
             mem.search("anything", graph_depth=bad)  # type: ignore[arg-type]
+
+
+def test_a_batch_of_links_costs_work_in_proportion_to_its_size(
+    tmp_path: Path, clock: Clock
+) -> None:
+    # The live links a batch names were read with a condition on its sources and on its
+    # targets, which SQLite answered by looking every combination up: a batch 8 times larger
+    # cost 64 times more (100 million lookups for 10,000 links).
+    store = SQLiteStore(tmp_path / "store.sqlite3", clock)
+    try:
+        inputs = [FactInput.parse({"text": f"node {n}"}) for n in range(2000)]
+        with store.transaction() as tx:
+            results, _ = ingest.write_batch(
+                tx, inputs, [None] * len(inputs), Settings(embedder="hash")
+            )
+        ids = [r.fact.id for r in results if r.fact is not None]
+        rng = random.Random(5)
+
+        def work(links: int) -> int:
+            """SQLite's virtual machine steps (in thousands) to make ``links`` random links."""
+            steps = [0]
+
+            def tick() -> int:
+                steps[0] += 1
+                return 0
+
+            pairs = (rng.sample(ids, 2) for _ in range(links))
+            items = [{"source_id": s, "target_id": t, "type": "RELATED_TO"} for s, t in pairs]
+            with store.transaction() as tx:
+                tx.conn.set_progress_handler(tick, 1000)  # type: ignore[attr-defined]
+                tx.link_many(items)
+                tx.conn.set_progress_handler(None, 0)  # type: ignore[attr-defined]
+            return steps[0]
+
+        small, large = work(200), work(1600)
+        assert large < 16 * small, (small, large)
+    finally:
+        store.close()
