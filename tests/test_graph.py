@@ -584,9 +584,9 @@ def test_a_batch_of_links_costs_work_in_proportion_to_its_size(
             pairs = (rng.sample(ids, 2) for _ in range(links))
             items = [{"source_id": s, "target_id": t, "type": "RELATED_TO"} for s, t in pairs]
             with store.transaction() as tx:
-                tx.conn.set_progress_handler(tick, 1000)  # type: ignore[attr-defined]
+                tx.conn.set_progress_handler(tick, 1000)
                 tx.link_many(items)
-                tx.conn.set_progress_handler(None, 0)  # type: ignore[attr-defined]
+                tx.conn.set_progress_handler(None, 0)
             return steps[0]
 
         small, large = work(200), work(1600)
