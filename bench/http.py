@@ -69,6 +69,8 @@ STARTUP_TIMEOUT: Final = 300.0
 SEARCH: Final = """query Search($q: String!) {
   search(query: $q, limit: 10) { score fact { id text } }
 }"""
+#: The operations timed over HTTP (and in process, for what HTTP adds).
+OPERATIONS: Final = ("search", "traverse")
 TRAVERSE: Final = """query Traverse($id: ID!) {
   traverse(from: [$id], depth: 2) { nodes { depth fact { id } } edges { id } truncated }
 }"""
@@ -124,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_json(args.out or OUT_DIR / f"http{suffix}.json", out)
     errors = sum(
         out[f"{n}_{p}"]["errors"]
-        for n in ("search", "traverse")
+        for n in OPERATIONS
         for p in ("single", "concurrent")
         if f"{n}_{p}" in out
     )
@@ -462,10 +464,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
         ]
         for name, op in (("search", "search"), ("traverse", "traverse"))
     ]
-    rows += _in_process_rows(
-        r["in_process"],
-        ("lookup", "search_day", "search_month", "search_any_month", "search_last_week"),
-    )
+    rows += _in_process_rows(r["in_process"], [op for op in IN_PROCESS if op not in OPERATIONS])
     head = (
         f"{r['counts']['facts']} facts, {r['counts']['links']} links, {r['embedder']} embedder, {r['store']} store;"
         f" server up, its graph loaded, in {r['server_startup_seconds']:.1f} s, idle RSS"

@@ -101,6 +101,12 @@ class Bm25Ranker:
             max(math.log((size - frequency[x] + 0.5) / (frequency[x] + 0.5)), 1e-6) for x in lexemes
         ]
         idf_of = dict(zip(lexemes, idf, strict=True))
+        period = filters.period
+        among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
+        if among is not None:  # a short period of time words: its facts' matches, scored alike
+            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=among)
+            found = _visible(conn, scores, scope, filters, n)
+            return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
         selecting: list[str] = []
         total = 0
         for lexeme in sorted(lexemes, key=lambda x: (frequency[x], x)):
@@ -109,12 +115,6 @@ class Bm25Ranker:
             selecting.append(lexeme)
             total += frequency[lexeme]
         scoring = [x for x in lexemes if x not in selecting]
-        period = filters.period
-        among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
-        if among is not None:  # a short period of time words: its facts' matches, scored alike
-            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=among)
-            found = _visible(conn, scores, scope, filters, n)
-            return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
         scores = _scores(conn, selecting, scoring, idf_of, frequency, average, self._common)
         found = _visible(conn, scores, scope, filters, n)
         if len(found) < n and scoring:  # then the facts that only scoring words match

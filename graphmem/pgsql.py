@@ -73,18 +73,27 @@ _LIMIT = re.compile(r"LIMIT (:\w+|\?)")
 _PICKED = re.compile(
     r"JOIN (\w+) (\w+) ON \2\.rowid IN \(\s*SELECT \2\.rowid FROM (.*?LIMIT :\w+)\)", re.DOTALL
 )
-#: The expressions on a fact alias that ``gm_facts`` keeps as columns (pgschema.COMPUTED).
-_COMPUTED = re.compile(
-    r"\blower\((\w+)\.(entity|key)\)|\bCOALESCE\((\w+)\.source_date, \3\.valid_from\)",
-    re.IGNORECASE,
-)
+
+
+def _on_alias(expression: str) -> re.Pattern[str]:
+    """``expression`` (a function of columns, as pgschema.COMPUTED writes it) on the columns of
+    any one table alias: ``lower(entity)`` matches ``lower(f.entity)``, the alias captured."""
+    function, arguments = expression.removesuffix(")").split("(", 1)
+    columns = [re.escape(c.strip()) for c in arguments.split(",")]
+    on_alias = [rf"(\w+)\.{columns[0]}", *(rf"\1\.{c}" for c in columns[1:])]
+    return re.compile(rf"\b{function}\({', '.join(on_alias)}\)", re.IGNORECASE)
+
+
+#: The expressions on a fact alias that ``gm_facts`` keeps as columns, and those columns.
+_COMPUTED: Final = {_on_alias(expression): name for name, (expression, _) in COMPUTED.items()}
 
 
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
     """``sql`` as PostgreSQL and psycopg take it (see the module's docstring)."""
     sql = _PICKED.sub(r"CROSS JOIN LATERAL (SELECT \2.* FROM \3) \2", sql)
-    sql = _COMPUTED.sub(lambda m: f"{m[1]}.lower_{m[2]}" if m[1] else f"{m[3]}.dated", sql)
+    for expression, column in _COMPUTED.items():
+        sql = expression.sub(rf"\1.{column}", sql)
     sql = _PRAGMA_TABLE.sub(
         r"SELECT ordinal_position, column_name::text FROM information_schema.columns"
         r" WHERE table_name = '\1' AND table_schema = current_schema()"
