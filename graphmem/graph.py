@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -26,6 +25,7 @@ from typing import Any, Final, NamedTuple
 
 from .adjacency import Adjacency, IndexWalk, Step
 from .errors import Conflict, InvalidInput, NotFound
+from .ids import new_id
 from .limits import (
     FAN_OUT,
     MAX_DEPTH,
@@ -294,7 +294,7 @@ class _LinkBatch:
                 return _link_of(live)
             live["retracted_at"] = now
             meta = merged
-        link_id = str(uuid.uuid4())
+        link_id = new_id()
         made = {
             "id": link_id,
             "source_id": source_id,

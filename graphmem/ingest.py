@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from typing import Any, Final
 
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
+from .ids import new_id
 from .models import Action, Fact, FactInput, StoreResult, Verdict
 from .settings import Settings
 from .store import BatchChanges, Transaction
@@ -204,7 +204,7 @@ def _decide(
         elif later is not None:
             reason = f"earlier value for {x.entity}.{x.key}, recorded as history"
 
-    fact_id = str(uuid.uuid4())
+    fact_id = new_id()
     decay_class = x.decay_class or classify_decay(x.entity, x.key, x.value, x.text)
     tags = x.tags if x.tags is not None else extract_tags(x.text, x.entity)
     row = {

@@ -347,19 +347,28 @@ class Best:
         rows: npt.NDArray[np.int64],
         scores: Vectors,
         slots: npt.NDArray[np.int64] | None = None,
+        live: npt.NDArray[np.bool_] | None = None,
     ) -> None:
         """``scores[i, j]`` is query ``queries[i]`` against row ``rows[j]``; each query's
-        ``slots[i]`` is its group of columns (without a floor)."""
+        ``slots[i]`` is its group of columns (without a floor). ``live[j]`` flags whether row
+        ``rows[j]`` may be returned (None: every row may)."""
         if self._sparse:
             qi, rj = np.nonzero(scores >= self.floor)
+            if live is not None and len(qi):  # few pass: cheaper to drop them than to mask
+                kept = live[rj]
+                qi, rj = qi[kept], rj[kept]
             if len(qi) > len(queries) * self.k:  # many pass (a low floor): keep each query's k
+                if live is not None:
+                    scores = np.where(live, scores, np.float32(-np.inf))
                 top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]
                 best = np.take_along_axis(scores, top, 1)
                 qi, cj = np.nonzero(best >= self.floor)
                 self._found.append((queries[qi], rows[top[qi, cj]], best[qi, cj]))
-            else:
+            elif len(qi):
                 self._found.append((queries[qi], rows[rj], scores[qi, rj]))
             return
+        if live is not None:
+            scores = np.where(live, scores, np.float32(-np.inf))
         width = min(self.k, len(rows))
         if width == 0:
             return
@@ -521,19 +530,17 @@ class Partitions:
         # one BLAS thread each is faster than waking a pool (and far faster when the cores are
         # busy).
         with _single_threaded_blas():
-            for c in np.nonzero(bounds[1:] > bounds[:-1])[0]:
+            for c in np.nonzero(bounds[1:] > bounds[:-1])[0].tolist():
                 queries, slots = np.divmod(order[bounds[c] : bounds[c + 1]], PARTITION_PROBES)
-                begin, end = ranges[c], ranges[c + 1]
-                rows = np.concatenate([np.arange(begin, end), tail[c]])
-                if len(rows) == 0:
-                    continue
                 block = vectors[queries]
-                scores = block @ matrix[begin:end].T
-                if len(tail[c]):
-                    scores = np.concatenate([scores, block @ matrix[tail[c]].T], axis=1)
-                if live_only:
-                    scores[:, ~live[rows]] = -np.inf
-                best.add(queries, rows, scores, slots)
+                begin, end = int(ranges[c]), int(ranges[c + 1])
+                rest = tail[c]  # the partition's rows written since it was laid out
+                for rows, part, flags in (
+                    (np.arange(begin, end), matrix[begin:end], live[begin:end]),  # slices
+                    (rest, matrix[rest], live[rest]),
+                ):
+                    if len(rows):
+                        best.add(queries, rows, block @ part.T, slots, flags if live_only else None)
         return best.result()
 
     def search(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -27,6 +26,7 @@ from .embedders import Vectors, text_hash
 from .episodes import Episode, EpisodeInput
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import Conflict, NotFound
+from .ids import new_id
 from .keyword import KeywordRanker
 from .models import Fact, Link, LinkOrigin
 from .reads import IN_IDS, FactPage, Filters
@@ -198,7 +198,7 @@ class SQLiteTransaction:
         conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
             f" valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, '{LinkOrigin.SUPERSESSION}', ?, ?)",
-            [(str(uuid.uuid4()), *link) for link in changes.links],
+            [(new_id(), *link) for link in changes.links],
         )
         conn.executemany(
             "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
@@ -215,7 +215,7 @@ class SQLiteTransaction:
             " ON CONFLICT (source_id, target_id, type) WHERE retracted_at IS NULL DO UPDATE"
             " SET origin = excluded.origin, strength = excluded.strength"
             f" WHERE excluded.origin = '{LinkOrigin.EPISODE}'",
-            [(str(uuid.uuid4()), s, t, kind, w, o, self.now, v) for s, t, kind, w, o, v in links],
+            [(new_id(), s, t, kind, w, o, self.now, v) for s, t, kind, w, o, v in links],
         )
 
     def retract(self, fact_id: str) -> Fact:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+import uuid
 from typing import Any
 
 import pytest
@@ -74,6 +76,18 @@ def test_store_many_returns_results_in_input_order_and_embeds_once(mem: Memory) 
     ]
     assert calls == [5]
     assert all(r.action == "ADD" for r in results)
+
+
+def test_ids_are_uuids_that_sort_in_the_order_they_were_made(mem: Memory) -> None:
+    # Time-ordered (version 7): an index on them grows at its end instead of at random pages.
+    first = [r.fact.id for r in mem.store_many([{"text": f"Team {n} ships weekly"} for n in "AB"])]
+    time.sleep(0.002)
+    second = [r.fact.id for r in mem.store_many([{"text": f"Team {n} ships daily"} for n in "CD"])]
+    time.sleep(0.002)
+    link = mem.link(first[0], second[0], "RELATED_TO")
+    assert all(uuid.UUID(i).version == 7 for i in [*first, *second, link.id])
+    assert max(first) < min(second) < link.id
+    assert len({*first, *second}) == 4
 
 
 def test_exact_and_normalised_duplicates_are_noops(mem: Memory) -> None:

@@ -1,0 +1,31 @@
+"""Identifiers of facts and links: UUIDs that begin with the time they were made.
+
+Version 7 of RFC 9562: 48 bits of Unix time in milliseconds, then 74 random bits. Ids made one
+after another sort together, so an index on them grows at its end, where a random UUID (version
+4) put each insert on a page of its own: at a million facts, a batch of 1,000 wrote about 1,000
+pages of the id index. The id says when its fact or link was made, which ``recorded_at`` says
+anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+_RAND_A: int = (1 << 12) - 1
+_RAND_B: int = (1 << 62) - 1
+
+
+def new_id() -> str:
+    """A new time-ordered UUID (version 7), as text."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")  # 80 bits, of which 74 are used
+    value = (
+        (ms & ((1 << 48) - 1)) << 80
+        | 0x7 << 76
+        | (rand >> 68 & _RAND_A) << 64
+        | 0b10 << 62
+        | rand & _RAND_B
+    )
+    return str(uuid.UUID(int=value))
