@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 
 _RAND_A: int = (1 << 12) - 1
 _RAND_B: int = (1 << 62) - 1
@@ -28,4 +27,5 @@ def new_id() -> str:
         | 0b10 << 62
         | rand & _RAND_B
     )
-    return str(uuid.UUID(int=value))
+    h = f"{value:032x}"  # uuid.UUID(int=value) would say the same, three times slower
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
