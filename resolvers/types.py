@@ -6,9 +6,10 @@ nested field (``links``, ``supersedes``, ``history``…) reads memory at that sa
 
 import base64
 import binascii
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Annotated, Any, Final, NewType
+from typing import Annotated, Any, ClassVar, Final, NewType
 
 import strawberry
 from strawberry.types import Info
@@ -216,20 +217,7 @@ class Link:
 
     @classmethod
     def of(cls, link: graphmem.Link, scope: Scope) -> "Link":
-        return cls(
-            id=strawberry.ID(link.id),
-            source_id=strawberry.ID(link.source_id),
-            target_id=strawberry.ID(link.target_id),
-            type=_LINK_TYPES[link.type],
-            strength=link.strength,
-            origin=link.origin,
-            recorded_at=_time(link.recorded_at),
-            valid_from=_time(link.valid_from),
-            valid_until=_maybe_time(link.valid_until),
-            retracted_at=_maybe_time(link.retracted_at),
-            metadata=JSON(link.metadata),
-            scope=scope,
-        )
+        return _LinkView(link, scope)
 
     @strawberry.field(description="The source fact, as seen at the same time scope.")
     async def source(self, info: Info[Context, None]) -> "Fact | None":
@@ -319,36 +307,7 @@ class Fact:
 
     @classmethod
     def of(cls, fact: graphmem.Fact, scope: Scope) -> "Fact":
-        return cls(
-            id=strawberry.ID(fact.id),
-            text=fact.text,
-            category=fact.category,
-            importance=fact.importance,
-            entity=fact.entity,
-            key=fact.key,
-            value=fact.value,
-            source=fact.source,
-            tags=list(fact.tags),
-            summary=fact.summary,
-            why=fact.why,
-            context=fact.context,
-            decay_class=fact.decay_class,
-            expires_at=_maybe_time(fact.expires_at),
-            confidence=fact.confidence,
-            last_confirmed_at=_maybe_time(fact.last_confirmed_at),
-            access_count=fact.access_count,
-            last_accessed_at=_maybe_time(fact.last_accessed_at),
-            source_date=_maybe_time(fact.source_date),
-            valid_from=_time(fact.valid_from),
-            valid_until=_maybe_time(fact.valid_until),
-            valid_until_recorded_at=_maybe_time(fact.valid_until_recorded_at),
-            recorded_at=_time(fact.recorded_at),
-            retracted_at=_maybe_time(fact.retracted_at),
-            superseded_by_id=_maybe_id(fact.superseded_by),
-            supersedes_id=_maybe_id(fact.supersedes_id),
-            episode_id=fact.episode_id,
-            scope=scope,
-        )
+        return _FactView(fact, scope)
 
     @strawberry.field(description="The episode it came from, if any.")
     async def episode(self, info: Info[Context, None]) -> "Episode | None":
@@ -612,6 +571,42 @@ class Recall:
     @strawberry.field(description="The facts in the block, in order.")
     def facts(self) -> list[Fact]:
         return [item.fact for item in self.items]
+
+
+class _View:
+    """A GraphQL object that reads each field from the engine's object when first asked for it.
+
+    A traversal answers about a hundred facts and links, of which a query usually selects a few
+    fields: converting all 27 fields of each up front cost more than completing the answer.
+    Values are those the dataclass constructor would have been given (the engine's times are
+    already UTC datetimes, ids already text).
+    """
+
+    #: How a field is read from the engine's object; a field not named reads the same attribute.
+    READS: ClassVar[dict[str, Callable[[Any], Any]]] = {}
+
+    def __init__(self, source: Any, scope: Scope) -> None:
+        self._source = source
+        self.scope = scope
+
+    def __getattr__(self, name: str) -> Any:  # only for a field not read yet
+        if name not in type(self).__dataclass_fields__:  # type: ignore[attr-defined]
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        read = self.READS.get(name)
+        value = getattr(self._source, name) if read is None else read(self._source)
+        setattr(self, name, value)
+        return value
+
+
+class _FactView(_View, Fact):
+    READS: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "tags": lambda fact: list(fact.tags),
+        "superseded_by_id": lambda fact: fact.superseded_by,
+    }
+
+
+class _LinkView(_View, Link):
+    READS: ClassVar[dict[str, Callable[[Any], Any]]] = {"type": lambda link: _LINK_TYPES[link.type]}
 
 
 @strawberry.type(description="A fact reached by a traversal.")

@@ -16,7 +16,8 @@ from starlette.requests import Request
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionResult
 
-from graphmem import Memory
+from graphmem import Fact, Link, Memory
+from graphmem.temporal import parse_time
 from resolvers.context import Context
 from resolvers.events import Broadcaster
 from resolvers.lean import LeanExecutor
@@ -174,3 +175,66 @@ def test_a_traversal_answers_the_same_through_the_service_schema(mem: Memory) ->
     assert answers[0] == answers[1]
     assert answers[1] is not None
     assert [n["fact"]["id"] for n in answers[1]["traverse"]["nodes"]] == [a.id, b.id, c.id]
+
+
+def test_every_field_of_a_traversed_fact_and_link_is_the_engines(mem: Memory) -> None:
+    # The GraphQL objects read each field from the engine's object when asked (resolvers/types.py
+    # _View): every field, renamed or converted or not, must say what the engine says.
+    old = mem.store("Ana lives in Lisbon", entity="Ana", key="city", value="Lisbon").fact
+    assert old is not None
+    new = mem.store(
+        "Ana works in Porto",
+        entity="Ana",
+        key="office",
+        value="Porto",
+        tags=["home"],
+        source="chat",
+        source_date="2024-05-01",
+        summary="moved",
+        why="she said so",
+        context="turn 3",
+    ).fact
+    assert new is not None
+    link = mem.link(old.id, new.id, "CAUSED_BY", strength=0.25, metadata={"by": "test"})
+    fact_fields = [_camel(name) for name in Fact.__dataclass_fields__ if name != "superseded_by"]
+    link_fields = [_camel(name) for name in Link.__dataclass_fields__]
+    query = (
+        "query($id: ID!) { traverse(from: [$id], depth: 1) { nodes { fact { supersededById "
+        + " ".join(fact_fields)
+        + " } } edges { "
+        + " ".join(link_fields)
+        + " } } }"
+    )
+
+    async def execute() -> ExecutionResult:
+        request = Request({"type": "http", "method": "POST", "path": "/", "headers": []})
+        context = Context(mem, None, request, Broadcaster(asyncio.get_running_loop()))
+        return await build_schema().execute(query, {"id": old.id}, context_value=context)
+
+    result = asyncio.run(execute())
+    assert result.errors is None and result.data is not None
+    engine = {f.id: f.to_dict() for f in mem.get_many([old.id, new.id]).values()}
+    assert len(result.data["traverse"]["nodes"]) == 2
+    for node in result.data["traverse"]["nodes"]:
+        shown = node["fact"]
+        want = engine[shown["id"]]
+        assert shown["supersededById"] == want["superseded_by"]
+        assert {k: _plain(v) for k, v in shown.items() if k != "supersededById"} == {
+            _camel(k): _plain(v) for k, v in want.items() if k != "superseded_by"
+        }
+    (edge,) = [e for e in result.data["traverse"]["edges"] if e["id"] == link.id]
+    assert {k: _plain(v) for k, v in edge.items()} == {
+        _camel(k): _plain(v) for k, v in link.to_dict().items()
+    }
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _plain(value: Any) -> Any:
+    """Times as the engine's to_dict and GraphQL both write them can differ only in form."""
+    if isinstance(value, str) and value.endswith(("Z", "+00:00")) and "T" in value:
+        return parse_time(value)
+    return value
