@@ -438,22 +438,34 @@ def link_recall(vectors: Vectors, probes: int, new: int = 3_000) -> float:
     return found / max(wanted, 1)
 
 
+PRECOMPUTED_CHUNK: Final = 100_000
+
+
 def precomputed(n: int) -> CachingEmbedder:
     """The local embedder with the vectors of the first ``n`` facts computed once and kept in
     bench/out (MiniLM on two cores would take most of the run): a write of a known fact costs
-    a lookup; any other text (the queries) is embedded by the model."""
+    a lookup; any other text (the queries) is embedded by the model. The vectors are kept in
+    files of PRECOMPUTED_CHUNK facts, so a larger run reuses a smaller one's and an interrupted
+    computation resumes (a million facts take about an hour)."""
     embedder = CachingEmbedder(make_embedder("local"))
-    path = OUT_DIR / f"scale-local-{n}.npy"
     texts = [f["text"] for f in facts(n)]
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        vectors = np.empty((n, embedder.dimensions), dtype=np.float32)
-        for start in range(0, n, 10_000):
-            vectors[start : start + 10_000] = embedder.inner.embed(texts[start : start + 10_000])
-            print(f"  embedded {min(n, start + 10_000):,} of {n:,} facts", flush=True)
-        np.save(path, vectors)
-    vectors = np.load(path)
-    embedder.remember(texts, vectors)
+    for start in range(0, n, PRECOMPUTED_CHUNK):
+        end = min(start + PRECOMPUTED_CHUNK, n)
+        path = OUT_DIR / f"scale-local-{start}-{start + PRECOMPUTED_CHUNK}.npy"
+        if not path.exists() and end < start + PRECOMPUTED_CHUNK:  # a smaller last file
+            path = OUT_DIR / f"scale-local-{start}-{end}.npy"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            chunk = texts[start:end]
+            vectors = np.empty((len(chunk), embedder.dimensions), dtype=np.float32)
+            for at in range(0, len(chunk), 10_000):
+                vectors[at : at + 10_000] = embedder.inner.embed(chunk[at : at + 10_000])
+                print(f"  embedded {start + min(len(chunk), at + 10_000):,} facts", flush=True)
+            partial = path.with_suffix(".partial.npy")
+            np.save(partial, vectors)
+            partial.rename(path)
+        vectors = np.load(path)[: n - start]
+        embedder.remember(texts[start : start + len(vectors)], vectors)
     return embedder
 
 
