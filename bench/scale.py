@@ -36,7 +36,7 @@ from graphmem import Memory, Settings
 from graphmem import mirror as mirror_engine
 from graphmem.autolink import THRESHOLDS
 from graphmem.embedders import Vectors
-from graphmem.mirror import Mirror
+from graphmem.mirror import SEARCH_PROBES, Mirror
 
 from .common import (
     OUT_DIR,
@@ -399,7 +399,8 @@ def probe_recall(n: int, k: int = 10) -> dict[str, Any]:
     queries = [q["text"][:60] for q in facts(QUERIES, start=n)]
     found = 0
     took = []
-    for query in embedder.inner.embed(queries):
+    query_vectors = embedder.inner.embed(queries)
+    for query in query_vectors:
         began = time.perf_counter()
         approximate = {i for i, _ in mirror.probe(query, k, live_only=True)}
         took.append(1000 * (time.perf_counter() - began))
@@ -415,7 +416,59 @@ def probe_recall(n: int, k: int = 10) -> dict[str, Any]:
             probes: link_recall(vectors, probes)
             for probes in (2, 3, mirror_engine.PARTITION_PROBES)
         },
+        "copy_formats": copy_formats(mirror, query_vectors[1:], k),
     }
+
+
+#: Candidates re-scored exactly per result wanted, for ``copy_formats``.
+RESCORED: Final = 4
+
+
+def copy_formats(mirror: Mirror, queries: Vectors, k: int) -> dict[str, dict[str, float]]:
+    """What a smaller in-memory copy of the vectors would cost a search: the rows of the
+    SEARCH_PROBES partitions nearest each query scored from a float32, float16 or int8 copy
+    (int8: each row scaled by its largest component, the scale kept as a float32). For each:
+    bytes a row takes, milliseconds to score a query's rows (p50), and recall@10 against the
+    float32 scores of the same rows, alone and with the best RESCORED x 10 re-scored from
+    float32 vectors (which a copy of this kind would have to read from elsewhere)."""
+    ivf = mirror._partitions()  # lays the rows out by partition: each one is a slice
+    n = len(mirror)
+    matrix = mirror._matrix[:n]
+    scale = np.abs(matrix).max(axis=1) / 127
+    copies: dict[str, tuple[Any, Any]] = {
+        "float32": (matrix, None),
+        "float16": (matrix.astype(np.float16), None),
+        "int8": (np.round(matrix / scale[:, None]).astype(np.int8), scale),
+    }
+    out: dict[str, dict[str, float]] = {}
+    for name, (copy, scales) in copies.items():
+        took: list[float] = []
+        found = rescored = 0
+        for query in queries:
+            chosen = np.argpartition(-(ivf.centroids @ query), SEARCH_PROBES - 1)[:SEARCH_PROBES]
+            ranges = [(int(ivf._ranges[c]), int(ivf._ranges[c + 1])) for c in chosen]
+            began = time.perf_counter()
+            parts = []
+            for begin, end in ranges:
+                part = copy[begin:end]
+                scores = (part if part.dtype == np.float32 else part.astype(np.float32)) @ query
+                parts.append(scores if scales is None else scores * scales[begin:end])
+            scores = np.concatenate(parts)
+            took.append(1000 * (time.perf_counter() - began))
+            rows = np.concatenate([np.arange(b, e) for b, e in ranges])
+            exact = matrix[rows] @ query
+            best = set(np.argpartition(-exact, k - 1)[:k].tolist())
+            found += len(best & set(np.argpartition(-scores, k - 1)[:k].tolist()))
+            candidates = np.argpartition(-scores, RESCORED * k - 1)[: RESCORED * k]
+            again = candidates[np.argpartition(-exact[candidates], k - 1)[:k]]
+            rescored += len(best & set(again.tolist()))
+        out[name] = {
+            "bytes_per_row": copy.shape[1] * copy.itemsize + (0 if scales is None else 4),
+            "score_ms_p50": percentile(took, 50),
+            "recall_at_10": found / (k * len(queries)),
+            "recall_at_10_rescored": rescored / (k * len(queries)),
+        }
+    return out
 
 
 def link_recall(vectors: Vectors, probes: int, new: int = 3_000) -> float:

@@ -745,7 +745,3 @@ def _at(seconds: float) -> DateTime:
 
 def _maybe_time(moment: datetime | None) -> DateTime | None:
     return None if moment is None else DateTime(moment)
-
-
-def _maybe_id(value: str | None) -> strawberry.ID | None:
-    return None if value is None else strawberry.ID(value)
