@@ -1,10 +1,10 @@
 """Identifiers of facts and links: UUIDs that begin with the time they were made.
 
 Version 7 of RFC 9562: 48 bits of Unix time in milliseconds, then 74 random bits. Ids made one
-after another sort together, so an index on them grows at its end, where a random UUID (version
-4) put each insert on a page of its own: at a million facts, a batch of 1,000 wrote about 1,000
-pages of the id index. The id says when its fact or link was made, which ``recorded_at`` says
-anyway.
+after another sort together, so an index on them grows at its end; a random UUID (version 4)
+sent each insert to a page of its own once the index outgrew a batch, so a batch of 1,000 facts
+dirtied up to 1,000 of its pages. The id says when its fact or link was made, which
+``recorded_at`` says anyway.
 """
 
 from __future__ import annotations
