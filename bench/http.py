@@ -437,7 +437,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
         return _in_process_markdown(r)
     rows = [
         [
-            name,
+            IN_PROCESS[op],
             clients,
             r[key]["n"],
             f"{r[key]['p50_ms']:.1f}",
@@ -447,13 +447,13 @@ def summary_markdown(r: dict[str, Any]) -> str:
             f"{r[key]['rss']['Pss']:.0f} / {r[key]['rss']['Anonymous']:.0f}"
             f" / {r[key]['rss']['VmRSS']:.0f}",
         ]
-        for name, op in (("search (limit 10)", "search"), ("traverse depth 2", "traverse"))
+        for op in OPERATIONS
         for clients, key in ((1, f"{op}_single"), (CLIENTS, f"{op}_concurrent"))
     ]
     local = r["in_process"]
     rows += [
         [
-            f"{name} in process (no HTTP, no GraphQL)",
+            f"{op} in process (no HTTP, no GraphQL)",
             1,
             r["requests_single"],
             f"{local[op]['p50_ms']:.1f}",
@@ -462,7 +462,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
             "",
             f"HTTP adds {r[op + '_single']['p50_ms'] - local[op]['p50_ms']:.1f} ms at p50",
         ]
-        for name, op in (("search", "search"), ("traverse", "traverse"))
+        for op in OPERATIONS
     ]
     rows += _in_process_rows(r["in_process"], [op for op in IN_PROCESS if op not in OPERATIONS])
     head = (
