@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,28 @@ def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
         assert ranked == expected
         assert any(ranked) and (floor < 0.9 or not all(len(hits) == 5 for hits in ranked))
     assert not any(hits and hits[0][0] in {f"f{i}" for i in range(0, 50, 7)} for hits in unranked)
+
+
+@pytest.mark.parametrize("floor", [-math.inf, 0.6, 0.95])
+def test_checks_shared_between_threads_find_what_one_thread_finds(
+    monkeypatch: pytest.MonkeyPatch, floor: float
+) -> None:
+    """A bulk check's partitions are scored by several threads at once, each writing its
+    results into the same gatherer: the neighbours are those one thread finds."""
+    n = PARTITION_MIN_ROWS + 2_000
+    rows = structured_rows(n, dims=32, factors=6, seed=21)
+    mirror = Mirror(32)
+    mirror.upsert([f"f{i}" for i in range(n)], rows, [i % 5 != 0 for i in range(n)])
+    queries = structured_rows(400, dims=32, factors=6, seed=22)
+    queries[:100] = rows[:100] + 0.02 * unit_rows(100, seed=23)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    monkeypatch.setattr(mirror_engine, "SCORING_THREADS", 1)
+    alone = mirror.neighbours_many(queries, 5, live_only=True, floor=floor)
+    monkeypatch.setattr(mirror_engine, "SCORING_THREADS", 3)
+    monkeypatch.setattr(mirror_engine, "SHARED_MIN_ITEMS", 1)
+    shared = mirror.neighbours_many(queries, 5, live_only=True, floor=floor)
+    assert shared == alone
+    assert sum(map(len, alone)) >= 100  # the near-copies at least: the check found something
 
 
 def test_partitions_keep_finding_rows_after_deletes_rewrites_and_growth(
