@@ -165,6 +165,35 @@ def test_links_whose_start_was_defaulted_to_the_moment_of_linking_take_the_new_d
     assert starts == {"defaulted": 250.0, "given": 60.0, "automatic": 1000.0}
 
 
+def test_commits_are_copied_into_the_database_file_in_the_background(tmp_path: Path) -> None:
+    """A write returns once its commit is in the WAL; a thread of the database's own copies it
+    into the file (a checkpoint), and stops when the database is closed."""
+    path = tmp_path / "ckpt.sqlite3"
+    before = set(threading.enumerate())
+    db = Database(path)
+    with db.write() as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(5_000)])
+
+    def in_file() -> int:  # rows in the database file itself, ignoring the WAL
+        raw = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        try:
+            return int(raw.execute("SELECT count(*) FROM t").fetchone()[0])
+        except sqlite3.OperationalError:  # the table is not in the file yet
+            return 0
+        finally:
+            raw.close()
+
+    deadline = time.monotonic() + 10
+    while in_file() < 5_000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert in_file() == 5_000
+    (thread,) = [t for t in threading.enumerate() if t not in before]
+    assert thread.name == "graphmem-checkpoint"
+    db.close()
+    assert not thread.is_alive()
+
+
 def test_a_database_from_a_newer_graphmem_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "future.sqlite3"
     conn = sqlite3.connect(path)
