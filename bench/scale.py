@@ -12,13 +12,21 @@ measures the process's PSS, compares the vector leg's top 10 with an exact scan,
 ``check`` (timed). With ``--embedder local`` the facts' vectors are computed once and kept in
 bench/out (``scale-local-N.npy``); the queries are embedded by the model.
 
+``--phases B --data DIR --facts N`` times where the time of B more batches goes (embedding,
+the write-time checks and their partition probes, the SQL writes, the durable commit, the
+vector index write), written onto a store of N facts made by an earlier run (on a copy: it
+grows).
+
     python -m bench.scale [--facts 300000] [--segment 100000] [--embedder hash|local]
                           [--data DIR] [--out FILE]
+    python -m bench.scale --phases 40 --data COPY --facts N [--embedder hash|local]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import random
@@ -32,8 +40,11 @@ from typing import Any, Final
 
 import numpy as np
 
-from graphmem import Memory, Settings
+from graphmem import Memory, Settings, sqlitestore, storage
+from graphmem import cache as cache_engine
 from graphmem import mirror as mirror_engine
+from graphmem import sync as sync_engine
+from graphmem import writer as writer_engine
 from graphmem.autolink import THRESHOLDS
 from graphmem.embedders import Vectors
 from graphmem.mirror import SEARCH_PROBES, Mirror
@@ -282,6 +293,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
+        "--phases",
+        type=int,
+        metavar="BATCHES",
+        help="only time where each of BATCHES more batches of 1,000 goes, written onto the store"
+        " in --data that holds --facts facts (it grows by as many: use a copy)",
+    )
+    parser.add_argument(
         "--probe-recall",
         action="store_true",
         help="only measure the partitioned search's recall@10 against exact search on the"
@@ -290,6 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.probe_recall:
         print(json.dumps(probe_recall(args.facts)))
+        return 0
+    if args.phases:
+        print(json.dumps(phases(args.data, args.facts, args.phases, args.embedder)))
         return 0
     if args.measure:  # the child of ``run``: open the store in a fresh process and measure it
         print(json.dumps(measure(args.data, args)))
@@ -365,6 +386,72 @@ def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
         out["check_seconds"] = time.perf_counter() - began
     out["peak_rss_mb"] = peak_rss_mb()
     return out
+
+
+#: What ``phases`` times: (label, owner of the function, its name). Nested labels (indented)
+#: are parts of the one above.
+PHASES: Final = (
+    ("embed (with the embedding cache's reads)", writer_engine.Writer, "_embed"),
+    ("near-duplicate and link checks", writer_engine.Writer, "_similar"),
+    ("  stored facts' partitions probed", mirror_engine.Partitions, "neighbours_many"),
+    ("  laying the partitions out again", mirror_engine.Mirror, "_partitions"),
+    ("SQL writes of the batch", writer_engine.Writer, "_store_batch"),
+    ("  facts, keyword index, supersessions", sqlitestore.SQLiteTransaction, "apply"),
+    ("  embedding cache", cache_engine.EmbeddingCache, "keep"),
+    ("durable commit", storage.Database, "write"),
+    ("vector index write", sync_engine.VectorSync, "sync"),
+)
+
+
+def phases(root: Path, start: int, batches: int, embedder_name: str) -> dict[str, Any]:
+    """Milliseconds per batch of 1,000 in each part of ``store_many`` (PHASES), over
+    ``batches`` batches written onto the store in ``root`` (``start`` facts already in it),
+    after one batch that opens and prepares what the first write needs."""
+    spent: dict[str, float] = {label: 0.0 for label, _, _ in PHASES}
+    settings = Settings(embedder=embedder_name, data_dir=root)
+    embedder = precomputed(start + (batches + 1) * BATCH) if embedder_name == "local" else None
+    rows = list(facts((batches + 1) * BATCH, start))
+    with contextlib.ExitStack() as stack:
+        for label, owner, name in PHASES:
+            stack.enter_context(patched(owner, name, _timing(owner, name, label, spent)))
+        with Memory.open(root, settings=settings, embedder=embedder) as mem:
+            mem.store_many(rows[:BATCH])
+            for label in spent:
+                spent[label] = 0.0
+            began = time.perf_counter()
+            for b in range(1, batches + 1):
+                mem.store_many(rows[b * BATCH : (b + 1) * BATCH])
+            total = time.perf_counter() - began
+    out: dict[str, Any] = {"facts": start, "batches": batches, "batch_ms": 1000 * total / batches}
+    out["phases_ms"] = {label: 1000 * t / batches for label, t in spent.items()}
+    return out
+
+
+def _timing(owner: Any, name: str, label: str, spent: dict[str, float]) -> Any:
+    """``owner.name``, adding its wall time to ``spent[label]``; for ``Database.write``, the
+    time from the end of the transaction's block to the end of its commit."""
+    call = getattr(owner, name)
+    if owner is storage.Database and name == "write":
+
+        @contextlib.contextmanager
+        def write(self: Any, *, durable: bool = True) -> Iterator[Any]:
+            with contextlib.ExitStack() as stack:
+                yield stack.enter_context(call(self, durable=durable))
+                began = time.perf_counter()
+                stack.close()
+                spent[label] += time.perf_counter() - began
+
+        return write
+
+    @functools.wraps(call)
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - began
+
+    return timed
 
 
 def vector_recall(mem: Memory, queries: Sequence[str], k: int = 10) -> float:
