@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -51,16 +52,24 @@ class Context:
     #: The server's key store, to see a key revoked while a subscription is open.
     keys: KeyStore | None = None
     _deadline: float | None = field(default=None, init=False)
-    _facts: DataLoader[tuple[str, Scope], Fact | None] = field(init=False)
-    _links: DataLoader[LinksKey, LinksPage] = field(init=False)
-    _history: DataLoader[tuple[str, Scope], list[Fact]] = field(init=False)
-    _known_now: DataLoader[str, Fact | None] = field(init=False)
 
-    def __post_init__(self) -> None:
-        self._facts = DataLoader(self._load_facts)
-        self._known_now = DataLoader(self._load_known_now)
-        self._links = DataLoader(self._load_links)
-        self._history = DataLoader(self._load_history)
+    # The request's DataLoaders are made on first use: most requests need none of them, and
+    # making the four cost about as much as the rest of the context.
+    @cached_property
+    def _facts(self) -> DataLoader[tuple[str, Scope], Fact | None]:
+        return DataLoader(self._load_facts)
+
+    @cached_property
+    def _known_now(self) -> DataLoader[str, Fact | None]:
+        return DataLoader(self._load_known_now)
+
+    @cached_property
+    def _links(self) -> DataLoader[LinksKey, LinksPage]:
+        return DataLoader(self._load_links)
+
+    @cached_property
+    def _history(self) -> DataLoader[tuple[str, Scope], list[Fact]]:
+        return DataLoader(self._load_history)
 
     @property
     def memory(self) -> Memory:
