@@ -33,6 +33,7 @@ statements need no namespace filter of their own.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import time
@@ -45,7 +46,7 @@ from psycopg import pq
 from psycopg.rows import RowMaker, tuple_row
 
 from .errors import QueryTimeout, StorageError
-from .pgschema import COMPUTED
+from .pgschema import COMPUTED, NAMESPACE_SETTING
 from .storage import IdList
 
 #: For ``INSERT OR REPLACE``: the key of each table it is used on, and the columns a replaced
@@ -318,11 +319,18 @@ class Connection:
         *,
         reader: bool,
         deadline: Callable[[], float | None] = lambda: None,
+        namespace: str | None = None,
+        reopen: Callable[[str | None], psycopg.Connection[Any]] | None = None,
     ) -> None:
         self.raw = raw
         self.reader = reader
         #: The time.monotonic() deadline of the statement about to run (None: no limit).
         self.deadline = deadline
+        #: The namespace the connection is pointed at (the views and row-level security read it).
+        self.namespace = namespace
+        #: A new raw connection pointed at a namespace: used once when the server dropped this
+        #: one while it was idle (see ``_run``).
+        self._reopen = reopen
         self._limited: float | None = None  # the deadline the server's timeout was set for
 
     @property
@@ -345,9 +353,42 @@ class Connection:
     def close(self) -> None:
         self.raw.close()
 
+    def point(self, namespace: str) -> None:
+        """Point the connection at ``namespace`` (outside a transaction)."""
+        self.execute("SELECT set_config(?, ?, false)", [NAMESPACE_SETTING, namespace])
+        self.namespace = namespace
+
     def _run(self, sql: str, params: Any, *, tuples: bool) -> psycopg.Cursor[Any]:
         if sql in ("BEGIN", "BEGIN IMMEDIATE"):
             sql = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if self.reader else "BEGIN"
+        # A statement that starts no work it could repeat twice: a read outside a transaction,
+        # or a transaction's BEGIN. If the server dropped the connection while it sat idle (a
+        # restart, a failover), the statement never ran: it runs once more on a new connection
+        # instead of failing the first request after the server is back.
+        repeatable = (
+            self._reopen is not None
+            and not self.in_transaction
+            and (self.reader or sql.startswith("BEGIN"))
+        )
+        try:
+            return self._statement(sql, params, tuples=tuples)
+        except StorageError:
+            if not (repeatable and (self.raw.closed or self.raw.broken)):
+                raise
+        self._replace()
+        return self._statement(sql, params, tuples=tuples)
+
+    def _replace(self) -> None:
+        """A new raw connection in place of the one the server dropped (StorageError, and this
+        one left as it was, if the server cannot be reached)."""
+        assert self._reopen is not None
+        raw = self._reopen(self.namespace)
+        with contextlib.suppress(psycopg.Error):
+            self.raw.close()
+        self.raw = raw
+        self._limited = None
+
+    def _statement(self, sql: str, params: Any, *, tuples: bool) -> psycopg.Cursor[Any]:
         if sql not in ("COMMIT", "ROLLBACK"):
             self._limit()
         cursor = self.raw.cursor(row_factory=tuple_row if tuples else _row_factory)

@@ -24,6 +24,7 @@ namespace (:mod:`graphmem.pgschema`); what differs is here:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
@@ -32,6 +33,7 @@ from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg import pq
 from psycopg.rows import dict_row
 
 from . import pgschema
@@ -99,6 +101,16 @@ class PostgresDatabase(Connections[Connection]):
     # ------------------------------------------------------------------------- connections
 
     def _connect(self, *, reader: bool) -> Connection:
+        return Connection(
+            self._open(self.namespace),
+            reader=reader,
+            deadline=(lambda: self.deadline) if reader else lambda: None,
+            namespace=self.namespace,
+            reopen=self._open,
+        )
+
+    def _open(self, namespace: str | None) -> psycopg.Connection[Any]:
+        """A new server connection pointed at ``namespace``."""
         try:
             raw = psycopg.connect(
                 self.url,
@@ -107,13 +119,12 @@ class PostgresDatabase(Connections[Connection]):
                 application_name="graphmem",
             )
             raw.execute(
-                "SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, self.namespace]
+                "SELECT set_config(%s, %s, false)",
+                [pgschema.NAMESPACE_SETTING, namespace or self.namespace],
             )
         except psycopg.Error as exc:
             raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
-        return Connection(
-            raw, reader=reader, deadline=(lambda: self.deadline) if reader else lambda: None
-        )
+        return raw
 
     def _usable(self, conn: Connection | None, *, reader: bool) -> Connection:
         """``conn``, or a new connection if it is missing or the server dropped it."""
@@ -310,9 +321,7 @@ class _SharedReaders:
                 self._all = [c for c in self._all if c is not conn] + [fresh]
         fresh.deadline = lambda: db.deadline
         if fresh is conn and namespace != db.namespace:
-            fresh.execute(
-                "SELECT set_config(?, ?, false)", [pgschema.NAMESPACE_SETTING, db.namespace]
-            )
+            fresh.point(db.namespace)
         self._local.namespace = db.namespace
         return fresh
 
@@ -426,22 +435,41 @@ class PostgresKeyStore(KeyStore):
     def _connect(self) -> Iterator[Any]:
         with self._lock:
             try:
-                if self._conn is None or self._conn.closed or self._conn.broken:
-                    if self._conn is not None:
-                        self._conn.close()
-                    self._conn = psycopg.connect(
-                        self.url,
-                        autocommit=True,
-                        connect_timeout=CONNECT_TIMEOUT_S,
-                        application_name="graphmem",
-                    )
-                    pgschema.apply(self._conn)
-                with self._conn.transaction():
-                    yield _Keys(self._conn)
+                conn = self._begin()
+                try:
+                    yield _Keys(conn)
+                    conn.execute("COMMIT")
+                finally:
+                    if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                        with contextlib.suppress(psycopg.Error):
+                            conn.execute("ROLLBACK")
             except psycopg.Error as exc:
                 raise StorageError(
                     f"cannot use the API keys in {self.where}: {message(exc)}"
                 ) from None
+
+    def _begin(self) -> psycopg.Connection[Any]:
+        """The key store's connection with a transaction begun: a new connection when there is
+        none, and once more when the server dropped the one there was while it sat idle (the
+        BEGIN never ran), so the first request after a restart is admitted."""
+        if self._conn is not None and not (self._conn.closed or self._conn.broken):
+            try:
+                self._conn.execute("BEGIN")
+                return self._conn
+            except psycopg.OperationalError:
+                if not self._conn.broken:
+                    raise
+        if self._conn is not None:
+            self._conn.close()
+        self._conn = psycopg.connect(
+            self.url,
+            autocommit=True,
+            connect_timeout=CONNECT_TIMEOUT_S,
+            application_name="graphmem",
+        )
+        pgschema.apply(self._conn)
+        self._conn.execute("BEGIN")
+        return self._conn
 
     def close(self) -> None:
         with self._lock:

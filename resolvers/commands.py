@@ -66,8 +66,10 @@ def serve(
         update={k: v for k, v in given.items() if v is not None}
     )
     with closing(open_keys(settings)) as keys:
-        keyless = not is_loopback(settings.host) and not keys.any_active()
-    if keyless:
+        # Asked whatever the host: with a PostgreSQL store this reaches the database, so a bad
+        # URL or password is refused here, with its code, before the server starts.
+        active = keys.any_active()
+    if not active and not is_loopback(settings.host):
         raise InvalidInput(
             f"refusing to serve on {settings.host} without API keys: create one with "
             "`graphmem create-key --namespace NAME`, or bind to 127.0.0.1",

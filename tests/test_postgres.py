@@ -26,10 +26,14 @@ from graphmem import (
     pgsql,
 )
 from graphmem.cli import cli
-from graphmem.cluster import ROLE, Postgres, Unavailable
+from graphmem.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem.memory import open_keys
 from graphmem.pgkeyword import CommonWords
 from graphmem.pgstore import PostgresStore
+from resolvers.app import create_app
+from resolvers.commands import cli as service_cli
+
+from .api import InProcess
 
 
 @pytest.fixture
@@ -410,3 +414,74 @@ def test_common_words_kept_in_memory_score_exactly_as_the_database_whatever_othe
 
 
 QUERY = "zephyr platform team"
+
+
+def test_serve_refuses_a_store_it_cannot_reach_before_the_server_starts(
+    postgres: Postgres, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started: list[object] = []
+    monkeypatch.setattr("uvicorn.run", lambda *args, **kwargs: started.append(args))
+    unreachable = f"postgresql://{ROLE}:secret@127.0.0.1:{free_port()}/graphmem"
+    missing = postgres.database(f"p{uuid.uuid4().hex}").rsplit("/", 1)[0] + "/no_such_database"
+    for url, says in ((unreachable, "Connection refused"), (missing, "no_such_database")):
+        result = CliRunner().invoke(
+            service_cli,
+            ["--data-dir", str(tmp_path / "data"), "serve"],
+            env={"GRAPHMEM_STORE": url},
+        )
+        assert isinstance(result.exception, StorageError), result.output
+        assert says in str(result.exception) and "secret" not in str(result.exception)
+    assert not started
+
+
+STORE_FACT = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
+
+
+def error_codes(body: Any) -> set[str]:
+    """The codes of a GraphQL answer's errors and of its payloads' ``error`` fields."""
+    codes = {e.get("extensions", {}).get("code") for e in body.get("errors") or []}
+    payloads = (body.get("data") or {}).values()
+    codes |= {p["error"]["code"] for p in payloads if isinstance(p, dict) and p.get("error")}
+    return codes
+
+
+def test_the_service_answers_storage_error_while_the_server_is_away_and_recovers(
+    own_server: Postgres, tmp_path: Path
+) -> None:
+    """Over HTTP: while PostgreSQL is down every request fails fast with STORAGE_ERROR and
+    HTTP 503 (the API keys live in the database, so the gate cannot admit it), never a 500 or
+    a half write; when it is back the same service answers again without a restart."""
+    settings = Settings(embedder="hash", store=own_server.url, data_dir=tmp_path / "data")
+    fact = "query($id: ID!) { fact(id: $id) { text } }"
+    search = "query($q: String!) { search(query: $q, mode: FTS) { fact { text } } }"
+    with InProcess(create_app(settings)) as api:
+        kept = api.data(STORE_FACT, {"t": "Written before the outage"})["storeFact"]["fact"]["id"]
+        own_server.stop()
+        requests: list[tuple[str, dict[str, Any], dict[str, str] | None]] = [
+            (STORE_FACT, {"t": "Written during the outage"}, None),
+            (fact, {"id": kept}, None),
+            (search, {"q": "outage"}, None),
+            (STORE_FACT, {"t": "A namespace never opened"}, {"X-Graphmem-Namespace": "other"}),
+        ]
+        for query, variables, headers in requests:
+            began = time.monotonic()
+            status, body = api.post(query, variables, headers)
+            assert time.monotonic() - began < 10, query
+            assert status == 503 and error_codes(body) == {"STORAGE_ERROR"}, (query, body)
+        own_server.start()
+        assert api.data(fact, {"id": kept})["fact"] == {"text": "Written before the outage"}
+        after = api.data(STORE_FACT, {"t": "Written after the outage"})["storeFact"]
+        assert after["fact"] and not after["error"]
+        found = api.data(search, {"q": "outage"})["search"]
+        assert {hit["fact"]["text"] for hit in found} == {
+            "Written before the outage",
+            "Written after the outage",
+        }
+        # A restart between two requests: every connection the service holds was dropped
+        # while idle, and the next request is answered as if nothing happened.
+        own_server.stop()
+        own_server.start()
+        assert api.data(fact, {"id": kept})["fact"] == {"text": "Written before the outage"}
+        again = api.data(STORE_FACT, {"t": "Written after the restart"})["storeFact"]
+        assert again["fact"] and not again["error"]
+        assert len(api.data(search, {"q": "outage OR restart"})["search"]) == 3
