@@ -34,22 +34,21 @@ cluster-stop: $(STAMP)
 # The suites whose Memory and service fixtures run again on the scale-out engines: a PostgreSQL
 # store (--store postgresql: Debian's postgresql package, started by the tests) and vectors on
 # an S3-compatible store (--vectors s3: moto on loopback); skipped, saying why, without them.
-# `make test` runs them on both engines together and a few on each mixed combination, within
-# its ten minutes; `make test-engines` runs all of them on every combination (about 15 minutes).
+# `make test` runs three of them on both engines together, within its ten minutes;
+# `make test-engines` runs all of them on every combination (about 13 minutes), and CI
+# (.ci/run) runs both.
 STORE_TESTS := tests/test_store.py tests/test_graphql.py tests/test_mcp.py tests/test_time.py \
 	tests/test_known_at.py tests/test_graph.py tests/test_episodes.py tests/test_search.py \
 	tests/test_write_path.py tests/test_erasure.py tests/test_adjacency.py tests/test_auth.py \
 	tests/test_keyword.py
-# Each write to an S3 table costs about 0.2 s (several requests): the tests that write hundreds
-# of facts one by one (the graph copy's histories, 300 versions of one fact) run on local
-# vectors in `make test`.
-SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions' --deselect tests/test_adjacency.py
+QUICK_STORE_TESTS := tests/test_time.py tests/test_search.py tests/test_write_path.py
+# Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
+# versions of one fact one by one runs on local vectors in `make test`.
+SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions'
 
 test: $(STAMP)
 	$(PY) -m pytest
-	$(PY) -m pytest --store postgresql --vectors s3 $(SLOW_ON_S3) $(STORE_TESTS)
-	$(PY) -m pytest --store postgresql tests/test_adjacency.py tests/test_time.py
-	$(PY) -m pytest --vectors s3 tests/test_time.py tests/test_search.py $(SLOW_ON_S3)
+	$(PY) -m pytest --store postgresql --vectors s3 $(SLOW_ON_S3) $(QUICK_STORE_TESTS)
 
 test-engines: $(STAMP)
 	$(PY) -m pytest --store postgresql --vectors s3 $(STORE_TESTS)

@@ -528,6 +528,7 @@ def _up(args: argparse.Namespace) -> int:
         if _alive(known.get("pid")):
             print(f"a cluster is already running: {known['url']}", file=sys.stderr)
             return 1
+        state.unlink()  # left by a cluster that did not stop cleanly
     done = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: done.set())
@@ -563,13 +564,23 @@ def _alive(pid: object) -> bool:
     return b"graphmem.cluster" in cmdline
 
 
+def _running(state: Path) -> dict[str, Any] | None:
+    """The state file's cluster if its process is alive (not one left by a cluster that did
+    not stop cleanly, which the next ``up`` removes)."""
+    try:
+        known: dict[str, Any] = json.loads(state.read_text())
+    except (OSError, ValueError):  # absent, or being written
+        return None
+    return known if _alive(known.get("pid")) else None
+
+
 def _wait(args: argparse.Namespace) -> int:
     """Wait for the cluster started in the background to be ready; print how to reach it."""
     state, log = Path(args.state), Path(args.log)
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
-        if state.exists():
-            known = json.loads(state.read_text())
+        known = _running(state)
+        if known is not None:
             print(f"graphmem cluster: {known['url']}/graphql (haproxy)")
             for n, url in enumerate(known["replicas"], 1):
                 print(f"  replica{n}: {url}")

@@ -28,7 +28,7 @@ import psycopg
 import pytest
 
 from graphmem import Memory, Settings
-from graphmem.cluster import Cluster, Unavailable, skewed
+from graphmem.cluster import Cluster, Unavailable, main, skewed
 from graphmem.memory import open_keys
 
 from . import soak
@@ -281,3 +281,22 @@ def test_a_key_of_one_namespace_reads_nothing_of_another_through_any_replica(
         keys.revoke(alice_key.id)
         keys.revoke(bob_key.id)
         keys.close()
+
+
+def test_make_cluster_reports_its_own_cluster_not_one_left_by_an_unclean_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``make cluster`` starts ``up`` in the background and ``wait`` prints the cluster's URLs
+    from the state file: a file whose process is gone (a machine that went down) is not taken
+    for the new cluster."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    state, log = tmp_path / "state.json", tmp_path / "cluster.log"
+    state.write_text(json.dumps({"pid": gone.pid, "url": "http://127.0.0.1:9", "replicas": []}))
+    log.write_text("")
+    waited = ["wait", "--state", str(state), "--log", str(log), "--timeout", "1"]
+    assert main(waited) == 1
+    printed = capsys.readouterr()
+    assert "127.0.0.1:9" not in printed.out and "did not start in 1 s" in printed.err
+    assert main(["down", "--state", str(state)]) == 0  # and `make cluster-stop` clears it
+    assert not state.exists()
