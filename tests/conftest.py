@@ -152,16 +152,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--store") == "sqlite":
-        return
-    for item in items:
-        marker = item.get_closest_marker("sqlite_only")
-        if marker is not None:
-            reason = marker.args[0] if marker.args else "SQLite internals"
-            item.add_marker(pytest.mark.skip(reason=f"SQLite store only: {reason}"))
-
-
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[Postgres]:
     """A PostgreSQL server for the session (Debian's postgresql package, in a temporary

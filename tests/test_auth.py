@@ -5,12 +5,15 @@ request with a key for one namespace reads, changes or even detects another name
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
-from graphmem import KeyStore
+from graphmem import KeyStore, Settings
+from graphmem.memory import open_keys
 
 from .api import SEARCH, STORE, InProcess, bearer
 
@@ -61,13 +64,17 @@ def test_a_read_only_key_reads_but_cannot_write(service: InProcess, keys: KeySto
     assert len(service.data(SEARCH, {"q": "search fact"}, **bearer(reader))["search"]) == 1
 
 
-@pytest.mark.sqlite_only("reads the key file; tests/test_postgres.py reads the table")
-def test_keys_are_stored_hashed(data_dir: Path) -> None:
-    token, key = KeyStore(data_dir).create(["default"], label="ci")
-    raw = (data_dir / "_keys.sqlite").read_bytes()
+def test_keys_are_stored_hashed(keys: KeyStore, settings: Settings, data_dir: Path) -> None:
+    token, key = keys.create(["default"], label="ci")
+    if settings.store:  # every column of the key table, as the database holds it
+        with psycopg.connect(settings.store) as conn:
+            raw = repr(conn.execute("SELECT * FROM gm_api_keys").fetchall()).encode()
+    else:  # the key file's bytes
+        raw = (data_dir / "_keys.sqlite").read_bytes()
     secret = token.split("_", 2)[2]  # after the prefix and the key id (it may hold "_" itself)
-    assert len(secret) >= 40 and secret.encode() not in raw
-    assert KeyStore(data_dir).authenticate(token) == key
+    assert key.id.encode() in raw and len(secret) >= 40 and secret.encode() not in raw
+    with closing(open_keys(settings)) as again:  # read back from storage, not from memory
+        assert again.authenticate(token) == key
 
 
 def test_key_secrets_are_compared_in_constant_time(
@@ -201,7 +208,6 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
         assert status in (400, 403) and body["errors"][0]["extensions"]["code"] != "OK", name
 
 
-@pytest.mark.sqlite_only("a key file from before admin keys")
 def test_a_key_file_from_before_admin_keys_keeps_its_keys(data_dir: Path) -> None:
     import sqlite3
 

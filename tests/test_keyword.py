@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from graphmem import Memory, keyword
+from graphmem import Memory, Settings, keyword
 
 
 @pytest.fixture
@@ -90,44 +90,47 @@ def test_a_word_that_matches_nothing_changes_nothing(
     assert len(_fts(crowded, "quokka platform", limit=80)) == 60
 
 
-@pytest.mark.sqlite_only("the budgeted FTS5 ranker is the SQLite store's")
 def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_select(
-    mem: Memory, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A large memory asked in everyday words: each word alone matches more than the budget.
     The facts having the rarest words together are ranked first, by the full query's bm25;
-    the others follow if asked for, by the same bm25, and none is lost."""
-    rows = [{"text": f"Quartz memo number {n}"} for n in range(30)]
-    rows += [{"text": f"Quartz note {n}"} for n in range(20)]
-    rows += [{"text": f"Memo about lunch {n}"} for n in range(20)]
-    rows += [{"text": f"Budget review {n}"} for n in range(12)]
-    rows += [{"text": f"Quartz memo about the budget, draft {n}"} for n in range(3)]
-    mem.store_many(rows)
-    exact = _fts(mem, "quartz memo budget", limit=85)
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # every word matches more than 10
-    calls: list[list[str]] = []
-    original = keyword.KeywordRanker._all_common
+    the others follow if asked for, by the same bm25, and none is lost. (The SQLite store's
+    FTS5 ranker, on a SQLite memory whatever ``--store`` says; the PostgreSQL store's
+    counterpart is tests/test_postgres.py's.)"""
+    with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
+        rows = [{"text": f"Quartz memo number {n}"} for n in range(30)]
+        rows += [{"text": f"Quartz note {n}"} for n in range(20)]
+        rows += [{"text": f"Memo about lunch {n}"} for n in range(20)]
+        rows += [{"text": f"Budget review {n}"} for n in range(12)]
+        rows += [{"text": f"Quartz memo about the budget, draft {n}"} for n in range(3)]
+        mem.store_many(rows)
+        exact = _fts(mem, "quartz memo budget", limit=85)
+        monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # every word matches more than 10
+        calls: list[list[str]] = []
+        original = keyword.KeywordRanker._all_common
 
-    def spy(self: keyword.KeywordRanker, *args: Any) -> Any:
-        calls.append(args[2])
-        return original(self, *args)
+        def spy(self: keyword.KeywordRanker, *args: Any) -> Any:
+            calls.append(args[2])
+            return original(self, *args)
 
-    monkeypatch.setattr(keyword.KeywordRanker, "_all_common", spy)
-    split = _fts(mem, "quartz memo budget", limit=85)
-    assert calls == [['"budget"', '"quartz"', '"memo"']]  # rarest first (quoted for FTS5)
-    assert len(split) == 85  # nothing lost, every score the full query's
-    assert [s for _, s in split] == pytest.approx([s for _, s in exact])
-    # The ranker yields the facts with "budget" and "quartz" together first: a caller that
-    # needs only a few (at a million facts, the search's 200 candidates) stops there.
-    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
-    first = [
-        seq
-        for seq, _ in itertools.islice(
-            keyword.KeywordRanker().ranked(conn, "quartz memo budget"), 3
-        )
-    ]
-    texts = {
-        conn.execute("SELECT text FROM facts WHERE seq = ?", [seq]).fetchone()[0] for seq in first
-    }
-    assert all("budget" in t and "Quartz" in t for t in texts) and len(texts) == 3
-    conn.close()
+        monkeypatch.setattr(keyword.KeywordRanker, "_all_common", spy)
+        split = _fts(mem, "quartz memo budget", limit=85)
+        assert calls == [['"budget"', '"quartz"', '"memo"']]  # rarest first (quoted for FTS5)
+        assert len(split) == 85  # nothing lost, every score the full query's
+        assert [s for _, s in split] == pytest.approx([s for _, s in exact])
+        # The ranker yields the facts with "budget" and "quartz" together first: a caller that
+        # needs only a few (at a million facts, the search's 200 candidates) stops there.
+        conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+        first = [
+            seq
+            for seq, _ in itertools.islice(
+                keyword.KeywordRanker().ranked(conn, "quartz memo budget"), 3
+            )
+        ]
+        texts = {
+            conn.execute("SELECT text FROM facts WHERE seq = ?", [seq]).fetchone()[0]
+            for seq in first
+        }
+        assert all("budget" in t and "Quartz" in t for t in texts) and len(texts) == 3
+        conn.close()
