@@ -401,11 +401,12 @@ class Writer:
 
     def _store_batch(self, tx: Transaction, w: _Write) -> list[StoreResult]:
         """A ``store_many`` write, run inside its group's transaction."""
-        given = w.episode
-        episode_id = None if given is None else tx.episode(given).id
+        episode = None if w.episode is None else tx.episode(w.episode)
+        episode_id = None if episode is None else episode.id
+        facts = w.facts if episode is None else _dated_by(episode, w.facts)
         results, touched = ingest.write_batch(
             tx,
-            w.facts,
+            facts,
             [None if t is None else w.local(t) for t in w.twins],
             self.settings,
             w.verdicts,
@@ -416,7 +417,7 @@ class Writer:
             for hits in w.similar
         ]
         assert w.options is not None
-        autolinks.link_batch(tx, w.facts, results, similar, w.options)
+        autolinks.link_batch(tx, facts, results, similar, w.options)
         if episode_id is not None:
             _chain_episode(tx, episode_id, results)
         self._cache.keep(tx, w.fresh)
@@ -535,6 +536,21 @@ class _Write(Pending[Any]):
         if isinstance(target, str) or target >= self.offset:
             return target if isinstance(target, str) else target - self.offset
         return self.positions[target]
+
+
+def _dated_by(episode: episodes.Episode, facts: Sequence[FactInput]) -> Sequence[FactInput]:
+    """``facts`` with the episode's time as the source date of those that give none, when the
+    episode's time was stated (not the default, the moment it was recorded): a conversation of
+    May 2023 stored today is dated May 2023, so the time words of a question ("in May 2023",
+    "last week" asked as of then) find its facts, and their valid time starts then unless
+    they say otherwise (see :func:`graphmem.ingest.write_batch`)."""
+    if episode.time == episode.recorded_at:
+        return facts
+    when = episode.time.timestamp()
+    return [
+        x if x.source_date is not None else x.model_copy(update={"source_date": when})
+        for x in facts
+    ]
 
 
 def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResult]) -> None:

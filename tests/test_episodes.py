@@ -253,3 +253,37 @@ def test_an_episode_link_takes_over_the_similarity_link_of_the_same_pair(mem: Me
     assert first is not None and second is not None
     [link] = [k for k in mem.links(second.id, direction="OUT") if k.target_id == first.id]
     assert (link.origin, link.strength) == ("episode", 1.0)
+
+
+def test_an_episode_with_a_stated_time_dates_its_facts_and_time_words_find_them(
+    mem: Memory, clock: Clock
+) -> None:
+    """A conversation of May 2023 stored today through its episode alone: its facts are dated
+    by the episode's time (source date and the start of their valid time), so "in May 2023"
+    finds them first; a fact's own date wins, and an episode without a stated time dates
+    nothing (its facts are valid from when they were written)."""
+    may = {"id": "chat-7/may", "time": "2023-05-08T13:56:00Z"}
+    mem.store_many([{"text": "Caroline went hiking with her family"}], episode=may)
+    mem.store_many(
+        [{"text": "Caroline went hiking with her friends"}],
+        episode={"id": "chat-7/june", "time": "2024-06-02T10:00:00Z"},
+    )
+    mem.store_many(
+        [{"text": "Caroline went hiking with her dog", "source_date": "2024-01-03"}],
+        episode={"id": "chat-7/late", "time": "2023-05-20"},
+    )
+    mem.store_many([{"text": "Caroline went hiking alone"}], episode="chat-7/undated")
+    [family] = mem.episode_facts("chat-7/may")
+    stated = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    assert family.source_date == stated and family.valid_from == stated
+    [dog] = mem.episode_facts("chat-7/late")
+    assert dog.source_date == datetime(2024, 1, 3, tzinfo=UTC) == dog.valid_from
+    [alone] = mem.episode_facts("chat-7/undated")
+    assert alone.source_date is None and alone.valid_from.timestamp() == clock()
+
+    hits = mem.search("Where did Caroline go hiking in May 2023?", limit=4)
+    assert hits[0].fact.id == family.id and hits[0].time_hint is not None
+    assert len(hits) == 4  # the others are ranked after it, none dropped
+    # As of a day in May 2023 only the facts valid then are seen.
+    then = mem.search("Caroline hiking", as_of="2023-05-09", limit=4)
+    assert [h.fact.id for h in then] == [family.id]
