@@ -480,6 +480,10 @@ class SQLiteStore:
         """Stop this thread's reads once ``time.monotonic()`` passes ``deadline``."""
         return self._db.time_limit(deadline)
 
+    def unlimited(self) -> AbstractContextManager[None]:
+        """No read deadline for this thread inside the block (see ``Connections.unlimited``)."""
+        return self._db.unlimited()
+
     @property
     def deadline(self) -> float | None:
         return self._db.deadline

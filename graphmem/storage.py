@@ -105,6 +105,18 @@ class Connections(Generic[C]):
         deadline: float | None = getattr(self._local, "deadline", None)
         return deadline
 
+    @contextmanager
+    def unlimited(self) -> Iterator[None]:
+        """Lift this thread's read deadline inside the block, whatever encloses it: the leader
+        of a group commit writes other callers' requests, which its own request's time limit
+        must not stop (writes are bounded by their size, not by a deadline)."""
+        outer = self.deadline
+        self._local.deadline = None
+        try:
+            yield
+        finally:
+            self._local.deadline = outer
+
     def _deadline_within(self, deadline: float | None) -> float | None:
         """``deadline``, or an enclosing earlier one of this thread (None: no limit)."""
         outer = self.deadline

@@ -337,23 +337,27 @@ class Writer:
         ``store_many`` calls embedded and checked at once, then one transaction in which each
         write runs in a savepoint of its own (one that raises is rolled back alone and answered
         with its error), one durable commit, one vector index write."""
-        writes = [w for w in group if isinstance(w, _Write)]
-        self._prepare([w for w in writes if w.facts])  # the store_many writes
-        with self._store.transaction() as tx:
+        # The leader runs on its own request's thread, often after waiting its turn: that
+        # request's read time limit must not stop the group (everyone's writes, their
+        # embedding cache reads among them); writes are bounded by their size.
+        with self._store.unlimited():
+            writes = [w for w in group if isinstance(w, _Write)]
+            self._prepare([w for w in writes if w.facts])  # the store_many writes
+            with self._store.transaction() as tx:
+                for w in writes:
+                    if w.error is not None:  # failed while being prepared
+                        continue
+                    try:
+                        with tx.savepoint():
+                            w.result = w.run(tx, w)
+                    except Exception as exc:  # this write's own failure: the others go on
+                        w.error = exc
+                        w.touched, w.known, w.changes = set(), {}, []
+                touched = {i for w in writes for i in w.touched}
+                tx.queue_vectors(touched)
+            self._sync.sync(touched, {i: v for w in writes for i, v in w.known.items()})
             for w in writes:
-                if w.error is not None:  # failed while being prepared
-                    continue
-                try:
-                    with tx.savepoint():
-                        w.result = w.run(tx, w)
-                except Exception as exc:  # this write's own failure: the others go on
-                    w.error = exc
-                    w.touched, w.known, w.changes = set(), {}, []
-            touched = {i for w in writes for i in w.touched}
-            tx.queue_vectors(touched)
-        self._sync.sync(touched, {i: v for w in writes for i, v in w.known.items()})
-        for w in writes:
-            w.at = tx.now
+                w.at = tx.now
 
     def _prepare(self, writes: Sequence[_Write]) -> None:
         """Embed the facts of these ``store_many`` writes (those not embedded by their caller)

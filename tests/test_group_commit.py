@@ -228,3 +228,25 @@ def test_a_listener_may_write_without_deadlocking(mem: Memory) -> None:
     mem.subscribe(echo)
     mem.store("The first write")
     assert "Written by a listener" in _texts(mem)
+
+
+def test_a_write_that_waited_past_its_time_limit_to_lead_is_still_written(
+    mem: Memory, held: Held
+) -> None:
+    """A write that queues behind a group being written leads the next group, on its own
+    request's thread, once that group is done: the request's read time limit, spent while it
+    waited, stops none of the next group's work (its embedding cache reads among them)."""
+
+    def limited(text: str) -> Any:
+        with mem.time_limit(seconds=0.3):
+            return mem.store_many([{"text": text}, {"text": f"{text}, second part"}])
+
+    with held.group() as submit:
+        ahead = submit(mem.store, "The write being written when the others queue")
+        waited = submit(limited, "The write that waited its turn")
+        other = submit(mem.store, "Another write of the next group")
+        time.sleep(0.6)  # the group ahead holds the lock past the waiting write's time limit
+    assert ahead.result().action == "ADD"
+    assert [r.action for r in waited.result()] == ["ADD", "ADD"]
+    assert other.result().action == "ADD"
+    assert "The write that waited its turn, second part" in _texts(mem)
