@@ -96,7 +96,11 @@ def test_writers_and_readers_across_the_replicas_lose_duplicate_and_half_write_n
     figures = result.to_dict()
     print(json.dumps({"cluster load": figures}))  # make soak shows the figures
     assert result.writes > 50 and result.reads > 50, figures
-    assert not result.failures, figures["failures"]  # no lock errors, no 5xx
+    assert not result.failures, figures["failures"]  # no lock errors, no 5xx, no write stopped
+    # Three replicas, PostgreSQL, the S3 server and 32 clients share two cores: a search may
+    # queue past its 10 s read limit and be answered TIMEOUT (a defined answer, nothing
+    # written or lost); more than 1% of reads would be a regression, not the machine.
+    assert result.read_timeouts <= result.reads // 100, figures
     assert not result.anomalies, figures["anomalies"]  # no half batch, one current version
     assert not result.problems, result.problems  # none lost or twice, check passes
 

@@ -33,6 +33,7 @@ def test_sixteen_writers_and_sixteen_readers_over_http_see_no_errors_or_half_wri
     result = soak.load(tmp_path / "data", writers=16, readers=16, seconds=8, operations=2_000)
     figures = result.to_dict()
     assert result.failures == [], result.failures[:3]  # "database is locked" would land here
+    assert result.read_timeouts == 0, figures
     assert result.anomalies == [], result.anomalies[:3]
     assert result.problems == []
     assert result.writes > 16 and result.reads > 16, figures
@@ -50,6 +51,7 @@ def test_twenty_kills_at_random_moments_lose_and_duplicate_nothing(tmp_path: Pat
 def test_two_minutes_of_sixteen_writers_and_sixteen_readers(tmp_path: Path) -> None:
     result = soak.load(tmp_path / "data", seconds=120)
     assert (result.failures, result.anomalies, result.problems) == ([], [], [])
+    assert result.read_timeouts == 0
 
 
 def test_a_supersession_between_the_legs_of_a_search_never_shows_both_versions(
