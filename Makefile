@@ -40,7 +40,7 @@ cluster-stop: $(STAMP)
 STORE_TESTS := tests/test_store.py tests/test_graphql.py tests/test_mcp.py tests/test_time.py \
 	tests/test_known_at.py tests/test_graph.py tests/test_episodes.py tests/test_search.py \
 	tests/test_write_path.py tests/test_erasure.py tests/test_adjacency.py tests/test_auth.py \
-	tests/test_keyword.py
+	tests/test_keyword.py tests/test_subscriptions.py
 QUICK_STORE_TESTS := tests/test_time.py tests/test_search.py tests/test_write_path.py
 # Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
 # versions of one fact one by one runs on local vectors in `make test`.

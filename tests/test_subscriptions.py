@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
 from starlette.applications import Starlette
@@ -22,9 +21,8 @@ from .conftest import Clock
 
 
 def test_subscribers_hear_of_changes_in_their_own_namespace_only(
-    service: InProcess, data_dir: Path
+    service: InProcess, keys: KeyStore
 ) -> None:
-    keys = KeyStore(data_dir)
     alice, _ = keys.create(["alice"])
     bob, _ = keys.create(["bob"])
     with service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws:
@@ -57,8 +55,8 @@ def test_supersession_and_forgetting_are_announced(service: InProcess, clock: Cl
         ]
 
 
-def test_a_subscription_without_a_valid_key_is_refused(service: InProcess, data_dir: Path) -> None:
-    KeyStore(data_dir).create(["default"])
+def test_a_subscription_without_a_valid_key_is_refused(service: InProcess, keys: KeyStore) -> None:
+    keys.create(["default"])
     with service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws:
         ws.send_json({"type": "connection_init", "payload": {"Authorization": "Bearer wrong"}})
         with pytest.raises(WebSocketDisconnect) as refused:
@@ -66,8 +64,7 @@ def test_a_subscription_without_a_valid_key_is_refused(service: InProcess, data_
         assert refused.value.code == 4403
 
 
-def test_a_revoked_key_ends_its_open_subscription(service: InProcess, data_dir: Path) -> None:
-    keys = KeyStore(data_dir)
+def test_a_revoked_key_ends_its_open_subscription(service: InProcess, keys: KeyStore) -> None:
     token, key = keys.create(["default"])
     writer, _ = keys.create(["default"])
     with service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws:
@@ -85,9 +82,9 @@ def test_a_revoked_key_ends_its_open_subscription(service: InProcess, data_dir: 
 
 @pytest.mark.integration
 def test_a_live_server_streams_changes_over_graphql_transport_ws(
-    app: Starlette, data_dir: Path
+    app: Starlette, keys: KeyStore
 ) -> None:
-    token, _ = KeyStore(data_dir).create(["default"])
+    token, _ = keys.create(["default"])
     with LiveServer(app) as server:
         url = server.base_url.replace("http://", "ws://") + "/graphql"
         with connect(url, subprotocols=[Subprotocol(WS)], additional_headers=bearer(token)) as ws:
