@@ -320,7 +320,7 @@ class Connection:
         reader: bool,
         deadline: Callable[[], float | None] = lambda: None,
         namespace: str | None = None,
-        reopen: Callable[[str | None], psycopg.Connection[Any]] | None = None,
+        reopen: Callable[[str], psycopg.Connection[Any]] | None = None,
     ) -> None:
         self.raw = raw
         self.reader = reader
@@ -381,7 +381,7 @@ class Connection:
     def _replace(self) -> None:
         """A new raw connection in place of the one the server dropped (StorageError, and this
         one left as it was, if the server cannot be reached)."""
-        assert self._reopen is not None
+        assert self._reopen is not None and self.namespace is not None
         raw = self._reopen(self.namespace)
         with contextlib.suppress(psycopg.Error):
             self.raw.close()

@@ -109,19 +109,11 @@ class PostgresDatabase(Connections[Connection]):
             reopen=self._open,
         )
 
-    def _open(self, namespace: str | None) -> psycopg.Connection[Any]:
+    def _open(self, namespace: str) -> psycopg.Connection[Any]:
         """A new server connection pointed at ``namespace``."""
         try:
-            raw = psycopg.connect(
-                self.url,
-                autocommit=True,
-                connect_timeout=CONNECT_TIMEOUT_S,
-                application_name="graphmem",
-            )
-            raw.execute(
-                "SELECT set_config(%s, %s, false)",
-                [pgschema.NAMESPACE_SETTING, namespace or self.namespace],
-            )
+            raw = _server(self.url)
+            raw.execute("SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, namespace])
         except psycopg.Error as exc:
             raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
         return raw
@@ -461,12 +453,7 @@ class PostgresKeyStore(KeyStore):
                     raise
         if self._conn is not None:
             self._conn.close()
-        self._conn = psycopg.connect(
-            self.url,
-            autocommit=True,
-            connect_timeout=CONNECT_TIMEOUT_S,
-            application_name="graphmem",
-        )
+        self._conn = _server(self.url)
         pgschema.apply(self._conn)
         self._conn.execute("BEGIN")
         return self._conn
@@ -475,6 +462,13 @@ class PostgresKeyStore(KeyStore):
         with self._lock:
             if self._conn is not None:
                 self._conn.close()
+
+
+def _server(url: str) -> psycopg.Connection[Any]:
+    """A new autocommit connection to the database at ``url`` (psycopg's errors raised)."""
+    return psycopg.connect(
+        url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="graphmem"
+    )
 
 
 class _Keys:
