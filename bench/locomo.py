@@ -15,6 +15,9 @@ Evidence ids with formatting slips are repaired ("D8:6; D9:17" → two ids, "D:1
 counted. Duplicate turns (same text) become one fact that stands for all of their ids.
 
 Turns are stored without automatic links unless ``--autolink``.
+``--episodes`` stores each session as an episode, as an agent would: search lends evidence along
+the episode's links by default, so the hybrid runs use them; added runs: without them
+(``episode_links=False``), at each of ``--evidence-weights``, and with ``graph_depth=1``.
 ``--link-turns`` links each turn to the previous turn of its session (RELATED_TO, strength 1)
 and adds hybrid runs with ``graph_depth=1`` (graph-aware ranking, graphmem/expansion.py), at
 several evidence weights.
@@ -124,6 +127,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for boost in args.time_hints:
                     with patched(timehints, "TIME_HINT_BOOST", boost):
                         runs[f"hybrid@0.6, time hints, boost {boost:g}"] = evaluate(
+                            conversations, "hybrid", fts_weight=0.6
+                        )
+            if args.episodes:
+                runs["hybrid@0.6, no episode links"] = evaluate(
+                    conversations, "hybrid", fts_weight=0.6, episode_links=False
+                )
+                for lend in args.evidence_weights:
+                    with patched(expansion, "EVIDENCE_WEIGHT", lend):
+                        runs[f"hybrid@0.6, episode links lending {lend:g}"] = evaluate(
                             conversations, "hybrid", fts_weight=0.6
                         )
             if args.link_turns or args.autolink or args.episodes:
@@ -305,6 +317,7 @@ def evaluate(
     candidates: int | None = None,
     graph_depth: int = 0,
     time_hints: bool = True,
+    episode_links: bool = True,
 ) -> Run:
     """Every question of every conversation searched in ``mode``; metrics by category."""
     per_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
@@ -321,7 +334,12 @@ def evaluate(
             for q in conv.questions:
                 started = time.perf_counter()
                 hits = conv.memory.search(
-                    q.text, limit=10, mode=mode, graph_depth=graph_depth, time_hints=time_hints
+                    q.text,
+                    limit=10,
+                    mode=mode,
+                    graph_depth=graph_depth,
+                    time_hints=time_hints,
+                    episode_links=episode_links,
                 )
                 seconds += time.perf_counter() - started
                 ranked = [conv.turns_of[h.fact.id] for h in hits]
@@ -342,6 +360,7 @@ def evaluate(
         "fts_weight": fts_weight,
         "graph_depth": graph_depth,
         "time_hints": time_hints,
+        "episode_links": episode_links,
         "queries": queries,
         "ms_per_query": 1000 * seconds / max(queries, 1),
         "metrics": {
@@ -549,7 +568,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--episodes",
         action="store_true",
         help="store each session as an episode (its turns chained by episode links, no links "
-        "made by the bench) and add graph_depth=1 runs",
+        "made by the bench; the hybrid runs use them as search does by default) and add runs "
+        "without them, with other evidence weights, and with graph_depth=1",
     )
     parser.add_argument("--embedder", choices=("local", "hash"), default="local")
     parser.add_argument(

@@ -108,6 +108,14 @@ as_of_option = click.option(
 known_at_option = click.option(
     "--known-at", help="Transaction time to read at (default: now), in the same forms as --as-of."
 )
+no_episode_links_option = click.option(
+    "--no-episode-links",
+    "episode_links",
+    flag_value=False,
+    default=True,
+    help="Rank without the links between consecutive facts of an episode (on by default, they "
+    "let adjacent turns lend each other relevance).",
+)
 
 
 class _Progress:
@@ -233,6 +241,7 @@ def store(
     default=True,
     help="Search time words ('last week', 'in May 2023') as plain words, not as a period.",
 )
+@no_episode_links_option
 @json_option
 @click.pass_context
 def search(ctx: click.Context, /, query: str, as_json: bool, **options: Any) -> None:
@@ -294,6 +303,7 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
 )
 @as_of_option
 @known_at_option
+@no_episode_links_option
 @json_option
 @click.pass_context
 def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **options: Any) -> None:

@@ -1,7 +1,16 @@
-"""Graph-aware search (``search(..., graph_depth=k)``): links lend evidence and bring neighbours.
+"""Graph-aware search: links lend evidence and bring neighbours.
 
-Two effects, both over the visible links of every type but SUPERSEDES, and of every origin but
-``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBOUR_SKIPS):
+By default (``graph_depth`` 0, ``episode_links`` on) only the links an episode draws between its
+consecutive facts count, and only for evidence (:func:`lend_along_episodes`): a candidate next
+to another candidate of the same conversation gains part of its relevance, and no fact joins the
+results that the search did not find. Measured on LoCoMo sessions stored as episodes, tuned on
+one half and checked on the other, this lifts recall_frac@10 on both halves in every question
+category, where also adding the neighbours lifts it more overall but loses multi-hop and
+open-domain questions on both (bench/REPORT.md).
+
+With ``search(..., graph_depth=k)``, two effects, both over the visible links of every type but
+SUPERSEDES, and of every origin but ``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBOUR_SKIPS; and
+``episode`` with ``episode_links`` off):
 
 * **Evidence.** A candidate linked to another candidate gains part of that one's relevance:
   ``relevance + EVIDENCE_WEIGHT * max(strength * neighbour relevance)``. On conversations, where
@@ -29,7 +38,7 @@ from .limits import FAN_OUT
 from .models import LinkOrigin
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .store import Record, Store
     from .temporal import TimeScope
 
 #: Share of a linked candidate's relevance (times link strength) lent to a fact.
@@ -41,6 +50,8 @@ HOP_FACTOR: Final = 0.8
 #: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md).
 EVIDENCE_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 NEIGHBOUR_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
+#: Every origin but the episode chain's: what evidence along episode links alone leaves out.
+NOT_EPISODE: Final = tuple(o.value for o in LinkOrigin if o != LinkOrigin.EPISODE)
 #: Extra share of the reaching score for the neighbour closest to the query among those found at
 #: the same level (scaled from 0 for the farthest): of a hit's many neighbours that match
 #: nothing in the query, the one nearest in meaning inherits most. PathQuestion 3H (MiniLM,
@@ -50,13 +61,41 @@ CLOSENESS_BONUS: Final = 0.3
 MAX_SHARE: Final = 0.95
 
 
-def lend_evidence(
-    store: Store, relevance: Mapping[str, float], scope: TimeScope
+def skipping(origins: tuple[str, ...], episode_links: bool) -> tuple[str, ...]:
+    """``origins``, and the episode chain's too when ``episode_links`` is off."""
+    return origins if episode_links else (*origins, LinkOrigin.EPISODE.value)
+
+
+def lend_along_episodes(
+    store: Store, relevance: Mapping[str, float], rows: Mapping[str, Record], scope: TimeScope
 ) -> dict[str, float]:
-    """Each candidate's relevance plus the best evidence a linked candidate lends it."""
+    """:func:`lend_evidence` over the episode links alone, among the candidates (``rows``, with
+    their ``episode_id``) that share an episode with another candidate: none, no read."""
+    members: dict[str, list[str]] = {}
+    for fact_id in relevance:
+        episode = rows[fact_id]["episode_id"]
+        if episode is not None:
+            members.setdefault(episode, []).append(fact_id)
+    linked = [i for ids in members.values() if len(ids) > 1 for i in ids]
+    if not linked:
+        return dict(relevance)
+    return lend_evidence(store, relevance, scope, NOT_EPISODE, among=linked)
+
+
+def lend_evidence(
+    store: Store,
+    relevance: Mapping[str, float],
+    scope: TimeScope,
+    skip_origins: tuple[str, ...],
+    *,
+    among: list[str] | None = None,
+) -> dict[str, float]:
+    """Each candidate's relevance plus the best evidence a linked candidate lends it, over the
+    links of every origin but ``skip_origins`` (among the candidates ``among``: all of them)."""
+    ids = list(relevance) if among is None else among
     rows = [
         (k.source_id, k.target_id, k.strength)
-        for k in store.links_among(list(relevance), scope, skip_origins=EVIDENCE_SKIPS)
+        for k in store.links_among(ids, scope, skip_origins=skip_origins)
     ]
     lent: dict[str, float] = {}
     for source, target, strength in rows:
@@ -73,6 +112,8 @@ def neighbours(
     admit: Callable[[list[str]], set[str]],
     own: Mapping[str, float],
     closeness: Callable[[list[str]], dict[str, float]] | None = None,
+    *,
+    skip_origins: tuple[str, ...] | None = None,
 ) -> dict[str, tuple[float, int, str]]:
     """Facts up to ``depth`` links from the hits (``(id, score)``) that a link scores higher
     than the search did, hits included: id -> (score, depth, via).
@@ -80,8 +121,10 @@ def neighbours(
     ``own`` holds the search scores of the candidates. ``admit`` keeps the ids that pass the
     search's filters and time scope; the others are neither returned nor walked through.
     ``closeness`` gives the query's cosine with facts (missing ones count as farthest).
+    Links of the origins ``skip_origins`` (default NEIGHBOUR_SKIPS) are not followed.
     """
-    walk = store.walk(scope, skip_origins=NEIGHBOUR_SKIPS)
+    skipped = NEIGHBOUR_SKIPS if skip_origins is None else skip_origins
+    walk = store.walk(scope, skip_origins=skipped)
     score = dict(hits)
     found: dict[str, tuple[float, int, str]] = {}
     frontier = [i for i, _ in hits]

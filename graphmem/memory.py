@@ -522,6 +522,7 @@ class Memory:
         include_superseded: bool = False,
         mode: str = "hybrid",
         graph_depth: int = 0,
+        episode_links: bool = True,
         time_hints: bool = True,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first: keyword and vector legs fused (see
@@ -532,6 +533,11 @@ class Memory:
         each other evidence and adds the linked neighbours of the hits, up to that many links
         away, each scored below the fact that reached it; a hit linked to a stronger one may rise
         to just below it (see docs/graph.md).
+
+        ``episode_links`` (on by default): candidates next to each other in an episode (turns of
+        one conversation, chunks of one document) lend each other part of their relevance, so
+        an answer spread over adjacent turns ranks together; no fact joins that the search did
+        not find (see :mod:`graphmem.expansion`). Off: episode links play no part in ranking.
 
         ``time_hints`` (on by default): time words in the query ("last week", "in May 2023",
         "two years ago", "before 2020"), read relative to ``as_of`` or now, are searched as a
@@ -548,6 +554,7 @@ class Memory:
             limit=limit,
             mode=mode,
             graph_depth=graph_depth,
+            episode_links=episode_links,
             time_hints=time_hints,
         )
         self._accessed(scope, [h.fact for h in hits])
@@ -563,6 +570,7 @@ class Memory:
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
         time_hints: bool = True,
+        episode_links: bool = True,
     ) -> recalls.RecallResult:
         """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
 
@@ -570,7 +578,7 @@ class Memory:
         docs/configuration.md), with the facts of any known entity it names merged in and, with
         ``graph_depth`` > 0, linked facts; best first, long texts as summaries, one line per
         fact in ``format`` (full, short or minimal). See :mod:`graphmem.recall`. The facts in
-        the block count as accessed. ``time_hints`` as for ``search``.
+        the block count as accessed. ``time_hints`` and ``episode_links`` as for ``search``.
         """
         recalls.check(prompt, max_tokens, format)
         query = prompt[:MAX_TEXT_LENGTH]
@@ -582,6 +590,7 @@ class Memory:
             limit=recalls.CANDIDATES,
             mode="hybrid",
             graph_depth=graph_depth,
+            episode_links=episode_links,
             time_hints=time_hints,
         )
         named = self._store.entity_facts(

@@ -74,6 +74,7 @@ class Search:
         limit: int,
         mode: str,
         graph_depth: int,
+        episode_links: bool = True,
         time_hints: bool = False,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
@@ -130,7 +131,14 @@ class Search:
         else:
             relevance = dict(vec)
         if graph_depth > 0:
-            relevance = expansion.lend_evidence(self._store, relevance, scope)
+            relevance = expansion.lend_evidence(
+                self._store,
+                relevance,
+                scope,
+                expansion.skipping(expansion.EVIDENCE_SKIPS, episode_links),
+            )
+        elif episode_links:
+            relevance = expansion.lend_along_episodes(self._store, relevance, candidates, scope)
         ranked = sorted(
             (_scored(candidates[i], rel, scope, hint) for i, rel in relevance.items()),
             reverse=True,
@@ -148,6 +156,7 @@ class Search:
                 None
                 if query_vector is None
                 else functools.partial(self._vectors.similarities, query_vector),
+                skip_origins=expansion.skipping(expansion.NEIGHBOUR_SKIPS, episode_links),
             )
             merged = [(score, 0, fact_id) for score, _, fact_id in top if fact_id not in reached]
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]

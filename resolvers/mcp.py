@@ -266,6 +266,10 @@ KNOWN_AT = (
     "facts forgotten since still in). Same forms as as_of. Default: now."
 )
 FACT_ID = "A fact's id, as earlier tool results show it."
+EPISODE_LINKS = (
+    "Let facts next to each other in an episode (turns of one conversation) lend each other "
+    "part of their relevance. False: episode links play no part in ranking."
+)
 TIME_HINTS = (
     "Read time words in the text ('last week', 'in May 2023', 'before 2020') as a period: facts "
     "dated in it rank higher, none is dropped. False takes them as plain words."
@@ -361,6 +365,7 @@ class SearchArgs(_Args):
         description="Also return facts linked to the hits, up to this many links away.",
     )
     time_hints: bool = Field(_default(Memory.search, "time_hints"), description=TIME_HINTS)
+    episode_links: bool = Field(_default(Memory.search, "episode_links"), description=EPISODE_LINKS)
 
 
 def search(memory: Memory, args: SearchArgs) -> Result:
@@ -403,6 +408,7 @@ class RecallArgs(_Args):
     as_of: Time = Field(None, description=AS_OF)
     known_at: Time = Field(None, description=KNOWN_AT)
     time_hints: bool = Field(_default(Memory.recall, "time_hints"), description=TIME_HINTS)
+    episode_links: bool = Field(_default(Memory.recall, "episode_links"), description=EPISODE_LINKS)
 
 
 def recall(memory: Memory, args: RecallArgs) -> Result:

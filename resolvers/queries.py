@@ -47,6 +47,14 @@ KnownAt = Annotated[
         description="Transaction time: what memory had recorded by this instant (default now)."
     ),
 ]
+EpisodeLinks = Annotated[
+    bool,
+    strawberry.argument(
+        description="Let facts next to each other in an episode (turns of one conversation, "
+        "chunks of one document) lend each other part of their relevance; no fact joins that "
+        "the search did not find. False: episode links play no part in ranking."
+    ),
+]
 TimeHints = Annotated[
     bool,
     strawberry.argument(
@@ -182,6 +190,7 @@ class Query:
             ),
         ] = 0,
         time_hints: TimeHints = True,
+        episode_links: EpisodeLinks = True,
     ) -> list[SearchHit]:
         hits = await info.context.run(
             info.context.memory.search,
@@ -197,6 +206,7 @@ class Query:
             source=source,
             graph_depth=graph_depth,
             time_hints=time_hints,
+            episode_links=episode_links,
         )
         scope = (as_of, known_at)
         return [
@@ -240,6 +250,7 @@ class Query:
         as_of: AsOf = None,
         known_at: KnownAt = None,
         time_hints: TimeHints = True,
+        episode_links: EpisodeLinks = True,
     ) -> Recall:
         result = await info.context.run(
             info.context.memory.recall,
@@ -250,6 +261,7 @@ class Query:
             as_of=as_of,
             known_at=known_at,
             time_hints=time_hints,
+            episode_links=episode_links,
         )
         return Recall.of(result, (as_of, known_at))
 

@@ -287,3 +287,83 @@ def test_an_episode_with_a_stated_time_dates_its_facts_and_time_words_find_them(
     # As of a day in May 2023 only the facts valid then are seen.
     then = mem.search("Caroline hiking", as_of="2023-05-09", limit=4)
     assert [h.fact.id for h in then] == [family.id]
+
+
+ADOPTION = [
+    {"text": "Melanie: How is the adoption going with the agency?"},
+    {"text": "Caroline: Great news, we were approved last Friday!"},
+    {"text": "Caroline: I bought new running shoes."},
+]
+OTHERS = [
+    {"text": "Jon: my cousin was approved for a loan"},
+    {"text": "Jon: Friday is pizza night"},
+    {"text": "Gina: the adoption of the new policy"},
+]
+QUESTION = "How is the adoption going with the agency?"
+
+
+def _texts(hits: list[Any]) -> list[str]:
+    return [h.fact.text for h in hits]
+
+
+def test_search_lets_adjacent_turns_of_an_episode_lend_each_other_relevance(mem: Memory) -> None:
+    """The answer is the reply to the turn the question matches, and shares no word with the
+    question: by default it ranks right after that turn, above a fact of another source that
+    shares a word; with episode_links off it ranks by its own relevance alone."""
+    mem.store_many(ADOPTION, episode="chat/1")
+    mem.store_many(OTHERS)
+    question, answer = ADOPTION[0]["text"], ADOPTION[1]["text"]
+    assert _texts(mem.search(QUESTION, limit=3)) == [question, answer, OTHERS[2]["text"]]
+    alone = _texts(mem.search(QUESTION, limit=6, episode_links=False))
+    assert alone[:2] == [question, OTHERS[2]["text"]] and alone.index(answer) > 2
+    # Recall ranks the same way: the answer is in the block only with the episode's links.
+    assert answer in mem.recall(QUESTION, max_tokens=50).context
+    assert answer not in mem.recall(QUESTION, max_tokens=50, episode_links=False).context
+    # With graph_depth the episode links are followed like any other, unless switched off.
+    linked = mem.search(QUESTION, limit=2, graph_depth=1, episode_links=False)
+    assert all(h.depth == 0 for h in linked)
+
+
+def test_links_of_other_origins_lend_nothing_by_default(mem: Memory) -> None:
+    """The same pair linked by hand, outside an episode, changes nothing without graph_depth."""
+    results = mem.store_many([*ADOPTION, *OTHERS])
+    question, answer = (r.fact for r in results[:2])
+    assert question is not None and answer is not None
+    mem.link(answer.id, question.id, "RELATED_TO")
+    texts = _texts(mem.search(QUESTION, limit=6))
+    assert texts[:2] == [question.text, OTHERS[2]["text"]] and texts.index(answer.text) > 2
+    assert _texts(mem.search(QUESTION, limit=2, graph_depth=1))[1] == answer.text
+
+
+def test_graphql_mcp_and_cli_search_with_and_without_episode_links(
+    app: Starlette, tmp_path: Path
+) -> None:
+    answer, other = ADOPTION[1]["text"], OTHERS[2]["text"]
+    query = """query($q: String!, $on: Boolean!) {
+        search(query: $q, limit: 2, episodeLinks: $on) { fact { text } } }"""
+    with InProcess(app) as api:
+        api.data(
+            """mutation($a: [FactInput!]!, $b: [FactInput!]!) {
+                a: storeFacts(inputs: $a, episode: {id: "chat/1"}) { error { code } }
+                b: storeFacts(inputs: $b) { error { code } } }""",
+            {"a": ADOPTION, "b": OTHERS},
+        )
+        for on, second in ((True, answer), (False, other)):
+            hits = api.data(query, {"q": QUESTION, "on": on})["search"]
+            assert hits[1]["fact"]["text"] == second
+    # The command line reads at the real clock: its own data directory, written at it.
+    folder = tmp_path / "cli"
+    with Memory.open(folder, settings=Settings(embedder="hash")) as own:
+        own.store_many(ADOPTION, episode="chat/1")
+        own.store_many(OTHERS)
+        for on, second in ((True, answer), (False, other)):
+            args = mcp.SearchArgs(query=QUESTION, limit=2, episode_links=on)
+            assert mcp.search(own, args)[1]["hits"][1]["fact"]["text"] == second
+    for flags, second in (([], answer), (["--no-episode-links"], other)):
+        result = CliRunner().invoke(
+            cli,
+            ["--data-dir", str(folder), "search", QUESTION, "--limit", "2", "--json", *flags],
+            env={"GRAPHMEM_EMBEDDER": "hash"},
+        )
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)[1]["fact"]["text"] == second
