@@ -336,7 +336,7 @@ def test_links_of_other_origins_lend_nothing_by_default(mem: Memory) -> None:
 
 
 def test_graphql_mcp_and_cli_search_with_and_without_episode_links(
-    app: Starlette, tmp_path: Path
+    app: Starlette, settings: Settings
 ) -> None:
     answer, other = ADOPTION[1]["text"], OTHERS[2]["text"]
     query = """query($q: String!, $on: Boolean!) {
@@ -351,18 +351,21 @@ def test_graphql_mcp_and_cli_search_with_and_without_episode_links(
         for on, second in ((True, answer), (False, other)):
             hits = api.data(query, {"q": QUESTION, "on": on})["search"]
             assert hits[1]["fact"]["text"] == second
-    # The command line reads at the real clock: its own data directory, written at it.
-    folder = tmp_path / "cli"
-    with Memory.open(folder, settings=Settings(embedder="hash")) as own:
+    # The command line reads at the real clock: its own namespace, written at it.
+    folder = settings.data_dir
+    with Memory.open(folder, namespace="cli", settings=settings) as own:
         own.store_many(ADOPTION, episode="chat/1")
         own.store_many(OTHERS)
         for on, second in ((True, answer), (False, other)):
             args = mcp.SearchArgs(query=QUESTION, limit=2, episode_links=on)
             assert mcp.search(own, args)[1]["hits"][1]["fact"]["text"] == second
-    for flags, second in (([], answer), (["--no-episode-links"], other)):
+    for flags, second in (
+        (["--limit", "2"], answer),
+        (["--limit", "2", "--no-episode-links"], other),
+    ):
         result = CliRunner().invoke(
             cli,
-            ["--data-dir", str(folder), "search", QUESTION, "--limit", "2", "--json", *flags],
+            ["--data-dir", str(folder), "-n", "cli", "search", QUESTION, "--json", *flags],
             env={"GRAPHMEM_EMBEDDER": "hash"},
         )
         assert result.exit_code == 0, result.output
