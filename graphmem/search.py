@@ -3,8 +3,9 @@
 1. The legs run concurrently (FTS5 and the embedding/matrix product release the GIL): the
    keyword leg asks the store for its best visible matches, the vector leg embeds the query and
    widens its nearest-neighbour search until enough visible facts are found.
-2. Their scores are fused (:func:`graphmem.ranking.fuse`), with ``graph_depth`` > 0 linked
-   candidates lend each other evidence (:mod:`graphmem.expansion`), and the fused relevance is
+2. Their scores are fused (:func:`graphmem.ranking.fuse`), candidates linked in an episode (by
+   default) or by any link (``graph_depth`` > 0) lend each other evidence
+   (:mod:`graphmem.expansion`), and the fused relevance is
    adjusted by importance, confidence, freshness and decay class (:func:`graphmem.ranking.adjust`).
 3. The legs ran as separate statements, so a write committed between them (a supersession) may
    have hidden a candidate since: the hits are read again in one snapshot, old and new version
@@ -199,11 +200,31 @@ class Search:
         ``keywords`` the ``n`` best keyword matches of their period, which join the candidates
         so that a period's facts are found however many others match better. Runs on a pool
         thread, beside the keyword leg."""
-        hint = timehints.understand(query, scope.as_of)
+        hint = timehints.understand(query, scope.as_of) or self._event_hint(query, scope, filters)
         if hint is None or not keywords:
             return hint, {}, {}
         dated = dataclasses.replace(filters, period=hint)
         return (hint, *self._store.keyword_matches(query, scope, dated, n))
+
+    def _event_hint(
+        self, query: str, scope: TimeScope, filters: Filters
+    ) -> timehints.TimeHint | None:
+        """The period before or after the event the query names ("before she moved"), dated
+        by the earliest of the best keyword matches of its words among the facts in scope; None when
+        the query names no event, or no dated fact matches it."""
+        found = timehints.event(query)
+        if found is None:
+            return None
+        text, relation, words = found
+        _, rows = self._store.keyword_matches(words, scope, filters, timehints.EVENT_MATCHES)
+        dated = [
+            (row["source_date"] if row["source_date"] is not None else row["valid_from"], i)
+            for i, row in rows.items()
+        ]
+        if not dated:
+            return None
+        moment, fact_id = min(dated)
+        return timehints.anchored(text, relation, moment, fact_id)
 
     def _vector_leg(
         self, query: str, scope: TimeScope, filters: Filters, n: int, live_only: bool

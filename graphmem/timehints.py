@@ -6,6 +6,13 @@ text, English) and turns it into a period of valid time, relative to a base mome
 names; after ``before``/``until`` everything earlier, after ``after``/``since`` everything later.
 A month named without a year ("in June") is that month of any year.
 
+A question may place itself before or after an event instead of a date: "where did Ana live
+before she moved?", "how did Melanie feel after the accident?". ``event`` finds such words, search
+dates the event by the earliest of its EVENT_MATCHES best keyword matches among the facts in
+scope (a fact's source date, else its ``valid_from``), and ``anchored`` makes the period: up to
+the end of that day, or from its start on. The hint names the fact it was dated by
+(``TimeHint.event``).
+
 Search uses the period to rank, never to drop: facts whose time (their source date, else their
 ``valid_from``) falls in it are also looked for among the keyword matches of that period, and
 their relevance is multiplied by ``1 + TIME_HINT_BOOST``; facts outside it or without a date
@@ -33,6 +40,9 @@ from .temporal import to_iso
 #: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
 #: conversations 0-4 and checked on 5-9 (bench/REPORT.md).
 TIME_HINT_BOOST: Final = 1.0
+#: An event is dated by the earliest of its best keyword matches: a conversation mentions an
+#: event again after it happened ("since the tour..."), rarely before.
+EVENT_MATCHES: Final = 3
 
 _MONTHS: Final = tuple(m.lower() for m in calendar.month_name[1:])
 _MONTH_ABBR: Final = tuple(m.lower() for m in calendar.month_abbr[1:])
@@ -58,6 +68,12 @@ _WORD: Final = re.compile(r"[a-z]+")
 _BEFORE: Final = frozenset({"before", "until", "till", "prior"})
 _AFTER: Final = frozenset({"after", "since"})
 _SETTINGS: Final = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+#: Words that make the words after "before"/"after" a time or a span, not an event.
+_NOT_EVENTS: Final = _RELATIVE | _MONTH_WORDS | frozenset(_WEEKDAYS) | {"date", "time", "now"}
+#: "before"/"after" and the like, then the event: the words up to the end of the clause.
+_EVENT: Final = re.compile(
+    r"\b(before|prior to|until|till|after|since)\s+([^?.!,;:]+)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +86,8 @@ class TimeHint:
     start: float | None
     end: float | None
     month: int | None
+    #: For a period before or after an event: the id of the fact that dated the event.
+    event: str | None = None
 
     def covers(self, moment: float | None) -> bool:
         """Whether a fact dated ``moment`` falls in the period (never for an undated fact)."""
@@ -87,7 +105,8 @@ class TimeHint:
             return f"{self.text!r}: {calendar.month_name[self.month]} of any year"
         start = "the beginning" if self.start is None else to_iso(self.start)
         end = "now" if self.end is None else to_iso(self.end)
-        return f"{self.text!r}: {start} to {end}"
+        dated = "" if self.event is None else f" (the event dated by fact {self.event})"
+        return f"{self.text!r}: {start} to {end}{dated}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +114,7 @@ class TimeHint:
             "start": to_iso(self.start),
             "end": to_iso(self.end),
             "month": self.month,
+            "event": self.event,
             "described": self.describe(),
         }
 
@@ -131,6 +151,32 @@ def understand(query: str, base: float) -> TimeHint | None:
             continue  # nothing, or the parser's fallback to the base moment
         return _hint(query, text, parsed.date_obj, parsed.period or "day")
     return None
+
+
+def event(query: str) -> tuple[str, str, str] | None:
+    """(the words as they stand, "before" or "after", the event's words) when ``query`` places
+    itself before or after an event rather than a date ("before she moved" → "she moved"), or
+    None. Call it when ``understand`` found no time: "before 2020" is a date."""
+    found = _EVENT.search(query)
+    if found is None:
+        return None
+    relation = "after" if found.group(1).lower() in _AFTER else "before"
+    words = found.group(2).strip()
+    named = _words(words)
+    if not named or named & _NOT_EVENTS or _YEAR.search(words):
+        return None  # "before July 24", "till date", "after a long day": no event
+    return found.group(0).strip(), relation, words
+
+
+def anchored(text: str, relation: str, moment: float, fact_id: str) -> TimeHint:
+    """The period before (up to the end of its day) or after (from the start of its day) an
+    event dated ``moment`` by the fact ``fact_id``: an event's day holds what came just before
+    and just after it, since a conversation's turns share their session's date."""
+    when = datetime.fromtimestamp(moment, tz=UTC)
+    day = datetime(when.year, when.month, when.day, tzinfo=UTC)
+    if relation == "before":
+        return TimeHint(text, None, (day + timedelta(days=1)).timestamp(), None, fact_id)
+    return TimeHint(text, day.timestamp(), None, None, fact_id)
 
 
 def _merged(query: str, found: list[str]) -> list[str]:

@@ -502,8 +502,8 @@ class SearchHit:
 
 
 @strawberry.type(
-    description='Time words of a query ("last week", "in May 2023") read as a period of '
-    "the facts' dates (their source date, else valid from)."
+    description='Time words of a query ("last week", "in May 2023", "before she moved") read as '
+    "a period of the facts' dates (their source date, else valid from)."
 )
 class TimeHint:
     text: str = strawberry.field(description="The words, as they stand in the query.")
@@ -511,6 +511,10 @@ class TimeHint:
     end: DateTime | None = strawberry.field(description="Its end, excluded (null: open).")
     month: int | None = strawberry.field(
         description="For a month named without a year: that month (1-12) of any year."
+    )
+    event: strawberry.ID | None = strawberry.field(
+        description='For a period before or after an event ("before she moved"): the fact '
+        "whose date placed the event."
     )
     described: str = strawberry.field(description="The period in words.")
 
@@ -523,6 +527,7 @@ class TimeHint:
             start=None if hint.start is None else _at(hint.start),
             end=None if hint.end is None else _at(hint.end),
             month=hint.month,
+            event=None if hint.event is None else strawberry.ID(hint.event),
             described=hint.describe(),
         )
 

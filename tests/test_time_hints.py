@@ -8,7 +8,7 @@ import pytest
 from starlette.applications import Starlette
 
 from graphmem import Memory
-from graphmem.timehints import understand
+from graphmem.timehints import event, understand
 from resolvers import mcp
 
 from .api import InProcess
@@ -136,7 +136,8 @@ def test_search_without_time_words_is_unchanged(mem: Memory) -> None:
 def test_graphql_mcp_and_recall_say_what_was_understood(
     app: Starlette, mem: Memory, clock: Clock
 ) -> None:
-    mem.store("Ana moved to Lisbon", source_date="2023-05-20")
+    moved = mem.store("Ana moved to Lisbon", source_date="2023-05-20").fact
+    assert moved is not None
     text, found = mcp.search(
         mem, mcp.SearchArgs(query="where did Ana move in May 2023", as_of="2023-07-01")
     )
@@ -150,7 +151,9 @@ def test_graphql_mcp_and_recall_say_what_was_understood(
             """{ search(query: "where did Ana move in May 2023", asOf: "2023-07-01") {
                     fact { text } timeHint { text start end month described } }
                  plain: search(query: "where did Ana move in May 2023", asOf: "2023-07-01",
-                               timeHints: false) { timeHint { text } } }"""
+                               timeHints: false) { timeHint { text } }
+                 event: search(query: "where did Ana live before she moved?") {
+                    timeHint { text end event } } }"""
         )
     assert data["search"][0]["timeHint"] == {
         "text": "in May 2023",
@@ -160,6 +163,11 @@ def test_graphql_mcp_and_recall_say_what_was_understood(
         "described": "'in May 2023': 2023-05-01T00:00:00Z to 2023-06-01T00:00:00Z",
     }
     assert data["plain"] == [{"timeHint": None}]
+    assert data["event"][0]["timeHint"] == {
+        "text": "before she moved",
+        "end": "2023-05-21T00:00:00Z",
+        "event": moved.id,
+    }
 
 
 def test_a_month_without_a_year_raises_that_month_in_any_year(mem: Memory) -> None:
@@ -179,3 +187,70 @@ def test_a_month_without_a_year_raises_that_month_in_any_year(mem: Memory) -> No
     assert hinted["We went camping in the mountains"] == pytest.approx(
         plain["We went camping in the mountains"]
     )
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ("Where did Ana live before she moved?", ("before she moved", "before", "she moved")),
+        (
+            "How did Melanie feel after the accident?",
+            ("after the accident", "after", "the accident"),
+        ),
+        (
+            "What has John learned since starting boot camp, and why?",
+            ("since starting boot camp", "after", "starting boot camp"),
+        ),
+        ("What did Jean go through prior to meeting Maria", None),
+        ("what happened after?", None),
+        ("where did Ana live before 2020", None),  # no event: a date, which understand reads
+        ("What did they do on the Monday before July 24, 2023?", None),
+        ("How many tournaments has John organized till date?", None),
+        ("What does Jolene enjoy after a long day?", None),
+    ],
+)
+def test_a_question_placed_before_or_after_an_event_names_the_event(
+    query: str, found: tuple[str, str, str] | None
+) -> None:
+    if found is None and "prior to" in query:
+        found = ("prior to meeting Maria", "before", "meeting Maria")
+    assert event(query) == found
+
+
+def test_before_or_after_an_event_ranks_by_the_date_of_the_fact_that_names_it(
+    mem: Memory,
+) -> None:
+    """For "before she moved" the move is dated by the fact that names it; the facts dated up
+    to that day rank higher, the others keep their score; the hint names the dating fact."""
+    results = mem.store_many(
+        [
+            {"text": "Ana lives in Lisbon", "source_date": "2021-03-01"},
+            {"text": "Ana moved to Berlin for a new job", "source_date": "2023-05-10"},
+            {"text": "Ana lives in Berlin now", "source_date": "2024-01-10"},
+        ]
+    )
+    lisbon, moved, berlin = (r.fact for r in results)
+    assert lisbon is not None and moved is not None and berlin is not None
+
+    def scores(query: str, **options: object) -> dict[str, float]:
+        hits = mem.search(query, limit=3, **options)  # type: ignore[arg-type]
+        assert len(hits) == 3  # none dropped
+        return {h.fact.id: h.score for h in hits}
+
+    before = mem.search("Where did Ana live before she moved?", limit=3)
+    hint = before[0].time_hint
+    assert hint is not None and hint.event == moved.id and hint.start is None
+    assert hint.end == _day("2023-05-11")  # the event's day included
+    assert "dated by fact" in hint.describe()
+    for query, raised, kept in (
+        ("Where did Ana live before she moved?", lisbon.id, berlin.id),
+        ("Where did Ana live after she moved?", berlin.id, lisbon.id),
+    ):
+        hinted, unhinted = scores(query), scores(query, time_hints=False)
+        assert hinted[raised] == pytest.approx(2 * unhinted[raised])
+        assert hinted[kept] == pytest.approx(unhinted[kept])
+    # Off, or with an event that no fact names: nothing understood.
+    plain = mem.search("Where did Ana live before she moved?", limit=3, time_hints=False)
+    assert all(h.time_hint is None for h in plain)
+    unknown = mem.search("Where did Ana live before the earthquake?", limit=3)
+    assert all(h.time_hint is None for h in unknown)
