@@ -93,10 +93,7 @@ def lend_evidence(
     """Each candidate's relevance plus the best evidence a linked candidate lends it, over the
     links of every origin but ``skip_origins`` (among the candidates ``among``: all of them)."""
     ids = list(relevance) if among is None else among
-    rows = [
-        (k.source_id, k.target_id, k.strength)
-        for k in store.links_among(ids, scope, skip_origins=skip_origins)
-    ]
+    rows = store.link_pairs(ids, scope, skip_origins=skip_origins)
     lent: dict[str, float] = {}
     for source, target, strength in rows:
         for a, b in ((source, target), (target, source)):

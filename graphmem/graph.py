@@ -733,21 +733,43 @@ def links_among(
     conn: sqlite3.Connection, ids: list[str], scope: TimeScope, params: dict[str, Any]
 ) -> list[Link]:
     """Every visible link among ``ids`` of the types in ``params`` (``:types`` as JSON,
-    ``:min_strength``, and ``:skip_origins``, a JSON list of origins left out). The pairs are found in the (source, strength, target) index alone, so a
-    hub costs a scan of its index entries; only the links found are read."""
+    ``:min_strength``, and ``:skip_origins``, a JSON list of origins left out). The pairs are
+    found in the (source, strength, target) index alone, so a hub costs a scan of its index
+    entries; only the links found are read."""
+    rows = _among(conn, link_columns("k", scope), ids, scope, params)
+    return [Link.from_values(r) for r in rows]
+
+
+def link_pairs(
+    conn: sqlite3.Connection, ids: list[str], scope: TimeScope, params: dict[str, Any]
+) -> list[tuple[str, str, float]]:
+    """(source, target, strength) of the links :func:`links_among` finds: what graph evidence
+    reads on every search, without building a Link of each."""
+    return [
+        (r[0], r[1], r[2])
+        for r in _among(conn, "k.source_id, k.target_id, k.strength", ids, scope, params)
+    ]
+
+
+def _among(
+    conn: sqlite3.Connection, columns: str, ids: list[str], scope: TimeScope, params: dict[str, Any]
+) -> list[tuple[Any, ...]]:
     if len(ids) < 2:
         return []
-    rows = _tuples(conn).execute(
-        f"SELECT {link_columns('k', scope)} FROM links k WHERE k.rowid IN ("
-        "  SELECT l.rowid FROM json_each(:ids) fr"
-        "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
-        "  WHERE +l.target_id IN (SELECT value FROM json_each(:ids)))"
-        " AND k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
-        " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
-        f" AND {scope.link_clause('k')} ORDER BY k.seq",
-        {**params, "ids": id_list(ids)},
+    return (
+        _tuples(conn)
+        .execute(
+            f"SELECT {columns} FROM links k WHERE k.rowid IN ("
+            "  SELECT l.rowid FROM json_each(:ids) fr"
+            "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
+            "  WHERE +l.target_id IN (SELECT value FROM json_each(:ids)))"
+            " AND k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
+            " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
+            f" AND {scope.link_clause('k')} ORDER BY k.seq",
+            {**params, "ids": id_list(ids)},
+        )
+        .fetchall()
     )
-    return [Link.from_values(r) for r in rows]
 
 
 def _walk(

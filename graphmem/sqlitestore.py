@@ -731,17 +731,18 @@ class SQLiteStore:
         with self._db.snapshot() as conn:
             return analytics.clusters(conn, scope, types=types, min_size=min_size)
 
-    def links_among(
+    def link_pairs(
         self, ids: list[str], scope: TimeScope, *, skip_origins: Sequence[str]
-    ) -> list[Link]:
-        """Every visible link of the default types among ``ids``, except the origins skipped."""
+    ) -> list[tuple[str, str, float]]:
+        """(source, target, strength) of every visible link of the default types among
+        ``ids``, except the origins skipped."""
         params = {
             "types": id_list(graph.DEFAULT_TYPES),
             "min_strength": 0.0,
             "skip_origins": id_list(skip_origins),
             **scope.params,
         }
-        return graph.links_among(self._read(), ids, scope, params)
+        return graph.link_pairs(self._read(), ids, scope, params)
 
     def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> graph.Walk:
         """A breadth-first walker over the visible links of the default types, both ways."""

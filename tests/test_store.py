@@ -339,13 +339,13 @@ def test_a_prepared_traversal_follows_every_later_write(store: Store, clock: Clo
     assert store.path(a, c, now(store), types=None, direction="BOTH", max_depth=4) is None
 
 
-def test_links_among_and_the_walker_see_the_same_links(store: Store) -> None:
+def test_link_pairs_and_the_walker_see_the_same_links(store: Store) -> None:
     a, b, c = put(store, "Hub", "Spoke one", "Spoke two")
     with store.transaction() as tx:
         tx.link(a, b, "RELATED_TO", 0.7)
         tx.link(c, a, "PART_OF", 0.4)
-    among = store.links_among([a, b, c], now(store), skip_origins=[])
-    assert {(k.source_id, k.target_id) for k in among} == {(a, b), (c, a)}
+    among = store.link_pairs([a, b, c], now(store), skip_origins=[])
+    assert set(among) == {(a, b, 0.7), (c, a, 0.4)}
     steps = store.walk(now(store), skip_origins=[]).level([a])
     assert {s.step for s in steps} == {b, c}
     pages = store.links_page([a], now(store), first=1)
