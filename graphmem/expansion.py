@@ -50,6 +50,11 @@ HOP_FACTOR: Final = 0.8
 #: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md).
 EVIDENCE_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 NEIGHBOUR_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
+#: By default the best candidates alone lend along episode links: the this many of highest
+#: relevance among those sharing an episode. On LoCoMo (bench/REPORT.md) 10 and 20 gave the same
+#: recall, both a little above every candidate lending (and 50), and reading the links of a few
+#: candidates costs a fraction of reading those among all of them.
+EPISODE_LENDERS: Final = 10
 #: Every origin but the episode chain's: what evidence along episode links alone leaves out.
 NOT_EPISODE: Final = tuple(o.value for o in LinkOrigin if o != LinkOrigin.EPISODE)
 #: Extra share of the reaching score for the neighbour closest to the query among those found at
@@ -70,7 +75,8 @@ def lend_along_episodes(
     store: Store, relevance: Mapping[str, float], rows: Mapping[str, Record], scope: TimeScope
 ) -> dict[str, float]:
     """:func:`lend_evidence` over the episode links alone, among the candidates (``rows``, with
-    their ``episode_id``) that share an episode with another candidate: none, no read."""
+    their ``episode_id``) that share an episode with another candidate (none: no read), the
+    EPISODE_LENDERS best of them lending."""
     members: dict[str, list[str]] = {}
     for fact_id in relevance:
         episode = rows[fact_id]["episode_id"]
@@ -79,7 +85,8 @@ def lend_along_episodes(
     linked = [i for ids in members.values() if len(ids) > 1 for i in ids]
     if not linked:
         return dict(relevance)
-    return lend_evidence(store, relevance, scope, NOT_EPISODE, among=linked)
+    lenders = sorted(linked, key=lambda i: (-relevance[i], i))[:EPISODE_LENDERS]
+    return lend_evidence(store, relevance, scope, NOT_EPISODE, among=linked, lenders=lenders)
 
 
 def lend_evidence(
@@ -89,15 +96,19 @@ def lend_evidence(
     skip_origins: tuple[str, ...],
     *,
     among: list[str] | None = None,
+    lenders: list[str] | None = None,
 ) -> dict[str, float]:
     """Each candidate's relevance plus the best evidence a linked candidate lends it, over the
-    links of every origin but ``skip_origins`` (among the candidates ``among``: all of them)."""
+    links of every origin but ``skip_origins``, among the candidates ``among`` (all of them),
+    from the ``lenders`` among them (all of them)."""
     ids = list(relevance) if among is None else among
-    rows = store.link_pairs(ids, scope, skip_origins=skip_origins)
+    rows = store.link_pairs(ids, scope, skip_origins=skip_origins, touching=lenders)
+    lending = None if lenders is None else set(lenders)
     lent: dict[str, float] = {}
     for source, target, strength in rows:
         for a, b in ((source, target), (target, source)):
-            lent[a] = max(lent.get(a, 0.0), strength * relevance[b])
+            if lending is None or b in lending:
+                lent[a] = max(lent.get(a, 0.0), strength * relevance[b])
     return {i: r + EVIDENCE_WEIGHT * lent.get(i, 0.0) for i, r in relevance.items()}
 
 

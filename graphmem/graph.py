@@ -741,14 +741,39 @@ def links_among(
 
 
 def link_pairs(
-    conn: sqlite3.Connection, ids: list[str], scope: TimeScope, params: dict[str, Any]
+    conn: sqlite3.Connection,
+    ids: list[str],
+    scope: TimeScope,
+    params: dict[str, Any],
+    touching: list[str] | None = None,
 ) -> list[tuple[str, str, float]]:
     """(source, target, strength) of the links :func:`links_among` finds: what graph evidence
-    reads on every search, without building a Link of each."""
-    return [
-        (r[0], r[1], r[2])
-        for r in _among(conn, "k.source_id, k.target_id, k.strength", ids, scope, params)
-    ]
+    reads on every search, without building a Link of each. With ``touching`` (a few of
+    ``ids``), only the links with one end among those: found from their side by both indexes,
+    the other end checked here."""
+    if touching is None:
+        rows = _among(conn, "k.source_id, k.target_id, k.strength", ids, scope, params)
+        return [(r[0], r[1], r[2]) for r in rows]
+    if len(ids) < 2 or not touching:
+        return []
+    found = _tuples(conn).execute(
+        "SELECT k.source_id, k.target_id, k.strength FROM links k WHERE k.rowid IN ("
+        "  SELECT l.rowid FROM json_each(:from) fr"
+        "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
+        "  UNION ALL SELECT l.rowid FROM json_each(:from) fr"
+        "  JOIN links l INDEXED BY links_target_strength ON l.target_id = fr.value)"
+        f" AND {_KEPT_LINKS} AND {scope.link_clause('k')} ORDER BY k.seq",
+        {**params, "from": id_list(touching)},
+    )
+    among = set(ids)
+    return [(r[0], r[1], r[2]) for r in found if r[0] in among and r[1] in among]
+
+
+#: The links of the types, strength and origins a graph read's parameters ask for.
+_KEPT_LINKS: Final = (
+    "k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
+    " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
+)
 
 
 def _among(
@@ -763,9 +788,7 @@ def _among(
             "  SELECT l.rowid FROM json_each(:ids) fr"
             "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
             "  WHERE +l.target_id IN (SELECT value FROM json_each(:ids)))"
-            " AND k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
-            " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
-            f" AND {scope.link_clause('k')} ORDER BY k.seq",
+            f" AND {_KEPT_LINKS} AND {scope.link_clause('k')} ORDER BY k.seq",
             {**params, "ids": id_list(ids)},
         )
         .fetchall()

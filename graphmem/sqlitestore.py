@@ -732,17 +732,22 @@ class SQLiteStore:
             return analytics.clusters(conn, scope, types=types, min_size=min_size)
 
     def link_pairs(
-        self, ids: list[str], scope: TimeScope, *, skip_origins: Sequence[str]
+        self,
+        ids: list[str],
+        scope: TimeScope,
+        *,
+        skip_origins: Sequence[str],
+        touching: list[str] | None = None,
     ) -> list[tuple[str, str, float]]:
         """(source, target, strength) of every visible link of the default types among
-        ``ids``, except the origins skipped."""
+        ``ids``, except the origins skipped; with ``touching``, only those with one end in it."""
         params = {
             "types": id_list(graph.DEFAULT_TYPES),
             "min_strength": 0.0,
             "skip_origins": id_list(skip_origins),
             **scope.params,
         }
-        return graph.link_pairs(self._read(), ids, scope, params)
+        return graph.link_pairs(self._read(), ids, scope, params, touching)
 
     def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> graph.Walk:
         """A breadth-first walker over the visible links of the default types, both ways."""

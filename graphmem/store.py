@@ -304,7 +304,12 @@ class Store(Protocol):
         self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
     ) -> analytics.Clusters: ...
     def link_pairs(
-        self, ids: list[str], scope: TimeScope, *, skip_origins: Sequence[str]
+        self,
+        ids: list[str],
+        scope: TimeScope,
+        *,
+        skip_origins: Sequence[str],
+        touching: list[str] | None = None,
     ) -> list[tuple[str, str, float]]: ...
     def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> Walker: ...
 

@@ -346,6 +346,12 @@ def test_link_pairs_and_the_walker_see_the_same_links(store: Store) -> None:
         tx.link(c, a, "PART_OF", 0.4)
     among = store.link_pairs([a, b, c], now(store), skip_origins=[])
     assert set(among) == {(a, b, 0.7), (c, a, 0.4)}
+    # Those touching a few of them, either way round, the other end among the ids.
+    assert set(store.link_pairs([a, b, c], now(store), skip_origins=[], touching=[b])) == {
+        (a, b, 0.7)
+    }
+    assert set(store.link_pairs([a, c], now(store), skip_origins=[], touching=[a])) == {(c, a, 0.4)}
+    assert store.link_pairs([a, b, c], now(store), skip_origins=["explicit"], touching=[a]) == []
     steps = store.walk(now(store), skip_origins=[]).level([a])
     assert {s.step for s in steps} == {b, c}
     pages = store.links_page([a], now(store), first=1)
