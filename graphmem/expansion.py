@@ -4,9 +4,10 @@ By default (``graph_depth`` 0, ``episode_links`` on) only the links an episode d
 consecutive facts count, and only for evidence (:func:`lend_along_episodes`): a candidate next
 to another candidate of the same conversation gains part of its relevance, and no fact joins the
 results that the search did not find. Measured on LoCoMo sessions stored as episodes, tuned on
-one half and checked on the other, this lifts recall_frac@10 on both halves in every question
-category, where also adding the neighbours lifts it more overall but loses multi-hop and
-open-domain questions on both (bench/REPORT.md).
+one half and checked on the other, this lifts recall_frac@10 on both halves (single-hop and
+adversarial questions most, no category losing more than 0.01), where also adding the
+neighbours lifts it a little more overall but loses multi-hop and open-domain questions on both
+(bench/REPORT.md).
 
 With ``search(..., graph_depth=k)``, two effects, both over the visible links of every type but
 SUPERSEDES, and of every origin but ``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBOUR_SKIPS; and
