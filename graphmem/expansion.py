@@ -2,8 +2,8 @@
 
 By default (``graph_depth`` 0, ``episode_links`` on) only the links an episode draws between its
 consecutive facts count, and only for evidence (:func:`lend_along_episodes`): a candidate next
-to another candidate of the same conversation gains part of its relevance, and no fact joins the
-results that the search did not find. Measured on LoCoMo sessions stored as episodes, tuned on
+to one of the best candidates in the same conversation gains part of its relevance, and no fact
+joins the results that the search did not find. Measured on LoCoMo sessions stored as episodes, tuned on
 one half and checked on the other, this lifts recall_frac@10 on both halves (single-hop and
 adversarial questions most, no category losing more than 0.01), where also adding the
 neighbours lifts it a little more overall but loses multi-hop and open-domain questions on both
@@ -51,7 +51,7 @@ HOP_FACTOR: Final = 0.8
 #: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md).
 EVIDENCE_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 NEIGHBOUR_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
-#: By default the best candidates alone lend along episode links: the this many of highest
+#: By default the best candidates alone lend along episode links: this many, of the highest
 #: relevance among those sharing an episode. On LoCoMo (bench/REPORT.md) 10 and 20 gave the same
 #: recall, both a little above every candidate lending (and 50), and reading the links of a few
 #: candidates costs a fraction of reading those among all of them.

@@ -749,8 +749,8 @@ def link_pairs(
 ) -> list[tuple[str, str, float]]:
     """(source, target, strength) of the links :func:`links_among` finds: what graph evidence
     reads on every search, without building a Link of each. With ``touching`` (a few of
-    ``ids``), only the links with one end among those: found from their side by both indexes,
-    the other end checked here."""
+    ``ids``), only the links with one end among those: found from their side by both indexes
+    (a hub among them costs a scan of its links), the other end checked here."""
     if touching is None:
         rows = _among(conn, "k.source_id, k.target_id, k.strength", ids, scope, params)
         return [(r[0], r[1], r[2]) for r in rows]
