@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Final
 
+import orjson
 from prometheus_client import generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -30,6 +31,7 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.types import ExecutionResult
+from strawberry.types.unset import UNSET
 
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
@@ -52,7 +54,7 @@ from .gate import (
 )
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
-from .schema import build_schema
+from .schema import Schema, build_schema
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -63,6 +65,9 @@ _log = logging.getLogger("graphmem.server")
 #: The environment variable through which ``graphmem serve --workers N`` hands its settings (as
 #: JSON) to each worker process.
 SETTINGS_ENV: Final = "GRAPHMEM_SERVE_SETTINGS"
+#: The members of a POSTed GraphQL request that the prepared path answers (others, e.g.
+#: ``extensions``, go through strawberry's view).
+_PLAIN_REQUEST: Final = frozenset({"query", "variables", "operationName"})
 #: How often the service drains each open namespace's outbox rows left waiting (seconds).
 DRAIN_INTERVAL_S: Final = 1.0
 
@@ -173,6 +178,53 @@ class GraphQLApp(GraphQL[Context, None]):
         super().__init__(**kwargs)
         self.gate = gate
 
+    async def run(  # type: ignore[override]  # strawberry's overloads, one implementation
+        self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
+    ) -> Response | WebSocket:
+        if isinstance(request, Request) and request.method == "POST":
+            response = await self._prepared(request)
+            if response is not None:
+                return response
+        return await super().run(request, context, root_value)
+
+    async def _prepared(self, request: Request) -> Response | None:
+        """The answer to a POSTed JSON query or mutation whose document the schema has
+        validated before, executed without strawberry's per-request pipeline; None for any
+        other request (strawberry's view answers it: the same rules, the same errors)."""
+        schema = self.schema
+        if not isinstance(schema, Schema):
+            return None
+        if not request.headers.get("content-type", "").startswith("application/json"):
+            return None
+        try:
+            data = json.loads(await request.body())  # kept: the view reads it again
+        except ValueError:
+            return None
+        if type(data) is not dict or not data.keys() <= _PLAIN_REQUEST:
+            return None
+        query, variables, name = data.get("query"), data.get("variables"), data.get("operationName")
+        if (
+            type(query) is not str
+            or (variables is not None and type(variables) is not dict)
+            or (name is not None and type(name) is not str)
+        ):
+            return None
+        prepared = schema.prepared.get(query)
+        if prepared is None:
+            return None
+        document, operation = prepared
+        if name is not None and (operation.name is None or operation.name.value != name):
+            return None
+        context = await self.get_context(request, None)
+        result = await schema.execute_prepared(
+            document, variables=variables, operation_name=name, context=context
+        )
+        body = await self.process_result(request, result)
+        return Response(_json(body), media_type="application/json")
+
+    def encode_json(self, data: object) -> str:
+        return _json(data).decode()
+
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         admitted = request.scope.get(ADMITTED)
         memory, key = admitted if admitted else (None, None)
@@ -204,6 +256,15 @@ class GraphQLApp(GraphQL[Context, None]):
         except Denied as exc:
             raise ConnectionRejectionError({"code": exc.code, "message": exc.message}) from None
         return await super().on_ws_connect(context)
+
+
+def _json(data: object) -> bytes:
+    """``data`` as JSON: by orjson (several times faster than json on a large answer), or by
+    json for what orjson refuses (an integer beyond 64 bits in a JSON scalar)."""
+    try:
+        return orjson.dumps(data)
+    except TypeError:  # orjson.JSONEncodeError
+        return json.dumps(data, separators=(",", ":")).encode()
 
 
 def _admitted(ctx: ServerRequestContext[Any, Any]) -> tuple[Memory, ApiKey | None]:

@@ -24,10 +24,17 @@ from typing import Any, Final
 
 import strawberry
 from graphql import (
+    GRAPHQL_MAX_INT,
+    GRAPHQL_MIN_INT,
+    GraphQLBoolean,
+    GraphQLID,
+    GraphQLInt,
+    GraphQLLeafType,
     GraphQLList,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfo,
+    GraphQLString,
     is_leaf_type,
     is_list_type,
     is_non_null_type,
@@ -182,6 +189,8 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
         self, type_: GraphQLOutputType, field_details_list: FieldDetailsList
     ) -> Completer | None:
         if is_non_null_type(type_):
+            if is_leaf_type(type_.of_type):
+                return _leaf(type_.of_type, required=True)
             inner = self._completer(type_.of_type, field_details_list)
             if inner is None:
                 return None
@@ -207,17 +216,7 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
 
             return listed
         if is_leaf_type(type_):
-            coerce = type_.coerce_output_value
-
-            def leaf(value: Any) -> Any:
-                if value is None or value is Undefined:
-                    return None
-                coerced = coerce(value)
-                if coerced is None or coerced is Undefined:
-                    raise _Irregular
-                return coerced
-
-            return leaf
+            return _leaf(type_, required=False)
         if is_object_type(type_):
             plan = self._plan(type_, field_details_list, now=True)
             if plan is None:
@@ -228,6 +227,38 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
 
             return nested
         return None  # interfaces and unions: graphql-core resolves the runtime type
+
+
+def _leaf(type_: GraphQLLeafType, *, required: bool) -> Completer:
+    """Completes a leaf by its type's coercion; a value that is already what a built-in scalar
+    answers (a str for ID and String, an int in 32 bits for Int, a bool for Boolean) as it is.
+    None or a failed coercion: None, or _Irregular when ``required``."""
+    coerce = type_.coerce_output_value
+    kind: Any  # a type, or None: never ``type(value)``
+    kind, bounds = _AS_IS.get(type_.name, (None, None)) if type_ in _BUILT_IN else (None, None)
+    low, high = bounds or (0, 0)
+
+    def leaf(value: Any) -> Any:
+        if type(value) is kind and (bounds is None or low <= value <= high):
+            return value
+        coerced = None if value is None or value is Undefined else coerce(value)
+        if coerced is None or coerced is Undefined:
+            if required:
+                raise _Irregular
+            return None
+        return coerced
+
+    return leaf
+
+
+#: The built-in scalars whose values of one Python type are their own output (bounds for Int).
+_BUILT_IN: Final = (GraphQLID, GraphQLString, GraphQLInt, GraphQLBoolean)
+_AS_IS: Final[dict[str, tuple[type, tuple[int, int] | None]]] = {
+    "ID": (str, None),
+    "String": (str, None),
+    "Int": (int, (GRAPHQL_MIN_INT, GRAPHQL_MAX_INT)),
+    "Boolean": (bool, None),
+}
 
 
 def _directed(field_details_list: FieldDetailsList) -> bool:
