@@ -27,8 +27,14 @@ class Broadcaster:
     def watch(self, memory: Memory) -> None:
         """Forward ``memory``'s changes to its namespace's subscribers (call once per Memory)."""
 
+        namespace = memory.namespace
+
         def forward(changes: list[Change]) -> None:
-            self._loop.call_soon_threadsafe(self._deliver, changes)
+            # Without subscribers the event loop is not woken: each wake-up is a write to its
+            # pipe, and under load the writing thread then waits for the interpreter lock.
+            # A subscription that starts later is owed only the changes committed after it.
+            if self._queues.get(namespace):
+                self._loop.call_soon_threadsafe(self._deliver, changes)
 
         memory.subscribe(forward)
 
