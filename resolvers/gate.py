@@ -14,6 +14,7 @@ refuses, on every route, requests whose Host or Origin names another site (``Loo
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import logging
@@ -138,7 +139,7 @@ class LoopbackOnly:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         host, origin = headers.get("host"), headers.get("origin")
-        if host is not None and not _names_loopback(urllib.parse.urlsplit(f"//{host}")):
+        if host is not None and not _host_is_loopback(host):
             problem = f"this server answers only requests for a loopback name, not {host!r}"
         elif (
             origin is not None
@@ -281,6 +282,13 @@ def _bearer(authorization: str | None) -> str | None:
         return None
     scheme, _, token = authorization.partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+@functools.lru_cache(maxsize=64)
+def _host_is_loopback(host: str) -> bool:
+    """Whether a ``Host`` header names this machine's loopback (any port); remembered, as
+    clients send the same few."""
+    return _names_loopback(urllib.parse.urlsplit(f"//{host}"))
 
 
 def _names_loopback(url: urllib.parse.SplitResult, schemes: tuple[str, ...] = ("",)) -> bool:
