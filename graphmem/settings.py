@@ -212,6 +212,15 @@ class Settings(BaseModel):
         "loaded on first use (about 100 MB per 100,000 facts and 500,000 links); `false` walks "
         "in SQL, using no memory for it (docs/graph.md#traversal).",
     )
+    read_threads: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="Reads `graphmem serve` runs at once in worker threads (one process); the "
+        "others wait their turn. 0: one per CPU core. More threads do not make Python faster, "
+        "and a write's group commit shares the interpreter with every one of them: under "
+        "mixed load, fewer let writes through (docs/operations.md).",
+    )
     switch_interval_ms: float = Field(
         0.5,
         gt=0,

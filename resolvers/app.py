@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
+from anyio import CapacityLimiter
 from prometheus_client import generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -102,7 +103,12 @@ def create_app(
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
     from .mcp import HttpEndpoint, build_server
 
-    graphql = GraphQLApp(gate, schema=build_schema(settings), graphql_ide="graphiql")
+    graphql = GraphQLApp(
+        gate,
+        settings.read_threads or os.cpu_count() or 1,
+        schema=build_schema(settings),
+        graphql_ide="graphiql",
+    )
     mcp = HttpEndpoint(
         build_server(_admitted),
         loopback=is_loopback(settings.host),
@@ -174,9 +180,11 @@ def create_app(
 class GraphQLApp(GraphQL[Context, None]):
     """strawberry's ASGI view with graphmem's context and WebSocket authentication."""
 
-    def __init__(self, gate: Gate, **kwargs: Any) -> None:
+    def __init__(self, gate: Gate, readers: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.gate = gate
+        # Reads in worker threads, at most ``read_threads`` at once (see Settings).
+        self.readers = CapacityLimiter(readers)
 
     async def run(  # type: ignore[override]  # strawberry's overloads, one implementation
         self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
@@ -230,7 +238,7 @@ class GraphQLApp(GraphQL[Context, None]):
         memory, key = admitted if admitted else (None, None)
         broadcaster = self.gate.namespaces.broadcaster
         assert broadcaster is not None, "the app's lifespan has not started"
-        return Context(memory, key, request, broadcaster, keys=self.gate.keys)
+        return Context(memory, key, request, broadcaster, keys=self.gate.keys, readers=self.readers)
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
         # A document refused before execution (over the token limit) bypasses ErrorCodes.

@@ -10,6 +10,7 @@ of 50 facts with their links and neighbours costs a few queries, not 50 of each.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -18,6 +19,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.websockets import WebSocket
@@ -51,6 +54,8 @@ class Context:
     connection_params: dict[str, Any] | None = None
     #: The server's key store, to see a key revoked while a subscription is open.
     keys: KeyStore | None = None
+    #: The worker threads reads may use at once (None: anyio's default pool of threads).
+    readers: CapacityLimiter | None = None
     _deadline: float | None = field(default=None, init=False)
 
     # The request's DataLoaders are made on first use: most requests need none of them, and
@@ -86,27 +91,34 @@ class Context:
         return self._memory is not None
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``fn(*args, **kwargs)`` in a worker thread (Memory's calls block), its reads limited
-        by the request's time budget (``sql_time_limit``; shared by every field of an HTTP
-        request, counted afresh per call on a WebSocket, where a subscription lives on)."""
+        """``fn(*args, **kwargs)``, a read, in a worker thread (Memory's calls block) once one
+        of the ``readers`` is free; its reads limited by the request's time budget
+        (``sql_time_limit``; shared by every field of an HTTP request from its first read on,
+        counted afresh per call on a WebSocket, where a subscription lives on)."""
+        return await self._call(functools.partial(fn, *args, **kwargs), self.readers)
+
+    async def write(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``run`` for a write: it does not wait for a reader's thread (writes wait for their
+        group commit, in the writer's queue)."""
+        return await self._call(functools.partial(fn, *args, **kwargs), None)
+
+    async def _call(self, call: Callable[[], T], limiter: CapacityLimiter | None) -> T:
         memory = self._memory
-        if memory is None:
-            return await run_in_threadpool(fn, *args, **kwargs)
-        limit = memory.settings.sql_time_limit
-        if not limit:
-            return await run_in_threadpool(fn, *args, **kwargs)
-        if isinstance(self.request, WebSocket):
-            seconds = limit
-        else:
-            if self._deadline is None:
-                self._deadline = time.monotonic() + limit
-            seconds = self._deadline - time.monotonic()
+        limit = 0.0 if memory is None else memory.settings.sql_time_limit
+        if memory is None or not limit:
+            return await anyio.to_thread.run_sync(call, limiter=limiter)
 
         def limited() -> T:
+            if isinstance(self.request, WebSocket):
+                seconds = limit
+            else:  # counted from when the request's first call starts, not while it waits
+                if self._deadline is None:
+                    self._deadline = time.monotonic() + limit
+                seconds = self._deadline - time.monotonic()
             with memory.time_limit(seconds=seconds):
-                return fn(*args, **kwargs)
+                return call()
 
-        return await run_in_threadpool(limited)
+        return await anyio.to_thread.run_sync(limited, limiter=limiter)
 
     @property
     def may_write(self) -> bool:

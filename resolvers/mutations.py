@@ -273,7 +273,7 @@ class Mutation:
         input: Annotated[FactInput, strawberry.argument(description="The fact.")],
     ) -> StoreFactPayload:
         async def store() -> StoreFactPayload:
-            [result] = await info.context.run(info.context.memory.store_many, [input.to_core()])
+            [result] = await info.context.write(info.context.memory.store_many, [input.to_core()])
             return StoreFactPayload(**_result(result), error=None)
 
         return await _guarded(info, store, _failed_store)
@@ -294,7 +294,7 @@ class Mutation:
         ] = None,
     ) -> StoreFactsPayload:
         async def store() -> StoreFactsPayload:
-            results = await info.context.run(
+            results = await info.context.write(
                 info.context.memory.store_many,
                 [i.to_core() for i in inputs],
                 episode=_episode(episode),
@@ -322,7 +322,7 @@ class Mutation:
         ] = None,
     ) -> CapturePayload:
         async def capture() -> CapturePayload:
-            results = await info.context.run(
+            results = await info.context.write(
                 info.context.memory.capture,
                 [{"role": m.role, "content": m.content} for m in messages],
                 episode=_episode(episode),
@@ -352,7 +352,7 @@ class Mutation:
         input: Annotated[LinkInput, strawberry.argument(description="The link.")],
     ) -> LinkPayload:
         async def link() -> LinkPayload:
-            made = await info.context.run(
+            made = await info.context.write(
                 info.context.memory.link,
                 str(input.source_id),
                 str(input.target_id),
@@ -377,7 +377,7 @@ class Mutation:
         id: Annotated[strawberry.ID, strawberry.argument(description="The link's id.")],
     ) -> LinkPayload:
         async def unlink() -> LinkPayload:
-            removed = await info.context.run(info.context.memory.unlink, str(id))
+            removed = await info.context.write(info.context.memory.unlink, str(id))
             return LinkPayload(link=Link.of(removed, NOW), error=None)
 
         return await _guarded(info, unlink, lambda e: LinkPayload(link=None, error=e))
@@ -392,7 +392,7 @@ class Mutation:
         id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
     ) -> ForgetPayload:
         async def forget() -> ForgetPayload:
-            fact = await info.context.run(info.context.memory.forget, str(id))
+            fact = await info.context.write(info.context.memory.forget, str(id))
             return ForgetPayload(fact=Fact.of(fact, NOW), error=None)
 
         return await _guarded(info, forget, lambda e: ForgetPayload(fact=None, error=e))
@@ -406,7 +406,7 @@ class Mutation:
         id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
     ) -> PurgePayload:
         async def purge() -> PurgePayload:
-            await info.context.run(info.context.memory.purge, str(id))
+            await info.context.write(info.context.memory.purge, str(id))
             return PurgePayload(purged_id=id, error=None)
 
         return await _guarded(info, purge, lambda e: PurgePayload(purged_id=None, error=e))
@@ -425,7 +425,7 @@ class Mutation:
         ] = False,
     ) -> PurgeFactsPayload:
         async def purge() -> PurgeFactsPayload:
-            report = await info.context.run(
+            report = await info.context.write(
                 info.context.memory.purge,
                 ids=None if filter.ids is None else [str(i) for i in filter.ids],
                 entity=filter.entity,
@@ -457,7 +457,7 @@ class Mutation:
         ] = False,
     ) -> PrunePayload:
         async def prune() -> PrunePayload:
-            report = await info.context.run(info.context.memory.prune, dry_run=dry_run, soft=soft)
+            report = await info.context.write(info.context.memory.prune, dry_run=dry_run, soft=soft)
             return PrunePayload(
                 expired=report.expired,
                 decayed=report.decayed,
