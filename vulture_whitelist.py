@@ -61,9 +61,11 @@ _.end_cursor
 _.page_info
 _.purged_id
 
-# Hooks strawberry calls on the classes that override them: the ASGI app's per-request context,
-# the error-masking extension's error pass, a schema extension's validation step.
+# Hooks strawberry calls on the classes that override them: the ASGI app's per-request context
+# and its JSON encoding, the error-masking extension's error pass, a schema extension's
+# validation step.
 _.get_context
+_.encode_json
 _._process_errors
 _.on_validate
 
