@@ -235,7 +235,7 @@ def _leaf(type_: GraphQLLeafType, *, required: bool) -> Completer:
     None or a failed coercion: None, or _Irregular when ``required``."""
     coerce = type_.coerce_output_value
     kind: Any  # a type, or None: never ``type(value)``
-    kind, bounds = _AS_IS.get(type_.name, (None, None)) if type_ in _BUILT_IN else (None, None)
+    kind, bounds = _AS_IS.get(type_, (None, None))
     low, high = bounds or (0, 0)
 
     def leaf(value: Any) -> Any:
@@ -252,12 +252,11 @@ def _leaf(type_: GraphQLLeafType, *, required: bool) -> Completer:
 
 
 #: The built-in scalars whose values of one Python type are their own output (bounds for Int).
-_BUILT_IN: Final = (GraphQLID, GraphQLString, GraphQLInt, GraphQLBoolean)
-_AS_IS: Final[dict[str, tuple[type, tuple[int, int] | None]]] = {
-    "ID": (str, None),
-    "String": (str, None),
-    "Int": (int, (GRAPHQL_MIN_INT, GRAPHQL_MAX_INT)),
-    "Boolean": (bool, None),
+_AS_IS: Final[dict[GraphQLLeafType, tuple[type, tuple[int, int] | None]]] = {
+    GraphQLID: (str, None),
+    GraphQLString: (str, None),
+    GraphQLInt: (int, (GRAPHQL_MIN_INT, GRAPHQL_MAX_INT)),
+    GraphQLBoolean: (bool, None),
 }
 
 
