@@ -102,6 +102,54 @@ def test_checks_shared_between_threads_find_what_one_thread_finds(
     assert sum(map(len, alone)) >= 100  # the near-copies at least: the check found something
 
 
+def test_checks_bounded_by_the_projection_find_what_full_scoring_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A check with a floor first bounds each probed row's cosine from the projection and
+    scores only the pairs whose bound reaches the floor: the neighbours found are exactly
+    those that scoring every probed row finds, through live flags, rows written after the
+    layout, deletes, and floors the bound cannot separate."""
+    monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
+    monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
+    monkeypatch.setattr(mirror_engine, "PARTITION_ROWS", 128)
+    n = PARTITION_MIN_ROWS + 2_000
+    rows = structured_rows(n + 1_500, seed=31)
+    mirror = Mirror(128)
+    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [i % 7 != 0 for i in range(n)])
+    queries = structured_rows(500, seed=32)
+    queries[:150] = rows[::150][:150] + 0.03 * unit_rows(150, dims=128, seed=33)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    mirror.neighbours_many(queries, 5, live_only=True, floor=0.9)  # lays the rows out
+    mirror.upsert([f"f{i}" for i in range(n, n + 1_500)], rows[n:], [True] * 1_500)  # a tail
+    mirror.delete([f"f{i}" for i in range(3, n, 450)])
+    bounded: list[tuple[int, int]] = []  # (pairs to score one by one, parts scored in full)
+    original = mirror_engine._bounded
+
+    def spied(*args: Any) -> Any:
+        queries, found, heavy = original(*args)
+        bounded.append((len(found), len(heavy)))
+        return queries, found, heavy
+
+    monkeypatch.setattr(mirror_engine, "_bounded", spied)
+    for floor in (0.0, 0.5, 0.8, 0.95):
+        for live_only in (True, False):
+            with_bounds = mirror.neighbours_many(queries, 5, live_only=live_only, floor=floor)
+            assert mirror._projection is not None
+            with monkeypatch.context() as scoped:
+                scoped.setattr(mirror, "_projected", lambda n: None)
+                expected = mirror.neighbours_many(queries, 5, live_only=live_only, floor=floor)
+            assert [[i for i, _ in hits] for hits in with_bounds] == [
+                [i for i, _ in hits] for hits in expected
+            ]
+            for got, want in zip(with_bounds, expected, strict=True):
+                assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+            assert sum(map(len, expected)) >= 100  # most near-copies at least
+    assert len(bounded) == 8  # one bounded check per call with a projection
+    scored, full = bounded[-1]  # 0.95: a few pairs scored one by one, hardly a part in full
+    assert 0 < scored < 150 * 20 and full <= 2
+    assert bounded[0][0] == 0  # 0.0: every row passes its bound, every part scored in full
+
+
 def test_partitions_keep_finding_rows_after_deletes_rewrites_and_growth(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
