@@ -62,8 +62,15 @@ EXACT_SEARCH_MAX_ROWS: Final = 250_000
 IN_MEMORY_MAX_ROWS: Final = 2_000_000
 #: Rows per batch read when loading the in-memory copy.
 LOAD_BATCH_ROWS: Final = 65_536
-#: Writes between automatic compactions of the table's small fragments.
+#: Writes between automatic compactions of the table's small fragments, at least.
 COMPACT_EVERY: Final = 50
+#: LanceDB's compaction merges the small fragments with the last large one, which it rewrites
+#: whole (below a million rows, the whole table: 1 GB at a million facts of 256 dimensions). A
+#: larger table is therefore compacted less often: after rows / COMPACT_ROWS_PER_WRITE writes
+#: (so that compacting costs each write about that many rows rewritten), at most every
+#: COMPACT_EVERY_MAX writes (the fragments a read goes through).
+COMPACT_ROWS_PER_WRITE: Final = 2_000
+COMPACT_EVERY_MAX: Final = 500
 #: Table versions older than this are deleted by ``optimize`` (newer ones may still be read).
 OLD_VERSIONS_KEPT: Final = timedelta(minutes=1)
 #: Seconds a read may go without looking for other processes' writes to the table.
@@ -441,13 +448,16 @@ class VectorIndex:
         }
 
     def _committed(self) -> None:
-        """Count a write; every COMPACT_EVERY writes, merge the small fragments they left.
+        """Count a write; every COMPACT_EVERY writes or more (the larger the table, the more),
+        merge the small fragments they left.
 
         Each LanceDB write adds a fragment and a version, and queries slow down with their
         number (a 1k-row table: 8 ms per query compacted, 40 ms after 150 small writes).
         """
         self._commits += 1
-        if self._commits >= COMPACT_EVERY:
+        rows = len(self._mirror) if self._mirror is not None else IN_MEMORY_MAX_ROWS
+        due = min(COMPACT_EVERY_MAX, max(COMPACT_EVERY, rows // COMPACT_ROWS_PER_WRITE))
+        if self._commits >= due:
             self.compact()
 
 

@@ -282,6 +282,36 @@ def test_past_the_exact_search_size_searches_and_writes_keep_to_the_copy(
         assert mem.check().ok
 
 
+def test_a_larger_table_is_compacted_less_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LanceDB's compaction rewrites the table's large fragment with the small ones: it runs
+    every COMPACT_EVERY writes on a small table, every rows / COMPACT_ROWS_PER_WRITE writes on
+    a larger one, at most every COMPACT_EVERY_MAX, and it leaves one fragment behind."""
+    monkeypatch.setattr(vectors, "COMPACT_EVERY", 3)
+    monkeypatch.setattr(vectors, "COMPACT_ROWS_PER_WRITE", 10)
+    monkeypatch.setattr(vectors, "COMPACT_EVERY_MAX", 8)
+    index = vectors.VectorIndex(tmp_path / "vectors", 8)
+    compactions: list[int] = []  # the table's rows at each compaction
+    compact = index.compact
+
+    def counted(**kwargs: Any) -> None:
+        compactions.append(len(index._mirror or ()))
+        compact(**kwargs)
+
+    monkeypatch.setattr(index, "compact", counted)
+    rows = unit_rows(200, dims=8, seed=41)
+    for n in range(40):  # 5 rows a write
+        index.upsert(
+            [f"f{i}" for i in range(5 * n, 5 * n + 5)], rows[5 * n : 5 * n + 5], [True] * 5
+        )
+    # due after 3 writes up to 39 rows, 5 at 50, at most 8 (from 80 rows)
+    assert compactions == [15, 30, 55, 95, 135, 175]
+    # one fragment from the last compaction, and one per write since
+    assert index._table.stats()["fragment_stats"]["num_fragments"] == 1 + 5
+    assert len(index.nearest(rows[0], 200, live_only=False)) == 200
+
+
 def test_native_library_output_goes_to_the_log_and_other_output_stays_on_stderr(
     capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
