@@ -51,8 +51,15 @@ WAL_BACKSTOP_PAGES: Final = 50_000
 CHECKPOINT_EVERY_S: Final = 1.0
 #: Bytes of the database file each connection reads through a memory map instead of read calls:
 #: graph walks and candidate lookups touch pages all over the file, and mapped pages are shared
-#: by every thread's connection (traverse depth 2 at 100k facts: a quarter less CPU).
-MMAP_BYTES: Final = 1 << 30
+#: by every thread's connection (traverse depth 2 at 100k facts: a quarter less CPU). 8 GiB:
+#: the whole file of a namespace of a million facts (2.2 GB), whose writes read index pages
+#: all over it (with WRITER_CACHE_KIB, a batch's SQL writes at a million facts 455 → 355 ms).
+MMAP_BYTES: Final = 1 << 33
+#: The writer connection's page cache, in KiB (SQLite's default: 2 MiB). A batch of 1,000 facts
+#: dirties thousands of pages of the indexes on random keys; in a larger cache the pages of a
+#: large namespace's indexes stay between batches (bench/REPORT.md, "A million facts, fifth
+#: round": a batch's SQL writes at a million facts 455 → 390 ms alone; 256 MiB did no better).
+WRITER_CACHE_KIB: Final = 65_536
 #: How long a connection waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS: Final = 30_000
 #: SQLite virtual-machine steps between two checks of a read's deadline (well under 1 ms).
@@ -150,6 +157,7 @@ class Database(Connections[sqlite3.Connection]):
             self._writer = _connect(path)
             migrations.apply(self._writer)
             self._writer.execute(f"PRAGMA wal_autocheckpoint = {WAL_BACKSTOP_PAGES}")
+            self._writer.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         except sqlite3.DatabaseError as exc:
             raise storage_error(exc, path, "cannot open") from exc
         self._checkpointer = _Checkpointer(path)
