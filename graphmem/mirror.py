@@ -6,8 +6,10 @@ queries; from PROJECTION_MIN_ROWS rows a query first scores the rows' principal-
 coordinates (``Projection``) and re-scores the best candidates exactly. Write-time checks
 (near-duplicates, automatic links) ask for many queries' neighbours at once: below
 PARTITION_MIN_ROWS by scanning every row in blocks, above it by probing k-means partitions of
-bounded size whose rows lie in one contiguous range each (``Partitions``, an in-memory IVF).
-``Best`` gathers each query's best pairs block by block.
+bounded size whose rows lie in one contiguous range each (``Partitions``, an in-memory IVF),
+where a check with a floor first bounds every probed row's cosine from the projection and
+scores only the pairs whose bound reaches the floor. ``Best`` gathers each query's best pairs
+block by block.
 :class:`graphmem.vectors.VectorIndex` keeps a Mirror in step with its LanceDB table.
 """
 
@@ -675,8 +677,10 @@ def _bounded(
     full. Every part's bounds are written into one buffer and compared at once: the per-part
     work left is one small product (bound by memory bandwidth, it runs in SCORING_THREADS)."""
     bounding = projection.bounding(vectors)[order // PARTITION_PROBES]  # in probe order
-    sizes = [_count(rows) * (last - first) for rows, first, last in parts]
-    offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    lengths = np.array([_count(rows) for rows, _, _ in parts], dtype=np.int64)
+    firsts = np.array([first for _, first, _ in parts], dtype=np.int64)
+    widths = np.array([last - first for _, first, last in parts], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths * widths)])  # each part's rows x probes
     buffer = np.empty(int(offsets[-1]), dtype=np.float32)
 
     def bound(share: list[int]) -> None:
@@ -685,29 +689,27 @@ def _bounded(
             out = buffer[offsets[i] : offsets[i + 1]].reshape(-1, last - first)
             np.matmul(projection.rows[rows], bounding[first:last].T, out=out)
 
-    lengths = np.array([_count(rows) for rows, _, _ in parts], dtype=np.int64)
+    least = floor - BOUND_MARGIN
     sample = list(range(0, len(parts), max(1, len(parts) // BOUND_SAMPLE)))
     with _single_threaded_blas():
         _shared(bound, sample)
-        least = floor - BOUND_MARGIN
-        passed = [np.count_nonzero(buffer[offsets[i] : offsets[i + 1]] >= least) for i in sample]
-        if 2 * np.count_nonzero(np.array(passed) * BOUND_FALLBACK > lengths[sample]) > len(sample):
+        passed = np.array(
+            [np.count_nonzero(buffer[offsets[i] : offsets[i + 1]] >= least) for i in sample]
+        )
+        if 2 * np.count_nonzero(passed * BOUND_FALLBACK > lengths[sample]) > len(sample):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), parts  # a bound too loose
         _shared(bound, sorted(set(range(len(parts))) - set(sample)))
     passes = buffer >= least
-    counts = np.add.reduceat(passes, offsets[:-1]) if len(parts) else np.zeros(0, np.int64)
+    counts = np.add.reduceat(passes, offsets[:-1]) if parts else np.zeros(0, np.int64)
     heavy = counts * BOUND_FALLBACK > lengths
     for i in np.nonzero(heavy)[0].tolist():
         passes[offsets[i] : offsets[i + 1]] = False
     passing = np.flatnonzero(passes)
     part = np.searchsorted(offsets, passing, side="right") - 1
-    widths = np.array([last - first for _, first, last in parts], dtype=np.int64)
-    firsts = np.array([first for _, first, _ in parts], dtype=np.int64)
     row, probe = np.divmod(passing - offsets[part], widths[part])
     if len(passing):  # the row numbers of every part, end to end
         numbers = np.concatenate([_numbers(rows) for rows, _, _ in parts])
-        starts = np.concatenate([[0], np.cumsum([_count(rows) for rows, _, _ in parts])])
-        row = numbers[starts[part] + row]
+        row = numbers[np.concatenate([[0], np.cumsum(lengths)])[part] + row]
     return (
         order[firsts[part] + probe] // PARTITION_PROBES,
         row,
