@@ -584,8 +584,8 @@ class Partitions:
         only the pairs whose bound reaches the floor are scored: the same pairs are found,
         reading about a quarter as many bytes."""
         tail = self._tail_lists(n)
-        probes = np.argpartition(-(vectors @ self.centroids.T), PARTITION_PROBES - 1, axis=1)
-        probes = probes[:, :PARTITION_PROBES]
+        probes = np.argpartition(vectors @ self.centroids.T, -PARTITION_PROBES, axis=1)
+        probes = probes[:, -PARTITION_PROBES:]
         best = Best(len(vectors), k, floor, slots=PARTITION_PROBES)
         order = np.argsort(probes, axis=None, kind="stable")
         flat = probes.ravel()[order]
@@ -699,13 +699,11 @@ def _bounded(
         if 2 * np.count_nonzero(passed * BOUND_FALLBACK > lengths[sample]) > len(sample):
             return np.zeros(0, np.int64), np.zeros(0, np.int64), parts  # a bound too loose
         _shared(bound, sorted(set(range(len(parts))) - set(sample)))
-    passes = buffer >= least
-    counts = np.add.reduceat(passes, offsets[:-1]) if parts else np.zeros(0, np.int64)
-    heavy = counts * BOUND_FALLBACK > lengths
-    for i in np.nonzero(heavy)[0].tolist():
-        passes[offsets[i] : offsets[i + 1]] = False
-    passing = np.flatnonzero(passes)
+    passing = np.flatnonzero(buffer >= least)  # few, unless the sample was unlucky
     part = np.searchsorted(offsets, passing, side="right") - 1
+    heavy = np.bincount(part, minlength=len(parts)) * BOUND_FALLBACK > lengths
+    kept = ~heavy[part]
+    passing, part = passing[kept], part[kept]
     row, probe = np.divmod(passing - offsets[part], widths[part])
     if len(passing):  # the row numbers of every part, end to end
         numbers = np.concatenate([_numbers(rows) for rows, _, _ in parts])

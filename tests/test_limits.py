@@ -64,17 +64,17 @@ def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
     for source, target in zip(ids[1:], ids[:-1], strict=True):
         service.data(link, {"s": source, "t": target})
     statements: list[str] = []
-    connect = graphmem.storage._connect
+    reader = graphmem.storage.Database.reader
 
-    def traced(path: Path) -> sqlite3.Connection:
-        conn = connect(path)
+    def traced(self: graphmem.storage.Database) -> sqlite3.Connection:
+        # Every worker thread's read connection, whether it opened before this test or not.
+        conn = reader(self)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(graphmem.storage, "_connect", traced)
+    monkeypatch.setattr(graphmem.storage.Database, "reader", traced)
     query = """query($n: Int!) { facts(first: $n) { edges { node { id supersedes { id }
         links { edges { link { type } neighbour { id text supersededBy { id } } } } } } } }"""
-    # Fresh reader connections are opened (and traced) by threads new to this test.
     service.data(query, {"n": 5})
     statements.clear()
     service.data(query, {"n": 5})
