@@ -53,7 +53,7 @@ CHECKPOINT_EVERY_S: Final = 1.0
 #: graph walks and candidate lookups touch pages all over the file, and mapped pages are shared
 #: by every thread's connection (traverse depth 2 at 100k facts: a quarter less CPU). 8 GiB:
 #: the whole file of a namespace of a million facts (2.2 GB), whose writes read index pages
-#: all over it (with WRITER_CACHE_KIB, a batch's SQL writes at a million facts 455 → 355 ms).
+#: all over it (with WRITER_CACHE_KIB, a batch's SQL writes at a million facts 455 → 353 ms).
 MMAP_BYTES: Final = 1 << 33
 #: The writer connection's page cache, in KiB (SQLite's default: 2 MiB). A batch of 1,000 facts
 #: dirties thousands of pages of the indexes on random keys; in a larger cache the pages of a
