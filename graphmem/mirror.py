@@ -580,7 +580,7 @@ class Partitions:
         """The best ``k`` of the first ``n`` rows of ``matrix`` (and their scores) with a score
         ≥ ``floor`` per query among the partitions it probes; -1 and -inf where fewer were
         found. ``live`` flags the rows a ``live_only`` search may return. With a
-        ``projection`` (and a finite floor) a partition's rows are first bounded from it and
+        ``projection`` (given only with a finite floor) a partition's rows are first bounded from it and
         only the pairs whose bound reaches the floor are scored: the same pairs are found,
         reading 98 numbers a row instead of all its dimensions."""
         tail = self._tail_lists(n)
@@ -600,7 +600,7 @@ class Partitions:
                 parts.append((slice(begin, end), first, last))
             if len(tail[c]):
                 parts.append((tail[c], first, last))
-        if projection is not None and math.isfinite(floor):
+        if projection is not None:
             queries, rows, parts = _bounded(projection, vectors, order, parts, floor)
             scores = np.einsum("ij,ij->i", matrix[rows], vectors[queries])
             best.add_pairs(queries, rows, scores, live[rows] if live_only else None)
