@@ -127,8 +127,9 @@ class Mirror:
                 self._grow()
             self._matrix[n : n + len(vectors)] = vectors
             self._live[n : n + len(vectors)] = live
-            self._ids.extend(batch.column("id").to_pylist())
-        self._pos = dict(zip(self._ids, range(len(self._ids)), strict=True))
+            ids = batch.column("id").to_pylist()
+            self._ids.extend(ids)
+            self._pos.update(zip(ids, range(n, n + len(ids)), strict=True))
         if len(self._pos) < len(self._ids):  # an id with two rows (`check` reports it): the last
             keep = np.array(sorted(self._pos.values()), dtype=np.int64)
             self._matrix[: len(keep)] = self._matrix[keep]

@@ -28,6 +28,7 @@ import fcntl
 import logging
 import math
 import os
+import queue
 import re
 import shutil
 import sys
@@ -35,12 +36,12 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,7 @@ from .errors import StorageError
 from .mirror import Mirror, columns
 
 _log = logging.getLogger("graphmem")
+T = TypeVar("T")
 
 TABLE: Final = "facts"
 #: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
@@ -62,6 +64,9 @@ EXACT_SEARCH_MAX_ROWS: Final = 250_000
 IN_MEMORY_MAX_ROWS: Final = 2_000_000
 #: Rows per batch read when loading the in-memory copy.
 LOAD_BATCH_ROWS: Final = 65_536
+#: Batches read ahead of the copy being loaded (``prefetched``): 65,536 rows of 384 float32
+#: dimensions are 100 MB.
+PREFETCH_BATCHES: Final = 2
 #: Writes between automatic compactions of the table's small fragments, at least.
 COMPACT_EVERY: Final = 50
 #: LanceDB's compaction merges the small fragments with the last large one, which it rewrites
@@ -173,7 +178,7 @@ class VectorIndex:
         whole-table copy in memory."""
         if rows:
             query = self._table.search().select(["id", "vector", "live"]).limit(rows)
-            yield from query.to_batches(LOAD_BATCH_ROWS)
+            yield from prefetched(query.to_batches(LOAD_BATCH_ROWS))
 
     def scan(self) -> Iterator[tuple[list[str], Vectors, npt.NDArray[np.bool_]]]:
         """Every row of the table as (ids, vectors, live flags), a batch at a time."""
@@ -493,6 +498,48 @@ def native_output_logged() -> Iterator[None]:
 
 #: A line of LanceDB's native log (env_logger: ``[time LEVEL lance_index::…] message``).
 _LANCE_LINE: Final = re.compile(r"\b(lance\w*|KMeans)\b")
+
+
+def prefetched(items: Iterator[T], depth: int = PREFETCH_BATCHES) -> Generator[T, None, None]:
+    """``items``, read on a thread of their own up to ``depth`` ahead of the caller: LanceDB
+    decodes the next batch (without the GIL) while the caller copies this one, which at a million
+    rows halves the time a load takes. An exception of the reader is raised to the caller in
+    its turn; a caller that stops early stops the reader after the batch it is reading."""
+    ready: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def hand(done: bool, item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put((done, item), timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for item in items:
+                if not hand(False, item):
+                    return
+        except BaseException as exc:  # raised by the caller in its turn
+            hand(True, exc)
+            return
+        hand(True, None)
+
+    reader = threading.Thread(target=read, name="graphmem-prefetch", daemon=True)
+    reader.start()
+    try:
+        while True:
+            done, item = ready.get()
+            if done:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+        reader.join()
 
 
 def _id_filter(ids: Iterable[str]) -> str:

@@ -353,3 +353,36 @@ def test_loading_in_batches_keeps_one_row_per_fact_the_last_read() -> None:
     assert mirror.nearest(rows[2_000], 1, live_only=True)[0][0] == "f5"
     assert mirror.nearest(rows[5], 1, live_only=True)[0][0] != "f5"
     assert mirror.nearest(rows[2_999], 1, live_only=True)[0][0] == "f2998"
+
+
+def test_batches_read_ahead_arrive_in_order_and_a_failed_read_reaches_the_caller() -> None:
+    """The copy is loaded while the table's next batches are read on another thread: the caller
+    sees every batch in order, the reader's error in its turn, and stopping early stops it."""
+    import threading
+
+    assert list(vectors.prefetched(iter(range(100)))) == list(range(100))
+
+    def failing() -> Any:
+        yield from range(5)
+        raise OSError("the table's file is damaged")
+
+    seen: list[int] = []
+    with pytest.raises(OSError, match="damaged"):
+        for item in vectors.prefetched(failing()):
+            seen.append(item)
+    assert seen == list(range(5))
+
+    read: list[int] = []
+
+    def endless() -> Any:
+        n = 0
+        while True:
+            read.append(n)
+            yield n
+            n += 1
+
+    ahead = vectors.prefetched(endless(), depth=2)
+    assert next(ahead) == 0
+    ahead.close()
+    assert len(read) <= 4  # the one handed over, two waiting, one being handed
+    assert not any(t.name == "graphmem-prefetch" for t in threading.enumerate())
