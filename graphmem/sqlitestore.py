@@ -850,8 +850,13 @@ class SQLiteStore:
         )
 
     def vector_owner_count(self) -> int:
-        """How many facts own a vector (the vector index should hold as many rows)."""
-        sql = "SELECT count(*) FROM facts WHERE vector_of IS NULL"
+        """How many facts own a vector (the vector index should hold as many rows). Counted as
+        all facts less those lending another's vector: both counts read an index, where the
+        direct count reads the whole table (2 GB at a million facts, on every open)."""
+        sql = (
+            "SELECT (SELECT count(*) FROM facts)"
+            " - (SELECT count(*) FROM facts WHERE vector_of IS NOT NULL)"
+        )
         return int(self._read().execute(sql).fetchone()[0])
 
     def counts(self, now: float) -> Counts:
