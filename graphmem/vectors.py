@@ -436,21 +436,26 @@ class VectorIndex:
         with self._lock:
             rows = int(self._table.count_rows())
             indexed = bool(self._table.list_indices())
-            mirror = self._mirror
-            if mirror is None and not indexed:
+            if self._mirror is None and not indexed:
                 with warnings.catch_warnings(), native_output_logged():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     self._table.create_index("vector", config=IvfPq(distance_type="cosine"))
                 indexed = True
+            return {"rows": rows, "ann_index": indexed, **self.prepare()}
+
+    def prepare(self) -> dict[str, bool]:
+        """Make now what the in-memory copy's searches read at this size, which the first
+        search would make otherwise: the projection up to EXACT_SEARCH_MAX_ROWS, the partitions
+        beyond (about 10 s at a million rows, during which searches and writes wait)."""
+        with self._lock:
+            mirror = self._mirror
             exact = mirror is not None and len(mirror) <= EXACT_SEARCH_MAX_ROWS
             projected = mirror is not None and mirror.prepare(partitions=not exact)
-        return {
-            "rows": rows,
-            "ann_index": indexed,
-            "exact_in_memory": exact,
-            "approximate_in_memory": mirror is not None and not exact,
-            "projected": projected,
-        }
+            return {
+                "exact_in_memory": exact,
+                "approximate_in_memory": mirror is not None and not exact,
+                "projected": projected,
+            }
 
     def _committed(self) -> None:
         """Count a write; every COMPACT_EVERY writes or more (the larger the table, the more),

@@ -3,6 +3,7 @@ and the metrics count."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
@@ -12,6 +13,17 @@ from graphmem.llm import ChatClient
 from graphmem.namespace import check_namespace
 
 from .events import Broadcaster
+
+_log = logging.getLogger("graphmem")
+
+
+def _prepare_vectors(memory: Memory) -> None:
+    try:
+        memory.prepare_vectors()
+    except Exception:  # the first search makes them then, or reports the failure itself
+        _log.warning(
+            "namespace %r: preparing vector search failed", memory.namespace, exc_info=True
+        )
 
 
 class Namespaces:
@@ -50,6 +62,9 @@ class Namespaces:
                 if self.broadcaster is not None:
                     self.broadcaster.watch(memory)
                 memory.preload_graph()  # in the background: a server's traversals start fast
+                threading.Thread(  # and its first search does not wait for the partitions
+                    target=_prepare_vectors, args=(memory,), name="graphmem-vectors", daemon=True
+                ).start()
                 self._open[name] = memory
             return memory
 

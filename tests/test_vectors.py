@@ -386,3 +386,36 @@ def test_batches_read_ahead_arrive_in_order_and_a_failed_read_reaches_the_caller
     ahead.close()
     assert len(read) <= 4  # the one handed over, two waiting, one being handed
     assert not any(t.name == "graphmem-prefetch" for t in threading.enumerate())
+
+
+def test_a_server_prepares_the_partitions_when_it_opens_a_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the exact-search size the first search would make the partitions (about 10 s at a
+    million facts); a server makes them in the background as it opens the namespace."""
+    import threading
+
+    from graphmem import Settings
+    from graphmem.embedders import create_embedder
+    from resolvers.namespaces import Namespaces
+
+    monkeypatch.setattr(vectors, "EXACT_SEARCH_MAX_ROWS", 10)
+    monkeypatch.setattr(mirror_engine, "PARTITION_MIN_ROWS", 30)
+    settings = Settings(embedder="hash", data_dir=tmp_path)
+    with Memory.open(tmp_path, settings=settings) as mem:
+        mem.store_many(
+            [{"text": f"Office {i} in city {i * 7} opens at {i % 12}"} for i in range(60)]
+        )
+        assert mem._vectors._mirror is not None and mem._vectors._mirror._ivf is None
+    served = Namespaces(settings, create_embedder("hash", settings), None)
+    try:
+        mem = served.get(settings.namespace)
+        for thread in threading.enumerate():
+            if thread.name == "graphmem-vectors":
+                thread.join(timeout=30)
+        assert mem._vectors._mirror is not None and mem._vectors._mirror._ivf is not None
+        assert [h.fact.text for h in mem.search("Office 5 in city 35", mode="vector", limit=1)] == [
+            "Office 5 in city 35 opens at 5"
+        ]
+    finally:
+        served.close()
