@@ -75,11 +75,17 @@ def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
     monkeypatch.setattr(graphmem.storage.Database, "reader", traced)
     query = """query($n: Int!) { facts(first: $n) { edges { node { id supersedes { id }
         links { edges { link { type } neighbour { id text supersededBy { id } } } } } } } }"""
+
+    def counted() -> int:
+        # The service's once-a-second outbox drain runs on the same worker threads and may land
+        # in the window; it is housekeeping, not a cost of the list.
+        return len([s for s in statements if not s.startswith("PRAGMA") and "FROM outbox" not in s])
+
     service.data(query, {"n": 5})
     statements.clear()
     service.data(query, {"n": 5})
-    few = len([s for s in statements if not s.startswith("PRAGMA")])
+    few = counted()
     statements.clear()
     service.data(query, {"n": 50})
-    many = len([s for s in statements if not s.startswith("PRAGMA")])
+    many = counted()
     assert many == few <= 10, (few, many)
