@@ -22,8 +22,8 @@ ranked, by ``(C) NOT (S)``. When all words together match at most the budget, th
 runs: small memories are ranked exactly as before. When even the rarest word matches more than
 the budget (a million facts, a query of everyday words), the facts having *all* of the rarest
 words select instead (``KeywordRanker._all_common``). Document frequencies are counted once per word
-and cached until the table has grown or shrunk by a tenth; they only steer the split, never the
-scores or which facts match.
+(and once per group of words counted together) and cached until the table has grown or shrunk
+by a tenth; they only steer the split, never the scores or which facts match.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ class KeywordRanker:
         for term in ordered[1:]:
             together.append(term)
             # Counted, not estimated: words of one phrase ("office move") always come together.
-            if _count(conn, _all(together)) <= RANKING_BUDGET:
+            if self._count(conn, _all(together), size) <= RANKING_BUDGET:
                 break
         chosen = _all(together)
         rest = _useful([t for t in terms if t not in together], frequency, size)
@@ -181,18 +181,23 @@ class KeywordRanker:
         """Each term's number of matching facts, and the number of facts (about: the newest
         fact's position)."""
         size = _last_seq(conn)
+        return {t: self._count(conn, t, size) for t in terms}, size
+
+    def _count(self, conn: sqlite3.Connection, match: str, size: int) -> int:
+        """The number of facts matching ``match`` (a word, or words that must come together),
+        cached while the table's size (``size``) stays within :data:`DF_REFRESH_SHARE` of the
+        size when the cache was last cleared."""
         with self._lock:
             moved = abs(size - self._counted_at) > DF_REFRESH_SHARE * max(self._counted_at, 1)
             if moved or len(self._df) > DF_CACHE_SIZE:
                 self._df.clear()
                 self._counted_at = size
-            known = {t: self._df[t] for t in terms if t in self._df}
-        for term in terms:
-            if term not in known:
-                known[term] = _count(conn, term)
-        with self._lock:
-            self._df.update(known)
-        return known, size
+            known = self._df.get(match)
+        if known is None:
+            known = _count(conn, match)
+            with self._lock:
+                self._df[match] = known
+        return known
 
 
 def _any(terms: list[str]) -> str:

@@ -134,3 +134,31 @@ def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_sele
         }
         assert all("budget" in t and "Quartz" in t for t in texts) and len(texts) == 3
         conn.close()
+
+
+def test_counts_are_taken_once_until_the_memory_grows(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The words' counts steering the split, and the count of the rarest words together, are
+    cached: asking again counts nothing; a tenth more facts counts afresh."""
+    with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
+        mem.store_many([{"text": f"Quartz memo number {n}"} for n in range(30)])
+        mem.store_many([{"text": f"Budget memo about quartz {n}"} for n in range(20)])
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # every word is common: words together
+    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    ranker = keyword.KeywordRanker()
+
+    def counts() -> int:
+        statements.clear()
+        list(itertools.islice(ranker.ranked(conn, "quartz memo budget"), 5))
+        return sum("count(*)" in s for s in statements)
+
+    # three words, then "budget" with "quartz" (20 facts), then with "memo" too
+    assert counts() == 5
+    assert counts() == 0
+    with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
+        mem.store_many([{"text": f"Quartz note {n}"} for n in range(6)])  # 50 -> 56 facts
+    assert counts() == 5
+    conn.close()
