@@ -104,10 +104,10 @@ class KeywordRanker:
             return
         among = None if period is None else reads.dated_in(conn, period, PERIOD_SELECT_MAX)
         if among is not None:
-            sql, params = among
-            yield from _rank(
-                conn, _RANKED_AMONG.format(among=sql), {**params, "match": _any(terms)}
-            )
+            sql, params, held = among
+            if held:  # else nothing to rank: the walk of every match would find none of them
+                match = {**params, "match": _any(terms)}
+                yield from _rank(conn, _RANKED_AMONG.format(among=sql), match)
             return
         frequency, size = self._frequencies(conn, terms)
         ordered = sorted(terms, key=lambda t: frequency[t])

@@ -104,7 +104,9 @@ class Bm25Ranker:
         period = filters.period
         among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
         if among is not None:  # a short period of time words: its facts' matches, scored alike
-            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=among)
+            if not among[2]:
+                return {}, {}
+            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=among[:2])
             found = _visible(conn, scores, scope, filters, n)
             return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
         selecting: list[str] = []

@@ -91,11 +91,12 @@ def period_clause(period: TimeHint, params: dict[str, Any]) -> str:
 
 def dated_in(
     conn: sqlite3.Connection, period: TimeHint, cap: int
-) -> tuple[str, dict[str, Any]] | None:
+) -> tuple[str, dict[str, Any], int] | None:
     """A query for the positions (``seq``) of the facts dated in ``period``, whatever their
-    state, and its parameters — when the period holds at most ``cap`` facts; else None.
-    Counting reads the date index, at most ``cap`` entries of it (a month of any year: that
-    month of each year the facts' dates span, as ranges of the index)."""
+    state, its parameters and the number of those facts — when the period holds at most
+    ``cap`` facts; else None. Counting reads the date index, at most ``cap`` entries of it (a
+    month of any year: that month of each year the facts' dates span, as ranges of the
+    index)."""
     params: dict[str, Any] = {"cap": cap}
     clause = (
         period_clause(period, params)
@@ -105,9 +106,10 @@ def dated_in(
     if clause is None:
         return None
     count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} LIMIT :cap + 1) c"
-    if conn.execute(count, params).fetchone()[0] > cap:
+    held = int(conn.execute(count, params).fetchone()[0])
+    if held > cap:
         return None
-    return f"SELECT f.seq FROM facts f WHERE {clause}", params
+    return f"SELECT f.seq FROM facts f WHERE {clause}", params, held
 
 
 #: A month of any year is read from the date index as that month of each year from the oldest
