@@ -169,7 +169,7 @@ def test_counts_are_taken_once_until_the_memory_grows(
 def test_a_period_holding_no_facts_ranks_nothing(data_dir: Path) -> None:
     """Time words whose period holds no fact ("on 22 Oct" of a year with none) rank nothing:
     ranking the period's matches walks every match of the query's words, which at a million
-    facts took 420 ms to find none."""
+    facts took over 0.4 s to find none."""
     with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
         mem.store_many(
             [{"text": f"Invoice batch {n} reviewed", "source_date": "2024-10-22"} for n in range(5)]
