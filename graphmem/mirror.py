@@ -49,6 +49,8 @@ PARTITION_ROWS: Final = 512
 #: Partitions read per approximate search (``Mirror.probe``): about SEARCH_PROBES x PARTITION_ROWS
 #: rows, each scored exactly.
 SEARCH_PROBES: Final = 48
+#: A loaded copy has room for 1/LOAD_HEADROOM more rows before it grows (see ``Mirror.load``).
+LOAD_HEADROOM: Final = 4
 #: Partitions found by k-means when the partitions are first made (then split as they grow).
 TRAINED_PARTITIONS: Final = 256
 #: Rounds of 2-means when a partition is split.
@@ -117,8 +119,12 @@ class Mirror:
     def load(self, batches: Iterable[pa.RecordBatch], rows: int) -> None:
         """Fill this new, empty copy with every row of the table (``id``, ``vector``,
         ``live``), read in ``batches`` that hold ``rows`` in all (more or fewer if the table
-        changed meanwhile), each straight into place: a million rows in a few seconds."""
-        self._matrix = np.empty((max(1024, rows), self._matrix.shape[1]), dtype=np.float32)
+        changed meanwhile), each straight into place: a million rows in a few seconds. The
+        matrix has room for a quarter more rows, which stays untouched (so not resident) until
+        written: the first writes after opening do not copy the whole copy to grow it (1.5 GB
+        at a million 384-dimensional rows, a second and as much memory again meanwhile)."""
+        capacity = max(1024, rows + rows // LOAD_HEADROOM)
+        self._matrix = np.empty((capacity, self._matrix.shape[1]), dtype=np.float32)
         self._live = np.zeros(len(self._matrix), dtype=bool)
         for batch in batches:
             vectors, live = columns(batch)

@@ -355,6 +355,32 @@ def test_loading_in_batches_keeps_one_row_per_fact_the_last_read() -> None:
     assert mirror.nearest(rows[2_999], 1, live_only=True)[0][0] == "f2998"
 
 
+def test_the_first_writes_after_loading_do_not_copy_the_loaded_rows() -> None:
+    """A loaded copy has room for a quarter more rows (untouched, so not resident, until
+    written): writes after opening a large namespace do not copy it all to grow it."""
+    import pyarrow as pa
+
+    rows = unit_rows(4_000)
+    flat = pa.array(rows[:2_000].ravel(), type=pa.float32())
+    loaded = pa.record_batch(
+        [
+            pa.array([f"f{i}" for i in range(2_000)]),
+            pa.FixedSizeListArray.from_arrays(flat, 32),
+            pa.array([True] * 2_000),
+        ],
+        names=["id", "vector", "live"],
+    )
+    mirror = Mirror(32)
+    mirror.load([loaded], 2_000)
+    matrix = mirror._matrix
+    mirror.upsert([f"f{i}" for i in range(2_000, 2_500)], rows[2_000:2_500], [True] * 500)
+    assert mirror._matrix is matrix  # written in place
+    assert mirror.nearest(rows[2_400], 1, live_only=True)[0][0] == "f2400"
+    mirror.upsert([f"f{i}" for i in range(2_500, 4_000)], rows[2_500:], [True] * 1_500)
+    assert mirror._matrix is not matrix and len(mirror) == 4_000  # then it grows
+    assert mirror.nearest(rows[10], 1, live_only=True)[0][0] == "f10"
+
+
 def test_batches_read_ahead_arrive_in_order_and_a_failed_read_reaches_the_caller() -> None:
     """The copy is loaded while the table's next batches are read on another thread: the caller
     sees every batch in order, the reader's error in its turn, and stopping early stops it."""
