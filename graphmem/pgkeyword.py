@@ -93,6 +93,10 @@ class Bm25Ranker:
         lexemes = self._lexemes(conn, words)
         if not lexemes:
             return {}, {}
+        period = filters.period
+        among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
+        if among is not None and not among[2]:  # a period holding no fact: nothing to count
+            return {}, {}
         size, average, frequency = self._counts(conn, lexemes)
         if max(frequency.values()) > size:  # the namespace grew since it was counted
             self._marked = -math.inf
@@ -101,12 +105,9 @@ class Bm25Ranker:
             max(math.log((size - frequency[x] + 0.5) / (frequency[x] + 0.5)), 1e-6) for x in lexemes
         ]
         idf_of = dict(zip(lexemes, idf, strict=True))
-        period = filters.period
-        among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
         if among is not None:  # a short period of time words: its facts' matches, scored alike
-            if not among[2]:
-                return {}, {}
-            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=among[:2])
+            sql, params, _ = among
+            scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=(sql, params))
             found = _visible(conn, scores, scope, filters, n)
             return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
         selecting: list[str] = []
