@@ -23,7 +23,12 @@ runs: small memories are ranked exactly as before. When even the rarest word mat
 the budget (a million facts, a query of everyday words), the facts having *all* of the rarest
 words select instead (``KeywordRanker._all_common``). Document frequencies are counted once per word
 (and once per group of words counted together) and cached until the table has grown or shrunk
-by a tenth; they only steer the split, never the scores or which facts match.
+by a tenth; they steer the split and never which facts match.
+
+Time words add a pass over the facts of their period (:data:`PERIOD_SELECT_MAX`). When the
+query's words are common against the period, graphmem.bm25 scores the period's facts on their
+own, with the cached counts for the idf (:data:`SCORE_HERE_RATIO`), instead of FTS5 walking
+every match to find the period's.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final
 
-from . import ranking, reads
+from . import bm25, ranking, reads
 from .migrations import FTS_COLUMNS
 from .timehints import TimeHint
 
@@ -53,6 +58,12 @@ DF_CACHE_SIZE: Final = 20_000
 #: are common enough to come soon. At 100k facts a day's matches took 300 ms the second way,
 #: and 3 ms this one (bench/REPORT.md).
 PERIOD_SELECT_MAX: Final = 20_000
+#: Such a period's matches are scored by graphmem.bm25, from its facts alone, when the query's
+#: words are in more than this many facts (counted once per word) for each fact of the period.
+#: FTS5 walks every match of the words and keeps those of the period, 0.6 to 1.1 µs a match;
+#: graphmem.bm25 reads and tokenizes each fact of the period, about 50 µs a fact (100k facts,
+#: bench/REPORT.md). Both give the same facts and, with fresh word counts, the same scores.
+SCORE_HERE_RATIO: Final = 100
 
 
 @contextmanager
@@ -87,6 +98,7 @@ class KeywordRanker:
     """Ranked FTS5 matches for queries, with per-word document frequencies cached."""
 
     def __init__(self) -> None:
+        self._scorer = bm25.Scorer()
         self._df: dict[str, int] = {}
         self._counted_at = 0  # table size when the cache was last cleared
         self._lock = threading.Lock()
@@ -106,8 +118,7 @@ class KeywordRanker:
         if among is not None:
             sql, params, held = among
             if held:  # else nothing to rank: the walk of every match would find none of them
-                match = {**params, "match": _any(terms)}
-                yield from _rank(conn, _RANKED_AMONG.format(among=sql), match)
+                yield from self._among(conn, terms, sql, params, held)
             return
         frequency, size = self._frequencies(conn, terms)
         ordered = sorted(terms, key=lambda t: frequency[t])
@@ -136,6 +147,26 @@ class KeywordRanker:
         else:
             yield from _rank(conn, _RANKED, {"match": chosen})
         yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
+
+    def _among(
+        self,
+        conn: sqlite3.Connection,
+        terms: list[str],
+        among: str,
+        params: Mapping[str, object],
+        held: int,
+    ) -> Iterator[tuple[int, float]]:
+        """The matches among the ``held`` facts that ``among`` selects, ranked: by
+        graphmem.bm25 from those facts alone when the words' lists are long against them
+        (:data:`SCORE_HERE_RATIO`), else by FTS5 from a walk of every match."""
+        frequency, _ = self._frequencies(conn, terms)
+        if sum(frequency.values()) > SCORE_HERE_RATIO * held:
+            scored = self._scorer.ranked(conn, among, params, terms, frequency)
+            if scored is not None:
+                yield from scored
+                return
+        match = {**params, "match": _any(terms)}
+        yield from _rank(conn, _RANKED_AMONG.format(among=among), match)
 
     def _all_common(
         self,

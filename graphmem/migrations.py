@@ -13,6 +13,8 @@ from .errors import StorageError
 
 #: The facts columns in the keyword index, in its column order.
 FTS_COLUMNS: Final = "text, category, entity, key, value, tags, context, date_terms"
+#: The keyword index's tokenizer (graphmem.bm25 tokenizes with it too).
+FTS_TOKENIZER: Final = "porter unicode61"
 
 MIGRATIONS: Final[tuple[str, ...]] = (
     # 1: facts, FTS5, links, outbox, embedding cache, meta.
@@ -65,7 +67,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         WHERE last_accessed_at IS NOT NULL;
 
     CREATE VIRTUAL TABLE facts_fts USING fts5(
-        {FTS_COLUMNS}, content='facts', content_rowid='seq', tokenize='porter unicode61'
+        {FTS_COLUMNS}, content='facts', content_rowid='seq', tokenize='{FTS_TOKENIZER}'
     );
     CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
         INSERT INTO facts_fts(rowid, {FTS_COLUMNS})

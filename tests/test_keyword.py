@@ -187,3 +187,90 @@ def test_a_period_holding_no_facts_ranks_nothing(data_dir: Path) -> None:
     assert list(ranker.ranked(conn, "invoice batch", empty)) == []
     assert statements and not any("MATCH" in s for s in statements)
     conn.close()
+
+
+def _period_ranker(
+    data_dir: Path, facts: list[dict[str, Any]]
+) -> tuple[sqlite3.Connection, list[str], TimeHint]:
+    """A store of ``facts`` (those dated 3 March 2024 form the period), a connection tracing
+    its statements into the list, and the period."""
+    with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
+        mem.store_many(facts, autolink=False)
+    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    day = datetime(2024, 3, 3, tzinfo=UTC).timestamp()
+    return conn, statements, TimeHint("on 3 March 2024", day, day + 86_400, None)
+
+
+def test_a_short_periods_matches_are_scored_from_its_facts_alone_as_fts5_scores_them(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the query's words are common against the period (SCORE_HERE_RATIO), the period's
+    matches are ranked by graphmem.bm25 without walking the words' lists: the same facts,
+    the same order, FTS5's scores. Here: words in every column, inflections that stem alike,
+    accents written composed and decomposed, case, a word in most facts (idf floored), a word
+    twice in a fact, and a fact of the period that matches nothing."""
+    period: list[dict[str, Any]] = [
+        {"text": "Ana reviewed the invoice batch", "source_date": "2024-03-03"},
+        {"text": "Invoice review: the invoice INVOICE total", "source_date": "2024-03-03"},
+        {"text": "Lunch with the team", "source_date": "2024-03-03"},
+        {
+            "text": "Payment run finished",
+            "entity": "Invoice desk",
+            "key": "reviews",
+            "value": "naïve totals",
+            "tags": ["invoice"],
+            "context": "quarter close review",
+            "source_date": "2024-03-03",
+        },
+        {"text": "Cafe\u0301 receipts were nai\u0308ve guesses", "source_date": "2024-03-03"},
+        {
+            "text": "A long note " + "about nothing much " * 12 + "and an invoice",
+            "source_date": "2024-03-03",
+        },
+    ]
+    others = [
+        {"text": f"Invoice {n} of the batch was reviewed by the team", "source_date": "2024-02-01"}
+        for n in range(40)
+    ] + [{"text": f"Café visit {n}", "source_date": "2024-01-05"} for n in range(5)]
+    conn, statements, day = _period_ranker(data_dir, period + others)
+    query = "invoice reviews naïve café review batch"
+
+    def ranked(ratio: int) -> list[tuple[int, float]]:
+        monkeypatch.setattr(keyword, "SCORE_HERE_RATIO", ratio)
+        statements.clear()
+        return list(ranker.ranked(conn, query, day))
+
+    ranker = keyword.KeywordRanker()
+    by_fts5 = ranked(10**9)
+    assert any("bm25(" in s for s in statements)
+    here = ranked(0)
+    assert not any("MATCH" in s or "bm25(" in s for s in statements)  # counts cached, no walk
+    assert len(by_fts5) == 5  # the lunch matches nothing
+    assert [seq for seq, _ in here] == [seq for seq, _ in by_fts5]
+    assert [score for _, score in here] == pytest.approx([score for _, score in by_fts5], rel=1e-9)
+    conn.close()
+
+
+def test_a_query_word_of_two_terms_is_ranked_by_fts5(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query word the index splits in two ("build_id": "build", "id") must match as a phrase,
+    in order, which only FTS5 ranks: the period's matches are ranked by it, correctly."""
+    period = [
+        {"text": "The build_id of the release", "source_date": "2024-03-03"},
+        {"text": "The id of the build", "source_date": "2024-03-03"},
+        {"text": "A release note", "source_date": "2024-03-03"},
+    ]
+    conn, statements, day = _period_ranker(data_dir, period)
+    monkeypatch.setattr(keyword, "SCORE_HERE_RATIO", 0)
+    hits = list(keyword.KeywordRanker().ranked(conn, "build_id release", day))
+    assert any("bm25(" in s for s in statements)
+    texts = dict(conn.execute("SELECT seq, text FROM facts"))
+    assert [texts[seq] for seq, _ in hits][:2] == [
+        "The build_id of the release",
+        "A release note",
+    ]
+    assert "The id of the build" not in [texts[seq] for seq, _ in hits]
+    conn.close()

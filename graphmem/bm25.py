@@ -1,0 +1,196 @@
+"""FTS5's bm25 for the matches among a few facts, without FTS5's walk of each word's list.
+
+FTS5's ``bm25()`` counts, once per statement, every fact each of the query's words is in: it
+needs the count for the word's idf and gets it by walking the word's whole list. And to rank
+the matches among a set of facts (a short period's, see graphmem.keyword), FTS5 walks every
+match of the query and keeps those in the set. For a day holding 70 facts in a memory where
+the query's words are in 30,000 facts each, both walks are most of the search (at a million
+facts, 0.4 s). :class:`Scorer` computes the same ranking from the set alone:
+
+* the set's facts are written into an in-memory FTS5 table with the keyword index's columns and
+  tokenizer, so that each one's words and lengths are exactly what the index holds (no second
+  tokenizer: FTS5's own ``unicode61`` rules, diacritics and ``porter`` stems included);
+* its vocabulary (``fts5vocab``, ``instance``) gives where each of the query's terms occurs, and
+  so each phrase's weighted frequency in each fact (FTS5's column weights), and which facts match;
+* the idf takes the number of facts that have each word from the counts the keyword ranker
+  keeps (graphmem.keyword), and the number of facts and their average length from the index's
+  averages record.
+
+With counts taken since the memory last changed, the scores equal FTS5's to rounding
+(tests/test_keyword.py compares them). A count is taken again when the memory has grown or
+shrunk by :data:`graphmem.keyword.DF_REFRESH_SHARE`; until then the idf is off by as much as the
+count moved (a word in a tenth more facts scores a few percent differently), never which facts
+match.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from .migrations import FTS_COLUMNS, FTS_TOKENIZER
+from .ranking import FTS_COLUMN_WEIGHTS
+
+#: FTS5's bm25 parameters (``fts5_aux.c``).
+K1: Final = 1.2
+B: Final = 0.75
+#: Words whose terms are cached at most (the cache is cleared when full).
+TERM_CACHE_SIZE: Final = 20_000
+
+_COLUMNS: Final = [c.strip() for c in FTS_COLUMNS.split(",")]
+_WEIGHT: Final = dict(zip(_COLUMNS, FTS_COLUMN_WEIGHTS, strict=True))
+_SELECTED: Final = (
+    "WITH among AS MATERIALIZED ({among})"
+    f" SELECT f.seq, {', '.join('f.' + c for c in _COLUMNS)} FROM facts f WHERE f.seq IN among"
+)
+_INSERT: Final = (
+    f"INSERT INTO w(rowid, {FTS_COLUMNS}) VALUES ({', '.join('?' * (1 + len(_COLUMNS)))})"
+)
+_INSTANCES: Final = "SELECT doc, col, term FROM v WHERE term IN (SELECT value FROM json_each(?))"
+
+
+class Scorer:
+    """``(seq, bm25)`` of the facts of a set that match a query of single words (phrases of
+    one term), best (lowest bm25) first, as FTS5's bm25 over the whole index gives them."""
+
+    def __init__(self) -> None:
+        self._scratch = threading.local()
+        self._terms: dict[str, tuple[str, ...]] = {}
+        self._lock = threading.Lock()
+
+    def ranked(
+        self,
+        conn: sqlite3.Connection,
+        among: str,
+        params: Mapping[str, Any],
+        phrases: Sequence[str],
+        frequency: Mapping[str, int],
+    ) -> list[tuple[int, float]] | None:
+        """The facts of ``among`` (a query for their ``seq``, with ``params``) that match any
+        of ``phrases`` (quoted FTS5 phrases), ranked; ``frequency``: the number of facts that
+        match each phrase. None when a phrase is more than one term (FTS5 must rank those: a
+        phrase's terms must come in order). A read's time limit stops the read of the facts;
+        the work on them after it is bounded by their number (graphmem.keyword keeps it to a
+        period of at most PERIOD_SELECT_MAX facts: at most about a second)."""
+        scratch = self._connection()
+        words = [p[1:-1].replace('""', '"') for p in phrases]
+        terms = self._terms_of(scratch, words)
+        if any(len(terms[w]) > 1 for w in words):
+            return None
+        wanted: dict[str, list[int]] = {}  # a term, the phrases it is (two words may stem alike)
+        for i, w in enumerate(words):
+            for term in terms[w]:
+                wanted.setdefault(term, []).append(i)
+        if not wanted:
+            return []
+        rows = conn.execute(_SELECTED.format(among=among), params).fetchall()
+        scratch.execute("BEGIN")
+        try:  # written in a transaction, rolled back: one flush, nothing to delete
+            scratch.executemany(_INSERT, rows)
+            found: dict[int, list[float]] = {}
+            for doc, column, term in scratch.execute(_INSTANCES, [json.dumps(list(wanted))]):
+                freq = found.get(doc)
+                if freq is None:
+                    freq = found[doc] = [0.0] * len(phrases)
+                for i in wanted[term]:
+                    freq[i] += _WEIGHT[column]
+            lengths = _lengths(scratch, found)
+        finally:
+            scratch.execute("ROLLBACK")
+        size, average = _averages(conn)
+        having = [sum(1 for f in found.values() if f[i]) for i in range(len(phrases))]
+        idf = [
+            _idf(size, max(frequency.get(p, 0), n)) for p, n in zip(phrases, having, strict=True)
+        ]
+        scored = []
+        for doc, freq in found.items():
+            norm = K1 * (1 - B + B * lengths[doc] / average)
+            score = sum(w * f * (K1 + 1) / (f + norm) for w, f in zip(idf, freq, strict=True) if f)
+            scored.append((doc, -score))
+        scored.sort(key=lambda hit: (hit[1], hit[0]))
+        return scored
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's in-memory FTS5 table (``w``, the index's columns and tokenizer), its
+        vocabulary (``v``) and a one-word table for the query's words (``q``, ``qv``)."""
+        scratch: sqlite3.Connection | None = getattr(self._scratch, "conn", None)
+        if scratch is None:
+            scratch = sqlite3.connect(":memory:", isolation_level=None)
+            for table, columns, vocabulary in (("w", FTS_COLUMNS, "v"), ("q", "word", "qv")):
+                scratch.execute(
+                    f"CREATE VIRTUAL TABLE {table} USING fts5({columns},"
+                    f" tokenize='{FTS_TOKENIZER}')"
+                )
+                scratch.execute(
+                    f"CREATE VIRTUAL TABLE {vocabulary} USING fts5vocab({table}, 'instance')"
+                )
+            self._scratch.conn = scratch
+        return scratch
+
+    def _terms_of(
+        self, scratch: sqlite3.Connection, words: Sequence[str]
+    ) -> dict[str, tuple[str, ...]]:
+        """Each word's terms as the keyword index makes them (none for a word the tokenizer
+        drops, two or more for one it splits), cached."""
+        with self._lock:
+            known = {w: self._terms[w] for w in words if w in self._terms}
+        missing = [w for w in dict.fromkeys(words) if w not in known]
+        if missing:
+            scratch.executemany("INSERT INTO q(rowid, word) VALUES (?, ?)", enumerate(missing, 1))
+            split: dict[int, list[str]] = {}
+            for doc, term in scratch.execute('SELECT doc, term FROM qv ORDER BY doc, "offset"'):
+                split.setdefault(doc, []).append(term)
+            scratch.execute("DELETE FROM q")
+            fresh = {w: tuple(split.get(i, ())) for i, w in enumerate(missing, 1)}
+            with self._lock:
+                if len(self._terms) + len(fresh) > TERM_CACHE_SIZE:
+                    self._terms.clear()
+                self._terms.update(fresh)
+            known.update(fresh)
+        return known
+
+
+def _idf(size: int, hits: int) -> float:
+    """FTS5's idf: a word in more than about half the facts gets a floor, not a negative."""
+    idf = math.log((size - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+def _averages(conn: sqlite3.Connection) -> tuple[int, float]:
+    """The number of facts in the keyword index and their average length in tokens, from
+    FTS5's averages record: the row count, then each column's total."""
+    row = conn.execute("SELECT block FROM facts_fts_data WHERE id = 1").fetchone()
+    counts = _varints(row[0]) if row else [0]
+    size = max(counts[0], 1)
+    return size, max(sum(counts[1:]), 1) / size
+
+
+def _lengths(scratch: sqlite3.Connection, docs: Mapping[int, Any]) -> dict[int, int]:
+    """Each of ``docs``' length in tokens, all columns together, from the table's sizes."""
+    rows = scratch.execute(
+        "SELECT id, sz FROM w_docsize WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(list(docs))],
+    )
+    return {doc: sum(_varints(sizes)) for doc, sizes in rows}
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's variable-length integers, as FTS5 writes its sizes (a byte below 0x80 ends an
+    integer; the ninth byte of one is used whole)."""
+    out: list[int] = []
+    value = n = 0
+    for byte in blob:
+        n += 1
+        if n == 9:
+            out.append((value << 8) | byte)
+            value = n = 0
+        elif byte & 0x80:
+            value = (value << 7) | (byte & 0x7F)
+        else:
+            out.append((value << 7) | byte)
+            value = n = 0
+    return out
