@@ -144,6 +144,11 @@ def _session(onnxruntime: Any, model: bytes, threads: int) -> Any:
     )
 
 
+#: The hash embedder's words, and how many of their features it remembers at most.
+_HASHED_WORD: Final = re.compile(r"\w+")
+HASH_FEATURES_CACHED: Final = 100_000
+
+
 class HashEmbedder:
     """Feature hashing of lower-cased words: deterministic, instant, for tests only.
 
@@ -157,17 +162,32 @@ class HashEmbedder:
         self.dimensions = dimensions
         self.model = f"feature-hash-{dimensions}"
         self.meter = Meter("embedding", self.provider, self.model)
+        #: Each word's slot and sign, remembered (words repeat; hashing was most of the time).
+        self._features: dict[str, tuple[int, float]] = {}
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.meter.record(inputs=len(texts))
-        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        features = self._features
+        if len(features) > HASH_FEATURES_CACHED:
+            features.clear()
+        cells: list[int] = []  # row * dimensions + slot, for each word
+        signs: list[float] = []
         for row, text in enumerate(texts):
-            words = re.findall(r"\w+", text.lower()) or [text]
-            for word in words:
-                digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
-                value = int.from_bytes(digest, "little")
-                out[row, value % self.dimensions] += 1.0 if (value >> 63) & 1 else -1.0
-        return _normalize(out)
+            start = row * self.dimensions
+            for word in _HASHED_WORD.findall(text.lower()) or [text]:
+                feature = features.get(word)
+                if feature is None:
+                    digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
+                    value = int.from_bytes(digest, "little")
+                    feature = features[word] = (
+                        value % self.dimensions,
+                        1.0 if (value >> 63) & 1 else -1.0,
+                    )
+                cells.append(start + feature[0])
+                signs.append(feature[1])
+        size = len(texts) * self.dimensions
+        sums = np.bincount(cells, weights=signs, minlength=size) if cells else np.zeros(size)
+        return _normalize(sums.reshape(len(texts), self.dimensions).astype(np.float32))
 
 
 def openai_client(
