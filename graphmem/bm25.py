@@ -40,6 +40,8 @@ K1: Final = 1.2
 B: Final = 0.75
 #: Words whose terms are cached at most (the cache is cleared when full).
 TERM_CACHE_SIZE: Final = 20_000
+#: Facts read and tokenized at a time.
+READ_SLICE: Final = 500
 
 _COLUMNS: Final = [c.strip() for c in FTS_COLUMNS.split(",")]
 _WEIGHT: Final = dict(zip(_COLUMNS, FTS_COLUMN_WEIGHTS, strict=True))
@@ -73,9 +75,8 @@ class Scorer:
         """The facts of ``among`` (a query for their ``seq``, with ``params``) that match any
         of ``phrases`` (quoted FTS5 phrases), ranked; ``frequency``: the number of facts that
         match each phrase. None when a phrase is more than one term (FTS5 must rank those: a
-        phrase's terms must come in order). A read's time limit stops the read of the facts;
-        the work on them after it is bounded by their number (graphmem.keyword keeps it to a
-        period of at most PERIOD_SELECT_MAX facts: at most about a second)."""
+        phrase's terms must come in order). The facts are read and tokenized a slice at a time,
+        so a time limit on ``conn``'s reads stops the work between slices."""
         scratch = self._connection()
         words = [p[1:-1].replace('""', '"') for p in phrases]
         terms = self._terms_of(scratch, words)
@@ -87,10 +88,13 @@ class Scorer:
                 wanted.setdefault(term, []).append(i)
         if not wanted:
             return []
-        rows = conn.execute(_SELECTED.format(among=among), params).fetchall()
+        selected = conn.execute(_SELECTED.format(among=among), params)
         scratch.execute("BEGIN")
         try:  # written in a transaction, rolled back: one flush, nothing to delete
-            scratch.executemany(_INSERT, rows)
+            # Read and written a slice at a time: each read of ``conn`` lets its time limit
+            # stop the work (its progress handler), however many facts the period holds.
+            while rows := selected.fetchmany(READ_SLICE):
+                scratch.executemany(_INSERT, rows)
             found: dict[int, list[float]] = {}
             for doc, column, term in scratch.execute(_INSTANCES, [json.dumps(list(wanted))]):
                 freq = found.get(doc)
@@ -100,17 +104,22 @@ class Scorer:
                     freq[i] += _WEIGHT[column]
             lengths = _lengths(scratch, found)
         finally:
+            selected.close()
             scratch.execute("ROLLBACK")
-        size, average = _averages(conn)
+        size, average = averages(conn)
         having = [sum(1 for f in found.values() if f[i]) for i in range(len(phrases))]
         idf = [
             _idf(size, max(frequency.get(p, 0), n)) for p, n in zip(phrases, having, strict=True)
         ]
         scored = []
-        for doc, freq in found.items():
-            norm = K1 * (1 - B + B * lengths[doc] / average)
-            score = sum(w * f * (K1 + 1) / (f + norm) for w, f in zip(idf, freq, strict=True) if f)
-            scored.append((doc, -score))
+        for doc, counts in found.items():
+            # In fts5Bm25Function's order of operations, so that the floats are FTS5's too.
+            score = 0.0
+            for weight, f in zip(idf, counts, strict=True):
+                score += weight * (
+                    (f * (K1 + 1.0)) / (f + K1 * (1 - B + B * lengths[doc] / average))
+                )
+            scored.append((doc, -1.0 * score))
         scored.sort(key=lambda hit: (hit[1], hit[0]))
         return scored
 
@@ -155,12 +164,14 @@ class Scorer:
 
 
 def _idf(size: int, hits: int) -> float:
-    """FTS5's idf: a word in more than about half the facts gets a floor, not a negative."""
+    """FTS5's idf: a word in more than about half the facts gets a floor, not a negative. A
+    count taken before facts were deleted may exceed the facts left: it counts as all."""
+    hits = min(hits, size)
     idf = math.log((size - hits + 0.5) / (hits + 0.5))
     return idf if idf > 0 else 1e-6
 
 
-def _averages(conn: sqlite3.Connection) -> tuple[int, float]:
+def averages(conn: sqlite3.Connection) -> tuple[int, float]:
     """The number of facts in the keyword index and their average length in tokens, from
     FTS5's averages record: the row count, then each column's total."""
     row = conn.execute("SELECT block FROM facts_fts_data WHERE id = 1").fetchone()

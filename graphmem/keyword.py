@@ -101,6 +101,9 @@ class KeywordRanker:
         self._scorer = bm25.Scorer()
         self._df: dict[str, int] = {}
         self._counted_at = 0  # table size when the cache was last cleared
+        #: Counts being taken, each by one thread: another asking for it waits for that one
+        #: (a search's two keyword legs ask for the same words at the same time).
+        self._counting: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
 
     def ranked(
@@ -209,26 +212,47 @@ class KeywordRanker:
     def _frequencies(
         self, conn: sqlite3.Connection, terms: list[str]
     ) -> tuple[dict[str, int], int]:
-        """Each term's number of matching facts, and the number of facts (about: the newest
-        fact's position)."""
-        size = _last_seq(conn)
+        """Each term's number of matching facts, and the number of facts in the keyword index."""
+        size, _ = bm25.averages(conn)
         return {t: self._count(conn, t, size) for t in terms}, size
 
     def _count(self, conn: sqlite3.Connection, match: str, size: int) -> int:
         """The number of facts matching ``match`` (a word, or words that must come together),
-        cached while the table's size (``size``) stays within :data:`DF_REFRESH_SHARE` of the
-        size when the cache was last cleared."""
+        cached while the number of facts in the index (``size``) stays within
+        :data:`DF_REFRESH_SHARE` of what it was when the cache was last cleared, whether facts
+        were added or deleted. A count another thread is taking is waited for, not taken
+        again."""
         with self._lock:
             moved = abs(size - self._counted_at) > DF_REFRESH_SHARE * max(self._counted_at, 1)
             if moved or len(self._df) > DF_CACHE_SIZE:
                 self._df.clear()
                 self._counted_at = size
             known = self._df.get(match)
-        if known is None:
+            if known is not None:
+                return known
+            taking = self._counting.get(match)
+            if taking is None:
+                taking = self._counting[match] = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            taking.wait()
+            with self._lock:
+                known = self._df.get(match)
+            if known is not None:
+                return known
+            # That thread's count failed (its time limit), or the cache was cleared meanwhile.
+            return _count(conn, match)
+        try:
             known = _count(conn, match)
             with self._lock:
                 self._df[match] = known
-        return known
+            return known
+        finally:
+            with self._lock:
+                del self._counting[match]
+            taking.set()
 
 
 def _any(terms: list[str]) -> str:

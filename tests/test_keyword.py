@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -274,3 +276,82 @@ def test_a_query_word_of_two_terms_is_ranked_by_fts5(
     ]
     assert "The id of the build" not in [texts[seq] for seq, _ in hits]
     conn.close()
+
+
+def test_counts_follow_deletions_and_never_exceed_the_facts_left(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A purge shrinks the index without moving the newest position: the cached counts are
+    taken again once a tenth of the facts went, and a count taken before one fact went (in
+    every fact, so more than the facts left) is no error. A period's scores stay FTS5's."""
+    facts = [
+        {"text": f"Invoice {n} reviewed" + " twice" * (n % 3), "source_date": "2024-03-03"}
+        for n in range(20)
+    ] + [{"text": f"Invoice {n} paid", "source_date": "2024-02-01"} for n in range(20)]
+    conn, _, day = _period_ranker(data_dir, facts)
+    ranker = keyword.KeywordRanker()
+
+    def both() -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        monkeypatch.setattr(keyword, "SCORE_HERE_RATIO", 10**9)
+        by_fts5 = list(keyword.KeywordRanker().ranked(conn, "invoice reviewed twice", day))
+        monkeypatch.setattr(keyword, "SCORE_HERE_RATIO", 0)
+        return by_fts5, list(ranker.ranked(conn, "invoice reviewed twice", day))
+
+    by_fts5, here = both()  # counts cached: "invoice" in all 40 facts
+    assert [seq for seq, _ in here] == [seq for seq, _ in by_fts5]
+    ids = [r[0] for r in conn.execute("SELECT id FROM facts ORDER BY seq")]
+    settings = Settings(embedder="hash", data_dir=data_dir)
+    with Memory.open(data_dir, settings=settings) as mem:
+        mem.purge(ids=[ids[0]])  # counts kept: a word's idf is off by the count it moved
+    by_fts5, here = both()
+    assert sorted(seq for seq, _ in here) == sorted(seq for seq, _ in by_fts5)
+    with Memory.open(data_dir, settings=settings) as mem:
+        mem.purge(ids=ids[1:8])  # a sixth of the facts: counted again, FTS5's scores
+    by_fts5, here = both()
+    assert len(here) == 12
+    assert [seq for seq, _ in here] == [seq for seq, _ in by_fts5]
+    assert [s for _, s in here] == pytest.approx([s for _, s in by_fts5], rel=1e-9)
+    conn.close()
+
+
+def test_a_count_being_taken_is_waited_for_not_taken_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search's two keyword legs ask for the same words' counts at once: one thread counts,
+    the other waits for its answer; if that count fails, the waiting thread counts itself."""
+    calls: list[str] = []
+    fail_first = [True]
+
+    def slow_count(conn: object, match: str) -> int:
+        calls.append(match)
+        time.sleep(0.3)
+        if fail_first[0]:
+            fail_first[0] = False
+            raise sqlite3.OperationalError("interrupted")
+        return 7
+
+    ranker = keyword.KeywordRanker()
+    results: dict[str, object] = {}
+
+    def ask(name: str) -> None:
+        try:
+            results[name] = ranker._count(None, '"invoice"', 100)  # type: ignore[arg-type]
+        except sqlite3.OperationalError as exc:
+            results[name] = exc
+
+    monkeypatch.setattr(keyword, "_count", slow_count)
+    for failing in (True, False):
+        fail_first[0] = failing
+        calls.clear()
+        ranker = keyword.KeywordRanker()
+        threads = [threading.Thread(target=ask, args=(n,)) for n in ("a", "b")]
+        threads[0].start()
+        time.sleep(0.05)  # "a" is counting when "b" asks
+        threads[1].start()
+        for t in threads:
+            t.join()
+        if failing:  # "a" failed; "b" waited, then counted itself
+            assert isinstance(results["a"], sqlite3.OperationalError)
+            assert results["b"] == 7 and len(calls) == 2
+        else:
+            assert results == {"a": 7, "b": 7} and len(calls) == 1
