@@ -16,8 +16,8 @@ facts, 0.4 s). :class:`Scorer` computes the same ranking from the set alone:
   keeps (graphmem.keyword), and the number of facts and their average length from the index's
   averages record.
 
-With counts taken since the memory last changed, the scores equal FTS5's to rounding
-(tests/test_keyword.py compares them). A count is taken again when the memory has grown or
+With counts taken since the memory last changed, the scores equal FTS5's: the same arithmetic
+in the same order (tests/test_keyword.py compares them). A count is taken again when the memory has grown or
 shrunk by :data:`graphmem.keyword.DF_REFRESH_SHARE`; until then the idf is off by as much as the
 count moved (a word in a tenth more facts scores a few percent differently), never which facts
 match.
