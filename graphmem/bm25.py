@@ -175,8 +175,8 @@ def averages(conn: sqlite3.Connection) -> tuple[int, float]:
     """The number of facts in the keyword index and their average length in tokens, from
     FTS5's averages record: the row count, then each column's total."""
     row = conn.execute("SELECT block FROM facts_fts_data WHERE id = 1").fetchone()
-    counts = _varints(row[0]) if row else [0]
-    size = max(counts[0], 1)
+    counts = _varints(row[0]) if row else []  # an index never written to has an empty record
+    size = max(counts[0], 1) if counts else 1
     return size, max(sum(counts[1:]), 1) / size
 
 

@@ -355,3 +355,12 @@ def test_a_count_being_taken_is_waited_for_not_taken_twice(
             assert results["b"] == 7 and len(calls) == 2
         else:
             assert results == {"a": 7, "b": 7} and len(calls) == 1
+
+
+def test_an_empty_memory_ranks_nothing(data_dir: Path) -> None:
+    """A keyword index never written to has an empty averages record: nothing to rank, and
+    no error."""
+    Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)).close()
+    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    assert list(keyword.KeywordRanker().ranked(conn, "invoice batch")) == []
+    conn.close()
