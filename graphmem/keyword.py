@@ -222,28 +222,22 @@ class KeywordRanker:
         :data:`DF_REFRESH_SHARE` of what it was when the cache was last cleared, whether facts
         were added or deleted. A count another thread is taking is waited for, not taken
         again."""
-        with self._lock:
-            moved = abs(size - self._counted_at) > DF_REFRESH_SHARE * max(self._counted_at, 1)
-            if moved or len(self._df) > DF_CACHE_SIZE:
-                self._df.clear()
-                self._counted_at = size
-            known = self._df.get(match)
-            if known is not None:
-                return known
-            taking = self._counting.get(match)
-            if taking is None:
-                taking = self._counting[match] = threading.Event()
-                mine = True
-            else:
-                mine = False
-        if not mine:
-            taking.wait()
+        while True:
             with self._lock:
+                moved = abs(size - self._counted_at) > DF_REFRESH_SHARE * max(self._counted_at, 1)
+                if moved or len(self._df) > DF_CACHE_SIZE:
+                    self._df.clear()
+                    self._counted_at = size
                 known = self._df.get(match)
-            if known is not None:
-                return known
-            # That thread's count failed (its time limit), or the cache was cleared meanwhile.
-            return _count(conn, match)
+                if known is not None:
+                    return known
+                taking = self._counting.get(match)
+                if taking is None:  # this thread counts
+                    taking = self._counting[match] = threading.Event()
+                    break
+            # Another thread is counting: its count, once taken, is in the cache; if it failed
+            # (its time limit) or the cache was cleared meanwhile, this thread counts.
+            taking.wait()
         try:
             known = _count(conn, match)
             with self._lock:

@@ -95,8 +95,10 @@ class Bm25Ranker:
             return {}, {}
         period = filters.period
         among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
-        if among is not None and not among[2]:  # a period holding no fact: nothing to count
-            return {}, {}
+        if among is not None:
+            sql, params, held = among
+            if not held:  # a period holding no fact: nothing to count
+                return {}, {}
         size, average, frequency = self._counts(conn, lexemes)
         if max(frequency.values()) > size:  # the namespace grew since it was counted
             self._marked = -math.inf
@@ -106,7 +108,6 @@ class Bm25Ranker:
         ]
         idf_of = dict(zip(lexemes, idf, strict=True))
         if among is not None:  # a short period of time words: its facts' matches, scored alike
-            sql, params, _ = among
             scores = _scores(conn, lexemes, [], idf_of, frequency, average, among=(sql, params))
             found = _visible(conn, scores, scope, filters, n)
             return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
