@@ -80,6 +80,9 @@ COMPACT_EVERY_MAX: Final = 500
 OLD_VERSIONS_KEPT: Final = timedelta(minutes=1)
 #: Seconds a read may go without looking for other processes' writes to the table.
 FOLLOW_EVERY: Final = 0.2
+#: Seconds waited between attempts to open a table that is listed but not yet openable (being
+#: created by another process), before the last attempt.
+OPEN_RETRY_WAITS: Final = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: The lock file, beside the table's directory, that one process at a time holds to write.
 LOCK_FILE: Final = "vectors.lock"
 #: The vector log entry that says the whole table was rebuilt.
@@ -153,7 +156,7 @@ class VectorIndex:
             self._table = (
                 self._db.create_table(TABLE, schema=self._schema)
                 if self.missing
-                else self._db.open_table(TABLE)
+                else self._opened()
             )
             stored = self._table.schema.field("vector").type
             if self.count() <= IN_MEMORY_MAX_ROWS:
@@ -165,6 +168,19 @@ class VectorIndex:
                 f"the vector index at {path} holds {stored.list_size}-dimensional vectors, "
                 f"the embedder makes {dimensions}"
             )
+
+    def _opened(self) -> Any:
+        """The table, opened. It may be listed before it can be opened: another process (in
+        the scale-out mode, another machine) that is creating it has written some of its
+        files on the object store, not yet its first version. That is waited for, briefly."""
+        for wait in OPEN_RETRY_WAITS:
+            try:
+                return self._db.open_table(TABLE)
+            except ValueError as exc:
+                if "not found" not in str(exc):
+                    raise
+            time.sleep(wait)
+        return self._db.open_table(TABLE)
 
     def _loaded(self) -> Mirror:
         """A new in-memory copy of every row of the table."""

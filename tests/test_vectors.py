@@ -13,6 +13,7 @@ import pytest
 
 from graphmem import Memory, vectors
 from graphmem import mirror as mirror_engine
+from graphmem.errors import StorageError
 from graphmem.mirror import PARTITION_MIN_ROWS, Mirror
 
 
@@ -445,3 +446,35 @@ def test_a_server_prepares_the_partitions_when_it_opens_a_namespace(
         ]
     finally:
         served.close()
+
+
+def test_a_table_listed_before_it_can_be_opened_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process creating the table on an object store has it listed before its first
+    version is written (opening it then says "not found"): opening waits for it, briefly;
+    any other error is not retried."""
+    vectors.VectorIndex(tmp_path / "vectors", 8)  # the table exists
+    connect = vectors.Location.connect
+    failures: dict[str, Any] = {"left": 2, "message": "Table 'facts' was not found"}
+
+    class Creating:
+        def __init__(self, db: Any) -> None:
+            self._db = db
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._db, name)
+
+        def open_table(self, name: str) -> Any:
+            if failures["left"]:
+                failures["left"] -= 1
+                raise ValueError(failures["message"])
+            return self._db.open_table(name)
+
+    monkeypatch.setattr(vectors.Location, "connect", lambda self: Creating(connect(self)))
+    monkeypatch.setattr(vectors, "OPEN_RETRY_WAITS", (0.01, 0.01, 0.01))
+    assert vectors.VectorIndex(tmp_path / "vectors", 8).count() == 0
+    assert failures["left"] == 0
+    failures.update(left=1, message="the table's files are damaged")
+    with pytest.raises(StorageError, match="damaged"):
+        vectors.VectorIndex(tmp_path / "vectors", 8)
