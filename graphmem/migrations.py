@@ -303,6 +303,13 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     CREATE INDEX facts_dated ON facts(COALESCE(source_date, valid_from));
     """,
+    # 15: each vector log entry's row as the write left it (graphmem.vectors: ROW_DELETED,
+    # ROW_STORED, ROW_LIVE), so that the other processes take its vector from the embedding
+    # cache instead of reading it back from the table. NULL (entries written before, the
+    # rebuilt and compacted marks): read back from the table.
+    """
+    ALTER TABLE vector_log ADD COLUMN state INTEGER;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -426,7 +426,20 @@ def _computed() -> str:
     """
 
 
-MIGRATIONS: Final[tuple[str, ...]] = (_first(), _KEYS, _postings(), _computed())
+#: Migration 5: each vector log entry's row as the write left it (see the SQLite migration 15).
+_VECTOR_LOG_STATE: Final = f"""
+ALTER TABLE gm_vector_log ADD COLUMN state integer;
+CREATE OR REPLACE VIEW vector_log AS SELECT seq, fact_id, namespace, state FROM gm_vector_log
+    WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+"""
+
+MIGRATIONS: Final[tuple[str, ...]] = (
+    _first(),
+    _KEYS,
+    _postings(),
+    _computed(),
+    _VECTOR_LOG_STATE,
+)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

@@ -365,8 +365,11 @@ class SQLiteTransaction:
         """Clear outbox rows (as ``outbox`` returned them) once the vector index agrees."""
         self.conn.executemany("DELETE FROM outbox WHERE fact_id = ? AND rowid = ?", queued)
 
-    def log_vectors(self, ids: Sequence[str]) -> int:
-        self.conn.executemany("INSERT INTO vector_log (fact_id) VALUES (?)", [(i,) for i in ids])
+    def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
+        self.conn.executemany(
+            "INSERT INTO vector_log (fact_id, state) VALUES (?, ?)",
+            zip(ids, states if states is not None else [None] * len(ids), strict=True),
+        )
         last = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
         self.conn.execute("DELETE FROM vector_log WHERE seq <= ?", [last - VECTOR_LOG_KEPT])
         prune_graph_log(self.conn)  # the other log kept by writers, pruned as often
@@ -795,11 +798,11 @@ class SQLiteStore:
         )
         return [r[0] for r in rows]
 
-    def vector_log(self, after: int) -> list[tuple[int, str]]:
+    def vector_log(self, after: int) -> list[tuple[int, str, int | None]]:
         rows = self._read().execute(
-            "SELECT seq, fact_id FROM vector_log WHERE seq > ? ORDER BY seq", [after]
+            "SELECT seq, fact_id, state FROM vector_log WHERE seq > ? ORDER BY seq", [after]
         )
-        return [(r[0], r[1]) for r in rows]
+        return [(r[0], r[1], r[2]) for r in rows]
 
     def vector_log_end(self) -> int:
         row = self._read().execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()

@@ -156,9 +156,11 @@ class Transaction(Protocol):
     def drop_document(self, path: str) -> None: ...
     def queue_vectors(self, ids: Iterable[str]) -> None: ...
     def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None: ...
-    def log_vectors(self, ids: Sequence[str]) -> int:
+    def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
         """Add the facts whose rows the vector index just changed to the vector log (``*``: it
-        was rebuilt); returns the position of the last entry. Old entries are dropped."""
+        was rebuilt), each with the state its row was left in (``states``: graphmem.vectors'
+        ROW_DELETED, ROW_STORED, ROW_LIVE; none given: to be read back from the index);
+        returns the position of the last entry. Old entries are dropped."""
         ...
 
     def clear_outbox(self) -> None: ...
@@ -322,8 +324,9 @@ class Store(Protocol):
         those queued before ``queued_before``, if given)."""
         ...
 
-    def vector_log(self, after: int) -> list[tuple[int, str]]:
-        """The vector log's entries after position ``after``: (position, fact id), in order."""
+    def vector_log(self, after: int) -> list[tuple[int, str, int | None]]:
+        """The vector log's entries after position ``after``: (position, fact id, state of its
+        row or None), in order."""
         ...
 
     def vector_log_end(self) -> int:

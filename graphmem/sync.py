@@ -21,7 +21,7 @@ from .cache import EmbeddingCache
 from .embedders import Vectors, text_hash
 from .errors import StorageError
 from .store import Store
-from .vectors import COMPACTED, REBUILT, VectorIndex
+from .vectors import COMPACTED, REBUILT, ROW_DELETED, ROW_LIVE, ROW_STORED, VectorIndex
 
 #: Facts per vector-index write when syncing (a batch of 1,000 is one commit, not two).
 SYNC_CHUNK: Final = 5_000
@@ -90,6 +90,7 @@ class VectorSync:
         self._namespace = namespace
         self._lock = threading.Lock()
         self._failed = False  # a vector write failed: the next sync replays the outbox
+        vectors.vectors_from(self.expected)  # other processes' rows, from the embedding cache
 
     @property
     def failed(self) -> bool:
@@ -296,9 +297,13 @@ class VectorSync:
             )
         # Only the rows read above: one queued again since (a new position) stays for its own
         # sync. Not flushed to disk: a row that survives a power cut is replayed, harmlessly.
-        # The vector log tells the other processes which rows changed.
+        # The vector log tells the other processes which rows changed, and how: a stored row's
+        # vector is the one the embedding cache holds for its fact's text.
         changed = [*gone, *ordered]
+        states = [ROW_DELETED] * len(gone) + [
+            ROW_LIVE if owners[i] else ROW_STORED for i in ordered
+        ]
         with self._store.transaction(durable=False) as tx:
             tx.vectors_synced(queued)
-            logged = tx.log_vectors(changed)
+            logged = tx.log_vectors(changed, states)
         self._vectors.logged(logged, len(changed))

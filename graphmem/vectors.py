@@ -18,8 +18,11 @@ Several processes may open one namespace (``graphmem serve --workers``, a CLI be
 server). Writes to the table are made under a lock on a file beside it (``writing``), one
 process at a time, and each is recorded in the store's vector log once made (see sync.py).
 Every process follows the log (``catch_up``): before a write, and before a read at most
-FOLLOW_EVERY seconds after the last look, it re-reads from the table the rows the others
-changed, so its in-memory copy holds what the table holds.
+FOLLOW_EVERY seconds after the last look, it brings the rows the others changed up to date, so
+its in-memory copy holds what the table holds. Each entry says how the write left its row
+(deleted, stored live or not), and a stored row's vector is the one the embedding cache holds
+for its fact's text: the table is read back (a scan of its fragments, the larger part of a
+write's time when two processes take turns) only for what the cache lacks.
 """
 
 from __future__ import annotations
@@ -90,8 +93,20 @@ REBUILT: Final = "*"
 #: The vector log entry that says the table was compacted (its older versions may be gone).
 COMPACTED: Final = "+"
 
-#: Reads the vector log: ``log(after)`` → (position, fact id) of each entry after ``after``.
-LogReader = Callable[[int], list[tuple[int, str]]]
+#: A vector log entry's row as the write left it: deleted, stored with ``live`` false, stored
+#: with ``live`` true. The other processes take a stored row's vector from the embedding cache
+#: (``VectorSource``); an entry without a state (the marks above, entries of earlier versions)
+#: or whose vector the cache lacks is read back from the table.
+ROW_DELETED: Final = 0
+ROW_STORED: Final = 1
+ROW_LIVE: Final = 2
+
+#: Reads the vector log: ``log(after)`` → (position, fact id, state of its row or None) of
+#: each entry after ``after``.
+LogReader = Callable[[int], list[tuple[int, str, int | None]]]
+#: The vectors the index holds for these facts, where known without reading the index (from
+#: the embedding cache: ``VectorSync.expected``).
+VectorSource = Callable[[list[str]], Mapping[str, Vectors]]
 
 
 @dataclass(frozen=True)
@@ -147,6 +162,7 @@ class VectorIndex:
         )
         self._mirror: Mirror | None = None
         self._log: LogReader | None = None
+        self._source: VectorSource | None = None
         self._position = 0  # of the last vector log entry the in-memory copy holds
         self._looked = 0.0  # time.monotonic() of the last look at the log
         self._lock_path = self.location.path.parent / LOCK_FILE
@@ -209,6 +225,11 @@ class VectorIndex:
         loaded: entries after it may already be in the copy; re-reading them is harmless)."""
         self._log, self._position = log, position
 
+    def vectors_from(self, source: VectorSource) -> None:
+        """Take the vectors of rows other processes stored (as the vector log says) from
+        ``source``, reading from the table only those it lacks."""
+        self._source = source
+
     @contextmanager
     def writing(self) -> Iterator[None]:
         """Inside the block, this process alone writes the table, and the in-memory copy has
@@ -241,7 +262,7 @@ class VectorIndex:
         log = self._log
         if log is None:
             return []
-        return [i for _, i in log(self._position) if i not in (COMPACTED, REBUILT)]
+        return [i for _, i, _ in log(self._position) if i not in (COMPACTED, REBUILT)]
 
     def catch_up(self, *, force: bool = False) -> None:
         """Re-read the rows other processes changed since the last look at the vector log
@@ -254,27 +275,37 @@ class VectorIndex:
             entries = log(self._position)
             if not entries:
                 return
-            changed = {fact_id for _, fact_id in entries} - {COMPACTED}
-            if REBUILT in changed:  # dropped and created again: a new table
+            states = {fact_id: state for _, fact_id, state in entries}  # each row's last
+            states.pop(COMPACTED, None)
+            if REBUILT in states:  # dropped and created again: a new table
                 self._table = self._db.open_table(TABLE)
             else:
                 self._table.checkout_latest()
             if self._mirror is not None:
-                if REBUILT in changed or entries[0][0] != self._position + 1:  # or pruned
+                if REBUILT in states or entries[0][0] != self._position + 1:  # or pruned
                     self._mirror = self._loaded()
                 else:
-                    rows = self.rows(changed)
-                    self._mirror.delete([i for i in changed if i not in rows])
-                    present = list(rows)
-                    if present:
-                        self._mirror.upsert(
-                            present,
-                            np.stack([rows[i][0] for i in present]),
-                            [rows[i][1] for i in present],
-                        )
+                    self._follow(self._mirror, states)
                 if len(self._mirror) > IN_MEMORY_MAX_ROWS:
                     self._mirror = None
             self._position = entries[-1][0]
+
+    def _follow(self, mirror: Mirror, states: dict[str, int | None]) -> None:
+        """Bring the copy's rows of ``states`` (fact id → state of its row, as logged) to what
+        the table holds: a deleted row deleted, a stored row's vector from the source (the
+        embedding cache: reading it back from the table costs a scan of its fragments), the
+        rest read from the table."""
+        stored = [i for i, state in states.items() if state in (ROW_STORED, ROW_LIVE)]
+        known = self._source(stored) if self._source is not None and stored else {}
+        rows = {i: (known[i], states[i] == ROW_LIVE) for i in stored if i in known}
+        unknown = [i for i, state in states.items() if state != ROW_DELETED and i not in rows]
+        rows.update(self.rows(unknown))
+        mirror.delete([i for i in states if i not in rows])
+        present = list(rows)
+        if present:
+            mirror.upsert(
+                present, np.stack([rows[i][0] for i in present]), [rows[i][1] for i in present]
+            )
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
         """Write (or replace) the vectors of ``ids``. Idempotent, so outbox replays are safe."""

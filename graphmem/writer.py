@@ -426,7 +426,13 @@ class Writer:
             _chain_episode(tx, episode_id, results)
         self._cache.keep(tx, w.fresh)
         w.touched = touched
-        w.known = {r.fact.id: w.vectors[i] for i, r in enumerate(results) if r.fact is not None}
+        # Only facts of this write's texts: a duplicate's or a retraction's result is an older
+        # fact, whose vector is its own text's.
+        w.known = {
+            r.fact.id: w.vectors[i]
+            for i, r in enumerate(results)
+            if r.fact is not None and r.action in ("ADD", "UPDATE")
+        }
         for r in results:
             if r.action in ("ADD", "UPDATE") and r.fact is not None:
                 w.changes.append(("FACT_STORED", r.fact.id))

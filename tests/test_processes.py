@@ -66,6 +66,48 @@ def test_a_rebuild_and_a_purge_in_one_process_reach_the_other(
     assert b.check().ok
 
 
+def _copy_equals_table(mem: Memory) -> bool:
+    index = mem._vectors
+    mirror = index._mirror
+    assert mirror is not None
+    rows = 0
+    for ids, vectors, live in index.scan():
+        rows += len(ids)
+        if not all(mirror.holds(i, v, bool(x)) for i, v, x in zip(ids, vectors, live)):
+            return False
+    return rows == len(mirror)
+
+
+def test_a_copy_follows_the_others_rows_from_the_embedding_cache_not_the_table(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    b.search("warm", mode="vector")
+    read_back: list[list[str]] = []
+    rows = b._vectors.rows
+    monkeypatch.setattr(b._vectors, "rows", lambda ids: read_back.append(list(ids)) or rows(ids))
+    old = a.store("The release train leaves on Thursdays").fact
+    kept = a.store("Invoices are sent on the first of the month").fact
+    retracted = a.store("The office plants are watered by Sam").fact
+    purged = a.store("The door code is 4711").fact
+    assert old is not None and kept is not None and retracted is not None and purged is not None
+    new = a.store("The release train leaves on Wednesdays", supersedes=old.id).fact
+    assert new is not None
+    a.forget(retracted.id)
+    a.purge(purged.id)
+    b._vectors.catch_up(force=True)
+    assert [ids for ids in read_back if ids] == []  # every row came from the log and the cache
+    assert _copy_equals_table(b)
+    hits = [h.fact.id for h in b.search("release train leaves", mode="vector", limit=5)]
+    assert new.id in hits and old.id not in hits  # superseded: not live
+    # An entry without the row's state (written by an earlier version) is read back.
+    with a._store.transaction(durable=False) as tx:
+        tx.log_vectors([kept.id])
+    b._vectors.catch_up(force=True)
+    assert [ids for ids in read_back if ids] == [[kept.id]]
+    assert _copy_equals_table(b)
+
+
 def test_concurrent_writers_in_two_processes_leave_one_row_per_vector(
     pair: tuple[Memory, Memory],
 ) -> None:

@@ -26,6 +26,7 @@ from graphmem.sqlitestore import SQLiteStore
 from graphmem.store import Store
 from graphmem.temporal import TimeScope
 from graphmem.timehints import TimeHint
+from graphmem.vectors import ROW_DELETED, ROW_LIVE
 from tests.conftest import Clock
 
 #: Each implementation: a function making an empty store (in a directory, for an engine that
@@ -381,12 +382,16 @@ def test_a_savepoint_undoes_only_what_its_block_wrote(store: Store) -> None:
 def test_the_vector_log_lists_entries_in_order_after_a_position(store: Store) -> None:
     assert store.vector_log_end() == 0 and store.vector_log(0) == []
     with store.transaction(durable=False) as tx:
-        first = tx.log_vectors(["a", "b"])
+        first = tx.log_vectors(["a", "b"], [ROW_LIVE, ROW_DELETED])
     with store.transaction(durable=False) as tx:
         last = tx.log_vectors(["c"])
     assert store.vector_log_end() == last == first + 1
-    assert [i for _, i in store.vector_log(0)] == ["a", "b", "c"]
-    assert store.vector_log(first) == [(last, "c")]
+    assert [(i, state) for _, i, state in store.vector_log(0)] == [
+        ("a", ROW_LIVE),
+        ("b", ROW_DELETED),
+        ("c", None),  # no state given: read back from the index
+    ]
+    assert store.vector_log(first) == [(last, "c", None)]
 
 
 def test_the_outbox_keeps_queued_writes_until_they_are_synced(store: Store) -> None:
