@@ -131,6 +131,8 @@ def test_delete_retracts_the_target_and_stores_nothing_new(
     assert mem.get(cat) is None
     assert mem.get(cat, known_at=before) is not None  # retracted, not deleted
     assert mem.stats().facts == 1
+    report = mem.check()  # the retracted fact's vector is still its own text's
+    assert report.ok, report.to_dict()
 
 
 def test_noop_stores_nothing_and_names_the_fact_it_repeats(mem: Memory, stub: OpenAIStub) -> None:
