@@ -97,13 +97,21 @@ class VectorSync:
         """Whether the last sync could not write the index (its rows wait in the outbox)."""
         return self._failed
 
-    def sync(self, ids: Iterable[str], known: Mapping[str, Vectors] | None = None) -> None:
+    def sync(
+        self,
+        ids: Iterable[str],
+        known: Mapping[str, Vectors] | None = None,
+        *,
+        reread: bool = False,
+    ) -> None:
         """Make the index agree with the store for these facts, then clear their outbox rows.
 
-        ``known`` holds vectors the caller already has (by fact id), saving cache lookups. One
-        sync at a time: two writers' syncs interleaved could leave the older state of a fact in
-        the index. An outbox row queued again while this runs is left for the sync of the
-        write that queued it.
+        ``known`` holds vectors the caller already has (by fact id), saving cache lookups.
+        ``reread``: the rows may have been written by a process that died before logging them
+        (see ``drain``); they are read back from the table first. One sync at a time: two
+        writers' syncs interleaved could leave the older state of a fact in the index. An
+        outbox row queued again while this runs is left for the sync of the write that queued
+        it.
         """
         ids = list(dict.fromkeys(ids))
         if not ids:
@@ -113,6 +121,8 @@ class VectorSync:
                 ids = list(dict.fromkeys([*ids, *(i for i, _ in self._store.outbox())]))
             try:
                 with self._vectors.writing():
+                    if reread:
+                        self._vectors.reread(ids)
                     for start in range(0, len(ids), SYNC_CHUNK):
                         self._sync_chunk(ids[start : start + SYNC_CHUNK], known or {})
             except (OSError, RuntimeError, ValueError, StorageError) as exc:
@@ -158,10 +168,12 @@ class VectorSync:
         """Write to the index the outbox rows older than ``older_than`` seconds: left by a
         process that died between its commit and its vector write, or by a failed write.
         Safe to run in every process (vector writes take the namespace's vector lock, and are
-        idempotent). Returns how many facts it synced."""
+        idempotent). The process may have died after writing a row and before logging it: the
+        rows are read back from the table first, so that none is appended twice. Returns how
+        many facts it synced."""
         ids = self._store.waiting(SYNC_CHUNK, queued_before=self._store.now() - older_than)
         if ids:
-            self.sync(ids)
+            self.sync(ids, reread=True)
         return len(ids)
 
     def replay(self) -> int:

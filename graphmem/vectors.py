@@ -290,6 +290,16 @@ class VectorIndex:
                     self._mirror = None
             self._position = entries[-1][0]
 
+    def reread(self, ids: Iterable[str]) -> None:
+        """Bring the copy's rows of ``ids`` to what the table holds, read back from it. A
+        process that died between writing the table and logging the write left rows that no
+        log entry names: whoever writes those facts' vectors next must see them, or it would
+        append a second row."""
+        with self._lock:
+            if self._mirror is not None:
+                self._table.checkout_latest()  # no log entry moved it there
+                self._follow(self._mirror, dict.fromkeys(ids))
+
     def _follow(self, mirror: Mirror, states: dict[str, int | None]) -> None:
         """Bring the copy's rows of ``states`` (fact id → state of its row, as logged) to what
         the table holds: a deleted row deleted, a stored row's vector from the source (the

@@ -203,9 +203,7 @@ class Writer:
             )
             self._cache.keep(tx, fresh)
             tx.queue_vectors(touched)
-        self._sync.sync(
-            touched, {r.fact.id: vectors[i] for i, r in enumerate(results) if r.fact is not None}
-        )
+        self._sync.sync(touched, _new_vectors(results, vectors))
         changes: list[tuple[ChangeKind, str]] = [("FACT_STORED", f.id) for f in new]
         kind: ChangeKind = "FACT_SUPERSEDED" if new else "FACT_FORGOTTEN"
         changes.extend((kind, i) for i in old)
@@ -426,13 +424,7 @@ class Writer:
             _chain_episode(tx, episode_id, results)
         self._cache.keep(tx, w.fresh)
         w.touched = touched
-        # Only facts of this write's texts: a duplicate's or a retraction's result is an older
-        # fact, whose vector is its own text's.
-        w.known = {
-            r.fact.id: w.vectors[i]
-            for i, r in enumerate(results)
-            if r.fact is not None and r.action in ("ADD", "UPDATE")
-        }
+        w.known = _new_vectors(results, w.vectors)
         for r in results:
             if r.action in ("ADD", "UPDATE") and r.fact is not None:
                 w.changes.append(("FACT_STORED", r.fact.id))
@@ -561,6 +553,17 @@ def _dated_by(episode: episodes.Episode, facts: Sequence[FactInput]) -> Sequence
         x if x.source_date is not None else x.model_copy(update={"source_date": when})
         for x in facts
     ]
+
+
+def _new_vectors(results: Sequence[StoreResult], vectors: Vectors) -> dict[str, Vectors]:
+    """The vectors of the facts these results stored, by fact id. Only new facts: a
+    duplicate's or a retraction's result is an older fact, whose vector is its own text's,
+    not that of the text written."""
+    return {
+        r.fact.id: vectors[i]
+        for i, r in enumerate(results)
+        if r.fact is not None and r.action in ("ADD", "UPDATE")
+    }
 
 
 def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResult]) -> None:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from graphmem import Memory, Settings
-from graphmem.errors import Conflict
+from graphmem.embedders import Vectors
+from graphmem.errors import Conflict, StorageError
+from graphmem.sqlitestore import SQLiteStore, SQLiteTransaction
 from graphmem.vectors import FOLLOW_EVERY
 
 from .soak import server
@@ -73,7 +76,7 @@ def _copy_equals_table(mem: Memory) -> bool:
     rows = 0
     for ids, vectors, live in index.scan():
         rows += len(ids)
-        if not all(mirror.holds(i, v, bool(x)) for i, v, x in zip(ids, vectors, live)):
+        if not all(mirror.holds(i, v, bool(x)) for i, v, x in zip(ids, vectors, live, strict=True)):
             return False
     return rows == len(mirror)
 
@@ -85,7 +88,12 @@ def test_a_copy_follows_the_others_rows_from_the_embedding_cache_not_the_table(
     b.search("warm", mode="vector")
     read_back: list[list[str]] = []
     rows = b._vectors.rows
-    monkeypatch.setattr(b._vectors, "rows", lambda ids: read_back.append(list(ids)) or rows(ids))
+
+    def counted(ids: Iterable[str]) -> dict[str, tuple[Vectors, bool]]:
+        read_back.append(list(ids))
+        return rows(read_back[-1])
+
+    monkeypatch.setattr(b._vectors, "rows", counted)
     old = a.store("The release train leaves on Thursdays").fact
     kept = a.store("Invoices are sent on the first of the month").fact
     retracted = a.store("The office plants are watered by Sam").fact
@@ -106,6 +114,31 @@ def test_a_copy_follows_the_others_rows_from_the_embedding_cache_not_the_table(
     b._vectors.catch_up(force=True)
     assert [ids for ids in read_back if ids] == [[kept.id]]
     assert _copy_equals_table(b)
+
+
+def test_a_row_written_by_a_process_that_died_before_logging_it_is_not_written_twice(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    b.search("warm", mode="vector")
+    log_vectors = SQLiteTransaction.log_vectors
+    assert isinstance(a._store, SQLiteStore)
+    dying = a._store._db._writer
+
+    def died_before_logging(tx: SQLiteTransaction, *args: Any) -> int:
+        if tx.conn is dying:  # a wrote the table, then "died": its log entry never commits
+            raise StorageError("simulated death before the vector log entry")
+        return log_vectors(tx, *args)
+
+    monkeypatch.setattr(SQLiteTransaction, "log_vectors", died_before_logging)
+    orphan = a.store("The boiler is serviced every October").fact
+    assert orphan is not None and a._vectors.count() == 1  # in the table, not in the log
+    assert b.check().pending_outbox == 1
+    assert b._sync.drain(older_than=0) == 1  # as a server does after DRAIN_AFTER_S
+    report = b.check()
+    assert report.ok and report.vectors == 1, report.to_dict()  # one row, not two
+    hits = b.search("boiler serviced", mode="vector", limit=1)
+    assert [h.fact.id for h in hits] == [orphan.id]
 
 
 def test_concurrent_writers_in_two_processes_leave_one_row_per_vector(
