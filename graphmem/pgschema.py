@@ -427,8 +427,9 @@ def _computed() -> str:
 
 
 #: Migration 5: each vector log entry's row as the write left it (see the SQLite migration 15).
-_VECTOR_LOG_STATE: Final = f"""
-ALTER TABLE gm_vector_log ADD COLUMN state integer;
+#: It can run twice (tests make databases of earlier versions with it).
+VECTOR_LOG_STATE: Final = f"""
+ALTER TABLE gm_vector_log ADD COLUMN IF NOT EXISTS state integer;
 CREATE OR REPLACE VIEW vector_log AS SELECT seq, fact_id, namespace, state FROM gm_vector_log
     WHERE namespace = current_setting('{NAMESPACE_SETTING}');
 """
@@ -438,7 +439,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     _KEYS,
     _postings(),
     _computed(),
-    _VECTOR_LOG_STATE,
+    VECTOR_LOG_STATE,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -30,6 +30,7 @@ from graphmem.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem.memory import open_keys
 from graphmem.pgkeyword import CommonWords
 from graphmem.pgstore import PostgresStore
+from graphmem.vectors import ROW_LIVE
 from resolvers.app import create_app
 from resolvers.commands import cli as service_cli
 
@@ -58,9 +59,15 @@ def open_memory(url: str, directory: Path, namespace: str = "default") -> Memory
 @contextmanager
 def schema_version(version: int) -> Iterator[None]:
     """Inside the block, databases are made (or migrated) to ``version`` only, and the SQL is
-    spoken as to that version (before migration 4, without the computed columns)."""
+    spoken as to that version (before migration 4, without the computed columns). The vector
+    log has its rows' states at every version: the code reads and writes them, and migration
+    5, which adds them, runs again harmlessly."""
+    migrations = pgschema.MIGRATIONS[:version]
+    if version < 5:
+        last = f"{migrations[-1]};\n{pgschema.VECTOR_LOG_STATE}"
+        migrations = (*migrations[:-1], last)
     with pytest.MonkeyPatch.context() as before:
-        before.setattr(pgschema, "MIGRATIONS", pgschema.MIGRATIONS[:version])
+        before.setattr(pgschema, "MIGRATIONS", migrations)
         before.setattr(pgschema, "SCHEMA_VERSION", version)
         if version < 4:
             before.setattr(pgsql, "_COMPUTED", {})  # the expressions as written
@@ -314,6 +321,22 @@ def test_the_computed_columns_migration_fills_them_for_facts_already_stored(
             " FROM facts ORDER BY seq"
         ).fetchall()
     assert rows == [("ana", "city", True), (None, None, True), ("ana", "city", True)]
+
+
+def test_the_vector_log_states_migration_keeps_the_entries_logged_before(
+    url: str, tmp_path: Path
+) -> None:
+    with pytest.MonkeyPatch.context() as before, psycopg.connect(url, autocommit=True) as conn:
+        before.setattr(pgschema, "MIGRATIONS", pgschema.MIGRATIONS[:4])  # without the states
+        before.setattr(pgschema, "SCHEMA_VERSION", 4)
+        pgschema.apply(conn)
+        conn.execute("SELECT set_config('graphmem.namespace', 'default', false)")
+        conn.execute("INSERT INTO vector_log (fact_id) VALUES ('x')")
+    with open_memory(url, tmp_path) as mem:  # migrates
+        assert mem._store.vector_log(0)[0][1:] == ("x", None)  # read back from the index
+        fact = mem.store("The staging database lives on host db-7").fact
+        assert fact is not None
+        assert mem._store.vector_log(0)[-1][1:] == (fact.id, ROW_LIVE)
 
 
 def test_reads_by_entity_and_by_date_use_their_indexes_under_row_level_security(
