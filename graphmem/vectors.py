@@ -265,8 +265,8 @@ class VectorIndex:
         return [i for _, i, _ in log(self._position) if i not in (COMPACTED, REBUILT)]
 
     def catch_up(self, *, force: bool = False) -> None:
-        """Re-read the rows other processes changed since the last look at the vector log
-        (unless ``force``, at most every FOLLOW_EVERY seconds)."""
+        """Bring the copy's rows that other processes changed since the last look at the
+        vector log up to date (unless ``force``, at most every FOLLOW_EVERY seconds)."""
         log = self._log
         if log is None or (not force and time.monotonic() - self._looked < FOLLOW_EVERY):
             return
