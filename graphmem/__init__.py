@@ -24,7 +24,7 @@ from .errors import (
 from .graph import LinkPosition, LinkType, Node, Path, Subgraph
 from .keys import ApiKey, KeyStore
 from .memory import Memory
-from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .models import Change, ChangePage, Fact, FactInput, Link, SearchHit, StoreResult
 from .prune import PruneReport
 from .reads import FactPage
 from .recall import RecallItem, RecallResult
@@ -40,6 +40,7 @@ __all__ = [
     "ApiKey",
     "CaptureResult",
     "Change",
+    "ChangePage",
     "CheckReport",
     "Clusters",
     "Conflict",

@@ -119,7 +119,9 @@ CODES: Final[Mapping[str, CodeUse]] = {
     ),
     Code.UNAVAILABLE: CodeUse(
         f"a `memoryChanged` subscription fell more than {SUBSCRIBER_BACKLOG:,} changes behind "
-        "the writes and was ended; subscribe again and re-read what you need",
+        "the writes (or changes other processes committed were dropped from the namespace's "
+        "change log before it read them) and was ended; subscribe again and re-read what you "
+        "need",
         mcp=False,
     ),
     Code.INVALID_QUERY: CodeUse(

@@ -29,6 +29,8 @@ MAX_QUERY_TERMS: Final = 64
 CLUSTER_MAX_LINKS: Final = 200_000
 MAX_CYCLES: Final = 20
 SUBSCRIBER_BACKLOG: Final = 10_000
+MAX_CHANGES: Final = 10_000
+CHANGE_LOG_KEPT: Final = 100_000
 MAX_READ_LINES: Final = 1_000
 MAX_SYNC_PATHS: Final = 1_000
 MAX_DOCUMENT_BYTES: Final = 10_000_000
@@ -105,6 +107,14 @@ LIMITS: Final = (
         SUBSCRIBER_BACKLOG,
         "changes",
         "a `memoryChanged` subscriber may fall behind before it is ended with `UNAVAILABLE`",
+    ),
+    Limit("MAX_CHANGES", MAX_CHANGES, "changes", "returned by one `Memory.changes_since`"),
+    Limit(
+        "CHANGE_LOG_KEPT",
+        CHANGE_LOG_KEPT,
+        "changes",
+        "kept in a namespace's change log, the newest (a reader further behind is told it "
+        "missed some)",
     ),
     Limit(
         "MAX_READ_LINES", MAX_READ_LINES, "lines", "read back from a document by one `read_lines`"

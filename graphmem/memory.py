@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from . import analytics, documents, graph, transfer
 from . import capture as captures
@@ -43,9 +43,9 @@ from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
 from .keys import KeyStore
-from .limits import MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
+from .limits import CHANGE_LOG_KEPT, MAX_CHANGES, MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
-from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .models import Change, ChangeKind, ChangePage, Fact, FactInput, Link, SearchHit, StoreResult
 from .pgstore import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
 from .prune import PruneReport
 from .reads import FactPage, Filters
@@ -368,8 +368,39 @@ class Memory:
 
     def subscribe(self, listener: Callable[[list[Change]], None]) -> Callable[[], None]:
         """Call ``listener`` with the changes of each write once it has committed (in the
-        writing thread; keep it quick). Returns a function that unsubscribes it."""
+        writing thread; keep it quick). Returns a function that unsubscribes it.
+
+        A listener hears of the writes made through this Memory; the writes of other processes
+        (and other Memory objects) on the namespace are read from its change log with
+        ``changes_since``."""
         return self._writer.subscribe(listener)
+
+    def change_position(self) -> int:
+        """The position of the newest entry of the namespace's change log (0 if none): what
+        ``changes_since`` reads on from to hear of the changes committed from now on."""
+        return self._store.change_log(0, 0)[1]
+
+    def changes_since(
+        self, position: int, *, limit: int = MAX_CHANGES, others_only: bool = False
+    ) -> ChangePage:
+        """The changes committed in this namespace after ``position`` of its change log, by
+        any process, in commit order: up to ``limit`` log entries (at most MAX_CHANGES), with
+        the position to read on from. ``others_only`` leaves out the changes made through this
+        Memory (its ``subscribe`` listeners hear of them as they commit). The log keeps the
+        newest CHANGE_LOG_KEPT changes; the page says when some were dropped unread."""
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise InvalidInput("position must be a whole number, 0 or more", field="position")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CHANGES:
+            raise InvalidInput(f"limit must be between 1 and {MAX_CHANGES}", field="limit")
+        rows, end = self._store.change_log(position, limit)
+        own = self._writer.origin if others_only else None
+        changes = [
+            Change(cast(ChangeKind, kind), item, self.namespace, at)
+            for _, kind, item, at, origin in rows
+            if origin != own
+        ]
+        last = rows[-1][0] if rows else position
+        return ChangePage(changes, last, last < end, position < end - CHANGE_LOG_KEPT)
 
     # ----------------------------------------------------------------------------- reads
 

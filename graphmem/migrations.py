@@ -310,6 +310,18 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     ALTER TABLE vector_log ADD COLUMN state INTEGER;
     """,
+    # 16: the change log: every change announced to subscribers (graphmem.models.Change), in
+    # commit order, with the writer that made it (``origin``), so that a process hears of the
+    # changes the others commit (graphmem.changes). Only the newest entries are kept.
+    """
+    CREATE TABLE change_log (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL,
+        item TEXT NOT NULL,
+        changed_at REAL NOT NULL,
+        origin TEXT NOT NULL
+    );
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

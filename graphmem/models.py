@@ -430,5 +430,21 @@ class Change:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ChangePage:
+    """Changes read from a namespace's change log (``Memory.changes_since``).
+
+    ``position``: where to read on from (the last entry read, or the position asked for).
+    ``more``: later entries are waiting (the page was full). ``missed``: entries after the
+    position asked for were dropped from the log before being read (it keeps the newest
+    CHANGE_LOG_KEPT); re-read what you need.
+    """
+
+    changes: list[Change]
+    position: int
+    more: bool
+    missed: bool
+
+
 def _json_ready(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: to_iso(v.timestamp()) if isinstance(v, datetime) else v for k, v in fields.items()}

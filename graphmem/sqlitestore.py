@@ -28,6 +28,7 @@ from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import Conflict, NotFound
 from .ids import new_id
 from .keyword import KeywordRanker
+from .limits import CHANGE_LOG_KEPT
 from .models import Fact, Link, LinkOrigin
 from .reads import IN_IDS, FactPage, Filters
 from .storage import Database, id_list, storage_error
@@ -374,6 +375,16 @@ class SQLiteTransaction:
         self.conn.execute("DELETE FROM vector_log WHERE seq <= ?", [last - VECTOR_LOG_KEPT])
         prune_graph_log(self.conn)  # the other log kept by writers, pruned as often
         return last
+
+    def log_changes(self, changes: Sequence[tuple[str, str]], origin: str) -> None:
+        if not changes:
+            return
+        self.conn.executemany(
+            "INSERT INTO change_log (kind, item, changed_at, origin) VALUES (?, ?, ?, ?)",
+            [(kind, item, self.now, origin) for kind, item in changes],
+        )
+        last = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()[0])
+        self.conn.execute("DELETE FROM change_log WHERE seq <= ?", [last - CHANGE_LOG_KEPT])
 
     def clear_outbox(self) -> None:
         self.conn.execute("DELETE FROM outbox")
@@ -807,6 +818,18 @@ class SQLiteStore:
     def vector_log_end(self) -> int:
         row = self._read().execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()
         return int(row[0])
+
+    def change_log(
+        self, after: int, limit: int
+    ) -> tuple[list[tuple[int, str, str, float, str]], int]:
+        reader = self._read()
+        rows = reader.execute(
+            "SELECT seq, kind, item, changed_at, origin FROM change_log WHERE seq > ?"
+            " ORDER BY seq LIMIT ?",
+            [after, limit],
+        ).fetchall()
+        (end,) = reader.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows], int(end)
 
     def cached_vectors(
         self, provider: str, model: str, dimensions: int, hashes: Sequence[str]

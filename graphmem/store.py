@@ -163,6 +163,12 @@ class Transaction(Protocol):
         returns the position of the last entry. Old entries are dropped."""
         ...
 
+    def log_changes(self, changes: Sequence[tuple[str, str]], origin: str) -> None:
+        """Add ``changes`` (kind, fact or link id), made by the writer ``origin``, to the change
+        log at this transaction's time. Old entries are dropped (the newest CHANGE_LOG_KEPT
+        are kept)."""
+        ...
+
     def clear_outbox(self) -> None: ...
     def cache_vectors(
         self, provider: str, model: str, dimensions: int, fresh: Sequence[tuple[str, Vectors]]
@@ -331,6 +337,14 @@ class Store(Protocol):
 
     def vector_log_end(self) -> int:
         """The position of the vector log's newest entry (0 if none)."""
+        ...
+
+    def change_log(
+        self, after: int, limit: int
+    ) -> tuple[list[tuple[int, str, str, float, str]], int]:
+        """Up to ``limit`` of the change log's entries after position ``after`` — (position,
+        kind, id, time, origin), in order — and the position of its newest entry (0 if none),
+        read after them."""
         ...
 
     def cached_vectors(

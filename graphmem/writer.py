@@ -6,9 +6,10 @@ one batch → near-duplicate and similarity candidates from the vector index and
 group's facts → one store transaction in which each write, in a savepoint of its own, dedups,
 classifies (rules, or applies the LLM's verdicts, asked in the caller's thread before
 queuing), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), caches new
-embeddings and queues an outbox row per vector to sync → one durable commit → bring the vector
-index in line (:mod:`graphmem.sync`) → answer each write with its own results or error → tell
-subscribers. A crash after the commit loses nothing: opening the namespace replays the outbox.
+embeddings and queues an outbox row per vector to sync; the group's changes go to the change
+log, from which other processes hear of them → one durable commit → bring the vector index in
+line (:mod:`graphmem.sync`) → answer each write with its own results or error → tell this
+process's subscribers. A crash after the commit loses nothing: opening the namespace replays the outbox.
 Forget, link and unlink go through the same group commit; purge, import and document syncs
 follow the same order in a transaction of their own.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar, cast
 
@@ -71,6 +73,8 @@ class Writer:
         self.settings = settings
         self.llm = llm
         self._listeners: list[Listener] = []
+        #: This writer's name in the change log: its own changes reach its listeners directly.
+        self.origin = uuid.uuid4().hex
         self._group: GroupCommit[Any] = GroupCommit(self._write_group, max_items=GROUP_MAX_ITEMS)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -203,10 +207,11 @@ class Writer:
             )
             self._cache.keep(tx, fresh)
             tx.queue_vectors(touched)
+            changes: list[tuple[ChangeKind, str]] = [("FACT_STORED", f.id) for f in new]
+            kind: ChangeKind = "FACT_SUPERSEDED" if new else "FACT_FORGOTTEN"
+            changes.extend((kind, i) for i in old)
+            tx.log_changes(changes, self.origin)
         self._sync.sync(touched, _new_vectors(results, vectors))
-        changes: list[tuple[ChangeKind, str]] = [("FACT_STORED", f.id) for f in new]
-        kind: ChangeKind = "FACT_SUPERSEDED" if new else "FACT_FORGOTTEN"
-        changes.extend((kind, i) for i in old)
         self._announce(changes, tx.now)
         return len(new)
 
@@ -219,8 +224,10 @@ class Writer:
                 tx.retract(fact_id)
             tx.drop_document(path)
             tx.queue_vectors(old)
+            changes: list[tuple[ChangeKind, str]] = [("FACT_FORGOTTEN", i) for i in old]
+            tx.log_changes(changes, self.origin)
         self._sync.sync(old)
-        self._announce([("FACT_FORGOTTEN", i) for i in old], tx.now)
+        self._announce(changes, tx.now)
         return len(old)
 
     def forget(self, fact_id: str) -> Fact:
@@ -242,8 +249,9 @@ class Writer:
         with self._store.transaction() as tx:
             purged = tx.purge(ids)
             tx.queue_vectors(purged.touched)
+            changes = self._purged(tx, purged.gone)
         self._sync.sync(purged.touched)
-        self._announce([("FACT_PURGED", i) for i in purged.gone], tx.now)
+        self._announce(changes, tx.now)
         return purged.removed
 
     def purge_where(self, where: PurgeFilter) -> PurgeReport:
@@ -252,12 +260,19 @@ class Writer:
         with self._store.transaction() as tx:
             purged = tx.purge_where(where)
             tx.queue_vectors(purged.touched)
+            changes = self._purged(tx, purged.gone)
         self._sync.sync(purged.touched)
-        self._announce([("FACT_PURGED", i) for i in purged.gone], tx.now)
+        self._announce(changes, tx.now)
         if purged.removed:
             self.erase()
             self._store.scrub()
         return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+
+    def _purged(self, tx: Transaction, gone: Iterable[str]) -> list[tuple[ChangeKind, str]]:
+        """The changes of a purge of the facts ``gone``, logged in its transaction."""
+        changes: list[tuple[ChangeKind, str]] = [("FACT_PURGED", i) for i in gone]
+        tx.log_changes(changes, self.origin)
+        return changes
 
     def erase(self) -> None:
         """Compact the vector index so that no older table version keeps a purged vector."""
@@ -353,6 +368,7 @@ class Writer:
                         w.touched, w.known, w.changes = set(), {}, []
                 touched = {i for w in writes for i in w.touched}
                 tx.queue_vectors(touched)
+                tx.log_changes([c for w in writes for c in w.changes], self.origin)
             self._sync.sync(touched, {i: v for w in writes for i, v in w.known.items()})
             for w in writes:
                 w.at = tx.now

@@ -133,6 +133,7 @@ def create_app(
         background = [
             asyncio.create_task(_prune_every(namespaces, settings.prune_interval)),
             asyncio.create_task(_drain_every(namespaces, DRAIN_INTERVAL_S)),
+            asyncio.create_task(namespaces.broadcaster.follow()),
         ]
         try:
             async with mcp.running():

@@ -60,12 +60,12 @@ def open_memory(url: str, directory: Path, namespace: str = "default") -> Memory
 def schema_version(version: int) -> Iterator[None]:
     """Inside the block, databases are made (or migrated) to ``version`` only, and the SQL is
     spoken as to that version (before migration 4, without the computed columns). The vector
-    log has its rows' states at every version: the code reads and writes them, and migration
-    5, which adds them, runs again harmlessly."""
+    log has its rows' states and the change log exists at every version: the code reads and
+    writes them, and migrations 5 and 6, which add them, run again harmlessly."""
     migrations = pgschema.MIGRATIONS[:version]
-    if version < 5:
-        last = f"{migrations[-1]};\n{pgschema.VECTOR_LOG_STATE}"
-        migrations = (*migrations[:-1], last)
+    later = [m for m in (pgschema.VECTOR_LOG_STATE, pgschema.CHANGE_LOG) if m not in migrations]
+    if later:
+        migrations = (*migrations[:-1], ";\n".join([migrations[-1], *later]))
     with pytest.MonkeyPatch.context() as before:
         before.setattr(pgschema, "MIGRATIONS", migrations)
         before.setattr(pgschema, "SCHEMA_VERSION", version)

@@ -6,6 +6,7 @@ the last test runs two real ``graphmem serve`` processes."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -14,13 +15,18 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
-from graphmem import Memory, Settings
+from graphmem import ChangePage, Memory, Settings, memory, sqlitestore
 from graphmem.embedders import Vectors
-from graphmem.errors import Conflict, StorageError
+from graphmem.errors import Conflict, InvalidInput, NotFound, StorageError
+from graphmem.limits import MAX_CHANGES
 from graphmem.sqlitestore import SQLiteStore, SQLiteTransaction
 from graphmem.vectors import FOLLOW_EVERY
+from resolvers.events import FOLLOW_CHANGES_EVERY
 
+from .api import STORE, WS
 from .soak import server
 
 
@@ -202,3 +208,94 @@ def test_two_servers_on_one_data_directory_see_each_others_writes(tmp_path: Path
                 break
             assert time.monotonic() - written < 5, "the second server never found the fact"
             time.sleep(0.05)
+
+
+def test_the_change_log_tells_each_process_what_the_others_committed(
+    pair: tuple[Memory, Memory],
+) -> None:
+    a, b = pair
+    start = b.change_position()
+    first = a.store("Ana lives in Lisbon", entity="Ana", key="city", value="Lisbon").fact
+    second = a.store("Ana lives in Porto", entity="Ana", key="city", value="Porto").fact
+    third = a.store("The boiler was serviced in May", autolink=False).fact
+    assert first is not None and second is not None and third is not None
+    link = a.link(second.id, third.id, "RELATED_TO")
+    a.unlink(link.id)
+    a.forget(third.id)
+    with pytest.raises(NotFound):
+        a.forget("no-such-fact")  # rolled back: nothing logged
+    a.purge(ids=[second.id])
+    page = b.changes_since(start, others_only=True)
+    assert [(c.kind, c.id) for c in page.changes] == [
+        ("FACT_STORED", first.id),
+        ("FACT_STORED", second.id),
+        ("FACT_SUPERSEDED", first.id),
+        ("FACT_STORED", third.id),
+        ("LINK_MADE", link.id),
+        ("LINK_REMOVED", link.id),
+        ("FACT_FORGOTTEN", third.id),
+        ("FACT_PURGED", second.id),
+    ]
+    assert page.changes[0].at == first.recorded_at.timestamp()
+    assert not page.more and not page.missed and page.position == b.change_position()
+    assert a.changes_since(start, others_only=True).changes == []  # a heard its own as they came
+    assert a.changes_since(start).changes == page.changes
+    read, position = [], start
+    while True:  # in pages of three
+        part = b.changes_since(position, limit=3)
+        read += part.changes
+        position = part.position
+        if not part.more:
+            break
+    assert read == page.changes
+    assert b.changes_since(page.position) == ChangePage([], page.position, False, False)
+
+
+def test_a_reader_further_behind_than_the_change_log_keeps_is_told_it_missed_some(
+    pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = pair
+    monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 2)
+    monkeypatch.setattr(memory, "CHANGE_LOG_KEPT", 2)
+    start = b.change_position()
+    a.store_many([{"text": f"Reading {n} of the boiler"} for n in range(4)], autolink=False)
+    page = b.changes_since(start)
+    assert page.missed and [c.kind for c in page.changes] == ["FACT_STORED"] * 2
+    assert not b.changes_since(page.position).missed
+    for position, limit in ((-1, 10), (True, 10), (0, 0), (0, MAX_CHANGES + 1)):
+        with pytest.raises(InvalidInput):
+            b.changes_since(position, limit=limit)
+
+
+def test_a_subscriber_on_one_server_hears_of_the_writes_made_through_the_other(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with (
+        server(data, "hash", tmp_path / "one.log") as (one, _),
+        server(data, "hash", tmp_path / "two.log") as (two, _),
+        connect(two.replace("http", "ws") + "/graphql", subprotocols=[Subprotocol(WS)]) as ws,
+    ):
+        ws.send(json.dumps({"type": "connection_init"}))
+        assert json.loads(ws.recv(timeout=10))["type"] == "connection_ack"
+        query = "subscription { memoryChanged { kind fact { text } } }"
+        ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": {"query": query}}))
+        metric = 'graphmem_subscribers{namespace="default"} 1.0'
+        deadline = time.monotonic() + 10
+        while metric not in httpx.get(two + "/metrics", timeout=10).text:
+            assert time.monotonic() < deadline, "the subscription never started"
+            time.sleep(0.02)
+        heard = []
+        for url, text in ((one, "Written through the first server"), (two, "And the second")):
+            written = time.monotonic()
+            response = httpx.post(url + "/graphql", json={"query": STORE, "variables": {"t": text}})
+            assert response.json()["data"]["storeFact"]["error"] is None
+            message = json.loads(ws.recv(timeout=10))
+            heard.append((message["payload"]["data"]["memoryChanged"], time.monotonic() - written))
+        assert [change for change, _ in heard] == [
+            {"kind": "FACT_STORED", "fact": {"text": "Written through the first server"}},
+            {"kind": "FACT_STORED", "fact": {"text": "And the second"}},
+        ]
+        assert heard[0][1] < 1.0  # read from the change log within FOLLOW_CHANGES_EVERY
+        with pytest.raises(TimeoutError):  # the second server's own write was heard once
+            ws.recv(timeout=2 * FOLLOW_CHANGES_EVERY)

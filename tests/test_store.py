@@ -18,7 +18,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphmem import Conflict, FactInput, InvalidInput, NotFound, Settings, ingest, keyword
+from graphmem import (
+    Conflict,
+    FactInput,
+    InvalidInput,
+    NotFound,
+    Settings,
+    ingest,
+    keyword,
+    sqlitestore,
+)
 from graphmem.embedders import text_hash
 from graphmem.pgstore import PostgresStore
 from graphmem.reads import Filters
@@ -392,6 +401,32 @@ def test_the_vector_log_lists_entries_in_order_after_a_position(store: Store) ->
         ("c", None),  # no state given: read back from the index
     ]
     assert store.vector_log(first) == [(last, "c", None)]
+
+
+def test_the_change_log_lists_committed_changes_in_order_and_keeps_the_newest(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert store.change_log(0, 10) == ([], 0)
+    with store.transaction() as tx:
+        tx.log_changes([("FACT_STORED", "f1"), ("LINK_MADE", "l1")], "one")
+        at = tx.now
+    with pytest.raises(RuntimeError), store.transaction() as tx:
+        tx.log_changes([("FACT_FORGOTTEN", "f1")], "one")
+        raise RuntimeError("rolled back")
+    with store.transaction() as tx:
+        tx.log_changes([("FACT_FORGOTTEN", "f1")], "two")
+    rows, end = store.change_log(0, 10)
+    assert [row[1:] for row in rows[:2]] == [
+        ("FACT_STORED", "f1", at, "one"),
+        ("LINK_MADE", "l1", at, "one"),
+    ]
+    assert [row[1:3] + row[4:] for row in rows[2:]] == [("FACT_FORGOTTEN", "f1", "two")]
+    assert [row[0] for row in rows] == sorted(row[0] for row in rows) and end == rows[-1][0]
+    assert store.change_log(rows[0][0], 1) == ([rows[1]], end)
+    monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 2)
+    with store.transaction() as tx:
+        tx.log_changes([("FACT_PURGED", "f1")], "two")
+    assert [row[1] for row in store.change_log(0, 10)[0]] == ["FACT_FORGOTTEN", "FACT_PURGED"]
 
 
 def test_the_outbox_keeps_queued_writes_until_they_are_synced(store: Store) -> None:

@@ -14,7 +14,8 @@ from starlette.websockets import WebSocketDisconnect
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from graphmem import KeyStore
+from graphmem import KeyStore, Memory, Settings, memory, sqlitestore
+from resolvers import events
 
 from .api import STORE, WS, WS_URL, Api, InProcess, LiveServer, bearer
 from .conftest import Clock
@@ -78,6 +79,44 @@ def test_a_revoked_key_ends_its_open_subscription(service: InProcess, keys: KeyS
         assert message["payload"]["data"] is None
         assert message["payload"]["errors"][0]["extensions"]["code"] == "FORBIDDEN"
         assert ws.receive_json()["type"] == "complete"  # the subscription is over
+
+
+def test_a_subscriber_hears_of_another_processs_writes_and_is_ended_if_it_missed_some(
+    service: InProcess, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+        Memory.open(settings.data_dir, settings=settings) as other,  # as another process
+    ):
+        _open(ws)
+        _subscribe(ws, service, "default")
+        fact = other.store("Stored by another process").fact
+        assert fact is not None
+        heard = ws.receive_json()["payload"]["data"]["memoryChanged"]
+        assert (heard["kind"], heard["id"]) == ("FACT_STORED", fact.id)
+        monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 2)  # the log keeps the newest two
+        monkeypatch.setattr(memory, "CHANGE_LOG_KEPT", 2)
+        other.store_many([{"text": f"Reading {n} of the boiler"} for n in range(4)])
+        message = ws.receive_json()
+        assert message["payload"]["errors"][0]["extensions"]["code"] == "UNAVAILABLE"
+        assert ws.receive_json()["type"] == "complete"
+
+
+def test_a_subscriber_too_far_behind_is_ended(
+    service: InProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(events, "SUBSCRIBER_BACKLOG", 3)
+    with service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws:
+        _open(ws)
+        _subscribe(ws, service, "default")
+        service.data(
+            'mutation { storeFacts(inputs: [{text: "One"}, {text: "Two"}, {text: "Three"},'
+            ' {text: "Four"}]) { results { action } } }'
+        )
+        kinds = [ws.receive_json()["payload"] for _ in range(3)]
+        assert [k["data"]["memoryChanged"]["kind"] for k in kinds[:2]] == ["FACT_STORED"] * 2
+        assert kinds[2]["errors"][0]["extensions"]["code"] == "UNAVAILABLE"
+        assert ws.receive_json()["type"] == "complete"
 
 
 @pytest.mark.integration
