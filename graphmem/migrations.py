@@ -312,7 +312,8 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """,
     # 16: the change log: every change announced to subscribers (graphmem.models.Change), in
     # commit order, with the writer that made it (``origin``), so that a process hears of the
-    # changes the others commit (graphmem.changes). Only the newest entries are kept.
+    # changes the others commit (Memory.changes_since, resolvers/events.py). Only the newest
+    # entries are kept.
     """
     CREATE TABLE change_log (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,

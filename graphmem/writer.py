@@ -9,9 +9,9 @@ queuing), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), c
 embeddings and queues an outbox row per vector to sync; the group's changes go to the change
 log, from which other processes hear of them → one durable commit → bring the vector index in
 line (:mod:`graphmem.sync`) → answer each write with its own results or error → tell this
-process's subscribers. A crash after the commit loses nothing: opening the namespace replays the outbox.
-Forget, link and unlink go through the same group commit; purge, import and document syncs
-follow the same order in a transaction of their own.
+process's subscribers. A crash after the commit loses nothing: opening the namespace replays
+the outbox. Forget, link and unlink go through the same group commit; purge, import and
+document syncs follow the same order in a transaction of their own.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Final
 from starlette.concurrency import run_in_threadpool
 
 from graphmem import Change, Memory
-from graphmem.errors import GraphmemError, SubscriberTooSlow
+from graphmem.errors import SubscriberTooSlow
 from graphmem.limits import SUBSCRIBER_BACKLOG
 
 _log = logging.getLogger("graphmem")
@@ -90,8 +90,8 @@ class Broadcaster:
             for namespace in [n for n, queues in self._queues.items() if queues]:
                 try:
                     await self._follow(namespace)
-                except GraphmemError as exc:
-                    _log.warning("reading the change log of %s failed: %s", namespace, exc.message)
+                except Exception:  # tried again at the next look; the loop must go on
+                    _log.warning("reading the change log of %s failed", namespace, exc_info=True)
 
     async def _follow(self, namespace: str) -> None:
         memory = self._memories[namespace]

@@ -102,6 +102,30 @@ def test_a_subscriber_hears_of_another_processs_writes_and_is_ended_if_it_missed
         assert ws.receive_json()["type"] == "complete"
 
 
+def test_a_failed_read_of_the_change_log_is_tried_again(
+    service: InProcess, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures = [OSError("the disk hiccuped")]
+    read = Memory.changes_since
+
+    def flaky(self: Memory, *args: object, **kwargs: object) -> object:
+        if failures:
+            raise failures.pop()
+        return read(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Memory, "changes_since", flaky)
+    with (
+        service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+        Memory.open(settings.data_dir, settings=settings) as other,
+    ):
+        _open(ws)
+        _subscribe(ws, service, "default")
+        fact = other.store("Heard at the next look").fact
+        assert fact is not None
+        assert ws.receive_json()["payload"]["data"]["memoryChanged"]["id"] == fact.id
+    assert failures == []
+
+
 def test_a_subscriber_too_far_behind_is_ended(
     service: InProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
