@@ -378,7 +378,7 @@ class Memory:
     def change_position(self) -> int:
         """The position of the newest entry of the namespace's change log (0 if none): what
         ``changes_since`` reads on from to hear of the changes committed from now on."""
-        return self._store.change_log(0, 0)[1]
+        return self._store.change_log(0, 0)[1]  # no entries, the newest position
 
     def changes_since(
         self, position: int, *, limit: int = MAX_CHANGES, others_only: bool = False

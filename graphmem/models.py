@@ -435,9 +435,9 @@ class ChangePage:
     """Changes read from a namespace's change log (``Memory.changes_since``).
 
     ``position``: where to read on from (the last entry read, or the position asked for).
-    ``more``: later entries are waiting (the page was full). ``missed``: entries after the
-    position asked for were dropped from the log before being read (it keeps the newest
-    CHANGE_LOG_KEPT); re-read what you need.
+    ``more``: later entries were committed (read on from ``position``). ``missed``: entries
+    after the position asked for were dropped from the log before being read (it keeps the
+    newest CHANGE_LOG_KEPT); re-read what you need.
     """
 
     changes: list[Change]

@@ -454,6 +454,32 @@ CREATE POLICY gm_change_log_namespace ON gm_change_log
     USING (namespace = current_setting('{NAMESPACE_SETTING}', true));
 """
 
+#: Migration 7: the graph log's positions count each namespace's entries one by one (as the
+#: vector and change logs' writers give theirs, graphmem.sqlitestore._append_log): the table's
+#: identity counter is shared by every namespace, and a follower reads a gap as entries pruned
+#: before it read them, so a namespace's copy of the graph was loaded afresh whenever another
+#: namespace had written meanwhile. Every write holds its namespace's advisory lock.
+GRAPH_LOG_POSITIONS: Final = """
+CREATE OR REPLACE FUNCTION gm_graph_logged() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    ns text COLLATE "C";
+    logged bigint;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        ns := OLD.namespace;
+        logged := OLD.seq;
+    ELSE
+        ns := NEW.namespace;
+        logged := NEW.seq;
+    END IF;
+    INSERT INTO gm_graph_log (namespace, seq, kind, row)
+    SELECT ns, coalesce(max(seq), 0) + 1,
+        TG_ARGV[0]::integer + CASE WHEN TG_OP = 'DELETE' THEN 2 ELSE 0 END, logged
+    FROM gm_graph_log WHERE namespace = ns;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END $$;
+"""
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -461,6 +487,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     _computed(),
     VECTOR_LOG_STATE,
     CHANGE_LOG,
+    GRAPH_LOG_POSITIONS,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

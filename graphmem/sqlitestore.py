@@ -86,6 +86,28 @@ _INSERT_FACT: Final = (
 )
 
 
+def _append_log(
+    conn: sqlite3.Connection, into: str, rows: Sequence[tuple[Any, ...]], kept: int
+) -> int:
+    """Append ``rows`` to a log (``into``: its table and columns, ``seq`` first, given here) at
+    the positions after its newest entry, drop the entries beyond the newest ``kept``, and
+    return the position of the last one. The caller holds the namespace's write lock.
+
+    Positions are given, not drawn from the table's own counter, so that a namespace's are
+    consecutive: a PostgreSQL identity column counts every namespace of the database, and a
+    follower reads a gap as entries pruned before it read them."""
+    table = into.split()[0]
+    (last,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {table}").fetchone()
+    marks = ", ".join("?" * (into.count(",") + 1))
+    conn.executemany(
+        f"INSERT INTO {into} VALUES ({marks})",
+        [(last + n, *row) for n, row in enumerate(rows, 1)],
+    )
+    end = int(last) + len(rows)
+    conn.execute(f"DELETE FROM {table} WHERE seq <= ?", [end - kept])
+    return end
+
+
 class SQLiteTransaction:
     """One write transaction: every change made through it commits together, at ``now``."""
 
@@ -367,24 +389,21 @@ class SQLiteTransaction:
         self.conn.executemany("DELETE FROM outbox WHERE fact_id = ? AND rowid = ?", queued)
 
     def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
-        self.conn.executemany(
-            "INSERT INTO vector_log (fact_id, state) VALUES (?, ?)",
-            zip(ids, states if states is not None else [None] * len(ids), strict=True),
+        last = _append_log(
+            self.conn,
+            "vector_log (seq, fact_id, state)",
+            list(zip(ids, states if states is not None else [None] * len(ids), strict=True)),
+            VECTOR_LOG_KEPT,
         )
-        last = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
-        self.conn.execute("DELETE FROM vector_log WHERE seq <= ?", [last - VECTOR_LOG_KEPT])
         prune_graph_log(self.conn)  # the other log kept by writers, pruned as often
         return last
 
     def log_changes(self, changes: Sequence[tuple[str, str]], origin: str) -> None:
-        if not changes:
-            return
-        self.conn.executemany(
-            "INSERT INTO change_log (kind, item, changed_at, origin) VALUES (?, ?, ?, ?)",
-            [(kind, item, self.now, origin) for kind, item in changes],
-        )
-        last = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()[0])
-        self.conn.execute("DELETE FROM change_log WHERE seq <= ?", [last - CHANGE_LOG_KEPT])
+        if changes:
+            rows = [(kind, item, self.now, origin) for kind, item in changes]
+            _append_log(
+                self.conn, "change_log (seq, kind, item, changed_at, origin)", rows, CHANGE_LOG_KEPT
+            )
 
     def clear_outbox(self) -> None:
         self.conn.execute("DELETE FROM outbox")

@@ -207,10 +207,10 @@ class Writer:
             )
             self._cache.keep(tx, fresh)
             tx.queue_vectors(touched)
-            changes: list[tuple[ChangeKind, str]] = [("FACT_STORED", f.id) for f in new]
             kind: ChangeKind = "FACT_SUPERSEDED" if new else "FACT_FORGOTTEN"
-            changes.extend((kind, i) for i in old)
-            tx.log_changes(changes, self.origin)
+            changes = self._logged(
+                tx, [*(("FACT_STORED", f.id) for f in new), *((kind, i) for i in old)]
+            )
         self._sync.sync(touched, _new_vectors(results, vectors))
         self._announce(changes, tx.now)
         return len(new)
@@ -224,8 +224,7 @@ class Writer:
                 tx.retract(fact_id)
             tx.drop_document(path)
             tx.queue_vectors(old)
-            changes: list[tuple[ChangeKind, str]] = [("FACT_FORGOTTEN", i) for i in old]
-            tx.log_changes(changes, self.origin)
+            changes = self._logged(tx, [("FACT_FORGOTTEN", i) for i in old])
         self._sync.sync(old)
         self._announce(changes, tx.now)
         return len(old)
@@ -249,7 +248,7 @@ class Writer:
         with self._store.transaction() as tx:
             purged = tx.purge(ids)
             tx.queue_vectors(purged.touched)
-            changes = self._purged(tx, purged.gone)
+            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
         self._sync.sync(purged.touched)
         self._announce(changes, tx.now)
         return purged.removed
@@ -260,7 +259,7 @@ class Writer:
         with self._store.transaction() as tx:
             purged = tx.purge_where(where)
             tx.queue_vectors(purged.touched)
-            changes = self._purged(tx, purged.gone)
+            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
         self._sync.sync(purged.touched)
         self._announce(changes, tx.now)
         if purged.removed:
@@ -268,9 +267,10 @@ class Writer:
             self._store.scrub()
         return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
 
-    def _purged(self, tx: Transaction, gone: Iterable[str]) -> list[tuple[ChangeKind, str]]:
-        """The changes of a purge of the facts ``gone``, logged in its transaction."""
-        changes: list[tuple[ChangeKind, str]] = [("FACT_PURGED", i) for i in gone]
+    def _logged(
+        self, tx: Transaction, changes: list[tuple[ChangeKind, str]]
+    ) -> list[tuple[ChangeKind, str]]:
+        """``changes``, recorded in the change log by ``tx`` (to be announced once it commits)."""
         tx.log_changes(changes, self.origin)
         return changes
 
@@ -368,7 +368,7 @@ class Writer:
                         w.touched, w.known, w.changes = set(), {}, []
                 touched = {i for w in writes for i in w.touched}
                 tx.queue_vectors(touched)
-                tx.log_changes([c for w in writes for c in w.changes], self.origin)
+                self._logged(tx, [c for w in writes for c in w.changes])
             self._sync.sync(touched, {i: v for w in writes for i, v in w.known.items()})
             for w in writes:
                 w.at = tx.now

@@ -99,9 +99,10 @@ class Broadcaster:
             page = await run_in_threadpool(memory.changes_since, position, others_only=True)
             if self._positions.get(namespace) != position:
                 return  # everyone left meanwhile (and perhaps someone came back)
-            self._positions[namespace] = page.position
-            if page.missed:
+            if page.missed:  # its subscriptions end, and the next one starts afresh
                 self._end_all(namespace)
+                return
+            self._positions[namespace] = page.position
             self._deliver(page.changes)
             if not page.more:
                 return

@@ -22,15 +22,18 @@ from graphmem import (
     Settings,
     StorageError,
     keyword,
+    memory,
     pgschema,
     pgsql,
+    sqlitestore,
 )
 from graphmem.cli import cli
 from graphmem.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem.memory import open_keys
+from graphmem.mirror import Mirror
 from graphmem.pgkeyword import CommonWords
 from graphmem.pgstore import PostgresStore
-from graphmem.vectors import ROW_LIVE
+from graphmem.vectors import FOLLOW_EVERY, ROW_LIVE, VectorIndex
 from resolvers.app import create_app
 from resolvers.commands import cli as service_cli
 
@@ -337,6 +340,54 @@ def test_the_vector_log_states_migration_keeps_the_entries_logged_before(
         fact = mem.store("The staging database lives on host db-7").fact
         assert fact is not None
         assert mem._store.vector_log(0)[-1][1:] == (fact.id, ROW_LIVE)
+
+
+def test_each_namespace_counts_its_own_log_entries(
+    url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A table's identity counter is shared by every namespace of the database. Positions drawn
+    # from it left gaps wherever another namespace wrote, and a follower reads a gap as entries
+    # pruned before it read them: it loaded its vector copy afresh, and ended its subscribers.
+    with (
+        open_memory(url, tmp_path / "a", "alpha") as alpha,
+        open_memory(url, tmp_path / "b", "beta") as beta,
+        open_memory(url, tmp_path / "c", "alpha") as follower,
+    ):
+        follower.search("warm", mode="vector")  # its copy is loaded and in use
+        start = follower.change_position()
+        loads: list[VectorIndex] = []
+
+        def loaded(index: VectorIndex) -> Mirror:  # counts the loads of a copy afresh
+            loads.append(index)
+            return Mirror(index.dimensions)
+
+        monkeypatch.setattr(VectorIndex, "_loaded", loaded)
+        monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 5)  # alpha's changes below
+        monkeypatch.setattr(memory, "CHANGE_LOG_KEPT", 5)
+        for n, city in enumerate(["Lisbon", "Porto", "Faro"]):
+            for mem in (alpha, beta):  # each a supersession: the graph log too
+                mem.store(
+                    f"{mem.namespace} office moved to {city}",
+                    entity=mem.namespace,
+                    key="office",
+                    value=city,
+                )
+            beta.store_many([{"text": f"Beta reading {n}.{i}"} for i in range(5)])
+        time.sleep(FOLLOW_EVERY)
+        hits = follower.search("alpha office moved to Faro", mode="vector", limit=1)
+        assert [h.fact.text for h in hits] == ["alpha office moved to Faro"] and loads == []
+        page = follower.changes_since(start)
+        assert not page.missed  # beta's 20 changes in between are none of alpha's
+        assert [c.kind for c in page.changes] == ["FACT_STORED"] + [
+            "FACT_STORED",
+            "FACT_SUPERSEDED",
+        ] * 2
+    with psycopg.connect(url) as conn:
+        for namespace in ("alpha", "beta"):
+            conn.execute("SELECT set_config('graphmem.namespace', %s, false)", [namespace])
+            for table in ("vector_log", "change_log", "graph_log"):
+                seqs = [r[0] for r in conn.execute(f"SELECT seq FROM {table} ORDER BY seq")]
+                assert seqs and seqs == list(range(seqs[0], seqs[0] + len(seqs))), table
 
 
 def test_reads_by_entity_and_by_date_use_their_indexes_under_row_level_security(
