@@ -25,13 +25,22 @@ merged with an identical text elsewhere (``dedup`` off: a chunk belongs to its f
 no similarity links. A date in the file name (``2024-05-01.md``, daily notes) is the chunks'
 ``valid_from`` and source date, so as-of reads and date words find them; otherwise they are
 valid from the sync that wrote them.
+
+A file is only ever opened as a synced markdown file: from the root one folder at a time, none
+of them nor the file a symbolic link (a link is never followed, so one swapped in while a file
+is opened is refused, not read through), a regular file of at most ``MAX_DOCUMENT_BYTES``.
+Sync reads files so, and so does ``read_lines``, which opens only a file a sync on this
+machine recorded: a record loaded by an import (``DocumentFile.imported``) names a path of
+another machine and is not read back until a sync here finds the file.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -51,6 +60,15 @@ OVERLAP_TOKENS: Final = 80
 CHARS_PER_TOKEN: Final = 4
 #: The episode kind of a document.
 KIND: Final = "document"
+
+#: How a document is opened: a symbolic link is refused (ELOOP), a FIFO does not block the
+#: open, a terminal does not become the process's.
+_FILE_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+#: How each folder on the way is opened: only to look up the next name in it (``O_PATH`` needs
+#: no read permission, as a path lookup needs none), never through a link.
+_FOLDER_FLAGS: Final = (
+    getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+)
 
 _HEADING: Final = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _FENCE: Final = re.compile(r"^ {0,3}(```|~~~)")
@@ -76,6 +94,9 @@ class DocumentFile:
     size: int
     chunks: int
     synced_at: float
+    #: Loaded by an import and not synced on this machine since: not read back (the path is
+    #: another machine's) until a sync here finds the file.
+    imported: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +106,7 @@ class DocumentFile:
             "size": self.size,
             "chunks": self.chunks,
             "synced_at": to_iso(self.synced_at),
+            "imported": self.imported,
         }
 
 
@@ -147,7 +169,7 @@ def plan(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] |
         raise InvalidInput("sync_files takes a list of one or more paths", field="paths")
     if len(paths) > MAX_SYNC_PATHS:
         raise InvalidInput(f"at most {MAX_SYNC_PATHS} paths per sync", field="paths")
-    base = None if root is None else Path(root).expanduser().resolve()
+    base = None if root is None else resolved(root, "root")
     if base is not None and not base.is_dir():
         raise InvalidInput(f"root {str(root)!r} is not a folder", field="root")
     files: dict[Path, None] = {}
@@ -156,7 +178,7 @@ def plan(paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] |
     for given in paths:
         if not isinstance(given, str | os.PathLike) or not str(given).strip():
             raise InvalidInput("each path must be a non-empty path", field="paths")
-        path = Path(given).expanduser().resolve()
+        path = resolved(given, "paths")
         if base is not None and not path.is_relative_to(base):
             raise InvalidInput(f"{str(given)!r} is outside the root {str(base)!r}", field="paths")
         scopes.append(str(path))
@@ -179,16 +201,54 @@ def under(path: str, scope: str) -> bool:
     return path == scope or path.startswith(scope.rstrip(os.sep) + os.sep)
 
 
+def checked_path(value: str | os.PathLike[str], name: str) -> str:
+    """``value`` as a string, if it can be a synced file's path; InvalidInput naming ``name``
+    for a NUL or a character UTF-8 cannot encode (a lone surrogate): no file memory records
+    has such a path, and the file system or the store would fail on it."""
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else value
+    if not isinstance(text, str):
+        raise InvalidInput(f"{name} must be a path", field=name)
+    if "\x00" in text:
+        raise InvalidInput(f"{name} must not hold a NUL character", field=name)
+    if not _utf8(text):
+        raise InvalidInput(f"{name} must be UTF-8 text (it holds a lone surrogate)", field=name)
+    return text
+
+
+def resolved(value: str | os.PathLike[str], name: str) -> Path:
+    """The absolute path ``value`` names, links followed (``~`` expanded): how a path given is
+    matched with the paths syncs record. InvalidInput naming ``name`` as ``checked_path``; a
+    link loop or a link changed while followed leaves the path as given, made absolute."""
+    path = os.path.expanduser(checked_path(value, name))
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a loop (Python 3.11)
+        return Path(os.path.abspath(path))
+
+
+def is_document_path(path: object) -> bool:
+    """Whether ``path`` can be a synced file's: absolute and normalised, UTF-8 without a NUL,
+    with a markdown suffix (what an import checks a file record's path is)."""
+    return (
+        isinstance(path, str)
+        and "\x00" not in path
+        and _utf8(path)
+        and os.path.isabs(path)
+        and os.path.normpath(path) == path
+        and path.lower().endswith(MARKDOWN_SUFFIXES)
+    )
+
+
 def read(path: Path) -> Snapshot | str:
     """The file's text with the hash, time and size of the bytes read, or why it is skipped."""
+    if not _utf8(str(path)):
+        return "its path is not UTF-8"
+    if len(str(path)) > MAX_FIELD_LENGTH - 24:
+        return f"its path is longer than {MAX_FIELD_LENGTH - 24} characters"
     try:
-        before = path.stat()
-        if before.st_size > MAX_DOCUMENT_BYTES:
-            return f"larger than {MAX_DOCUMENT_BYTES:,} bytes"
-        data = path.read_bytes()
-        after = path.stat()
-    except OSError as e:
-        return f"unreadable: {e.strerror or e}"
+        data, before, after = _load(str(path))
+    except _Refused as refused:
+        return refused.reason
     if (before.st_mtime_ns, before.st_size) != (after.st_mtime_ns, after.st_size) or len(
         data
     ) != after.st_size:
@@ -199,8 +259,6 @@ def read(path: Path) -> Snapshot | str:
         return "not UTF-8 text"
     if "\x00" in text:
         return "binary content (NUL bytes)"
-    if len(str(path)) > MAX_FIELD_LENGTH - 24:
-        return f"its path is longer than {MAX_FIELD_LENGTH - 24} characters"
     return Snapshot(
         str(path),
         text.removeprefix("\ufeff"),
@@ -285,9 +343,10 @@ def name_date(path: str) -> float | None:
 
 def read_lines(recorded: DocumentFile | None, path: str, start: int, end: int | None) -> str:
     """Lines ``start`` to ``end`` (1-based, inclusive; None: to the end, at most
-    ``MAX_READ_LINES``) of a synced file as it is on disk now. NotFound for a file memory has
-    not synced (only synced files can be read back) or that is gone; InvalidInput for a bad
-    range or one starting past the end of the file."""
+    ``MAX_READ_LINES``) of a synced file as it is on disk now. NotFound for a file no sync on
+    this machine recorded (only synced files can be read back; an imported record is not), or
+    one gone, now a symbolic link (or under one) or not a regular file; InvalidInput for a bad
+    range, one starting past the end of the file, or a file grown past ``MAX_DOCUMENT_BYTES``."""
     for name, value in (("start", start), ("end", end)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise InvalidInput(f"{name} must be a line number", field=name)
@@ -300,14 +359,97 @@ def read_lines(recorded: DocumentFile | None, path: str, start: int, end: int | 
         raise InvalidInput(f"at most {MAX_READ_LINES} lines per read", field="end")
     if recorded is None:
         raise NotFound(f"{path!r} is not a synced document (see sync_files)")
+    if recorded.imported:
+        raise NotFound(
+            f"{path!r} was recorded by an import, not by a sync on this machine: sync it on "
+            "this machine to read it back"
+        )
     try:
-        text = Path(recorded.path).read_bytes().decode("utf-8", errors="replace")
-    except OSError as e:
-        raise NotFound(f"{path!r} can no longer be read: {e.strerror or e}") from None
+        data, _, _ = _load(recorded.path)
+    except _TooLarge as refused:
+        raise InvalidInput(f"{path!r} is {refused.reason} (see sync_files)", field="path") from None
+    except _Refused as refused:
+        raise NotFound(f"{path!r} can no longer be read: {refused.reason}") from None
+    text = data.decode("utf-8", errors="replace")
     lines = lines_of(text.removeprefix("\ufeff"))
     if start > len(lines):
         raise InvalidInput(f"{path!r} has {len(lines)} lines; start is {start}", field="start")
     return "\n".join(lines[start - 1 : last])
+
+
+class _Refused(Exception):
+    """Why a file is not opened or read (a sync's reason to skip it)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _TooLarge(_Refused):
+    """The file is larger than ``MAX_DOCUMENT_BYTES``."""
+
+
+def _load(path: str) -> tuple[bytes, os.stat_result, os.stat_result]:
+    """The bytes of the markdown file at ``path`` (absolute, normalised) with its status before
+    and after they were read. _Refused if it is no such file, if it or a folder on its path is
+    a symbolic link, or if it is not a regular file; _TooLarge past ``MAX_DOCUMENT_BYTES`` (at
+    most one byte more is read, whatever its size says)."""
+    if not path.lower().endswith(MARKDOWN_SUFFIXES):
+        raise _Refused("not a markdown file")
+    with open(_open_file(path), "rb") as file:
+        before = os.fstat(file.fileno())
+        if not stat.S_ISREG(before.st_mode):
+            raise _Refused("not a regular file")
+        if before.st_size > MAX_DOCUMENT_BYTES:
+            raise _TooLarge(f"larger than {MAX_DOCUMENT_BYTES:,} bytes")
+        data = file.read(MAX_DOCUMENT_BYTES + 1)
+        after = os.fstat(file.fileno())
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise _TooLarge(f"larger than {MAX_DOCUMENT_BYTES:,} bytes")
+    return data, before, after
+
+
+def _open_file(path: str) -> int:
+    """A descriptor of ``path`` opened without following a symbolic link anywhere on it: each
+    folder from the root is opened in the one before (``openat``), none of them a link, so a
+    link swapped in for any of them while the path is walked is refused, never followed."""
+    names = path.split(os.sep)
+    if not os.path.isabs(path) or any(n in ("", ".", "..") for n in names[1:]):
+        raise _Refused("not an absolute, normalised path")
+    try:
+        folder = os.open(os.sep, _FOLDER_FLAGS)
+    except OSError as e:
+        raise _Refused(f"unreadable: {e.strerror or e}") from None
+    try:
+        for name in names[1:-1]:
+            try:
+                inner = os.open(name, _FOLDER_FLAGS, dir_fd=folder)
+            except OSError as e:
+                if e.errno in (errno.ENOTDIR, errno.ELOOP):  # a link (never followed), a file
+                    raise _Refused(
+                        f"{name!r} on its path is a symbolic link or not a folder"
+                    ) from None
+                raise _Refused(f"unreadable: {e.strerror or e}") from None
+            os.close(folder)
+            folder = inner
+        try:
+            return os.open(names[-1], _FILE_FLAGS, dir_fd=folder)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise _Refused("a symbolic link (links are not followed)") from None
+            raise _Refused(f"unreadable: {e.strerror or e}") from None
+    finally:
+        os.close(folder)
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogate, as a path of undecodable bytes
+    holds)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _markdown_under(folder: Path, boundary: Path) -> Iterable[Path]:

@@ -126,6 +126,7 @@ LIMITS: Final = (
         "MAX_DOCUMENT_BYTES",
         MAX_DOCUMENT_BYTES,
         "bytes",
-        "a markdown file `sync_files` indexes (a larger one is skipped with the reason)",
+        "a markdown file `sync_files` indexes and `read_lines` reads back (a larger one is "
+        "skipped with the reason, and not read back: `INVALID_INPUT`)",
     ),
 )

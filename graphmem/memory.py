@@ -471,15 +471,20 @@ class Memory:
 
     def documents(self, *, under: str | os.PathLike[str] | None = None) -> list[DocumentFile]:
         """The synced files (all, or those at or under the path ``under``), by path."""
-        scope = "/" if under is None else str(Path(under).expanduser().resolve())
+        if under is None:
+            return self._store.documents(["/"])
+        scope = str(documents.resolved(under, "under"))
         return self._store.documents([scope])
 
     def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
         """Lines ``start`` to ``end`` (1-based, inclusive; None: to the end, at most
         ``MAX_READ_LINES``) of a synced file as it is on disk now: what a document hit came
         from (its ``source`` is ``path:start-end``). Only files memory has synced can be read.
-        NotFound for another path or a file gone; InvalidInput for a bad range."""
-        resolved = str(Path(path).expanduser().resolve())
+        NotFound for another path, a file gone, or a record an import made (sync the file on
+        this machine first); InvalidInput for a bad path or range, or a file grown past
+        ``MAX_DOCUMENT_BYTES``. The file is opened as sync opens it: never through a symbolic
+        link, only a regular file."""
+        resolved = str(documents.resolved(path, "path"))
         found = self._store.documents([resolved])
         recorded = found[0] if found and found[0].path == resolved else None
         return documents.read_lines(recorded, str(path), start, end)

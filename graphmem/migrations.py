@@ -323,6 +323,11 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         origin TEXT NOT NULL
     );
     """,
+    # 17: a file record loaded by an import (1) names a path of another machine: it is not read
+    # back until a sync on this machine finds the file (graphmem.documents).
+    """
+    ALTER TABLE files ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -480,6 +480,13 @@ BEGIN
 END $$;
 """
 
+#: Migration 8: which file records an import loaded (see the SQLite migration 17).
+FILES_IMPORTED: Final = f"""
+ALTER TABLE gm_files ADD COLUMN imported integer NOT NULL DEFAULT 0;
+CREATE OR REPLACE VIEW files AS SELECT path, hash, mtime, size, chunks, synced_at, namespace,
+    imported FROM gm_files WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+"""
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -488,6 +495,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     VECTOR_LOG_STATE,
     CHANGE_LOG,
     GRAPH_LOG_POSITIONS,
+    FILES_IMPORTED,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -41,7 +41,7 @@ SQLITE_FILE: Final = "graphmem.sqlite3"
 #: the vector index whole.
 VECTOR_LOG_KEPT: Final = 100_000
 
-_FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at"
+_FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at, imported"
 
 #: The condition under which an ageing fact loses confidence (soft decay), on ``facts``.
 _AGEING: Final = (
@@ -360,8 +360,7 @@ class SQLiteTransaction:
     def put_document(self, document: DocumentFile) -> None:
         """Record what a file was at this sync (replacing the record of the last one)."""
         self.conn.execute(
-            "INSERT OR REPLACE INTO files (path, hash, mtime, size, chunks, synced_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
                 document.path,
                 document.hash,
@@ -369,6 +368,7 @@ class SQLiteTransaction:
                 document.size,
                 document.chunks,
                 document.synced_at,
+                int(document.imported),
             ],
         )
 
@@ -579,7 +579,7 @@ class SQLiteStore:
                 " OR (path > ? || '/' AND path < ? || '0')",
                 [scope, folder, folder],
             )
-            found.update((r[0], DocumentFile(*r)) for r in rows)
+            found.update((r[0], _document(r)) for r in rows)
         return [found[p] for p in sorted(found)]
 
     def page(
@@ -970,3 +970,8 @@ def _decay_args(now: float) -> dict[str, float]:
         "floor": PRUNE_CONFIDENCE,
         "factor": SOFT_DECAY_FACTOR,
     }
+
+
+def _document(row: sqlite3.Row) -> DocumentFile:
+    path, hash, mtime, size, chunks, synced_at, imported = row
+    return DocumentFile(path, hash, mtime, size, chunks, synced_at, bool(imported))

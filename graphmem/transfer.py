@@ -6,6 +6,12 @@ kind as ``episode_kind``), one
 then one ``{"kind": "link", ...}`` line per link, then one ``{"kind": "file", ...}`` line per
 synced markdown file (:mod:`graphmem.documents`). Vectors are not exported: the importing store
 embeds the texts with its own embedder.
+
+A file line names a path on the machine that synced it, which an export file can say anything
+about: an imported file record is kept (its document's chunks came with the import, and a sync
+that finds the file unchanged writes nothing) but marked ``imported``, and the file is not read
+back until a sync on this machine has found it (:func:`graphmem.documents.read_lines`). The
+mark is this store's, not the export's: it is neither exported nor accepted.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
-from . import keyword
+from . import documents, keyword
 from .decay import DECAY_CLASSES
 from .episodes import EPISODE_KINDS
 from .errors import InvalidInput
@@ -43,6 +49,8 @@ FACT_TIMES: Final = frozenset(
 )
 EPISODE_TIMES: Final = frozenset({"time", "recorded_at"})
 FILE_TIMES: Final = frozenset({"mtime", "synced_at"})
+#: A file record's column that is the importing store's own (see above).
+FILE_IMPORTED: Final = "imported"
 LINK_TIMES: Final = frozenset(
     {"recorded_at", "valid_from", "valid_until", "valid_until_recorded_at", "retracted_at"}
 )
@@ -98,7 +106,9 @@ def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:
         item["metadata"] = json.loads(item["metadata"])
         yield json.dumps({"kind": "link", **item}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM files ORDER BY path"):
-        yield json.dumps({"kind": "file", **_out(row, FILE_TIMES)}, ensure_ascii=False)
+        item = _out(row, FILE_TIMES)
+        item.pop(FILE_IMPORTED, None)
+        yield json.dumps({"kind": "file", **item}, ensure_ascii=False)
 
 
 def write_export(conn: sqlite3.Connection, namespace: str, out: IO[str]) -> int:
@@ -124,7 +134,7 @@ def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[Impor
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
-    file_columns = _columns(conn, "files")
+    file_columns = _columns(conn, "files") - {FILE_IMPORTED}
     inserted: list[str] = []
     links = skipped = 0
     header_seen = False
@@ -179,7 +189,7 @@ def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[Impor
             else:
                 skipped += 1
         elif kind == "file":
-            row = _common(item, file_columns, _REQUIRED_FILE, FILE_TIMES, number)
+            row = _file_row(item, file_columns, number)
             if not _insert(conn, "files", row):
                 skipped += 1
         else:
@@ -219,6 +229,14 @@ def _link_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str,
     if row["type"] not in LINK_TYPES:
         raise InvalidInput(f"line {number}: unknown link type {row['type']!r}")
     row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
+    return row
+
+
+def _file_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
+    row = _common(item, columns, _REQUIRED_FILE, FILE_TIMES, number)
+    if not documents.is_document_path(row["path"]):
+        raise InvalidInput(f"line {number}: a file's path must be an absolute markdown file path")
+    row[FILE_IMPORTED] = 1
     return row
 
 

@@ -132,6 +132,8 @@ class Writer:
                 report.skipped.append((path, snapshot))
                 continue
             if before is not None and before.hash == snapshot.hash:
+                if before.imported:  # its chunks came with the import; now read back here too
+                    self._found_here(before, snapshot)
                 report.unchanged.append(path)
                 continue
             report.chunks += self.sync_document(snapshot, documents.chunk_markdown(snapshot.text))
@@ -228,6 +230,20 @@ class Writer:
         self._sync.sync(old)
         self._announce(changes, tx.now)
         return len(old)
+
+    def _found_here(self, imported: documents.DocumentFile, snapshot: documents.Snapshot) -> None:
+        """Record that a sync on this machine found the file an import recorded, as it was."""
+        with self._store.transaction() as tx:
+            tx.put_document(
+                documents.DocumentFile(
+                    snapshot.path,
+                    snapshot.hash,
+                    snapshot.mtime,
+                    snapshot.size,
+                    imported.chunks,
+                    tx.now,
+                )
+            )
 
     def forget(self, fact_id: str) -> Fact:
         """See ``Memory.forget``."""

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,13 +16,13 @@ import pytest
 from click.testing import CliRunner
 from starlette.applications import Starlette
 
-from graphmem import InvalidInput, Memory, NotFound, Settings
+from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings, documents
 from graphmem.cli import cli
 from graphmem.documents import CHARS_PER_TOKEN, chunk_markdown, lines_of
-from graphmem.limits import MAX_READ_LINES
+from graphmem.limits import MAX_DOCUMENT_BYTES, MAX_READ_LINES
 from resolvers import mcp
 
-from .api import InProcess
+from .api import InProcess, bearer
 from .conftest import Clock
 
 DAILY = """# 2024-05-01
@@ -231,22 +232,36 @@ def test_binary_unreadable_and_linked_out_files_are_skipped_with_the_reason(
 def test_a_file_changing_while_read_is_skipped(
     mem: Memory, notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = Path.read_bytes
+    memory_md = notes / "MEMORY.md"
+    inode = memory_md.stat().st_ino
 
-    def growing(self: Path) -> bytes:
-        data = real(self)
-        if self.name == "MEMORY.md":
-            with self.open("a", encoding="utf-8") as f:
-                f.write("a line written during the sync\n")
-        return data
+    class Growing:
+        """A file that MEMORY.md grows under while it is read."""
 
-    monkeypatch.setattr(Path, "read_bytes", growing)
+        def __init__(self, fd: int, mode: str) -> None:
+            self.file = open(fd, mode)  # noqa: SIM115 (closed by __exit__)
+
+        def __enter__(self) -> Growing:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.file.close()
+
+        def fileno(self) -> int:
+            return self.file.fileno()
+
+        def read(self, size: int) -> bytes:
+            data = self.file.read(size)
+            if os.fstat(self.file.fileno()).st_ino == inode:
+                with memory_md.open("a", encoding="utf-8") as f:
+                    f.write("a line written during the sync\n")
+            return data
+
+    monkeypatch.setattr(documents, "open", Growing, raising=False)
     report = mem.sync_files([notes])
-    assert report.skipped == [
-        (str((notes / "MEMORY.md").resolve()), "changed while it was read; sync again")
-    ]
+    assert report.skipped == [(str(memory_md.resolve()), "changed while it was read; sync again")]
     monkeypatch.undo()
-    assert mem.sync_files([notes]).added == [str((notes / "MEMORY.md").resolve())]
+    assert mem.sync_files([notes]).added == [str(memory_md.resolve())]
 
 
 def test_a_files_chunks_change_all_together_or_not_at_all(
@@ -316,6 +331,169 @@ def test_only_synced_files_can_be_read_and_ranges_are_checked(
         mem.read_lines(memory_md, 1, 1)
 
 
+def test_a_synced_file_swapped_for_a_symbolic_link_is_not_read_through_it(
+    mem: Memory, notes: Path, tmp_path: Path
+) -> None:
+    mem.sync_files([notes])
+    memory_md = notes / "MEMORY.md"
+    [record] = mem.documents(under=memory_md)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "MEMORY.md").write_text("the server's secret\n", encoding="utf-8")
+    memory_md.unlink()
+    memory_md.symlink_to(outside / "MEMORY.md")
+    with pytest.raises(NotFound, match="not a synced document"):
+        mem.read_lines(memory_md, 1, 1)  # its path leads to a file no sync recorded
+    with pytest.raises(NotFound, match="a symbolic link"):
+        documents.read_lines(record, record.path, 1, 1)  # the record's path is not followed
+    memory_md.unlink()
+    notes.rename(tmp_path / "notes.real")
+    notes.symlink_to(outside)  # a folder on the path swapped for a link to another folder
+    with pytest.raises(NotFound, match="not a synced document"):
+        mem.read_lines(memory_md, 1, 1)
+    with pytest.raises(NotFound, match="'notes' on its path is a symbolic link"):
+        documents.read_lines(record, record.path, 1, 1)
+
+
+@pytest.mark.parametrize("swapped", ["the file", "a folder on its path"])
+def test_a_link_swapped_in_while_reading_never_reads_what_it_points_to(
+    mem: Memory, notes: Path, tmp_path: Path, swapped: str
+) -> None:
+    """A thread swaps the synced note (or its folder) for a link to a secret and back for a
+    second; no read in that time returns the secret (it was once read 219 times in 9,212)."""
+    mem.sync_files([notes / "MEMORY.md"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "MEMORY.md").write_text("the server's secret\n", encoding="utf-8")
+    memory_md = notes / "MEMORY.md"
+    stop = threading.Event()
+
+    def swap_the_file() -> None:
+        note, link = tmp_path / "note.md", tmp_path / "link.md"
+        while not stop.is_set():
+            link.symlink_to(outside / "MEMORY.md")
+            link.replace(memory_md)
+            note.write_text("# Preferences\n", encoding="utf-8")
+            note.replace(memory_md)
+
+    def swap_the_folder() -> None:
+        real = tmp_path / "notes.real"
+        while not stop.is_set():
+            notes.rename(real)
+            notes.symlink_to(outside)
+            notes.unlink()
+            real.rename(notes)
+
+    swapper = threading.Thread(
+        target=swap_the_file if swapped == "the file" else swap_the_folder, daemon=True
+    )
+    swapper.start()
+    read = refused = 0
+    deadline = time.monotonic() + 1.0
+    try:
+        while time.monotonic() < deadline:
+            try:
+                text = mem.read_lines(memory_md, 1, 1)
+            except NotFound:
+                refused += 1
+            else:
+                assert text == "# Preferences"
+                read += 1
+    finally:
+        stop.set()
+        swapper.join(timeout=10)
+    assert read + refused > 100 and read > 0
+
+
+def test_a_file_grown_past_the_sync_limit_is_refused_without_reading_it(
+    mem: Memory, notes: Path
+) -> None:
+    mem.sync_files([notes])
+    memory_md = notes / "MEMORY.md"
+    os.truncate(memory_md, 1_500_000_000)  # sparse: no disk used
+    started = time.monotonic()
+    with pytest.raises(InvalidInput, match=f"larger than {MAX_DOCUMENT_BYTES:,} bytes") as refused:
+        mem.read_lines(memory_md, 1, 2)
+    assert refused.value.field == "path" and time.monotonic() - started < 1
+    assert mem.sync_files([notes]).skipped == [
+        (str(memory_md.resolve()), f"larger than {MAX_DOCUMENT_BYTES:,} bytes")
+    ]
+
+
+def test_a_nul_or_a_lone_surrogate_in_a_path_is_invalid_input_naming_it(
+    mem: Memory, notes: Path
+) -> None:
+    mem.sync_files([notes])
+    for bad in ("/etc/passwd\x00.md", "\ud83d.md", str(notes / "\udcff.md")):
+        with pytest.raises(InvalidInput) as refused:
+            mem.read_lines(bad, 1, 1)
+        assert refused.value.field == "path"
+        with pytest.raises(InvalidInput) as refused:
+            mem.documents(under=bad)
+        assert refused.value.field == "under"
+        with pytest.raises(InvalidInput) as refused:
+            mem.sync_files([bad])
+        assert refused.value.field == "paths"
+
+
+def test_a_record_of_a_file_no_sync_here_found_is_never_opened(
+    mem: Memory, notes: Path, tmp_path: Path
+) -> None:
+    """An export can name any path: import refuses a file record that is not a markdown file's,
+    and keeps one that is, but read-back opens it only after a sync on this machine."""
+    secret = tmp_path / "outside" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("the server's secret\n", encoding="utf-8")
+    for path in ("/etc/passwd", str(mem.settings.data_dir), "notes/secret.md", "/a/../b.md"):
+        with pytest.raises(InvalidInput, match="line 2: a file's path must be"):
+            mem.import_jsonl(_export_of_file(path))
+    mem.import_jsonl(_export_of_file(str(secret)))
+    [record] = mem.documents()
+    assert (record.path, record.imported) == (str(secret), True)
+    with pytest.raises(NotFound, match="sync it on this machine"):
+        mem.read_lines(secret, 1, 1)
+    assert mem.sync_files([secret]).changed == [str(secret)]  # its hash was another file's
+    [record] = mem.documents()
+    assert not record.imported and mem.read_lines(secret, 1, 1) == "the server's secret"
+
+    # A record of a file that is not markdown (no sync makes one) is not opened either.
+    with mem._store.transaction() as tx:
+        tx.put_document(documents.DocumentFile("/etc/passwd", "0" * 64, 0.0, 1, 0, tx.now))
+    with pytest.raises(NotFound, match="not a markdown file"):
+        mem.read_lines("/etc/passwd", 1, 1)
+
+
+def test_an_imported_file_record_opens_nothing_for_a_read_only_key(
+    app: Starlette, settings: Settings, clock: Clock, keys: KeyStore, tmp_path: Path
+) -> None:
+    secret = tmp_path / "outside" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("the server's secret\n", encoding="utf-8")
+    with Memory.open(settings=settings, clock=clock) as mem:
+        mem.import_jsonl(_export_of_file(str(secret)))
+    reader, _ = keys.create(["default"], read_only=True)
+    query = "query($p: String!) { documents { path } documentLines(path: $p) }"
+    with InProcess(app) as api:
+        status, body = api.post(query, {"p": str(secret)}, bearer(reader))
+        assert status == 200 and body["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+        assert "sync it on this machine" in body["errors"][0]["message"]
+        assert "the server's secret" not in json.dumps(body)
+        for bad in ("/etc/passwd\x00.md", "\ud83d"):  # JSON escapes: \u0000, \ud83d
+            sent = json.dumps({"query": query, "variables": {"p": bad}}).encode("ascii")
+            headers = {"Content-Type": "application/json", **bearer(reader)}
+            answer = api.request("POST", "/graphql", content=sent, headers=headers)
+            assert answer.status_code == 200
+            assert answer.json()["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
+
+
+def _export_of_file(path: str) -> list[str]:
+    """An export holding one file record, for ``path``."""
+    header = {"kind": "header", "format": "graphmem-export", "version": 1, "namespace": "default"}
+    at = "2026-01-01T00:00:00+00:00"
+    record = {"kind": "file", "path": path, "hash": "0" * 64, "mtime": at, "size": 1}
+    return [json.dumps(header), json.dumps({**record, "chunks": 0, "synced_at": at})]
+
+
 # ------------------------------------------------------------------------ erasure and transfer
 
 
@@ -343,7 +521,13 @@ def test_export_and_import_keep_the_documents(mem: Memory, notes: Path, tmp_path
         assert [(d.path, d.hash, d.size, d.chunks) for d in copy.documents()] == [
             (d.path, d.hash, d.size, d.chunks) for d in mem.documents()
         ]
+        again = io.StringIO()
+        copy.export_jsonl(again)
+        assert again.getvalue() == out.getvalue()  # the import's mark is not exported
+        with pytest.raises(NotFound, match="sync it on this machine"):
+            copy.read_lines(notes / "MEMORY.md", 1, 1)  # imported: not read back yet
         assert copy.sync_files([notes]).unchanged == [d.path for d in mem.documents()]
+        assert copy.read_lines(notes / "MEMORY.md", 1, 1) == "# Preferences"
 
 
 # -------------------------------------------------------------------------------- interfaces
