@@ -6,9 +6,10 @@ with their links, vectors, cached embeddings, keyword-index entries and the epis
 empty. Afterwards the store scrubs its files (SQLite's ``secure_delete`` zeroes deleted
 content, the keyword index is merged, the WAL checkpointed and truncated) and the vector index
 drops its older table versions, so no file of the namespace still holds an erased text or
-vector. Each purge leaves an erasure record: when, which filter and how many of each kind, never
-the content; the filter's values are kept as SHA-256 digests, so the record can confirm that a
-given entity or source was erased without listing them.
+vector. Each purge that erased something leaves an erasure record (one that matched nothing
+leaves none): when, which filter and how many of each kind, never the content; the filter's
+values are kept as SHA-256 digests, so the record can confirm that a given entity or source was
+erased without listing them.
 """
 
 from __future__ import annotations

@@ -326,7 +326,8 @@ class Memory:
         an erased text or vector. Returns the counts; ``dry_run`` only counts.
 
         InvalidInput for no filter at all (a purge never erases a whole namespace); NotFound
-        for an unknown ``fact_id`` (a filter that matches nothing answers zero counts).
+        for an unknown ``fact_id`` (a filter that matches nothing answers zero counts and
+        records no erasure).
         """
         if fact_id is not None:
             if ids is not None:

@@ -301,10 +301,12 @@ class SQLiteTransaction:
         return Purged(removed, gone, [*ids, *dependants], links, int(vectors), emptied)
 
     def purge_where(self, where: PurgeFilter) -> Purged:
-        """Purge the facts ``where`` matches and record the erasure (see ``purge``)."""
+        """Purge the facts ``where`` matches and record the erasure (see ``purge``): a purge
+        that matched nothing erased nothing, and leaves no record."""
         purged = self.purge(erasure.matching(self.conn, where))
-        report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
-        erasure.record(self.conn, self.now, where, report)
+        if purged.removed:
+            report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+            erasure.record(self.conn, self.now, where, report)
         return purged
 
     def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]:

@@ -214,7 +214,7 @@ class Writer:
                 tx, [*(("FACT_STORED", f.id) for f in new), *((kind, i) for i in old)]
             )
         self._sync.sync(touched, _new_vectors(results, vectors))
-        self._announce(changes, tx.now)
+        self._announce_committed(tx, changes)
         return len(new)
 
     def remove_document(self, path: str) -> int:
@@ -228,7 +228,7 @@ class Writer:
             tx.queue_vectors(old)
             changes = self._logged(tx, [("FACT_FORGOTTEN", i) for i in old])
         self._sync.sync(old)
-        self._announce(changes, tx.now)
+        self._announce_committed(tx, changes)
         return len(old)
 
     def _found_here(self, imported: documents.DocumentFile, snapshot: documents.Snapshot) -> None:
@@ -266,7 +266,7 @@ class Writer:
             tx.queue_vectors(purged.touched)
             changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
         self._sync.sync(purged.touched)
-        self._announce(changes, tx.now)
+        self._announce_committed(tx, changes)
         return purged.removed
 
     def purge_where(self, where: PurgeFilter) -> PurgeReport:
@@ -277,7 +277,7 @@ class Writer:
             tx.queue_vectors(purged.touched)
             changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
         self._sync.sync(purged.touched)
-        self._announce(changes, tx.now)
+        self._announce_committed(tx, changes)
         if purged.removed:
             self.erase()
             self._store.scrub()
@@ -466,6 +466,15 @@ class Writer:
         for i, r in enumerate(results):
             w.positions[w.offset + i] = None if r.fact is None else r.fact.id
         return results
+
+    def _announce_committed(
+        self, tx: Transaction, changes: Sequence[tuple[ChangeKind, str]]
+    ) -> None:
+        """Announce the changes ``tx`` committed. Its time is asked for only if there are any:
+        a transaction that recorded no time has none, and asking for it after the commit would
+        stamp one, outside any transaction, on the connection another write may be using."""
+        if changes:
+            self._announce(changes, tx.now)
 
     def _announce(self, changes: Sequence[tuple[ChangeKind, str]], at: float) -> None:
         if not changes or not self._listeners:

@@ -114,6 +114,17 @@ def test_bad_purges_are_refused_and_nothing_matching_answers_zero(mem: Memory) -
     assert len(mem.facts().items) == 1
 
 
+def test_a_purge_that_matches_nothing_leaves_no_erasure_record(mem: Memory) -> None:
+    kept = mem.store("Ana keeps her keys in the drawer", entity="ana")
+    assert kept.fact is not None
+    mem.purge(entity="nobody")
+    mem.purge(ids=["no-such-id"], source="nowhere")
+    mem.purge(ids=[kept.fact.id], entity="bob")  # the filters narrow each other to nothing
+    assert mem.erasures() == [] and len(mem.facts().items) == 1
+    mem.purge(entity="ana")
+    assert [e.facts for e in mem.erasures()] == [1]
+
+
 def test_each_purge_is_recorded_without_its_content_and_kept_across_backup(
     data_dir: Path, tmp_path: Path, clock: Clock
 ) -> None:
