@@ -1,11 +1,12 @@
 """Online backup and restore of a data directory.
 
 A backup holds, per namespace, a copy of its SQLite file made with SQLite's backup API, and a
-copy of the API key file. The copy is taken in one step inside a read transaction, so it is
-the database as of one commit even while a server goes on writing (WAL readers do not block the
-writer, nor it them). The LanceDB index is not copied: it could not be copied at the same
-instant, and it is derived from SQLite and the embedding cache (also in SQLite), so
-``restore`` rebuilds it without embedding anything again.
+copy of the API key file, each readable by its owner alone (as are the folders made for them).
+The copy is taken in one step inside a read transaction, so it is the database as of one commit
+even while a server goes on writing (WAL readers do not block the writer, nor it them). The
+LanceDB index is not copied: it could not be copied at the same instant, and it is derived from
+SQLite and the embedding cache (also in SQLite), so ``restore`` rebuilds it without embedding
+anything again.
 
     backup/
     ├── _keys.sqlite
@@ -25,6 +26,7 @@ from .errors import Conflict, InvalidInput, StorageError
 from .keys import KEYS_FILE
 from .namespace import VECTOR_DIR, check_namespace
 from .sqlitestore import SQLITE_FILE
+from .storage import PRIVATE_FOLDER, private_file, private_folder
 
 
 def backup(data_dir: Path, destination: Path) -> list[str]:
@@ -34,9 +36,9 @@ def backup(data_dir: Path, destination: Path) -> list[str]:
         raise Conflict(f"{destination} is not empty: back up into a new directory")
     names = [path.parent.name for path in _databases(data_dir)]
     try:
-        destination.mkdir(parents=True, exist_ok=True)
+        private_folder(destination)
         for name in names:
-            (destination / name).mkdir()
+            (destination / name).mkdir(mode=PRIVATE_FOLDER)
             _copy(data_dir / name / SQLITE_FILE, destination / name / SQLITE_FILE)
         if (data_dir / KEYS_FILE).exists():
             _copy(data_dir / KEYS_FILE, destination / KEYS_FILE)
@@ -61,7 +63,7 @@ def restore(source: Path, data_dir: Path, *, replace: bool = False) -> list[str]
     try:
         for name in names:
             target = data_dir / name
-            target.mkdir(parents=True, exist_ok=True)
+            private_folder(private_folder(data_dir) / name)
             for stale in (f"{SQLITE_FILE}-wal", f"{SQLITE_FILE}-shm"):
                 (target / stale).unlink(missing_ok=True)
             shutil.rmtree(target / VECTOR_DIR, ignore_errors=True)
@@ -91,7 +93,7 @@ def _copy(source: Path, target: Path) -> None:
     try:
         with (
             closing(sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30)) as src,
-            closing(sqlite3.connect(partial)) as dst,
+            closing(sqlite3.connect(private_file(partial))) as dst,
         ):
             src.backup(dst)  # every page in one step: a consistent copy
             dst.execute("PRAGMA journal_mode = DELETE")  # one self-contained file

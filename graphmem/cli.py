@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 import click
 import watchfiles
@@ -31,6 +31,7 @@ from .memory import Memory, open_keys
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
+from .storage import private_opener
 from .temporal import ACCEPTED_TIMES, to_iso
 
 
@@ -819,10 +820,18 @@ def check(ctx: click.Context, /, as_json: bool) -> None:
 @click.pass_context
 def export(ctx: click.Context, /, path: str) -> None:
     """Write the namespace as JSON Lines (to PATH, default stdout)."""
-    with _memory(ctx) as mem, click.open_file(path, "w", encoding="utf-8") as out:
+    with _memory(ctx) as mem, _export_file(path) as out:
         lines = mem.export_jsonl(out)
     if path != "-":
         click.echo(f"exported {lines} lines to {path}", err=True)
+
+
+def _export_file(path: str) -> IO[str]:
+    """Where an export goes: stdout for ``-``, else the file, which a new export makes readable
+    by its owner alone (it holds every fact, as the database does)."""
+    if path == "-":
+        return click.open_file(path, "w", encoding="utf-8")
+    return open(path, "w", encoding="utf-8", opener=private_opener)
 
 
 @click.command("import")

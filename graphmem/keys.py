@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from .errors import InvalidInput, NotFound, StorageError
 from .namespace import check_namespace
+from .storage import private_file, private_folder
 
 KEYS_FILE: Final = "_keys.sqlite"
 PREFIX: Final = "gm"
@@ -194,7 +195,8 @@ class KeyStore:
         """A connection in one transaction (committed when the block ends): ``execute(sql,
         params)`` with ``?`` placeholders, rows readable by column name."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():  # made private, with its folder, before SQLite writes it
+                private_file(private_folder(self.path.parent) / self.path.name)
             with closing(sqlite3.connect(self.path, timeout=30)) as conn:
                 conn.row_factory = sqlite3.Row
                 with conn:  # one transaction, committed on success
@@ -205,7 +207,7 @@ class KeyStore:
                             "ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0"
                         )
                     yield conn
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             raise StorageError(f"cannot use the key file {self.path}: {exc}") from exc
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from .embedders import Embedder
 from .errors import EmbedderMismatch, InvalidInput, StorageError
 from .settings import Settings
+from .storage import private_folder
 from .store import Store
 from .sync import Progress, VectorSync
 from .vectors import Location, VectorIndex
@@ -44,11 +45,12 @@ def check_namespace(name: str) -> str:
 
 
 def directory(data_dir: str | Path | None, namespace: str, settings: Settings) -> Path:
-    """The namespace's directory, created if needed (StorageError if it cannot be)."""
+    """The namespace's directory, created if needed (StorageError if it cannot be), as the
+    data directory is: folders only their owner may open."""
     check_namespace(namespace)
     path = Path(data_dir if data_dir is not None else settings.data_dir) / namespace
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        private_folder(private_folder(path.parent) / namespace)
     except OSError as exc:
         raise StorageError(f"cannot create the namespace directory {path}: {exc.strerror}") from exc
     return path

@@ -13,6 +13,7 @@ passed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import logging
@@ -38,6 +39,11 @@ class _Closable(Protocol):
 #: A connection of either engine (sqlite3's, or graphmem.pgsql's).
 C = TypeVar("C", bound=_Closable)
 
+#: The mode of every file graphmem makes (namespace databases, the key file, backups, exports)
+#: and of the folders that hold them: its owner's alone, whatever the process's umask lets
+#: others have (SQLite gives a database's -wal and -shm files the database file's mode).
+PRIVATE_FILE: Final = 0o600
+PRIVATE_FOLDER: Final = 0o700
 #: FULL: an acknowledged write survives a power cut, not only a crash of the process.
 _SYNCHRONOUS: Final = "FULL"
 #: WAL pages before SQLite copies them into the database file. Larger than the default 1000, so
@@ -153,6 +159,12 @@ class Database(Connections[sqlite3.Connection]):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self.path = path
+        try:
+            private_file(path)
+        except OSError as exc:
+            read_only = exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+            reason = "the file or its directory is read-only" if read_only else exc.strerror
+            raise StorageError(f"cannot open {path}: {reason}; nothing was written") from exc
         try:
             self._writer = _connect(path)
             migrations.apply(self._writer)
@@ -347,6 +359,28 @@ class IdList(str):
         made = super().__new__(cls, text)
         made.values = values
         return made
+
+
+def private_folder(path: Path) -> Path:
+    """``path``, made if missing as a folder only its owner may open (PRIVATE_FOLDER; its
+    missing parents as ``mkdir -p`` makes them). A folder that exists keeps its mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path``, made empty if missing with its owner's permissions alone (PRIVATE_FILE), before
+    anything is written to it (SQLite opens an empty file as a new database). A file that
+    exists keeps its mode."""
+    with contextlib.suppress(FileExistsError):
+        os.close(private_opener(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    return path
+
+
+def private_opener(path: str, flags: int) -> int:
+    """``os.open`` for ``open(..., opener=)``: a file it creates is PRIVATE_FILE."""
+    return os.open(path, flags | os.O_CLOEXEC, PRIVATE_FILE)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -53,6 +53,7 @@ import pyarrow as pa
 from .embedders import Vectors
 from .errors import StorageError
 from .mirror import Mirror, columns
+from .storage import private_folder, private_opener
 
 _log = logging.getLogger("graphmem")
 T = TypeVar("T")
@@ -129,8 +130,8 @@ class Location:
     def connect(self) -> Any:
         import lancedb
 
-        if self.uri is None:
-            return lancedb.connect(str(self.path))
+        if self.uri is None:  # a folder of the namespace's own, as private as its database
+            return lancedb.connect(str(private_folder(self.path)))
         return lancedb.connect(self.uri, storage_options=dict(self.options))
 
     def remove(self) -> None:
@@ -241,8 +242,8 @@ class VectorIndex:
                     self.catch_up(force=True)
                     yield
                 return
-            self._lock_path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+            private_folder(self._lock_path.parent)
+            fd = private_opener(str(self._lock_path), os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
                 self.catch_up(force=True)

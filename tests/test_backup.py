@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
+import stat
 import threading
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from graphmem import Conflict, KeyStore, Memory, Settings
@@ -138,3 +141,51 @@ def test_restore_refuses_to_overwrite_a_namespace_unless_told_to(tmp_path: Path)
         assert mem.check().ok
     result = CliRunner().invoke(cli, ["--data-dir", str(data), "backup", str(copy)])
     assert result.exit_code != 0 and "not empty" in str(result.exception)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX permissions")
+def test_data_key_backup_and_export_files_are_readable_by_their_owner_alone(
+    tmp_path: Path, clock: Clock
+) -> None:
+    data_dir = tmp_path / "data"
+    umask = os.umask(0o022)  # the usual umask, which leaves new files readable by everyone
+    try:
+        with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
+            mem.store("Ana's phone is in the drawer")
+            KeyStore(data_dir).create(["default"])
+            backup(data_dir, tmp_path / "backup")
+            restore(tmp_path / "backup", tmp_path / "restored")
+            export = CliRunner().invoke(
+                cli,
+                ["--data-dir", str(data_dir), "export", str(tmp_path / "export.jsonl")],
+                env={"GRAPHMEM_EMBEDDER": "hash"},
+            )
+            assert export.exit_code == 0, export.output
+            namespace = data_dir / "default"
+            files = [
+                *namespace.glob("graphmem.sqlite3*"),  # with its -wal and -shm files
+                namespace / "vectors.lock",
+                data_dir / "_keys.sqlite",
+                tmp_path / "backup" / "_keys.sqlite",
+                tmp_path / "backup" / "default" / "graphmem.sqlite3",
+                tmp_path / "restored" / "_keys.sqlite",
+                tmp_path / "restored" / "default" / "graphmem.sqlite3",
+                tmp_path / "export.jsonl",
+            ]
+            folders = [data_dir, namespace, namespace / "vectors", tmp_path / "backup"]
+            folders += [tmp_path / "backup" / "default", tmp_path / "restored"]
+            folders += [tmp_path / "restored" / "default"]
+            modes = {
+                p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in files
+            }
+            assert {
+                "data/default/graphmem.sqlite3-wal",
+                "data/default/graphmem.sqlite3-shm",
+            } <= set(modes)
+            assert modes == dict.fromkeys(modes, 0o600)
+            modes = {
+                p.relative_to(tmp_path).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in folders
+            }
+            assert modes == dict.fromkeys(modes, 0o700)
+    finally:
+        os.umask(umask)
