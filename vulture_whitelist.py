@@ -63,11 +63,12 @@ _.purged_id
 
 # Hooks strawberry calls on the classes that override them: the ASGI app's per-request context
 # and its JSON encoding, the error-masking extension's error pass, a schema extension's
-# validation step.
+# validation and execution steps.
 _.get_context
 _.encode_json
 _._process_errors
 _.on_validate
+_.on_execute
 
 # Named by import string: uvicorn calls it in each worker of `graphmem serve --workers N`.
 app_from_environment

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -50,6 +51,22 @@ LINK_ORIGINS: Final[Mapping[str, str]] = {
     LinkOrigin.EPISODE: "a RELATED_TO link from a fact of an episode to the fact before it in "
     "that episode (strength 1), made with the fact",
 }
+
+
+#: What no text holds: NUL, and the UTF-16 surrogates (one alone, as JSON's "\ud83d" spells it,
+#: encodes no character: neither UTF-8, SQLite, PostgreSQL nor a file path can hold it).
+_NOT_TEXT: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def not_text(value: str) -> str | None:
+    """What in ``value`` is not text, as an InvalidInput's message says it after the argument's
+    name ("a lone surrogate (\\ud83d), which is not text"); None if it is all text."""
+    found = _NOT_TEXT.search(value)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "a NUL character (\\u0000), which no text may hold"
+    return f"a lone surrogate (\\u{ord(found.group()):04x}), which is not text"
 
 
 class FactInput(BaseModel):

@@ -86,6 +86,8 @@ from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORIES
 from graphmem.temporal import ACCEPTED_TIMES
 
+from .inputs import check_arguments
+
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
 #: What a client may show the model about the server as a whole.
@@ -741,6 +743,7 @@ _TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already 
 
 
 def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
+    check_arguments(arguments)
     try:
         return model.model_validate(arguments)
     except ValidationError as exc:

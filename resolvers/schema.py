@@ -39,6 +39,7 @@ from strawberry.types import ExecutionResult
 from graphmem import GraphmemError, Settings
 from graphmem.errors import Code
 
+from .inputs import TextArguments, refusal
 from .lean import LeanExecutor, lean_inputs
 from .mutations import Mutation
 from .queries import Query
@@ -153,6 +154,9 @@ class Schema(strawberry.Schema):
         """Execute a document from ``prepared`` as ``execute`` would, without the parse and
         validation hooks it already passed (about 0.3 ms a request): errors are logged and
         given their codes as by ErrorCodes."""
+        refused = refusal(document, operation_name, variables)
+        if refused is not None:
+            return ExecutionResult(data=None, errors=[refused])
         result = execute(
             self._schema,
             document,
@@ -197,6 +201,7 @@ def build_schema(settings: Settings | None = None) -> Schema:
             functools.partial(ParserCache, maxsize=DOCUMENT_CACHE_SIZE),
             functools.partial(ValidationCache, maxsize=DOCUMENT_CACHE_SIZE),
             functools.partial(OneOperation, prepared),
+            TextArguments,
             ErrorCodes,
         ],
         prepared=prepared,
