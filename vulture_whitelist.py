@@ -61,11 +61,13 @@ _.end_cursor
 _.page_info
 _.purged_id
 
-# Hooks strawberry calls on the classes that override them: the ASGI app's per-request context
-# and its JSON encoding, the error-masking extension's error pass, a schema extension's
-# validation and execution steps.
+# Hooks strawberry calls on the classes that override them: the ASGI app's per-request context,
+# its JSON encoding and decoding and its execution of one HTTP request, the error-masking
+# extension's error pass, a schema extension's validation and execution steps.
 _.get_context
 _.encode_json
+_.decode_json
+_.execute_single
 _._process_errors
 _.on_validate
 _.on_execute

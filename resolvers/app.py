@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 from anyio import CapacityLimiter
+from cross_web import HTTPException
+from graphql import GraphQLError
 from prometheus_client import generate_latest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -30,8 +32,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.exceptions import ConnectionRejectionError
+from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
+from strawberry.http import GraphQLRequestData
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
@@ -58,6 +63,7 @@ from .namespaces import Namespaces
 from .schema import Schema, build_schema
 
 if TYPE_CHECKING:
+    from cross_web import AsyncHTTPRequestAdapter
     from mcp.server.context import ServerRequestContext
 
 _log = logging.getLogger("graphmem.server")
@@ -71,6 +77,11 @@ SETTINGS_ENV: Final = "GRAPHMEM_SERVE_SETTINGS"
 _PLAIN_REQUEST: Final = frozenset({"query", "variables", "operationName"})
 #: How often the service drains each open namespace's outbox rows left waiting (seconds).
 DRAIN_INTERVAL_S: Final = 1.0
+#: What a subscription sent over HTTP is answered (INVALID_QUERY).
+SUBSCRIPTION_OVER_HTTP: Final = (
+    f"subscriptions are served over a WebSocket: open one to {GRAPHQL_PATH} with the "
+    "graphql-transport-ws subprotocol"
+)
 
 
 def app_from_environment() -> Starlette:
@@ -230,6 +241,50 @@ class GraphQLApp(GraphQL[Context, None]):
         )
         body = await self.process_result(request, result)
         return Response(_json(body), media_type="application/json")
+
+    async def execute_single(
+        self,
+        request: Request,
+        request_adapter: AsyncHTTPRequestAdapter,
+        sub_response: Response,
+        context: Context,
+        root_value: None,
+        request_data: GraphQLRequestData,
+    ) -> ExecutionResult:
+        """strawberry's, except that a subscription is refused (INVALID_QUERY): strawberry would
+        run it as a query, which fails in its resolver (an INTERNAL_ERROR)."""
+        allowed = OperationType.from_http(request_adapter.method) - {OperationType.SUBSCRIPTION}
+        try:
+            return await self.schema.execute(
+                request_data.query,
+                root_value=root_value,
+                variable_values=request_data.variables,
+                context_value=context,
+                operation_name=request_data.operation_name,
+                allowed_operation_types=allowed,
+                operation_extensions=request_data.extensions,
+            )
+        except (CannotGetOperationTypeError, InvalidOperationTypeError, MissingQueryError) as exc:
+            if (
+                isinstance(exc, InvalidOperationTypeError)
+                and exc.operation_type is OperationType.SUBSCRIPTION
+            ):
+                error = GraphQLError(
+                    SUBSCRIPTION_OVER_HTTP, extensions={"code": Code.INVALID_QUERY}
+                )
+                return ExecutionResult(data=None, errors=[error])
+        # Refused before anything ran: strawberry's view says why, as it does (HTTP 400).
+        return await super().execute_single(
+            request, request_adapter, sub_response, context, root_value, request_data
+        )
+
+    def decode_json(self, data: str | bytes) -> object:
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError:
+            raise  # strawberry's view answers it (HTTP 400)
+        except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+            raise HTTPException(400, f"Unable to parse request body as JSON: {exc}") from None
 
     def encode_json(self, data: object) -> str:
         return _json(data).decode()

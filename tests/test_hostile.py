@@ -483,3 +483,34 @@ def test_a_tool_argument_that_is_not_text_is_invalid_input_naming_it(
                 assert error["message"].startswith(f"argument `{argument}` contains a "), error
 
         anyio.run(run)
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_a_subscription_over_http_is_refused_saying_where_subscriptions_are_served(
+    api: tuple[InProcess, list[str]], method: str
+) -> None:
+    client, _ = api
+    query = "subscription { memoryChanged { kind } }"
+    if method == "POST":
+        status, body = client.post(query)
+    else:
+        response = client.request("GET", "/graphql", params={"query": query})
+        status, body = response.status_code, response.json()
+    assert status == 200, body
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "INVALID_QUERY", error
+    assert "WebSocket" in error["message"] and "graphql-transport-ws" in error["message"]
+
+
+def test_an_integer_of_thousands_of_digits_is_malformed_json_not_a_server_error(
+    api: tuple[InProcess, list[str]],
+) -> None:
+    client, _ = api
+    body = '{"query": "query($n: Int) { facts(first: $n) { edges { cursor } } }", "variables": '
+    response = client.request(
+        "POST",
+        "/graphql",
+        content=(body + '{"n": ' + "9" * 5000 + "}}").encode(),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400 and "JSON" in response.text, response.text[:300]
