@@ -64,6 +64,7 @@ soak: $(STAMP)
 	$(PY) -m tests.soak --kills 20 --seconds 120
 	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_cluster.py
 	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/test_model.py
+	FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -p no:cacheprovider tests/test_hostile.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphmem resolvers tests bench

@@ -72,6 +72,10 @@ _._process_errors
 _.on_validate
 _.on_execute
 
+# Methods graphql-core's visitor calls by the kind of node they name (tests/test_hostile.py).
+_.enter_argument
+_.leave_operation_definition
+
 # Named by import string: uvicorn calls it in each worker of `graphmem serve --workers N`.
 app_from_environment
 

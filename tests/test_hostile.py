@@ -1,18 +1,39 @@
 """Hostile and random input to the GraphQL API, in process: valid and invalid documents
-generated from the schema (hypothesis-graphql), and the known attacks one by one. Whatever comes
-in, the answer is never a 500 nor a masked INTERNAL_ERROR: it is data, or an error with a code
-that says what was wrong."""
+generated from the schema (hypothesis-graphql), the same with their arguments sent as hostile
+variables (strings that are not text, integers beyond 64 bits, deep JSON), and the known attacks
+one by one, on the MCP tools too. Whatever comes in, the answer is never a 500 nor a masked
+INTERNAL_ERROR: it is data, or an error with a code that says what was wrong.
+
+FUZZ_EXAMPLES sets the examples of each generated-document test (120; `make soak` runs more)."""
 
 from __future__ import annotations
 
 import json
+import os
 import string
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from graphql import (
+    ArgumentNode,
+    DocumentNode,
+    GraphQLInputType,
+    NameNode,
+    OperationDefinitionNode,
+    TypeInfo,
+    TypeInfoVisitor,
+    VariableDefinitionNode,
+    VariableNode,
+    Visitor,
+    parse_type,
+    print_ast,
+    value_from_ast_untyped,
+    visit,
+)
 from graphql import build_schema as parse_sdl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,7 +48,28 @@ from .api import InProcess
 
 SCHEMA = parse_sdl(schema_sdl())
 #: Codes an answer to bad input may carry (docs/graphql.md): never INTERNAL_ERROR.
-EXPECTED = {"INVALID_QUERY", "INVALID_INPUT", "NOT_FOUND", "CONFLICT", "PAYLOAD_TOO_LARGE"}
+EXPECTED = {
+    "INVALID_QUERY",
+    "INVALID_INPUT",
+    "NOT_FOUND",
+    "CONFLICT",
+    "PAYLOAD_TOO_LARGE",
+    "TOO_COSTLY",
+}
+#: Examples of each generated-document test: FUZZ_EXAMPLES (`make soak` runs thousands).
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "120"))
+#: Strings that are not text: a lone surrogate or NUL, alone or inside text.
+NOT_TEXT = st.one_of(
+    st.sampled_from(["\ud83d", "\udfff", "\x00", "a\x00b", "half an emoji \ud83d"]),
+    st.tuples(
+        st.text(max_size=5), st.characters(categories=["Cs"]) | st.just("\x00"), st.text(max_size=5)
+    ).map("".join),
+)
+#: Integers beyond 64 bits, of either sign.
+HUGE_INTEGERS = st.integers(2**64, 2**300) | st.integers(-(2**300), -(2**64))
+#: How deep JSON nests: past orjson's limit (254), near Python's (about 1,000: the server
+#: refuses deeper JSON with a 400) and beyond.
+DEPTHS = st.integers(2, 300) | st.sampled_from([254, 256, 500, 900, 990, 1100, 5000])
 SCALARS = {
     "DateTime": st.one_of(
         st.sampled_from(
@@ -91,7 +133,7 @@ def _ids(text: str, ids: list[str]) -> str:
 
 
 FUZZ = settings(
-    max_examples=120,
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
@@ -514,3 +556,123 @@ def test_an_integer_of_thousands_of_digits_is_malformed_json_not_a_server_error(
         headers={"content-type": "application/json"},
     )
     assert response.status_code == 400 and "JSON" in response.text, response.text[:300]
+
+
+# ------------------------------------------------------------------------ hostile variables
+
+
+@dataclass(frozen=True)
+class Deep:
+    """A value nested ``depth`` levels in lists and objects, encoded without recursion (the
+    server refuses JSON nested beyond what its parser can read: 400)."""
+
+    depth: int
+    leaf: Any
+
+
+def _encode(value: Any) -> str:
+    if isinstance(value, Deep):
+        return '[{"k": ' * (value.depth // 2) + _encode(value.leaf) + "}]" * (value.depth // 2)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_encode(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_encode(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+@st.composite
+def _spoiled(draw: st.DrawFn, value: Any) -> Any:
+    """``value`` with some of its strings made not text, its integers huge, or nested deep."""
+    if draw(st.integers(0, 9)) == 0:
+        return Deep(draw(DEPTHS), draw(st.one_of(NOT_TEXT, HUGE_INTEGERS, st.just("leaf"))))
+    if isinstance(value, str):
+        return draw(st.one_of(st.just(value), NOT_TEXT))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return draw(st.one_of(st.just(value), HUGE_INTEGERS))
+    if isinstance(value, list):
+        return [draw(_spoiled(v)) for v in value]
+    if isinstance(value, dict):
+        return {k: draw(_spoiled(v)) for k, v in value.items()}
+    return value
+
+
+class _ToVariables(Visitor):
+    """Turns argument literals into variables of the argument's type, whose values are drawn
+    spoiled; the operation gets their definitions."""
+
+    def __init__(self, type_info: TypeInfo, draw: st.DrawFn) -> None:
+        super().__init__()
+        self.type_info = type_info
+        self.draw = draw
+        self.variables: dict[str, Any] = {}
+        self.definitions: list[VariableDefinitionNode] = []
+
+    def enter_argument(self, node: ArgumentNode, *_: Any) -> ArgumentNode | None:
+        input_type: GraphQLInputType | None = self.type_info.get_input_type()
+        if input_type is None or not self.draw(st.booleans()):
+            return None
+        name = f"v{len(self.definitions)}"
+        self.variables[name] = self.draw(_spoiled(value_from_ast_untyped(node.value)))
+        variable = VariableNode(name=NameNode(value=name))
+        self.definitions.append(
+            VariableDefinitionNode(variable=variable, type=parse_type(str(input_type)))
+        )
+        return ArgumentNode(name=node.name, value=variable)
+
+    def leave_operation_definition(
+        self, node: OperationDefinitionNode, *_: Any
+    ) -> OperationDefinitionNode:
+        return OperationDefinitionNode(
+            operation=node.operation,
+            name=node.name,
+            directives=node.directives,
+            selection_set=node.selection_set,
+            variable_definitions=(*(node.variable_definitions or ()), *self.definitions),
+        )
+
+
+HOSTILE_SCALARS = {
+    "DateTime": st.one_of(SCALARS["DateTime"], HUGE_INTEGERS.map(nodes.Int)),
+    "JSON": st.one_of(
+        SCALARS["JSON"],
+        NOT_TEXT.map(nodes.String),
+        HUGE_INTEGERS.map(nodes.Int),
+        st.integers(2, 400).map(lambda depth: _deep_literal(depth)),
+    ),
+}
+
+
+def _deep_literal(depth: int) -> Any:
+    value: Any = nodes.Int(1)
+    for _ in range(depth):
+        value = nodes.List([value])
+    return value
+
+
+@st.composite
+def _hostile_requests(draw: st.DrawFn) -> tuple[str, str]:
+    """A generated document (queries and mutations) with some of its arguments sent as
+    spoiled variables: the query text and the JSON of the variables."""
+    document: DocumentNode = draw(
+        from_schema(SCHEMA, custom_scalars=HOSTILE_SCALARS, print_ast=lambda d: d, codec=None)
+    )
+    type_info = TypeInfo(SCHEMA)
+    to_variables = _ToVariables(type_info, draw)
+    edited = visit(document, TypeInfoVisitor(type_info, to_variables))
+    return print_ast(edited), _encode(to_variables.variables)
+
+
+@FUZZ
+@given(request=_hostile_requests())
+def test_hostile_variables_are_answered_without_a_server_error(
+    api: tuple[InProcess, list[str]], request: tuple[str, str]
+) -> None:
+    client, ids = api
+    query, variables = request
+    response = client.request(
+        "POST",
+        "/graphql",
+        content=f'{{"query": {json.dumps(_ids(query, ids))}, "variables": {variables}}}'.encode(),
+        headers={"content-type": "application/json"},
+    )
+    _assert_handled(response.status_code, response.json() if response.status_code != 400 else None)
