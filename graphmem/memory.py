@@ -45,7 +45,17 @@ from .errors import InvalidInput, NotFound
 from .keys import KeyStore
 from .limits import CHANGE_LOG_KEPT, MAX_CHANGES, MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
-from .models import Change, ChangeKind, ChangePage, Fact, FactInput, Link, SearchHit, StoreResult
+from .models import (
+    Change,
+    ChangeKind,
+    ChangePage,
+    Fact,
+    FactInput,
+    Link,
+    SearchHit,
+    StoreResult,
+    check_text,
+)
 from .pgstore import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
 from .prune import PruneReport
 from .reads import FactPage, Filters
@@ -303,6 +313,7 @@ class Memory:
 
         Returns the fact as it was. NotFound for an unknown id, Conflict if already retracted.
         """
+        check_text(fact_id=fact_id)
         return self._writer.forget(fact_id)
 
     def purge(
@@ -329,6 +340,7 @@ class Memory:
         for an unknown ``fact_id`` (a filter that matches nothing answers zero counts and
         records no erasure).
         """
+        check_text(fact_id=fact_id, entity=entity, source=source, episode=episode)
         if fact_id is not None:
             if ids is not None:
                 raise InvalidInput("give fact_id or ids, not both", field="ids")
@@ -409,6 +421,7 @@ class Memory:
         self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
     ) -> Fact | None:
         """The fact if it is visible at the time scope, else None (also for unknown ids)."""
+        check_text(fact_id=fact_id)
         return self._store.get(fact_id, self._scope(as_of, known_at))
 
     def get_many(
@@ -425,6 +438,7 @@ class Memory:
 
     def episode(self, episode_id: str) -> Episode | None:
         """The episode with this id, or None."""
+        check_text(episode_id=episode_id)
         return self._store.episode(episode_id)
 
     def episodes(
@@ -437,6 +451,7 @@ class Memory:
     ) -> list[Episode]:
         """Episodes oldest first by their time, from ``source`` if given, with ``after <=
         time < before``."""
+        check_text(source=source)
         return self._store.episodes(source=source, after=after, before=before, limit=limit)
 
     def episode_facts(
@@ -448,6 +463,7 @@ class Memory:
     ) -> list[Fact]:
         """The episode's facts visible at the time scope (superseded versions included), in
         the order they were written. NotFound for an unknown episode."""
+        check_text(episode_id=episode_id)
         return self._store.episode_facts(episode_id, self._scope(as_of, known_at))
 
     def sync_files(
@@ -516,6 +532,7 @@ class Memory:
         """Visible facts in the order they were recorded, ``first`` at a time after position
         ``after`` (a keyset: facts written meanwhile join the end, so no page repeats or skips
         a fact that stays visible)."""
+        check_text(tag=tag, category=category, entity=entity, source=source)
         filters = Filters(tag, category, entity, source, include_superseded)
         return self._store.page(self._scope(as_of, known_at), filters, first=first, after=after)
 
@@ -538,6 +555,7 @@ class Memory:
 
         Ordered by confidence, then the newest effective date first.
         """
+        check_text(entity=entity, key=key, tag=tag)
         scope = self._scope(as_of, known_at)
         facts = self._store.lookup(
             entity, scope, key=key, tag=tag, include_superseded=include_superseded, limit=limit
@@ -582,6 +600,7 @@ class Memory:
         is dropped; each hit's ``time_hint`` says what was understood (see
         :mod:`graphmem.timehints`).
         """
+        check_text(query=query, tag=tag, category=category, entity=entity, source=source)
         scope = self._scope(as_of, known_at)
         filters = Filters(tag, category, entity, source, include_superseded)
         hits = self._search.run(
@@ -618,6 +637,7 @@ class Memory:
         the block count as accessed. ``time_hints`` and ``episode_links`` as for ``search``.
         """
         recalls.check(prompt, max_tokens, format)
+        check_text(prompt=prompt)
         query = prompt[:MAX_TEXT_LENGTH]
         scope = self._scope(as_of, known_at)
         hits = self._search.run(
@@ -650,6 +670,7 @@ class Memory:
         Versions recorded after ``known_at``, retracted by then, or starting after ``as_of`` are
         left out. NotFound if the id is unknown.
         """
+        check_text(fact_id=fact_id)
         return self._store.history(fact_id, self._scope(as_of, known_at))
 
     # ----------------------------------------------------------------------------- graph
@@ -673,6 +694,7 @@ class Memory:
         validity replaces the live link. NotFound for an unknown fact, Conflict for a forgotten
         one, InvalidInput when ``valid_until`` is not later than ``valid_from``.
         """
+        check_text(source_id=source_id, target_id=target_id)
         return self._writer.link(
             source_id,
             target_id,
@@ -692,6 +714,7 @@ class Memory:
 
     def unlink(self, link_id: str) -> Link:
         """Retract a link: current reads stop following it, earlier ``known_at`` still do."""
+        check_text(link_id=link_id)
         return self._writer.unlink(link_id)
 
     def links_page(
@@ -783,6 +806,7 @@ class Memory:
         max_depth: int = MAX_DEPTH,
     ) -> graph.Path | None:
         """A shortest path between two facts over visible links, or None."""
+        check_text(source_id=source_id, target_id=target_id)
         return self._store.path(
             source_id,
             target_id,

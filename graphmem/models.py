@@ -11,7 +11,14 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
@@ -67,6 +74,15 @@ def not_text(value: str) -> str | None:
     if found.group() == "\x00":
         return "a NUL character (\\u0000), which no text may hold"
     return f"a lone surrogate (\\u{ord(found.group()):04x}), which is not text"
+
+
+def check_text(**arguments: object) -> None:
+    """InvalidInput naming the first of ``arguments`` (name: value) that is a string holding
+    what is not text (``not_text``); other values pass (None, or what later checks refuse)."""
+    for name, value in arguments.items():
+        problem = not_text(value) if isinstance(value, str) else None
+        if problem is not None:
+            raise InvalidInput(f"{name} contains {problem}", field=name)
 
 
 class FactInput(BaseModel):
@@ -136,11 +152,25 @@ class FactInput(BaseModel):
     def _epoch(cls, v: TimeInput | None) -> float | None:
         return parse_time(v)
 
-    @field_validator("text")
+    @field_validator(
+        "text",
+        "entity",
+        "key",
+        "value",
+        "source",
+        "summary",
+        "why",
+        "context",
+        "supersedes",
+        "tags",
+        mode="before",
+    )
     @classmethod
-    def _printable(cls, v: str) -> str:
-        if "\x00" in v:
-            raise ValueError("text must not contain NUL characters")
+    def _text(cls, v: Any, info: ValidationInfo) -> Any:
+        for item in v if isinstance(v, list) else [v]:
+            problem = not_text(item) if isinstance(item, str) else None
+            if problem is not None:
+                raise ValueError(f"{info.field_name} contains {problem}")
         return v
 
     @classmethod

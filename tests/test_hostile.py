@@ -40,7 +40,7 @@ from hypothesis import strategies as st
 from hypothesis_graphql import Mode, from_schema, nodes
 from mcp import Client
 
-from graphmem import Memory, Settings
+from graphmem import InvalidInput, Memory, Settings
 from resolvers import create_app, schema_sdl
 from resolvers.mcp import build_server
 
@@ -525,6 +525,36 @@ def test_a_tool_argument_that_is_not_text_is_invalid_input_naming_it(
                 assert error["message"].startswith(f"argument `{argument}` contains a "), error
 
         anyio.run(run)
+
+
+@pytest.mark.parametrize("string", ["\ud83d", "a\x00b"], ids=["lone surrogate", "NUL"])
+def test_memory_refuses_a_string_that_is_not_text_naming_the_argument(
+    tmp_path: Path, string: str
+) -> None:
+    calls: list[tuple[str, Any]] = [
+        ("fact_id", lambda m: m.get(string)),
+        ("fact_id", lambda m: m.history(string)),
+        ("fact_id", lambda m: m.forget(string)),
+        ("link_id", lambda m: m.unlink(string)),
+        ("episode_id", lambda m: m.episode(string)),
+        ("source", lambda m: m.episodes(source=string)),
+        ("entity", lambda m: m.facts(entity=string)),
+        ("entity", lambda m: m.lookup(string)),
+        ("key", lambda m: m.lookup("alice", key=string)),
+        ("query", lambda m: m.search(string)),
+        ("source", lambda m: m.search("x", source=string)),
+        ("prompt", lambda m: m.recall(string)),
+        ("entity", lambda m: m.purge(entity=string, dry_run=True)),
+        ("target_id", lambda m: m.link(m.fact_ids()[0], string, "RELATED_TO")),
+        ("item 0: entity", lambda m: m.store("Alice lives in Paris", entity=string)),
+    ]
+    with Memory.open(tmp_path / "data", settings=Settings(embedder="hash")) as memory:
+        memory.store("Alice lives in Paris", entity="alice")
+        for argument, call in calls:
+            with pytest.raises(InvalidInput) as refused:
+                call(memory)
+            assert refused.value.message.startswith(f"{argument}: "), refused.value.message
+            assert "lone surrogate" in refused.value.message or "NUL" in refused.value.message
 
 
 @pytest.mark.parametrize("method", ["POST", "GET"])
