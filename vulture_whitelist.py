@@ -89,3 +89,10 @@ pytest_addoption
 pytest_collection_modifyitems
 postgres_url
 _emptied
+
+# strawberry calls these by name: the view's WebSocket handler class, an extension's results
+# for the answer's `extensions`, the schema's error logging, and the handler's operation runner.
+_.graphql_transport_ws_handler_class
+_.get_results
+_.process_errors
+_.run_operation

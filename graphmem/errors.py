@@ -15,8 +15,8 @@ Every exception carries a stable ``code`` (the CLI prints it, GraphQL answers it
     ├── QueryTimeout              TIMEOUT            a read ran past its time limit (sql_time_limit)
     └── SubscriberTooSlow         UNAVAILABLE        a subscription fell too far behind
 
-The service answers four codes of its own, which no exception carries: INVALID_QUERY,
-UNAUTHENTICATED, PAYLOAD_TOO_LARGE and INTERNAL_ERROR. ``CODES`` says what each code means and
+The service answers six codes of its own, which no exception carries: INVALID_QUERY,
+UNAUTHENTICATED, PAYLOAD_TOO_LARGE, TOO_COSTLY, RATE_LIMITED and INTERNAL_ERROR. ``CODES`` says what each code means and
 where clients meet it; the error tables of docs/graphql.md and docs/mcp.md and the GraphQL
 ``ErrorCode`` enum are built from it.
 """
@@ -47,6 +47,8 @@ class Code(StrEnum):
     INVALID_QUERY = "INVALID_QUERY"
     UNAUTHENTICATED = "UNAUTHENTICATED"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    TOO_COSTLY = "TOO_COSTLY"
+    RATE_LIMITED = "RATE_LIMITED"
     INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
@@ -135,6 +137,18 @@ CODES: Final[Mapping[str, CodeUse]] = {
         "keys exist and the request has none, or an unknown or revoked one", http_status=401
     ),
     Code.PAYLOAD_TOO_LARGE: CodeUse("the request body exceeds `max_body_bytes`", http_status=413),
+    Code.TOO_COSTLY: CodeUse(
+        "the document's worst-case cost (the most list items its answer may hold: each "
+        "list's page size times the items above it, every alias again) exceeds "
+        "`graphql_max_cost`, so it was refused before it ran; or its answer came to more than "
+        "`graphql_max_response_bytes`. The message names the cost and the budget",
+        mcp=False,
+    ),
+    Code.RATE_LIMITED: CodeUse(
+        "the API key has spent its `rate_limit_per_minute` cost points; HTTP 429 with "
+        "`Retry-After` (the seconds until enough are back)",
+        http_status=429,
+    ),
     Code.INTERNAL_ERROR: CodeUse(
         "anything unexpected: the message is masked, the details go to the server's log"
     ),

@@ -34,6 +34,8 @@ CHANGE_LOG_KEPT: Final = 100_000
 MAX_READ_LINES: Final = 1_000
 MAX_SYNC_PATHS: Final = 1_000
 MAX_DOCUMENT_BYTES: Final = 10_000_000
+MAX_SUBSCRIPTIONS_PER_SOCKET: Final = 20
+MAX_SOCKETS_PER_KEY: Final = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,5 +130,18 @@ LIMITS: Final = (
         "bytes",
         "a markdown file `sync_files` indexes and `read_lines` reads back (a larger one is "
         "skipped with the reason, and not read back: `INVALID_INPUT`)",
+    ),
+    Limit(
+        "MAX_SUBSCRIPTIONS_PER_SOCKET",
+        MAX_SUBSCRIPTIONS_PER_SOCKET,
+        "operations",
+        "running at once on one WebSocket (subscriptions, and queries still answering); one "
+        "more is answered with an error",
+    ),
+    Limit(
+        "MAX_SOCKETS_PER_KEY",
+        MAX_SOCKETS_PER_KEY,
+        "sockets",
+        "open at once with one API key in one server process; one more is closed with 4429",
     ),
 )

@@ -301,6 +301,30 @@ class Settings(BaseModel):
     graphql_max_aliases: int = Field(
         30, ge=1, le=1000, description="Most field aliases in a GraphQL document."
     )
+    graphql_max_cost: int = Field(
+        500_000,
+        ge=100,
+        le=10_000_000,
+        description="Highest worst-case cost of a GraphQL document: the most list items its "
+        "answer may hold, each list's page size times the items above it (GitHub's node "
+        "limit; docs/security.md). A costlier document is refused with `TOO_COSTLY` before it "
+        "runs.",
+    )
+    graphql_max_response_bytes: int = Field(
+        33_554_432,
+        ge=65_536,
+        le=1_073_741_824,
+        description="Largest GraphQL answer, in bytes of JSON; a larger one is replaced by a "
+        "`TOO_COSTLY` error.",
+    )
+    rate_limit_per_minute: int = Field(
+        5_000_000,
+        ge=0,
+        description="Cost points each API key may spend per minute (a bucket refilled "
+        "continuously; a GraphQL document spends its cost, an MCP tool call its result count); "
+        "past it requests get HTTP 429 with `Retry-After`. `0`: no limit. Counted per server "
+        "process.",
+    )
     cors_origins: tuple[str, ...] = Field(
         (),
         description="Origins allowed to call the API from a browser page, e.g. "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.http import GraphQLRequestData
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
@@ -42,6 +44,7 @@ from strawberry.types.unset import UNSET
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
 from graphmem.embedders import Embedder, create_embedder
 from graphmem.errors import Code
+from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.memory import open_keys
 
 from .context import Context
@@ -61,6 +64,7 @@ from .gate import (
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
 from .schema import Schema, build_schema
+from .sockets import SocketHandler, Sockets
 
 if TYPE_CHECKING:
     from cross_web import AsyncHTTPRequestAdapter
@@ -75,6 +79,10 @@ SETTINGS_ENV: Final = "GRAPHMEM_SERVE_SETTINGS"
 #: The members of a POSTed GraphQL request that the prepared path answers (others, e.g.
 #: ``extensions``, go through strawberry's view).
 _PLAIN_REQUEST: Final = frozenset({"query", "variables", "operationName"})
+#: The garbage collector's thresholds in a server process: a young collection per 50,000
+#: allocations rather than 700, so that a large answer's objects are not scanned over and over
+#: as they are made (each full pass holds the interpreter lock while every request waits).
+GC_THRESHOLDS: Final = (50_000, 20, 100)
 #: How often the service drains each open namespace's outbox rows left waiting (seconds).
 DRAIN_INTERVAL_S: Final = 1.0
 #: What a subscription sent over HTTP is answered (INVALID_QUERY).
@@ -88,7 +96,7 @@ def app_from_environment() -> Starlette:
     """The service for the settings ``graphmem serve`` put in SETTINGS_ENV (a worker's app)."""
     settings = Settings.model_validate_json(os.environ[SETTINGS_ENV])
     tune_process(settings)
-    return create_app(settings)
+    return create_app(settings, own_process=True)
 
 
 def tune_process(settings: Settings) -> None:
@@ -101,27 +109,32 @@ def create_app(
     *,
     embedder: Embedder | None = None,
     clock: Callable[[], float] | None = None,
+    own_process: bool = False,
 ) -> Starlette:
     """The graphmem service for ``settings`` (default: ``Settings.load()``).
 
     ``embedder`` and ``clock`` replace the settings' embedder and the system clock (tests).
+    ``own_process``: serving is the process's whole job (``graphmem serve``), so the app may
+    tune what is the process's (its garbage collector).
     """
     settings = settings or Settings.load()
     namespaces = Namespaces(
         settings, embedder or create_embedder(settings.embedder, settings), clock
     )
-    gate = Gate(open_keys(settings), namespaces)
+    gate = Gate(open_keys(settings), namespaces, keyless=is_loopback(settings.host))
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
     from .mcp import HttpEndpoint, build_server
 
+    schema = build_schema(settings)
     graphql = GraphQLApp(
         gate,
         settings.read_threads or os.cpu_count() or 1,
-        schema=build_schema(settings),
+        max_response_bytes=settings.graphql_max_response_bytes,
+        schema=schema,
         graphql_ide="graphiql",
     )
     mcp = HttpEndpoint(
-        build_server(_admitted),
+        build_server(_admitted, spend=schema.admission.buckets.spend),
         loopback=is_loopback(settings.host),
         max_body_bytes=settings.max_body_bytes,
     )
@@ -141,10 +154,19 @@ def create_app(
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         default = await run_in_threadpool(namespaces.get, settings.namespace)
         await run_in_threadpool(_prune, default)
+        if own_process:
+            # What the server has made by now (modules, the schema, the default namespace)
+            # lives as long as it does: kept out of the collector's full passes, which hold
+            # the interpreter lock for as long as they take (200 ms and more once a large
+            # answer has been built), in whichever thread, while every request waits.
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(*GC_THRESHOLDS)
         background = [
             asyncio.create_task(_prune_every(namespaces, settings.prune_interval)),
             asyncio.create_task(_drain_every(namespaces, DRAIN_INTERVAL_S)),
             asyncio.create_task(namespaces.broadcaster.follow()),
+            asyncio.create_task(graphql.sockets.watch()),
         ]
         try:
             async with mcp.running():
@@ -190,13 +212,22 @@ def create_app(
 
 
 class GraphQLApp(GraphQL[Context, None]):
-    """strawberry's ASGI view with graphmem's context and WebSocket authentication."""
+    """strawberry's ASGI view with graphmem's context and WebSocket authentication (sockets
+    speak graphql-transport-ws only, each operation admitted on its own: ``resolvers.sockets``)."""
 
-    def __init__(self, gate: Gate, readers: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    graphql_transport_ws_handler_class = SocketHandler
+
+    def __init__(self, gate: Gate, readers: int, *, max_response_bytes: int, **kwargs: Any) -> None:
+        super().__init__(
+            subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+            max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_SOCKET,
+            **kwargs,
+        )
         self.gate = gate
+        self.sockets = Sockets(gate)
         # Reads in worker threads, at most ``read_threads`` at once (see Settings).
         self.readers = CapacityLimiter(readers)
+        self.max_response_bytes = max_response_bytes
 
     async def run(  # type: ignore[override]  # strawberry's overloads, one implementation
         self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
@@ -235,12 +266,13 @@ class GraphQLApp(GraphQL[Context, None]):
         document, operation = prepared
         if name is not None and (operation.name is None or operation.name.value != name):
             return None
-        context = await self.get_context(request, None)
+        answer = await self.get_sub_response(request)
+        context = await self.get_context(request, answer)
         result = await schema.execute_prepared(
-            document, variables=variables, operation_name=name, context=context
+            document, operation, variables=variables, operation_name=name, context=context
         )
         body = await self.process_result(request, result)
-        return Response(_json(body), media_type="application/json")
+        return self.create_response(body, answer)
 
     async def execute_single(
         self,
@@ -287,14 +319,53 @@ class GraphQLApp(GraphQL[Context, None]):
             raise HTTPException(400, f"Unable to parse request body as JSON: {exc}") from None
 
     def encode_json(self, data: object) -> str:
-        return _json(data).decode()
+        return self._bounded(data).decode()
+
+    def create_response(self, response_data: Any, sub_response: Response) -> Response:
+        """The answer as JSON bytes (not text encoded again), with the status and headers the
+        execution set (a rate limit's 429 and ``Retry-After``)."""
+        response = Response(
+            self._bounded(response_data),
+            status_code=sub_response.status_code or 200,
+            media_type="application/json",
+        )
+        for name, value in sub_response.headers.items():
+            if name not in ("content-length", "content-type"):
+                response.headers[name] = value
+        return response
+
+    def _bounded(self, data: object) -> bytes:
+        """``data`` as JSON, or, when that is over ``max_response_bytes``, an answer (or a
+        WebSocket message) whose only error says so: a client must never receive, nor the
+        server hold twice, an answer of any size."""
+        encoded = _json(data)
+        if len(encoded) <= self.max_response_bytes:
+            return encoded
+        error = {
+            "message": f"the answer came to {len(encoded):,} bytes, more than the limit of "
+            f"{self.max_response_bytes:,} (setting graphql_max_response_bytes): ask for "
+            "smaller pages or fewer fields",
+            "extensions": {"code": Code.TOO_COSTLY},
+        }
+        answer = {"data": None, "errors": [error]}
+        if isinstance(data, dict) and "type" in data and "payload" in data:  # a socket's message
+            return _json({**data, "payload": answer})
+        return _json(answer)
 
     async def get_context(self, request: Request | WebSocket, response: Any) -> Context:
         admitted = request.scope.get(ADMITTED)
         memory, key = admitted if admitted else (None, None)
         broadcaster = self.gate.namespaces.broadcaster
         assert broadcaster is not None, "the app's lifespan has not started"
-        return Context(memory, key, request, broadcaster, keys=self.gate.keys, readers=self.readers)
+        return Context(
+            memory,
+            key,
+            request,
+            broadcaster,
+            keys=self.gate.keys,
+            readers=self.readers,
+            response=response,
+        )
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:
         # A document refused before execution (over the token limit) bypasses ErrorCodes.

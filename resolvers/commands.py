@@ -84,7 +84,7 @@ def serve(
     if workers == 1:
         tune_process(settings)
         uvicorn.run(
-            create_app(settings),
+            create_app(settings, own_process=True),
             host=settings.host,
             port=settings.port,
             log_level=log_level,

@@ -10,6 +10,7 @@ of 50 facts with their links and neighbours costs a few queries, not 50 of each.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections import defaultdict
@@ -56,6 +57,8 @@ class Context:
     keys: KeyStore | None = None
     #: The worker threads reads may use at once (None: anyio's default pool of threads).
     readers: CapacityLimiter | None = None
+    #: The HTTP response whose status and headers the answer takes (a rate limit's 429).
+    response: Any = None
     _deadline: float | None = field(default=None, init=False)
 
     # The request's DataLoaders are made on first use: most requests need none of them, and
@@ -89,6 +92,19 @@ class Context:
     @property
     def admitted(self) -> bool:
         return self._memory is not None
+
+    def forget_reads(self) -> None:
+        """Drop what the DataLoaders have read, so the next reads see memory as it is now
+        (before each event of a subscription, whose context lives as long as it does)."""
+        for loader in ("_facts", "_known_now", "_links", "_history"):
+            self.__dict__.pop(loader, None)
+
+    def for_operation(self) -> Context:
+        """A context for one operation of this caller: its own DataLoaders (so nothing read
+        by an earlier operation of a socket is served stale) and its own time budget, and
+        reads on the default threads of whichever event loop runs it (an operation on the
+        cost lane runs on an event loop of its own, where this one's limiter cannot wait)."""
+        return dataclasses.replace(self, readers=None)
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``, a read, in a worker thread (Memory's calls block) once one

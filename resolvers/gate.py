@@ -2,9 +2,10 @@
 that applies it.
 
 Requests to ``/graphql`` and ``/mcp`` pass ``Guard`` first: the body size limit (413), then the
-API key. With no key configured every request is let in (``graphmem serve`` then binds to
-loopback only); once a key exists, each request needs ``Authorization: Bearer <key>`` (401
-otherwise). The namespace is the key's first one, or another of the key's named by the
+API key. A server bound beyond loopback needs ``Authorization: Bearer <key>`` with a live key on
+every request, for its whole life (401 otherwise, also once its last key is revoked; 503 when
+the key store cannot be read). On loopback, requests without a key are let in while no key is
+live; once one is, each request needs one. The namespace is the key's first one, or another of the key's named by the
 ``X-Graphmem-Namespace`` header (403 for one the key does not hold); without keys the header may
 name any namespace. Neither queries nor tool arguments can name a namespace, so none can escape
 it. WebSocket clients, which cannot set headers in a browser, may instead send
@@ -77,19 +78,23 @@ class Denied(Exception):
 
 @dataclass
 class Gate:
-    """Who may use which namespace (see the module docstring)."""
+    """Who may use which namespace (see the module docstring).
+
+    ``keyless`` says whether requests without a key may be let in while no key is live: only a
+    server bound to loopback. One bound elsewhere refuses them for its whole life, also after
+    its last key is revoked or its key file disappears.
+    """
 
     keys: KeyStore
     namespaces: Namespaces
+    keyless: bool = True
 
     async def admit(
         self, authorization: str | None, requested: str | None
     ) -> tuple[Memory, ApiKey | None]:
         key = None
         try:
-            active = self.keys.known_any_active()  # one stat of the key file
-            if active is None:
-                active = await run_in_threadpool(self.keys.any_active)
+            active = await self.keys_required()
             if active:
                 token = _bearer(authorization)
                 if token is None:
@@ -117,6 +122,28 @@ class Gate:
             _log.error("cannot open namespace %r: %s", name, exc.message)
             raise Denied(503, exc.code, exc.message) from None
         return memory, key
+
+    async def keys_required(self) -> bool:
+        """Whether a request must present a live key: always beyond loopback; on loopback,
+        while at least one key is live. StorageError when the key store cannot be read."""
+        if not self.keyless:
+            return True
+        active = self.keys.known_any_active()  # one stat of the key file
+        if active is None:
+            active = await run_in_threadpool(self.keys.any_active)
+        return active
+
+    async def still_admitted(self, key: ApiKey | None) -> bool:
+        """Whether a caller admitted earlier with ``key`` (None: without one) would be admitted
+        now: its key is still live, or keyless access still holds. False when the key store
+        cannot be read (logged)."""
+        try:
+            if key is None:
+                return not await self.keys_required()
+            return bool(await run_in_threadpool(self.keys.is_active, key.id))
+        except GraphmemError as exc:
+            _log.error("cannot check API keys: %s", exc.message)
+            return False
 
 
 class LoopbackOnly:
@@ -176,7 +203,9 @@ class Guard:
             and scope["path"].startswith(GRAPHQL_PATH)
             and "text/html" in headers.get("accept", "")
         ):
-            await self.app(scope, receive, send)  # GraphiQL: a page, no data
+            # GraphiQL: a page, no data. Without its query string the view cannot run a query
+            # for a browser that has no key (the page reads its own URL to fill the editor).
+            await self.app({**scope, "query_string": b""}, receive, send)
             return
         try:
             if scope["type"] == "http":
@@ -271,7 +300,11 @@ def _check_json(data: bytes) -> None:
 
 def _check_query_string(raw: bytes) -> None:
     """``_check_json`` for the ``variables`` of a GET request."""
-    if raw.count(b"%5B") + raw.count(b"%7B") + raw.count(b"[") + raw.count(b"{") < MAX_JSON_NESTING:
+    folded = raw.upper()  # %7b is %7B
+    if (
+        folded.count(b"%5B") + folded.count(b"%7B") + raw.count(b"[") + raw.count(b"{")
+        < MAX_JSON_NESTING
+    ):
         return
     for value in urllib.parse.parse_qs(raw.decode("latin-1")).get("variables", []):
         _check_json(value.encode("utf-8"))

@@ -86,6 +86,7 @@ from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORIES
 from graphmem.temporal import ACCEPTED_TIMES
 
+from .cost import CostError
 from .inputs import check_arguments
 
 #: The server's name in the MCP handshake.
@@ -103,10 +104,13 @@ _log = logging.getLogger("graphmem.mcp")
 Result = tuple[str, dict[str, Any]]
 #: Where a call's namespace comes from: the Memory to use and the API key (None: no key).
 Caller = Callable[[ServerRequestContext[Any, Any]], tuple[Memory, ApiKey | None]]
+#: Takes a call's cost from its key's points, or raises CostError (``Buckets.spend``).
+Spend = Callable[[str, int], object]
 
 
-def build_server(caller: Caller) -> Server[Any]:
-    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names."""
+def build_server(caller: Caller, *, spend: Spend | None = None) -> Server[Any]:
+    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names, and
+    paid for from its key's points by ``spend`` when given (``resolvers.cost.Buckets``)."""
     specs = [tool.spec() for tool in TOOLS]
 
     async def list_tools(
@@ -117,7 +121,7 @@ def build_server(caller: Caller) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        return await call(caller, ctx, params.name, params.arguments or {})
+        return await call(caller, ctx, params.name, params.arguments or {}, spend=spend)
 
     return Server(
         SERVER_NAME,
@@ -129,7 +133,12 @@ def build_server(caller: Caller) -> Server[Any]:
 
 
 async def call(
-    caller: Caller, ctx: ServerRequestContext[Any, Any], name: str, arguments: dict[str, Any]
+    caller: Caller,
+    ctx: ServerRequestContext[Any, Any],
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    spend: Spend | None = None,
 ) -> CallToolResult:
     """Run one tool call; every failure becomes a tool error (see the module docstring)."""
     tool = _BY_NAME.get(name)
@@ -140,8 +149,12 @@ async def call(
         memory, key = caller(ctx)
         if not tool.read_only and key is not None and key.read_only:
             raise Forbidden(f"API key {key.id} is read-only")
+        if spend is not None and key is not None:
+            spend(key.id, tool_cost(args))
         text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args)
     except GraphmemError as exc:
+        return _error(exc.code, exc.message)
+    except CostError as exc:
         return _error(exc.code, exc.message)
     except Exception:
         _log.exception("tool %s failed", name)
@@ -149,6 +162,13 @@ async def call(
             Code.INTERNAL_ERROR, "the tool failed unexpectedly; the server's log has the details"
         )
     return CallToolResult(content=[TextContent(text=text)], structured_content=data)
+
+
+def tool_cost(args: BaseModel) -> int:
+    """What a tool call spends of its key's points: the most results it may return (its
+    ``limit`` or ``max_nodes``), at least 1."""
+    sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
+    return max([1, *(size for size in sizes if isinstance(size, int))])
 
 
 def _limited(tool: Tool, memory: Memory, args: Any) -> Result:
@@ -179,6 +199,8 @@ class HttpEndpoint:
     (one cannot be restarted), so an app may be started more than once. When the service binds
     to ``loopback``, requests whose Host or Origin header names another host are refused (DNS
     rebinding: a web page must not reach a keyless local server through a name of its own).
+    A GET, which would open an event stream, is answered 405: every request is one POST, so
+    nothing stays open to outlive its key.
     """
 
     def __init__(self, server: Server[Any], *, loopback: bool, max_body_bytes: int) -> None:
@@ -206,6 +228,16 @@ class HttpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._manager is None:
             await PlainTextResponse("the MCP endpoint is not running", 503)(scope, receive, send)
+            return
+        if scope.get("method") == "GET":
+            # A GET would open an event stream for server-to-client messages, which the tools
+            # never send: held open, such streams would only tie up the server (and outlive a
+            # revoked key). The transport lets a server decline them with 405.
+            await PlainTextResponse(
+                "this MCP endpoint answers POSTed requests only (no event stream)",
+                405,
+                headers={"Allow": "POST"},
+            )(scope, receive, send)
             return
         await self._manager.handle_request(scope, receive, send)
 

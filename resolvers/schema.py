@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from inspect import isawaitable
 from typing import Any
 
@@ -22,6 +22,8 @@ from graphql import (
     OperationType,
     execute,
 )
+from graphql.utilities import get_operation_ast
+from starlette.responses import Response
 from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.extensions import (
     AddValidationRules,
@@ -39,6 +41,8 @@ from strawberry.types import ExecutionResult
 from graphmem import GraphmemError, Settings
 from graphmem.errors import Code
 
+from .context import Context
+from .cost import Admission, Cost, CostError
 from .inputs import TextArguments, refusal
 from .lean import LeanExecutor, lean_inputs
 from .mutations import Mutation
@@ -136,44 +140,95 @@ class OneOperation(SchemaExtension):
             self.prepared.add(context.query, document)
 
 
+class CostLimit(SchemaExtension):
+    """Admit an operation by its cost (``resolvers.cost``) before it runs: refuse it over the
+    budget or its key's bucket, run a heavy one on the lane, and say its cost in the answer's
+    ``extensions``."""
+
+    def __init__(self, admission: Admission) -> None:
+        self.admission = admission
+        self.cost: Cost | None = None
+
+    async def on_execute(self) -> AsyncIterator[None]:
+        context = self.execution_context
+        document = context.graphql_document
+        operation = (
+            None if document is None else get_operation_ast(document, context.operation_name)
+        )
+        caller = context.context
+        if document is not None and operation is not None and isinstance(caller, Context):
+            self.cost = admit(
+                self.admission, self._schema(), document, operation, context.variables, caller
+            )
+            if self.cost.heavy and operation.operation is not OperationType.SUBSCRIPTION:
+                schema = self._schema()
+                variables = context.variables
+                name = context.operation_name
+                context.result = await self.admission.lane.run(
+                    lambda: _execute(schema, document, variables, name, caller.for_operation())
+                )
+        yield
+
+    def get_results(self) -> dict[str, Any]:
+        return {"cost": self.cost.extension()} if self.cost is not None else {}
+
+    def _schema(self) -> Any:
+        return self.execution_context.schema._schema
+
+
 class Schema(strawberry.Schema):
     """strawberry's schema, and a shortcut for documents it has validated before."""
 
-    def __init__(self, *args: Any, prepared: Prepared, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, prepared: Prepared, admission: Admission, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prepared = prepared
+        self.admission = admission
+
+    def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
+        """Log what went wrong: an expected error (a graphmem error: an unknown id, bad input)
+        as one line, anything else with its traceback."""
+        for error in errors:
+            if error.original_error is None or isinstance(
+                error.original_error, GraphmemError | GraphQLError
+            ):
+                _log.info("%s: %s", _code_of(error), error.message)
+            else:
+                _log.error(error.message, exc_info=error.original_error)
 
     async def execute_prepared(
         self,
         document: DocumentNode,
+        operation: OperationDefinitionNode,
         *,
         variables: dict[str, Any] | None,
         operation_name: str | None,
         context: Any,
     ) -> ExecutionResult:
         """Execute a document from ``prepared`` as ``execute`` would, without the parse and
-        validation hooks it already passed (about 0.3 ms a request): errors are logged and
-        given their codes as by ErrorCodes."""
+        validation hooks it already passed (about 0.3 ms a request), admitted by its cost as by
+        CostLimit: errors are logged and given their codes as by ErrorCodes."""
         refused = refusal(document, operation_name, variables)
         if refused is not None:
             return ExecutionResult(data=None, errors=[refused])
-        result = execute(
-            self._schema,
-            document,
-            variable_values=variables,
-            operation_name=operation_name,
-            context_value=context,
-            is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]  # as strawberry's
-            executor_class=LeanExecutor,
-            operation_extensions=None,
-        )
-        if isawaitable(result):
-            result = await result
+        try:
+            cost = admit(self.admission, self._schema, document, operation, variables, context)
+        except GraphQLError as error:
+            return ExecutionResult(data=None, errors=[error])
+        if cost.heavy:
+            result = await self.admission.lane.run(
+                lambda: _execute(
+                    self._schema, document, variables, operation_name, context.for_operation()
+                )
+            )
+        else:
+            result = await _execute(self._schema, document, variables, operation_name, context)
         errors = result.errors
         if errors:
             self._process_errors(errors)
             errors = ErrorCodes()._process_errors(errors)
-        return ExecutionResult(data=result.data, errors=errors)
+        return ExecutionResult(
+            data=result.data, errors=errors, extensions={"cost": cost.extension()}
+        )
 
 
 def build_schema(settings: Settings | None = None) -> Schema:
@@ -189,6 +244,7 @@ def build_schema(settings: Settings | None = None) -> Schema:
         *MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases).validation_rules,
     ]
     prepared = Prepared()
+    admission = Admission(settings.graphql_max_cost, settings.rate_limit_per_minute)
     schema = Schema(
         query=Query,
         mutation=Mutation,
@@ -202,9 +258,11 @@ def build_schema(settings: Settings | None = None) -> Schema:
             functools.partial(ValidationCache, maxsize=DOCUMENT_CACHE_SIZE),
             functools.partial(OneOperation, prepared),
             TextArguments,
+            functools.partial(CostLimit, admission),
             ErrorCodes,
         ],
         prepared=prepared,
+        admission=admission,
     )
     lean_inputs(schema)
     return schema
@@ -213,6 +271,56 @@ def build_schema(settings: Settings | None = None) -> Schema:
 def schema_sdl() -> str:
     """The schema in SDL, as ``schema.graphql`` holds it (limits do not change the SDL)."""
     return build_schema().as_str() + "\n"
+
+
+def admit(
+    admission: Admission,
+    schema: Any,
+    document: DocumentNode,
+    operation: OperationDefinitionNode,
+    variables: dict[str, Any] | None,
+    context: Context,
+) -> Cost:
+    """``admission.admit`` for the caller of ``context``; its refusal as a GraphQL error with
+    its code (and, for a rate limit over HTTP, status 429 and ``Retry-After`` on the answer)."""
+    key = context.key
+    try:
+        return admission.admit(schema, document, operation, variables, key.id if key else None)
+    except CostError as exc:
+        if exc.retry_after is not None and isinstance(context.response, Response):
+            context.response.status_code = 429
+            context.response.headers["Retry-After"] = str(exc.retry_after)
+        raise GraphQLError(exc.message, extensions={"code": exc.code}) from None
+
+
+async def _execute(
+    schema: Any,
+    document: DocumentNode,
+    variables: dict[str, Any] | None,
+    operation_name: str | None,
+    context: Context,
+) -> Any:
+    """graphql-core's execution of ``document``, as strawberry runs it (graphmem's executor)."""
+    result = execute(
+        schema,
+        document,
+        variable_values=variables,
+        operation_name=operation_name,
+        context_value=context,
+        is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]  # as strawberry's
+        executor_class=LeanExecutor,
+        operation_extensions=None,
+    )
+    if isawaitable(result):
+        result = await result
+    return result
+
+
+def _code_of(error: GraphQLError) -> str:
+    original = error.original_error
+    if isinstance(original, GraphmemError):
+        return original.code
+    return str((error.extensions or {}).get("code") or Code.INVALID_QUERY)
 
 
 def _unexpected(error: GraphQLError) -> bool:

@@ -30,6 +30,7 @@ class Subscription:
         async for change in info.context.broadcaster.changes(info.context.memory.namespace):
             if wanted is None or change.kind in wanted:
                 await info.context.require_live_key()  # a revoked key hears nothing more
+                info.context.forget_reads()  # the event shows the facts as they are now
                 yield MemoryChange(
                     kind=ChangeKind(change.kind),
                     id=strawberry.ID(change.id),

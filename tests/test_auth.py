@@ -5,17 +5,25 @@ request with a key for one namespace reads, changes or even detects another name
 from __future__ import annotations
 
 import json
-from contextlib import closing
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from starlette.applications import Starlette
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Subprotocol
 
-from graphmem import KeyStore, Settings
+from graphmem import KeyStore, Memory, Settings
 from graphmem.memory import open_keys
+from resolvers import create_app
 
-from .api import SEARCH, STORE, InProcess, bearer
+from .api import SEARCH, STORE, WS, InProcess, LiveServer, bearer
+from .conftest import Clock
 
 
 def test_once_a_key_exists_requests_without_a_valid_one_get_401(
@@ -149,8 +157,10 @@ def test_no_cursor_traversal_mutation_or_guessed_id_crosses_namespaces(
     ]["edges"][0]["cursor"]
 
     def as_bob(query: str, **variables: object) -> dict[str, Any]:
+        """The answer without its extensions (the cost and what bob's key has left of it)."""
         status, body = service.post(query, dict(variables), bearer(bob))
         assert status == 200, body
+        body.pop("extensions", None)
         return body
 
     reads = [
@@ -227,3 +237,134 @@ def test_a_key_file_from_before_admin_keys_keeps_its_keys(data_dir: Path) -> Non
     assert (old.id, old.admin, old.label) == ("0123456789ab", False, "old")
     KeyStore(data_dir).create(["default"], admin=True)
     assert [k.admin for k in KeyStore(data_dir).list()] == [False, True]
+
+
+# ------------------------------------------------------------------ sockets and failing closed
+
+
+@contextmanager
+def _socket(server: LiveServer, token: str | None) -> Iterator[ClientConnection]:
+    """A graphql-transport-ws session with the live server, acknowledged."""
+    url = server.base_url.replace("http", "ws") + "/graphql"
+    with connect(url, subprotocols=[Subprotocol(WS)], open_timeout=10) as ws:
+        init: dict[str, object] = {"type": "connection_init"}
+        if token is not None:
+            init["payload"] = {"Authorization": f"Bearer {token}"}
+        ws.send(json.dumps(init))
+        assert json.loads(ws.recv(timeout=10))["type"] == "connection_ack"
+        yield ws
+
+
+def _run(ws: ClientConnection, op: str, query: str, **variables: object) -> dict[str, Any]:
+    ws.send(
+        json.dumps(
+            {"id": op, "type": "subscribe", "payload": {"query": query, "variables": variables}}
+        )
+    )
+    message = json.loads(ws.recv(timeout=10))
+    assert message["id"] == op, message
+    return message
+
+
+def _closed(ws: ClientConnection, within: float) -> tuple[int | None, float]:
+    """The close code the server sent within ``within`` seconds, and how long it took."""
+    start = time.monotonic()
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            ws.recv(timeout=within)
+    return closed.value.rcvd.code if closed.value.rcvd else None, time.monotonic() - start
+
+
+def test_a_revoked_keys_open_socket_is_closed_within_a_second_without_sending_anything(
+    app: Starlette, keys: KeyStore
+) -> None:
+    token, key = keys.create(["default"])
+    keys.create(["default"])  # another key stays live
+    with LiveServer(app) as server, _socket(server, token) as ws:
+        assert _run(ws, "1", "{ namespace }")["payload"]["data"] == {"namespace": "default"}
+        keys.revoke(key.id)
+        code, after = _closed(ws, within=5)
+    assert code == 4403
+    assert after < 1.5  # checked every 0.5 s
+
+
+def test_a_revoked_key_runs_nothing_more_on_its_open_socket(
+    app: Starlette, keys: KeyStore, settings: Settings, clock: Clock
+) -> None:
+    token, key = keys.create(["default"])
+    keys.create(["default"])
+    with LiveServer(app) as server, _socket(server, token) as ws:
+        stored = _run(ws, "1", STORE, t="Stored before the revocation")
+        fact_id = stored["payload"]["data"]["storeFact"]["fact"]["id"]
+        keys.revoke(key.id)
+        # Sent at once, before the server's next look at its sockets' keys.
+        purge = "mutation($id: ID!) { purgeFact(id: $id) { error { code } } }"
+        for op, query, variables in [("2", STORE, {"t": "After"}), ("3", purge, {"id": fact_id})]:
+            payload = {"query": query, "variables": variables}
+            ws.send(json.dumps({"id": op, "type": "subscribe", "payload": payload}))
+        code, _ = _closed(ws, within=5)
+    assert code == 4403
+    with Memory.open(settings=settings, clock=clock) as mem:
+        page = mem.facts()
+    assert [f.text for _, f in page.items] == ["Stored before the revocation"]
+
+
+def test_a_keyless_socket_on_loopback_is_closed_once_a_key_exists(
+    app: Starlette, keys: KeyStore
+) -> None:
+    with LiveServer(app) as server, _socket(server, None) as ws:
+        assert _run(ws, "1", "{ canWrite }")["payload"]["data"] == {"canWrite": True}
+        keys.create(["default"])
+        code, after = _closed(ws, within=5)
+    assert code == 4403 and after < 1.5
+
+
+@pytest.fixture
+def exposed(settings: Settings, clock: Clock) -> Iterator[InProcess]:
+    """The service as bound beyond loopback (0.0.0.0), in process."""
+    with InProcess(create_app(settings.model_copy(update={"host": "0.0.0.0"}), clock=clock)) as c:
+        yield c
+
+
+def test_a_server_beyond_loopback_refuses_keyless_requests_after_its_last_key_is_revoked(
+    exposed: InProcess, keys: KeyStore
+) -> None:
+    token, key = keys.create(["t1"])
+    assert exposed.post("{ canWrite }", None, bearer(token))[0] == 200
+    keys.revoke(key.id)
+    for headers in ({}, {"X-Graphmem-Namespace": "t1"}, {"X-Graphmem-Namespace": "other"}):
+        status, body = exposed.post("{ canWrite }", None, headers)
+        assert status == 401 and body["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+    mcp = exposed.request(
+        "POST",
+        "/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Accept": "application/json, text/event-stream"},
+    )
+    assert mcp.status_code == 401
+    status, _ = exposed.post("{ canWrite }", None, bearer(token))
+    assert status == 401
+
+
+def test_a_server_beyond_loopback_with_no_key_file_refuses_every_request(
+    exposed: InProcess, data_dir: Path, settings: Settings
+) -> None:
+    if settings.store is not None:
+        pytest.skip("the key file is the SQLite store's (PostgreSQL keeps keys in a table)")
+    token, _ = KeyStore(data_dir).create(["default"])
+    assert exposed.post("{ canWrite }", None, bearer(token))[0] == 200
+    (data_dir / "_keys.sqlite").unlink()
+    assert exposed.post("{ canWrite }", None)[0] == 401
+    assert exposed.post("{ canWrite }", None, bearer(token))[0] == 401
+
+
+def test_an_unreadable_key_store_is_an_outage_not_an_open_door(
+    service: InProcess, data_dir: Path, settings: Settings
+) -> None:
+    if settings.store is not None:
+        pytest.skip("the key file is the SQLite store's (PostgreSQL keeps keys in a table)")
+    token, _ = KeyStore(data_dir).create(["default"])
+    (data_dir / "_keys.sqlite").write_bytes(b"not a database" * 100)
+    for headers in ({}, bearer(token)):
+        status, body = service.post("{ canWrite }", None, headers)
+        assert status == 503, body

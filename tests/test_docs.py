@@ -136,6 +136,9 @@ REQUEST_LIMITS = (
     "graphql_max_depth",
     "graphql_max_tokens",
     "graphql_max_aliases",
+    "graphql_max_cost",
+    "graphql_max_response_bytes",
+    "rate_limit_per_minute",
     "sql_time_limit",
 )
 

@@ -373,6 +373,19 @@ async def _connect(url: str, headers: dict[str, str]) -> None:
         await client.list_tools()
 
 
+def test_no_event_stream_is_held_open_for_a_get(live: LiveServer, keys: KeyStore) -> None:
+    token, _ = keys.create(["default"], read_only=True)
+    start = time.monotonic()
+    for _ in range(20):
+        response = httpx.get(
+            f"{live.base_url}/mcp",
+            headers={**bearer(token), "Accept": "text/event-stream"},
+            timeout=5,
+        )
+        assert response.status_code == 405 and response.headers["allow"] == "POST"
+    assert time.monotonic() - start < 5  # answered at once, never held
+
+
 def test_a_request_naming_another_host_is_refused_on_loopback(live: LiveServer) -> None:
     """DNS rebinding: a page served from another name must not reach a keyless local server."""
     message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}

@@ -1,0 +1,395 @@
+"""What a GraphQL document may cost, worked out before it runs, and what each key may spend.
+
+1. **Cost.** A document's cost is the most list items its answer may hold, as GitHub's node
+   limit counts them: each list of objects counts its page size (``first``, ``limit``,
+   ``maxNodes``, or the number of inputs, clamped to the field's own maximum) times the items
+   of the lists above it, and every alias counts again; an object outside a list is part of the
+   item that holds it. So ``fact(id) { links(first: 100) { edges { neighbour { links(first:
+   10) { edges { neighbourId } } } } } }`` costs 100 + 100 x 10 = 1,100. Lists without a page
+   size count the bound in ``LIST_SIZES``; introspection is bounded by the schema and not
+   counted; every document costs at least 1. One over the ``graphql_max_cost`` setting is
+   refused before anything runs (``TOO_COSTLY``, naming both).
+2. **Spending.** Each API key has a bucket of ``rate_limit_per_minute`` cost points, refilled
+   continuously; a request that finds too few points is refused with ``RATE_LIMITED`` (HTTP 429
+   and ``Retry-After``). Buckets live in the server process.
+3. **Heavy documents off the event loop.** The event loop completes every answer's fields; a
+   document of ``HEAVY_COST`` or more runs on a thread of its own with its own event loop
+   (``Lane``), so a large answer never holds up another tenant's request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
+
+import anyio.to_thread
+from anyio import CapacityLimiter
+from graphql import (
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLField,
+    GraphQLObjectType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    IntValueNode,
+    ListValueNode,
+    OperationDefinitionNode,
+    OperationType,
+    SelectionSetNode,
+    ValueNode,
+    VariableNode,
+    get_named_type,
+    is_leaf_type,
+    is_list_type,
+    is_non_null_type,
+)
+
+from graphmem.errors import Code
+from graphmem.limits import (
+    MAX_BATCH,
+    MAX_CAPTURE_MESSAGES,
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_NODES,
+    MAX_SYNC_PATHS,
+)
+
+T = TypeVar("T")
+
+#: Documents of at least this cost run on a thread of their own (``Lane``): completing a few
+#: thousand items takes tens of ms of the event loop, which every other request would wait for.
+HEAVY_COST: Final = 2_000
+#: Heavy documents that run at once in one process; the others wait their turn.
+LANE_THREADS: Final = 2
+#: What a version chain, an episode's facts and a recall block count as (they take no page
+#: size): chains and episodes are read whole, and a recall block holds what fits its budget.
+HISTORY_COUNT: Final = 100
+EPISODE_FACTS_COUNT: Final = 1_000
+RECALL_ITEMS_COUNT: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Size:
+    """How many objects a list field may hold: the value of ``argument`` (of the field itself,
+    or of its parent field when ``of_parent``; for a list argument, its length; its default when
+    not given), at most ``cap``; or ``fixed``; times ``factor``."""
+
+    argument: str | None = None
+    cap: int = 0
+    of_parent: bool = False
+    fixed: int = 0
+    factor: int = 1
+    #: What the docs say about the count (Markdown).
+    note: str = ""
+
+
+#: Every list of objects in the schema and how many objects it may hold (a test checks that no
+#: list field is missing).
+LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
+    ("Query", "search"): Size("limit", MAX_LIMIT),
+    ("Query", "lookup"): Size("limit", MAX_LIMIT),
+    ("Query", "episodes"): Size("limit", MAX_LIMIT),
+    ("Query", "erasures"): Size("limit", MAX_LIMIT),
+    ("Query", "documents"): Size(
+        fixed=MAX_SYNC_PATHS, note=f"the synced files, counted as {MAX_SYNC_PATHS:,}"
+    ),
+    ("Query", "history"): Size(fixed=HISTORY_COUNT, note=f"counted as {HISTORY_COUNT} versions"),
+    ("Fact", "history"): Size(fixed=HISTORY_COUNT, note=f"counted as {HISTORY_COUNT} versions"),
+    ("Episode", "facts"): Size(
+        fixed=EPISODE_FACTS_COUNT, note=f"counted as {EPISODE_FACTS_COUNT:,} facts"
+    ),
+    ("FactConnection", "edges"): Size("first", MAX_LIMIT, of_parent=True),
+    ("LinkConnection", "edges"): Size("first", MAX_LIMIT, of_parent=True),
+    ("Subgraph", "nodes"): Size("maxNodes", MAX_NODES, of_parent=True),
+    ("Subgraph", "edges"): Size(
+        "maxNodes", MAX_NODES, of_parent=True, factor=2, note="counted as twice `maxNodes`"
+    ),
+    ("Path", "facts"): Size(fixed=MAX_DEPTH + 1),
+    ("Path", "links"): Size(fixed=MAX_DEPTH),
+    ("Recall", "items"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
+    ("Recall", "facts"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
+    ("StoreFactsPayload", "results"): Size("inputs", MAX_BATCH, of_parent=True),
+    ("CapturePayload", "results"): Size("messages", MAX_CAPTURE_MESSAGES, of_parent=True),
+}
+
+
+class CostError(Exception):
+    """A document refused for its cost, or for a key's spent budget: the GraphQL error code,
+    the message, and the seconds to wait before trying again (rate limits only)."""
+
+    def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+
+def cost_of(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    fragments: Mapping[str, FragmentDefinitionNode],
+    variables: Mapping[str, Any] | None,
+) -> int:
+    """The worst-case cost of ``operation`` (see the module docstring)."""
+    root = {
+        OperationType.QUERY: schema.query_type,
+        OperationType.MUTATION: schema.mutation_type,
+        OperationType.SUBSCRIPTION: schema.subscription_type,
+    }[operation.operation]
+    if root is None:
+        return 0
+    defaults = {
+        d.variable.name.value: d.default_value
+        for d in operation.variable_definitions or ()
+        if d.default_value is not None
+    }
+    walk = _Walk(schema, fragments, variables or {}, defaults)
+    # At least 1: every request spends something from its key's bucket.
+    return max(1, walk.selections(root, operation.selection_set, 1, {}, set()))
+
+
+class _Walk:
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        fragments: Mapping[str, FragmentDefinitionNode],
+        variables: Mapping[str, Any],
+        defaults: Mapping[str, ValueNode],
+    ) -> None:
+        self.types = schema.type_map
+        self.fragments = fragments
+        self.variables = variables
+        self.defaults = defaults
+
+    def selections(
+        self,
+        parent: GraphQLObjectType,
+        selection_set: SelectionSetNode,
+        times: int,
+        parent_args: Mapping[str, Any],
+        spreading: set[str],
+    ) -> int:
+        cost = 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                cost += self.field(parent, selection, times, parent_args, spreading)
+            elif isinstance(selection, InlineFragmentNode):
+                inner = parent
+                if selection.type_condition is not None:
+                    named = selection.type_condition.name.value
+                    inner = self.object_type(parent, named)
+                cost += self.selections(
+                    inner, selection.selection_set, times, parent_args, spreading
+                )
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                fragment = self.fragments.get(name)
+                if fragment is None or name in spreading:  # validation refuses both
+                    continue
+                inner = self.object_type(parent, fragment.type_condition.name.value)
+                cost += self.selections(
+                    inner, fragment.selection_set, times, parent_args, spreading | {name}
+                )
+        return cost
+
+    def field(
+        self,
+        parent: GraphQLObjectType,
+        node: FieldNode,
+        times: int,
+        parent_args: Mapping[str, Any],
+        spreading: set[str],
+    ) -> int:
+        name = node.name.value
+        if name.startswith("__"):
+            return 0
+        definition = parent.fields.get(name)
+        if definition is None:  # validation refuses it
+            return 0
+        named = get_named_type(definition.type)
+        if is_leaf_type(named) or not isinstance(named, GraphQLObjectType):
+            return 0
+        args = self.arguments(definition, node)
+        listed = 0
+        if _is_list(definition):
+            size = LIST_SIZES.get((parent.name, name))
+            listed = times * (_count(size, args, parent_args) if size is not None else MAX_LIMIT)
+        objects = listed or times  # a single object is part of the item that holds it
+        if node.selection_set is None:
+            return listed
+        return listed + self.selections(named, node.selection_set, objects, args, spreading)
+
+    def object_type(self, parent: GraphQLObjectType, name: str) -> GraphQLObjectType:
+        """The type a fragment's condition names when it is an object type, else ``parent``
+        (this schema's abstract types have no fields of their own to count)."""
+        named = self.types.get(name)
+        return named if isinstance(named, GraphQLObjectType) else parent
+
+    def arguments(self, definition: GraphQLField, node: FieldNode) -> dict[str, Any]:
+        """The field's arguments as far as sizes go: integers, and lists' lengths."""
+        given = {argument.name.value: argument.value for argument in node.arguments or ()}
+        values: dict[str, Any] = {}
+        for name, argument in definition.args.items():
+            value = self.value(given[name]) if name in given else argument.default_value
+            values[name] = value
+        return values
+
+    def value(self, node: ValueNode) -> Any:
+        if isinstance(node, VariableNode):
+            name = node.name.value
+            if name in self.variables:
+                return self.variables[name]
+            default = self.defaults.get(name)
+            return None if default is None else self.value(default)
+        if isinstance(node, IntValueNode):
+            return int(node.value)
+        if isinstance(node, ListValueNode):
+            return [None] * len(node.values)
+        return None
+
+
+def _is_list(definition: GraphQLField) -> bool:
+    kind = definition.type
+    if is_non_null_type(kind):
+        kind = kind.of_type
+    return is_list_type(kind)
+
+
+def _count(size: Size, args: Mapping[str, Any], parent_args: Mapping[str, Any]) -> int:
+    if size.argument is None:
+        return size.fixed * size.factor
+    value = (parent_args if size.of_parent else args).get(size.argument)
+    if isinstance(value, list | tuple):
+        value = len(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        value = size.cap  # not given, or not a number (the resolver refuses it)
+    return max(0, min(value, size.cap)) * size.factor
+
+
+class Buckets:
+    """Cost points per key: ``per_minute`` points, refilled continuously (a token bucket
+    that holds at most a minute's worth). Thread-safe."""
+
+    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.per_minute = per_minute
+        self.clock = clock
+        self._lock = threading.Lock()
+        #: Per key id: (points left, when last counted).
+        self._buckets: dict[str, tuple[float, float]] = {}
+
+    def spend(self, key_id: str, cost: int) -> float:
+        """Take ``cost`` points from the key's bucket; CostError(RATE_LIMITED) when it holds
+        too few (nothing is taken then). Returns the points left."""
+        if self.per_minute <= 0:
+            return math.inf
+        now = self.clock()
+        rate = self.per_minute / 60.0
+        with self._lock:
+            left, then = self._buckets.get(key_id, (float(self.per_minute), now))
+            left = min(float(self.per_minute), left + (now - then) * rate)
+            if cost > left:
+                self._buckets[key_id] = (left, now)
+                wait = math.ceil((cost - left) / rate)
+                raise CostError(
+                    Code.RATE_LIMITED,
+                    f"this API key has spent its {self.per_minute:,} cost points of the minute: "
+                    f"this request costs {cost:,}, {int(left):,} are left; try again in "
+                    f"{wait} s (setting rate_limit_per_minute)",
+                    retry_after=wait,
+                )
+            self._buckets[key_id] = (left - cost, now)
+            if len(self._buckets) > 10_000:  # keys long idle are full again: forget them
+                self._forget_full(now, rate)
+            return left - cost
+
+    def _forget_full(self, now: float, rate: float) -> None:
+        for key_id, (left, then) in list(self._buckets.items()):
+            if left + (now - then) * rate >= self.per_minute:
+                del self._buckets[key_id]
+
+
+class Lane:
+    """Where heavy documents run: each on a worker thread with an event loop of its own, at
+    most ``threads`` at once."""
+
+    def __init__(self, threads: int = LANE_THREADS) -> None:
+        self.threads = threads
+        self._limiter: CapacityLimiter | None = None
+
+    async def run(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """``await fn()`` on the lane; the caller's event loop is free meanwhile."""
+        if self._limiter is None:  # made in the event loop that uses it
+            self._limiter = CapacityLimiter(self.threads)
+
+        def on_own_loop() -> T:
+            return asyncio.run(_awaited(fn))
+
+        return await anyio.to_thread.run_sync(on_own_loop, limiter=self._limiter)
+
+
+async def _awaited(fn: Callable[[], Awaitable[T]]) -> T:
+    return await fn()
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """An admitted document's cost, what its key has left of the minute's points (None: no
+    rate limit applies), and whether it runs on the lane."""
+
+    cost: int
+    budget: int
+    remaining: float | None
+
+    @property
+    def heavy(self) -> bool:
+        return self.cost >= HEAVY_COST
+
+    def extension(self) -> dict[str, Any]:
+        """What the answer's ``extensions.cost`` says."""
+        found: dict[str, Any] = {"requested": self.cost, "budget": self.budget}
+        if self.remaining is not None:
+            found["remaining"] = int(self.remaining)
+        return found
+
+
+class Admission:
+    """A schema's cost budget, its keys' buckets and its lane."""
+
+    def __init__(self, budget: int, per_minute: int) -> None:
+        self.budget = budget
+        self.buckets = Buckets(per_minute)
+        self.lane = Lane()
+
+    def admit(
+        self,
+        schema: GraphQLSchema,
+        document: DocumentNode,
+        operation: OperationDefinitionNode,
+        variables: Mapping[str, Any] | None,
+        key_id: str | None,
+    ) -> Cost:
+        """The document's cost, spent from ``key_id``'s bucket (None: a keyless caller, who
+        spends nothing); CostError when over the budget or the bucket."""
+        fragments = {
+            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+        }
+        cost = cost_of(schema, operation, fragments, variables)
+        if cost > self.budget:
+            raise CostError(
+                Code.TOO_COSTLY,
+                f"this document may cost {cost:,} (the most list items its answer may hold: "
+                f"each list's page size times the items above it), more than the budget of "
+                f"{self.budget:,} (setting graphql_max_cost): ask for smaller pages, fewer "
+                "aliases or less nesting",
+            )
+        remaining = None
+        if key_id is not None and self.buckets.per_minute > 0:
+            remaining = self.buckets.spend(key_id, cost)
+        return Cost(cost, self.budget, remaining)

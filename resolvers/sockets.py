@@ -1,0 +1,166 @@
+"""The WebSockets of ``/graphql`` (graphql-transport-ws): a key checked per operation, not per
+connection.
+
+1. A socket presents its key once (a header, or its connection_init payload), but every
+   operation it starts — query, mutation or subscription — is let in only while that key is
+   still live (or, for a socket let in without a key, while keyless access still holds: see
+   ``Gate.still_admitted``); otherwise the socket is closed with 4403. Each subscription event
+   checks again (``resolvers.subscriptions``).
+2. ``Sockets.watch`` looks at the keys of the open sockets every ``REVOCATION_CHECK_EVERY``
+   seconds and closes (4403) every socket of a key revoked since, whether or not it sends
+   anything: a revoked key loses its sockets within a second, on every replica (each asks the
+   key store its replicas share).
+3. Each operation runs with a context of its own (its own DataLoaders), so an answer never
+   comes from what an earlier operation on the socket read.
+4. A socket runs at most ``MAX_SUBSCRIPTIONS_PER_SOCKET`` operations at once, and one key holds
+   at most ``MAX_SOCKETS_PER_KEY`` sockets in a process (one more is closed with 4429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from typing import TYPE_CHECKING, Final
+
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+    _OperationStreamClosed,
+)
+from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
+    CompleteMessage,
+    ConnectionInitMessage,
+    SubscribeMessage,
+)
+from strawberry.utils.aio import aclosing
+
+from graphmem import ApiKey
+from graphmem.limits import MAX_SOCKETS_PER_KEY
+
+from .context import Context
+
+if TYPE_CHECKING:
+    from .gate import Gate
+
+_log = logging.getLogger("graphmem.server")
+
+#: Seconds between two looks at the keys of the open sockets.
+REVOCATION_CHECK_EVERY: Final = 0.5
+#: WebSocket close codes: the key no longer admits the socket; too many sockets for its key.
+CLOSE_FORBIDDEN: Final = 4403
+CLOSE_TOO_MANY: Final = 4429
+
+
+class Sockets:
+    """The open sockets of one server process, by the key that admitted them (None: none)."""
+
+    def __init__(self, gate: Gate, per_key: int | None = None) -> None:
+        self.gate = gate
+        self.per_key = MAX_SOCKETS_PER_KEY if per_key is None else per_key
+        self._by_key: dict[ApiKey | None, set[SocketHandler]] = defaultdict(set)
+
+    def add(self, socket: SocketHandler, key: ApiKey | None) -> bool:
+        """Count ``socket`` as open with ``key``; False (nothing counted) when the key holds
+        ``per_key`` sockets already."""
+        held = self._by_key[key]
+        if key is not None and len(held) >= self.per_key:
+            return False
+        held.add(socket)
+        return True
+
+    def discard(self, socket: SocketHandler) -> None:
+        for key, held in list(self._by_key.items()):
+            held.discard(socket)
+            if not held:
+                del self._by_key[key]
+
+    def count(self, key: ApiKey | None) -> int:
+        return len(self._by_key.get(key, ()))
+
+    async def watch(self, every: float = REVOCATION_CHECK_EVERY) -> None:
+        """Every ``every`` seconds, until cancelled: close the sockets whose key (or keyless
+        access) no longer admits them."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.check()
+            except Exception:  # looked at again next time; the loop must go on
+                _log.warning("checking the keys of open sockets failed", exc_info=True)
+
+    async def check(self) -> None:
+        for key, held in list(self._by_key.items()):
+            if not held or await self.gate.still_admitted(key):
+                continue
+            for socket in list(held):
+                await socket.refuse(_refusal(key))
+
+
+class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
+    """strawberry's graphql-transport-ws handler, admitting each operation on its own (see the
+    module docstring)."""
+
+    @property
+    def sockets(self) -> Sockets:
+        sockets: Sockets = self.view.sockets  # type: ignore[attr-defined]
+        return sockets
+
+    async def handle(self) -> None:
+        try:
+            await super().handle()
+        finally:
+            self.sockets.discard(self)
+
+    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
+        await super().handle_connection_init(message)
+        if self.connection_acknowledged and not self.sockets.add(self, self.context.key):
+            await self.refuse(
+                f"this API key has {self.sockets.per_key} sockets open already",
+                code=CLOSE_TOO_MANY,
+            )
+
+    async def handle_subscribe(self, message: SubscribeMessage) -> None:
+        key = self.context.key
+        if self.connection_acknowledged and not await self.sockets.gate.still_admitted(key):
+            await self.refuse(_refusal(key))
+            return
+        await super().handle_subscribe(message)
+
+    async def run_operation(self, operation: Operation[Context, None]) -> None:
+        """strawberry's, with a context of the operation's own."""
+        try:
+            result_source = await self.schema.stream(
+                operation.query,
+                variable_values=operation.variables,
+                context_value=self.context.for_operation(),
+                root_value=self.root_value,
+                operation_name=operation.operation_name,
+            )
+            async with aclosing(result_source):
+                await self._send_result_stream(operation, result_source)
+            await operation.send_operation_message(
+                CompleteMessage(id=operation.id, type="complete")
+            )
+        except _OperationStreamClosed:
+            return
+        except Exception as error:
+            await self.handle_task_exception(error)
+            with contextlib.suppress(Exception):
+                await operation.send_operation_message({"id": operation.id, "type": "complete"})
+            self.operations.pop(operation.id, None)
+            raise
+
+    async def refuse(self, reason: str, *, code: int = CLOSE_FORBIDDEN) -> None:
+        """Close the socket with ``code``, ending every operation on it."""
+        self.sockets.discard(self)
+        for operation_id in list(self.operations):
+            await self.cleanup_operation(operation_id)
+        with contextlib.suppress(Exception):  # already closed by the client
+            await self.websocket.close(code=code, reason=reason[:120])
+
+
+def _refusal(key: ApiKey | None) -> str:
+    if key is None:
+        return "API keys are now required: reconnect with one"
+    return f"API key {key.id} has been revoked"
