@@ -35,7 +35,7 @@ from .namespaces import Namespaces
 
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
 #: Brackets a request's JSON may open before it is parsed once here to make sure it is not
-#: nested deeper than Python's parser can go.
+#: nested deeper than Python's parser can go (about 1,000 levels).
 MAX_JSON_NESTING: Final = 500
 GRAPHQL_PATH: Final = "/graphql"
 MCP_PATH: Final = "/mcp"
@@ -292,7 +292,7 @@ def _check_json(data: bytes) -> None:
         raise Denied(
             400,
             Code.INVALID_QUERY,
-            f"the request's JSON nests deeper than {MAX_JSON_NESTING} levels",
+            "the request's JSON nests too deep to be parsed (about 1,000 levels)",
         ) from None
     except ValueError:
         return  # malformed: strawberry answers it

@@ -25,6 +25,7 @@ from graphmem.models import LINK_ORIGINS
 from graphmem.settings import ENV_PREFIX
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
+from resolvers.cost import LIST_SIZES
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 HEADER = f"""# CLI reference
@@ -166,6 +167,21 @@ def _allowed(info: FieldInfo) -> str:
     return above or (f"{low} or more" if low is not None else "")
 
 
+def render_list_sizes() -> str:
+    """What each list of objects counts for in a document's cost (``resolvers.cost``)."""
+    rows = []
+    for (parent, field), size in LIST_SIZES.items():
+        if size.argument is None:
+            counts = size.note or f"{size.fixed:,}"
+        else:
+            where = "of the field above" if size.of_parent else "of the field"
+            what = "the number of" if size.argument in ("inputs", "messages") else "the"
+            counts = f"{what} `{size.argument}` {where} (at most {size.cap:,})"
+            counts = size.note.replace("`maxNodes`", counts) if size.note else counts
+        rows.append(f"| `{parent}.{field}` | {counts} |")
+    return "\n".join(["| list | counts as |", "|---|---|", *rows])
+
+
 #: Each generated section: its name, the page holding it and what renders it.
 SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "time-forms": ("concepts.md", render_time_forms),
@@ -176,6 +192,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "mcp-errors": ("mcp.md", lambda: render_errors("mcp")),
     "limits": ("configuration.md", render_limits),
     "request-limits": ("graphql.md", render_request_limits),
+    "list-sizes": ("security.md", render_list_sizes),
 }
 
 
