@@ -381,7 +381,7 @@ def test_deeply_nested_variables_in_a_get_request_are_refused(
     response = client.request(
         "GET", "/graphql", params={"query": "{ namespace }", "variables": "[" * 3000 + "]" * 3000}
     )
-    assert response.status_code == 400 and "nests deeper" in response.text
+    assert response.status_code == 400 and "nests too deep" in response.text
 
 
 def test_odd_but_valid_text_round_trips(api: tuple[InProcess, list[str]], tmp_path: Path) -> None:
