@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import InvalidInput
 
@@ -336,6 +336,16 @@ class Settings(BaseModel):
         description="Seconds between the server's background prunes of every open namespace; "
         "`0` prunes only at start-up.",
     )
+
+    @model_validator(mode="after")
+    def _rate_covers_a_document(self) -> Settings:
+        # A document costing more than a key's minute of points could never run.
+        if 0 < self.rate_limit_per_minute < self.graphql_max_cost:
+            raise ValueError(
+                f"rate_limit_per_minute ({self.rate_limit_per_minute:,}) must be 0 or at least "
+                f"graphql_max_cost ({self.graphql_max_cost:,})"
+            )
+        return self
 
     @classmethod
     def load(

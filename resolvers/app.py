@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
@@ -64,7 +65,7 @@ from .gate import (
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
 from .schema import Schema, build_schema
-from .sockets import SocketHandler, Sockets
+from .sockets import INIT_WAIT_S, SocketHandler, Sockets
 
 if TYPE_CHECKING:
     from cross_web import AsyncHTTPRequestAdapter
@@ -221,6 +222,7 @@ class GraphQLApp(GraphQL[Context, None]):
         super().__init__(
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_SOCKET,
+            connection_init_wait_timeout=timedelta(seconds=INIT_WAIT_S),
             **kwargs,
         )
         self.gate = gate
@@ -365,6 +367,7 @@ class GraphQLApp(GraphQL[Context, None]):
             keys=self.gate.keys,
             readers=self.readers,
             response=response,
+            answer_limit=self.max_response_bytes,
         )
 
     async def process_result(self, request: Request, result: ExecutionResult) -> Any:

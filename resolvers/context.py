@@ -59,6 +59,10 @@ class Context:
     readers: CapacityLimiter | None = None
     #: The HTTP response whose status and headers the answer takes (a rate limit's 429).
     response: Any = None
+    #: Reads run in the calling thread (a thread of the cost lane, itself off the event loop).
+    inline: bool = False
+    #: The most bytes an answer may come to (``graphql_max_response_bytes``; None: no limit).
+    answer_limit: int | None = None
     _deadline: float | None = field(default=None, init=False)
 
     # The request's DataLoaders are made on first use: most requests need none of them, and
@@ -99,12 +103,14 @@ class Context:
         for loader in ("_facts", "_known_now", "_links", "_history"):
             self.__dict__.pop(loader, None)
 
-    def for_operation(self) -> Context:
+    def for_operation(self, *, own_loop: bool = False) -> Context:
         """A context for one operation of this caller: its own DataLoaders (so nothing read
-        by an earlier operation of a socket is served stale) and its own time budget, and
-        reads on the default threads of whichever event loop runs it (an operation on the
-        cost lane runs on an event loop of its own, where this one's limiter cannot wait)."""
-        return dataclasses.replace(self, readers=None)
+        by an earlier operation of a socket is served stale) and its own time budget. With
+        ``own_loop`` (an operation on the cost lane, which runs on an event loop of its own,
+        where this one's limiter cannot wait) its reads run in the lane's thread instead."""
+        if own_loop:
+            return dataclasses.replace(self, readers=None, inline=True)
+        return dataclasses.replace(self)
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``, a read, in a worker thread (Memory's calls block) once one
@@ -122,7 +128,7 @@ class Context:
         memory = self._memory
         limit = 0.0 if memory is None else memory.settings.sql_time_limit
         if memory is None or not limit:
-            return await anyio.to_thread.run_sync(call, limiter=limiter)
+            return call() if self.inline else await anyio.to_thread.run_sync(call, limiter=limiter)
 
         def limited() -> T:
             if isinstance(self.request, WebSocket):
@@ -134,6 +140,8 @@ class Context:
             with memory.time_limit(seconds=seconds):
                 return call()
 
+        if self.inline:
+            return limited()
         return await anyio.to_thread.run_sync(limited, limiter=limiter)
 
     @property

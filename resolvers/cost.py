@@ -86,37 +86,57 @@ class Size:
     of_parent: bool = False
     fixed: int = 0
     factor: int = 1
+    #: The list's items were counted at the field above it (a connection's ``edges``, a
+    #: payload's ``results``): the list adds nothing itself.
+    counted_above: bool = False
+    #: Its length has no bound the cost can know (a version chain, an episode, the links among
+    #: a traversal's facts): a document selecting it runs on the lane whatever its cost.
+    unbounded: bool = False
     #: What the docs say about the count (Markdown).
     note: str = ""
 
 
-#: Every list of objects in the schema and how many objects it may hold (a test checks that no
-#: list field is missing).
+#: Every list of objects in the schema, and every field whose items are counted where it is
+#: selected (connections, batch mutations), with how many items each may hold (a test checks
+#: that no list is missing).
 LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("Query", "search"): Size("limit", MAX_LIMIT),
     ("Query", "lookup"): Size("limit", MAX_LIMIT),
     ("Query", "episodes"): Size("limit", MAX_LIMIT),
     ("Query", "erasures"): Size("limit", MAX_LIMIT),
+    ("Query", "facts"): Size("first", MAX_LIMIT),
+    ("Fact", "links"): Size("first", MAX_LIMIT),
+    ("FactConnection", "edges"): Size(counted_above=True),
+    ("LinkConnection", "edges"): Size(counted_above=True),
+    ("Mutation", "storeFacts"): Size("inputs", MAX_BATCH),
+    ("Mutation", "captureMessages"): Size("messages", MAX_CAPTURE_MESSAGES),
+    ("StoreFactsPayload", "results"): Size(counted_above=True),
+    ("CapturePayload", "results"): Size(counted_above=True),
     ("Query", "documents"): Size(
-        fixed=MAX_SYNC_PATHS, note=f"the synced files, counted as {MAX_SYNC_PATHS:,}"
+        fixed=MAX_SYNC_PATHS, unbounded=True, note=f"counted as {MAX_SYNC_PATHS:,} files"
     ),
-    ("Query", "history"): Size(fixed=HISTORY_COUNT, note=f"counted as {HISTORY_COUNT} versions"),
-    ("Fact", "history"): Size(fixed=HISTORY_COUNT, note=f"counted as {HISTORY_COUNT} versions"),
+    ("Query", "history"): Size(
+        fixed=HISTORY_COUNT, unbounded=True, note=f"counted as {HISTORY_COUNT} versions"
+    ),
+    ("Fact", "history"): Size(
+        fixed=HISTORY_COUNT, unbounded=True, note=f"counted as {HISTORY_COUNT} versions"
+    ),
     ("Episode", "facts"): Size(
-        fixed=EPISODE_FACTS_COUNT, note=f"counted as {EPISODE_FACTS_COUNT:,} facts"
+        fixed=EPISODE_FACTS_COUNT, unbounded=True, note=f"counted as {EPISODE_FACTS_COUNT:,} facts"
     ),
-    ("FactConnection", "edges"): Size("first", MAX_LIMIT, of_parent=True),
-    ("LinkConnection", "edges"): Size("first", MAX_LIMIT, of_parent=True),
     ("Subgraph", "nodes"): Size("maxNodes", MAX_NODES, of_parent=True),
     ("Subgraph", "edges"): Size(
-        "maxNodes", MAX_NODES, of_parent=True, factor=2, note="counted as twice `maxNodes`"
+        "maxNodes",
+        MAX_NODES,
+        of_parent=True,
+        factor=2,
+        unbounded=True,
+        note="counted as twice `maxNodes`",
     ),
     ("Path", "facts"): Size(fixed=MAX_DEPTH + 1),
     ("Path", "links"): Size(fixed=MAX_DEPTH),
     ("Recall", "items"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
     ("Recall", "facts"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
-    ("StoreFactsPayload", "results"): Size("inputs", MAX_BATCH, of_parent=True),
-    ("CapturePayload", "results"): Size("messages", MAX_CAPTURE_MESSAGES, of_parent=True),
 }
 
 
@@ -136,15 +156,16 @@ def cost_of(
     operation: OperationDefinitionNode,
     fragments: Mapping[str, FragmentDefinitionNode],
     variables: Mapping[str, Any] | None,
-) -> int:
-    """The worst-case cost of ``operation`` (see the module docstring)."""
+) -> tuple[int, bool]:
+    """The worst-case cost of ``operation`` (see the module docstring), and whether it selects a
+    list of no knowable bound (``Size.unbounded``)."""
     root = {
         OperationType.QUERY: schema.query_type,
         OperationType.MUTATION: schema.mutation_type,
         OperationType.SUBSCRIPTION: schema.subscription_type,
     }[operation.operation]
     if root is None:
-        return 0
+        return 0, False
     defaults = {
         d.variable.name.value: d.default_value
         for d in operation.variable_definitions or ()
@@ -152,7 +173,7 @@ def cost_of(
     }
     walk = _Walk(schema, fragments, variables or {}, defaults)
     # At least 1: every request spends something from its key's bucket.
-    return max(1, walk.selections(root, operation.selection_set, 1, {}, set()))
+    return max(1, walk.selections(root, operation.selection_set, 1, {}, set())), walk.unbounded
 
 
 class _Walk:
@@ -165,6 +186,10 @@ class _Walk:
     ) -> None:
         self.types = schema.type_map
         self.fragments = fragments
+        self.unbounded = False
+        #: A fragment's cost for one item where it is spread, by (name, type, arguments
+        #: above): a fragment spread many times is walked once.
+        self.units: dict[Any, int] = {}
         self.variables = variables
         self.defaults = defaults
 
@@ -194,9 +219,14 @@ class _Walk:
                 if fragment is None or name in spreading:  # validation refuses both
                     continue
                 inner = self.object_type(parent, fragment.type_condition.name.value)
-                cost += self.selections(
-                    inner, fragment.selection_set, times, parent_args, spreading | {name}
-                )
+                key = (name, inner.name, _frozen(parent_args))
+                unit = self.units.get(key)
+                if unit is None:
+                    unit = self.selections(
+                        inner, fragment.selection_set, 1, parent_args, spreading | {name}
+                    )
+                    self.units[key] = unit
+                cost += times * unit  # a cost is linear in the items above it
         return cost
 
     def field(
@@ -217,10 +247,13 @@ class _Walk:
         if is_leaf_type(named) or not isinstance(named, GraphQLObjectType):
             return 0
         args = self.arguments(definition, node)
+        size = LIST_SIZES.get((parent.name, name))
+        if size is None and _is_list(definition):
+            size = Size(fixed=MAX_LIMIT)
         listed = 0
-        if _is_list(definition):
-            size = LIST_SIZES.get((parent.name, name))
-            listed = times * (_count(size, args, parent_args) if size is not None else MAX_LIMIT)
+        if size is not None and not size.counted_above:
+            listed = times * _count(size, args, parent_args)
+            self.unbounded = self.unbounded or size.unbounded
         objects = listed or times  # a single object is part of the item that holds it
         if node.selection_set is None:
             return listed
@@ -251,7 +284,7 @@ class _Walk:
         if isinstance(node, IntValueNode):
             return int(node.value)
         if isinstance(node, ListValueNode):
-            return [None] * len(node.values)
+            return len(node.values)
         return None
 
 
@@ -260,6 +293,17 @@ def _is_list(definition: GraphQLField) -> bool:
     if is_non_null_type(kind):
         kind = kind.of_type
     return is_list_type(kind)
+
+
+def _frozen(args: Mapping[str, Any]) -> Any:
+    """``args`` as a key of ``_Walk.units`` (a key never found again when a value cannot be
+    hashed)."""
+    try:
+        key = tuple(sorted(args.items()))
+        hash(key)
+    except TypeError:
+        return object()  # never found again: walked afresh
+    return key
 
 
 def _count(size: Size, args: Mapping[str, Any], parent_args: Mapping[str, Any]) -> int:
@@ -346,10 +390,12 @@ class Cost:
     cost: int
     budget: int
     remaining: float | None
+    #: It selects a list of no knowable bound.
+    unbounded: bool = False
 
     @property
     def heavy(self) -> bool:
-        return self.cost >= HEAVY_COST
+        return self.unbounded or self.cost >= HEAVY_COST
 
     def extension(self) -> dict[str, Any]:
         """What the answer's ``extensions.cost`` says."""
@@ -380,16 +426,53 @@ class Admission:
         fragments = {
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
-        cost = cost_of(schema, operation, fragments, variables)
-        if cost > self.budget:
+        cost, unbounded = cost_of(schema, operation, fragments, variables)
+        budget = self.budget
+        if operation.operation is OperationType.SUBSCRIPTION:
+            # Each event is answered on the server's event loop, where every request waits.
+            budget = min(budget, HEAVY_COST - 1)
+            if unbounded:
+                raise CostError(
+                    Code.TOO_COSTLY,
+                    "a subscription's events may not select a list of no bound (a version "
+                    "chain, an episode's facts, a traversal): read those with a query when an "
+                    "event says something changed",
+                )
+        if cost > budget:
             raise CostError(
                 Code.TOO_COSTLY,
                 f"this document may cost {cost:,} (the most list items its answer may hold: "
                 f"each list's page size times the items above it), more than the budget of "
-                f"{self.budget:,} (setting graphql_max_cost): ask for smaller pages, fewer "
-                "aliases or less nesting",
+                f"{budget:,} (setting graphql_max_cost; a subscription's events {HEAVY_COST - 1:,}"
+                "): ask for smaller pages, fewer aliases or less nesting",
             )
         remaining = None
         if key_id is not None and self.buckets.per_minute > 0:
             remaining = self.buckets.spend(key_id, cost)
-        return Cost(cost, self.budget, remaining)
+        return Cost(cost, budget, remaining, unbounded)
+
+
+def larger_than(data: object, limit: int) -> bool:
+    """Whether ``data`` (an answer's plain JSON values) would encode to more than ``limit``
+    bytes, found without encoding it: its strings' lengths and a few bytes for every other
+    value, summed until past the limit (a string's characters may take more bytes: the exact
+    size is checked again once encoded)."""
+    total = 0
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str:
+            total += len(value) + 3  # type: ignore[arg-type]
+        elif kind is dict:
+            for name, item in value.items():  # type: ignore[attr-defined]
+                total += len(name) + 4
+                stack.append(item)
+        elif kind is list:
+            total += 2 + len(value)  # type: ignore[arg-type]
+            stack.extend(value)  # type: ignore[arg-type]
+        else:
+            total += 8
+        if total > limit:
+            return True
+    return False

@@ -109,6 +109,9 @@ class Gate:
         except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
             _log.error("cannot check API keys: %s", exc.message)
             raise Denied(503, exc.code, exc.message) from None
+        except OSError as exc:  # e.g. the key file's folder can no longer be searched
+            _log.error("cannot check API keys: %s", exc)
+            raise Denied(503, Code.STORAGE_ERROR, f"cannot check API keys: {exc}") from None
         name = requested or (key.namespaces[0] if key else self.namespaces.settings.namespace)
         if key is not None and name not in key.namespaces:
             raise Denied(403, Code.FORBIDDEN, f"this API key has no access to namespace {name!r}")
@@ -141,8 +144,8 @@ class Gate:
             if key is None:
                 return not await self.keys_required()
             return bool(await run_in_threadpool(self.keys.is_active, key.id))
-        except GraphmemError as exc:
-            _log.error("cannot check API keys: %s", exc.message)
+        except (GraphmemError, OSError) as exc:
+            _log.error("cannot check API keys: %s", exc)
             return False
 
 

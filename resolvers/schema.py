@@ -22,6 +22,9 @@ from graphql import (
     OperationType,
     execute,
 )
+from graphql import (
+    ExecutionResult as GraphQLExecutionResult,
+)
 from graphql.utilities import get_operation_ast
 from starlette.responses import Response
 from strawberry.execution.is_awaitable import optimized_is_awaitable
@@ -42,7 +45,7 @@ from graphmem import GraphmemError, Settings
 from graphmem.errors import Code
 
 from .context import Context
-from .cost import Admission, Cost, CostError
+from .cost import Admission, Cost, CostError, larger_than
 from .inputs import TextArguments, refusal
 from .lean import LeanExecutor, lean_inputs
 from .mutations import Mutation
@@ -75,8 +78,8 @@ class ErrorCodes(MaskErrors):
                 out.append(self.anonymise_error(error))
             elif isinstance(original, GraphmemError):
                 out.append(_with_code(error, original.code, error.message))
-            else:
-                out.append(_with_code(error, Code.INVALID_QUERY, error.message))
+            else:  # a refusal that has its code already, or a document refused by a rule
+                out.append(_with_code(error, _code_of(error), error.message))
         return out
 
 
@@ -160,12 +163,15 @@ class CostLimit(SchemaExtension):
             self.cost = admit(
                 self.admission, self._schema(), document, operation, context.variables, caller
             )
-            if self.cost.heavy and operation.operation is not OperationType.SUBSCRIPTION:
-                schema = self._schema()
-                variables = context.variables
-                name = context.operation_name
-                context.result = await self.admission.lane.run(
-                    lambda: _execute(schema, document, variables, name, caller.for_operation())
+            if operation.operation is not OperationType.SUBSCRIPTION:
+                context.result = await run_admitted(
+                    self.admission,
+                    self._schema(),
+                    document,
+                    context.variables,
+                    context.operation_name,
+                    caller,
+                    self.cost,
                 )
         yield
 
@@ -185,15 +191,11 @@ class Schema(strawberry.Schema):
         self.admission = admission
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
-        """Log what went wrong: an expected error (a graphmem error: an unknown id, bad input)
-        as one line, anything else with its traceback."""
+        """Log an expected error (a graphmem error: an unknown id, bad input) as one line;
+        ErrorCodes logs an unexpected one with its traceback as it masks it."""
         for error in errors:
-            if error.original_error is None or isinstance(
-                error.original_error, GraphmemError | GraphQLError
-            ):
+            if not _unexpected(error):  # the unexpected ones are logged as they are masked
                 _log.info("%s: %s", _code_of(error), error.message)
-            else:
-                _log.error(error.message, exc_info=error.original_error)
 
     async def execute_prepared(
         self,
@@ -214,14 +216,9 @@ class Schema(strawberry.Schema):
             cost = admit(self.admission, self._schema, document, operation, variables, context)
         except GraphQLError as error:
             return ExecutionResult(data=None, errors=[error])
-        if cost.heavy:
-            result = await self.admission.lane.run(
-                lambda: _execute(
-                    self._schema, document, variables, operation_name, context.for_operation()
-                )
-            )
-        else:
-            result = await _execute(self._schema, document, variables, operation_name, context)
+        result = await run_admitted(
+            self.admission, self._schema, document, variables, operation_name, context, cost
+        )
         errors = result.errors
         if errors:
             self._process_errors(errors)
@@ -291,6 +288,40 @@ def admit(
             context.response.status_code = 429
             context.response.headers["Retry-After"] = str(exc.retry_after)
         raise GraphQLError(exc.message, extensions={"code": exc.code}) from None
+
+
+async def run_admitted(
+    admission: Admission,
+    schema: Any,
+    document: DocumentNode,
+    variables: dict[str, Any] | None,
+    operation_name: str | None,
+    context: Context,
+    cost: Cost,
+) -> GraphQLExecutionResult:
+    """The admitted operation's result: run on the event loop, or on the lane when ``cost``
+    is heavy; an answer that would encode to more than the context's ``answer_limit`` bytes
+    replaced by a TOO_COSTLY error (found where it ran, before it is encoded)."""
+    limit = context.answer_limit
+    if not cost.heavy:
+        return _within(await _execute(schema, document, variables, operation_name, context), limit)
+    own = context.for_operation(own_loop=True)
+
+    async def on_lane() -> GraphQLExecutionResult:
+        return _within(await _execute(schema, document, variables, operation_name, own), limit)
+
+    return await admission.lane.run(on_lane)
+
+
+def _within(result: GraphQLExecutionResult, limit: int | None) -> GraphQLExecutionResult:
+    if limit is None or not larger_than(result.data, limit):
+        return result
+    error = GraphQLError(
+        f"the answer would come to more than the limit of {limit:,} bytes (setting "
+        "graphql_max_response_bytes): ask for smaller pages or fewer fields",
+        extensions={"code": Code.TOO_COSTLY},
+    )
+    return GraphQLExecutionResult(data=None, errors=[error])
 
 
 async def _execute(

@@ -51,6 +51,10 @@ REVOCATION_CHECK_EVERY: Final = 0.5
 #: WebSocket close codes: the key no longer admits the socket; too many sockets for its key.
 CLOSE_FORBIDDEN: Final = 4403
 CLOSE_TOO_MANY: Final = 4429
+#: Seconds a socket being closed may take to take its close frame.
+CLOSE_WAIT_S: Final = 5.0
+#: Seconds a socket may stay open before it presents its key (connection_init).
+INIT_WAIT_S: Final = 10.0
 
 
 class Sockets:
@@ -60,6 +64,7 @@ class Sockets:
         self.gate = gate
         self.per_key = MAX_SOCKETS_PER_KEY if per_key is None else per_key
         self._by_key: dict[ApiKey | None, set[SocketHandler]] = defaultdict(set)
+        self._closing: set[asyncio.Task[None]] = set()
 
     def add(self, socket: SocketHandler, key: ApiKey | None) -> bool:
         """Count ``socket`` as open with ``key``; False (nothing counted) when the key holds
@@ -94,7 +99,11 @@ class Sockets:
             if not held or await self.gate.still_admitted(key):
                 continue
             for socket in list(held):
-                await socket.refuse(_refusal(key))
+                # Each closed on its own: a client that stops reading must not hold up the
+                # closing of another's socket.
+                task = asyncio.create_task(socket.refuse(_refusal(key)))
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
 
 
 class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
@@ -125,7 +134,8 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
         if self.connection_acknowledged and not await self.sockets.gate.still_admitted(key):
             await self.refuse(_refusal(key))
             return
-        await super().handle_subscribe(message)
+        if not self.refused:  # not closed by the server's look at its keys meanwhile
+            await super().handle_subscribe(message)
 
     async def run_operation(self, operation: Operation[Context, None]) -> None:
         """strawberry's, with a context of the operation's own."""
@@ -151,13 +161,20 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self.operations.pop(operation.id, None)
             raise
 
+    #: The server closed the socket: it starts nothing more.
+    refused = False
+
     async def refuse(self, reason: str, *, code: int = CLOSE_FORBIDDEN) -> None:
-        """Close the socket with ``code``, ending every operation on it."""
+        """Close the socket with ``code``, ending every operation on it (at most
+        CLOSE_WAIT_S spent on a client that does not read the close)."""
+        self.refused = True
         self.sockets.discard(self)
         for operation_id in list(self.operations):
             await self.cleanup_operation(operation_id)
-        with contextlib.suppress(Exception):  # already closed by the client
-            await self.websocket.close(code=code, reason=reason[:120])
+        with contextlib.suppress(Exception):  # already closed by the client, or not reading
+            await asyncio.wait_for(
+                self.websocket.close(code=code, reason=reason[:120]), CLOSE_WAIT_S
+            )
 
 
 def _refusal(key: ApiKey | None) -> str:

@@ -18,13 +18,21 @@ from pathlib import Path
 
 import httpx
 import pytest
+from graphql import (
+    FragmentDefinitionNode,
+    OperationDefinitionNode,
+    get_named_type,
+    is_leaf_type,
+    is_list_type,
+    is_non_null_type,
+    parse,
+)
 from graphql import build_schema as parse_sdl
-from graphql import get_named_type, is_leaf_type, is_list_type, is_non_null_type
 
 from graphmem import KeyStore, Memory, Settings
 from resolvers import cost, create_app, schema_sdl
 
-from .api import InProcess, bearer
+from .api import WS, WS_URL, InProcess, bearer
 from .conftest import Clock
 
 #: The attack: every pair of 60 facts linked, then three levels of 1,000-link pages, 30 times.
@@ -32,6 +40,7 @@ INNER = (
     "fact(id: $id) { links(first: 1000) { edges { neighbour { links(first: 1000) { edges { "
     "neighbour { links(first: 1000) { edges { neighbourId } } } } } } } } }"
 )
+SCHEMA = parse_sdl(schema_sdl())
 ATTACK = "query($id: ID!) { " + " ".join(f"a{i}: {INNER}" for i in range(30)) + " }"
 
 
@@ -89,7 +98,7 @@ def test_a_fragment_counts_where_it_is_spread(service: InProcess, linked: list[s
 
 
 def test_every_list_of_objects_in_the_schema_has_a_counted_size() -> None:
-    schema = parse_sdl(schema_sdl())
+    schema = SCHEMA
     missing = []
     for name, kind in schema.type_map.items():
         if name.startswith("__") or not hasattr(kind, "fields") or hasattr(kind, "is_one_of"):
@@ -154,7 +163,7 @@ def test_a_key_that_spent_its_minute_gets_429_with_retry_after(
 ) -> None:
     token, _ = keys.create(["default"])
     other, _ = keys.create(["default"])
-    limited = settings.model_copy(update={"rate_limit_per_minute": 100})
+    limited = settings.model_copy(update={"rate_limit_per_minute": 100, "graphql_max_cost": 100})
     query = '{ search(query: "x", limit: 40) { fact { id } } }'  # 40 points
     with InProcess(create_app(limited, clock=clock)) as service:
         answers = [
@@ -284,3 +293,74 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_a_connection_counts_its_page_whether_or_not_its_edges_are_selected(
+    service: InProcess, linked: list[str]
+) -> None:
+    inner = "links(first: 1000) { pageInfo { hasNextPage } }"
+    query = "{ facts(first: 1000) { edges { node { " + inner + " } } } }"
+    error = service.post(query)[1]["errors"][0]
+    assert error["extensions"]["code"] == "TOO_COSTLY"
+    assert "1,001,000" in error["message"]  # 1,000 facts, 1,000 links each
+
+
+def test_a_batch_write_costs_its_inputs(service: InProcess) -> None:
+    query = "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { error { code } } }"
+    inputs = [{"text": f"Batch fact {n}"} for n in range(3)]
+    assert service.post(query, {"i": inputs})[1]["extensions"]["cost"]["requested"] == 3
+
+
+def test_an_answer_too_large_is_refused_before_it_is_encoded(
+    settings: Settings, clock: Clock, mem: Memory
+) -> None:
+    mem.store_many([{"text": f"{n} " + "long words " * 800} for n in range(20)])
+    texts = " ".join(f"t{n}: text" for n in range(10))  # 20 facts x 10 x 8.8 KB: 1.8 MB
+    small = settings.model_copy(update={"graphql_max_response_bytes": 65_536})
+    with InProcess(create_app(small, clock=clock)) as service:
+        for _ in range(2):
+            body = service.post("{ facts(first: 20) { edges { node { " + texts + " } } } }")[1]
+            [error] = body["errors"]
+            assert error["extensions"]["code"] == "TOO_COSTLY"
+            assert "would come to more than the limit of 65,536" in error["message"]
+
+
+def test_a_fragment_spread_many_times_is_counted_without_walking_it_each_time() -> None:
+    parts = ["fragment F0 on Fact { links(first: 1) { edges { neighbourId } } }"]
+    parts += [f"fragment F{n} on Fact {{ ...F{n - 1} id ...F{n - 1} }}" for n in range(1, 20)]
+    text = 'query { fact(id: "x") { ...F19 } } ' + " ".join(parts)
+    document = parse(text)
+    definitions = document.definitions
+    fragments = {d.name.value: d for d in definitions if isinstance(d, FragmentDefinitionNode)}
+    [operation] = [d for d in definitions if isinstance(d, OperationDefinitionNode)]
+    start = time.monotonic()
+    found, unbounded = cost.cost_of(SCHEMA, operation, fragments, None)
+    assert time.monotonic() - start < 0.5
+    assert (found, unbounded) == (2**19, False)
+
+
+def test_a_subscription_may_cost_little_and_select_no_unbounded_list(
+    service: InProcess,
+) -> None:
+    nested = (
+        "links(first: 50) { edges { neighbour { links(first: 50) { edges { neighbourId } } } } }"
+    )
+    with service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws:
+        ws.send_json({"type": "connection_init"})
+        assert ws.receive_json()["type"] == "connection_ack"
+        for op, selection in (("1", nested), ("2", "history { id }")):
+            query = "subscription { memoryChanged { fact { " + selection + " } } }"
+            ws.send_json({"type": "subscribe", "id": op, "payload": {"query": query}})
+            refused = ws.receive_json()
+            while refused["type"] == "complete":  # the end of the one before
+                refused = ws.receive_json()
+            assert refused["id"] == op, refused
+            errors = (
+                refused["payload"]["errors"] if refused["type"] == "next" else refused["payload"]
+            )
+            assert errors[0]["extensions"]["code"] == "TOO_COSTLY", refused
+
+
+def test_a_rate_limit_below_the_cost_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="rate_limit_per_minute"):
+        Settings(rate_limit_per_minute=1_000, graphql_max_cost=500_000)

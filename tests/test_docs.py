@@ -168,18 +168,22 @@ def _allowed(info: FieldInfo) -> str:
 
 
 def render_list_sizes() -> str:
-    """What each list of objects counts for in a document's cost (``resolvers.cost``)."""
+    """What each list counts for in a document's cost (``resolvers.cost``)."""
     rows = []
     for (parent, field), size in LIST_SIZES.items():
-        if size.argument is None:
+        if size.counted_above:
+            counts = "nothing more: its items are counted at the field above"
+        elif size.argument is None:
             counts = size.note or f"{size.fixed:,}"
         else:
-            where = "of the field above" if size.of_parent else "of the field"
-            what = "the number of" if size.argument in ("inputs", "messages") else "the"
-            counts = f"{what} `{size.argument}` {where} (at most {size.cap:,})"
+            where = "of the field above" if size.of_parent else ""
+            what = "the number of" if size.argument in ("inputs", "messages") else "its"
+            counts = f"{what} `{size.argument}` {where} (at most {size.cap:,})".replace("  ", " ")
             counts = size.note.replace("`maxNodes`", counts) if size.note else counts
+        if size.unbounded:
+            counts += "; no bound is known, so the document runs off the event loop"
         rows.append(f"| `{parent}.{field}` | {counts} |")
-    return "\n".join(["| list | counts as |", "|---|---|", *rows])
+    return "\n".join(["| field | counts as |", "|---|---|", *rows])
 
 
 #: Each generated section: its name, the page holding it and what renders it.

@@ -310,7 +310,7 @@ def _next(ws: WebSocketTestSession, op: str) -> dict[str, Any]:
             return message
 
 
-def _answer(ws: WebSocketTestSession, op: str, query: str, **variables: object) -> object:
+def _answer(ws: WebSocketTestSession, op: str, query: str, **variables: object) -> Any:
     """The data of a query or mutation run on the socket as operation ``op``."""
     payload = {"query": query, "variables": variables}
     ws.send_json({"type": "subscribe", "id": op, "payload": payload})
