@@ -40,7 +40,7 @@ cluster-stop: $(STAMP)
 STORE_TESTS := tests/test_store.py tests/test_graphql.py tests/test_mcp.py tests/test_time.py \
 	tests/test_known_at.py tests/test_graph.py tests/test_episodes.py tests/test_search.py \
 	tests/test_write_path.py tests/test_erasure.py tests/test_adjacency.py tests/test_auth.py \
-	tests/test_keyword.py tests/test_subscriptions.py
+	tests/test_keyword.py tests/test_subscriptions.py tests/test_documents.py
 QUICK_STORE_TESTS := tests/test_time.py tests/test_search.py tests/test_write_path.py
 # Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
 # versions of one fact one by one runs on local vectors in `make test`.
@@ -59,7 +59,8 @@ test-engines: $(STAMP)
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.
 # About 8 minutes; prints the figures as JSON and exits 1 on any lost, duplicated or half write.
 # Then the bitemporal model check (tests/test_model.py) with 1,000 histories (about 7 minutes),
-# and the live scale-out topology's scenarios with 2 minutes of load (tests/test_cluster.py).
+# the live scale-out topology's scenarios with 2 minutes of load (tests/test_cluster.py), and
+# 2,000 generated hostile documents per generator (tests/test_hostile.py, about 5 minutes).
 soak: $(STAMP)
 	$(PY) -m tests.soak --kills 20 --seconds 120
 	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_cluster.py
