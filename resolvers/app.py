@@ -338,8 +338,9 @@ class GraphQLApp(GraphQL[Context, None]):
 
     def _bounded(self, data: object) -> bytes:
         """``data`` as JSON, or, when that is over ``max_response_bytes``, an answer (or a
-        WebSocket message) whose only error says so: a client must never receive, nor the
-        server hold twice, an answer of any size."""
+        WebSocket message) whose only error says so. Most answers that large were refused
+        before they were encoded (``resolvers.schema.run_admitted``); this exact check meets
+        the rest, whose characters take several bytes each."""
         encoded = _json(data)
         if len(encoded) <= self.max_response_bytes:
             return encoded

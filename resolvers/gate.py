@@ -5,9 +5,9 @@ Requests to ``/graphql`` and ``/mcp`` pass ``Guard`` first: the body size limit 
 API key. A server bound beyond loopback needs ``Authorization: Bearer <key>`` with a live key on
 every request, for its whole life (401 otherwise, also once its last key is revoked; 503 when
 the key store cannot be read). On loopback, requests without a key are let in while no key is
-live; once one is, each request needs one. The namespace is the key's first one, or another of the key's named by the
-``X-Graphmem-Namespace`` header (403 for one the key does not hold); without keys the header may
-name any namespace. Neither queries nor tool arguments can name a namespace, so none can escape
+live; once one is, each request needs one. The namespace is the key's first one, or another of
+the key's named by the ``X-Graphmem-Namespace`` header (403 for one the key does not hold);
+without keys the header may name any namespace. Neither queries nor tool arguments can name a namespace, so none can escape
 it. WebSocket clients, which cannot set headers in a browser, may instead send
 ``{"Authorization": "Bearer <key>"}`` as the connection_init payload. A server bound to loopback
 refuses, on every route, requests whose Host or Origin names another site (``LoopbackOnly``).

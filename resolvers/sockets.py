@@ -12,8 +12,9 @@ connection.
    key store its replicas share).
 3. Each operation runs with a context of its own (its own DataLoaders), so an answer never
    comes from what an earlier operation on the socket read.
-4. A socket runs at most ``MAX_SUBSCRIPTIONS_PER_SOCKET`` operations at once, and one key holds
-   at most ``MAX_SOCKETS_PER_KEY`` sockets in a process (one more is closed with 4429).
+4. A socket runs at most ``MAX_SUBSCRIPTIONS_PER_SOCKET`` operations at once, one key holds at
+   most ``MAX_SOCKETS_PER_KEY`` sockets in a process (one more is closed with 4429), and a
+   socket that has not presented its key within ``INIT_WAIT_S`` is closed (4408).
 """
 
 from __future__ import annotations
@@ -80,9 +81,6 @@ class Sockets:
             held.discard(socket)
             if not held:
                 del self._by_key[key]
-
-    def count(self, key: ApiKey | None) -> int:
-        return len(self._by_key.get(key, ()))
 
     async def watch(self, every: float = REVOCATION_CHECK_EVERY) -> None:
         """Every ``every`` seconds, until cancelled: close the sockets whose key (or keyless
