@@ -16,10 +16,17 @@ from typing import Any
 
 import strawberry
 from graphql import (
+    ASTValidationRule,
     DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
     GraphQLError,
+    InlineFragmentNode,
     OperationDefinitionNode,
     OperationType,
+    SelectionSetNode,
+    ValidationRule,
     execute,
 )
 from graphql import (
@@ -31,10 +38,8 @@ from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.extensions import (
     AddValidationRules,
     MaskErrors,
-    MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
-    QueryDepthLimiter,
     SchemaExtension,
     ValidationCache,
 )
@@ -143,6 +148,102 @@ class OneOperation(SchemaExtension):
             self.prepared.add(context.query, document)
 
 
+def depth_limit(max_depth: int) -> type[ValidationRule]:
+    """A validation rule refusing an operation nested deeper than ``max_depth`` fields
+    (introspection excepted), as strawberry's QueryDepthLimiter does, with each fragment's depth
+    worked out once: fragments that each spread the one below twice cost linear time, not
+    time doubling with every level (which would hold up every request on the event loop)."""
+
+    class DepthLimit(ValidationRule):
+        def enter_document(self, node: DocumentNode, *_: Any) -> None:
+            fragments = {
+                d.name.value: d for d in node.definitions if isinstance(d, FragmentDefinitionNode)
+            }
+            known: dict[str, int] = {}
+
+            def depth(selection_set: SelectionSetNode, spreading: frozenset[str]) -> int:
+                """The selection's depth, at most ``max_depth + 1`` (already too deep)."""
+                deepest = 0
+                for selection in selection_set.selections:
+                    if isinstance(selection, FieldNode):
+                        inner = selection.selection_set
+                        if inner is not None and not selection.name.value.startswith("__"):
+                            deepest = max(deepest, 1 + depth(inner, spreading))
+                    elif isinstance(selection, InlineFragmentNode):
+                        deepest = max(deepest, depth(selection.selection_set, spreading))
+                    elif isinstance(selection, FragmentSpreadNode):
+                        name = selection.name.value
+                        fragment = fragments.get(name)
+                        if fragment is None or name in spreading:  # other rules refuse both
+                            continue
+                        if name not in known:
+                            known[name] = depth(fragment.selection_set, spreading | {name})
+                        deepest = max(deepest, known[name])
+                    if deepest > max_depth:
+                        return max_depth + 1
+                return deepest
+
+            for definition in node.definitions:
+                if not isinstance(definition, OperationDefinitionNode):
+                    continue
+                name = definition.name.value if definition.name else "anonymous"
+                try:
+                    too_deep = depth(definition.selection_set, frozenset()) > max_depth
+                except RecursionError:  # fragments spreading one another hundreds deep
+                    too_deep = True
+                if too_deep:
+                    self.report_error(
+                        GraphQLError(
+                            f"'{name}' exceeds maximum operation depth of {max_depth}",
+                            [definition],
+                        )
+                    )
+
+    return DepthLimit
+
+
+def alias_limit(max_aliases: int) -> type[ValidationRule]:
+    """A validation rule refusing a document with more than ``max_aliases`` aliased fields, a
+    fragment's counting each time it is spread, as strawberry's MaxAliasesLimiter does, with
+    each fragment counted once (see ``depth_limit``)."""
+
+    class AliasLimit(ValidationRule):
+        def enter_document(self, node: DocumentNode, *_: Any) -> None:
+            fragments = {
+                d.name.value: d for d in node.definitions if isinstance(d, FragmentDefinitionNode)
+            }
+            known: dict[str, int] = {}
+
+            def aliases(selection_set: SelectionSetNode, spreading: frozenset[str]) -> int:
+                found = 0
+                for selection in selection_set.selections:
+                    if isinstance(selection, FieldNode):
+                        found += selection.alias is not None
+                        if selection.selection_set is not None:
+                            found += aliases(selection.selection_set, spreading)
+                    elif isinstance(selection, InlineFragmentNode):
+                        found += aliases(selection.selection_set, spreading)
+                    elif isinstance(selection, FragmentSpreadNode):
+                        name = selection.name.value
+                        fragment = fragments.get(name)
+                        if fragment is None or name in spreading:  # other rules refuse both
+                            continue
+                        if name not in known:
+                            known[name] = aliases(fragment.selection_set, spreading | {name})
+                        found += known[name]
+                return found
+
+            operations = [d for d in node.definitions if isinstance(d, OperationDefinitionNode)]
+            try:
+                total = sum(aliases(d.selection_set, frozenset()) for d in operations)
+            except RecursionError:  # fragments spreading one another hundreds deep
+                total = max_aliases + 1
+            if total > max_aliases:
+                self.report_error(GraphQLError(f"{total} aliases found. Allowed: {max_aliases}"))
+
+    return AliasLimit
+
+
 class CostLimit(SchemaExtension):
     """Admit an operation by its cost (``resolvers.cost``) before it runs: refuse it over the
     budget or its key's bucket, run a heavy one on the lane, and say its cost in the answer's
@@ -236,9 +337,9 @@ def build_schema(settings: Settings | None = None) -> Schema:
     per request would never hit it.
     """
     settings = settings or Settings.model_validate({})
-    rules = [
-        *QueryDepthLimiter(max_depth=settings.graphql_max_depth).validation_rules,
-        *MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases).validation_rules,
+    rules: list[type[ASTValidationRule]] = [
+        depth_limit(settings.graphql_max_depth),
+        alias_limit(settings.graphql_max_aliases),
     ]
     prepared = Prepared()
     admission = Admission(settings.graphql_max_cost, settings.rate_limit_per_minute)

@@ -364,3 +364,20 @@ def test_a_subscription_may_cost_little_and_select_no_unbounded_list(
 def test_a_rate_limit_below_the_cost_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="rate_limit_per_minute"):
         Settings(rate_limit_per_minute=1_000, graphql_max_cost=500_000)
+
+
+@pytest.mark.parametrize("leaf", ["id", "a: id"])
+def test_fragments_that_double_at_every_level_are_checked_in_linear_time(
+    service: InProcess, leaf: str
+) -> None:
+    parts = [f"fragment F0 on Fact {{ {leaf} }}"]
+    parts += [f"fragment F{n} on Fact {{ ...F{n - 1} id ...F{n - 1} }}" for n in range(1, 40)]
+    query = 'query { fact(id: "00000000-0000-4000-8000-000000000000") { ...F39 } } '
+    start = time.monotonic()
+    status, body = service.post(query + " ".join(parts))
+    assert time.monotonic() - start < 2  # 2^39 spreads, each fragment looked at once
+    if leaf == "id":
+        assert status == 200 and body["data"] == {"fact": None}, body
+    else:
+        assert body["errors"][0]["extensions"]["code"] == "INVALID_QUERY"
+        assert body["errors"][0]["message"].startswith(f"{2**39} aliases found")
