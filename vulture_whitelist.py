@@ -74,6 +74,7 @@ _.on_execute
 
 # Methods graphql-core's visitor calls by the kind of node they name (tests/test_hostile.py).
 _.enter_argument
+_.enter_document
 _.leave_operation_definition
 
 # Named by import string: uvicorn calls it in each worker of `graphmem serve --workers N`.
