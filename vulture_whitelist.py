@@ -72,7 +72,8 @@ _._process_errors
 _.on_validate
 _.on_execute
 
-# Methods graphql-core's visitor calls by the kind of node they name (tests/test_hostile.py).
+# Methods graphql-core's visitor calls by the kind of node they name (tests/test_hostile.py, and
+# the depth and alias rules of resolvers/schema.py).
 _.enter_argument
 _.enter_document
 _.leave_operation_definition
