@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
+from graphql import GraphQLError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.websockets import WebSocket
@@ -29,6 +30,8 @@ from strawberry.dataloader import DataLoader
 
 from graphmem import ApiKey, Fact, Forbidden, KeyStore, Link, Memory
 from graphmem.graph import LinkPosition
+
+from .cost import CostError
 
 if TYPE_CHECKING:
     from .events import Broadcaster
@@ -63,6 +66,8 @@ class Context:
     inline: bool = False
     #: The most bytes an answer may come to (``graphql_max_response_bytes``; None: no limit).
     answer_limit: int | None = None
+    #: What each event of a subscription spends from its key's points (None: nothing).
+    per_event: Callable[[], object] | None = None
     _deadline: float | None = field(default=None, init=False)
 
     # The request's DataLoaders are made on first use: most requests need none of them, and
@@ -158,6 +163,16 @@ class Context:
             and not await run_in_threadpool(keys.is_active, key.id)
         ):
             raise Forbidden(f"API key {key.id} has been revoked")
+
+    def charge_event(self) -> None:
+        """Spend one subscription event's cost from the caller's points: RATE_LIMITED (which
+        ends the subscription) when too few are left."""
+        if self.per_event is None:
+            return
+        try:
+            self.per_event()
+        except CostError as exc:
+            raise GraphQLError(exc.message, extensions={"code": exc.code}) from None
 
     def require_admin(self) -> None:
         """Forbidden unless the caller may read administrative records: no key (on loopback),

@@ -68,6 +68,9 @@ T = TypeVar("T")
 HEAVY_COST: Final = 2_000
 #: Heavy documents that run at once in one process; the others wait their turn.
 LANE_THREADS: Final = 2
+#: The most a subscription may cost: each of its events is answered on the event loop, once
+#: for every change, and a key may hold a thousand subscriptions (20 a socket, 50 sockets).
+SUBSCRIPTION_MAX_COST: Final = 100
 #: What a version chain, an episode's facts and a recall block count as (they take no page
 #: size): chains and episodes are read whole, and a recall block holds what fits its budget.
 HISTORY_COUNT: Final = 100
@@ -430,7 +433,7 @@ class Admission:
         budget = self.budget
         if operation.operation is OperationType.SUBSCRIPTION:
             # Each event is answered on the server's event loop, where every request waits.
-            budget = min(budget, HEAVY_COST - 1)
+            budget = min(budget, SUBSCRIPTION_MAX_COST)
             if unbounded:
                 raise CostError(
                     Code.TOO_COSTLY,
@@ -443,7 +446,7 @@ class Admission:
                 Code.TOO_COSTLY,
                 f"this document may cost {cost:,} (the most list items its answer may hold: "
                 f"each list's page size times the items above it), more than the budget of "
-                f"{budget:,} (setting graphql_max_cost; a subscription's events {HEAVY_COST - 1:,}"
+                f"{budget:,} (setting graphql_max_cost; a subscription {SUBSCRIPTION_MAX_COST}"
                 "): ask for smaller pages, fewer aliases or less nesting",
             )
         remaining = None

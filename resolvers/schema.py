@@ -264,7 +264,13 @@ class CostLimit(SchemaExtension):
             self.cost = admit(
                 self.admission, self._schema(), document, operation, context.variables, caller
             )
-            if operation.operation is not OperationType.SUBSCRIPTION:
+            key = caller.key
+            if operation.operation is OperationType.SUBSCRIPTION:
+                if key is not None and self.admission.buckets.per_minute > 0:
+                    caller.per_event = functools.partial(
+                        self.admission.buckets.spend, key.id, self.cost.cost
+                    )
+            else:
                 context.result = await run_admitted(
                     self.admission,
                     self._schema(),

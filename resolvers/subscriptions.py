@@ -15,8 +15,10 @@ from .types import ChangeKind, DateTime, MemoryChange
 class Subscription:
     @strawberry.subscription(
         description="Every change committed in this namespace from now on: facts stored, "
-        "superseded, forgotten or purged, links made or removed. Ends with FORBIDDEN at the "
-        "first change after the caller's API key is revoked."
+        "superseded, forgotten or purged, links made or removed. Each event spends the "
+        "document's cost from the API key's points per minute. Ends with FORBIDDEN at the "
+        "first change after the caller's API key is revoked, or RATE_LIMITED when its points "
+        "run out."
     )
     async def memory_changed(
         self,
@@ -30,6 +32,7 @@ class Subscription:
         async for change in info.context.broadcaster.changes(info.context.memory.namespace):
             if wanted is None or change.kind in wanted:
                 await info.context.require_live_key()  # a revoked key hears nothing more
+                info.context.charge_event()
                 info.context.forget_reads()  # the event shows the facts as they are now
                 yield MemoryChange(
                     kind=ChangeKind(change.kind),

@@ -381,3 +381,32 @@ def test_fragments_that_double_at_every_level_are_checked_in_linear_time(
     else:
         assert body["errors"][0]["extensions"]["code"] == "INVALID_QUERY"
         assert body["errors"][0]["message"].startswith(f"{2**39} aliases found")
+
+
+def test_each_event_of_a_subscription_spends_its_cost(
+    settings: Settings, clock: Clock, keys: KeyStore
+) -> None:
+    token, _ = keys.create(["default"])
+    limited = settings.model_copy(update={"rate_limit_per_minute": 100, "graphql_max_cost": 100})
+    query = "subscription { memoryChanged { fact { links(first: 40) { edges { neighbourId } } } } }"
+    with (
+        InProcess(create_app(limited, clock=clock)) as service,
+        service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
+    ):
+        ws.send_json({"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}})
+        assert ws.receive_json()["type"] == "connection_ack"
+        ws.send_json({"type": "subscribe", "id": "1", "payload": {"query": query}})  # 40: 60 left
+        deadline = time.monotonic() + 10
+        while (
+            'graphmem_subscribers{namespace="default"} 1.0'
+            not in service.request("GET", "/metrics").text
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        mem = "mutation($t: String!) { storeFact(input: {text: $t}) { error { code } } }"
+        # Each store spends 1 of the key's points and each event 40: 59, 19, then too few.
+        service.post(mem, {"t": "The first change"}, bearer(token))
+        assert ws.receive_json()["payload"]["data"]["memoryChanged"]["fact"] is not None
+        service.post(mem, {"t": "The second change"}, bearer(token))
+        ended = ws.receive_json()
+        assert ended["payload"]["errors"][0]["extensions"]["code"] == "RATE_LIMITED", ended
