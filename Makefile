@@ -24,12 +24,12 @@ CLUSTER_PORT     ?= 8430
 CLUSTER_EMBEDDER ?= local
 cluster: $(STAMP)
 	@mkdir -p .cluster
-	@setsid $(PY) -m graphmem.cluster up --port $(CLUSTER_PORT) --embedder $(CLUSTER_EMBEDDER) \
+	@setsid $(PY) -m devtools.cluster up --port $(CLUSTER_PORT) --embedder $(CLUSTER_EMBEDDER) \
 		> .cluster/cluster.log 2>&1 < /dev/null &
-	@$(PY) -m graphmem.cluster wait
+	@$(PY) -m devtools.cluster wait
 
 cluster-stop: $(STAMP)
-	@$(PY) -m graphmem.cluster down
+	@$(PY) -m devtools.cluster down
 
 # The suites whose Memory and service fixtures run again on the scale-out engines: a PostgreSQL
 # store (--store postgresql: Debian's postgresql package, started by the tests) and vectors on
@@ -68,8 +68,8 @@ soak: $(STAMP)
 	FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -p no:cacheprovider tests/test_hostile.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check graphmem resolvers tests bench
-	$(VENV)/bin/ruff format --check graphmem resolvers tests bench
+	$(VENV)/bin/ruff check graphmem resolvers tests bench devtools
+	$(VENV)/bin/ruff format --check graphmem resolvers tests bench devtools
 	$(VENV)/bin/mypy
 	$(VENV)/bin/vulture
 

@@ -20,8 +20,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from devtools.cluster import Postgres
 from graphmem import Settings
-from graphmem.cluster import Postgres
 from graphmem.embedders import Embedder, Vectors, create_embedder
 
 ROOT: Final = Path(__file__).resolve().parents[1]

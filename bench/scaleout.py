@@ -1,7 +1,7 @@
 """The scale-out topology measured live on loopback: write batches through haproxy, how long
 vector writes wait in the outbox, and what a warm query asks of the object store.
 
-Starts ``graphmem.cluster.Cluster`` (PostgreSQL, moto's S3 server, three
+Starts ``devtools.cluster.Cluster`` (PostgreSQL, moto's S3 server, three
 ``graphmem serve`` replicas, haproxy), loads each of NAMESPACES with ``--facts`` synthetic facts
 (bench/synthetic.py) through haproxy, then for ``--seconds``:
 
@@ -33,7 +33,7 @@ from typing import Any, Final
 import httpx
 import psycopg
 
-from graphmem.cluster import Cluster
+from devtools.cluster import Cluster
 
 from . import synthetic
 from .common import OUT_DIR, latency, machine, markdown_table, percentile, write_json

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from starlette.applications import Starlette
 
+from devtools.cluster import ObjectStore, Postgres, Unavailable
 from graphmem import KeyStore, Memory, Settings, pgschema
-from graphmem.cluster import ObjectStore, Postgres, Unavailable
 from graphmem.memory import open_keys
 from graphmem.sqlitestore import SQLiteStore
 from resolvers import create_app

@@ -41,8 +41,8 @@ from typing import Any, Final
 
 import httpx
 
+from devtools.cluster import Cluster
 from graphmem import Memory, Settings
-from graphmem.cluster import Cluster
 from graphmem.sqlitestore import SQLITE_FILE
 
 ROOT: Final = Path(__file__).resolve().parent.parent

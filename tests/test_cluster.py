@@ -1,4 +1,4 @@
-"""The scale-out topology live on loopback (graphmem.cluster): PostgreSQL, an S3-compatible
+"""The scale-out topology live on loopback (devtools.cluster): PostgreSQL, an S3-compatible
 server, three ``graphmem serve`` replicas whose clocks are skewed by +5 s, -5 s and 0 (libfaketime)
 and haproxy routing by namespace. Concurrent writers and readers across the replicas lose,
 duplicate and half-write nothing; a replica SIGKILLed in the middle of an ingest loses no
@@ -27,8 +27,8 @@ import httpx
 import psycopg
 import pytest
 
+from devtools.cluster import Cluster, Unavailable, main, skewed
 from graphmem import Memory, Settings
-from graphmem.cluster import Cluster, Unavailable, main, skewed
 from graphmem.memory import open_keys
 
 from . import soak

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from devtools.cluster import ObjectStore, Unavailable
 from graphmem import InvalidInput, Memory, Settings, StorageError
-from graphmem.cluster import ObjectStore, Unavailable
 from graphmem.namespace import vector_location
 from graphmem.sync import DRAIN_AFTER_S
 

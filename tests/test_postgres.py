@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from devtools.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem import (
     InvalidInput,
     Memory,
@@ -28,7 +29,6 @@ from graphmem import (
     sqlitestore,
 )
 from graphmem.cli import cli
-from graphmem.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem.memory import open_keys
 from graphmem.mirror import Mirror
 from graphmem.pgkeyword import CommonWords

@@ -8,6 +8,7 @@ import ast
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +124,26 @@ def _internal(name: str) -> bool:
 def _exists(module: str) -> bool:
     path = ROOT.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_the_installed_packages_hold_no_development_tool() -> None:
+    """The topology launcher (initdb, haproxy, libfaketime, moto) lives in ``devtools/``, which
+    is not installed; nothing installed imports it."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    installed = pyproject["tool"]["setuptools"]["packages"]
+    assert "devtools" not in installed
+    for package in installed:
+        for source in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(source.read_text(encoding="utf-8"))
+            imported = {
+                name
+                for node in ast.walk(tree)
+                for name in (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+            }
+            assert not {n for n in imported if n.split(".")[0] in ("devtools", "moto")}, source

@@ -2,8 +2,9 @@
 
 ``Cluster`` starts the whole topology of docs/scale-out.md: PostgreSQL, an S3-compatible server,
 ``graphmem serve`` replicas (``Replica``) and haproxy in front of them (``Router``). ``python -m
-graphmem.cluster up`` runs one in the foreground until it is told to stop (``make cluster``
-starts it in the background, ``make cluster-stop`` stops exactly what it started).
+devtools.cluster up`` (from the repository's root) runs one in the foreground until it is told
+to stop (``make cluster`` starts it in the background, ``make cluster-stop`` stops exactly what
+it started). It is a development tool: the installed package does not hold it.
 
 ``ObjectStore`` starts an S3-compatible server (moto) for the vector indexes.
 
@@ -561,7 +562,7 @@ def _alive(pid: object) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
-    return b"graphmem.cluster" in cmdline
+    return b"devtools.cluster" in cmdline
 
 
 def _running(state: Path) -> dict[str, Any] | None:
@@ -620,7 +621,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m graphmem.cluster", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m devtools.cluster", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     up = commands.add_parser("up", help="start a cluster and serve until stopped")
     up.add_argument("--replicas", type=int, default=3)
