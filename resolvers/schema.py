@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import logging
+import operator
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from inspect import isawaitable
 from typing import Any
 
@@ -150,48 +151,23 @@ class OneOperation(SchemaExtension):
 
 def depth_limit(max_depth: int) -> type[ValidationRule]:
     """A validation rule refusing an operation nested deeper than ``max_depth`` fields
-    (introspection excepted), as strawberry's QueryDepthLimiter does, with each fragment's depth
-    worked out once: fragments that each spread the one below twice cost linear time, not
-    time doubling with every level (which would hold up every request on the event loop)."""
+    (introspection excepted), as strawberry's QueryDepthLimiter does, but with each fragment
+    measured once (``_measure``)."""
+
+    def depth(field: FieldNode, inner: Callable[[SelectionSetNode], int]) -> int:
+        if field.selection_set is None or field.name.value.startswith("__"):
+            return 0
+        return 1 + inner(field.selection_set)
 
     class DepthLimit(ValidationRule):
         def enter_document(self, node: DocumentNode, *_: Any) -> None:
-            fragments = {
-                d.name.value: d for d in node.definitions if isinstance(d, FragmentDefinitionNode)
-            }
-            known: dict[str, int] = {}
-
-            def depth(selection_set: SelectionSetNode, spreading: frozenset[str]) -> int:
-                """The selection's depth, at most ``max_depth + 1`` (already too deep)."""
-                deepest = 0
-                for selection in selection_set.selections:
-                    if isinstance(selection, FieldNode):
-                        inner = selection.selection_set
-                        if inner is not None and not selection.name.value.startswith("__"):
-                            deepest = max(deepest, 1 + depth(inner, spreading))
-                    elif isinstance(selection, InlineFragmentNode):
-                        deepest = max(deepest, depth(selection.selection_set, spreading))
-                    elif isinstance(selection, FragmentSpreadNode):
-                        name = selection.name.value
-                        fragment = fragments.get(name)
-                        if fragment is None or name in spreading:  # other rules refuse both
-                            continue
-                        if name not in known:
-                            known[name] = depth(fragment.selection_set, spreading | {name})
-                        deepest = max(deepest, known[name])
-                    if deepest > max_depth:
-                        return max_depth + 1
-                return deepest
-
+            measure = _measure(node, depth, max)
             for definition in node.definitions:
                 if not isinstance(definition, OperationDefinitionNode):
                     continue
-                name = definition.name.value if definition.name else "anonymous"
-                try:
-                    too_deep = depth(definition.selection_set, frozenset()) > max_depth
-                except RecursionError:  # fragments spreading one another hundreds deep
-                    too_deep = True
-                if too_deep:
+                found = measure(definition.selection_set)
+                if found is None or found > max_depth:
+                    name = definition.name.value if definition.name else "anonymous"
                     self.report_error(
                         GraphQLError(
                             f"'{name}' exceeds maximum operation depth of {max_depth}",
@@ -204,44 +180,68 @@ def depth_limit(max_depth: int) -> type[ValidationRule]:
 
 def alias_limit(max_aliases: int) -> type[ValidationRule]:
     """A validation rule refusing a document with more than ``max_aliases`` aliased fields, a
-    fragment's counting each time it is spread, as strawberry's MaxAliasesLimiter does, with
-    each fragment counted once (see ``depth_limit``)."""
+    fragment's counting each time it is spread, as strawberry's MaxAliasesLimiter does, but
+    with each fragment measured once (``_measure``)."""
+
+    def aliases(field: FieldNode, inner: Callable[[SelectionSetNode], int]) -> int:
+        within = 0 if field.selection_set is None else inner(field.selection_set)
+        return within + (field.alias is not None)
 
     class AliasLimit(ValidationRule):
         def enter_document(self, node: DocumentNode, *_: Any) -> None:
-            fragments = {
-                d.name.value: d for d in node.definitions if isinstance(d, FragmentDefinitionNode)
-            }
-            known: dict[str, int] = {}
-
-            def aliases(selection_set: SelectionSetNode, spreading: frozenset[str]) -> int:
-                found = 0
-                for selection in selection_set.selections:
-                    if isinstance(selection, FieldNode):
-                        found += selection.alias is not None
-                        if selection.selection_set is not None:
-                            found += aliases(selection.selection_set, spreading)
-                    elif isinstance(selection, InlineFragmentNode):
-                        found += aliases(selection.selection_set, spreading)
-                    elif isinstance(selection, FragmentSpreadNode):
-                        name = selection.name.value
-                        fragment = fragments.get(name)
-                        if fragment is None or name in spreading:  # other rules refuse both
-                            continue
-                        if name not in known:
-                            known[name] = aliases(fragment.selection_set, spreading | {name})
-                        found += known[name]
-                return found
-
-            operations = [d for d in node.definitions if isinstance(d, OperationDefinitionNode)]
-            try:
-                total = sum(aliases(d.selection_set, frozenset()) for d in operations)
-            except RecursionError:  # fragments spreading one another hundreds deep
-                total = max_aliases + 1
+            measure = _measure(node, aliases, operator.add)
+            found = [
+                measure(d.selection_set)
+                for d in node.definitions
+                if isinstance(d, OperationDefinitionNode)
+            ]
+            total = max_aliases + 1 if None in found else sum(n for n in found if n is not None)
             if total > max_aliases:
                 self.report_error(GraphQLError(f"{total} aliases found. Allowed: {max_aliases}"))
 
     return AliasLimit
+
+
+def _measure(
+    document: DocumentNode,
+    field: Callable[[FieldNode, Callable[[SelectionSetNode], int]], int],
+    join: Callable[[int, int], int],
+) -> Callable[[SelectionSetNode], int | None]:
+    """A measure of a selection: ``field`` gives a field's part (measuring what it selects with
+    the function it is handed), ``join`` joins the parts of a selection; a fragment is measured
+    once, however often it is spread. Strawberry's limiters walk every spread, so fragments
+    that each spread the one below twice took time doubling with every level, on the event
+    loop. The measure is None for fragments spreading one another too deep to follow."""
+    fragments = {
+        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    known: dict[str, int] = {}
+
+    def measure(selection_set: SelectionSetNode, spreading: frozenset[str]) -> int:
+        total = 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                part = field(selection, lambda inner: measure(inner, spreading))
+            elif isinstance(selection, InlineFragmentNode):
+                part = measure(selection.selection_set, spreading)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                fragment = fragments.get(name)
+                if fragment is None or name in spreading:  # other rules refuse both
+                    continue
+                if name not in known:
+                    known[name] = measure(fragment.selection_set, spreading | {name})
+                part = known[name]
+            total = join(total, part)
+        return total
+
+    def checked(selection_set: SelectionSetNode) -> int | None:
+        try:
+            return measure(selection_set, frozenset())
+        except RecursionError:  # fragments spreading one another hundreds deep
+            return None
+
+    return checked
 
 
 class CostLimit(SchemaExtension):
