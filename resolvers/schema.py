@@ -261,8 +261,9 @@ class CostLimit(SchemaExtension):
         )
         caller = context.context
         if document is not None and operation is not None and isinstance(caller, Context):
+            schema = context.schema._schema
             self.cost = admit(
-                self.admission, self._schema(), document, operation, context.variables, caller
+                self.admission, schema, document, operation, context.variables, caller
             )
             key = caller.key
             if operation.operation is OperationType.SUBSCRIPTION:
@@ -273,7 +274,7 @@ class CostLimit(SchemaExtension):
             else:
                 context.result = await run_admitted(
                     self.admission,
-                    self._schema(),
+                    schema,
                     document,
                     context.variables,
                     context.operation_name,
@@ -284,9 +285,6 @@ class CostLimit(SchemaExtension):
 
     def get_results(self) -> dict[str, Any]:
         return {"cost": self.cost.extension()} if self.cost is not None else {}
-
-    def _schema(self) -> Any:
-        return self.execution_context.schema._schema
 
 
 class Schema(strawberry.Schema):
