@@ -411,6 +411,7 @@ class PostgresKeyStore(KeyStore):
         self.where = redacted(url)
         self._lock = threading.Lock()
         self._conn: psycopg.Connection[Any] | None = None
+        self._closed = False
 
     def known_any_active(self) -> bool | None:
         return None  # only the database knows (another replica may have made a key)
@@ -426,6 +427,8 @@ class PostgresKeyStore(KeyStore):
     @contextmanager
     def _connect(self) -> Iterator[Any]:
         with self._lock:
+            if self._closed:  # a late check (a socket's, as the server stops) opens nothing
+                raise StorageError(f"the API keys in {self.where} are closed")
             try:
                 conn = self._begin()
                 try:
@@ -460,6 +463,7 @@ class PostgresKeyStore(KeyStore):
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._conn is not None:
                 self._conn.close()
 

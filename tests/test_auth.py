@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
-from graphmem import KeyStore, Memory, Settings
+from graphmem import KeyStore, Memory, Settings, StorageError
 from graphmem.memory import open_keys
 from resolvers import create_app
 
@@ -368,3 +368,11 @@ def test_an_unreadable_key_store_is_an_outage_not_an_open_door(
     for headers in ({}, bearer(token)):
         status, body = service.post("{ canWrite }", None, headers)
         assert status == 503, body
+
+
+def test_a_closed_key_store_opens_no_connection_again(keys: KeyStore, settings: Settings) -> None:
+    if settings.store is None:
+        pytest.skip("the key file holds no connection open (PostgreSQL's key store does)")
+    keys.close()  # as the server stops, while a socket's last check may still come
+    with pytest.raises(StorageError, match="closed"):
+        keys.is_active("0123456789ab")
