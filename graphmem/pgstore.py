@@ -190,6 +190,9 @@ class PostgresDatabase(Connections[Connection]):
         if fresh is not conn:
             self._local.conn = fresh
             with self._readers_lock:
+                if self._closed:  # closed meanwhile: nothing would ever close this one
+                    fresh.close()
+                    self._check_open()
                 self._readers = [c for c in self._readers if c is not conn] + [fresh]
         return fresh
 
@@ -278,6 +281,7 @@ class _SharedReaders:
         self._all: list[Connection] = []
         self._lock = threading.Lock()
         self._users = 0
+        self._released = False
 
     @classmethod
     def of(cls, url: str) -> _SharedReaders:
@@ -295,6 +299,7 @@ class _SharedReaders:
                 return
             del self._registry[self.url]
         with self._lock:
+            self._released = True
             for conn in self._all:
                 conn.close()
             self._all.clear()
@@ -310,6 +315,9 @@ class _SharedReaders:
         if fresh is not conn:
             self._local.conn = fresh
             with self._lock:
+                if self._released:  # the last namespace closed meanwhile: close it too
+                    fresh.close()
+                    raise StorageError("this memory has been closed")
                 self._all = [c for c in self._all if c is not conn] + [fresh]
         fresh.deadline = lambda: db.deadline
         if fresh is conn and namespace != db.namespace:
