@@ -22,7 +22,7 @@ import numpy as np
 
 from devtools.cluster import Postgres
 from graphmem import Settings
-from graphmem.embedders import Embedder, Vectors, create_embedder
+from graphmem.vectors.embedders import Embedder, Vectors, create_embedder
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 #: Public datasets live next to the project, never inside it (see their README).
@@ -209,7 +209,7 @@ def process_memory_mb(pid: int) -> dict[str, float]:
     resident now, its own heap (Anonymous) and its proportional share (Pss).
 
     VmRSS counts a page of the database file once per connection that maps it (each reader
-    thread's SQLite connection maps the file, see graphmem/storage.py), so with many threads it
+    thread's SQLite connection maps the file, see graphmem/storage/sqlite/database.py), so with many threads it
     overstates memory use; Pss counts every page once.
     """
     status = dict(

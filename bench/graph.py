@@ -10,7 +10,7 @@ traverse from the hub and from the hub's neighbours at depth 1 and 2.
 
     python -m bench.graph [--facts 100000] [--links 500000] [--queries 300] [--data DIR] [--sql]
 
-Walks use the in-memory copy of the graph (graphmem/adjacency.py), timed after it has loaded
+Walks use the in-memory copy of the graph (graphmem/storage/sql/graph_copy.py), timed after it has loaded
 (its load time is reported); ``--sql`` walks in SQL instead. ``--data DIR`` keeps the store (facts and random links; the hub's links are removed after each
 run) in DIR and reuses it when it is already there.
 """

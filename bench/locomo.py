@@ -48,8 +48,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import graphmem.ranking as ranking
-from graphmem import Memory, Settings, expansion, keyword, timehints
-from graphmem.embedders import Embedder
+from graphmem import Memory, Settings, expansion, timehints
+from graphmem.storage.sqlite import keyword
+from graphmem.vectors.embedders import Embedder
 
 from .common import (
     OUT_DIR,
@@ -611,7 +612,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--ranking-budget",
         type=int,
         default=None,
-        help="graphmem.keyword.RANKING_BUDGET (a small one ranks as a large memory would)",
+        help="graphmem.storage.sqlite.keyword.RANKING_BUDGET (a small one ranks as a large memory would)",
     )
     parser.add_argument(
         "--column-weights",

@@ -62,10 +62,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from graphmem import Memory, Settings
-from graphmem.embedders import Embedder, Vectors
 from graphmem.graph import DEFAULT_MAX_NODES, DEFAULT_TYPES
 from graphmem.limits import MAX_NODES
 from graphmem.ranking import fts_terms
+from graphmem.vectors.embedders import Embedder, Vectors
 from tests.openai_stub import LoopbackServer
 
 from . import locomo, synthetic

@@ -41,14 +41,16 @@ from typing import Any, Final
 
 import numpy as np
 
-from graphmem import Memory, Settings, sqlitestore, storage
-from graphmem import cache as cache_engine
-from graphmem import mirror as mirror_engine
-from graphmem import sync as sync_engine
+from graphmem import Memory, Settings
 from graphmem import writer as writer_engine
 from graphmem.autolink import THRESHOLDS
-from graphmem.embedders import Vectors
-from graphmem.mirror import SEARCH_PROBES, Mirror
+from graphmem.storage.sqlite import database as storage
+from graphmem.storage.sqlite import store as sqlitestore
+from graphmem.vectors import cache as cache_engine
+from graphmem.vectors import mirror as mirror_engine
+from graphmem.vectors import outbox as sync_engine
+from graphmem.vectors.embedders import Vectors
+from graphmem.vectors.mirror import SEARCH_PROBES, Mirror
 
 from .common import (
     OUT_DIR,

@@ -26,15 +26,15 @@ from .keys import ApiKey, KeyStore
 from .memory import Memory
 from .models import Change, ChangePage, Fact, FactInput, Link, SearchHit, StoreResult
 from .prune import PruneReport
-from .reads import FactPage
 from .recall import RecallItem, RecallResult
 from .settings import Settings
 from .stats import Stats
-from .sync import CheckReport
+from .storage.sql.reads import FactPage
+from .storage.sql.transfer import ImportReport
 from .temporal import TimeScope
 from .timehints import TimeHint
-from .transfer import ImportReport
 from .usage import Usage
+from .vectors.outbox import CheckReport
 
 __all__ = [
     "ApiKey",

@@ -11,7 +11,7 @@ import math
 import threading
 from collections.abc import Callable, Iterable
 
-from .store import Store, Transaction
+from .storage.interface import Store, Transaction
 
 
 class AccessTracker:

@@ -15,7 +15,7 @@ import networkx as nx
 
 from . import graph
 from .limits import CLUSTER_MAX_LINKS, MAX_CYCLES
-from .storage import id_list
+from .storage.sqlite.database import id_list
 from .temporal import TimeScope
 
 

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from .embedders import Vectors
 from .models import FactInput, LinkOrigin, StoreResult
 from .settings import Settings
+from .vectors.embedders import Vectors
 
 if TYPE_CHECKING:
-    from .store import Transaction
+    from .storage.interface import Transaction
 
 #: Cosine at or above which a new fact is linked to a neighbour, by embedder provider.
 #: Calibrated with ``python -m bench.autolink`` (docs/graph.md gives the figures): for each

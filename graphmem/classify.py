@@ -15,7 +15,7 @@ the write's result (and the log): the request failing after its retries, an answ
 JSON or not the agreed shape, an unknown action, a target that names no listed fact, a fact the
 answer leaves out. Nothing is ever lost to the classifier.
 
-The decisions are applied inside the write transaction by :mod:`graphmem.ingest`: UPDATE
+The decisions are applied inside the write transaction by :mod:`graphmem.dedup`: UPDATE
 supersedes the target, DELETE retracts it (the new text is not stored), NOOP stores nothing.
 """
 
@@ -26,14 +26,14 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, get_args
 
+from .dedup import normalized_hash
 from .errors import LLMError
-from .ingest import normalized_hash
 from .llm import ChatClient
 from .models import Action, Fact, FactInput, Verdict
 from .temporal import TimeScope, to_iso
 
 if TYPE_CHECKING:
-    from .store import Store
+    from .storage.interface import Store
 
 #: Nearest live facts (by vector) shown to the model for each new fact.
 SIMILAR_FACTS: Final = 5

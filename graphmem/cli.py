@@ -21,17 +21,17 @@ from typing import IO, Any, Final
 import click
 import watchfiles
 
-from . import backup as backups
 from .decay import DECAY_CLASSES
+from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .graph import DEFAULT_MAX_NODES, Subgraph
-from .ingest import DEFAULT_IMPORTANCE
 from .memory import Memory, open_keys
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
-from .storage import private_opener
+from .storage.sqlite import backup as backups
+from .storage.sqlite.database import private_opener
 from .temporal import ACCEPTED_TIMES, to_iso
 
 

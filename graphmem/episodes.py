@@ -24,7 +24,7 @@ from .errors import Conflict, InvalidInput, NotFound
 from .graph import check_metadata
 from .limits import MAX_FIELD_LENGTH, MAX_LIMIT
 from .models import Fact, LinkOrigin, fact_columns
-from .storage import id_list
+from .storage.sqlite.database import id_list
 from .temporal import TimeInput, TimeScope, parse_time, to_datetime, to_iso
 
 #: What an episode can be. Conversations are what ``capture`` and ``store_many`` usually record.

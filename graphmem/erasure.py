@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_LIMIT, MAX_NODES
-from .storage import id_list
+from .storage.sqlite.database import id_list
 from .temporal import to_datetime, to_iso
 
 #: The filters a purge takes, in the order they are described.

@@ -39,7 +39,7 @@ from .limits import FAN_OUT
 from .models import LinkOrigin
 
 if TYPE_CHECKING:
-    from .store import Record, Store
+    from .storage.interface import Record, Store
     from .temporal import TimeScope
 
 #: Share of a linked candidate's relevance (times link strength) lent to a fact.

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
-from .adjacency import Adjacency, IndexWalk, Step
 from .errors import Conflict, InvalidInput, NotFound
 from .ids import new_id
 from .limits import (
@@ -35,7 +34,8 @@ from .limits import (
     PATH_MAX_VISITED,
 )
 from .models import LINK_COLUMNS, Fact, Link, LinkOrigin, fact_columns, link_columns
-from .storage import id_list
+from .storage.sql.graph_copy import Adjacency, IndexWalk, Step
+from .storage.sqlite.database import id_list
 from .temporal import TimeInput, TimeScope, parse_time, to_iso
 
 

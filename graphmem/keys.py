@@ -3,7 +3,7 @@
 A key reads ``gm_<id>_<secret>``. Only the sha256 of the secret is stored, in ``_keys.sqlite``
 beside the namespaces of a data directory (no namespace can be called that: names start with a
 letter or digit), or in the table ``gm_api_keys`` of a PostgreSQL store, which every replica
-shares (:class:`graphmem.pgstore.PostgresKeyStore`). A presented key is found by its public id
+shares (:class:`graphmem.storage.postgres.store.PostgresKeyStore`). A presented key is found by its public id
 and its secret compared in constant time. Every check reads the store, so a key revoked by
 ``graphmem revoke-key`` in another process (or on another replica) stops working at once.
 """
@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from .errors import InvalidInput, NotFound, StorageError
 from .namespace import check_namespace
-from .storage import private_file, private_folder
+from .storage.sqlite.database import private_file, private_folder
 
 KEYS_FILE: Final = "_keys.sqlite"
 PREFIX: Final = "gm"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from .embedders import openai_client
 from .errors import InvalidInput, LLMError
 from .settings import Settings
 from .usage import Meter, reported_tokens
+from .vectors.embedders import openai_client
 
 
 class ChatClient:

@@ -4,15 +4,15 @@ A facade: each method resolves its time scope and hands the work to the module t
 
 =====================  ==================================================================
 opening a namespace    :mod:`graphmem.namespace` (name, directory, embedder, rebuild)
-storage                :mod:`graphmem.store` (the interface), :mod:`graphmem.sqlitestore`
+storage                :mod:`graphmem.storage.interface` (the interface), :mod:`graphmem.storage.sqlite.store`
 writes                 :mod:`graphmem.writer` (store, forget, purge, link, import)
-plain reads            :mod:`graphmem.reads` (get, facts, lookup, history)
+plain reads            :mod:`graphmem.storage.sql.reads` (get, facts, lookup, history)
 search                 :mod:`graphmem.search` (the pipeline), :mod:`graphmem.ranking`
 graph                  :mod:`graphmem.graph`, :mod:`graphmem.analytics`
 agent loop             :mod:`graphmem.recall`, :mod:`graphmem.capture`
 documents              :mod:`graphmem.documents` (markdown files: sync, read back)
-vector index sync      :mod:`graphmem.sync` (outbox, check, reindex, replay)
-embedding cache        :mod:`graphmem.cache`
+vector index sync      :mod:`graphmem.vectors.outbox` (outbox, check, reindex, replay)
+embedding cache        :mod:`graphmem.vectors.cache`
 access tracking        :mod:`graphmem.access`
 decay                  :mod:`graphmem.decay` (rules), :mod:`graphmem.prune` (prune, backfill)
 statistics             :mod:`graphmem.stats`
@@ -30,15 +30,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, cast
 
-from . import analytics, documents, graph, transfer
+from . import analytics, documents, graph
 from . import capture as captures
 from . import namespace as namespaces
 from . import prune as pruning
 from . import recall as recalls
 from .access import AccessTracker
-from .cache import EmbeddingCache
 from .documents import DocumentFile, SyncReport
-from .embedders import Embedder, create_embedder
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
@@ -56,17 +54,20 @@ from .models import (
     StoreResult,
     check_text,
 )
-from .pgstore import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
 from .prune import PruneReport
-from .reads import FactPage, Filters
 from .search import Search
 from .settings import Settings
-from .sqlitestore import SQLITE_FILE, SQLiteStore
 from .stats import Stats, collect
-from .store import Store
-from .sync import CheckReport, Progress, VectorSync
+from .storage.interface import Store
+from .storage.postgres.store import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
+from .storage.sql import transfer
+from .storage.sql.reads import FactPage, Filters
+from .storage.sqlite.store import SQLITE_FILE, SQLiteStore
 from .temporal import TimeInput, TimeScope
-from .vectors import VectorIndex
+from .vectors.cache import EmbeddingCache
+from .vectors.embedders import Embedder, create_embedder
+from .vectors.index import VectorIndex
+from .vectors.outbox import CheckReport, Progress, VectorSync
 from .writer import Writer
 
 

@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from .embedders import Embedder
 from .errors import EmbedderMismatch, InvalidInput, StorageError
 from .settings import Settings
-from .storage import private_folder
-from .store import Store
-from .sync import Progress, VectorSync
-from .vectors import Location, VectorIndex
+from .storage.interface import Store
+from .storage.sqlite.database import private_folder
+from .vectors.embedders import Embedder
+from .vectors.index import Location, VectorIndex
+from .vectors.outbox import Progress, VectorSync
 
 #: The vector index's directory inside a namespace's directory.
 VECTOR_DIR: Final = "vectors"

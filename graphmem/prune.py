@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .decay import classify_decay, expiry
-from .store import Store
+from .storage.interface import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,15 +25,15 @@ import numpy as np
 
 from . import expansion, ranking, timehints
 from .decay import freshness
-from .embedders import Embedder, Vectors
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
 from .models import Fact, SearchHit
-from .reads import Filters, check_limit
 from .settings import Settings
-from .store import Record, Store
+from .storage.interface import Record, Store
+from .storage.sql.reads import Filters, check_limit
 from .temporal import TimeScope
-from .vectors import VectorIndex
+from .vectors.embedders import Embedder, Vectors
+from .vectors.index import VectorIndex
 
 #: Threads that run the vector leg beside the keyword leg (one per concurrent search).
 SEARCH_THREADS: Final = 4

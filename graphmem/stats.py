@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from .decay import DECAY_CLASSES
-from .embedders import Embedder
 from .llm import ChatClient
-from .store import Store
+from .storage.interface import Store
 from .usage import Usage
-from .vectors import VectorIndex
+from .vectors.embedders import Embedder
+from .vectors.index import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)

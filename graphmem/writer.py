@@ -1,14 +1,14 @@
 """The write path: every change to a namespace, from validated input to an announced change.
 
 ``store_many``: validate (in the caller's thread) → queue for the next group commit
-(:mod:`graphmem.group`): concurrent writes are written together → embed the group's texts in
+(:mod:`graphmem.group_commit`): concurrent writes are written together → embed the group's texts in
 one batch → near-duplicate and similarity candidates from the vector index and among the
 group's facts → one store transaction in which each write, in a savepoint of its own, dedups,
 classifies (rules, or applies the LLM's verdicts, asked in the caller's thread before
 queuing), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), caches new
 embeddings and queues an outbox row per vector to sync; the group's changes go to the change
 log, from which other processes hear of them → one durable commit → bring the vector index in
-line (:mod:`graphmem.sync`) → answer each write with its own results or error → tell this
+line (:mod:`graphmem.vectors.outbox`) → answer each write with its own results or error → tell this
 process's subscribers. A crash after the commit loses nothing: opening the namespace replays
 the outbox. Forget, link and unlink go through the same group commit; purge, import and
 document syncs follow the same order in a transaction of their own.
@@ -26,28 +26,29 @@ from typing import Any, Final, TypeVar, cast
 import numpy as np
 
 from . import autolink as autolinks
-from . import classify, documents, episodes, ingest, sensitive
-from .cache import EmbeddingCache
-from .embedders import Embedder, Vectors, text_hash
+from . import classify, documents, episodes, sensitive
+from . import dedup as ingest
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
-from .group import GroupCommit, Pending
+from .group_commit import GroupCommit, Pending
 from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
 from .settings import Settings
-from .store import BatchChanges, Store, Transaction
-from .sync import Progress, VectorSync
+from .storage.interface import BatchChanges, Store, Transaction
+from .storage.sql.transfer import ImportReport
 from .temporal import TimeInput
-from .transfer import ImportReport
-from .vectors import VectorIndex
+from .vectors.cache import EmbeddingCache
+from .vectors.embedders import Embedder, Vectors, text_hash
+from .vectors.index import VectorIndex
+from .vectors.outbox import Progress, VectorSync
 
 _log = logging.getLogger("graphmem")
 
 Listener = Callable[[list[Change]], None]
 T = TypeVar("T")
 
-#: Facts (and links) written at most by one group commit (see :mod:`graphmem.group`).
+#: Facts (and links) written at most by one group commit (see :mod:`graphmem.group_commit`).
 GROUP_MAX_ITEMS: Final = 2 * MAX_BATCH
 
 
@@ -362,7 +363,7 @@ class Writer:
         return cast(T, self._submit(_Write(run, items)))
 
     def _write_group(self, group: Sequence[Pending[Any]]) -> None:
-        """Write a group of queued writes (see :mod:`graphmem.group`): the facts of all its
+        """Write a group of queued writes (see :mod:`graphmem.group_commit`): the facts of all its
         ``store_many`` calls embedded and checked at once, then one transaction in which each
         write runs in a savepoint of its own (one that raises is rolled back alone and answered
         with its error), one durable commit, one vector index write."""
@@ -586,7 +587,7 @@ def _dated_by(episode: episodes.Episode, facts: Sequence[FactInput]) -> Sequence
     episode's time was stated (not the default, the moment it was recorded): a conversation of
     May 2023 stored today is dated May 2023, so the time words of a question ("in May 2023",
     "last week" asked as of then) find its facts, and their valid time starts then unless
-    they say otherwise (see :func:`graphmem.ingest.write_batch`)."""
+    they say otherwise (see :func:`graphmem.dedup.write_batch`)."""
     if episode.time == episode.recorded_at:
         return facts
     when = episode.time.timestamp()

@@ -69,9 +69,9 @@ from starlette.types import Receive, Scope, Send
 from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memory
 from graphmem.capture import ROLES
 from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
+from graphmem.dedup import DEFAULT_IMPORTANCE
 from graphmem.errors import Code
 from graphmem.graph import DIRECTIONS, LINK_TYPES
-from graphmem.ingest import DEFAULT_IMPORTANCE
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,

@@ -9,8 +9,8 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem.decay import DECAY_CLASSES
+from graphmem.dedup import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.episodes import DEFAULT_KIND, EPISODE_KINDS
-from graphmem.ingest import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
 
 from .context import Context

@@ -16,9 +16,10 @@ import pytest
 from starlette.applications import Starlette
 
 from devtools.cluster import ObjectStore, Postgres, Unavailable
-from graphmem import KeyStore, Memory, Settings, pgschema
+from graphmem import KeyStore, Memory, Settings
 from graphmem.memory import open_keys
-from graphmem.sqlitestore import SQLiteStore
+from graphmem.storage.postgres import schema as pgschema
+from graphmem.storage.sqlite.store import SQLiteStore
 from resolvers import create_app
 
 from .api import InProcess

@@ -43,7 +43,7 @@ import httpx
 
 from devtools.cluster import Cluster
 from graphmem import Memory, Settings
-from graphmem.sqlitestore import SQLITE_FILE
+from graphmem.storage.sqlite.store import SQLITE_FILE
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT: Final = 120.0

@@ -1,4 +1,4 @@
-"""The in-memory copy of the graph (graphmem/adjacency.py) walks exactly as SQL does: the same
+"""The in-memory copy of the graph (graphmem/storage/sql/graph_copy.py) walks exactly as SQL does: the same
 nodes at the same depths with the same parents, the same edges, the same truncation, the same
 paths — at any valid time and transaction time — and it follows writes (its own process's and
 another's) through the graph log, reloading when rows were deleted."""
@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from graphmem import GraphmemError, Memory, Settings, adjacency, graph
-from graphmem.adjacency import Adjacency
+from graphmem import GraphmemError, Memory, Settings, graph
 from graphmem.limits import FAN_OUT
+from graphmem.storage.sql import graph_copy as adjacency
+from graphmem.storage.sql.graph_copy import Adjacency
 from graphmem.temporal import TimeScope
 
 from .api import InProcess

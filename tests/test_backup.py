@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from graphmem import Conflict, KeyStore, Memory, Settings
-from graphmem.backup import backup, restore
 from graphmem.cli import cli
+from graphmem.storage.sqlite.backup import backup, restore
 
 from .conftest import Clock
 

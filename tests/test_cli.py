@@ -487,7 +487,7 @@ def test_an_embedder_change_is_refused_until_graphmem_reindex(gm: Gm, gm_main: G
 def test_check_reports_a_lost_vector_and_exits_1_until_reindex(
     gm: Gm, gm_main: Gm, data: Path
 ) -> None:
-    from graphmem.vectors import VectorIndex
+    from graphmem.vectors.index import VectorIndex
 
     kept = gm("store", "The cat is called Miso", "--json")["fact"]["id"]
     lost = gm("store", "Backups run every night at two", "--json")["fact"]["id"]

@@ -270,7 +270,7 @@ def test_a_files_chunks_change_all_together_or_not_at_all(
     mem.sync_files([notes])
     before = _chunks(mem, notes / "2024-05-01.md")
     (notes / "2024-05-01.md").write_text(DAILY + "\n## Evening\n\nA walk by the river.\n")
-    from graphmem.sqlitestore import SQLiteTransaction
+    from graphmem.storage.sqlite.store import SQLiteTransaction
 
     def fail(self: SQLiteTransaction, document: object) -> None:
         raise OSError("disk full")

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from graphmem import Memory, Settings
-from graphmem.embedders import HashEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder
 from graphmem.errors import EmbedderError, EmbedderMismatch
+from graphmem.vectors.embedders import HashEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder
 
 from .openai_stub import OpenAIStub
 

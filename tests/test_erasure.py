@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings
-from graphmem.backup import backup, restore
 from graphmem.cli import cli
+from graphmem.storage.sqlite.backup import backup, restore
 from resolvers import mcp
 
 from .api import InProcess, bearer

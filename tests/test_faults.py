@@ -17,7 +17,7 @@ import pytest
 
 from graphmem import Memory, QueryTimeout, Settings, StorageError
 from graphmem.namespace import VECTOR_DIR
-from graphmem.sqlitestore import SQLITE_FILE
+from graphmem.storage.sqlite.store import SQLITE_FILE
 from resolvers import create_app
 
 from .api import InProcess

@@ -20,10 +20,10 @@ from graphmem import (
     Settings,
     expansion,
     graph,
-    ingest,
 )
+from graphmem import dedup as ingest
 from graphmem.limits import MAX_DEPTH
-from graphmem.sqlitestore import SQLiteStore
+from graphmem.storage.sqlite.store import SQLiteStore
 
 from .conftest import Clock
 

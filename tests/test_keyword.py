@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from graphmem import Memory, Settings, keyword
+from graphmem import Memory, Settings
+from graphmem.storage.sqlite import keyword
 from graphmem.timehints import TimeHint
 
 
@@ -209,7 +210,7 @@ def test_a_short_periods_matches_are_scored_from_its_facts_alone_as_fts5_scores_
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the query's words are common against the period (SCORE_HERE_RATIO), the period's
-    matches are ranked by graphmem.bm25 without walking the words' lists: the same facts,
+    matches are ranked by graphmem.storage.sqlite.bm25 without walking the words' lists: the same facts,
     the same order, FTS5's scores. Here: words in every column, inflections that stem alike,
     accents written composed and decomposed, case, a word in most facts (idf floored), a word
     twice in a fact, and a fact of the period that matches nothing."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import graphmem.storage
+import graphmem.storage.sqlite.database
 from graphmem import Settings
 
 from .api import STORE, InProcess
@@ -64,15 +64,15 @@ def test_a_list_of_facts_with_links_costs_a_bounded_number_of_queries(
     for source, target in zip(ids[1:], ids[:-1], strict=True):
         service.data(link, {"s": source, "t": target})
     statements: list[str] = []
-    reader = graphmem.storage.Database.reader
+    reader = graphmem.storage.sqlite.database.Database.reader
 
-    def traced(self: graphmem.storage.Database) -> sqlite3.Connection:
+    def traced(self: graphmem.storage.sqlite.database.Database) -> sqlite3.Connection:
         # Every worker thread's read connection, whether it opened before this test or not.
         conn = reader(self)
         conn.set_trace_callback(statements.append)
         return conn
 
-    monkeypatch.setattr(graphmem.storage.Database, "reader", traced)
+    monkeypatch.setattr(graphmem.storage.sqlite.database.Database, "reader", traced)
     query = """query($n: Int!) { facts(first: $n) { edges { node { id supersedes { id }
         links { edges { link { type } neighbour { id text supersededBy { id } } } } } } } }"""
 

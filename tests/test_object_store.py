@@ -13,7 +13,7 @@ import pytest
 from devtools.cluster import ObjectStore, Unavailable
 from graphmem import InvalidInput, Memory, Settings, StorageError
 from graphmem.namespace import vector_location
-from graphmem.sync import DRAIN_AFTER_S
+from graphmem.vectors.outbox import DRAIN_AFTER_S
 
 from .api import InProcess
 

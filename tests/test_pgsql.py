@@ -1,11 +1,11 @@
-"""Each rewrite graphmem.pgsql.translate makes of the reference store's SQL (no server needed:
+"""Each rewrite graphmem.storage.postgres.dialect.translate makes of the reference store's SQL (no server needed:
 the suites run with --store postgresql execute every statement against a real one)."""
 
 from __future__ import annotations
 
 import pytest
 
-from graphmem.pgsql import translate
+from graphmem.storage.postgres.dialect import translate
 
 
 @pytest.mark.parametrize(

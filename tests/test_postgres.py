@@ -22,18 +22,18 @@ from graphmem import (
     QueryTimeout,
     Settings,
     StorageError,
-    keyword,
     memory,
-    pgschema,
-    pgsql,
-    sqlitestore,
 )
 from graphmem.cli import cli
 from graphmem.memory import open_keys
-from graphmem.mirror import Mirror
-from graphmem.pgkeyword import CommonWords
-from graphmem.pgstore import PostgresStore
-from graphmem.vectors import FOLLOW_EVERY, ROW_LIVE, VectorIndex
+from graphmem.storage.postgres import dialect as pgsql
+from graphmem.storage.postgres import schema as pgschema
+from graphmem.storage.postgres.keyword import CommonWords
+from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sqlite import keyword
+from graphmem.storage.sqlite import store as sqlitestore
+from graphmem.vectors.index import FOLLOW_EVERY, ROW_LIVE, VectorIndex
+from graphmem.vectors.mirror import Mirror
 from resolvers.app import create_app
 from resolvers.commands import cli as service_cli
 

@@ -18,12 +18,13 @@ import pytest
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from graphmem import ChangePage, Memory, Settings, memory, sqlitestore
-from graphmem.embedders import Vectors
+from graphmem import ChangePage, Memory, Settings, memory
 from graphmem.errors import Conflict, InvalidInput, NotFound, StorageError
 from graphmem.limits import MAX_CHANGES
-from graphmem.sqlitestore import SQLiteStore, SQLiteTransaction
-from graphmem.vectors import FOLLOW_EVERY
+from graphmem.storage.sqlite import store as sqlitestore
+from graphmem.storage.sqlite.store import SQLiteStore, SQLiteTransaction
+from graphmem.vectors.embedders import Vectors
+from graphmem.vectors.index import FOLLOW_EVERY
 from resolvers.events import FOLLOW_CHANGES_EVERY
 
 from .api import STORE, WS

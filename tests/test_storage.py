@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from graphmem import Memory, Settings, StorageError
-from graphmem.migrations import MIGRATIONS, SCHEMA_VERSION
-from graphmem.storage import Database
+from graphmem.storage.sqlite.database import Database
+from graphmem.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 from .conftest import Clock
 
@@ -232,7 +232,7 @@ CRASH_SCRIPT = textwrap.dedent(
     """
     import os, signal, sys
     from graphmem import Memory, Settings
-    from graphmem.vectors import VectorIndex
+    from graphmem.vectors.index import VectorIndex
 
     mem = Memory.open(sys.argv[1], settings=Settings(embedder="hash"))
     mem.store("Committed before the crash: the backup runs at 02:00")
@@ -291,7 +291,7 @@ def test_check_reports_every_disagreement_and_reindex_repairs_it(mem: Memory) ->
 def test_check_reads_the_index_in_batches_and_reports_its_progress(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from graphmem import vectors
+    from graphmem.vectors import index as vectors
 
     monkeypatch.setattr(vectors, "LOAD_BATCH_ROWS", 3)
     texts = ["Oslo rain", "Lima sun", "Pune heat", "Kyiv snow", "Rome wind", "Nuuk ice", "Baku fog"]
@@ -403,7 +403,7 @@ def test_a_different_embedder_is_refused_until_reindexed(tmp_path: Path, clock: 
 def test_a_lookup_reads_its_rows_in_order_from_an_index(tmp_path: Path) -> None:
     """An entity with thousands of facts: lookup walks the entity's index entries in its order
     and stops at the limit, instead of reading and sorting every fact of the entity."""
-    from graphmem import reads
+    from graphmem.storage.sql import reads
     from graphmem.temporal import TimeScope
 
     with Memory.open(tmp_path, embedder="hash") as mem:

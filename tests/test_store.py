@@ -2,7 +2,7 @@
 
 Each test runs once per implementation in ``STORES`` (today the SQLite reference store; a
 second engine adds itself there). The tests speak only the interface of
-:mod:`graphmem.store`: transactions, the time rule on every read, links, the outbox, the
+:mod:`graphmem.storage.interface`: transactions, the time rule on every read, links, the outbox, the
 embedding cache, access and decay bookkeeping, counts and typed errors.
 """
 
@@ -24,18 +24,18 @@ from graphmem import (
     InvalidInput,
     NotFound,
     Settings,
-    ingest,
-    keyword,
-    sqlitestore,
 )
-from graphmem.embedders import text_hash
-from graphmem.pgstore import PostgresStore
-from graphmem.reads import Filters
-from graphmem.sqlitestore import SQLiteStore
-from graphmem.store import Store
+from graphmem import dedup as ingest
+from graphmem.storage.interface import Store
+from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sql.reads import Filters
+from graphmem.storage.sqlite import keyword
+from graphmem.storage.sqlite import store as sqlitestore
+from graphmem.storage.sqlite.store import SQLiteStore
 from graphmem.temporal import TimeScope
 from graphmem.timehints import TimeHint
-from graphmem.vectors import ROW_DELETED, ROW_LIVE
+from graphmem.vectors.embedders import text_hash
+from graphmem.vectors.index import ROW_DELETED, ROW_LIVE
 from tests.conftest import Clock
 
 #: Each implementation: a function making an empty store (in a directory, for an engine that

@@ -15,7 +15,8 @@ from starlette.websockets import WebSocketDisconnect
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from graphmem import KeyStore, Memory, Settings, memory, sqlitestore
+from graphmem import KeyStore, Memory, Settings, memory
+from graphmem.storage.sqlite import store as sqlitestore
 from resolvers import app as app_module
 from resolvers import create_app, events, sockets
 

@@ -11,10 +11,11 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from graphmem import Memory, vectors
-from graphmem import mirror as mirror_engine
+from graphmem import Memory
 from graphmem.errors import StorageError
-from graphmem.mirror import PARTITION_MIN_ROWS, Mirror
+from graphmem.vectors import index as vectors
+from graphmem.vectors import mirror as mirror_engine
+from graphmem.vectors.mirror import PARTITION_MIN_ROWS, Mirror
 
 
 def unit_rows(n: int, dims: int = 32, seed: int = 0) -> npt.NDArray[np.float32]:
@@ -423,7 +424,7 @@ def test_a_server_prepares_the_partitions_when_it_opens_a_namespace(
     import threading
 
     from graphmem import Settings
-    from graphmem.embedders import create_embedder
+    from graphmem.vectors.embedders import create_embedder
     from resolvers.namespaces import Namespaces
 
     monkeypatch.setattr(vectors, "EXACT_SEARCH_MAX_ROWS", 10)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
-from .errors import StorageError
+from ...errors import StorageError
 
 #: The facts columns in the keyword index, in its column order.
 FTS_COLUMNS: Final = "text, category, entity, key, value, tags, context, date_terms"
-#: The keyword index's tokenizer (graphmem.bm25 tokenizes with it too).
+#: The keyword index's tokenizer (graphmem.storage.sqlite.bm25 tokenizes with it too).
 FTS_TOKENIZER: Final = "porter unicode61"
 
 MIGRATIONS: Final[tuple[str, ...]] = (
@@ -257,7 +257,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """,
     # 11: the vector log: each write to the vector index, by fact id, in order (id '*': the
     # whole index was rebuilt), so that every process's in-memory copy of the index follows
-    # the writes of the others (graphmem.vectors). Only the newest entries are kept.
+    # the writes of the others (graphmem.vectors.index). Only the newest entries are kept.
     """
     CREATE TABLE vector_log (
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -274,7 +274,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     # 13: the graph log: every change to a fact's or a link's visibility or ends after it was
     # written, and every deletion, in commit order (kind 0 fact changed, 1 link changed, 2 fact
     # deleted, 3 link deleted; row = its seq), so that every process's in-memory copy of the
-    # graph (graphmem.adjacency) follows all writes. New rows are read by seq. Only the newest
+    # graph (graphmem.storage.sql.graph_copy) follows all writes. New rows are read by seq. Only the newest
     # entries are kept.
     """
     CREATE TABLE graph_log (
@@ -298,12 +298,12 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
     END;
     """,
-    # 14: facts by their date for time words (graphmem.reads.DATED), so that the keyword
+    # 14: facts by their date for time words (graphmem.storage.sql.reads.DATED), so that the keyword
     # matches of a short period are found among that period's facts, not by reading every match.
     """
     CREATE INDEX facts_dated ON facts(COALESCE(source_date, valid_from));
     """,
-    # 15: each vector log entry's row as the write left it (graphmem.vectors: ROW_DELETED,
+    # 15: each vector log entry's row as the write left it (graphmem.vectors.index: ROW_DELETED,
     # ROW_STORED, ROW_LIVE), so that the other processes take its vector from the embedding
     # cache instead of reading it back from the table. NULL (entries written before, the
     # rebuilt and compacted marks): read back from the table.

@@ -2,8 +2,8 @@
 
 The engine-neutral core — the time rule (:mod:`graphmem.temporal`), ranking and fusion
 (:mod:`graphmem.ranking`, :mod:`graphmem.search`), graph expansion (:mod:`graphmem.expansion`),
-classification, decay rules and vector sync (:mod:`graphmem.sync`) — talks to storage only
-through ``Store`` and the ``Transaction`` it opens. :class:`graphmem.sqlitestore.SQLiteStore` is
+classification, decay rules and vector sync (:mod:`graphmem.vectors.outbox`) — talks to storage only
+through ``Store`` and the ``Transaction`` it opens. :class:`graphmem.storage.sqlite.store.SQLiteStore` is
 the reference implementation; tests/test_store.py is the conformance suite every implementation
 must pass.
 
@@ -27,15 +27,16 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from . import analytics, graph, transfer
-    from .adjacency import Step
-    from .documents import DocumentFile
-    from .embedders import Vectors
-    from .episodes import Episode, EpisodeInput
-    from .erasure import Erasure, PurgeFilter, PurgeReport
-    from .models import Fact, Link
-    from .reads import FactPage, Filters
-    from .temporal import TimeInput, TimeScope
+    from .. import analytics, graph
+    from ..documents import DocumentFile
+    from ..episodes import Episode, EpisodeInput
+    from ..erasure import Erasure, PurgeFilter, PurgeReport
+    from ..models import Fact, Link
+    from ..temporal import TimeInput, TimeScope
+    from ..vectors.embedders import Vectors
+    from .sql import transfer
+    from .sql.graph_copy import Step
+    from .sql.reads import FactPage, Filters
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +159,7 @@ class Transaction(Protocol):
     def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None: ...
     def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
         """Add the facts whose rows the vector index just changed to the vector log (``*``: it
-        was rebuilt), each with the state its row was left in (``states``: graphmem.vectors'
+        was rebuilt), each with the state its row was left in (``states``: graphmem.vectors.index'
         ROW_DELETED, ROW_STORED, ROW_LIVE; none given: to be read back from the index);
         returns the position of the last entry. Old entries are dropped."""
         ...

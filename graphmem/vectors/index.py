@@ -5,7 +5,7 @@ this vector is neither retracted nor superseded) so that current-time searches c
 The store stays the source of truth: writes reach this index through the outbox (see sync.py).
 
 Queries take one of two paths. Up to EXACT_SEARCH_MAX_ROWS vectors, the table is mirrored in
-memory (:mod:`graphmem.mirror`) and searched there: LanceDB measured 12-28 ms a query with its IVF-PQ index at 100k
+memory (:mod:`graphmem.vectors.mirror`) and searched there: LanceDB measured 12-28 ms a query with its IVF-PQ index at 100k
 vectors and far more flat, each query also carrying a fixed overhead that batching does not
 remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
 cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
@@ -50,10 +50,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from ..errors import StorageError
+from ..storage.sqlite.database import private_folder, private_opener
 from .embedders import Vectors
-from .errors import StorageError
 from .mirror import Mirror, columns
-from .storage import private_folder, private_opener
 
 _log = logging.getLogger("graphmem")
 T = TypeVar("T")

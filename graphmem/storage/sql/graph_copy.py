@@ -36,10 +36,10 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from .limits import FAN_OUT
-from .models import Link, link_columns
-from .storage import id_list
-from .temporal import TimeScope
+from ...limits import FAN_OUT
+from ...models import Link, link_columns
+from ...temporal import TimeScope
+from ..sqlite.database import id_list
 
 _log = logging.getLogger("graphmem")
 

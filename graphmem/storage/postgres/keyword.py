@@ -2,15 +2,15 @@
 
 PostgreSQL's own ``ts_rank`` has no inverse document frequency, so a rare word counts no more
 than a common one. :class:`Bm25Ranker` computes FTS5's bm25 instead (k1 = 1.2, b = 0.75, idf
-floored at 1e-6) from ``gm_postings`` (graphmem.pgschema, migration 3), which holds, for each
+floored at 1e-6) from ``gm_postings`` (graphmem.storage.postgres.schema, migration 3), which holds, for each
 fact and each lexeme of its ``tsvector``, the lexeme's weighted frequency in the fact — the sum,
-over its occurrences, of the weight of the column it occurs in (:data:`graphmem.pgschema.LABEL_WEIGHTS`) — and the
+over its occurrences, of the weight of the column it occurs in (:data:`graphmem.storage.postgres.schema.LABEL_WEIGHTS`) — and the
 fact's length in tokens. Ranking reads that index alone; only the ranked facts are then read, for
 the time scope and the filters.
 
-* Selecting and scoring words, as in the SQLite store (graphmem.keyword): the rarest words
+* Selecting and scoring words, as in the SQLite store (graphmem.storage.sqlite.keyword): the rarest words
   select facts while their document frequencies add up to at most
-  :data:`graphmem.keyword.RANKING_BUDGET` (the rarest always selects); the others add to the
+  :data:`graphmem.storage.sqlite.keyword.RANKING_BUDGET` (the rarest always selects); the others add to the
   score of a selected fact but bring in none. The facts that only scoring words match are
   ranked only if the selected ones leave fewer than asked for.
 * The scoring words' postings (common words, by definition) are kept in memory once read
@@ -36,10 +36,12 @@ from typing import Any, Final, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from . import keyword, ranking, reads
-from .reads import Filters
-from .store import Record
-from .temporal import TimeScope
+from ... import ranking
+from ...temporal import TimeScope
+from ..interface import Record
+from ..sql import reads
+from ..sql.reads import Filters
+from ..sqlite import keyword
 
 #: FTS5's bm25 constants.
 K1: Final = 1.2

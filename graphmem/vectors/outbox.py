@@ -17,11 +17,11 @@ from typing import Any, Final
 
 import numpy as np
 
+from ..errors import StorageError
+from ..storage.interface import Store
 from .cache import EmbeddingCache
 from .embedders import Vectors, text_hash
-from .errors import StorageError
-from .store import Store
-from .vectors import COMPACTED, REBUILT, ROW_DELETED, ROW_LIVE, ROW_STORED, VectorIndex
+from .index import COMPACTED, REBUILT, ROW_DELETED, ROW_LIVE, ROW_STORED, VectorIndex
 
 #: Facts per vector-index write when syncing (a batch of 1,000 is one commit, not two).
 SYNC_CHUNK: Final = 5_000

@@ -10,7 +10,7 @@ bounded size whose rows lie in one contiguous range each (``Partitions``, an in-
 where a check with a floor first bounds every probed row's cosine from the projection and
 scores only the pairs whose bound reaches the floor. ``Best`` gathers each query's best pairs
 block by block.
-:class:`graphmem.vectors.VectorIndex` keeps a Mirror in step with its LanceDB table.
+:class:`graphmem.vectors.index.VectorIndex` keeps a Mirror in step with its LanceDB table.
 """
 
 from __future__ import annotations

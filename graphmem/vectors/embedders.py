@@ -7,7 +7,7 @@
   in JSON floats or base64 float32 are both accepted, and their size is checked.
 - ``hash``: deterministic feature hashing of words, for fast tests only.
 
-Each embedder's ``meter`` counts its calls (graphmem.usage); :mod:`graphmem.cache` keeps the
+Each embedder's ``meter`` counts its calls (graphmem.usage); :mod:`graphmem.vectors.cache` keeps the
 vectors it made, so that a reindex never embeds the same text twice.
 """
 
@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from .errors import EmbedderError, InvalidInput
-from .usage import Meter, reported_tokens
+from ..errors import EmbedderError, InvalidInput
+from ..usage import Meter, reported_tokens
 
 if TYPE_CHECKING:
-    from .settings import Settings
+    from ..settings import Settings
 
 Vectors = npt.NDArray[np.float32]
 

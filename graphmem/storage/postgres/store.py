@@ -1,8 +1,8 @@
 """The PostgreSQL store: one namespace of a database every replica shares.
 
-``PostgresStore`` is the reference store (:class:`graphmem.sqlitestore.SQLiteStore`) on a
-PostgreSQL database: the same SQL, spoken through :mod:`graphmem.pgsql`, on the views of one
-namespace (:mod:`graphmem.pgschema`); what differs is here:
+``PostgresStore`` is the reference store (:class:`graphmem.storage.sqlite.store.SQLiteStore`) on a
+PostgreSQL database: the same SQL, spoken through :mod:`graphmem.storage.postgres.dialect`, on the views of one
+namespace (:mod:`graphmem.storage.postgres.schema`); what differs is here:
 
 * **Transaction time comes from the database.** Every write transaction first takes the
   namespace's advisory lock (so a namespace's writes, from any replica, commit one after
@@ -10,7 +10,7 @@ namespace (:mod:`graphmem.pgschema`); what differs is here:
   last stamp (kept in ``gm_namespaces``): knownAt answers are the same from every replica,
   whatever their clocks say. A read "now" is at the database's clock too, never before the
   namespace's last stamp: a write acknowledged by one replica is seen by the next read on any.
-* **Keyword ranking** is bm25 computed by :mod:`graphmem.pgkeyword` from the generated
+* **Keyword ranking** is bm25 computed by :mod:`graphmem.storage.postgres.keyword` from the generated
   ``tsvector``.
 * **Connections**: one writer connection and one reader per thread, each fixed to the
   namespace; parameters are bound by the server, and a statement run five times on a
@@ -36,17 +36,17 @@ import psycopg
 from psycopg import pq
 from psycopg.rows import dict_row
 
-from . import pgschema
-from .adjacency import GraphCopy
-from .errors import InvalidInput, StorageError
-from .keys import KeyStore
-from .pgkeyword import Bm25Ranker
-from .pgsql import Connection, message
-from .reads import Filters
-from .sqlitestore import SQLiteStore, SQLiteTransaction
-from .storage import Connections
-from .store import Record
-from .temporal import TimeScope
+from ...errors import InvalidInput, StorageError
+from ...keys import KeyStore
+from ...temporal import TimeScope
+from ..interface import Record
+from ..sql.graph_copy import GraphCopy
+from ..sql.reads import Filters
+from ..sqlite.database import Connections
+from ..sqlite.store import SQLiteStore, SQLiteTransaction
+from . import schema as pgschema
+from .dialect import Connection, message
+from .keyword import Bm25Ranker
 
 #: Seconds a connection attempt waits for the server before the request fails.
 CONNECT_TIMEOUT_S: Final = 5
@@ -72,7 +72,7 @@ def lock_key(namespace: str) -> int:
 
 class PostgresDatabase(Connections[Connection]):
     """A namespace's connections to a PostgreSQL database: the surface of
-    :class:`graphmem.storage.Database` (write, try_write, reader, snapshot, time_limit)."""
+    :class:`graphmem.storage.sqlite.database.Database` (write, try_write, reader, snapshot, time_limit)."""
 
     def __init__(self, url: str, namespace: str) -> None:
         super().__init__()
@@ -402,7 +402,7 @@ class PostgresStore(SQLiteStore):
         self, query: str, scope: TimeScope, filters: Filters, n: int
     ) -> tuple[dict[str, float], dict[str, Record]]:
         """bm25 (higher is better) and ranking columns of the ``n`` best visible keyword
-        matches (:class:`graphmem.pgkeyword.Bm25Ranker`)."""
+        matches (:class:`graphmem.storage.postgres.keyword.Bm25Ranker`)."""
         ranker: Bm25Ranker = self._keywords  # type: ignore[assignment]
         return ranker.best(self._read(), query, scope, filters, n)
 

@@ -5,13 +5,13 @@ every primary key, unique key and index, so the tables can be distributed by it 
 table is read and written through a view of the same name as the reference store's table
 (``facts``, ``links``, …) that keeps the rows of the connection's namespace — the setting
 ``graphmem.namespace``, fixed when a store opens a connection — and fills it in on insert: the
-SQL of the reference store runs unchanged (:mod:`graphmem.pgsql`). Row-level security on the
+SQL of the reference store runs unchanged (:mod:`graphmem.storage.postgres.dialect`). Row-level security on the
 same setting, forced on the tables' owner too, is the defence in depth behind the views.
 
 Text columns compare and sort bytewise (``COLLATE "C"``), as SQLite does, whatever the
 database's locale. The keyword index is a generated ``tsvector`` (snowball English stemming,
 no stop words, like FTS5's porter tokenizer) whose weight labels carry the column weights, and
-the number of tokens of each fact, from which :mod:`graphmem.pgkeyword` computes bm25.
+the number of tokens of each fact, from which :mod:`graphmem.storage.postgres.keyword` computes bm25.
 
 Never edit a released migration: append a new one. ``apply`` runs the missing ones under an
 advisory lock (several replicas may start at once) and refuses a database written by a newer
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .errors import StorageError
+from ...errors import StorageError
 
 #: The weight of each weight label of the keyword index: the text, then entity/key/value, tags,
 #: and category/context/date terms, as graphmem.ranking.FTS_COLUMN_WEIGHTS weighs them (category
@@ -336,7 +336,7 @@ CREATE TABLE gm_api_keys (
 def _postings() -> str:
     """Migration 3: the keyword index's postings — one row per fact and lexeme with the
     lexeme's weighted frequency in the fact and the fact's length, kept by a trigger on
-    ``gm_facts`` — from which graphmem.pgkeyword counts document frequencies and ranks by bm25
+    ``gm_facts`` — from which graphmem.storage.postgres.keyword counts document frequencies and ranks by bm25
     reading the index alone (no ``tsvector`` taken apart per fact)."""
     weight = (
         "CASE lab "
@@ -389,7 +389,7 @@ def _postings() -> str:
 
 
 #: Columns of ``gm_facts`` computed from others, by name, and the expressions of graphmem's SQL
-#: they stand for (graphmem.pgsql rewrites the expressions into them). Under row-level
+#: they stand for (graphmem.storage.postgres.dialect rewrites the expressions into them). Under row-level
 #: security, which every statement of the service's role is under, PostgreSQL uses no index on
 #: an expression that is not "leakproof" — ``lower()`` and ``COALESCE`` are not — so an index
 #: on ``lower(entity)`` was never used: a lookup by entity read the whole table. An index on a
@@ -403,7 +403,7 @@ COMPUTED: Final = {
 
 def _computed() -> str:
     """Migration 4: the computed columns, the indexes on expressions remade on them, the
-    ``dated`` index (the keyword matches of a short period of time words, graphmem.keyword),
+    ``dated`` index (the keyword matches of a short period of time words, graphmem.storage.sqlite.keyword),
     and the facts view showing them."""
     added = ", ".join(
         f"ADD COLUMN {name} {kind} GENERATED ALWAYS AS ({expression}) STORED"
@@ -455,7 +455,7 @@ CREATE POLICY gm_change_log_namespace ON gm_change_log
 """
 
 #: Migration 7: the graph log's positions count each namespace's entries one by one (as the
-#: vector and change logs' writers give theirs, graphmem.sqlitestore._append_log): the table's
+#: vector and change logs' writers give theirs, graphmem.storage.sqlite.store._append_log): the table's
 #: identity counter is shared by every namespace, and a follower reads a gap as entries pruned
 #: before it read them, so a namespace's copy of the graph was loaded afresh whenever another
 #: namespace had written meanwhile. Every write holds its namespace's advisory lock.

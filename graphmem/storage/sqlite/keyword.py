@@ -26,7 +26,7 @@ words select instead (``KeywordRanker._all_common``). Document frequencies are c
 by a tenth; they steer the split and never which facts match.
 
 Time words add a pass over the facts of their period (:data:`PERIOD_SELECT_MAX`). When the
-query's words are common against the period, graphmem.bm25 scores the period's facts on their
+query's words are common against the period, graphmem.storage.sqlite.bm25 scores the period's facts on their
 own, with the cached counts for the idf (:data:`SCORE_HERE_RATIO`), instead of FTS5 walking
 every match to find the period's.
 """
@@ -39,9 +39,11 @@ from collections.abc import Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final
 
-from . import bm25, ranking, reads
+from ... import ranking
+from ...timehints import TimeHint
+from ..sql import reads
+from . import bm25
 from .migrations import FTS_COLUMNS
-from .timehints import TimeHint
 
 #: Matches ranked in full before the most common query words stop selecting facts (measured in
 #: bench/REPORT.md: at 100k facts, 2,500 finds the same facts as the full query and halves the
@@ -53,15 +55,15 @@ DF_REFRESH_SHARE: Final = 0.1
 DF_CACHE_SIZE: Final = 20_000
 #: A period of a query's time words that holds at most this many facts is ranked on its own:
 #: its facts are selected by date (the ``facts_dated`` index; a month of any year as that month
-#: of each year, see graphmem.reads.dated_in) and only the query's matches among them are
+#: of each year, see graphmem.storage.sql.reads.dated_in) and only the query's matches among them are
 #: scored. A larger period is read from the ranked matches of the whole memory, where its facts
 #: are common enough to come soon. At 100k facts a day's matches took 300 ms the second way,
 #: and 3 ms this one (bench/REPORT.md).
 PERIOD_SELECT_MAX: Final = 20_000
-#: Such a period's matches are scored by graphmem.bm25, from its facts alone, when the query's
+#: Such a period's matches are scored by graphmem.storage.sqlite.bm25, from its facts alone, when the query's
 #: words are in more than this many facts (counted once per word) for each fact of the period.
 #: FTS5 walks every match of the words and keeps those of the period, 0.6 to 1.1 µs a match;
-#: graphmem.bm25 reads and tokenizes each fact of the period, about 50 µs a fact (100k facts,
+#: graphmem.storage.sqlite.bm25 reads and tokenizes each fact of the period, about 50 µs a fact (100k facts,
 #: bench/REPORT.md). Both give the same facts and, with fresh word counts, the same scores.
 SCORE_HERE_RATIO: Final = 100
 
@@ -160,7 +162,7 @@ class KeywordRanker:
         held: int,
     ) -> Iterator[tuple[int, float]]:
         """The matches among the ``held`` facts that ``among`` selects, ranked: by
-        graphmem.bm25 from those facts alone when the words' lists are long against them
+        graphmem.storage.sqlite.bm25 from those facts alone when the words' lists are long against them
         (:data:`SCORE_HERE_RATIO`), else by FTS5 from a walk of every match."""
         frequency, _ = self._frequencies(conn, terms)
         if sum(frequency.values()) > SCORE_HERE_RATIO * held:

@@ -22,14 +22,15 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
-from . import documents, keyword
-from .decay import DECAY_CLASSES
-from .episodes import EPISODE_KINDS
-from .errors import InvalidInput
-from .limits import MAX_TEXT_LENGTH
-from .models import LINK_TYPES
-from .tagging import CATEGORIES
-from .temporal import parse_time, to_iso
+from ... import documents
+from ...decay import DECAY_CLASSES
+from ...episodes import EPISODE_KINDS
+from ...errors import InvalidInput
+from ...limits import MAX_TEXT_LENGTH
+from ...models import LINK_TYPES
+from ...tagging import CATEGORIES
+from ...temporal import parse_time, to_iso
+from ..sqlite import keyword
 
 FORMAT: Final = "graphmem-export"
 VERSION: Final = 1

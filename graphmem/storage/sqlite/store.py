@@ -1,8 +1,8 @@
 """The reference storage engine: one namespace in one SQLite file (WAL, FTS5).
 
-``SQLiteStore`` implements :class:`graphmem.store.Store` over :class:`graphmem.storage.Database`
+``SQLiteStore`` implements :class:`graphmem.storage.interface.Store` over :class:`graphmem.storage.sqlite.database.Database`
 (the write lock, per-thread readers, time limits). Reads are plain functions of a connection and
-a time scope (:mod:`graphmem.reads`, :mod:`graphmem.graph`, :mod:`graphmem.analytics`); writes
+a time scope (:mod:`graphmem.storage.sql.reads`, :mod:`graphmem.graph`, :mod:`graphmem.analytics`); writes
 run in a ``SQLiteTransaction``, which stamps transaction time once the writer is held, so
 ``recorded_at`` follows commit order.
 """
@@ -18,22 +18,30 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from . import analytics, episodes, erasure, graph, keyword, reads, transfer
-from .adjacency import GraphCopy, prune_graph_log
-from .decay import PRUNE_CONFIDENCE, REFRESH_ON_ACCESS, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, expiry
-from .documents import DocumentFile
-from .embedders import Vectors, text_hash
-from .episodes import Episode, EpisodeInput
-from .erasure import Erasure, PurgeFilter, PurgeReport
-from .errors import Conflict, NotFound
-from .ids import new_id
+from ... import analytics, episodes, erasure, graph
+from ...decay import (
+    PRUNE_CONFIDENCE,
+    REFRESH_ON_ACCESS,
+    SOFT_DECAY_AFTER,
+    SOFT_DECAY_FACTOR,
+    expiry,
+)
+from ...documents import DocumentFile
+from ...episodes import Episode, EpisodeInput
+from ...erasure import Erasure, PurgeFilter, PurgeReport
+from ...errors import Conflict, NotFound
+from ...ids import new_id
+from ...limits import CHANGE_LOG_KEPT
+from ...models import Fact, Link, LinkOrigin
+from ...temporal import TimeInput, TimeScope
+from ...vectors.embedders import Vectors, text_hash
+from ..interface import BatchChanges, Counts, Purged, Record, Transaction
+from ..sql import reads, transfer
+from ..sql.graph_copy import GraphCopy, prune_graph_log
+from ..sql.reads import IN_IDS, FactPage, Filters
+from . import keyword
+from .database import Database, id_list, storage_error
 from .keyword import KeywordRanker
-from .limits import CHANGE_LOG_KEPT
-from .models import Fact, Link, LinkOrigin
-from .reads import IN_IDS, FactPage, Filters
-from .storage import Database, id_list, storage_error
-from .store import BatchChanges, Counts, Purged, Record, Transaction
-from .temporal import TimeInput, TimeScope
 
 #: The file of a namespace's SQLite store, inside its directory.
 SQLITE_FILE: Final = "graphmem.sqlite3"
@@ -310,7 +318,7 @@ class SQLiteTransaction:
         return purged
 
     def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]:
-        """Load an export (:func:`graphmem.transfer.import_rows`); returns the new fact ids."""
+        """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`); returns the new fact ids."""
         return transfer.import_rows(self.conn, lines)
 
     # links
@@ -636,7 +644,7 @@ class SQLiteStore:
         self, query: str, scope: TimeScope, filters: Filters, n: int
     ) -> tuple[dict[str, float], dict[str, Record]]:
         """bm25 (higher is better) and ranking columns of the ``n`` best visible keyword
-        matches. The ranked matches (:class:`~graphmem.keyword.KeywordRanker`) are read in
+        matches. The ranked matches (:class:`~graphmem.storage.sqlite.keyword.KeywordRanker`) are read in
         growing slices, each filtered for visibility, until ``n`` are found or the matches run
         out: ranking happens once however many invisible versions rank above visible ones."""
         conn = self._read()
@@ -662,7 +670,7 @@ class SQLiteStore:
         return scores, rows
 
     def candidates(self, ids: Sequence[str], scope: TimeScope, filters: Filters) -> list[Record]:
-        """The ranking columns (:data:`graphmem.reads.CANDIDATE_COLUMNS`) of the visible facts
+        """The ranking columns (:data:`graphmem.storage.sql.reads.CANDIDATE_COLUMNS`) of the visible facts
         among ``ids``."""
         return list(reads.candidates(self._read(), "id", ids, scope, filters))
 
@@ -932,7 +940,7 @@ class SQLiteStore:
         )
 
     def export(self, namespace: str, out: IO[str]) -> int:
-        """Every fact and link as JSON Lines (:mod:`graphmem.transfer`); returns lines."""
+        """Every fact and link as JSON Lines (:mod:`graphmem.storage.sql.transfer`); returns lines."""
         with self._db.snapshot() as conn:
             return transfer.write_export(conn, namespace, out)
 

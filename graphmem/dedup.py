@@ -27,7 +27,7 @@ from .errors import Conflict, InvalidInput, NotFound
 from .ids import new_id
 from .models import Action, Fact, FactInput, StoreResult, Verdict
 from .settings import Settings
-from .store import BatchChanges, Transaction
+from .storage.interface import BatchChanges, Transaction
 from .tagging import detect_category, extract_tags
 
 #: Importance given to a fact stored without one.

@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
-from .errors import Conflict, InvalidInput, StorageError
-from .keys import KEYS_FILE
-from .namespace import VECTOR_DIR, check_namespace
-from .sqlitestore import SQLITE_FILE
-from .storage import PRIVATE_FOLDER, private_file, private_folder
+from ...errors import Conflict, InvalidInput, StorageError
+from ...keys import KEYS_FILE
+from ...namespace import VECTOR_DIR, check_namespace
+from .database import PRIVATE_FOLDER, private_file, private_folder
+from .store import SQLITE_FILE
 
 
 def backup(data_dir: Path, destination: Path) -> list[str]:

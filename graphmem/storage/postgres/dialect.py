@@ -1,6 +1,6 @@
 """The reference store's SQL, spoken to PostgreSQL.
 
-The SQL modules of the reference store (:mod:`graphmem.reads`, :mod:`graphmem.graph`,
+The SQL modules of the reference store (:mod:`graphmem.storage.sql.reads`, :mod:`graphmem.graph`,
 :mod:`graphmem.episodes`, …) are written for SQLite and take a ``sqlite3.Connection``.
 :class:`Connection` gives them a PostgreSQL connection with the same surface (``execute``,
 ``executemany``, ``cursor``, rows read by index or by name, ``in_transaction``), and
@@ -27,7 +27,7 @@ constructs those modules use:
 
 Anything else is passed through as written; the conformance suite (tests/test_store.py) and
 the Memory-level suites run every statement the store issues against a real PostgreSQL.
-The tables the SQL names are views of one namespace (see :mod:`graphmem.pgschema`), so the
+The tables the SQL names are views of one namespace (see :mod:`graphmem.storage.postgres.schema`), so the
 statements need no namespace filter of their own.
 """
 
@@ -45,9 +45,9 @@ import psycopg
 from psycopg import pq
 from psycopg.rows import RowMaker, tuple_row
 
-from .errors import QueryTimeout, StorageError
-from .pgschema import COMPUTED, NAMESPACE_SETTING
-from .storage import IdList
+from ...errors import QueryTimeout, StorageError
+from ..sqlite.database import IdList
+from .schema import COMPUTED, NAMESPACE_SETTING
 
 #: For ``INSERT OR REPLACE``: the key of each table it is used on, and the columns a replaced
 #: row takes anew (SQLite's REPLACE deletes the row and inserts a new one: a new rowid).
@@ -310,7 +310,7 @@ class Connection:
     ``sqlite3`` in autocommit mode) that runs the reference store's SQL."""
 
     #: The keyword index is a generated column: writers need not index their facts
-    #: (graphmem.keyword.indexing).
+    #: (graphmem.storage.sqlite.keyword.indexing).
     indexes_keywords: Final = True
 
     def __init__(

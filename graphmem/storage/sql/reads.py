@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from .errors import InvalidInput, NotFound
-from .limits import MAX_LIMIT
-from .models import FACT_COLUMNS, Fact, fact_columns
-from .storage import id_list
-from .temporal import TimeScope
-from .timehints import TimeHint
+from ...errors import InvalidInput, NotFound
+from ...limits import MAX_LIMIT
+from ...models import FACT_COLUMNS, Fact, fact_columns
+from ...temporal import TimeScope
+from ...timehints import TimeHint
+from ..sqlite.database import id_list
 
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
 CANDIDATE_COLUMNS: Final = (

@@ -26,8 +26,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Final, Generic, Protocol, TypeVar
 
+from ...errors import QueryTimeout, StorageError
 from . import migrations
-from .errors import QueryTimeout, StorageError
 
 _log = logging.getLogger("graphmem")
 
@@ -36,7 +36,7 @@ class _Closable(Protocol):
     def close(self) -> None: ...
 
 
-#: A connection of either engine (sqlite3's, or graphmem.pgsql's).
+#: A connection of either engine (sqlite3's, or graphmem.storage.postgres.dialect's).
 C = TypeVar("C", bound=_Closable)
 
 #: The mode of every file graphmem makes (namespace databases, the key file, backups, exports)
@@ -351,7 +351,7 @@ def id_list(values: Iterable[object]) -> str:
 
 class IdList(str):
     """An id list as one SQL parameter: JSON text for SQLite's ``json_each``, the values kept
-    for PostgreSQL, which takes them as an array (:mod:`graphmem.pgsql`)."""
+    for PostgreSQL, which takes them as an array (:mod:`graphmem.storage.postgres.dialect`)."""
 
     values: list[object]
 

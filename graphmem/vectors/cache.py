@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..storage.interface import Store, Transaction
 from .embedders import Embedder, Vectors, text_hash
-from .store import Store, Transaction
 
 
 class EmbeddingCache:

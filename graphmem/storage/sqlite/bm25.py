@@ -2,7 +2,7 @@
 
 FTS5's ``bm25()`` counts, once per statement, every fact each of the query's words is in: it
 needs the count for the word's idf and gets it by walking the word's whole list. And to rank
-the matches among a set of facts (a short period's, see graphmem.keyword), FTS5 walks every
+the matches among a set of facts (a short period's, see graphmem.storage.sqlite.keyword), FTS5 walks every
 match of the query and keeps those in the set. For a day holding 70 facts in a memory where
 the query's words are in 30,000 facts each, both walks are most of the search (at a million
 facts, 0.4 s). :class:`Scorer` computes the same ranking from the set alone:
@@ -13,12 +13,12 @@ facts, 0.4 s). :class:`Scorer` computes the same ranking from the set alone:
 * its vocabulary (``fts5vocab``, ``instance``) gives where each of the query's terms occurs, and
   so each phrase's weighted frequency in each fact (FTS5's column weights), and which facts match;
 * the idf takes the number of facts that have each word from the counts the keyword ranker
-  keeps (graphmem.keyword), and the number of facts and their average length from the index's
+  keeps (graphmem.storage.sqlite.keyword), and the number of facts and their average length from the index's
   averages record.
 
 With counts taken since the memory last changed, the scores equal FTS5's: the same arithmetic
 in the same order (tests/test_keyword.py compares them). A count is taken again when the memory has grown or
-shrunk by :data:`graphmem.keyword.DF_REFRESH_SHARE`; until then the idf is off by as much as the
+shrunk by :data:`graphmem.storage.sqlite.keyword.DF_REFRESH_SHARE`; until then the idf is off by as much as the
 count moved (a word in a tenth more facts scores a few percent differently), never which facts
 match.
 """
@@ -32,8 +32,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from ...ranking import FTS_COLUMN_WEIGHTS
 from .migrations import FTS_COLUMNS, FTS_TOKENIZER
-from .ranking import FTS_COLUMN_WEIGHTS
 
 #: FTS5's bm25 parameters (``fts5_aux.c``).
 K1: Final = 1.2
