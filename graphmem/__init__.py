@@ -29,8 +29,7 @@ from .prune import PruneReport
 from .recall import RecallItem, RecallResult
 from .settings import Settings
 from .stats import Stats
-from .storage.sql.reads import FactPage
-from .storage.sql.transfer import ImportReport
+from .storage.interface import FactPage, ImportReport
 from .temporal import TimeScope
 from .timehints import TimeHint
 from .usage import Usage

@@ -6,17 +6,13 @@ links) visible at a time scope, and says when the bound cut it short.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 from . import graph
-from .limits import CLUSTER_MAX_LINKS, MAX_CYCLES
-from .storage.sqlite.database import id_list
-from .temporal import TimeScope
+from .limits import MAX_CYCLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,32 +39,6 @@ class DependencyOrder:
 
     def to_dict(self) -> dict[str, Any]:
         return {"order": self.order, "cycles": self.cycles, "truncated_by": list(self.truncated_by)}
-
-
-def clusters(
-    conn: sqlite3.Connection,
-    scope: TimeScope,
-    *,
-    types: Iterable[str] | None = None,
-    min_size: int = 2,
-) -> Clusters:
-    """Connected components of the visible links of ``types`` (direction ignored)."""
-    kinds = graph.check_types(types)
-    history = "SUPERSEDES" in kinds
-    ends = " AND ".join(scope.fact_clause(a, include_superseded=history) for a in ("s", "t"))
-    rows = conn.execute(
-        "SELECT l.source_id, l.target_id FROM links l"
-        " JOIN facts s ON s.id = l.source_id JOIN facts t ON t.id = l.target_id"
-        " WHERE l.type IN (SELECT value FROM json_each(:types))"
-        f" AND {scope.link_clause()} AND {ends}"
-        " ORDER BY l.strength DESC, l.seq LIMIT :limit",
-        {"types": id_list(kinds), "limit": CLUSTER_MAX_LINKS + 1, **scope.params},
-    ).fetchall()
-    g: nx.Graph[str] = nx.Graph()
-    g.add_edges_from((r[0], r[1]) for r in rows[:CLUSTER_MAX_LINKS])
-    groups = [sorted(c) for c in nx.connected_components(g) if len(c) >= min_size]
-    groups.sort(key=lambda c: (-len(c), c[0]))
-    return Clusters(groups, len(rows) > CLUSTER_MAX_LINKS)
 
 
 def centrality(sub: graph.Subgraph) -> list[tuple[str, float, float]]:

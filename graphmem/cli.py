@@ -25,13 +25,13 @@ from .decay import DECAY_CLASSES
 from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
+from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .memory import Memory, open_keys
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage.sqlite import backup as backups
-from .storage.sqlite.database import private_opener
 from .temporal import ACCEPTED_TIMES, to_iso
 
 

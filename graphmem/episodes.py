@@ -14,21 +14,21 @@ storage interface's transaction.
 from __future__ import annotations
 
 import json
-import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from .errors import Conflict, InvalidInput, NotFound
+from .errors import InvalidInput
 from .graph import check_metadata
-from .limits import MAX_FIELD_LENGTH, MAX_LIMIT
-from .models import Fact, LinkOrigin, fact_columns
-from .storage.sqlite.database import id_list
-from .temporal import TimeInput, TimeScope, parse_time, to_datetime, to_iso
+from .limits import MAX_FIELD_LENGTH
+from .models import LinkOrigin
+from .temporal import parse_time, to_iso
 
 #: What an episode can be. Conversations are what ``capture`` and ``store_many`` usually record.
 EPISODE_KINDS: Final = ("conversation", "document", "other")
+
+
 #: The kind of an episode named by its id alone.
 DEFAULT_KIND: Final = "conversation"
 
@@ -100,117 +100,11 @@ class EpisodeInput:
         )
 
 
-def resolve(conn: sqlite3.Connection, now: float, given: EpisodeInput) -> Episode:
-    """The episode ``given`` names, recorded at ``now`` if it is new. Conflict when it exists
-    with another kind, source, time or metadata than ``given`` states."""
-    found = get(conn, given.id)
-    if found is None:
-        conn.execute(
-            "INSERT INTO episodes (id, kind, source, time, metadata, recorded_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                given.id,
-                given.kind or DEFAULT_KIND,
-                given.source,
-                now if given.time is None else given.time,
-                json.dumps(given.metadata or {}, sort_keys=True),
-                now,
-            ],
-        )
-        made = get(conn, given.id)
-        assert made is not None
-        return made
-    stated = {
-        "kind": given.kind,
-        "source": given.source,
-        "time": None if given.time is None else to_datetime(given.time),
-        "metadata": given.metadata,
-    }
-    for name, value in stated.items():
-        if value is not None and value != getattr(found, name):
-            raise Conflict(
-                f"episode {given.id!r} was recorded with another {name} "
-                f"({getattr(found, name)!r}); name it by its id alone to add facts to it"
-            )
-    return found
-
-
-def chain(
-    conn: sqlite3.Connection, episode_id: str, fact_ids: Sequence[str]
-) -> list[tuple[str, str]]:
-    """The (newer, older) pairs that link ``fact_ids`` (new facts of the episode, in order) to
-    the fact before each: the episode's latest earlier fact not forgotten, then each other."""
-    if not fact_ids:
-        return []
-    row = conn.execute(
-        "SELECT id FROM facts WHERE episode_id = ? AND retracted_at IS NULL"
-        f" AND id NOT IN {_IN_IDS} ORDER BY seq DESC LIMIT 1",
-        [episode_id, id_list(fact_ids)],
-    ).fetchone()
-    order = ([row[0]] if row else []) + list(fact_ids)
-    return list(zip(order[1:], order[:-1], strict=True))
-
-
-def get(conn: sqlite3.Connection, episode_id: str) -> Episode | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM episodes WHERE id = ?", [episode_id]).fetchone()
-    return None if row is None else _episode(row)
-
-
-def listing(
-    conn: sqlite3.Connection,
-    *,
-    source: str | None,
-    after: TimeInput | None,
-    before: TimeInput | None,
-    limit: int,
-) -> list[Episode]:
-    """Episodes by time (oldest first), from ``source`` if given, with ``after <= time <
-    before``."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
-    where: list[str] = ["1 = 1"]
-    params: dict[str, Any] = {"limit": limit}
-    if source is not None:
-        where.append("source = :source")
-        params["source"] = source
-    for name, op, value in (("after", ">=", after), ("before", "<", before)):
-        moment = parse_time(value, field=name)
-        if moment is not None:
-            where.append(f"time {op} :{name}")
-            params[name] = moment
-    rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM episodes WHERE {' AND '.join(where)}"
-        " ORDER BY time, seq LIMIT :limit",
-        params,
-    )
-    return [_episode(r) for r in rows]
-
-
-def facts(conn: sqlite3.Connection, episode_id: str, scope: TimeScope) -> list[Fact]:
-    """The episode's facts visible in ``scope`` (superseded versions included), in the order
-    they were written. NotFound for an unknown episode."""
-    if get(conn, episode_id) is None:
-        raise NotFound(f"no episode with id {episode_id!r}")
-    rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.episode_id = :episode"
-        f" AND {scope.fact_clause(include_superseded=True)} ORDER BY f.seq",
-        {"episode": episode_id, **scope.params},
-    )
-    return [Fact.from_values(r) for r in rows]
-
-
 #: The origin of the links between consecutive facts of an episode, and their strength.
 ORIGIN: Final = LinkOrigin.EPISODE
+
+
 STRENGTH: Final = 1.0
-
-_COLUMNS: Final = "id, kind, source, time, metadata, recorded_at"
-_IN_IDS: Final = "(SELECT value FROM json_each(?))"
-
-
-def _episode(row: Sequence[Any]) -> Episode:
-    time, recorded = to_datetime(row[3]), to_datetime(row[5])
-    assert time is not None
-    return Episode(row[0], row[1], row[2], time, json.loads(row[4] or "{}"), recorded)
 
 
 def _check_id(value: Any) -> str:

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound, StorageError
+from .files import private_file, private_folder
 from .namespace import check_namespace
-from .storage.sqlite.database import private_file, private_folder
 
 KEYS_FILE: Final = "_keys.sqlite"
 PREFIX: Final = "gm"

@@ -58,10 +58,8 @@ from .prune import PruneReport
 from .search import Search
 from .settings import Settings
 from .stats import Stats, collect
-from .storage.interface import Store
+from .storage.interface import FactPage, Filters, ImportReport, Store
 from .storage.postgres.store import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
-from .storage.sql import transfer
-from .storage.sql.reads import FactPage, Filters
 from .storage.sqlite.store import SQLITE_FILE, SQLiteStore
 from .temporal import TimeInput, TimeScope
 from .vectors.cache import EmbeddingCache
@@ -928,7 +926,7 @@ class Memory:
 
     def import_jsonl(
         self, lines: Iterable[str], *, progress: Progress | None = None
-    ) -> transfer.ImportReport:
+    ) -> ImportReport:
         """Load an export in one transaction (all or nothing), then embed and index its facts.
 
         Facts and links whose ids already exist are skipped and counted.

@@ -19,9 +19,9 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from .errors import EmbedderMismatch, InvalidInput, StorageError
+from .files import private_folder
 from .settings import Settings
 from .storage.interface import Store
-from .storage.sqlite.database import private_folder
 from .vectors.embedders import Embedder
 from .vectors.index import Location, VectorIndex
 from .vectors.outbox import Progress, VectorSync

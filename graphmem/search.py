@@ -29,8 +29,8 @@ from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
 from .models import Fact, SearchHit
 from .settings import Settings
-from .storage.interface import Record, Store
-from .storage.sql.reads import Filters, check_limit
+from .storage.interface import Filters, Record, Store
+from .storage.sql.reads import check_limit
 from .temporal import TimeScope
 from .vectors.embedders import Embedder, Vectors
 from .vectors.index import VectorIndex

@@ -27,7 +27,7 @@ import numpy as np
 
 from . import autolink as autolinks
 from . import classify, documents, episodes, sensitive
-from . import dedup as ingest
+from . import dedup
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
 from .group_commit import GroupCommit, Pending
@@ -35,8 +35,7 @@ from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
 from .settings import Settings
-from .storage.interface import BatchChanges, Store, Transaction
-from .storage.sql.transfer import ImportReport
+from .storage.interface import BatchChanges, ImportReport, Store, Transaction
 from .temporal import TimeInput
 from .vectors.cache import EmbeddingCache
 from .vectors.embedders import Embedder, Vectors, text_hash
@@ -186,7 +185,7 @@ class Writer:
                 x.model_copy(update={"supersedes": old[i]}) if i < len(old) else x
                 for i, x in enumerate(inputs)
             ]
-            results, touched = ingest.write_batch(tx, inputs, twins, self.settings, episode_id=path)
+            results, touched = dedup.write_batch(tx, inputs, twins, self.settings, episode_id=path)
             new = [r.fact for r in results if r.fact is not None]
             extra = old[len(inputs) :]
             if new:
@@ -439,7 +438,7 @@ class Writer:
         episode = None if w.episode is None else tx.episode(w.episode)
         episode_id = None if episode is None else episode.id
         facts = w.facts if episode is None else _dated_by(episode, w.facts)
-        results, touched = ingest.write_batch(
+        results, touched = dedup.write_batch(
             tx,
             facts,
             [None if t is None else w.local(t) for t in w.twins],

@@ -16,6 +16,7 @@ import pytest
 from graphmem import GraphmemError, Memory, Settings, graph
 from graphmem.limits import FAN_OUT
 from graphmem.storage.sql import graph_copy as adjacency
+from graphmem.storage.sql import traversal
 from graphmem.storage.sql.graph_copy import Adjacency
 from graphmem.temporal import TimeScope
 
@@ -103,14 +104,14 @@ def compare(mem: Memory, moments: list[float], rng: random.Random, queries: int 
                 "min_strength": rng.choice([0.0, 0.5]),
             }
             starts = rng.sample(ids, rng.choice([1, 2]))
-            plain = graph.traverse(conn, starts, scope, **kwargs)
-            copied = graph.traverse(conn, starts, scope, adjacency=copy, **kwargs)
+            plain = traversal.traverse(conn, starts, scope, **kwargs)
+            copied = traversal.traverse(conn, starts, scope, adjacency=copy, **kwargs)
             assert subgraph(copied) == subgraph(plain), (starts, scope, kwargs)
             nonempty += len(plain.nodes) > len(starts)
             a, b = rng.sample(ids, 2)
             path_args: dict[str, Any] = {"types": kwargs["types"], "direction": kwargs["direction"]}
-            plain_path = graph.path(conn, a, b, scope, **path_args)
-            copied_path = graph.path(conn, a, b, scope, adjacency=copy, **path_args)
+            plain_path = traversal.path(conn, a, b, scope, **path_args)
+            copied_path = traversal.path(conn, a, b, scope, adjacency=copy, **path_args)
             assert (plain_path is None) == (copied_path is None)
             if plain_path is not None and copied_path is not None:
                 assert [f.id for f in copied_path] == [f.id for f in plain_path]
@@ -140,8 +141,8 @@ def test_a_hub_is_cut_at_the_same_links(mem: Memory, clock: Clock) -> None:
         copy = Adjacency.load(conn)
         scope = TimeScope.resolve(moments[0])
         for direction in ("OUT", "IN", "BOTH"):
-            plain = graph.traverse(conn, [hub.id], scope, direction=direction, max_nodes=500)
-            copied = graph.traverse(
+            plain = traversal.traverse(conn, [hub.id], scope, direction=direction, max_nodes=500)
+            copied = traversal.traverse(
                 conn, [hub.id], scope, direction=direction, max_nodes=500, adjacency=copy
             )
             assert subgraph(copied) == subgraph(plain)
@@ -162,8 +163,8 @@ def test_the_copy_follows_writes_and_reloads_after_a_deletion(mem: Memory, clock
         ids = [r[0] for r in conn.execute("SELECT id FROM facts")]
         scope = TimeScope.resolve(clock())
         for start in ids:
-            plain = graph.traverse(conn, [start], scope, depth=3)
-            assert subgraph(graph.traverse(conn, [start], scope, depth=3, adjacency=copy)) == (
+            plain = traversal.traverse(conn, [start], scope, depth=3)
+            assert subgraph(traversal.traverse(conn, [start], scope, depth=3, adjacency=copy)) == (
                 subgraph(plain)
             )
     assert moments and more

@@ -18,11 +18,12 @@ from graphmem import (
     Memory,
     NotFound,
     Settings,
+    dedup,
     expansion,
     graph,
 )
-from graphmem import dedup as ingest
 from graphmem.limits import MAX_DEPTH
+from graphmem.storage.sql import traversal
 from graphmem.storage.sqlite.store import SQLiteStore
 
 from .conftest import Clock
@@ -288,7 +289,7 @@ def test_max_nodes_truncates(mem: Memory, chain: dict[str, str]) -> None:
 
 
 def test_a_hub_is_bounded_by_fan_out(mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(graph, "FAN_OUT", 5)
+    monkeypatch.setattr(traversal, "FAN_OUT", 5)
     names = ["hub", *(f"leaf{i}" for i in range(12))]
     f = facts(mem, *names)
     for i in range(12):
@@ -567,7 +568,7 @@ def test_a_batch_of_links_costs_work_in_proportion_to_its_size(
     try:
         inputs = [FactInput.parse({"text": f"node {n}"}) for n in range(2000)]
         with store.transaction() as tx:
-            results, _ = ingest.write_batch(
+            results, _ = dedup.write_batch(
                 tx, inputs, [None] * len(inputs), Settings(embedder="hash")
             )
         ids = [r.fact.id for r in results if r.fact is not None]

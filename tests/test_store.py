@@ -24,11 +24,10 @@ from graphmem import (
     InvalidInput,
     NotFound,
     Settings,
+    dedup,
 )
-from graphmem import dedup as ingest
-from graphmem.storage.interface import Store
+from graphmem.storage.interface import Filters, Store
 from graphmem.storage.postgres.store import PostgresStore
-from graphmem.storage.sql.reads import Filters
 from graphmem.storage.sqlite import keyword
 from graphmem.storage.sqlite import store as sqlitestore
 from graphmem.storage.sqlite.store import SQLiteStore
@@ -64,7 +63,7 @@ def put(store: Store, *items: str | dict[str, Any]) -> list[str]:
         for i, x in enumerate(items)
     ]
     with store.transaction() as tx:
-        results, _ = ingest.write_batch(tx, inputs, [None] * len(inputs), SETTINGS)
+        results, _ = dedup.write_batch(tx, inputs, [None] * len(inputs), SETTINGS)
     return [r.fact.id for r in results if r.fact is not None]
 
 
@@ -90,7 +89,7 @@ def test_transaction_time_comes_from_the_store_and_never_goes_back(
 def test_a_transaction_that_raises_writes_nothing(store: Store) -> None:
     with pytest.raises(RuntimeError), store.transaction() as tx:
         inputs = [FactInput.parse({"text": "Half a batch"}, index=0)]
-        ingest.write_batch(tx, inputs, [None], SETTINGS)
+        dedup.write_batch(tx, inputs, [None], SETTINGS)
         tx.queue_vectors(["x"])
         raise RuntimeError("the caller failed mid-way")
     assert store.fact_ids() == [] and store.outbox() == []
@@ -375,15 +374,15 @@ def test_link_pairs_and_the_walker_see_the_same_links(store: Store) -> None:
 def test_a_savepoint_undoes_only_what_its_block_wrote(store: Store) -> None:
     with store.transaction() as tx:
         inputs = [FactInput.parse({"text": "Kept"}, index=0)]
-        ingest.write_batch(tx, inputs, [None], SETTINGS)
+        dedup.write_batch(tx, inputs, [None], SETTINGS)
         with pytest.raises(RuntimeError), tx.savepoint():
             undone = [FactInput.parse({"text": "Undone"}, index=0)]
-            ingest.write_batch(tx, undone, [None], SETTINGS)
+            dedup.write_batch(tx, undone, [None], SETTINGS)
             tx.queue_vectors(["x"])
             raise RuntimeError("this part failed")
         with tx.savepoint():
             later = [FactInput.parse({"text": "Also kept"}, index=0)]
-            ingest.write_batch(tx, later, [None], SETTINGS)
+            dedup.write_batch(tx, later, [None], SETTINGS)
     texts = {f.text for f in store.get_many(store.fact_ids(), now(store)).values()}
     assert texts == {"Kept", "Also kept"} and store.outbox() == []
 
@@ -565,7 +564,7 @@ def test_documents_are_recorded_found_by_scope_and_dropped(store: Store) -> None
 
     inputs = [FactInput(text=t, source=f"/n/a.md:{i}-{i}") for i, t in enumerate("xyz")]
     with store.transaction() as tx:
-        results, _ = ingest.write_batch(tx, inputs, [None] * 3, SETTINGS, episode_id="/n/a.md")
+        results, _ = dedup.write_batch(tx, inputs, [None] * 3, SETTINGS, episode_id="/n/a.md")
     first, second, gone = (r.fact.id for r in results if r.fact is not None)
     with store.transaction() as tx:
         tx.retract(gone)

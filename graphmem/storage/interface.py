@@ -26,6 +26,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
+from ..models import Fact
+from ..temporal import TimeScope
+from ..timehints import TimeHint
+
 if TYPE_CHECKING:
     from .. import analytics, graph
     from ..documents import DocumentFile
@@ -34,9 +38,7 @@ if TYPE_CHECKING:
     from ..models import Fact, Link
     from ..temporal import TimeInput, TimeScope
     from ..vectors.embedders import Vectors
-    from .sql import transfer
     from .sql.graph_copy import Step
-    from .sql.reads import FactPage, Filters
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +92,7 @@ class Record(Protocol):
 
 
 class Walker(Protocol):
-    """One breadth-first level at a time (see :class:`graphmem.graph.Walk`)."""
+    """One breadth-first level at a time (see :class:`graphmem.storage.sql.traversal.Walk`)."""
 
     def level(self, frontier: list[str]) -> list[Step]: ...
 
@@ -129,7 +131,7 @@ class Transaction(Protocol):
     def retract(self, fact_id: str) -> Fact: ...
     def purge(self, ids: Sequence[str]) -> Purged: ...
     def purge_where(self, where: PurgeFilter) -> Purged: ...
-    def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]: ...
+    def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]: ...
     def link(
         self,
         source_id: str,
@@ -360,3 +362,35 @@ class Store(Protocol):
     def vector_owner_count(self) -> int: ...
     def counts(self, now: float) -> Counts: ...
     def export(self, namespace: str, out: IO[str]) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FactPage:
+    """A page of ``Memory.facts``: (position, fact) pairs in order, and whether more follow."""
+
+    items: list[tuple[int, Fact]]
+    has_more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a filtered read keeps besides the time rule: a tag, category, entity or source, and
+    whether superseded versions count as visible."""
+
+    tag: str | None = None
+    category: str | None = None
+    entity: str | None = None
+    source: str | None = None
+    include_superseded: bool = False
+    #: Only facts dated (source date, else valid_from) in this period of a query's time words.
+    period: TimeHint | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    facts: int
+    links: int
+    skipped_existing: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"facts": self.facts, "links": self.links, "skipped_existing": self.skipped_existing}

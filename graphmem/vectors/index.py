@@ -51,7 +51,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ..errors import StorageError
-from ..storage.sqlite.database import private_folder, private_opener
+from ..files import private_folder, private_opener
 from .embedders import Vectors
 from .mirror import Mirror, columns
 

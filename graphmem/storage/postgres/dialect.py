@@ -46,7 +46,7 @@ from psycopg import pq
 from psycopg.rows import RowMaker, tuple_row
 
 from ...errors import QueryTimeout, StorageError
-from ..sqlite.database import IdList
+from ..sql.params import IdList
 from .schema import COMPUTED, NAMESPACE_SETTING
 
 #: For ``INSERT OR REPLACE``: the key of each table it is used on, and the columns a replaced

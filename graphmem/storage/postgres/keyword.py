@@ -38,9 +38,8 @@ import numpy.typing as npt
 
 from ... import ranking
 from ...temporal import TimeScope
-from ..interface import Record
+from ..interface import Filters, Record
 from ..sql import reads
-from ..sql.reads import Filters
 from ..sqlite import keyword
 
 #: FTS5's bm25 constants.

@@ -39,10 +39,9 @@ from psycopg.rows import dict_row
 from ...errors import InvalidInput, StorageError
 from ...keys import KeyStore
 from ...temporal import TimeScope
-from ..interface import Record
+from ..interface import Filters, Record
+from ..sql.connections import Connections
 from ..sql.graph_copy import GraphCopy
-from ..sql.reads import Filters
-from ..sqlite.database import Connections
 from ..sqlite.store import SQLiteStore, SQLiteTransaction
 from . import schema as pgschema
 from .dialect import Connection, message

@@ -39,7 +39,7 @@ import numpy.typing as npt
 from ...limits import FAN_OUT
 from ...models import Link, link_columns
 from ...temporal import TimeScope
-from ..sqlite.database import id_list
+from .params import id_list
 
 _log = logging.getLogger("graphmem")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -18,7 +17,8 @@ from ...limits import MAX_LIMIT
 from ...models import FACT_COLUMNS, Fact, fact_columns
 from ...temporal import TimeScope
 from ...timehints import TimeHint
-from ..sqlite.database import id_list
+from ..interface import FactPage, Filters
+from .params import id_list
 
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
 CANDIDATE_COLUMNS: Final = (
@@ -27,45 +27,25 @@ CANDIDATE_COLUMNS: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class FactPage:
-    """A page of ``Memory.facts``: (position, fact) pairs in order, and whether more follow."""
-
-    items: list[tuple[int, Fact]]
-    has_more: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Filters:
-    """What a filtered read keeps besides the time rule: a tag, category, entity or source, and
-    whether superseded versions count as visible."""
-
-    tag: str | None = None
-    category: str | None = None
-    entity: str | None = None
-    source: str | None = None
-    include_superseded: bool = False
-    #: Only facts dated (source date, else valid_from) in this period of a query's time words.
-    period: TimeHint | None = None
-
-    def clause(self, scope: TimeScope) -> tuple[str, dict[str, Any]]:
-        """The SQL condition on ``facts f`` and its parameters."""
-        params: dict[str, Any] = dict(scope.params)
-        where = [scope.fact_clause(include_superseded=self.include_superseded)]
-        if self.category is not None:
-            where.append("f.category = :category")
-            params["category"] = self.category.lower()
-        if self.entity is not None:
-            where.append("lower(f.entity) = lower(:entity)")
-            params["entity"] = self.entity
-        if self.source is not None:
-            where.append("f.source = :source")
-            params["source"] = self.source
-        if self.tag is not None:
-            where.append(_tag_clause(self.tag, params))
-        if self.period is not None:
-            where.append(period_clause(self.period, params))
-        return " AND ".join(where), params
+def filter_clause(filters: Filters, scope: TimeScope) -> tuple[str, dict[str, Any]]:
+    """The SQL condition on ``facts f`` that keeps what ``filters`` keep in ``scope``, and its
+    parameters."""
+    params: dict[str, Any] = dict(scope.params)
+    where = [scope.fact_clause(include_superseded=filters.include_superseded)]
+    if filters.category is not None:
+        where.append("f.category = :category")
+        params["category"] = filters.category.lower()
+    if filters.entity is not None:
+        where.append("lower(f.entity) = lower(:entity)")
+        params["entity"] = filters.entity
+    if filters.source is not None:
+        where.append("f.source = :source")
+        params["source"] = filters.source
+    if filters.tag is not None:
+        where.append(_tag_clause(filters.tag, params))
+    if filters.period is not None:
+        where.append(period_clause(filters.period, params))
+    return " AND ".join(where), params
 
 
 #: A fact's date for time words: its source date, else the start of its valid time (indexed:
@@ -186,7 +166,7 @@ def page(
     check_limit(first, "first")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
         raise InvalidInput("after must be a position from a previous page", field="after")
-    visible, params = filters.clause(scope)
+    visible, params = filter_clause(filters, scope)
     rows = conn.execute(
         f"SELECT f.seq, {fact_columns('f', scope)} FROM facts f WHERE f.seq > :after"
         f" AND {visible}"
@@ -307,7 +287,7 @@ def visible(
     """The facts among ``ids`` that ``filters`` keep in ``scope``, by id."""
     if not ids:
         return {}
-    where, params = filters.clause(scope)
+    where, params = filter_clause(filters, scope)
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id IN {IN_IDS} AND {where}",
         {**params, "ids": id_list(ids)},
@@ -326,7 +306,7 @@ def candidates(
     seq) is among ``values``."""
     if not values:
         return []
-    where, params = filters.clause(scope)
+    where, params = filter_clause(filters, scope)
     return conn.execute(
         f"SELECT {CANDIDATE_COLUMNS} FROM facts f WHERE f.{column} IN {IN_VALUES} AND {where}",
         {**params, "values": id_list(values)},
@@ -350,9 +330,15 @@ def rows_by_id(
 
 
 IN_IDS: Final = "(SELECT value FROM json_each(:ids))"
+
+
 #: FACT_COLUMNS unprefixed, to select a Fact's fields from a subquery.
 FACT_LIST: Final = ", ".join(FACT_COLUMNS)
+
+
 IN_NAMES: Final = "(SELECT value FROM json_each(:names))"
+
+
 IN_VALUES: Final = "(SELECT value FROM json_each(:values))"
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import IO, Any, Final
 
 from ... import documents
@@ -30,10 +29,14 @@ from ...limits import MAX_TEXT_LENGTH
 from ...models import LINK_TYPES
 from ...tagging import CATEGORIES
 from ...temporal import parse_time, to_iso
+from ..interface import ImportReport
 from ..sqlite import keyword
 
 FORMAT: Final = "graphmem-export"
+
+
 VERSION: Final = 1
+
 
 FACT_TIMES: Final = frozenset(
     {
@@ -48,13 +51,23 @@ FACT_TIMES: Final = frozenset(
         "retracted_at",
     }
 )
+
+
 EPISODE_TIMES: Final = frozenset({"time", "recorded_at"})
+
+
 FILE_TIMES: Final = frozenset({"mtime", "synced_at"})
+
+
 #: A file record's column that is the importing store's own (see above).
 FILE_IMPORTED: Final = "imported"
+
+
 LINK_TIMES: Final = frozenset(
     {"recorded_at", "valid_from", "valid_until", "valid_until_recorded_at", "retracted_at"}
 )
+
+
 _REQUIRED_FACT: Final = (
     "id",
     "text",
@@ -66,8 +79,14 @@ _REQUIRED_FACT: Final = (
     "valid_from",
     "recorded_at",
 )
+
+
 _REQUIRED_EPISODE: Final = ("id", "kind", "time", "recorded_at")
+
+
 _REQUIRED_FILE: Final = ("path", "hash", "mtime", "size", "chunks", "synced_at")
+
+
 _REQUIRED_LINK: Final = (
     "id",
     "source_id",
@@ -78,16 +97,6 @@ _REQUIRED_LINK: Final = (
     "recorded_at",
     "valid_from",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ImportReport:
-    facts: int
-    links: int
-    skipped_existing: int
-
-    def to_dict(self) -> dict[str, int]:
-        return {"facts": self.facts, "links": self.links, "skipped_existing": self.skipped_existing}
 
 
 def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:

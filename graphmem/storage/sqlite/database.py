@@ -13,144 +13,65 @@ passed.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import json
 import logging
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Final
 
 from ...errors import QueryTimeout, StorageError
+from ...files import private_file
+from ..sql.connections import Connections
 from . import migrations
 
 _log = logging.getLogger("graphmem")
 
 
-class _Closable(Protocol):
-    def close(self) -> None: ...
-
-
-#: A connection of either engine (sqlite3's, or graphmem.storage.postgres.dialect's).
-C = TypeVar("C", bound=_Closable)
-
-#: The mode of every file graphmem makes (namespace databases, the key file, backups, exports)
-#: and of the folders that hold them: its owner's alone, whatever the process's umask lets
-#: others have (SQLite gives a database's -wal and -shm files the database file's mode).
-PRIVATE_FILE: Final = 0o600
-PRIVATE_FOLDER: Final = 0o700
 #: FULL: an acknowledged write survives a power cut, not only a crash of the process.
 _SYNCHRONOUS: Final = "FULL"
+
+
 #: WAL pages before SQLite copies them into the database file. Larger than the default 1000, so
 #: bulk batches (a few MB each) do not each pay for a checkpoint and its fsync.
 WAL_AUTOCHECKPOINT_PAGES: Final = 10_000
+
+
 #: The writer's own threshold: a background thread (``_Checkpointer``) copies the WAL into the
 #: database file after commits, off the write path; the writer checkpoints only when the WAL
 #: has grown past this many pages anyway (the thread fell behind, or is stopped).
 WAL_BACKSTOP_PAGES: Final = 50_000
+
+
 #: Seconds between two background checkpoints, at least.
 CHECKPOINT_EVERY_S: Final = 1.0
+
+
 #: Bytes of the database file each connection reads through a memory map instead of read calls:
 #: graph walks and candidate lookups touch pages all over the file, and mapped pages are shared
 #: by every thread's connection (traverse depth 2 at 100k facts: a quarter less CPU). 8 GiB:
 #: the whole file of a namespace of a million facts (2.2 GB), whose writes read index pages
 #: all over it (with WRITER_CACHE_KIB, a batch's SQL writes at a million facts 455 → 353 ms).
 MMAP_BYTES: Final = 1 << 33
+
+
 #: The writer connection's page cache, in KiB (SQLite's default: 2 MiB). A batch of 1,000 facts
 #: dirties thousands of pages of the indexes on random keys; in a larger cache the pages of a
 #: large namespace's indexes stay between batches (bench/REPORT.md, "A million facts, fifth
 #: round": a batch's SQL writes at a million facts 455 → 390 ms alone; 256 MiB did no better).
 WRITER_CACHE_KIB: Final = 65_536
+
+
 #: How long a connection waits for another process's write lock before failing, in ms.
 BUSY_TIMEOUT_MS: Final = 30_000
+
+
 #: SQLite virtual-machine steps between two checks of a read's deadline (well under 1 ms).
 _PROGRESS_STEPS: Final = 1_000
-
-
-class Connections(Generic[C]):
-    """What a namespace's connections to either engine share: one writer at a time (the write
-    lock around the writer connection), a reader per thread, read deadlines per thread, and
-    closing them all. The engine's class opens the connections and runs transactions
-    (``write``)."""
-
-    _writer: C
-
-    def __init__(self) -> None:
-        self._write_lock = threading.RLock()
-        self._local = threading.local()
-        self._readers: list[C] = []
-        self._readers_lock = threading.Lock()
-        #: Called with the connection at the start of every write transaction (to add pending
-        #: bookkeeping to it).
-        self.on_write: Callable[[C], None] | None = None
-        self._closed = False
-
-    def write(self, *, durable: bool = True) -> AbstractContextManager[C]:
-        raise NotImplementedError
-
-    def try_write(self, *, durable: bool = True) -> AbstractContextManager[C] | None:
-        """:meth:`write`, or None at once if another thread is writing. Enter it right away:
-        the writer is held from this call until the block ends."""
-        if not self._write_lock.acquire(blocking=False):
-            return None
-        return self._held(durable)
-
-    @contextmanager
-    def _held(self, durable: bool) -> Iterator[C]:
-        try:
-            with self.write(durable=durable) as conn:
-                yield conn
-        finally:
-            self._write_lock.release()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
-    def deadline(self) -> float | None:
-        """The deadline of this thread's reads (see ``time_limit``), if any."""
-        deadline: float | None = getattr(self._local, "deadline", None)
-        return deadline
-
-    @contextmanager
-    def unlimited(self) -> Iterator[None]:
-        """Lift this thread's read deadline inside the block, whatever encloses it: the leader
-        of a group commit writes other callers' requests, which its own request's time limit
-        must not stop (writes are bounded by their size, not by a deadline)."""
-        outer = self.deadline
-        self._local.deadline = None
-        try:
-            yield
-        finally:
-            self._local.deadline = outer
-
-    def _deadline_within(self, deadline: float | None) -> float | None:
-        """``deadline``, or an enclosing earlier one of this thread (None: no limit)."""
-        outer = self.deadline
-        if deadline is None or (outer is not None and outer < deadline):
-            return outer
-        return deadline
-
-    def close(self) -> None:
-        with self._write_lock:
-            if self._closed:
-                return
-            self._closed = True
-            with self._readers_lock:
-                for conn in self._readers:
-                    conn.close()
-                self._readers.clear()
-            self._writer.close()
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StorageError("this memory has been closed")
 
 
 class Database(Connections[sqlite3.Connection]):
@@ -339,48 +260,6 @@ class _Checkpointer:
         finally:
             if conn is not None:
                 conn.close()
-
-
-def id_list(values: Iterable[object]) -> str:
-    """Values (ids, seqs, names) as one SQL parameter, read back with
-    ``x IN (SELECT value FROM json_each(:param))``: one statement whatever their number, never
-    near SQLite's limit on variables. Every list of ids passed to SQL goes this way."""
-    listed = list(values)
-    return IdList(json.dumps(listed), listed)
-
-
-class IdList(str):
-    """An id list as one SQL parameter: JSON text for SQLite's ``json_each``, the values kept
-    for PostgreSQL, which takes them as an array (:mod:`graphmem.storage.postgres.dialect`)."""
-
-    values: list[object]
-
-    def __new__(cls, text: str, values: list[object]) -> IdList:
-        made = super().__new__(cls, text)
-        made.values = values
-        return made
-
-
-def private_folder(path: Path) -> Path:
-    """``path``, made if missing as a folder only its owner may open (PRIVATE_FOLDER; its
-    missing parents as ``mkdir -p`` makes them). A folder that exists keeps its mode."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
-    return path
-
-
-def private_file(path: Path) -> Path:
-    """``path``, made empty if missing with its owner's permissions alone (PRIVATE_FILE), before
-    anything is written to it (SQLite opens an empty file as a new database). A file that
-    exists keeps its mode."""
-    with contextlib.suppress(FileExistsError):
-        os.close(private_opener(str(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-    return path
-
-
-def private_opener(path: str, flags: int) -> int:
-    """``os.open`` for ``open(..., opener=)``: a file it creates is PRIVATE_FILE."""
-    return os.open(path, flags | os.O_CLOEXEC, PRIVATE_FILE)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -18,7 +18,7 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from ... import analytics, episodes, erasure, graph
+from ... import analytics, graph
 from ...decay import (
     PRUNE_CONFIDENCE,
     REFRESH_ON_ACCESS,
@@ -35,12 +35,25 @@ from ...limits import CHANGE_LOG_KEPT
 from ...models import Fact, Link, LinkOrigin
 from ...temporal import TimeInput, TimeScope
 from ...vectors.embedders import Vectors, text_hash
-from ..interface import BatchChanges, Counts, Purged, Record, Transaction
-from ..sql import reads, transfer
+from ..interface import (
+    BatchChanges,
+    Counts,
+    FactPage,
+    Filters,
+    ImportReport,
+    Purged,
+    Record,
+    Transaction,
+)
+from ..sql import analytics as sql_analytics
+from ..sql import episodes as sql_episodes
+from ..sql import erasure as sql_erasure
+from ..sql import links, reads, transfer, traversal
 from ..sql.graph_copy import GraphCopy, prune_graph_log
-from ..sql.reads import IN_IDS, FactPage, Filters
+from ..sql.params import id_list
+from ..sql.reads import IN_IDS
 from . import keyword
-from .database import Database, id_list, storage_error
+from .database import Database, storage_error
 from .keyword import KeywordRanker
 
 #: The file of a namespace's SQLite store, inside its directory.
@@ -311,13 +324,13 @@ class SQLiteTransaction:
     def purge_where(self, where: PurgeFilter) -> Purged:
         """Purge the facts ``where`` matches and record the erasure (see ``purge``): a purge
         that matched nothing erased nothing, and leaves no record."""
-        purged = self.purge(erasure.matching(self.conn, where))
+        purged = self.purge(sql_erasure.matching(self.conn, where))
         if purged.removed:
             report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
-            erasure.record(self.conn, self.now, where, report)
+            sql_erasure.record(self.conn, self.now, where, report)
         return purged
 
-    def import_lines(self, lines: Iterable[str]) -> tuple[transfer.ImportReport, list[str]]:
+    def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
         """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`); returns the new fact ids."""
         return transfer.import_rows(self.conn, lines)
 
@@ -336,23 +349,23 @@ class SQLiteTransaction:
     ) -> Link:
         fields: dict[str, Any] = {"source_id": source_id, "target_id": target_id, "type": type}
         fields |= {"strength": strength, "valid_from": valid_from, "valid_until": valid_until}
-        return graph.link_many(self.conn, self.now, [{**fields, "metadata": metadata}])[0]
+        return links.link_many(self.conn, self.now, [{**fields, "metadata": metadata}])[0]
 
     def link_many(self, items: Sequence[Mapping[str, Any]]) -> list[Link]:
-        return graph.link_many(self.conn, self.now, items)
+        return links.link_many(self.conn, self.now, items)
 
     def unlink(self, link_id: str) -> Link:
-        return graph.unlink(self.conn, self.now, link_id)
+        return links.unlink(self.conn, self.now, link_id)
 
     # episodes
 
     def episode(self, given: EpisodeInput) -> Episode:
         """The episode ``given`` names, recorded now if new (Conflict if it differs)."""
-        return episodes.resolve(self.conn, self.now, given)
+        return sql_episodes.resolve(self.conn, self.now, given)
 
     def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) pairs linking the episode's new facts to the fact before each."""
-        return episodes.chain(self.conn, episode_id, fact_ids)
+        return sql_episodes.chain(self.conn, episode_id, fact_ids)
 
     # documents
 
@@ -549,10 +562,10 @@ class SQLiteStore:
         return reads.known_now(self._read(), ids)
 
     def purge_count(self, where: PurgeFilter) -> PurgeReport:
-        return erasure.count(self._read(), where)
+        return sql_erasure.count(self._read(), where)
 
     def erasures(self, limit: int) -> list[Erasure]:
-        return erasure.listing(self._read(), limit)
+        return sql_erasure.listing(self._read(), limit)
 
     def scrub(self) -> bool:
         return self._db.scrub()
@@ -562,7 +575,7 @@ class SQLiteStore:
             conn.execute("PRAGMA optimize")
 
     def episode(self, episode_id: str) -> Episode | None:
-        return episodes.get(self._read(), episode_id)
+        return sql_episodes.get(self._read(), episode_id)
 
     def episodes(
         self,
@@ -572,12 +585,12 @@ class SQLiteStore:
         before: TimeInput | None,
         limit: int,
     ) -> list[Episode]:
-        return episodes.listing(
+        return sql_episodes.listing(
             self._read(), source=source, after=after, before=before, limit=limit
         )
 
     def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]:
-        return episodes.facts(self._read(), episode_id, scope)
+        return sql_episodes.facts(self._read(), episode_id, scope)
 
     def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
         """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
@@ -694,7 +707,7 @@ class SQLiteStore:
         direction: str = "BOTH",
         types: Iterable[str] | None = None,
     ) -> list[Link]:
-        return graph.links_of(self._read(), fact_id, scope, direction=direction, types=types)
+        return links.links_of(self._read(), fact_id, scope, direction=direction, types=types)
 
     def links_page(
         self,
@@ -706,7 +719,7 @@ class SQLiteStore:
         first: int = 50,
         after: graph.LinkPosition | None = None,
     ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]:
-        return graph.links_page(
+        return links.links_page(
             self._read(),
             fact_ids,
             scope,
@@ -728,7 +741,7 @@ class SQLiteStore:
         min_strength: float,
     ) -> graph.Subgraph:
         with self._db.snapshot() as conn, self._graph.walking(conn) as adjacency:
-            return graph.traverse(
+            return traversal.traverse(
                 conn,
                 ids,
                 scope,
@@ -751,7 +764,7 @@ class SQLiteStore:
         max_depth: int,
     ) -> graph.Path | None:
         with self._db.snapshot() as conn, self._graph.walking(conn) as adjacency:
-            return graph.path(
+            return traversal.path(
                 conn,
                 source_id,
                 target_id,
@@ -772,7 +785,7 @@ class SQLiteStore:
         self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
     ) -> analytics.Clusters:
         with self._db.snapshot() as conn:
-            return analytics.clusters(conn, scope, types=types, min_size=min_size)
+            return sql_analytics.clusters(conn, scope, types=types, min_size=min_size)
 
     def link_pairs(
         self,
@@ -790,11 +803,11 @@ class SQLiteStore:
             "skip_origins": id_list(skip_origins),
             **scope.params,
         }
-        return graph.link_pairs(self._read(), ids, scope, params, touching)
+        return links.link_pairs(self._read(), ids, scope, params, touching)
 
-    def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> graph.Walk:
+    def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> traversal.Walk:
         """A breadth-first walker over the visible links of the default types, both ways."""
-        return graph.Walk(
+        return traversal.Walk(
             self._read(), scope, graph.DEFAULT_TYPES, "BOTH", 0.0, tuple(skip_origins)
         )
 

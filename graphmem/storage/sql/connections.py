@@ -1,0 +1,99 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Generic, Protocol, TypeVar
+
+from ...errors import StorageError
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+#: A connection of either engine (sqlite3's, or graphmem.storage.postgres.dialect's).
+C = TypeVar("C", bound=_Closable)
+
+
+class Connections(Generic[C]):
+    """What a namespace's connections to either engine share: one writer at a time (the write
+    lock around the writer connection), a reader per thread, read deadlines per thread, and
+    closing them all. The engine's class opens the connections and runs transactions
+    (``write``)."""
+
+    _writer: C
+
+    def __init__(self) -> None:
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[C] = []
+        self._readers_lock = threading.Lock()
+        #: Called with the connection at the start of every write transaction (to add pending
+        #: bookkeeping to it).
+        self.on_write: Callable[[C], None] | None = None
+        self._closed = False
+
+    def write(self, *, durable: bool = True) -> AbstractContextManager[C]:
+        raise NotImplementedError
+
+    def try_write(self, *, durable: bool = True) -> AbstractContextManager[C] | None:
+        """:meth:`write`, or None at once if another thread is writing. Enter it right away:
+        the writer is held from this call until the block ends."""
+        if not self._write_lock.acquire(blocking=False):
+            return None
+        return self._held(durable)
+
+    @contextmanager
+    def _held(self, durable: bool) -> Iterator[C]:
+        try:
+            with self.write(durable=durable) as conn:
+                yield conn
+        finally:
+            self._write_lock.release()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def deadline(self) -> float | None:
+        """The deadline of this thread's reads (see ``time_limit``), if any."""
+        deadline: float | None = getattr(self._local, "deadline", None)
+        return deadline
+
+    @contextmanager
+    def unlimited(self) -> Iterator[None]:
+        """Lift this thread's read deadline inside the block, whatever encloses it: the leader
+        of a group commit writes other callers' requests, which its own request's time limit
+        must not stop (writes are bounded by their size, not by a deadline)."""
+        outer = self.deadline
+        self._local.deadline = None
+        try:
+            yield
+        finally:
+            self._local.deadline = outer
+
+    def _deadline_within(self, deadline: float | None) -> float | None:
+        """``deadline``, or an enclosing earlier one of this thread (None: no limit)."""
+        outer = self.deadline
+        if deadline is None or (outer is not None and outer < deadline):
+            return outer
+        return deadline
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with self._readers_lock:
+                for conn in self._readers:
+                    conn.close()
+                self._readers.clear()
+            self._writer.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError("this memory has been closed")

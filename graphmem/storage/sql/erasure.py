@@ -1,0 +1,73 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from ...erasure import Erasure, PurgeFilter, PurgeReport
+from ...errors import InvalidInput
+from ...limits import MAX_LIMIT
+from ...temporal import to_datetime
+from .params import id_list
+
+
+def count(conn: sqlite3.Connection, where: PurgeFilter) -> PurgeReport:
+    """What purging ``where`` would remove, without removing it."""
+    clause, params = where.clause()
+    ids = [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+    found = id_list(ids)
+    (links,) = conn.execute(
+        "SELECT count(*) FROM links WHERE source_id IN (SELECT value FROM json_each(?))"
+        " OR target_id IN (SELECT value FROM json_each(?))",
+        [found, found],
+    ).fetchone()
+    (vectors,) = conn.execute(
+        "SELECT count(*) FROM facts WHERE id IN (SELECT value FROM json_each(?))"
+        " AND vector_of IS NULL",
+        [found],
+    ).fetchone()
+    (episodes,) = conn.execute(
+        "SELECT count(DISTINCT e.id) FROM episodes e JOIN facts f ON f.episode_id = e.id"
+        " WHERE f.id IN (SELECT value FROM json_each(:ids)) AND NOT EXISTS ("
+        "  SELECT 1 FROM facts o WHERE o.episode_id = e.id"
+        "  AND o.id NOT IN (SELECT value FROM json_each(:ids)))",
+        {"ids": found},
+    ).fetchone()
+    return PurgeReport(len(ids), int(links), int(vectors), int(episodes), dry_run=True)
+
+
+def matching(conn: sqlite3.Connection, where: PurgeFilter) -> list[str]:
+    clause, params = where.clause()
+    return [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+
+
+def record(conn: sqlite3.Connection, at: float, where: PurgeFilter, report: PurgeReport) -> None:
+    conn.execute(
+        "INSERT INTO erasures (at, filter, facts, links, vectors, episodes)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            at,
+            json.dumps(where.digest(), sort_keys=True),
+            report.facts,
+            report.links,
+            report.vectors,
+            report.episodes,
+        ],
+    )
+
+
+def listing(conn: sqlite3.Connection, limit: int) -> list[Erasure]:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
+    rows = conn.execute(
+        "SELECT at, filter, facts, links, vectors, episodes FROM erasures"
+        " ORDER BY seq DESC LIMIT ?",
+        [limit],
+    )
+    out = []
+    for at, filter_, facts, links, vectors, episodes in rows:
+        moment = to_datetime(at)
+        assert moment is not None
+        out.append(Erasure(moment, json.loads(filter_), facts, links, vectors, episodes))
+    return out
