@@ -44,8 +44,8 @@ import numpy as np
 from graphmem import Memory, Settings
 from graphmem import writer as writer_engine
 from graphmem.autolink import THRESHOLDS
+from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sqlite import database as storage
-from graphmem.storage.sqlite import store as sqlitestore
 from graphmem.vectors import cache as cache_engine
 from graphmem.vectors import mirror as mirror_engine
 from graphmem.vectors import outbox as sync_engine
@@ -412,7 +412,7 @@ PHASES: Final = (
     ("  stored facts' partitions probed", mirror_engine.Partitions, "neighbours_many"),
     ("  laying the partitions out again", mirror_engine.Mirror, "_partitions"),
     ("SQL writes of the batch", writer_engine.Writer, "_store_batch"),
-    ("  facts, keyword index, supersessions", sqlitestore.SQLiteTransaction, "apply"),
+    ("  facts, keyword index, supersessions", sql_store.SQLTransaction, "apply"),
     ("  embedding cache", cache_engine.EmbeddingCache, "keep"),
     ("durable commit", storage.Database, "write"),
     ("vector index write", sync_engine.VectorSync, "sync"),

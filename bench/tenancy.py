@@ -39,6 +39,7 @@ from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
 from graphmem import KeyStore, Memory, Settings
+from graphmem.storage.sqlite.keys import KeyFile
 
 from .common import OUT_DIR, machine, markdown_table, percentile, write_json
 from .http import NAMESPACE, _server, _wait_for_quiet
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-tenancy-") as tmp:
         root = Path(tmp) / "data"
         fact_id = _fill(root)
-        keys = KeyStore(root)
+        keys = KeyFile(root)
         mine, _ = keys.create([NAMESPACE])
         theirs, _ = keys.create(["other"])
         os.environ["GRAPHMEM_RATE_LIMIT_PER_MINUTE"] = "0"

@@ -22,7 +22,6 @@ from .errors import (
     StorageError,
 )
 from .graph import LinkPosition, LinkType, Node, Path, Subgraph
-from .keys import ApiKey, KeyStore
 from .memory import Memory
 from .models import Change, ChangePage, Fact, FactInput, Link, SearchHit, StoreResult
 from .prune import PruneReport
@@ -30,6 +29,7 @@ from .recall import RecallItem, RecallResult
 from .settings import Settings
 from .stats import Stats
 from .storage.interface import FactPage, ImportReport
+from .storage.keys import ApiKey, KeyStore
 from .temporal import TimeScope
 from .timehints import TimeHint
 from .usage import Usage

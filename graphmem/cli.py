@@ -27,10 +27,11 @@ from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
-from .memory import Memory, open_keys
+from .memory import Memory
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
+from .storage import open_keys
 from .storage.sqlite import backup as backups
 from .temporal import ACCEPTED_TIMES, to_iso
 

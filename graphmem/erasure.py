@@ -22,7 +22,6 @@ from typing import Any, Final
 
 from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_NODES
-from .storage.sql.params import id_list
 from .temporal import to_iso
 
 #: The filters a purge takes, in the order they are described.
@@ -78,27 +77,6 @@ class PurgeFilter:
     @property
     def empty(self) -> bool:
         return all(getattr(self, name) is None for name in FILTERS)
-
-    def clause(self) -> tuple[str, dict[str, Any]]:
-        """The SQL condition on ``facts f`` and its parameters."""
-        where, params = [], {}
-        if self.ids is not None:
-            where.append("f.id IN (SELECT value FROM json_each(:purge_ids))")
-            params["purge_ids"] = id_list(self.ids)
-        if self.entity is not None:
-            where.append("lower(f.entity) = lower(:purge_entity)")
-            params["purge_entity"] = self.entity.strip()
-        if self.source is not None:
-            # A document's chunks: the file's path followed by ":first-last".
-            where.append(
-                "(f.source = :purge_source OR (f.source > :purge_source || ':'"
-                " AND f.source < :purge_source || ';'))"
-            )
-            params["purge_source"] = self.source
-        if self.episode is not None:
-            where.append("f.episode_id = :purge_episode")
-            params["purge_episode"] = self.episode
-        return " AND ".join(where), params
 
     def digest(self) -> dict[str, Any]:
         """What the erasure record keeps of the filter: the number of ids, and a SHA-256 of

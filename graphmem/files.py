@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""Files graphmem writes are private: folders 0700, files 0600, whatever the umask."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
-"""The graph: typed links between facts, breadth-first traversal and shortest paths.
+"""The graph's public types and their validation: link types, a traversal's nodes, a path.
 
-Links are directed and bi-temporal like facts (``TimeScope.link_clause`` is their visibility
-rule): ``A -[DEPENDS_ON]-> B`` means A requires B; a link has a validity start (``valid_from``),
-is recorded at a moment and can be retracted (unlink) without being lost: reads known at an
-earlier time still see it. At most one live link joins a (source, target, type); linking again
-updates its strength.
-
-Traversal is breadth-first with one SQL query per level over the adjacency indexes
-``links(source_id, strength DESC, target_id)`` and ``links(target_id, strength DESC)``: the
-frontier goes in as one JSON array, the time scope filters links and facts alike, and each
-frontier fact's links are read strongest first and cut after FAN_OUT, so a hub costs no more
-than any fact. Paths are searched from both ends at once.
+Links are directed and bi-temporal like facts: ``A -[DEPENDS_ON]-> B`` means A requires B; a link
+has a validity start (``valid_from``), is recorded at a moment and can be retracted (unlink)
+without being lost: reads known at an earlier time still see it. The SQL of links and walks is in
+:mod:`graphmem.storage.sql.links` and :mod:`graphmem.storage.sql.traversal`.
 """
 
 from __future__ import annotations

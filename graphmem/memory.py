@@ -40,7 +40,6 @@ from .documents import DocumentFile, SyncReport
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
-from .keys import KeyStore
 from .limits import CHANGE_LOG_KEPT, MAX_CHANGES, MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
 from .models import (
@@ -58,48 +57,14 @@ from .prune import PruneReport
 from .search import Search
 from .settings import Settings
 from .stats import Stats, collect
+from .storage import open_store
 from .storage.interface import FactPage, Filters, ImportReport, Store
-from .storage.postgres.store import PostgresKeyStore, PostgresStore, is_postgres_url, redacted
-from .storage.sqlite.store import SQLITE_FILE, SQLiteStore
 from .temporal import TimeInput, TimeScope
 from .vectors.cache import EmbeddingCache
 from .vectors.embedders import Embedder, create_embedder
 from .vectors.index import VectorIndex
 from .vectors.outbox import CheckReport, Progress, VectorSync
 from .writer import Writer
-
-
-def open_store(
-    url: str | None,
-    directory: Path,
-    namespace: str,
-    clock: Callable[[], float] | None,
-    settings: Settings,
-) -> Store:
-    """The store of a namespace: a SQLite file in its directory, or (``url``) a PostgreSQL
-    database, on ``clock`` (default: the system's; the database's for PostgreSQL)."""
-    if not url:
-        return SQLiteStore(
-            directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
-        )
-    _check_store_url(url)
-    return PostgresStore(url, namespace, clock, graph_in_memory=settings.graph_in_memory)
-
-
-def open_keys(settings: Settings) -> KeyStore:
-    """The API keys of ``settings``: in the PostgreSQL store when there is one (shared by every
-    replica), else in the data directory's key file."""
-    if settings.store:
-        _check_store_url(settings.store)
-        return PostgresKeyStore(settings.store)
-    return KeyStore(settings.data_dir)
-
-
-def _check_store_url(url: str) -> None:
-    if not is_postgres_url(url):
-        raise InvalidInput(
-            f"store must be a postgresql:// URL (or unset for SQLite files), not {redacted(url)!r}"
-        )
 
 
 class Memory:
@@ -188,7 +153,7 @@ class Memory:
         try:
             index = namespaces.indexing(opened, embedder, name, reindex=reindex)
             followed_from = opened.vector_log_end()  # before the table is read
-            lock = opened.vector_lock if isinstance(opened, PostgresStore) else None
+            lock = opened.shared_vector_lock()
             where = namespaces.vector_location(directory, name, settings, lock)
             table, rebuild = namespaces.open_vectors(
                 where, embedder.dimensions, name, rebuild=index.rebuild

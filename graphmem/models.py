@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import (
     BaseModel,
@@ -193,6 +192,12 @@ class FactInput(BaseModel):
             raise InvalidInput(exc.message, index=index) from None
 
 
+class Row(Protocol):
+    """A row whose columns are read by name: a store's row, or a dict of the same columns."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Fact:
     """A stored fact, as seen at some time scope. Times are timezone-aware UTC datetimes."""
@@ -226,8 +231,8 @@ class Fact:
     episode_id: str | None
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Fact:
-        """A Fact from a ``facts`` row (a sqlite3.Row or a dict with the same columns)."""
+    def from_row(cls, row: Row) -> Fact:
+        """A Fact from a ``facts`` row (a store's row or a dict with the same columns)."""
         return cls.from_values([row[name] for name in FACT_COLUMNS])
 
     @classmethod
@@ -258,7 +263,7 @@ class Link:
     metadata: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_row(cls, row: sqlite3.Row | Mapping[str, Any]) -> Link:
+    def from_row(cls, row: Row) -> Link:
         """A Link from a ``links`` row."""
         return cls.from_values([row[name] for name in LINK_COLUMNS])
 

@@ -26,8 +26,7 @@ from typing import Any, Final, TypeVar, cast
 import numpy as np
 
 from . import autolink as autolinks
-from . import classify, documents, episodes, sensitive
-from . import dedup
+from . import classify, dedup, documents, episodes, sensitive
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
 from .group_commit import GroupCommit, Pending

@@ -45,7 +45,7 @@ from strawberry.types.unset import UNSET
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
-from graphmem.memory import open_keys
+from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
 
 from .context import Context

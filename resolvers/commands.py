@@ -15,8 +15,9 @@ import click
 
 from graphmem.cli import command_group, run
 from graphmem.errors import InvalidInput
-from graphmem.memory import Memory, open_keys
+from graphmem.memory import Memory
 from graphmem.settings import Settings
+from graphmem.storage import open_keys
 
 
 @click.command()

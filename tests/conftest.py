@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 
 from devtools.cluster import ObjectStore, Postgres, Unavailable
 from graphmem import KeyStore, Memory, Settings
-from graphmem.memory import open_keys
+from graphmem.storage import open_keys
 from graphmem.storage.postgres import schema as pgschema
 from graphmem.storage.sqlite.store import SQLiteStore
 from resolvers import create_app

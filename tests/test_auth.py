@@ -19,7 +19,8 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Subprotocol
 
 from graphmem import KeyStore, Memory, Settings, StorageError
-from graphmem.memory import open_keys
+from graphmem.storage import open_keys
+from graphmem.storage.sqlite.keys import KeyFile
 from resolvers import create_app
 
 from .api import SEARCH, STORE, WS, InProcess, LiveServer, bearer
@@ -98,7 +99,7 @@ def test_key_secrets_are_compared_in_constant_time(
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr("graphmem.keys.hmac.compare_digest", recording)
+    monkeypatch.setattr("graphmem.storage.keys.hmac.compare_digest", recording)
     wrong = token[:-4] + ("AAAA" if not token.endswith("AAAA") else "BBBB")
     assert keys.authenticate(wrong) is None
     assert keys.authenticate(token) == key
@@ -233,10 +234,10 @@ def test_a_key_file_from_before_admin_keys_keeps_its_keys(data_dir: Path) -> Non
     )
     conn.commit()
     conn.close()
-    [old] = KeyStore(data_dir).list()
+    [old] = KeyFile(data_dir).list()
     assert (old.id, old.admin, old.label) == ("0123456789ab", False, "old")
-    KeyStore(data_dir).create(["default"], admin=True)
-    assert [k.admin for k in KeyStore(data_dir).list()] == [False, True]
+    KeyFile(data_dir).create(["default"], admin=True)
+    assert [k.admin for k in KeyFile(data_dir).list()] == [False, True]
 
 
 # ------------------------------------------------------------------ sockets and failing closed
@@ -351,7 +352,7 @@ def test_a_server_beyond_loopback_with_no_key_file_refuses_every_request(
 ) -> None:
     if settings.store is not None:
         pytest.skip("the key file is the SQLite store's (PostgreSQL keeps keys in a table)")
-    token, _ = KeyStore(data_dir).create(["default"])
+    token, _ = KeyFile(data_dir).create(["default"])
     assert exposed.post("{ canWrite }", None, bearer(token))[0] == 200
     (data_dir / "_keys.sqlite").unlink()
     assert exposed.post("{ canWrite }", None)[0] == 401
@@ -363,7 +364,7 @@ def test_an_unreadable_key_store_is_an_outage_not_an_open_door(
 ) -> None:
     if settings.store is not None:
         pytest.skip("the key file is the SQLite store's (PostgreSQL keeps keys in a table)")
-    token, _ = KeyStore(data_dir).create(["default"])
+    token, _ = KeyFile(data_dir).create(["default"])
     (data_dir / "_keys.sqlite").write_bytes(b"not a database" * 100)
     for headers in ({}, bearer(token)):
         status, body = service.post("{ canWrite }", None, headers)

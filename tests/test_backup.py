@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphmem import Conflict, KeyStore, Memory, Settings
+from graphmem import Conflict, Memory, Settings
 from graphmem.cli import cli
 from graphmem.storage.sqlite.backup import backup, restore
+from graphmem.storage.sqlite.keys import KeyFile
 
 from .conftest import Clock
 
@@ -92,7 +93,7 @@ def test_restore_gives_an_identical_export_and_the_same_search_results(
     tmp_path: Path, clock: Clock
 ) -> None:
     data, copy, restored = tmp_path / "data", tmp_path / "backup", tmp_path / "restored"
-    keys = KeyStore(data)
+    keys = KeyFile(data)
     token, _ = keys.create(["default", "team"])
     with Memory.open(data, settings=SETTINGS, clock=clock) as mem:
         berlin = mem.store("Ana lives in Berlin", entity="Ana", key="city", value="Berlin")
@@ -119,7 +120,7 @@ def test_restore_gives_an_identical_export_and_the_same_search_results(
             (h.fact.id, round(h.score, 6)) for h in mem.search("deployed service Ana")
         ] == before
         assert [f.value for f in mem.history(berlin.fact.id)] == ["Berlin", "Paris"]
-    assert KeyStore(restored).authenticate(token) is not None  # the keys came along
+    assert KeyFile(restored).authenticate(token) is not None  # the keys came along
 
 
 def test_restore_refuses_to_overwrite_a_namespace_unless_told_to(tmp_path: Path) -> None:
@@ -152,7 +153,7 @@ def test_data_key_backup_and_export_files_are_readable_by_their_owner_alone(
     try:
         with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
             mem.store("Ana's phone is in the drawer")
-            KeyStore(data_dir).create(["default"])
+            KeyFile(data_dir).create(["default"])
             backup(data_dir, tmp_path / "backup")
             restore(tmp_path / "backup", tmp_path / "restored")
             export = CliRunner().invoke(

@@ -29,7 +29,7 @@ import pytest
 
 from devtools.cluster import Cluster, Unavailable, main, skewed
 from graphmem import Memory, Settings
-from graphmem.memory import open_keys
+from graphmem.storage import open_keys
 
 from . import soak
 from .api import bearer

@@ -270,12 +270,12 @@ def test_a_files_chunks_change_all_together_or_not_at_all(
     mem.sync_files([notes])
     before = _chunks(mem, notes / "2024-05-01.md")
     (notes / "2024-05-01.md").write_text(DAILY + "\n## Evening\n\nA walk by the river.\n")
-    from graphmem.storage.sqlite.store import SQLiteTransaction
+    from graphmem.storage.sql.store import SQLTransaction
 
-    def fail(self: SQLiteTransaction, document: object) -> None:
+    def fail(self: SQLTransaction, document: object) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(SQLiteTransaction, "put_document", fail)
+    monkeypatch.setattr(SQLTransaction, "put_document", fail)
     with pytest.raises(OSError, match="disk full"):
         mem.sync_files([notes])
     assert _chunks(mem, notes / "2024-05-01.md") == before

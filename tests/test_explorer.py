@@ -8,7 +8,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from graphmem import KeyStore
+from graphmem.storage.sqlite.keys import KeyFile
 from resolvers.explorer import STATIC_DIR
 
 from .api import InProcess
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_page_loads_without_a_key_while_its_api_calls_need_one(
     service: InProcess, data_dir: Path
 ) -> None:
-    KeyStore(data_dir).create(["default"])
+    KeyFile(data_dir).create(["default"])
     moved = service.request("GET", "/explore", follow_redirects=False)
     assert moved.status_code == 308 and moved.headers["location"] == "explore/"
     page = service.request("GET", "/explore/")
@@ -97,7 +97,7 @@ def test_every_file_of_the_page_is_package_data() -> None:
 
 def test_can_write_tells_a_ui_whether_to_offer_writes(service: InProcess, data_dir: Path) -> None:
     assert service.data("{ canWrite }") == {"canWrite": True}  # loopback, no keys
-    keys = KeyStore(data_dir)
+    keys = KeyFile(data_dir)
     writer, _ = keys.create(["default"])
     reader, _ = keys.create(["default"], read_only=True)
     assert service.data("{ canWrite }", Authorization=f"Bearer {writer}") == {"canWrite": True}

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from graphmem import KeyStore, Memory, Settings
+from graphmem import Memory, Settings
+from graphmem.storage.sqlite.keys import KeyFile
 from resolvers import create_app
 
 from .api import LiveServer
@@ -363,7 +364,7 @@ def test_an_error_of_the_api_is_shown_and_the_page_keeps_working(page: Explorer)
 
 
 def test_with_api_keys_the_page_asks_for_one_and_keeps_it_for_the_tab(page: Explorer) -> None:
-    keys = KeyStore(page.data_dir)
+    keys = KeyFile(page.data_dir)
     token, key = keys.create(["default"], read_only=True, label="browser test")
     try:
         page.driver.get(f"{page.server.base_url}/explore#fact={page.ids['paris']}")

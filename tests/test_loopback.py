@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 from starlette.websockets import WebSocketDisconnect
 
-from graphmem import KeyStore, Settings
+from graphmem import Settings
+from graphmem.storage.sqlite.keys import KeyFile
 from resolvers import create_app
 from resolvers.commands import cli
 
@@ -66,7 +67,7 @@ def test_a_keyless_loopback_server_refuses_requests_naming_another_site(
 def test_a_server_bound_elsewhere_leaves_names_to_its_api_keys(
     data_dir: Path, clock: Clock
 ) -> None:
-    token, _ = KeyStore(data_dir).create(["default"])
+    token, _ = KeyFile(data_dir).create(["default"])
     settings = Settings(embedder="hash", data_dir=data_dir, host="0.0.0.0")
     with InProcess(create_app(settings, clock=clock)) as client:
         query = {"query": "{ stats { facts } }"}

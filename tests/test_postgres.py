@@ -25,13 +25,13 @@ from graphmem import (
     memory,
 )
 from graphmem.cli import cli
-from graphmem.memory import open_keys
+from graphmem.storage import open_keys
 from graphmem.storage.postgres import dialect as pgsql
 from graphmem.storage.postgres import schema as pgschema
 from graphmem.storage.postgres.keyword import CommonWords
 from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sqlite import keyword
-from graphmem.storage.sqlite import store as sqlitestore
 from graphmem.vectors.index import FOLLOW_EVERY, ROW_LIVE, VectorIndex
 from graphmem.vectors.mirror import Mirror
 from resolvers.app import create_app
@@ -362,7 +362,7 @@ def test_each_namespace_counts_its_own_log_entries(
             return Mirror(index.dimensions)
 
         monkeypatch.setattr(VectorIndex, "_loaded", loaded)
-        monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 5)  # alpha's changes below
+        monkeypatch.setattr(sql_store, "CHANGE_LOG_KEPT", 5)  # alpha's changes below
         monkeypatch.setattr(memory, "CHANGE_LOG_KEPT", 5)
         for n, city in enumerate(["Lisbon", "Porto", "Faro"]):
             for mem in (alpha, beta):  # each a supersession: the graph log too

@@ -21,8 +21,9 @@ from websockets.typing import Subprotocol
 from graphmem import ChangePage, Memory, Settings, memory
 from graphmem.errors import Conflict, InvalidInput, NotFound, StorageError
 from graphmem.limits import MAX_CHANGES
-from graphmem.storage.sqlite import store as sqlitestore
-from graphmem.storage.sqlite.store import SQLiteStore, SQLiteTransaction
+from graphmem.storage.sql import store as sql_store
+from graphmem.storage.sql.store import SQLTransaction
+from graphmem.storage.sqlite.store import SQLiteStore
 from graphmem.vectors.embedders import Vectors
 from graphmem.vectors.index import FOLLOW_EVERY
 from resolvers.events import FOLLOW_CHANGES_EVERY
@@ -128,16 +129,16 @@ def test_a_row_written_by_a_process_that_died_before_logging_it_is_not_written_t
 ) -> None:
     a, b = pair
     b.search("warm", mode="vector")
-    log_vectors = SQLiteTransaction.log_vectors
+    log_vectors = SQLTransaction.log_vectors
     assert isinstance(a._store, SQLiteStore)
     dying = a._store._db._writer
 
-    def died_before_logging(tx: SQLiteTransaction, *args: Any) -> int:
+    def died_before_logging(tx: SQLTransaction, *args: Any) -> int:
         if tx.conn is dying:  # a wrote the table, then "died": its log entry never commits
             raise StorageError("simulated death before the vector log entry")
         return log_vectors(tx, *args)
 
-    monkeypatch.setattr(SQLiteTransaction, "log_vectors", died_before_logging)
+    monkeypatch.setattr(SQLTransaction, "log_vectors", died_before_logging)
     orphan = a.store("The boiler is serviced every October").fact
     assert orphan is not None and a._vectors.count() == 1  # in the table, not in the log
     assert b.check().pending_outbox == 1
@@ -256,7 +257,7 @@ def test_a_reader_further_behind_than_the_change_log_keeps_is_told_it_missed_som
     pair: tuple[Memory, Memory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a, b = pair
-    monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 2)
+    monkeypatch.setattr(sql_store, "CHANGE_LOG_KEPT", 2)
     monkeypatch.setattr(memory, "CHANGE_LOG_KEPT", 2)
     start = b.change_position()
     a.store_many([{"text": f"Reading {n} of the boiler"} for n in range(4)], autolink=False)

@@ -28,8 +28,8 @@ from graphmem import (
 )
 from graphmem.storage.interface import Filters, Store
 from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sqlite import keyword
-from graphmem.storage.sqlite import store as sqlitestore
 from graphmem.storage.sqlite.store import SQLiteStore
 from graphmem.temporal import TimeScope
 from graphmem.timehints import TimeHint
@@ -422,7 +422,7 @@ def test_the_change_log_lists_committed_changes_in_order_and_keeps_the_newest(
     assert [row[1:3] + row[4:] for row in rows[2:]] == [("FACT_FORGOTTEN", "f1", "two")]
     assert [row[0] for row in rows] == sorted(row[0] for row in rows) and end == rows[-1][0]
     assert store.change_log(rows[0][0], 1) == ([rows[1]], end)
-    monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 2)
+    monkeypatch.setattr(sql_store, "CHANGE_LOG_KEPT", 2)
     with store.transaction() as tx:
         tx.log_changes([("FACT_PURGED", "f1")], "two")
     assert [row[1] for row in store.change_log(0, 10)[0]] == ["FACT_FORGOTTEN", "FACT_PURGED"]

@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
 from graphmem import KeyStore, Memory, Settings, memory
-from graphmem.storage.sqlite import store as sqlitestore
+from graphmem.storage.sql import store as sql_store
 from resolvers import app as app_module
 from resolvers import create_app, events, sockets
 
@@ -103,7 +103,7 @@ def test_a_subscriber_hears_of_another_processs_writes_and_is_ended_if_it_missed
         assert fact is not None
         heard = ws.receive_json()["payload"]["data"]["memoryChanged"]
         assert (heard["kind"], heard["id"]) == ("FACT_STORED", fact.id)
-        monkeypatch.setattr(sqlitestore, "CHANGE_LOG_KEPT", 2)  # the log keeps the newest two
+        monkeypatch.setattr(sql_store, "CHANGE_LOG_KEPT", 2)  # the log keeps the newest two
         monkeypatch.setattr(memory, "CHANGE_LOG_KEPT", 2)
         other.store_many([{"text": f"Reading {n} of the boiler"} for n in range(4)])
         message = ws.receive_json()

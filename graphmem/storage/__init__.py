@@ -1,0 +1,83 @@
+"""Storage: where a namespace's facts, links and keyword index live, behind one interface.
+
+* :mod:`.interface` — ``Store`` and ``Transaction``, everything the engine asks of storage, and
+  the types they return.
+* :mod:`.sql` — the SQL both engines run (SQLite's dialect): reads, links, walks, episodes,
+  erasure, export, and ``SQLStore``, the store built on it.
+* :mod:`.sqlite` — the embedded engine: one SQLite file per namespace (WAL, FTS5), the key file.
+* :mod:`.postgres` — one PostgreSQL database every replica shares: the dialect, the schema,
+  bm25 from postings, the keys table.
+* :mod:`.keys` — API keys, whichever engine keeps them.
+
+Nothing outside this package imports ``sqlite3`` or ``psycopg`` (``tests/test_structure.py``);
+the rest of graphmem opens a store here and speaks to it through the interface.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import InvalidInput
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+    from .interface import Store
+    from .keys import KeyStore
+
+
+def open_store(
+    url: str | None,
+    directory: Path,
+    namespace: str,
+    clock: Callable[[], float] | None,
+    settings: Settings,
+) -> Store:
+    """The store of a namespace: a SQLite file in its directory, or (``url``) a PostgreSQL
+    database, on ``clock`` (default: the system's; the database's for PostgreSQL)."""
+    if not url:
+        from .sqlite.store import SQLITE_FILE, SQLiteStore
+
+        return SQLiteStore(
+            directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
+        )
+    _check_store_url(url)
+    from .postgres.store import PostgresStore  # psycopg is needed only here
+
+    return PostgresStore(url, namespace, clock, graph_in_memory=settings.graph_in_memory)
+
+
+def open_keys(settings: Settings) -> KeyStore:
+    """The API keys of ``settings``: in the PostgreSQL store when there is one (shared by every
+    replica), else in the data directory's key file."""
+    if settings.store:
+        _check_store_url(settings.store)
+        from .postgres.keys import PostgresKeyStore
+
+        return PostgresKeyStore(settings.store)
+    from .sqlite.keys import KeyFile
+
+    return KeyFile(settings.data_dir)
+
+
+def _check_store_url(url: str) -> None:
+    if not is_postgres_url(url):
+        raise InvalidInput(
+            f"store must be a postgresql:// URL (or unset for SQLite files), not {redacted(url)!r}"
+        )
+
+
+def is_postgres_url(url: str | None) -> bool:
+    return bool(url) and urlsplit(str(url)).scheme in ("postgresql", "postgres")
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))

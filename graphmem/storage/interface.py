@@ -215,6 +215,11 @@ class Store(Protocol):
         """Refresh what the engine's query planner knows of the tables (after a bulk load)."""
         ...
 
+    def shared_vector_lock(self) -> Callable[[], AbstractContextManager[None]] | None:
+        """The lock one writer of the namespace's vector index holds, when several machines
+        share the store (None: the vector directory's own lock file serves)."""
+        ...
+
     def episode(self, episode_id: str) -> Episode | None: ...
     def episodes(
         self,

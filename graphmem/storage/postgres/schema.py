@@ -318,7 +318,7 @@ def _column_names(columns: str) -> list[str]:
     return out
 
 
-#: Migration 2: the API keys every replica shares (graphmem.keys). A key may span namespaces,
+#: Migration 2: the API keys every replica shares (graphmem.storage.keys). A key may span namespaces,
 #: so this table alone has no namespace column and no row-level security.
 _KEYS: Final = f"""
 CREATE TABLE gm_api_keys (

@@ -1,6 +1,6 @@
 """The PostgreSQL store: one namespace of a database every replica shares.
 
-``PostgresStore`` is the reference store (:class:`graphmem.storage.sqlite.store.SQLiteStore`) on a
+``PostgresStore`` is the shared SQL store (:class:`graphmem.storage.sql.store.SQLStore`) on a
 PostgreSQL database: the same SQL, spoken through :mod:`graphmem.storage.postgres.dialect`, on the views of one
 namespace (:mod:`graphmem.storage.postgres.schema`); what differs is here:
 
@@ -24,44 +24,26 @@ namespace (:mod:`graphmem.storage.postgres.schema`); what differs is here:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar, Final
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from psycopg import pq
-from psycopg.rows import dict_row
 
 from ...errors import InvalidInput, StorageError
-from ...keys import KeyStore
 from ...temporal import TimeScope
+from .. import is_postgres_url, redacted
 from ..interface import Filters, Record
 from ..sql.connections import Connections
-from ..sql.graph_copy import GraphCopy
-from ..sqlite.store import SQLiteStore, SQLiteTransaction
+from ..sql.store import SQLStore, SQLTransaction
 from . import schema as pgschema
 from .dialect import Connection, message
 from .keyword import Bm25Ranker
 
 #: Seconds a connection attempt waits for the server before the request fails.
 CONNECT_TIMEOUT_S: Final = 5
-
-
-def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and urlsplit(str(url)).scheme in ("postgresql", "postgres")
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def lock_key(namespace: str) -> int:
@@ -111,7 +93,7 @@ class PostgresDatabase(Connections[Connection]):
     def _open(self, namespace: str) -> psycopg.Connection[Any]:
         """A new server connection pointed at ``namespace``."""
         try:
-            raw = _server(self.url)
+            raw = server_connection(self.url)
             raw.execute("SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, namespace])
         except psycopg.Error as exc:
             raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
@@ -325,7 +307,7 @@ class _SharedReaders:
         return fresh
 
 
-class PostgresTransaction(SQLiteTransaction):
+class PostgresTransaction(SQLTransaction):
     """A write transaction on PostgreSQL (the reference transaction's SQL, translated)."""
 
     def current_by_key(self, pairs: Any) -> list[dict[str, Any]]:
@@ -339,7 +321,7 @@ class PostgresTransaction(SQLiteTransaction):
         return [dict(r) for r in rows]
 
 
-class PostgresStore(SQLiteStore):
+class PostgresStore(SQLStore["PostgresDatabase"]):
     """One namespace's facts, links, keyword index, outbox, embedding cache and meta in a
     PostgreSQL database (see the module's docstring)."""
 
@@ -351,14 +333,9 @@ class PostgresStore(SQLiteStore):
         *,
         graph_in_memory: bool = True,
     ) -> None:
-        self._db = PostgresDatabase(url, namespace)  # type: ignore[assignment]
+        super().__init__(PostgresDatabase(url, namespace), graph_in_memory=graph_in_memory)
         self._given_clock = clock
-        self._keywords = Bm25Ranker()  # type: ignore[assignment]
-        self._graph = GraphCopy(self._db.reader, enabled=graph_in_memory)
-
-    @property
-    def database(self) -> PostgresDatabase:
-        return self._db  # type: ignore[return-value]
+        self._keywords = Bm25Ranker()
 
     def now(self) -> float:
         """The time of a read now: the database's clock, but never before the namespace's
@@ -386,15 +363,15 @@ class PostgresStore(SQLiteStore):
         )
         return stamp
 
-    def analyze(self) -> None:
-        self.database.analyze()
+    def shared_vector_lock(self) -> Callable[[], AbstractContextManager[None]]:
+        return self.vector_lock
 
     def vector_lock(self) -> AbstractContextManager[None]:
         """The lock one writer of the namespace's vector index holds at a time, across every
         process and machine sharing the database."""
         return self.database.exclusive(lock_key(f"{self.database.namespace}/vectors"))
 
-    def _transaction(self, conn: Any) -> SQLiteTransaction:
+    def _transaction(self, conn: Any) -> SQLTransaction:
         return PostgresTransaction(conn, self._stamp, self.database.path)
 
     def keyword_matches(
@@ -402,92 +379,11 @@ class PostgresStore(SQLiteStore):
     ) -> tuple[dict[str, float], dict[str, Record]]:
         """bm25 (higher is better) and ranking columns of the ``n`` best visible keyword
         matches (:class:`graphmem.storage.postgres.keyword.Bm25Ranker`)."""
-        ranker: Bm25Ranker = self._keywords  # type: ignore[assignment]
-        return ranker.best(self._read(), query, scope, filters, n)
+        return self._keywords.best(self._read(), query, scope, filters, n)
 
 
-class PostgresKeyStore(KeyStore):
-    """The API keys in a PostgreSQL database (``gm_api_keys``), shared by every replica: a key
-    made or revoked through one is seen by the next request to any other. Every check is one
-    query on one connection of its own (reconnected when the server dropped it)."""
-
-    def __init__(self, url: str) -> None:
-        if not is_postgres_url(url):
-            raise InvalidInput(f"not a PostgreSQL URL: {redacted(url)!r}")
-        self.url = url
-        self.where = redacted(url)
-        self._lock = threading.Lock()
-        self._conn: psycopg.Connection[Any] | None = None
-        self._closed = False
-
-    def known_any_active(self) -> bool | None:
-        return None  # only the database knows (another replica may have made a key)
-
-    def any_active(self) -> bool:
-        with self._connect() as conn:
-            row = conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
-        return row is not None
-
-    def _exists(self) -> bool:
-        return True
-
-    @contextmanager
-    def _connect(self) -> Iterator[Any]:
-        with self._lock:
-            if self._closed:  # a late check (a socket's, as the server stops) opens nothing
-                raise StorageError(f"the API keys in {self.where} are closed")
-            try:
-                conn = self._begin()
-                try:
-                    yield _Keys(conn)
-                    conn.execute("COMMIT")
-                finally:
-                    if conn.info.transaction_status != pq.TransactionStatus.IDLE:
-                        with contextlib.suppress(psycopg.Error):
-                            conn.execute("ROLLBACK")
-            except psycopg.Error as exc:
-                raise StorageError(
-                    f"cannot use the API keys in {self.where}: {message(exc)}"
-                ) from None
-
-    def _begin(self) -> psycopg.Connection[Any]:
-        """The key store's connection with a transaction begun: a new connection when there is
-        none, and once more when the server dropped the one there was while it sat idle (the
-        BEGIN never ran), so the first request after a restart is admitted."""
-        if self._conn is not None and not (self._conn.closed or self._conn.broken):
-            try:
-                self._conn.execute("BEGIN")
-                return self._conn
-            except psycopg.OperationalError:
-                if not self._conn.broken:
-                    raise
-        if self._conn is not None:
-            self._conn.close()
-        self._conn = _server(self.url)
-        pgschema.apply(self._conn)
-        self._conn.execute("BEGIN")
-        return self._conn
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._conn is not None:
-                self._conn.close()
-
-
-def _server(url: str) -> psycopg.Connection[Any]:
+def server_connection(url: str) -> psycopg.Connection[Any]:
     """A new autocommit connection to the database at ``url`` (psycopg's errors raised)."""
     return psycopg.connect(
         url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="graphmem"
     )
-
-
-class _Keys:
-    """The key store's SQL (``?`` placeholders, table ``api_keys``) on ``gm_api_keys``."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._conn = conn
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        cursor = self._conn.cursor(row_factory=dict_row)
-        return cursor.execute(sql.replace("?", "%s").replace("api_keys", "gm_api_keys"), params)

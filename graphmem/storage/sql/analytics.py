@@ -1,8 +1,9 @@
-"""TODO docstring."""
+"""Clusters of the graph: connected components of at most CLUSTER_MAX_LINKS visible links, read
+strongest first (networkx on the bounded piece).
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
 import networkx as nx
@@ -11,11 +12,12 @@ from ... import graph
 from ...analytics import Clusters
 from ...limits import CLUSTER_MAX_LINKS
 from ...temporal import TimeScope
+from .connections import SQLConnection
 from .params import id_list
 
 
 def clusters(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     scope: TimeScope,
     *,
     types: Iterable[str] | None = None,

@@ -1,11 +1,13 @@
-"""TODO docstring."""
+"""What a namespace's connections share in either engine: one writer at a time, a reader per
+thread, per-thread read deadlines, closing; and the connection surface the shared SQL uses."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
 from ...errors import StorageError
 
@@ -18,6 +20,12 @@ class _Closable(Protocol):
 C = TypeVar("C", bound=_Closable)
 
 
+#: The connection the shared SQL is written for: sqlite3's. PostgreSQL's dialect connection
+#: (:class:`graphmem.storage.postgres.dialect.Connection`) has the same surface and runs the same
+#: statements, translated.
+SQLConnection: TypeAlias = sqlite3.Connection
+
+
 class Connections(Generic[C]):
     """What a namespace's connections to either engine share: one writer at a time (the write
     lock around the writer connection), a reader per thread, read deadlines per thread, and
@@ -25,6 +33,8 @@ class Connections(Generic[C]):
     (``write``)."""
 
     _writer: C
+    #: Where the namespace is, for messages (a file, or a URL without its password).
+    path: Any
 
     def __init__(self) -> None:
         self._write_lock = threading.RLock()
@@ -37,6 +47,26 @@ class Connections(Generic[C]):
         self._closed = False
 
     def write(self, *, durable: bool = True) -> AbstractContextManager[C]:
+        raise NotImplementedError
+
+    def reader(self) -> C:
+        """This thread's read connection."""
+        raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[C]:
+        """Inside the block, this thread's reads all see one state of the namespace."""
+        raise NotImplementedError
+
+    def time_limit(self, deadline: float | None) -> AbstractContextManager[None]:
+        """This thread's reads inside the block stop at ``deadline`` (QueryTimeout)."""
+        raise NotImplementedError
+
+    def scrub(self) -> bool:
+        """Reclaim deleted rows' space; whether the engine overwrites what was deleted."""
+        raise NotImplementedError
+
+    def analyze(self) -> None:
+        """Refresh the query planner's statistics."""
         raise NotImplementedError
 
     def try_write(self, *, durable: bool = True) -> AbstractContextManager[C] | None:

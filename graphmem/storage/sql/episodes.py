@@ -1,9 +1,10 @@
-"""TODO docstring."""
+"""Episodes in SQL: recorded once when a write first names them, listed, and their facts read
+(:mod:`graphmem.episodes` holds the types and their validation).
+"""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -12,10 +13,11 @@ from ...errors import Conflict, InvalidInput, NotFound
 from ...limits import MAX_LIMIT
 from ...models import Fact, fact_columns
 from ...temporal import TimeInput, TimeScope, parse_time, to_datetime
+from .connections import SQLConnection
 from .params import id_list
 
 
-def resolve(conn: sqlite3.Connection, now: float, given: EpisodeInput) -> Episode:
+def resolve(conn: SQLConnection, now: float, given: EpisodeInput) -> Episode:
     """The episode ``given`` names, recorded at ``now`` if it is new. Conflict when it exists
     with another kind, source, time or metadata than ``given`` states."""
     found = get(conn, given.id)
@@ -50,9 +52,7 @@ def resolve(conn: sqlite3.Connection, now: float, given: EpisodeInput) -> Episod
     return found
 
 
-def chain(
-    conn: sqlite3.Connection, episode_id: str, fact_ids: Sequence[str]
-) -> list[tuple[str, str]]:
+def chain(conn: SQLConnection, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
     """The (newer, older) pairs that link ``fact_ids`` (new facts of the episode, in order) to
     the fact before each: the episode's latest earlier fact not forgotten, then each other."""
     if not fact_ids:
@@ -66,13 +66,13 @@ def chain(
     return list(zip(order[1:], order[:-1], strict=True))
 
 
-def get(conn: sqlite3.Connection, episode_id: str) -> Episode | None:
+def get(conn: SQLConnection, episode_id: str) -> Episode | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM episodes WHERE id = ?", [episode_id]).fetchone()
     return None if row is None else _episode(row)
 
 
 def listing(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     *,
     source: str | None,
     after: TimeInput | None,
@@ -101,7 +101,7 @@ def listing(
     return [_episode(r) for r in rows]
 
 
-def facts(conn: sqlite3.Connection, episode_id: str, scope: TimeScope) -> list[Fact]:
+def facts(conn: SQLConnection, episode_id: str, scope: TimeScope) -> list[Fact]:
     """The episode's facts visible in ``scope`` (superseded versions included), in the order
     they were written. NotFound for an unknown episode."""
     if get(conn, episode_id) is None:

@@ -1,20 +1,44 @@
-"""TODO docstring."""
+"""Erasure in SQL: what a purge filter selects, what purging it would remove, and the record
+that it happened (:mod:`graphmem.erasure` holds the filter and the reports)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
+from typing import Any
 
 from ...erasure import Erasure, PurgeFilter, PurgeReport
 from ...errors import InvalidInput
 from ...limits import MAX_LIMIT
 from ...temporal import to_datetime
+from .connections import SQLConnection
 from .params import id_list
 
 
-def count(conn: sqlite3.Connection, where: PurgeFilter) -> PurgeReport:
+def purge_clause(where: PurgeFilter) -> tuple[str, dict[str, Any]]:
+    """The SQL condition on ``facts f`` that selects what ``where`` names, and its parameters."""
+    clauses, params = [], {}
+    if where.ids is not None:
+        clauses.append("f.id IN (SELECT value FROM json_each(:purge_ids))")
+        params["purge_ids"] = id_list(where.ids)
+    if where.entity is not None:
+        clauses.append("lower(f.entity) = lower(:purge_entity)")
+        params["purge_entity"] = where.entity.strip()
+    if where.source is not None:
+        # A document's chunks: the file's path followed by ":first-last".
+        clauses.append(
+            "(f.source = :purge_source OR (f.source > :purge_source || ':'"
+            " AND f.source < :purge_source || ';'))"
+        )
+        params["purge_source"] = where.source
+    if where.episode is not None:
+        clauses.append("f.episode_id = :purge_episode")
+        params["purge_episode"] = where.episode
+    return " AND ".join(clauses), params
+
+
+def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
     """What purging ``where`` would remove, without removing it."""
-    clause, params = where.clause()
+    clause, params = purge_clause(where)
     ids = [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
     found = id_list(ids)
     (links,) = conn.execute(
@@ -37,12 +61,12 @@ def count(conn: sqlite3.Connection, where: PurgeFilter) -> PurgeReport:
     return PurgeReport(len(ids), int(links), int(vectors), int(episodes), dry_run=True)
 
 
-def matching(conn: sqlite3.Connection, where: PurgeFilter) -> list[str]:
-    clause, params = where.clause()
+def matching(conn: SQLConnection, where: PurgeFilter) -> list[str]:
+    clause, params = purge_clause(where)
     return [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
 
 
-def record(conn: sqlite3.Connection, at: float, where: PurgeFilter, report: PurgeReport) -> None:
+def record(conn: SQLConnection, at: float, where: PurgeFilter, report: PurgeReport) -> None:
     conn.execute(
         "INSERT INTO erasures (at, filter, facts, links, vectors, episodes)"
         " VALUES (?, ?, ?, ?, ?, ?)",
@@ -57,7 +81,7 @@ def record(conn: sqlite3.Connection, at: float, where: PurgeFilter, report: Purg
     )
 
 
-def listing(conn: sqlite3.Connection, limit: int) -> list[Erasure]:
+def listing(conn: SQLConnection, limit: int) -> list[Erasure]:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
     rows = conn.execute(

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,6 +38,7 @@ import numpy.typing as npt
 from ...limits import FAN_OUT
 from ...models import Link, link_columns
 from ...temporal import TimeScope
+from .connections import SQLConnection
 from .params import id_list
 
 _log = logging.getLogger("graphmem")
@@ -99,7 +99,7 @@ class _Columns:
         return self.data[name]
 
 
-def _marks(conn: sqlite3.Connection) -> tuple[int, int, int]:
+def _marks(conn: SQLConnection) -> tuple[int, int, int]:
     """The highest seq of the graph log, the facts and the links in ``conn``'s snapshot."""
     position, fact_seq, link_seq = conn.execute(
         "SELECT (SELECT coalesce(max(seq), 0) FROM graph_log),"
@@ -132,7 +132,7 @@ def _until_recorded(
     ]
 
 
-def prune_graph_log(conn: sqlite3.Connection) -> None:
+def prune_graph_log(conn: SQLConnection) -> None:
     """Drop the graph log's entries beyond the newest GRAPH_LOG_KEPT (in a write transaction)."""
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM graph_log").fetchone()
     conn.execute("DELETE FROM graph_log WHERE seq <= ?", [last - GRAPH_LOG_KEPT])
@@ -156,7 +156,7 @@ class GraphCopy:
         self._loader: threading.Thread | None = None
 
     @contextmanager
-    def walking(self, conn: sqlite3.Connection) -> Iterator[Adjacency | None]:
+    def walking(self, conn: SQLConnection) -> Iterator[Adjacency | None]:
         """The copy as of ``conn``'s snapshot, held for the block; None when the walk must run
         in SQL (the copy is loading, failed to load, or is newer than the snapshot)."""
         with self._lock:
@@ -274,7 +274,7 @@ class Adjacency:
     # ----------------------------------------------------------------------- keeping in step
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, stop: threading.Event | None = None) -> Adjacency:
+    def load(cls, conn: SQLConnection, stop: threading.Event | None = None) -> Adjacency:
         """The copy of ``conn``'s snapshot (read in batches; _Stopped once ``stop`` is set)."""
         state = cls()
         (state.position,) = conn.execute("SELECT coalesce(max(seq), 0) FROM graph_log").fetchone()
@@ -292,11 +292,11 @@ class Adjacency:
         """How far the copy has read: the graph log, the facts and the links (see _marks)."""
         return (self.position, self.fact_seq, self.link_seq)
 
-    def current(self, conn: sqlite3.Connection) -> bool:
+    def current(self, conn: SQLConnection) -> bool:
         """Whether ``conn``'s snapshot holds exactly what this copy holds."""
         return _marks(conn) == self.marks
 
-    def catch_up(self, conn: sqlite3.Connection) -> bool:
+    def catch_up(self, conn: SQLConnection) -> bool:
         """Read what ``conn``'s snapshot has beyond this copy; False when the copy must be
         loaded afresh (rows were deleted, or log entries it needs were pruned). A snapshot
         older than the copy changes nothing (``current`` then says so)."""
@@ -526,7 +526,7 @@ class IndexWalk:
     def __init__(
         self,
         state: Adjacency,
-        conn: sqlite3.Connection,
+        conn: SQLConnection,
         scope: TimeScope,
         types: tuple[str, ...],
         direction: str,

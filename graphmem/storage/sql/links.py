@@ -1,4 +1,10 @@
-"""TODO docstring."""
+"""Links in SQL: made or updated in batches, retracted, and read — a fact's links, pages of them,
+the links among a set of facts.
+
+Links are directed and bi-temporal like facts (``TimeScope.link_clause`` is their visibility
+rule). At most one live link joins a (source, target, type); linking again updates its strength.
+A batch reads the facts and live links it names in three statements and writes in one.
+"""
 
 from __future__ import annotations
 
@@ -24,12 +30,11 @@ from ...limits import (
 )
 from ...models import LINK_COLUMNS, Link, LinkOrigin, link_columns
 from ...temporal import TimeInput, TimeScope, parse_time, to_iso
+from .connections import SQLConnection
 from .params import id_list
 
 
-def link_many(
-    conn: sqlite3.Connection, now: float, items: Sequence[Mapping[str, Any]]
-) -> list[Link]:
+def link_many(conn: SQLConnection, now: float, items: Sequence[Mapping[str, Any]]) -> list[Link]:
     """Make or update a link for each item (its fields as :meth:`_LinkBatch.link` takes them)
     in order, in ``conn``'s open write transaction: the first item that fails raises. The facts
     and live links the items name are read in three statements and the links written in one
@@ -44,7 +49,7 @@ def link_many(
 class _LinkBatch:
     """The facts and live links a batch of links names, and the rows it writes."""
 
-    def __init__(self, conn: sqlite3.Connection, items: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, conn: SQLConnection, items: Sequence[Mapping[str, Any]]) -> None:
         self.conn = conn
         given = [i for i in items if isinstance(i, Mapping)]
         sources = {i.get("source_id") for i in given} - {None}
@@ -197,7 +202,7 @@ def _link_of(row: dict[str, Any]) -> Link:
     return Link.from_values([row[name] for name in LINK_COLUMNS])
 
 
-def unlink(conn: sqlite3.Connection, now: float, link_id: str) -> Link:
+def unlink(conn: SQLConnection, now: float, link_id: str) -> Link:
     """Retract a link (history keeps it). NotFound if unknown, Conflict if already retracted;
     supersession links belong to their facts and cannot be unlinked."""
     row = conn.execute("SELECT * FROM links WHERE id = ?", [link_id]).fetchone()
@@ -214,7 +219,7 @@ def unlink(conn: sqlite3.Connection, now: float, link_id: str) -> Link:
 
 
 def links_of(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     fact_id: str,
     scope: TimeScope,
     *,
@@ -242,7 +247,7 @@ def links_of(
 
 
 def links_page(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     fact_ids: Sequence[str],
     scope: TimeScope,
     *,
@@ -294,7 +299,7 @@ def links_page(
 
 
 def links_among(
-    conn: sqlite3.Connection, ids: list[str], scope: TimeScope, params: dict[str, Any]
+    conn: SQLConnection, ids: list[str], scope: TimeScope, params: dict[str, Any]
 ) -> list[Link]:
     """Every visible link among ``ids`` of the types in ``params`` (``:types`` as JSON,
     ``:min_strength``, and ``:skip_origins``, a JSON list of origins left out). The pairs are
@@ -305,7 +310,7 @@ def links_among(
 
 
 def link_pairs(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     ids: list[str],
     scope: TimeScope,
     params: dict[str, Any],
@@ -341,7 +346,7 @@ _KEPT_LINKS: Final = (
 
 
 def _among(
-    conn: sqlite3.Connection, columns: str, ids: list[str], scope: TimeScope, params: dict[str, Any]
+    conn: SQLConnection, columns: str, ids: list[str], scope: TimeScope, params: dict[str, Any]
 ) -> list[tuple[Any, ...]]:
     if len(ids) < 2:
         return []
@@ -359,7 +364,7 @@ def _among(
     )
 
 
-def _tuples(conn: sqlite3.Connection) -> sqlite3.Cursor:
+def _tuples(conn: SQLConnection) -> sqlite3.Cursor:
     """A cursor on ``conn`` that returns plain tuples (faster to read than sqlite3.Row)."""
     cursor = conn.cursor()
     cursor.row_factory = None

@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""Lists of ids as one SQL parameter (JSON text for ``json_each``), however many there are."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from ...models import FACT_COLUMNS, Fact, fact_columns
 from ...temporal import TimeScope
 from ...timehints import TimeHint
 from ..interface import FactPage, Filters
+from .connections import SQLConnection
 from .params import id_list
 
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
@@ -70,7 +71,7 @@ def period_clause(period: TimeHint, params: dict[str, Any]) -> str:
 
 
 def dated_in(
-    conn: sqlite3.Connection, period: TimeHint, cap: int
+    conn: SQLConnection, period: TimeHint, cap: int
 ) -> tuple[str, dict[str, Any], int] | None:
     """A query for the positions (``seq``) of the facts dated in ``period``, whatever their
     state, its parameters and the number of those facts — when the period holds at most
@@ -97,7 +98,7 @@ def dated_in(
 MONTH_YEARS_MAX: Final = 200
 
 
-def _months(conn: sqlite3.Connection, month: int, params: dict[str, Any]) -> str | None:
+def _months(conn: SQLConnection, month: int, params: dict[str, Any]) -> str | None:
     """The condition that a fact is dated in ``month`` of a year its facts span, as ranges of
     dates (parameters into ``params``); None when no fact is dated or they span too many years."""
     oldest, newest = conn.execute(  # each read from an end of the date index
@@ -129,7 +130,7 @@ def check_limit(limit: int, name: str = "limit") -> None:
         raise InvalidInput(f"{name} must be an integer from 1 to {MAX_LIMIT}", field=name)
 
 
-def get(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> Fact | None:
+def get(conn: SQLConnection, fact_id: str, scope: TimeScope) -> Fact | None:
     """The fact if it is visible in ``scope``, else None (also for unknown ids)."""
     found = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id = :id"
@@ -140,7 +141,7 @@ def get(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> Fact | None
 
 
 def get_many(
-    conn: sqlite3.Connection, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool
+    conn: SQLConnection, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool
 ) -> dict[str, Fact]:
     """The facts among ``ids`` visible in ``scope``, by id, in one query."""
     rows = conn.execute(
@@ -151,7 +152,7 @@ def get_many(
     return {r[0]: Fact.from_values(r) for r in rows}
 
 
-def known_now(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, Fact]:
+def known_now(conn: SQLConnection, ids: Iterable[str]) -> dict[str, Fact]:
     """The facts among ``ids`` whatever their state, every field as it is now, by id."""
     rows = conn.execute(
         f"SELECT {fact_columns('f')} FROM facts f WHERE f.id IN {IN_IDS}", {"ids": id_list(ids)}
@@ -160,7 +161,7 @@ def known_now(conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, Fact]:
 
 
 def page(
-    conn: sqlite3.Connection, scope: TimeScope, filters: Filters, *, first: int, after: int | None
+    conn: SQLConnection, scope: TimeScope, filters: Filters, *, first: int, after: int | None
 ) -> FactPage:
     """Visible facts in the order they were recorded, ``first`` after position ``after``."""
     check_limit(first, "first")
@@ -178,7 +179,7 @@ def page(
 
 
 def lookup(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     entity: str,
     scope: TimeScope,
     *,
@@ -212,7 +213,7 @@ def lookup(
 
 
 def latest(
-    conn: sqlite3.Connection, entity: str, key: str, scope: TimeScope, *, limit: int
+    conn: SQLConnection, entity: str, key: str, scope: TimeScope, *, limit: int
 ) -> list[Fact]:
     """The visible facts with this entity and key (case-insensitive), latest valid first."""
     rows = conn.execute(
@@ -225,7 +226,7 @@ def latest(
 
 
 def texts_by_hash(
-    conn: sqlite3.Connection, hashes: Sequence[str], scope: TimeScope
+    conn: SQLConnection, hashes: Sequence[str], scope: TimeScope
 ) -> dict[str, set[str]]:
     """The texts of the visible facts with each normalised hash."""
     out: dict[str, set[str]] = {}
@@ -239,7 +240,7 @@ def texts_by_hash(
 
 
 def entity_facts(
-    conn: sqlite3.Connection, names: Sequence[str], scope: TimeScope, *, per_entity: int
+    conn: SQLConnection, names: Sequence[str], scope: TimeScope, *, per_entity: int
 ) -> list[Fact]:
     """The visible facts of each entity named (lower-case names): up to ``per_entity`` each,
     most confident and newest first, in one query."""
@@ -256,7 +257,7 @@ def entity_facts(
     return [Fact.from_values(r) for r in rows]
 
 
-def history(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> list[Fact]:
+def history(conn: SQLConnection, fact_id: str, scope: TimeScope) -> list[Fact]:
     """Every version in ``fact_id``'s supersession chain visible in ``scope``, oldest first.
     NotFound if the id is unknown."""
     if row(conn, fact_id) is None:
@@ -282,7 +283,7 @@ def history(conn: sqlite3.Connection, fact_id: str, scope: TimeScope) -> list[Fa
 
 
 def visible(
-    conn: sqlite3.Connection, ids: Sequence[str], scope: TimeScope, filters: Filters
+    conn: SQLConnection, ids: Sequence[str], scope: TimeScope, filters: Filters
 ) -> dict[str, Fact]:
     """The facts among ``ids`` that ``filters`` keep in ``scope``, by id."""
     if not ids:
@@ -296,7 +297,7 @@ def visible(
 
 
 def candidates(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     column: str,
     values: Sequence[Any],
     scope: TimeScope,
@@ -313,7 +314,7 @@ def candidates(
     ).fetchall()
 
 
-def row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row | None:
+def row(conn: SQLConnection, fact_id: str) -> sqlite3.Row | None:
     """Every column of a fact, whatever its state; None for an unknown id."""
     found: sqlite3.Row | None = conn.execute(
         "SELECT * FROM facts WHERE id = ?", [fact_id]
@@ -322,7 +323,7 @@ def row(conn: sqlite3.Connection, fact_id: str) -> sqlite3.Row | None:
 
 
 def rows_by_id(
-    conn: sqlite3.Connection, ids: Iterable[str], columns: str = "*"
+    conn: SQLConnection, ids: Iterable[str], columns: str = "*"
 ) -> dict[str, Mapping[str, Any]]:
     """``columns`` (which must include id) of the facts among ``ids``, whatever their state."""
     rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN {IN_IDS}", {"ids": id_list(ids)})

@@ -30,7 +30,8 @@ from ...models import LINK_TYPES
 from ...tagging import CATEGORIES
 from ...temporal import parse_time, to_iso
 from ..interface import ImportReport
-from ..sqlite import keyword
+from . import keyword_index
+from .connections import SQLConnection
 
 FORMAT: Final = "graphmem-export"
 
@@ -99,7 +100,7 @@ _REQUIRED_LINK: Final = (
 )
 
 
-def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:
+def export_lines(conn: SQLConnection, namespace: str) -> Iterator[str]:
     """The export, one JSON document per line (without newlines)."""
     yield json.dumps(
         {"kind": "header", "format": FORMAT, "version": VERSION, "namespace": namespace}
@@ -121,7 +122,7 @@ def export_lines(conn: sqlite3.Connection, namespace: str) -> Iterator[str]:
         yield json.dumps({"kind": "file", **item}, ensure_ascii=False)
 
 
-def write_export(conn: sqlite3.Connection, namespace: str, out: IO[str]) -> int:
+def write_export(conn: SQLConnection, namespace: str, out: IO[str]) -> int:
     """Write the export to ``out``; returns the number of lines."""
     n = 0
     for line in export_lines(conn, namespace):
@@ -130,17 +131,17 @@ def write_export(conn: sqlite3.Connection, namespace: str, out: IO[str]) -> int:
     return n
 
 
-def import_rows(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+def import_rows(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
     """Insert an export's facts and links in ``conn``'s open transaction.
 
     Ids already present are skipped. Raises InvalidInput naming the line of the first problem;
     the caller rolls back. Returns the report and the ids of the facts inserted.
     """
-    with keyword.indexing(conn):
+    with keyword_index.indexing(conn):
         return _insert_lines(conn, lines)
 
 
-def _insert_lines(conn: sqlite3.Connection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
@@ -213,7 +214,7 @@ def _out(row: sqlite3.Row, times: frozenset[str]) -> dict[str, Any]:
     return {k: (to_iso(row[k]) if k in times else row[k]) for k in row.keys() if k != "seq"}  # noqa: SIM118 (a Row iterates values)
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+def _columns(conn: SQLConnection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")} - {"seq"}
 
 
@@ -272,7 +273,7 @@ def _common(
     return row
 
 
-def _insert(conn: sqlite3.Connection, table: str, row: dict[str, Any]) -> bool:
+def _insert(conn: SQLConnection, table: str, row: dict[str, Any]) -> bool:
     names = list(row)
     cursor = conn.execute(
         f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"

@@ -1,8 +1,18 @@
-"""TODO docstring."""
+"""Walks of the graph in SQL: breadth-first traversal and shortest paths.
+
+1. A traversal reads one level per query over the adjacency indexes
+   ``links(source_id, strength DESC, target_id)`` and ``links(target_id, strength DESC)``: the
+   frontier goes in as one JSON array, the time scope filters links and facts alike.
+2. Each frontier fact's links are read strongest first and cut after FAN_OUT, so a hub costs no
+   more than any fact.
+3. A path is searched from both ends at once, a whole level per round on the smaller side.
+
+The in-memory copy of the graph (:mod:`.graph_copy`) walks the same steps without SQL when it is
+loaded; ``Walk`` is the SQL walk it stands in for.
+"""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -26,13 +36,14 @@ from ...limits import (
 )
 from ...models import Fact, Link, fact_columns, link_columns
 from ...temporal import TimeScope
+from .connections import SQLConnection
 from .graph_copy import Adjacency, IndexWalk, Step
 from .links import _tuples, links_among
 from .params import id_list
 
 
 def traverse(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     ids: Iterable[str] | str,
     scope: TimeScope,
     *,
@@ -98,7 +109,7 @@ def traverse(
 
 
 def path(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     source_id: str,
     target_id: str,
     scope: TimeScope,
@@ -181,7 +192,7 @@ class Walk:
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: SQLConnection,
         scope: TimeScope,
         types: tuple[str, ...],
         direction: str,
@@ -271,7 +282,7 @@ class Walk:
 
 
 def _walk(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     adjacency: Adjacency | None,
     scope: TimeScope,
     types: tuple[str, ...],
@@ -283,9 +294,7 @@ def _walk(
     return IndexWalk(adjacency, conn, scope, types, direction, min_strength)
 
 
-def _require_known(
-    conn: sqlite3.Connection, ids: list[str], adjacency: Adjacency | None = None
-) -> None:
+def _require_known(conn: SQLConnection, ids: list[str], adjacency: Adjacency | None = None) -> None:
     if adjacency is not None:
         missing = adjacency.unknown(ids)
         if missing:
@@ -303,7 +312,7 @@ def _require_known(
 
 
 def _facts(
-    conn: sqlite3.Connection,
+    conn: SQLConnection,
     ids: list[str],
     scope: TimeScope,
     adjacency: Adjacency | None = None,
@@ -321,7 +330,7 @@ def _facts(
     return {r[0]: Fact.from_values(r) for r in rows}
 
 
-def _links(conn: sqlite3.Connection, ids: list[str], scope: TimeScope) -> list[Link]:
+def _links(conn: SQLConnection, ids: list[str], scope: TimeScope) -> list[Link]:
     """The links among ``ids`` (visible ones: the walk checked), as known at the scope."""
     rows = _tuples(conn).execute(
         f"SELECT {link_columns('l', scope)} FROM links l"

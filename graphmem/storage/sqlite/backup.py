@@ -24,8 +24,8 @@ from pathlib import Path
 
 from ...errors import Conflict, InvalidInput, StorageError
 from ...files import PRIVATE_FOLDER, private_file, private_folder
-from ...keys import KEYS_FILE
 from ...namespace import VECTOR_DIR, check_namespace
+from .keys import KEYS_FILE
 from .store import SQLITE_FILE
 
 

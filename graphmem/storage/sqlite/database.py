@@ -130,6 +130,10 @@ class Database(Connections[sqlite3.Connection]):
             except sqlite3.OperationalError as exc:
                 raise storage_error(exc, self.path, "cannot write to") from exc
 
+    def analyze(self) -> None:
+        with self.write() as conn:
+            conn.execute("PRAGMA optimize")
+
     def scrub(self) -> bool:
         """After deleting data for good: merge the keyword index into one segment (dropping the
         deleted entries; ``secure_delete`` zeroes the pages freed), then checkpoint the WAL and

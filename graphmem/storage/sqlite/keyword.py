@@ -36,23 +36,27 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Generator, Iterator, Mapping
-from contextlib import contextmanager
 from typing import Final
 
 from ... import ranking
 from ...timehints import TimeHint
 from ..sql import reads
 from . import bm25
-from .migrations import FTS_COLUMNS
 
 #: Matches ranked in full before the most common query words stop selecting facts (measured in
 #: bench/REPORT.md: at 100k facts, 2,500 finds the same facts as the full query and halves the
 #: keyword leg's time against 5,000).
 RANKING_BUDGET: Final = 2_500
+
+
 #: Cached document frequencies are recounted once the table size moved by this share.
 DF_REFRESH_SHARE: Final = 0.1
+
+
 #: Words whose frequency is cached at most (the cache is cleared when full).
 DF_CACHE_SIZE: Final = 20_000
+
+
 #: A period of a query's time words that holds at most this many facts is ranked on its own:
 #: its facts are selected by date (the ``facts_dated`` index; a month of any year as that month
 #: of each year, see graphmem.storage.sql.reads.dated_in) and only the query's matches among them are
@@ -60,40 +64,14 @@ DF_CACHE_SIZE: Final = 20_000
 #: are common enough to come soon. At 100k facts a day's matches took 300 ms the second way,
 #: and 3 ms this one (bench/REPORT.md).
 PERIOD_SELECT_MAX: Final = 20_000
+
+
 #: Such a period's matches are scored by graphmem.storage.sqlite.bm25, from its facts alone, when the query's
 #: words are in more than this many facts (counted once per word) for each fact of the period.
 #: FTS5 walks every match of the words and keeps those of the period, 0.6 to 1.1 µs a match;
 #: graphmem.storage.sqlite.bm25 reads and tokenizes each fact of the period, about 50 µs a fact (100k facts,
 #: bench/REPORT.md). Both give the same facts and, with fresh word counts, the same scores.
 SCORE_HERE_RATIO: Final = 100
-
-
-@contextmanager
-def indexing(conn: sqlite3.Connection) -> Iterator[None]:
-    """Facts inserted into ``facts`` inside the block join the keyword index when it ends.
-
-    Every writer that inserts facts wraps its inserts in it, in the same transaction and before
-    anything updates those facts (the update and delete triggers keep the index in step from
-    then on). One statement for the block: an insert trigger made FTS5 work per row, about
-    85 ms more per 1,000 facts. Nothing is indexed if the block raises (its transaction is
-    rolled back). A connection whose engine keeps the keyword index itself
-    (``indexes_keywords``: PostgreSQL's generated column) needs nothing.
-    """
-    if getattr(conn, "indexes_keywords", False):
-        yield
-        return
-    before = _last_seq(conn)
-    yield
-    conn.execute(
-        f"INSERT INTO facts_fts(rowid, {FTS_COLUMNS}) SELECT seq, {FTS_COLUMNS} FROM facts"
-        " WHERE seq > ?",
-        [before],
-    )
-
-
-def _last_seq(conn: sqlite3.Connection) -> int:
-    """The position of the newest fact (0 for none): facts inserted next come after it."""
-    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM facts").fetchone()[0])
 
 
 class KeywordRanker:
@@ -287,8 +265,12 @@ def _rank(
 
 
 _BM25: Final = f"bm25(facts_fts, {', '.join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)})"
+
+
 #: ``(seq, bm25)`` of the facts matching ``:match``, best first.
 _RANKED: Final = f"SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :match ORDER BY 2"
+
+
 #: The same for the facts matching ``:chosen``, scored as by ``:chosen OR (scoring words)``:
 #: those matching ``:both`` (the chosen AND the scoring words) with its bm25, the rest with that
 #: of ``:chosen`` alone (equal for a fact that has no scoring word).
@@ -302,6 +284,8 @@ _RANKED_SPLIT: Final = f"""
     WHERE facts_fts MATCH :chosen AND rowid NOT IN (SELECT seq FROM also)
     ORDER BY 2
 """
+
+
 #: ``_RANKED_SPLIT`` leaving out the facts matching ``:before`` (ranked already).
 _RANKED_SPLIT_AFTER: Final = f"""
     WITH seen AS MATERIALIZED (
@@ -317,6 +301,8 @@ _RANKED_SPLIT_AFTER: Final = f"""
     AND rowid NOT IN (SELECT seq FROM seen)
     ORDER BY 2
 """
+
+
 #: The facts matching ``:match`` among those a query selects (``{among}``), by bm25. The unary
 #: ``+`` keeps SQLite from looking each selected fact up in the keyword index (a seek in every
 #: word's list, 0.4 ms a fact for common words): the matches are walked once and kept when
@@ -326,6 +312,8 @@ _RANKED_AMONG: Final = f"""
     SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :match AND +rowid IN among
     ORDER BY 2
 """
+
+
 #: The facts matching ``:match`` but not ``:chosen``, by the bm25 of ``:match``.
 _RANKED_OTHERS: Final = f"""
     SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :match

@@ -1,9 +1,9 @@
 """API keys: bearer tokens that give access to named namespaces.
 
-A key reads ``gm_<id>_<secret>``. Only the sha256 of the secret is stored, in ``_keys.sqlite``
-beside the namespaces of a data directory (no namespace can be called that: names start with a
-letter or digit), or in the table ``gm_api_keys`` of a PostgreSQL store, which every replica
-shares (:class:`graphmem.storage.postgres.store.PostgresKeyStore`). A presented key is found by its public id
+A key reads ``gm_<id>_<secret>``. Only the sha256 of the secret is stored: in a key file beside
+the namespaces of a data directory (:class:`graphmem.storage.sqlite.keys.KeyFile`), or in a
+PostgreSQL store, which every replica shares
+(:class:`graphmem.storage.postgres.keys.PostgresKeyStore`). A presented key is found by its public id
 and its secret compared in constant time. Every check reads the store, so a key revoked by
 ``graphmem revoke-key`` in another process (or on another replica) stops working at once.
 """
@@ -15,33 +15,17 @@ import hmac
 import json
 import re
 import secrets
-import sqlite3
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import closing, contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
-from .errors import InvalidInput, NotFound, StorageError
-from .files import private_file, private_folder
-from .namespace import check_namespace
+from ..errors import InvalidInput, NotFound
+from ..namespace import check_namespace
 
-KEYS_FILE: Final = "_keys.sqlite"
 PREFIX: Final = "gm"
 _KEY: Final = re.compile(r"^gm_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id          TEXT PRIMARY KEY,
-    secret_hash TEXT NOT NULL,
-    namespaces  TEXT NOT NULL,
-    read_only   INTEGER NOT NULL DEFAULT 0,
-    label       TEXT,
-    created_at  REAL NOT NULL,
-    revoked_at  REAL,
-    admin       INTEGER NOT NULL DEFAULT 0
-)
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,43 +54,18 @@ class ApiKey:
 
 
 class KeyStore:
-    """The API keys of a data directory (subclassed for a PostgreSQL store)."""
-
-    def __init__(self, data_dir: str | Path) -> None:
-        self.path = Path(data_dir) / KEYS_FILE
-        #: The key file's state when ``any_active`` last read it, and what it found then.
-        self._seen: tuple[tuple[int, int, int] | None, bool] | None = None
+    """The API keys of a server: made, checked and revoked here, kept by an engine's key store
+    (:func:`graphmem.storage.open_keys` opens the one the settings name)."""
 
     def any_active(self) -> bool:
         """Whether at least one unrevoked key exists (then every request needs one)."""
-        known = self.known_any_active()
-        if known is not None:
-            return known
-        state = self._state()  # before reading: a write after it changes the state again
         with self._connect() as conn:
-            active = (
-                conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
-                is not None
-            )
-        self._seen = (state, active)
-        return active
+            row = conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
+        return row is not None
 
     def known_any_active(self) -> bool | None:
-        """``any_active`` without reading the file, when one look at it settles the answer: no
-        file, or a file unchanged since ``any_active`` read it (every write to it changes its
-        modification time or size). None when the file must be read."""
-        state = self._state()
-        if state is None:
-            return False
-        seen = self._seen
-        return seen[1] if seen is not None and seen[0] == state else None
-
-    def _state(self) -> tuple[int, int, int] | None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        """``any_active`` when it is known without reading the store, else None."""
+        return None
 
     def create(
         self,
@@ -188,27 +147,13 @@ class KeyStore:
 
     def _exists(self) -> bool:
         """Whether any key was ever made (else there is nothing to read)."""
-        return self.path.exists()
+        return True
 
-    @contextmanager
-    def _connect(self) -> Iterator[Any]:
+    def _connect(self) -> AbstractContextManager[Any]:
         """A connection in one transaction (committed when the block ends): ``execute(sql,
-        params)`` with ``?`` placeholders, rows readable by column name."""
-        try:
-            if not self.path.exists():  # made private, with its folder, before SQLite writes it
-                private_file(private_folder(self.path.parent) / self.path.name)
-            with closing(sqlite3.connect(self.path, timeout=30)) as conn:
-                conn.row_factory = sqlite3.Row
-                with conn:  # one transaction, committed on success
-                    conn.execute(_SCHEMA)
-                    columns = {r[1] for r in conn.execute("PRAGMA table_info(api_keys)")}
-                    if "admin" not in columns:  # a key file from before admin keys
-                        conn.execute(
-                            "ALTER TABLE api_keys ADD COLUMN admin INTEGER NOT NULL DEFAULT 0"
-                        )
-                    yield conn
-        except (sqlite3.Error, OSError) as exc:
-            raise StorageError(f"cannot use the key file {self.path}: {exc}") from exc
+        params)`` with ``?`` placeholders on the table ``api_keys``, rows readable by column
+        name."""
+        raise NotImplementedError
 
 
 def _digest(secret: str) -> str:

@@ -1,0 +1,972 @@
+"""The store both engines share: the SQL of every read and write, in SQLite's dialect.
+
+``SQLStore`` implements :class:`graphmem.storage.interface.Store` over a namespace's
+connections (:class:`graphmem.storage.sql.connections.Connections`); each engine's store
+subclasses it with what differs — the clock and transaction time, keyword ranking, and
+opening the database (:mod:`graphmem.storage.sqlite.store`, :mod:`graphmem.storage.postgres.store`).
+PostgreSQL runs the same statements through its dialect (:mod:`graphmem.storage.postgres.dialect`).
+Writes run in a ``SQLTransaction``, which stamps transaction time once the writer is held, so
+``recorded_at`` follows commit order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import IO, Any, Final, Generic, TypeVar
+
+import numpy as np
+
+from ... import analytics, graph
+from ...decay import (
+    PRUNE_CONFIDENCE,
+    REFRESH_ON_ACCESS,
+    SOFT_DECAY_AFTER,
+    SOFT_DECAY_FACTOR,
+    expiry,
+)
+from ...documents import DocumentFile
+from ...episodes import Episode, EpisodeInput
+from ...erasure import Erasure, PurgeFilter, PurgeReport
+from ...errors import Conflict, NotFound
+from ...ids import new_id
+from ...limits import CHANGE_LOG_KEPT
+from ...models import Fact, Link, LinkOrigin
+from ...temporal import TimeInput, TimeScope
+from ...vectors.embedders import Vectors, text_hash
+from ..interface import (
+    BatchChanges,
+    Counts,
+    FactPage,
+    Filters,
+    ImportReport,
+    Purged,
+    Record,
+    Transaction,
+)
+from . import analytics as sql_analytics
+from . import episodes as sql_episodes
+from . import erasure as sql_erasure
+from . import keyword_index, links, reads, transfer, traversal
+from .connections import Connections, SQLConnection
+from .graph_copy import GraphCopy, prune_graph_log
+from .params import id_list
+from .reads import IN_IDS
+
+#: The connections of the store's engine.
+D = TypeVar("D", bound="Connections[Any]")
+
+#: Vector log entries kept: a process that falls further behind reloads its in-memory copy of
+#: the vector index whole.
+VECTOR_LOG_KEPT: Final = 100_000
+
+
+_FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at, imported"
+
+
+#: The condition under which an ageing fact loses confidence (soft decay), on ``facts``.
+_AGEING: Final = (
+    "expires_at IS NOT NULL AND expires_at > :now AND last_confirmed_at IS NOT NULL"
+    " AND (:now - last_confirmed_at) > (expires_at - last_confirmed_at) * :after"
+    " AND confidence > :floor"
+)
+
+
+_FACT_COLUMNS: Final = (
+    "id",
+    "text",
+    "category",
+    "importance",
+    "entity",
+    "key",
+    "value",
+    "source",
+    "tags",
+    "summary",
+    "why",
+    "context",
+    "date_terms",
+    "decay_class",
+    "expires_at",
+    "confidence",
+    "last_confirmed_at",
+    "normalized_hash",
+    "source_date",
+    "valid_from",
+    "valid_until",
+    "valid_until_recorded_at",
+    "recorded_at",
+    "superseded_by",
+    "supersedes_id",
+    "vector_of",
+    "episode_id",
+)
+
+
+_INSERT_FACT: Final = (
+    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
+    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
+)
+
+
+def _append_log(conn: SQLConnection, into: str, rows: Sequence[tuple[Any, ...]], kept: int) -> int:
+    """Append ``rows`` to a log (``into``: its table and columns, ``seq`` first, given here) at
+    the positions after its newest entry, drop the entries beyond the newest ``kept``, and
+    return the position of the last one. The caller holds the namespace's write lock.
+
+    Positions are given, not drawn from the table's own counter, so that a namespace's are
+    consecutive: a PostgreSQL identity column counts every namespace of the database, and a
+    follower reads a gap as entries pruned before it read them."""
+    table = into.split()[0]
+    (last,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {table}").fetchone()
+    marks = ", ".join("?" * (into.count(",") + 1))
+    conn.executemany(
+        f"INSERT INTO {into} VALUES ({marks})",
+        [(last + n, *row) for n, row in enumerate(rows, 1)],
+    )
+    end = int(last) + len(rows)
+    conn.execute(f"DELETE FROM {table} WHERE seq <= ?", [end - kept])
+    return end
+
+
+class SQLTransaction:
+    """One write transaction: every change made through it commits together, at ``now``."""
+
+    def __init__(
+        self,
+        conn: SQLConnection,
+        stamp: Callable[[SQLConnection], float],
+        path: Path | str,
+    ) -> None:
+        self.conn = conn
+        self._stamp = stamp
+        self._path = path
+        self._now: float | None = None
+
+    @property
+    def now(self) -> float:
+        """Transaction time of everything this transaction writes, taken from the store when
+        first asked for (a transaction that records no time takes none)."""
+        if self._now is None:
+            self._now = self._stamp(self.conn)
+        return self._now
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        self.conn.execute("SAVEPOINT part")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK TO part")
+            raise
+        finally:
+            self.conn.execute("RELEASE part")
+
+    # the write path's reads
+
+    def live_by_hash(self, hashes: Sequence[str]) -> list[dict[str, Any]]:
+        """The facts live now with one of these normalised hashes, in recorded order."""
+        scope = TimeScope(self.now, self.now)
+        rows = self.conn.execute(
+            f"SELECT * FROM facts f WHERE f.normalized_hash IN {IN_IDS}"
+            f" AND {scope.fact_clause()} ORDER BY f.seq",
+            {"ids": id_list(hashes), **scope.params},
+        )
+        return [dict(r) for r in rows]
+
+    def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The facts live now with one of these (entity, key) pairs, ASCII lower-cased."""
+        scope = TimeScope(self.now, self.now)
+        # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into
+        # the (lower(entity), lower(key)) index. Pairs are distinct, so no row comes twice.
+        rows = self.conn.execute(
+            "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
+            " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
+            " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
+            f" AND {scope.fact_clause()}",
+            {"pairs": id_list(pairs), **scope.params},
+        )
+        return [dict(r) for r in rows]
+
+    def fact_row(self, fact_id: str) -> dict[str, Any] | None:
+        """Every column of a fact, whatever its state."""
+        row = reads.row(self.conn, fact_id)
+        return None if row is None else dict(row)
+
+    def is_live(self, fact_id: str) -> bool:
+        """Whether a read now would see the fact."""
+        return reads.get(self.conn, fact_id, TimeScope(self.now, self.now)) is not None
+
+    def live_ids(self, ids: Sequence[str]) -> set[str]:
+        """The facts among ``ids`` neither retracted nor superseded."""
+        rows = self.conn.execute(
+            f"SELECT id FROM facts WHERE id IN {IN_IDS}"
+            " AND retracted_at IS NULL AND superseded_by IS NULL",
+            {"ids": id_list(ids)},
+        )
+        return {r[0] for r in rows}
+
+    def recent_same_entity(self, fact_id: str, k: int) -> list[str]:
+        """The ``k`` most recently stored live facts naming the entity of ``fact_id``, before
+        it."""
+        rows = self.conn.execute(
+            "SELECT o.id FROM facts f JOIN facts o ON lower(o.entity) = lower(f.entity)"
+            " AND o.entity IS NOT NULL AND o.seq < f.seq AND o.retracted_at IS NULL"
+            " AND o.superseded_by IS NULL"
+            " WHERE f.id = ? ORDER BY o.seq DESC LIMIT ?",
+            [fact_id, k],
+        )
+        return [r[0] for r in rows]
+
+    def valid_from(self, ids: Iterable[str]) -> dict[str, float]:
+        rows = reads.rows_by_id(self.conn, sorted(ids), "id, valid_from")
+        return {i: r["valid_from"] for i, r in rows.items()}
+
+    # writes
+
+    def apply(self, changes: BatchChanges) -> None:
+        """Write a stored batch: its facts (and their keyword index entries), supersessions,
+        retractions and SUPERSEDES links."""
+        conn = self.conn
+        with keyword_index.indexing(conn):
+            conn.executemany(_INSERT_FACT, changes.inserts)
+        conn.executemany(
+            "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
+            " WHERE id = ?",
+            changes.supersessions,
+        )
+        conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", changes.retractions)
+        conn.executemany(
+            "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+            f" valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, '{LinkOrigin.SUPERSESSION}', ?, ?)",
+            [(new_id(), *link) for link in changes.links],
+        )
+        conn.executemany(
+            "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
+            changes.back_links,
+        )
+
+    def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from).
+        An episode link takes over the live link its pair already has (an automatic link the
+        same batch made); any other link already live is left as it is."""
+        self.conn.executemany(
+            "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
+            " valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (source_id, target_id, type) WHERE retracted_at IS NULL DO UPDATE"
+            " SET origin = excluded.origin, strength = excluded.strength"
+            f" WHERE excluded.origin = '{LinkOrigin.EPISODE}'",
+            [(new_id(), s, t, kind, w, o, self.now, v) for s, t, kind, w, o, v in links],
+        )
+
+    def retract(self, fact_id: str) -> Fact:
+        """Retract a live fact; returns it as it was. NotFound, or Conflict if retracted."""
+        row = reads.row(self.conn, fact_id)
+        if row is None:
+            raise NotFound(f"no fact with id {fact_id!r}")
+        if row["retracted_at"] is not None:
+            raise Conflict(f"fact {fact_id} was already forgotten")
+        self.conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [self.now, fact_id])
+        return Fact.from_row(row)
+
+    def purge(self, ids: Sequence[str]) -> Purged:
+        """Delete facts for good: their rows, links, references to them and the cached
+        embeddings of texts no other fact has."""
+        conn, param = self.conn, {"ids": id_list(ids)}
+        found = conn.execute(f"SELECT id, text FROM facts WHERE id IN {IN_IDS}", param).fetchall()
+        gone = [r[0] for r in found]
+        dependants = [
+            r[0] for r in conn.execute(f"SELECT id FROM facts WHERE vector_of IN {IN_IDS}", param)
+        ]
+        (vectors,) = conn.execute(
+            f"SELECT count(*) FROM facts WHERE id IN {IN_IDS} AND vector_of IS NULL", param
+        ).fetchone()
+        touched_episodes = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT episode_id FROM facts WHERE id IN {IN_IDS}"
+                " AND episode_id IS NOT NULL",
+                param,
+            )
+        ]
+        removed = conn.execute(f"DELETE FROM facts WHERE id IN {IN_IDS}", param).rowcount
+        links = conn.execute(
+            f"DELETE FROM links WHERE source_id IN {IN_IDS} OR target_id IN {IN_IDS}", param
+        ).rowcount
+        emptied = conn.execute(
+            "DELETE FROM episodes WHERE id IN (SELECT value FROM json_each(?))"
+            " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = episodes.id)",
+            [id_list(touched_episodes)],
+        ).rowcount
+        # A document missing a chunk is indexed again from its file at the next sync.
+        conn.execute(
+            "DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))",
+            [id_list(touched_episodes)],
+        )
+        for column in ("superseded_by", "supersedes_id", "vector_of"):
+            conn.execute(f"UPDATE facts SET {column} = NULL WHERE {column} IN {IN_IDS}", param)
+        orphaned = {text_hash(r[1]) for r in found} - {
+            text_hash(r[0])
+            for r in conn.execute(
+                "SELECT text FROM facts WHERE text IN (SELECT value FROM json_each(:texts))",
+                {"texts": id_list(r[1] for r in found)},
+            )
+        }
+        conn.execute(
+            "DELETE FROM embedding_cache WHERE text_hash IN (SELECT value FROM json_each(?))",
+            [id_list(orphaned)],
+        )
+        return Purged(removed, gone, [*ids, *dependants], links, int(vectors), emptied)
+
+    def purge_where(self, where: PurgeFilter) -> Purged:
+        """Purge the facts ``where`` matches and record the erasure (see ``purge``): a purge
+        that matched nothing erased nothing, and leaves no record."""
+        purged = self.purge(sql_erasure.matching(self.conn, where))
+        if purged.removed:
+            report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+            sql_erasure.record(self.conn, self.now, where, report)
+        return purged
+
+    def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+        """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`); returns the new fact ids."""
+        return transfer.import_rows(self.conn, lines)
+
+    # links
+
+    def link(
+        self,
+        source_id: str,
+        target_id: str,
+        type: str,
+        strength: float,
+        *,
+        valid_from: TimeInput | None = None,
+        valid_until: TimeInput | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Link:
+        fields: dict[str, Any] = {"source_id": source_id, "target_id": target_id, "type": type}
+        fields |= {"strength": strength, "valid_from": valid_from, "valid_until": valid_until}
+        return links.link_many(self.conn, self.now, [{**fields, "metadata": metadata}])[0]
+
+    def link_many(self, items: Sequence[Mapping[str, Any]]) -> list[Link]:
+        return links.link_many(self.conn, self.now, items)
+
+    def unlink(self, link_id: str) -> Link:
+        return links.unlink(self.conn, self.now, link_id)
+
+    # episodes
+
+    def episode(self, given: EpisodeInput) -> Episode:
+        """The episode ``given`` names, recorded now if new (Conflict if it differs)."""
+        return sql_episodes.resolve(self.conn, self.now, given)
+
+    def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(newer, older) pairs linking the episode's new facts to the fact before each."""
+        return sql_episodes.chain(self.conn, episode_id, fact_ids)
+
+    # documents
+
+    def current_chunks(self, episode_id: str) -> list[str]:
+        """The episode's facts neither forgotten nor ended, in the order they were written."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM facts WHERE episode_id = ? AND retracted_at IS NULL"
+                " AND valid_until IS NULL ORDER BY seq",
+                [episode_id],
+            )
+        ]
+
+    def put_document(self, document: DocumentFile) -> None:
+        """Record what a file was at this sync (replacing the record of the last one)."""
+        self.conn.execute(
+            f"INSERT OR REPLACE INTO files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                document.path,
+                document.hash,
+                document.mtime,
+                document.size,
+                document.chunks,
+                document.synced_at,
+                int(document.imported),
+            ],
+        )
+
+    def drop_document(self, path: str) -> None:
+        self.conn.execute("DELETE FROM files WHERE path = ?", [path])
+
+    # bookkeeping
+
+    def queue_vectors(self, ids: Iterable[str]) -> None:
+        """Queue the facts whose vector must be brought in line with the store (the outbox)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO outbox (fact_id, queued_at) VALUES (?, ?)",
+            [(i, self.now) for i in ids],
+        )
+
+    def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None:
+        """Clear outbox rows (as ``outbox`` returned them) once the vector index agrees."""
+        self.conn.executemany("DELETE FROM outbox WHERE fact_id = ? AND rowid = ?", queued)
+
+    def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
+        last = _append_log(
+            self.conn,
+            "vector_log (seq, fact_id, state)",
+            list(zip(ids, states if states is not None else [None] * len(ids), strict=True)),
+            VECTOR_LOG_KEPT,
+        )
+        prune_graph_log(self.conn)  # the other log kept by writers, pruned as often
+        return last
+
+    def log_changes(self, changes: Sequence[tuple[str, str]], origin: str) -> None:
+        if changes:
+            rows = [(kind, item, self.now, origin) for kind, item in changes]
+            _append_log(
+                self.conn, "change_log (seq, kind, item, changed_at, origin)", rows, CHANGE_LOG_KEPT
+            )
+
+    def clear_outbox(self) -> None:
+        self.conn.execute("DELETE FROM outbox")
+
+    def cache_vectors(
+        self, provider: str, model: str, dimensions: int, fresh: Sequence[tuple[str, Vectors]]
+    ) -> None:
+        """Keep newly computed embeddings by (provider, model, text hash)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, dims, vector,"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (provider, model, h, dimensions, v.astype("<f4").tobytes(), self.now)
+                for h, v in fresh
+            ],
+        )
+
+    def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [key, json.dumps(value, sort_keys=True)],
+        )
+
+    def record_accesses(self, accesses: Mapping[str, tuple[int, float]]) -> None:
+        """Add each fact's accesses (id -> (count, last time)); facts in a class refreshed on
+        access have their TTL restarted from that time."""
+        classes = sorted(REFRESH_ON_ACCESS)
+        refreshed = f"decay_class IN ({','.join(map(repr, classes))}) AND expires_at IS NOT NULL"
+        restart = " ".join(f"WHEN '{c}' THEN :{c}" for c in classes)
+        self.conn.executemany(
+            f"""UPDATE facts SET access_count = access_count + :count, last_accessed_at = :at,
+                last_confirmed_at = CASE WHEN {refreshed} THEN :at ELSE last_confirmed_at END,
+                expires_at = CASE WHEN {refreshed}
+                    THEN CASE decay_class {restart} END ELSE expires_at END
+                WHERE id = :id""",
+            [
+                {"id": i, "count": n, "at": at, **{c: expiry(c, at) for c in classes}}
+                for i, (n, at) in accesses.items()
+            ],
+        )
+
+    def soft_decay(self) -> int:
+        """Lower the confidence of ageing facts (past SOFT_DECAY_AFTER of their TTL)."""
+        return int(
+            self.conn.execute(
+                f"UPDATE facts SET confidence = confidence * :factor WHERE {_AGEING}",
+                _decay_args(self.now),
+            ).rowcount
+        )
+
+    def set_decay_classes(self, changes: Sequence[tuple[str, float | None, str]]) -> None:
+        """(decay class, expiry, fact id) for each fact that moves to another class."""
+        self.conn.executemany(
+            "UPDATE facts SET decay_class = ?, expires_at = ? WHERE id = ?", changes
+        )
+
+
+class SQLStore(Generic[D]):
+    """A namespace's facts, links, keyword index, outbox, embedding cache and meta, on the
+    connections ``D`` of one engine. Subclasses give the clock (``now``), transaction time
+    (``_stamp``) and keyword ranking (``keyword_matches``)."""
+
+    def __init__(self, db: D, *, graph_in_memory: bool = True) -> None:
+        self._db = db
+        self._graph = GraphCopy(db.reader, enabled=graph_in_memory)
+
+    @property
+    def database(self) -> D:
+        return self._db
+
+    # ------------------------------------------------------------------------- lifecycle
+
+    @property
+    def closed(self) -> bool:
+        return self._db.closed
+
+    def close(self) -> None:
+        self._graph.close()
+        self._db.close()
+
+    def now(self) -> float:
+        """The store's clock (epoch seconds, to the microsecond)."""
+        raise NotImplementedError
+
+    def shared_vector_lock(self) -> Callable[[], AbstractContextManager[None]] | None:
+        """The lock one writer of the namespace's vector index holds, when the store is shared
+        by several machines (None: the vector directory's lock file serves)."""
+        return None
+
+    @contextmanager
+    def transaction(self, *, durable: bool = True) -> Iterator[SQLTransaction]:
+        """A write transaction: commits when the block ends, rolls back if it raises.
+        ``durable=False`` skips the flush to disk (bookkeeping a crash may lose harmlessly)."""
+        with self._db.write(durable=durable) as conn:
+            yield self._transaction(conn)
+
+    def try_transaction(
+        self, *, durable: bool = True
+    ) -> AbstractContextManager[SQLTransaction] | None:
+        """``transaction``, or None at once if another write is under way."""
+        held = self._db.try_write(durable=durable)
+        return None if held is None else self._joined(held)
+
+    def on_transaction(self, hook: Callable[[Transaction], None]) -> None:
+        """Call ``hook`` at the start of every write transaction (to add pending bookkeeping)."""
+        self._db.on_write = lambda conn: hook(self._transaction(conn))
+
+    def snapshot(self) -> AbstractContextManager[object]:
+        """Inside the block, this thread's reads all see one state of the store."""
+        return self._db.snapshot()
+
+    def time_limit(self, deadline: float | None) -> AbstractContextManager[None]:
+        """Stop this thread's reads once ``time.monotonic()`` passes ``deadline``."""
+        return self._db.time_limit(deadline)
+
+    def unlimited(self) -> AbstractContextManager[None]:
+        """No read deadline for this thread inside the block (see ``Connections.unlimited``)."""
+        return self._db.unlimited()
+
+    @property
+    def deadline(self) -> float | None:
+        return self._db.deadline
+
+    def meta(self, key: str) -> dict[str, Any] | None:
+        row = self._read().execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    # ------------------------------------------------------------------------- facts
+
+    def get(self, fact_id: str, scope: TimeScope) -> Fact | None:
+        return reads.get(self._read(), fact_id, scope)
+
+    def get_many(
+        self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
+    ) -> dict[str, Fact]:
+        return reads.get_many(self._read(), ids, scope, include_superseded=include_superseded)
+
+    def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
+        return reads.known_now(self._read(), ids)
+
+    def purge_count(self, where: PurgeFilter) -> PurgeReport:
+        return sql_erasure.count(self._read(), where)
+
+    def erasures(self, limit: int) -> list[Erasure]:
+        return sql_erasure.listing(self._read(), limit)
+
+    def scrub(self) -> bool:
+        return self._db.scrub()
+
+    def analyze(self) -> None:
+        self._db.analyze()
+
+    def episode(self, episode_id: str) -> Episode | None:
+        return sql_episodes.get(self._read(), episode_id)
+
+    def episodes(
+        self,
+        *,
+        source: str | None,
+        after: TimeInput | None,
+        before: TimeInput | None,
+        limit: int,
+    ) -> list[Episode]:
+        return sql_episodes.listing(
+            self._read(), source=source, after=after, before=before, limit=limit
+        )
+
+    def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]:
+        return sql_episodes.facts(self._read(), episode_id, scope)
+
+    def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
+        """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
+        found: dict[str, DocumentFile] = {}
+        for scope in dict.fromkeys(scopes):
+            folder = scope.rstrip("/")
+            rows = self._read().execute(
+                f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?"
+                " OR (path > ? || '/' AND path < ? || '0')",
+                [scope, folder, folder],
+            )
+            found.update((r[0], _document(r)) for r in rows)
+        return [found[p] for p in sorted(found)]
+
+    def page(
+        self, scope: TimeScope, filters: Filters, *, first: int, after: int | None
+    ) -> FactPage:
+        return reads.page(self._read(), scope, filters, first=first, after=after)
+
+    def lookup(
+        self,
+        entity: str,
+        scope: TimeScope,
+        *,
+        key: str | None = None,
+        tag: str | None = None,
+        include_superseded: bool = False,
+        limit: int = 100,
+    ) -> list[Fact]:
+        return reads.lookup(
+            self._read(),
+            entity,
+            scope,
+            key=key,
+            tag=tag,
+            include_superseded=include_superseded,
+            limit=limit,
+        )
+
+    def entity_facts(
+        self, names: Sequence[str], scope: TimeScope, *, per_entity: int
+    ) -> list[Fact]:
+        return reads.entity_facts(self._read(), names, scope, per_entity=per_entity)
+
+    def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]:
+        return reads.latest(self._read(), entity, key, scope, limit=limit)
+
+    def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]:
+        return reads.texts_by_hash(self._read(), hashes, scope)
+
+    def history(self, fact_id: str, scope: TimeScope) -> list[Fact]:
+        return reads.history(self._read(), fact_id, scope)
+
+    def visible(self, ids: Sequence[str], scope: TimeScope, filters: Filters) -> dict[str, Fact]:
+        return reads.visible(self._read(), ids, scope, filters)
+
+    def fact_ids(self) -> list[str]:
+        """Every fact's id, whatever its state, in the order recorded."""
+        return [r[0] for r in self._read().execute("SELECT id FROM facts ORDER BY seq")]
+
+    # ------------------------------------------------------------------------- search
+
+    def keyword_matches(
+        self, query: str, scope: TimeScope, filters: Filters, n: int
+    ) -> tuple[dict[str, float], dict[str, Record]]:
+        """bm25 (higher is better) and ranking columns of the ``n`` best visible keyword
+        matches."""
+        raise NotImplementedError
+
+    def candidates(self, ids: Sequence[str], scope: TimeScope, filters: Filters) -> list[Record]:
+        """The ranking columns (:data:`graphmem.storage.sql.reads.CANDIDATE_COLUMNS`) of the visible facts
+        among ``ids``."""
+        return list(reads.candidates(self._read(), "id", ids, scope, filters))
+
+    def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]:
+        """(owner, fact) pairs for the facts that share an owner's vector (exact repeats)."""
+        return [
+            (r[0], r[1])
+            for r in self._read().execute(
+                f"SELECT vector_of, id FROM facts WHERE vector_of IN {IN_IDS}",
+                {"ids": id_list(owners)},
+            )
+        ]
+
+    # ------------------------------------------------------------------------- graph
+
+    def links_of(
+        self,
+        fact_id: str,
+        scope: TimeScope,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+    ) -> list[Link]:
+        return links.links_of(self._read(), fact_id, scope, direction=direction, types=types)
+
+    def links_page(
+        self,
+        fact_ids: Sequence[str],
+        scope: TimeScope,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+        first: int = 50,
+        after: graph.LinkPosition | None = None,
+    ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]:
+        return links.links_page(
+            self._read(),
+            fact_ids,
+            scope,
+            direction=direction,
+            types=types,
+            first=first,
+            after=after,
+        )
+
+    def traverse(
+        self,
+        ids: Iterable[str] | str,
+        scope: TimeScope,
+        *,
+        depth: int,
+        types: Iterable[str] | None,
+        direction: str,
+        max_nodes: int,
+        min_strength: float,
+    ) -> graph.Subgraph:
+        with self._db.snapshot() as conn, self._graph.walking(conn) as adjacency:
+            return traversal.traverse(
+                conn,
+                ids,
+                scope,
+                depth=depth,
+                types=types,
+                direction=direction,
+                max_nodes=max_nodes,
+                min_strength=min_strength,
+                adjacency=adjacency,
+            )
+
+    def path(
+        self,
+        source_id: str,
+        target_id: str,
+        scope: TimeScope,
+        *,
+        types: Iterable[str] | None,
+        direction: str,
+        max_depth: int,
+    ) -> graph.Path | None:
+        with self._db.snapshot() as conn, self._graph.walking(conn) as adjacency:
+            return traversal.path(
+                conn,
+                source_id,
+                target_id,
+                scope,
+                types=types,
+                direction=direction,
+                max_depth=max_depth,
+                adjacency=adjacency,
+            )
+
+    def preload_graph(self, wait: float) -> bool:
+        return self._graph.wait(wait)
+
+    def graph_loading(self) -> bool:
+        return self._graph.loading
+
+    def clusters(
+        self, scope: TimeScope, *, types: Iterable[str] | None, min_size: int
+    ) -> analytics.Clusters:
+        with self._db.snapshot() as conn:
+            return sql_analytics.clusters(conn, scope, types=types, min_size=min_size)
+
+    def link_pairs(
+        self,
+        ids: list[str],
+        scope: TimeScope,
+        *,
+        skip_origins: Sequence[str],
+        touching: list[str] | None = None,
+    ) -> list[tuple[str, str, float]]:
+        """(source, target, strength) of every visible link of the default types among
+        ``ids``, except the origins skipped; with ``touching``, only those with one end in it."""
+        params = {
+            "types": id_list(graph.DEFAULT_TYPES),
+            "min_strength": 0.0,
+            "skip_origins": id_list(skip_origins),
+            **scope.params,
+        }
+        return links.link_pairs(self._read(), ids, scope, params, touching)
+
+    def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> traversal.Walk:
+        """A breadth-first walker over the visible links of the default types, both ways."""
+        return traversal.Walk(
+            self._read(), scope, graph.DEFAULT_TYPES, "BOTH", 0.0, tuple(skip_origins)
+        )
+
+    # ------------------------------------------------------------------------- vectors
+
+    def vector_owners(self, ids: Iterable[str] | None = None) -> dict[str, bool]:
+        """Facts that own a vector, each with its live flag: it, or a fact sharing its vector,
+        is neither retracted nor superseded. All of them (in recorded order), or those in
+        ``ids``."""
+        sql = """
+            SELECT o.id, EXISTS (
+                SELECT 1 FROM facts s WHERE (s.id = o.id OR s.vector_of = o.id)
+                  AND s.retracted_at IS NULL AND s.superseded_by IS NULL
+            ) FROM facts o WHERE o.vector_of IS NULL"""
+        conn = self._read()
+        if ids is None:
+            return {r[0]: bool(r[1]) for r in conn.execute(sql + " ORDER BY o.seq")}
+        rows = conn.execute(sql + f" AND o.id IN {IN_IDS}", {"ids": id_list(ids)})
+        return {r[0]: bool(r[1]) for r in rows}
+
+    def vector_sources(self, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
+        """Each known fact's text and the fact whose vector it shares (None: its own)."""
+        rows = reads.rows_by_id(self._read(), ids, "id, text, vector_of")
+        return {i: (r["text"], r["vector_of"]) for i, r in rows.items()}
+
+    def outbox(self, ids: Iterable[str] | None = None) -> list[tuple[str, int]]:
+        """Queued vector writes as (fact id, queue position): all, or those of ``ids``."""
+        conn = self._read()
+        if ids is None:
+            return [(r[0], r[1]) for r in conn.execute("SELECT fact_id, rowid FROM outbox")]
+        rows = conn.execute(
+            f"SELECT fact_id, rowid FROM outbox WHERE fact_id IN {IN_IDS}", {"ids": id_list(ids)}
+        )
+        return [(r[0], r[1]) for r in rows]
+
+    def waiting(self, limit: int, *, queued_before: float | None = None) -> list[str]:
+        before = "" if queued_before is None else " WHERE queued_at < :before"
+        rows = self._read().execute(
+            f"SELECT fact_id FROM outbox{before} ORDER BY rowid LIMIT :limit",
+            {"before": queued_before, "limit": limit},
+        )
+        return [r[0] for r in rows]
+
+    def vector_log(self, after: int) -> list[tuple[int, str, int | None]]:
+        rows = self._read().execute(
+            "SELECT seq, fact_id, state FROM vector_log WHERE seq > ? ORDER BY seq", [after]
+        )
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def vector_log_end(self) -> int:
+        row = self._read().execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()
+        return int(row[0])
+
+    def change_log(
+        self, after: int, limit: int
+    ) -> tuple[list[tuple[int, str, str, float, str]], int]:
+        reader = self._read()
+        rows = reader.execute(
+            "SELECT seq, kind, item, changed_at, origin FROM change_log WHERE seq > ?"
+            " ORDER BY seq LIMIT ?",
+            [after, limit],
+        ).fetchall()
+        (end,) = reader.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in rows], int(end)
+
+    def cached_vectors(
+        self, provider: str, model: str, dimensions: int, hashes: Sequence[str]
+    ) -> dict[str, Vectors]:
+        """Cached embeddings by text hash (of this provider, model and size)."""
+        rows = self._read().execute(
+            "SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = ? AND model = ?"
+            " AND text_hash IN (SELECT value FROM json_each(?))",
+            [provider, model, id_list(dict.fromkeys(hashes))],
+        )
+        return {h: np.frombuffer(blob, dtype="<f4") for h, dims, blob in rows if dims == dimensions}
+
+    # ------------------------------------------------------------------------- decay, stats
+
+    def expired(self, now: float) -> list[str]:
+        """Facts whose expiry has passed."""
+        sql = "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?"
+        return [r[0] for r in self._read().execute(sql, [now])]
+
+    def faded(self) -> list[str]:
+        """Facts whose confidence fell below PRUNE_CONFIDENCE."""
+        sql = "SELECT id FROM facts WHERE confidence < ?"
+        return [r[0] for r in self._read().execute(sql, [PRUNE_CONFIDENCE])]
+
+    def decay_forecast(self, now: float, *, soft: bool) -> tuple[int, int]:
+        """What a prune at ``now`` would do after the hard prune: (facts soft-decayed, facts
+        then below PRUNE_CONFIDENCE)."""
+        conn, args = self._read(), _decay_args(now)
+        decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {_AGEING}", args).fetchone()[0]
+        faded = conn.execute(
+            f"SELECT count(*) FROM facts WHERE (confidence < :floor OR ({_AGEING}"
+            " AND confidence * :factor < :floor))"
+            + ("" if soft else " AND NOT (expires_at IS NOT NULL AND expires_at < :now)"),
+            args,
+        ).fetchone()[0]
+        return int(decayed), int(faded)
+
+    def decay_inputs(self) -> Iterator[Record]:
+        """Every fact's id, entity, key, value, text, decay_class, last_confirmed_at and
+        recorded_at (what the decay heuristics read)."""
+        yield from self._read().execute(
+            "SELECT id, entity, key, value, text, decay_class, last_confirmed_at, recorded_at"
+            " FROM facts"
+        )
+
+    def vector_owner_count(self) -> int:
+        """How many facts own a vector (the vector index should hold as many rows). Counted as
+        all facts less those lending another's vector: both counts read an index, where the
+        direct count reads the whole table (2 GB at a million facts, on every open)."""
+        sql = (
+            "SELECT (SELECT count(*) FROM facts)"
+            " - (SELECT count(*) FROM facts WHERE vector_of IS NOT NULL)"
+        )
+        return int(self._read().execute(sql).fetchone()[0])
+
+    def counts(self, now: float) -> Counts:
+        conn = self._read()
+        scope = TimeScope(now, now)
+        live = scope.fact_clause()
+
+        def one(sql: str, *args: Any) -> int:
+            return int(conn.execute(sql, args).fetchone()[0])
+
+        def grouped(column: str) -> dict[str, int]:
+            sql = f"SELECT {column}, count(*) FROM facts f WHERE {live} GROUP BY {column}"
+            return {r[0]: r[1] for r in conn.execute(sql, scope.params)}
+
+        return Counts(
+            facts=one("SELECT count(*) FROM facts"),
+            superseded=one("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL"),
+            retracted=one("SELECT count(*) FROM facts WHERE retracted_at IS NOT NULL"),
+            expired=one(
+                "SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", now
+            ),
+            by_decay_class=grouped("decay_class"),
+            by_category=grouped("category"),
+            links=one("SELECT count(*) FROM links WHERE retracted_at IS NULL"),
+            outbox=one("SELECT count(*) FROM outbox"),
+        )
+
+    def export(self, namespace: str, out: IO[str]) -> int:
+        """Every fact and link as JSON Lines (:mod:`graphmem.storage.sql.transfer`); returns lines."""
+        with self._db.snapshot() as conn:
+            return transfer.write_export(conn, namespace, out)
+
+    # ------------------------------------------------------------------------- helpers
+
+    def _stamp(self, conn: SQLConnection) -> float:
+        """Transaction time for a write that holds the writer (on ``conn``)."""
+        raise NotImplementedError
+
+    def _read(self) -> SQLConnection:
+        conn: SQLConnection = self._db.reader()
+        return conn
+
+    @contextmanager
+    def _joined(self, held: AbstractContextManager[SQLConnection]) -> Iterator[SQLTransaction]:
+        with held as conn:
+            yield self._transaction(conn)
+
+    def _transaction(self, conn: SQLConnection) -> SQLTransaction:
+        return SQLTransaction(conn, self._stamp, self._db.path)
+
+
+def _decay_args(now: float) -> dict[str, float]:
+    return {
+        "now": now,
+        "after": SOFT_DECAY_AFTER,
+        "floor": PRUNE_CONFIDENCE,
+        "factor": SOFT_DECAY_FACTOR,
+    }
+
+
+def _document(row: Sequence[Any]) -> DocumentFile:
+    path, hash, mtime, size, chunks, synced_at, imported = row
+    return DocumentFile(path, hash, mtime, size, chunks, synced_at, bool(imported))
