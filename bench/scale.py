@@ -49,6 +49,7 @@ from graphmem.storage.sqlite import database as storage
 from graphmem.vectors import cache as cache_engine
 from graphmem.vectors import mirror as mirror_engine
 from graphmem.vectors import outbox as sync_engine
+from graphmem.vectors import partitions as partitions_engine
 from graphmem.vectors.embedders import Vectors
 from graphmem.vectors.mirror import SEARCH_PROBES, Mirror
 
@@ -409,7 +410,7 @@ def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 PHASES: Final = (
     ("embed (with the embedding cache's reads)", writer_engine.Writer, "_embed"),
     ("near-duplicate and link checks", writer_engine.Writer, "_similar"),
-    ("  stored facts' partitions probed", mirror_engine.Partitions, "neighbours_many"),
+    ("  stored facts' partitions probed", partitions_engine.Partitions, "neighbours_many"),
     ("  laying the partitions out again", mirror_engine.Mirror, "_partitions"),
     ("SQL writes of the batch", writer_engine.Writer, "_store_batch"),
     ("  facts, keyword index, supersessions", sql_store.SQLTransaction, "apply"),
@@ -517,7 +518,7 @@ def probe_recall(n: int, k: int = 10) -> dict[str, Any]:
         "probe_ms": {"p50": percentile(took[1:], 50), "p95": percentile(took[1:], 95)},
         "link_candidates_found": {
             probes: link_recall(vectors, probes)
-            for probes in (2, 3, mirror_engine.PARTITION_PROBES)
+            for probes in (2, 3, partitions_engine.PARTITION_PROBES)
         },
         "copy_formats": copy_formats(mirror, query_vectors[1:], k),
     }
@@ -584,7 +585,7 @@ def link_recall(vectors: Vectors, probes: int, new: int = 3_000) -> float:
     floor = THRESHOLDS["local"]
     mirror = Mirror(vectors.shape[1])
     mirror.upsert([str(i) for i in range(len(table))], table, [True] * len(table))
-    with patched(mirror_engine, "PARTITION_PROBES", probes):
+    with patched(partitions_engine, "PARTITION_PROBES", probes):
         hits = mirror.neighbours_many(batch, k, live_only=True, floor=floor)
     wanted = found = 0
     for scores, found_here in zip(batch @ table.T, hits, strict=True):

@@ -7,7 +7,7 @@ joins the results that the search did not find. Measured on LoCoMo sessions stor
 one half and checked on the other, this lifts recall_frac@10 on both halves (single-hop and
 adversarial questions most, no category losing more than 0.01), where also adding the
 neighbours lifts it a little more overall but loses multi-hop and open-domain questions on both
-(bench/REPORT.md).
+(bench/REPORT.md, "Sessions as episodes").
 
 With ``search(..., graph_depth=k)``, two effects, both over the visible links of every type but
 SUPERSEDES, and of every origin but ``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBOUR_SKIPS; and
@@ -15,7 +15,7 @@ SUPERSEDES, and of every origin but ``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBO
 
 * **Evidence.** A candidate linked to another candidate gains part of that one's relevance:
   ``relevance + EVIDENCE_WEIGHT * max(strength * neighbour relevance)``. On conversations, where
-  an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md);
+  an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md, "Turns linked by the bench, and similarity links");
   merely listing neighbours below their hits barely helps.
 * **Neighbours.** The facts up to ``k`` links from the final hits join the results. A link
   offers a fact its own search score (0 if the legs did not find it) plus ``HOP_FACTOR *
@@ -25,7 +25,7 @@ SUPERSEDES, and of every origin but ``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBO
   a hit linked to a stronger hit rises to just below it, and a fact first reached from a weak
   hit still gets the score a stronger path offers one level later. So the facts of a path stay
   close below its first fact instead of ranking by whichever hit reached them first (PathQuestion
-  3H, graph_depth 2: 0.741 -> 0.801, bench/REPORT.md). A fact always scores below the fact that
+  3H, graph_depth 2: 0.741 -> 0.801, bench/REPORT.md, "Multi-hop: PathQuestion"). A fact always scores below the fact that
   reached it, hence below the direct hit its path starts from, so it never pushes out a direct
   hit that outscored that one.
 """
@@ -48,11 +48,11 @@ EVIDENCE_WEIGHT: Final = 0.5
 HOP_FACTOR: Final = 0.8
 #: Link origins that lend no evidence, and that neighbours are not found through. Similarity
 #: links repeat what the vector leg already scored: on LoCoMo, following them besides the turn
-#: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md).
+#: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md, "Turns linked by the bench, and similarity links").
 EVIDENCE_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 NEIGHBOUR_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 #: By default the best candidates alone lend along episode links: this many, of the highest
-#: relevance among those sharing an episode. On LoCoMo (bench/REPORT.md) 10 and 20 gave the same
+#: relevance among those sharing an episode. On LoCoMo (bench/REPORT.md, "Sessions as episodes") 10 and 20 gave the same
 #: recall, both a little above every candidate lending (and 50), and reading the links of a few
 #: candidates costs a fraction of reading those among all of them.
 EPISODE_LENDERS: Final = 10

@@ -59,7 +59,7 @@ MIN_SHARE: Final = 0.2
 ENTITY_FACTS: Final = 10
 #: The score of a fact found by entity lookup only, as a share of the best search hit's: after
 #: the hits at least a quarter as good as the best (at 0.5 LoCoMo lost 0.03 of its blocks'
-#: evidence, its speakers being entities; bench/REPORT.md).
+#: evidence, its speakers being entities; bench/REPORT.md, "Recall block").
 ENTITY_SCORE: Final = 0.25
 #: Longest run of words tried as an entity name.
 ENTITY_WORDS: Final = 3

@@ -16,7 +16,7 @@ Three layers, the first that finds something names it:
 3. **Numbers**: card numbers (13 to 19 digits passing the Luhn check) and US social security
    numbers.
 
-``bench/secrets.py`` measures how often ordinary conversation is flagged (bench/REPORT.md).
+``bench/secrets.py`` measures how often ordinary conversation is flagged (bench/REPORT.md, "Secrets").
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ Search uses the period to rank, never to drop: facts whose time (their source da
 their relevance is multiplied by ``1 + TIME_HINT_BOOST``; facts outside it or without a date
 keep their score. The query itself is searched as written: its time words also match the
 facts' date words ("8 May 2023 Monday") and texts that say them ("last year we went camping"),
-and leaving them out measured worse (bench/REPORT.md). What was understood comes back with each
+and leaving them out measured worse (bench/REPORT.md, "Time words"). What was understood comes back with each
 hit (``SearchHit.time_hint``).
 
 Only expressions that say a time are taken: a month's name, a relative day ("yesterday", "3 days
@@ -38,7 +38,7 @@ from typing import Any, Final
 from .temporal import to_iso
 
 #: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
-#: conversations 0-4 and checked on 5-9 (bench/REPORT.md).
+#: conversations 0-4 and checked on 5-9 (bench/REPORT.md, "Time words").
 TIME_HINT_BOOST: Final = 1.0
 #: An event is dated by the earliest of its best keyword matches: a conversation mentions an
 #: event again after it happened ("since the tour..."), rarely before.

@@ -281,7 +281,7 @@ def test_another_tenants_trivial_query_is_answered_while_one_runs_its_heaviest(
         stop.set()
         worker.join()
     waits.sort()
-    # bench/REPORT.md has the figure on a quiet machine (p99 well under 100 ms); this bound
+    # bench/REPORT.md ("Tenancy") has the figure on a quiet machine (p99 well under 100 ms); this bound
     # leaves room for a loaded test machine, and still fails when a heavy answer holds up the
     # event loop (each then waits for most of it: hundreds of ms).
     assert waits[98] < 0.3, json.dumps([round(w, 3) for w in waits[-5:]])

@@ -14,6 +14,7 @@ import pytest
 from graphmem import Memory
 from graphmem.errors import StorageError
 from graphmem.vectors import index as vectors
+from graphmem.vectors import kernels, partitions, projection
 from graphmem.vectors import mirror as mirror_engine
 from graphmem.vectors.mirror import PARTITION_MIN_ROWS, Mirror
 
@@ -95,10 +96,10 @@ def test_checks_shared_between_threads_find_what_one_thread_finds(
     queries = structured_rows(400, dims=32, factors=6, seed=22)
     queries[:100] = rows[:100] + 0.02 * unit_rows(100, seed=23)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    monkeypatch.setattr(mirror_engine, "SCORING_THREADS", 1)
+    monkeypatch.setattr(kernels, "SCORING_THREADS", 1)
     alone = mirror.neighbours_many(queries, 5, live_only=True, floor=floor)
-    monkeypatch.setattr(mirror_engine, "SCORING_THREADS", 3)
-    monkeypatch.setattr(mirror_engine, "SHARED_MIN_ITEMS", 1)
+    monkeypatch.setattr(kernels, "SCORING_THREADS", 3)
+    monkeypatch.setattr(kernels, "SHARED_MIN_ITEMS", 1)
     shared = mirror.neighbours_many(queries, 5, live_only=True, floor=floor)
     assert shared == alone
     assert sum(map(len, alone)) >= 100  # the near-copies at least: the check found something
@@ -112,8 +113,8 @@ def test_checks_bounded_by_the_projection_find_what_full_scoring_finds(
     those that scoring every probed row finds, through live flags, rows written after the
     layout, deletes, and floors the bound cannot separate."""
     monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
-    monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
-    monkeypatch.setattr(mirror_engine, "PARTITION_ROWS", 128)
+    monkeypatch.setattr(projection, "PROJECTED_DIMENSIONS", 32)
+    monkeypatch.setattr(partitions, "PARTITION_ROWS", 128)
     n = PARTITION_MIN_ROWS + 2_000
     rows = structured_rows(n + 1_500, seed=31)
     mirror = Mirror(128)
@@ -125,14 +126,14 @@ def test_checks_bounded_by_the_projection_find_what_full_scoring_finds(
     mirror.upsert([f"f{i}" for i in range(n, n + 1_500)], rows[n:], [True] * 1_500)  # a tail
     mirror.delete([f"f{i}" for i in range(3, n, 450)])
     bounded: list[tuple[int, int]] = []  # (pairs to score one by one, parts scored in full)
-    original = mirror_engine._bounded
+    original = partitions.bounded
 
     def spied(*args: Any) -> Any:
         queries, found, heavy = original(*args)
         bounded.append((len(found), len(heavy)))
         return queries, found, heavy
 
-    monkeypatch.setattr(mirror_engine, "_bounded", spied)
+    monkeypatch.setattr(partitions, "bounded", spied)
     for floor in (0.0, 0.5, 0.8, 0.95):
         for live_only in (True, False):
             with_bounds = mirror.neighbours_many(queries, 5, live_only=live_only, floor=floor)
@@ -157,8 +158,8 @@ def test_partitions_keep_finding_rows_after_deletes_rewrites_and_growth(
 ) -> None:
     """Rows are laid out by partition; deleting, rewriting and appending rows breaks that
     layout, and every row must stay findable through it."""
-    monkeypatch.setattr(mirror_engine, "PARTITION_ROWS", 64)
-    monkeypatch.setattr(mirror_engine, "TAIL_ROWS", 500)
+    monkeypatch.setattr(partitions, "PARTITION_ROWS", 64)
+    monkeypatch.setattr(partitions, "TAIL_ROWS", 500)
     n = PARTITION_MIN_ROWS + 1_000
     rows = structured_rows(n + 3_000, dims=32, factors=8, seed=11)
     mirror = Mirror(32)
@@ -188,7 +189,7 @@ def test_partitions_keep_finding_rows_after_deletes_rewrites_and_growth(
 def test_probed_search_scores_exactly_and_finds_most_of_the_exact_neighbours(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(mirror_engine, "PARTITION_ROWS", 128)
+    monkeypatch.setattr(partitions, "PARTITION_ROWS", 128)
     monkeypatch.setattr(mirror_engine, "SEARCH_PROBES", 40)
     mirror = Mirror(128)
     assert _recall_against_exact(mirror, mirror.probe, PARTITION_MIN_ROWS + 5_000, 5, 12) >= 0.9
@@ -230,7 +231,7 @@ def test_projected_search_on_a_large_table_agrees_with_brute_force(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
-    monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
+    monkeypatch.setattr(projection, "PROJECTED_DIMENSIONS", 32)
     mirror = Mirror(128)
     assert _recall_against_exact(mirror, mirror.nearest, 6_000, 4, 0) >= 0.98
     assert mirror._projection is not None  # the projected path ran
@@ -240,7 +241,7 @@ def test_projected_search_sees_rows_written_and_deleted_after_training(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
-    monkeypatch.setattr(mirror_engine, "PROJECTED_DIMENSIONS", 32)
+    monkeypatch.setattr(projection, "PROJECTED_DIMENSIONS", 32)
     rows = structured_rows(3_002, seed=5)
     mirror = Mirror(128)
     mirror.upsert([f"f{i}" for i in range(3_000)], rows[:3_000], [True] * 3_000)

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import InvalidInput
+from .postgres import is_postgres_url, redacted
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -68,16 +68,3 @@ def _check_store_url(url: str) -> None:
         raise InvalidInput(
             f"store must be a postgresql:// URL (or unset for SQLite files), not {redacted(url)!r}"
         )
-
-
-def is_postgres_url(url: str | None) -> bool:
-    return bool(url) and urlsplit(str(url)).scheme in ("postgresql", "postgres")
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password (for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-    return urlunsplit(parts._replace(netloc=netloc))

@@ -54,8 +54,9 @@ class ApiKey:
 
 
 class KeyStore:
-    """The API keys of a server: made, checked and revoked here, kept by an engine's key store
-    (:func:`graphmem.storage.open_keys` opens the one the settings name)."""
+    """The API keys of a server, made, checked and revoked here whichever engine keeps them:
+    ``graphmem.storage.open_keys(settings)`` opens the data directory's key file (``KeyFile``)
+    or, with a PostgreSQL store, its keys table (``PostgresKeyStore``)."""
 
     def any_active(self) -> bool:
         """Whether at least one unrevoked key exists (then every request needs one)."""

@@ -9,8 +9,7 @@ memory (:mod:`graphmem.vectors.mirror`) and searched there: LanceDB measured 12-
 vectors and far more flat, each query also carrying a fixed overhead that batching does not
 remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
 cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
-coordinates and re-scores the best candidates with the full vectors (bench/REPORT.md has the
-measured recall). Above EXACT_SEARCH_MAX_ROWS, the copy (kept up to IN_MEMORY_MAX_ROWS) is
+coordinates and re-scores the best candidates with the full vectors. Above EXACT_SEARCH_MAX_ROWS, the copy (kept up to IN_MEMORY_MAX_ROWS) is
 searched approximately: the query's nearest k-means partitions, each row there scored exactly
 (``Mirror.probe``); beyond that size, queries go to LanceDB's ANN index.
 
@@ -64,7 +63,7 @@ TABLE: Final = "facts"
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
 #: Most vectors held in memory at all. Beyond it, searches use LanceDB's IVF-PQ index, which
 #: ``optimize`` builds, and the write-time checks search LanceDB too (slow without that index:
-#: bench/REPORT.md, "One namespace growing").
+#: bench/REPORT.md, "Vector search in memory").
 IN_MEMORY_MAX_ROWS: Final = 2_000_000
 #: Rows per batch read when loading the in-memory copy.
 LOAD_BATCH_ROWS: Final = 65_536

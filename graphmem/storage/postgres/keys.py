@@ -13,8 +13,8 @@ from psycopg import pq
 from psycopg.rows import dict_row
 
 from ...errors import InvalidInput, StorageError
-from .. import is_postgres_url, redacted
 from ..keys import KeyStore
+from . import is_postgres_url, redacted
 from . import schema as pgschema
 from .dialect import message
 from .store import server_connection

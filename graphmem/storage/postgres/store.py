@@ -34,10 +34,10 @@ import psycopg
 
 from ...errors import InvalidInput, StorageError
 from ...temporal import TimeScope
-from .. import is_postgres_url, redacted
 from ..interface import Filters, Record
 from ..sql.connections import Connections
 from ..sql.store import SQLStore, SQLTransaction
+from . import is_postgres_url, redacted
 from . import schema as pgschema
 from .dialect import Connection, message
 from .keyword import Bm25Ranker

@@ -61,8 +61,8 @@ MMAP_BYTES: Final = 1 << 33
 
 #: The writer connection's page cache, in KiB (SQLite's default: 2 MiB). A batch of 1,000 facts
 #: dirties thousands of pages of the indexes on random keys; in a larger cache the pages of a
-#: large namespace's indexes stay between batches (bench/REPORT.md, "A million facts, fifth
-#: round": a batch's SQL writes at a million facts 455 → 390 ms alone; 256 MiB did no better).
+#: large namespace's indexes stay between batches (bench/REPORT.md, "One namespace
+#: growing": a batch's SQL writes at a million facts 455 → 380-399 ms; 256 MiB did no better).
 WRITER_CACHE_KIB: Final = 65_536
 
 

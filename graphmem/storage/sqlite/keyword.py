@@ -43,9 +43,9 @@ from ...timehints import TimeHint
 from ..sql import reads
 from . import bm25
 
-#: Matches ranked in full before the most common query words stop selecting facts (measured in
-#: bench/REPORT.md: at 100k facts, 2,500 finds the same facts as the full query and halves the
-#: keyword leg's time against 5,000).
+#: Matches ranked in full before the most common query words stop selecting facts (bench/REPORT.md,
+#: "Keyword budget": at 100k facts, 2,500 finds the answers the full query finds, 9.8 ms p50
+#: against 14.6 ms with 5,000 and 53.4 ms for the full query).
 RANKING_BUDGET: Final = 2_500
 
 
@@ -61,8 +61,8 @@ DF_CACHE_SIZE: Final = 20_000
 #: its facts are selected by date (the ``facts_dated`` index; a month of any year as that month
 #: of each year, see graphmem.storage.sql.reads.dated_in) and only the query's matches among them are
 #: scored. A larger period is read from the ranked matches of the whole memory, where its facts
-#: are common enough to come soon. At 100k facts a day's matches took 300 ms the second way,
-#: and 3 ms this one (bench/REPORT.md).
+#: are common enough to come soon. At 100k facts a search with a day took 338 ms p50 the second
+#: way and 28 ms this one (bench/REPORT.md, "Time words at 100k facts").
 PERIOD_SELECT_MAX: Final = 20_000
 
 
@@ -70,7 +70,7 @@ PERIOD_SELECT_MAX: Final = 20_000
 #: words are in more than this many facts (counted once per word) for each fact of the period.
 #: FTS5 walks every match of the words and keeps those of the period, 0.6 to 1.1 µs a match;
 #: graphmem.storage.sqlite.bm25 reads and tokenizes each fact of the period, about 50 µs a fact (100k facts,
-#: bench/REPORT.md). Both give the same facts and, with fresh word counts, the same scores.
+#: bench/REPORT.md, "Time words at 100k facts"). Both give the same facts and, with fresh word counts, the same scores.
 SCORE_HERE_RATIO: Final = 100
 
 
