@@ -2,7 +2,7 @@
 MCP tools, see ``resolvers.mcp``), ``/healthz``, ``/metrics``, and the relationship explorer at
 ``/explore/`` (a static page that calls ``/graphql``).
 
-``/graphql`` and ``/mcp`` are behind the gate (``resolvers.gate``): body size limit, API key,
+``/graphql`` and ``/mcp`` are behind the gate (``resolvers.auth``): body size limit, API key,
 namespace. The lifespan opens the default namespace (replaying its outbox), prunes it, prunes
 every open namespace each ``prune_interval`` seconds, and runs the MCP endpoint.
 """
@@ -48,20 +48,20 @@ from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
 
-from .context import Context
-from .events import Broadcaster
-from .explorer import explorer_routes
-from .gate import (
+from .auth import (
     ADMITTED,
     GRAPHQL_PATH,
     MCP_PATH,
     NAMESPACE_HEADER,
+    Authenticator,
+    AuthMiddleware,
     Denied,
-    Gate,
-    Guard,
     LoopbackOnly,
     is_loopback,
 )
+from .context import Context
+from .events import Broadcaster
+from .explorer import explorer_routes
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
 from .schema import Schema, build_schema
@@ -122,7 +122,7 @@ def create_app(
     namespaces = Namespaces(
         settings, embedder or create_embedder(settings.embedder, settings), clock
     )
-    gate = Gate(open_keys(settings), namespaces, keyless=is_loopback(settings.host))
+    gate = Authenticator(open_keys(settings), namespaces, keyless=is_loopback(settings.host))
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
     from .mcp import HttpEndpoint, build_server
 
@@ -182,7 +182,7 @@ def create_app(
 
     middleware = [
         Middleware(Timing, metrics=metrics),
-        Middleware(Guard, gate=gate, max_body_bytes=settings.max_body_bytes),
+        Middleware(AuthMiddleware, gate=gate, max_body_bytes=settings.max_body_bytes),
     ]
     if is_loopback(settings.host):
         middleware.insert(1, Middleware(LoopbackOnly, allowed_origins=tuple(settings.cors_origins)))
@@ -218,7 +218,9 @@ class GraphQLApp(GraphQL[Context, None]):
 
     graphql_transport_ws_handler_class = SocketHandler
 
-    def __init__(self, gate: Gate, readers: int, *, max_response_bytes: int, **kwargs: Any) -> None:
+    def __init__(
+        self, gate: Authenticator, readers: int, *, max_response_bytes: int, **kwargs: Any
+    ) -> None:
         super().__init__(
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_SOCKET,

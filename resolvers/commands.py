@@ -60,7 +60,7 @@ def serve(
     import uvicorn
 
     from .app import SETTINGS_ENV, create_app, tune_process
-    from .gate import is_loopback
+    from .auth import is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(

@@ -14,8 +14,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem import GraphmemError
 
+from .auth import GRAPHQL_PATH, MCP_PATH
 from .explorer import EXPLORE_PATH
-from .gate import GRAPHQL_PATH, MCP_PATH
 from .namespaces import Namespaces
 
 #: The routes counted under their own name; the explorer's pages count as EXPLORE_PATH, any

@@ -50,10 +50,10 @@ from strawberry.types import ExecutionResult
 from graphmem import GraphmemError, Settings
 from graphmem.errors import Code
 
+from .completion import LeanExecutor, lean_inputs
 from .context import Context
 from .cost import Admission, Cost, CostError, larger_than
 from .inputs import TextArguments, refusal
-from .lean import LeanExecutor, lean_inputs
 from .mutations import Mutation
 from .queries import Query
 from .subscriptions import Subscription

@@ -4,7 +4,7 @@ connection.
 1. A socket presents its key once (a header, or its connection_init payload), but every
    operation it starts — query, mutation or subscription — is let in only while that key is
    still live (or, for a socket let in without a key, while keyless access still holds: see
-   ``Gate.still_admitted``); otherwise the socket is closed with 4403. Each subscription event
+   ``Authenticator.still_admitted``); otherwise the socket is closed with 4403. Each subscription event
    checks again (``resolvers.subscriptions``).
 2. ``Sockets.watch`` looks at the keys of the open sockets every ``REVOCATION_CHECK_EVERY``
    seconds and closes (4403) every socket of a key revoked since, whether or not it sends
@@ -43,7 +43,7 @@ from graphmem.limits import MAX_SOCKETS_PER_KEY
 from .context import Context
 
 if TYPE_CHECKING:
-    from .gate import Gate
+    from .auth import Authenticator
 
 _log = logging.getLogger("graphmem.server")
 
@@ -61,7 +61,7 @@ INIT_WAIT_S: Final = 10.0
 class Sockets:
     """The open sockets of one server process, by the key that admitted them (None: none)."""
 
-    def __init__(self, gate: Gate, per_key: int | None = None) -> None:
+    def __init__(self, gate: Authenticator, per_key: int | None = None) -> None:
         self.gate = gate
         self.per_key = MAX_SOCKETS_PER_KEY if per_key is None else per_key
         self._by_key: dict[ApiKey | None, set[SocketHandler]] = defaultdict(set)

@@ -20,7 +20,7 @@ from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings, documen
 from graphmem.cli import cli
 from graphmem.documents import CHARS_PER_TOKEN, chunk_markdown, lines_of
 from graphmem.limits import MAX_DOCUMENT_BYTES, MAX_READ_LINES
-from resolvers import mcp
+from resolvers.mcp import tools
 
 from .api import InProcess, bearer
 from .conftest import Clock
@@ -587,8 +587,8 @@ def test_graphql_and_mcp_read_a_documents_lines(
 ) -> None:
     with Memory.open(settings=settings, clock=clock) as mem:
         mem.sync_files([notes])
-        _, read = mcp.read_lines(
-            mem, mcp.ReadArgs(path=str(notes / "2024-05-01.md"), start=3, end=4)
+        _, read = tools.read_lines(
+            mem, tools.ReadArgs(path=str(notes / "2024-05-01.md"), start=3, end=4)
         )
         assert (
             read["text"]

@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 
 from graphmem import Conflict, InvalidInput, Memory, NotFound, Settings
 from graphmem.cli import cli
-from resolvers import mcp
+from resolvers.mcp import tools
 
 from .api import InProcess
 from .conftest import Clock
@@ -226,9 +226,9 @@ def test_graphql_mcp_and_cli_record_and_read_episodes(
 
 
 def test_the_mcp_tools_take_an_episode(mem: Memory) -> None:
-    _, captured = mcp.capture(
+    _, captured = tools.capture(
         mem,
-        mcp.CaptureArgs.model_validate(
+        tools.CaptureArgs.model_validate(
             {
                 "messages": [{"role": "user", "content": "I prefer tea over coffee."}],
                 "episode": "turn-7",
@@ -236,7 +236,9 @@ def test_the_mcp_tools_take_an_episode(mem: Memory) -> None:
         ),
     )
     assert captured["results"][0]["fact"]["episode_id"] == "turn-7"
-    _, stored = mcp.store(mem, mcp.StoreArgs(text="The standup moved to 10am", episode="turn-7"))
+    _, stored = tools.store(
+        mem, tools.StoreArgs(text="The standup moved to 10am", episode="turn-7")
+    )
     assert stored["fact"]["episode_id"] == "turn-7"
     assert [f.text for f in mem.episode_facts("turn-7")] == [
         "I prefer tea over coffee.",
@@ -357,8 +359,8 @@ def test_graphql_mcp_and_cli_search_with_and_without_episode_links(
         own.store_many(ADOPTION, episode="chat/1")
         own.store_many(OTHERS)
         for on, second in ((True, answer), (False, other)):
-            args = mcp.SearchArgs(query=QUESTION, limit=2, episode_links=on)
-            assert mcp.search(own, args)[1]["hits"][1]["fact"]["text"] == second
+            args = tools.SearchArgs(query=QUESTION, limit=2, episode_links=on)
+            assert tools.search(own, args)[1]["hits"][1]["fact"]["text"] == second
     for flags, second in (
         (["--limit", "2"], answer),
         (["--limit", "2", "--no-episode-links"], other),

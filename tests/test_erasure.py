@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings
 from graphmem.cli import cli
 from graphmem.storage.sqlite.backup import backup, restore
-from resolvers import mcp
+from resolvers.mcp import tools
 
 from .api import InProcess, bearer
 from .conftest import Clock
@@ -202,7 +202,7 @@ def test_graphql_purges_for_keys_that_may_write_and_shows_records_to_admin_keys(
 
 def test_the_cli_and_mcp_purge_by_filter(mem: Memory, data_dir: Path) -> None:
     mem.store_many([{"text": "Eve's locker code is in the notes", "source": "notes/eve.md"}])
-    _, counted = mcp.purge(mem, mcp.PurgeArgs(source="notes/eve.md", dry_run=True))
+    _, counted = tools.purge(mem, tools.PurgeArgs(source="notes/eve.md", dry_run=True))
     assert counted == {"facts": 1, "links": 0, "vectors": 1, "episodes": 0, "dry_run": True}
     mem.close()
     run = CliRunner().invoke(

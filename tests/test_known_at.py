@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from graphmem import InvalidInput, Memory
 from graphmem.cli import cli
-from resolvers import mcp
+from resolvers.mcp import tools
 
 from .api import InProcess
 from .conftest import Clock
@@ -163,9 +163,9 @@ def test_every_interface_that_links_takes_a_validity(
         )
         if f is not None
     ]
-    made = mcp.link(
+    made = tools.link(
         mem,
-        mcp.LinkArgs(
+        tools.LinkArgs(
             source_id=ids[0],
             target_id=ids[1],
             type="PART_OF",

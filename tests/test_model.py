@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from graphmem import Conflict, Fact, InvalidInput, Link, Memory, Settings
 from graphmem.temporal import parse_time
-from resolvers import mcp
 from resolvers.app import create_app
+from resolvers.mcp import tools
 
 from .api import InProcess
 from .conftest import Clock
@@ -573,13 +573,15 @@ def check_mcp(
     t = clock.now if as_of is None else as_of
     k = clock.now if known_at is None else known_at
     visible = model.visible(t, k)
-    _, found = mcp.search(
+    _, found = tools.search(
         mem,
-        mcp.SearchArgs(query=WORD, limit=500, as_of=as_of, known_at=known_at),
+        tools.SearchArgs(query=WORD, limit=500, as_of=as_of, known_at=known_at),
     )
     assert {h["fact"]["id"]: dict_view(h["fact"]) for h in found["hits"]} == visible
     for entity in ENTITIES:
-        _, found = mcp.lookup(mem, mcp.LookupArgs(entity=entity, as_of=as_of, known_at=known_at))
+        _, found = tools.lookup(
+            mem, tools.LookupArgs(entity=entity, as_of=as_of, known_at=known_at)
+        )
         assert {f["id"]: dict_view(f) for f in found["facts"]} == {
             i: v for i, v in visible.items() if model.facts[i].entity == entity
         }

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 
 from graphmem import Memory
 from graphmem.timehints import event, understand
-from resolvers import mcp
+from resolvers.mcp import tools
 
 from .api import InProcess
 from .conftest import Clock
@@ -138,8 +138,8 @@ def test_graphql_mcp_and_recall_say_what_was_understood(
 ) -> None:
     moved = mem.store("Ana moved to Lisbon", source_date="2023-05-20").fact
     assert moved is not None
-    text, found = mcp.search(
-        mem, mcp.SearchArgs(query="where did Ana move in May 2023", as_of="2023-07-01")
+    text, found = tools.search(
+        mem, tools.SearchArgs(query="where did Ana move in May 2023", as_of="2023-07-01")
     )
     assert text.startswith("Time words understood: 'in May 2023': 2023-05-01T00:00:00Z")
     assert found["hits"][0]["time_hint"]["start"] == "2023-05-01T00:00:00Z"

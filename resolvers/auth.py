@@ -1,7 +1,7 @@
 """Who may reach ``/graphql`` and ``/mcp``, and in which namespace: the gate and the middleware
 that applies it.
 
-Requests to ``/graphql`` and ``/mcp`` pass ``Guard`` first: the body size limit (413), then the
+Requests to ``/graphql`` and ``/mcp`` pass ``AuthMiddleware`` first: the body size limit (413), then the
 API key. A server bound beyond loopback needs ``Authorization: Bearer <key>`` with a live key on
 every request, for its whole life (401 otherwise, also once its last key is revoked; 503 when
 the key store cannot be read). On loopback, requests without a key are let in while no key is
@@ -77,7 +77,7 @@ class Denied(Exception):
 
 
 @dataclass
-class Gate:
+class Authenticator:
     """Who may use which namespace (see the module docstring).
 
     ``keyless`` says whether requests without a key may be let in while no key is live: only a
@@ -187,10 +187,10 @@ class LoopbackOnly:
         await denied.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
 
 
-class Guard:
+class AuthMiddleware:
     """ASGI middleware in front of ``/graphql`` and ``/mcp``: body size limit, then the gate."""
 
-    def __init__(self, app: ASGIApp, gate: Gate, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, gate: Authenticator, max_body_bytes: int) -> None:
         self.app = app
         self.gate = gate
         self.max_body_bytes = max_body_bytes

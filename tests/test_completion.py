@@ -1,4 +1,4 @@
-"""The lean completion of plain objects (resolvers/lean.py) answers exactly what graphql-core's
+"""The cheaper completion of plain objects (resolvers/completion.py) answers exactly what graphql-core's
 own completion answers: the same data in the same order, and the same errors at the same paths
 when a value does not fit its type."""
 
@@ -18,9 +18,9 @@ from strawberry.types import ExecutionResult
 
 from graphmem import Fact, Link, Memory
 from graphmem.temporal import parse_time
+from resolvers.completion import LeanExecutor
 from resolvers.context import Context
 from resolvers.events import Broadcaster
-from resolvers.lean import LeanExecutor
 from resolvers.schema import build_schema
 
 

@@ -1,76 +1,32 @@
-"""graphmem's memory as tools for agents, over the Model Context Protocol (the ``mcp`` SDK).
-
-Nine tools (``TOOLS``), each a handler named after the ``Memory`` verb it calls: ``memory_store``
-(store), ``memory_recall`` (search), ``memory_context`` (recall), ``memory_lookup``,
-``memory_link``, ``memory_traverse``, ``memory_history``, ``memory_forget`` and
-``memory_capture``. Each has a JSON schema generated from its argument model (pydantic, so the
-schema and the validation cannot disagree, and defaults are the core's own), a description
-written for a model to read, and a result in two forms: compact text, one line per fact (id,
-text, category, validity), and ``structuredContent`` with the same JSON as the CLI's ``--json``.
-
-Expected failures (arguments the schema or graphmem refuses, unknown ids, conflicts, a
-read-only key) are tool results with ``isError`` set, text ``CODE: message`` and
-``structuredContent`` ``{"error": {"code", "message"}}``, so a model can correct itself. An
-unexpected exception is logged and answered the same way, code ``INTERNAL_ERROR`` (its details
-stay in the log); neither ends the server.
-
-One server object (``build_server``) serves both transports; what differs is where a call's
-namespace comes from (``Caller``):
-
-- stdio (``graphmem mcp``, ``serve_stdio``): the one namespace the command opened;
-- streamable HTTP at ``/mcp`` in ``graphmem serve`` (``HttpEndpoint``): the namespace the
-  service's gate admitted for that HTTP request (the bearer key, ``X-Graphmem-Namespace``; see
-  ``resolvers.gate``). The endpoint is stateless and answers JSON: every request is admitted on
-  its own, so no session outlives its key, and the tools need no server-to-client messages.
-
-This lives in ``resolvers/`` because the SDK is built on starlette, which ``graphmem/`` never
-imports; like the GraphQL layer it only calls graphmem and writes no SQL.
+"""The MCP tools: each one's arguments (a pydantic model, from which its JSON schema is
+generated), its description for a model, and its handler, named after the ``Memory`` verb it
+calls.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from importlib.metadata import version
 from typing import Annotated, Any, Final
 
-import anyio
-import anyio.to_thread
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import Tool as ToolSpec
 from mcp_types import (
-    CallToolRequestParams,
-    CallToolResult,
-    ListToolsResult,
-    PaginatedRequestParams,
-    TextContent,
     ToolAnnotations,
 )
-from mcp_types import Tool as ToolSpec
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     StrictFloat,
     StrictInt,
-    ValidationError,
     WithJsonSchema,
 )
-from starlette.responses import PlainTextResponse
-from starlette.types import Receive, Scope, Send
 
-from graphmem import ApiKey, Fact, Forbidden, GraphmemError, InvalidInput, Memory
+from graphmem import Memory
 from graphmem.capture import ROLES
 from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from graphmem.dedup import DEFAULT_IMPORTANCE
-from graphmem.errors import Code
 from graphmem.graph import DIRECTIONS, LINK_TYPES
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
@@ -86,163 +42,15 @@ from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORIES
 from graphmem.temporal import ACCEPTED_TIMES
 
-from .cost import CostError
-from .inputs import check_arguments
+from .rendering import VERDICT_TARGETS, fact_line, plural, scope_text
 
-#: The server's name in the MCP handshake.
-SERVER_NAME: Final = "graphmem"
-#: What a client may show the model about the server as a whole.
-INSTRUCTIONS: Final = (
-    "Long-term memory that persists across conversations. Facts have ids, a category and a "
-    "validity period; a newer fact about the same entity and key supersedes the older one, which "
-    "stays readable as history (as_of). Recall before answering from memory; store what the user "
-    "wants remembered or what will matter later; forget what is wrong."
-)
+#: A time argument: text in one of the accepted forms, or epoch seconds as a number.
+Time = Annotated[
+    str | StrictInt | StrictFloat | None, WithJsonSchema({"type": ["string", "number"]})
+]
 
-_log = logging.getLogger("graphmem.mcp")
 
 Result = tuple[str, dict[str, Any]]
-#: Where a call's namespace comes from: the Memory to use and the API key (None: no key).
-Caller = Callable[[ServerRequestContext[Any, Any]], tuple[Memory, ApiKey | None]]
-#: Takes a call's cost from its key's points, or raises CostError (``Buckets.spend``).
-Spend = Callable[[str, int], object]
-
-
-def build_server(caller: Caller, *, spend: Spend | None = None) -> Server[Any]:
-    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names, and
-    paid for from its key's points by ``spend`` when given (``resolvers.cost.Buckets``)."""
-    specs = [tool.spec() for tool in TOOLS]
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
-    ) -> ListToolsResult:
-        return ListToolsResult(tools=specs)
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
-    ) -> CallToolResult:
-        return await call(caller, ctx, params.name, params.arguments or {}, spend=spend)
-
-    return Server(
-        SERVER_NAME,
-        version=version("graphmem"),
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-
-
-async def call(
-    caller: Caller,
-    ctx: ServerRequestContext[Any, Any],
-    name: str,
-    arguments: dict[str, Any],
-    *,
-    spend: Spend | None = None,
-) -> CallToolResult:
-    """Run one tool call; every failure becomes a tool error (see the module docstring)."""
-    tool = _BY_NAME.get(name)
-    try:
-        if tool is None:
-            raise InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(_BY_NAME)}")
-        args = _validated(tool.args, arguments)
-        memory, key = caller(ctx)
-        if not tool.read_only and key is not None and key.read_only:
-            raise Forbidden(f"API key {key.id} is read-only")
-        if spend is not None and key is not None:
-            spend(key.id, tool_cost(args))
-        text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args)
-    except GraphmemError as exc:
-        return _error(exc.code, exc.message)
-    except CostError as exc:
-        return _error(exc.code, exc.message)
-    except Exception:
-        _log.exception("tool %s failed", name)
-        return _error(
-            Code.INTERNAL_ERROR, "the tool failed unexpectedly; the server's log has the details"
-        )
-    return CallToolResult(content=[TextContent(text=text)], structured_content=data)
-
-
-def tool_cost(args: BaseModel) -> int:
-    """What a tool call spends of its key's points: the most results it may return (its
-    ``limit`` or ``max_nodes``), at least 1."""
-    sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
-    return max([1, *(size for size in sizes if isinstance(size, int))])
-
-
-def _limited(tool: Tool, memory: Memory, args: Any) -> Result:
-    """``tool.run(memory, args)`` with its reads stopped past ``sql_time_limit`` (TIMEOUT)."""
-    with memory.time_limit():
-        return tool.run(memory, args)
-
-
-def serve_stdio(memory: Memory) -> None:
-    """Serve the tools on stdin/stdout for ``memory`` until the client closes stdin.
-
-    While it serves, the SDK points file descriptor 1 at stderr, so nothing but the protocol
-    reaches stdout, whatever a library prints.
-    """
-    server = build_server(lambda ctx: (memory, None))
-
-    async def run() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    anyio.run(run)
-
-
-class HttpEndpoint:
-    """The ASGI app at ``/mcp``: streamable HTTP, stateless, JSON responses.
-
-    ``running()`` belongs in the app's lifespan; it starts a fresh SDK session manager each time
-    (one cannot be restarted), so an app may be started more than once. When the service binds
-    to ``loopback``, requests whose Host or Origin header names another host are refused (DNS
-    rebinding: a web page must not reach a keyless local server through a name of its own).
-    A GET, which would open an event stream, is answered 405: every request is one POST, so
-    nothing stays open to outlive its key.
-    """
-
-    def __init__(self, server: Server[Any], *, loopback: bool, max_body_bytes: int) -> None:
-        self.server = server
-        self.max_body_bytes = max_body_bytes
-        self.security = _rebinding_protection(loopback)
-        self._manager: StreamableHTTPSessionManager | None = None
-
-    @contextlib.asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        manager = StreamableHTTPSessionManager(
-            self.server,
-            stateless=True,
-            json_response=True,
-            security_settings=self.security,
-            max_request_body_size=self.max_body_bytes,
-        )
-        async with manager.run():
-            self._manager = manager
-            try:
-                yield
-            finally:
-                self._manager = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._manager is None:
-            await PlainTextResponse("the MCP endpoint is not running", 503)(scope, receive, send)
-            return
-        if scope.get("method") == "GET":
-            # A GET would open an event stream for server-to-client messages, which the tools
-            # never send: held open, such streams would only tie up the server (and outlive a
-            # revoked key). The transport lets a server decline them with 405.
-            await PlainTextResponse(
-                "this MCP endpoint answers POSTed requests only (no event stream)",
-                405,
-                headers={"Allow": "POST"},
-            )(scope, receive, send)
-            return
-        await self._manager.handle_request(scope, receive, send)
-
-
-# ------------------------------------------------------------------------------------ tools
 
 
 @dataclass(frozen=True)
@@ -283,27 +91,33 @@ def _default(method: Callable[..., Any], parameter: str) -> Any:
     return inspect.signature(method).parameters[parameter].default
 
 
-#: A time argument: text in one of the accepted forms, or epoch seconds as a number.
-Time = Annotated[
-    str | StrictInt | StrictFloat | None, WithJsonSchema({"type": ["string", "number"]})
-]
 EPISODE = (
     "The id of the conversation session (or document) this comes from, e.g. 'chat-42/3': "
     "recorded on first use; each fact stored belongs to it and is linked to the one before it."
 )
+
+
 AS_OF = (
     "Valid time: read memory as the world was at this moment, e.g. to get the version of a fact "
     f"that was true then. {ACCEPTED_TIMES}. Default: now."
 )
+
+
 KNOWN_AT = (
     "Transaction time: read memory as it was known at this moment (facts stored later left out, "
     "facts forgotten since still in). Same forms as as_of. Default: now."
 )
+
+
 FACT_ID = "A fact's id, as earlier tool results show it."
+
+
 EPISODE_LINKS = (
     "Let facts next to each other in an episode (turns of one conversation) lend each other "
     "part of their relevance. False: episode links play no part in ranking."
 )
+
+
 TIME_HINTS = (
     "Read time words in the text ('last week', 'in May 2023', 'before 2020') as a period: facts "
     "dated in it rank higher, none is dropped. False takes them as plain words."
@@ -368,11 +182,11 @@ def store(memory: Memory, args: StoreArgs) -> Result:
     [result] = memory.store_many(
         [args.model_dump(exclude_none=True, exclude={"episode"})], episode=args.episode
     )
-    lines = [f"{result.action}: {_line(result.fact)}" if result.fact else result.action]
+    lines = [f"{result.action}: {fact_line(result.fact)}" if result.fact else result.action]
     if result.reason:
         lines.append(f"reason: {result.reason}")
     if result.target_ids:
-        lines.append(f"{_TARGETS[result.action]}: {', '.join(result.target_ids)}")
+        lines.append(f"{VERDICT_TARGETS[result.action]}: {', '.join(result.target_ids)}")
     return "\n".join(lines), result.to_dict()
 
 
@@ -405,13 +219,13 @@ class SearchArgs(_Args):
 def search(memory: Memory, args: SearchArgs) -> Result:
     hits = memory.search(**args.model_dump())
     lines = [
-        f"{len(hits)} {_plural(len(hits), 'fact')}{_scope(args.as_of, args.known_at)}, best first:"
+        f"{len(hits)} {plural(len(hits), 'fact')}{scope_text(args.as_of, args.known_at)}, best first:"
     ]
     if hits and hits[0].time_hint is not None:
         lines.insert(0, f"Time words understood: {hits[0].time_hint.describe()}.")
     if memory.degraded:
         lines.insert(0, f"Degraded: {memory.degraded}.")
-    lines += [_line(h.fact) for h in hits]
+    lines += [fact_line(h.fact) for h in hits]
     return "\n".join(lines), {"hits": [h.to_dict() for h in hits]}
 
 
@@ -467,10 +281,10 @@ def lookup(memory: Memory, args: LookupArgs) -> Result:
     facts = memory.lookup(**args.model_dump())
     about = f"{args.entity}.{args.key}" if args.key else args.entity
     lines = [
-        f"{len(facts)} {_plural(len(facts), 'fact')} about {about}"
-        f"{_scope(args.as_of, args.known_at)}:"
+        f"{len(facts)} {plural(len(facts), 'fact')} about {about}"
+        f"{scope_text(args.as_of, args.known_at)}:"
     ]
-    lines += [_line(f) for f in facts]
+    lines += [fact_line(f) for f in facts]
     return "\n".join(lines), {"facts": [f.to_dict() for f in facts]}
 
 
@@ -537,10 +351,10 @@ def traverse(memory: Memory, args: TraverseArgs) -> Result:
     found = memory.traverse(**args.model_dump())
     stopped = f", stopped by {' and '.join(found.truncated_by)}" if found.truncated else ""
     lines = [
-        f"{len(found.nodes)} {_plural(len(found.nodes), 'fact')} and {len(found.edges)} "
-        f"{_plural(len(found.edges), 'link')}{_scope(args.as_of, args.known_at)}{stopped}:"
+        f"{len(found.nodes)} {plural(len(found.nodes), 'fact')} and {len(found.edges)} "
+        f"{plural(len(found.edges), 'link')}{scope_text(args.as_of, args.known_at)}{stopped}:"
     ]
-    lines += [f"depth {node.depth}  {_line(node.fact)}" for node in found.nodes]
+    lines += [f"depth {node.depth}  {fact_line(node.fact)}" for node in found.nodes]
     lines += [
         f"{e.source_id} -[{e.type}]-> {e.target_id} (strength {e.strength:g})" for e in found.edges
     ]
@@ -553,15 +367,15 @@ class IdArgs(_Args):
 
 def history(memory: Memory, args: IdArgs) -> Result:
     versions = memory.history(args.id)
-    lines = [f"{len(versions)} {_plural(len(versions), 'version')}, oldest first:"]
-    lines += [_line(f) for f in versions]
+    lines = [f"{len(versions)} {plural(len(versions), 'version')}, oldest first:"]
+    lines += [fact_line(f) for f in versions]
     return "\n".join(lines), {"versions": [f.to_dict() for f in versions]}
 
 
 def forget(memory: Memory, args: IdArgs) -> Result:
     fact = memory.forget(args.id)
     return (
-        f"Forgot {_line(fact)}\nCurrent reads no longer return it; reads with an earlier "
+        f"Forgot {fact_line(fact)}\nCurrent reads no longer return it; reads with an earlier "
         "known_at still do.",
         {"fact": fact.to_dict()},
     )
@@ -590,12 +404,12 @@ class CaptureArgs(_Args):
 def capture(memory: Memory, args: CaptureArgs) -> Result:
     results = memory.capture(args.model_dump()["messages"], episode=args.episode)
     stored = sum(r.action in ("ADD", "UPDATE") for r in results)
-    lines = [f"{stored} {_plural(stored, 'fact')} stored:"]
+    lines = [f"{stored} {plural(stored, 'fact')} stored:"]
     for r in results:
         if r.fact is None:
             lines.append(f"{r.action} message {r.message} ({r.role}): {r.reason}")
         else:
-            lines.append(f"{r.action}: {_line(r.fact)}")
+            lines.append(f"{r.action}: {fact_line(r.fact)}")
     return "\n".join(lines), {"results": [r.to_dict() for r in results]}
 
 
@@ -620,9 +434,9 @@ def purge(memory: Memory, args: PurgeArgs) -> Result:
     report = memory.purge(**args.model_dump())
     verb = "Would erase" if report.dry_run else "Erased"
     return (
-        f"{verb} {report.facts} {_plural(report.facts, 'fact')}, {report.links} "
-        f"{_plural(report.links, 'link')}, {report.vectors} {_plural(report.vectors, 'vector')} "
-        f"and {report.episodes} emptied {_plural(report.episodes, 'episode')}",
+        f"{verb} {report.facts} {plural(report.facts, 'fact')}, {report.links} "
+        f"{plural(report.links, 'link')}, {report.vectors} {plural(report.vectors, 'vector')} "
+        f"and {report.episodes} emptied {plural(report.episodes, 'episode')}",
         report.to_dict(),
     )
 
@@ -766,62 +580,9 @@ TOOLS: Final = (
         read_only=False,
     ),
 )
-_BY_NAME: Final = {tool.name: tool for tool in TOOLS}
-#: What a store result's target_ids are, by action.
-_TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already stored as"}
 
 
-# ------------------------------------------------------------------------------------ helpers
-
-
-def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
-    check_arguments(arguments)
-    try:
-        return model.model_validate(arguments)
-    except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
-        ]
-        raise InvalidInput("; ".join(problems)) from None
-
-
-def _error(code: str, message: str) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(text=f"{code}: {message}")],
-        structured_content={"error": {"code": code, "message": message}},
-        is_error=True,
-    )
-
-
-def _line(fact: Fact) -> str:
-    """One fact on one line: id, text, what it states, category and validity."""
-    about = f" [{fact.entity}.{fact.key}={fact.value}]" if fact.entity and fact.key else ""
-    until = _when(fact.valid_until) if fact.valid_until else "now"
-    notes = [fact.category, f"valid {_when(fact.valid_from)} → {until}"]
-    if fact.superseded_by:
-        notes.append(f"superseded by {fact.superseded_by}")
-    if fact.retracted_at:
-        notes.append(f"forgotten {_when(fact.retracted_at)}")
-    return f"{fact.id}  {' '.join(fact.text.split())}{about}  ({'; '.join(notes)})"
-
-
-def _when(moment: datetime) -> str:
-    """ISO-8601 UTC to the second, or the bare date at midnight: fewer tokens for a model (the
-    structured content keeps every digit)."""
-    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return text.removesuffix("T00:00:00Z")
-
-
-def _scope(as_of: str | float | None, known_at: str | float | None) -> str:
-    parts = [
-        "" if as_of is None else f"as of {as_of}",
-        "" if known_at is None else f"known at {known_at}",
-    ]
-    return f" ({', '.join(p for p in parts if p)})" if any(parts) else ""
-
-
-def _plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
+BY_NAME: Final = {tool.name: tool for tool in TOOLS}
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -849,16 +610,3 @@ def _schema(model: type[BaseModel]) -> dict[str, Any]:
 
     schema: dict[str, Any] = clean(raw)
     return schema
-
-
-def _rebinding_protection(loopback: bool) -> TransportSecuritySettings | None:
-    """Host and Origin checks for a server bound to loopback; none otherwise (then API keys are
-    required, and a page in a browser has none to send)."""
-    if not loopback:
-        return None
-    names = ("127.0.0.1", "localhost", "[::1]")
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
-        allowed_origins=[o for n in names for o in (f"http://{n}", f"http://{n}:*")],
-    )

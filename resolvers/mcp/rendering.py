@@ -1,0 +1,44 @@
+"""How MCP tool results read: a fact as one compact line (id, text, category, validity), times
+and time scopes in words.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+
+from graphmem import Fact
+
+#: What a store result's target_ids are, by action.
+VERDICT_TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already stored as"}
+
+
+def fact_line(fact: Fact) -> str:
+    """One fact on one line: id, text, what it states, category and validity."""
+    about = f" [{fact.entity}.{fact.key}={fact.value}]" if fact.entity and fact.key else ""
+    until = moment_text(fact.valid_until) if fact.valid_until else "now"
+    notes = [fact.category, f"valid {moment_text(fact.valid_from)} → {until}"]
+    if fact.superseded_by:
+        notes.append(f"superseded by {fact.superseded_by}")
+    if fact.retracted_at:
+        notes.append(f"forgotten {moment_text(fact.retracted_at)}")
+    return f"{fact.id}  {' '.join(fact.text.split())}{about}  ({'; '.join(notes)})"
+
+
+def moment_text(moment: datetime) -> str:
+    """ISO-8601 UTC to the second, or the bare date at midnight: fewer tokens for a model (the
+    structured content keeps every digit)."""
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text.removesuffix("T00:00:00Z")
+
+
+def scope_text(as_of: str | float | None, known_at: str | float | None) -> str:
+    parts = [
+        "" if as_of is None else f"as of {as_of}",
+        "" if known_at is None else f"known at {known_at}",
+    ]
+    return f" ({', '.join(p for p in parts if p)})" if any(parts) else ""
+
+
+def plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"

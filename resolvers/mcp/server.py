@@ -1,0 +1,242 @@
+"""The MCP server: one server object (``build_server``) for both transports, a call's
+arguments validated and its cost charged, and expected failures answered as tool results.
+
+Where a call's namespace comes from (``Caller``) is what differs:
+
+- stdio (``graphmem mcp``, ``serve_stdio``): the one namespace the command opened;
+- streamable HTTP at ``/mcp`` in ``graphmem serve`` (``HttpEndpoint``): the namespace the
+  service's gate admitted for that HTTP request (the bearer key, ``X-Graphmem-Namespace``; see
+  ``resolvers.auth``). The endpoint is stateless and answers JSON: every request is admitted on
+  its own, so no session outlives its key, and the tools need no server-to-client messages.
+
+Expected failures (arguments the schema or graphmem refuses, unknown ids, conflicts, a
+read-only key) are tool results with ``isError`` set, text ``CODE: message`` and
+``structuredContent`` ``{"error": {"code", "message"}}``, so a model can correct itself. An
+unexpected exception is logged and answered the same way, code ``INTERNAL_ERROR`` (its details
+stay in the log); neither ends the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from importlib.metadata import version
+from typing import Any, Final
+
+import anyio
+import anyio.to_thread
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    PaginatedRequestParams,
+    TextContent,
+)
+from pydantic import (
+    BaseModel,
+    ValidationError,
+)
+from starlette.responses import PlainTextResponse
+from starlette.types import Receive, Scope, Send
+
+from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory
+from graphmem.errors import Code
+
+from ..cost import CostError
+from ..inputs import check_arguments
+from .tools import BY_NAME, TOOLS, Result, Tool
+
+#: The server's name in the MCP handshake.
+SERVER_NAME: Final = "graphmem"
+
+
+#: What a client may show the model about the server as a whole.
+INSTRUCTIONS: Final = (
+    "Long-term memory that persists across conversations. Facts have ids, a category and a "
+    "validity period; a newer fact about the same entity and key supersedes the older one, which "
+    "stays readable as history (as_of). Recall before answering from memory; store what the user "
+    "wants remembered or what will matter later; forget what is wrong."
+)
+
+
+_log = logging.getLogger("graphmem.mcp")
+
+
+#: Where a call's namespace comes from: the Memory to use and the API key (None: no key).
+Caller = Callable[[ServerRequestContext[Any, Any]], tuple[Memory, ApiKey | None]]
+
+
+#: Takes a call's cost from its key's points, or raises CostError (``Buckets.spend``).
+Spend = Callable[[str, int], object]
+
+
+def build_server(caller: Caller, *, spend: Spend | None = None) -> Server[Any]:
+    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names, and
+    paid for from its key's points by ``spend`` when given (``resolvers.cost.Buckets``)."""
+    specs = [tool.spec() for tool in TOOLS]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        return ListToolsResult(tools=specs)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> CallToolResult:
+        return await call(caller, ctx, params.name, params.arguments or {}, spend=spend)
+
+    return Server(
+        SERVER_NAME,
+        version=version("graphmem"),
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def call(
+    caller: Caller,
+    ctx: ServerRequestContext[Any, Any],
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    spend: Spend | None = None,
+) -> CallToolResult:
+    """Run one tool call; every failure becomes a tool error (see the module docstring)."""
+    tool = BY_NAME.get(name)
+    try:
+        if tool is None:
+            raise InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(BY_NAME)}")
+        args = _validated(tool.args, arguments)
+        memory, key = caller(ctx)
+        if not tool.read_only and key is not None and key.read_only:
+            raise Forbidden(f"API key {key.id} is read-only")
+        if spend is not None and key is not None:
+            spend(key.id, tool_cost(args))
+        text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args)
+    except GraphmemError as exc:
+        return _error(exc.code, exc.message)
+    except CostError as exc:
+        return _error(exc.code, exc.message)
+    except Exception:
+        _log.exception("tool %s failed", name)
+        return _error(
+            Code.INTERNAL_ERROR, "the tool failed unexpectedly; the server's log has the details"
+        )
+    return CallToolResult(content=[TextContent(text=text)], structured_content=data)
+
+
+def tool_cost(args: BaseModel) -> int:
+    """What a tool call spends of its key's points: the most results it may return (its
+    ``limit`` or ``max_nodes``), at least 1."""
+    sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
+    return max([1, *(size for size in sizes if isinstance(size, int))])
+
+
+def _limited(tool: Tool, memory: Memory, args: Any) -> Result:
+    """``tool.run(memory, args)`` with its reads stopped past ``sql_time_limit`` (TIMEOUT)."""
+    with memory.time_limit():
+        return tool.run(memory, args)
+
+
+def serve_stdio(memory: Memory) -> None:
+    """Serve the tools on stdin/stdout for ``memory`` until the client closes stdin.
+
+    While it serves, the SDK points file descriptor 1 at stderr, so nothing but the protocol
+    reaches stdout, whatever a library prints.
+    """
+    server = build_server(lambda ctx: (memory, None))
+
+    async def run() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(run)
+
+
+class HttpEndpoint:
+    """The ASGI app at ``/mcp``: streamable HTTP, stateless, JSON responses.
+
+    ``running()`` belongs in the app's lifespan; it starts a fresh SDK session manager each time
+    (one cannot be restarted), so an app may be started more than once. When the service binds
+    to ``loopback``, requests whose Host or Origin header names another host are refused (DNS
+    rebinding: a web page must not reach a keyless local server through a name of its own).
+    A GET, which would open an event stream, is answered 405: every request is one POST, so
+    nothing stays open to outlive its key.
+    """
+
+    def __init__(self, server: Server[Any], *, loopback: bool, max_body_bytes: int) -> None:
+        self.server = server
+        self.max_body_bytes = max_body_bytes
+        self.security = _rebinding_protection(loopback)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        manager = StreamableHTTPSessionManager(
+            self.server,
+            stateless=True,
+            json_response=True,
+            security_settings=self.security,
+            max_request_body_size=self.max_body_bytes,
+        )
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._manager is None:
+            await PlainTextResponse("the MCP endpoint is not running", 503)(scope, receive, send)
+            return
+        if scope.get("method") == "GET":
+            # A GET would open an event stream for server-to-client messages, which the tools
+            # never send: held open, such streams would only tie up the server (and outlive a
+            # revoked key). The transport lets a server decline them with 405.
+            await PlainTextResponse(
+                "this MCP endpoint answers POSTed requests only (no event stream)",
+                405,
+                headers={"Allow": "POST"},
+            )(scope, receive, send)
+            return
+        await self._manager.handle_request(scope, receive, send)
+
+
+def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
+    check_arguments(arguments)
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        ]
+        raise InvalidInput("; ".join(problems)) from None
+
+
+def _error(code: str, message: str) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(text=f"{code}: {message}")],
+        structured_content={"error": {"code": code, "message": message}},
+        is_error=True,
+    )
+
+
+def _rebinding_protection(loopback: bool) -> TransportSecuritySettings | None:
+    """Host and Origin checks for a server bound to loopback; none otherwise (then API keys are
+    required, and a page in a browser has none to send)."""
+    if not loopback:
+        return None
+    names = ("127.0.0.1", "localhost", "[::1]")
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*names, *(f"{n}:*" for n in names)],
+        allowed_origins=[o for n in names for o in (f"http://{n}", f"http://{n}:*")],
+    )
