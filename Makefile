@@ -37,11 +37,14 @@ cluster-stop: $(STAMP)
 # `make test` runs three of them on both engines together, within its ten minutes;
 # `make test-engines` runs all of them on every combination (about 13 minutes), and CI
 # (.ci/run) runs both.
-STORE_TESTS := tests/test_store.py tests/test_graphql.py tests/test_mcp.py tests/test_time.py \
-	tests/test_known_at.py tests/test_graph.py tests/test_episodes.py tests/test_search.py \
-	tests/test_write_path.py tests/test_erasure.py tests/test_adjacency.py tests/test_auth.py \
-	tests/test_keyword.py tests/test_subscriptions.py tests/test_documents.py
-QUICK_STORE_TESTS := tests/test_time.py tests/test_search.py tests/test_write_path.py
+STORE_TESTS := tests/storage/test_conformance.py tests/storage/test_graph_copy.py \
+	tests/storage/test_keyword.py tests/core/test_time_reads.py tests/core/test_time_known_at.py \
+	tests/core/test_graph.py tests/core/test_episodes.py tests/core/test_search.py \
+	tests/core/test_write_path.py tests/core/test_erasure.py tests/core/test_documents.py \
+	tests/server/test_graphql.py tests/server/test_mcp.py tests/server/test_auth.py \
+	tests/server/test_subscriptions.py
+QUICK_STORE_TESTS := tests/core/test_time_reads.py tests/core/test_search.py \
+	tests/core/test_write_path.py
 # Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
 # versions of one fact one by one runs on local vectors in `make test`.
 SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions'
@@ -58,14 +61,15 @@ test-engines: $(STAMP)
 # The reliability scenarios at length against a real server (docs/operations.md#reliability):
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.
 # About 8 minutes; prints the figures as JSON and exits 1 on any lost, duplicated or half write.
-# Then the bitemporal model check (tests/test_model.py) with 1,000 histories (about 7 minutes),
-# the live scale-out topology's scenarios with 2 minutes of load (tests/test_cluster.py), and
-# 2,000 generated hostile documents per generator (tests/test_hostile.py, about 5 minutes).
+# Then the bitemporal model check (tests/core/test_time_model.py) with 1,000 histories (about 7
+# minutes), the live scale-out topology's scenarios with 2 minutes of load
+# (tests/system/test_cluster.py), and 2,000 generated hostile documents per generator
+# (tests/system/test_reliability_hostile.py, about 5 minutes).
 soak: $(STAMP)
-	$(PY) -m tests.soak --kills 20 --seconds 120
-	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/test_cluster.py
-	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/test_model.py
-	FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -p no:cacheprovider tests/test_hostile.py
+	$(PY) -m tests.system.soak --kills 20 --seconds 120
+	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/system/test_cluster.py
+	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/core/test_time_model.py
+	FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -p no:cacheprovider tests/system/test_reliability_hostile.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check graphmem resolvers tests bench devtools

@@ -72,7 +72,7 @@ _._process_errors
 _.on_validate
 _.on_execute
 
-# Methods graphql-core's visitor calls by the kind of node they name (tests/test_hostile.py, and
+# Methods graphql-core's visitor calls by the kind of node they name (tests/system/test_reliability_hostile.py, and
 # the depth and alias rules of resolvers/schema.py).
 _.enter_argument
 _.enter_document
@@ -82,7 +82,7 @@ _.leave_operation_definition
 app_from_environment
 
 # strawberry reads the fields of a test's types by name, and executes with the class set on the
-# schema (tests/test_lean.py).
+# schema (tests/server/test_completion.py).
 _.leaves
 _.execution_context_class
 

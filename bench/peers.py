@@ -66,7 +66,7 @@ from graphmem.graph import DEFAULT_MAX_NODES, DEFAULT_TYPES
 from graphmem.limits import MAX_NODES
 from graphmem.ranking import fts_terms
 from graphmem.vectors.embedders import Embedder, Vectors
-from tests.openai_stub import LoopbackServer
+from tests.support.openai_stub import LoopbackServer
 
 from . import locomo, synthetic
 from .common import (
@@ -276,8 +276,8 @@ def _forms(text: str) -> set[str]:
 
 class CacheEndpoint:
     """An OpenAI-compatible ``/v1/embeddings`` on 127.0.0.1 answering the cached MiniLM vectors
-    (uvicorn in a thread, as tests/openai_stub.py); a text not in the cache is embedded by the
-    model and counted. ``/v1/chat/completions`` answers 503 and counts: mem0 with infer=False
+    (uvicorn in a thread, as tests/support/openai_stub.py); a text not in the cache is embedded by
+    the model and counted. ``/v1/chat/completions`` answers 503 and counts: mem0 with infer=False
     must never ask."""
 
     def __init__(self, cache: VectorCache) -> None:

@@ -1,27 +1,17 @@
 """Auto-capture: the facts worth keeping in a turn's messages, found without an LLM.
 
-``Memory.capture(messages)`` takes OpenAI-style chat messages (``{"role", "content"}``) and, for
-each message:
+``Memory.capture`` takes OpenAI-style chat messages (``{"role", "content"}``) and reads each
+``user`` and ``assistant`` message (:func:`_message_candidates`):
 
-1. only ``user`` and ``assistant`` messages are read (system, developer and tool messages are
-   skipped); recalled ``<memory-context>`` blocks and fenced code are removed first, so memory
-   never captures its own recall or pasted code;
-2. **sensitive content** anywhere in the message skips all of it: passwords, API keys and
-   tokens, private keys, card numbers (Luhn-checked), US social security numbers, URLs with
-   credentials. The result does not repeat the text;
-3. **length**: a message shorter than ``MIN_CHARS`` or longer than ``capture_max_chars`` is
-   skipped;
-4. the message is split into sentences; a sentence is a **candidate** when a trigger marks it as
-   memorable (a preference, decision, convention, personal detail, contact, "remember…", or a
-   retraction such as "no longer") and it is not a question;
-5. each candidate gets a **category** (decision, preference, entity, fact, other: fast regexes)
-   and, where a pattern fits, an **entity, key and value**: "My birthday is Nov 13" → user /
-   birthday / Nov 13; in the assistant's words "your" stands for the user's. So the entity/key
-   rules can supersede "My favourite editor is vim" with "My favourite editor is helix".
+1. recalled ``<memory-context>`` blocks and fenced code are removed, so memory never captures
+   its own recall or pasted code;
+2. a message holding a secret anywhere (:mod:`graphmem.sensitive`), shorter than ``MIN_CHARS``
+   or longer than ``capture_max_chars`` is skipped whole;
+3. each sentence a trigger marks as memorable, and not a question, is a candidate, with a
+   category and, where a pattern fits, an entity, key and value (:func:`extract`).
 
-Then every candidate of the call goes through the write path in one ``store_many`` batch (one
-embedding pass, one classification request with the LLM classifier). There is one result per
-candidate, and one SKIP result for a message without any, in message order.
+The candidates are stored in one ``store_many`` batch (one embedding pass, one classification):
+one result per candidate, and a SKIP for each message without one, in message order.
 """
 
 from __future__ import annotations
@@ -52,6 +42,8 @@ _BLOCKS = re.compile(r"<memory-context>.*?(</memory-context>|$)|```.*?(```|$)", 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
+#: What marks a sentence as memorable: a preference, decision, convention, personal detail,
+#: contact, "remember…", or a retraction such as "no longer".
 _TRIGGERS: Final = re.compile(
     r"\b(?:remember|don'?t forget|note that|keep in mind|prefers?|preferred|favou?rite"
     r"|(?:i|we|you|user)\s+(?:really\s+|also\s+|do\s+not\s+|don'?t\s+|never\s+)?"
@@ -168,7 +160,7 @@ def parse_messages(messages: Any) -> list[Message]:
 
 
 def candidates(messages: Sequence[Message], max_chars: int) -> list[Candidate]:
-    """The candidates of every message, in order (see the module docstring)."""
+    """The candidates of every message, in order (:func:`_message_candidates`)."""
     out: list[Candidate] = []
     for i, m in enumerate(messages):
         out.extend(_message_candidates(i, m, max_chars))
@@ -179,7 +171,9 @@ def extract(sentence: str, role: str) -> dict[str, str]:
     """Entity, key and value (and ``why``) the sentence states, when a pattern fits; else {}.
 
     The user's first person ("I", "my") and, in the assistant's words, the second person
-    ("you", "your") are the entity ``user``.
+    ("you", "your") are the entity ``user``: "My birthday is Nov 13" is user / birthday /
+    Nov 13. So the entity/key rules can supersede "My favourite editor is vim" with "My
+    favourite editor is helix".
     """
     s = sentence.strip().rstrip(".!;").strip()
     me, my, i_am = (
@@ -256,6 +250,10 @@ def extract(sentence: str, role: str) -> dict[str, str]:
 
 
 def _message_candidates(index: int, m: Message, max_chars: int) -> list[Candidate]:
+    """The candidates of message number ``index``, or one skip saying why it has none. The
+    result of a message skipped for a secret does not repeat its text. Each candidate's
+    category comes from fast regexes (:func:`graphmem.tagging.detect_category`)."""
+
     def skip(reason: str) -> list[Candidate]:
         return [Candidate(index, m.role, None, None, reason)]
 

@@ -1,22 +1,15 @@
 """Classify-before-write by an LLM: ADD, UPDATE, DELETE or NOOP for each new fact of a batch.
 
-For each new fact, the live facts most like it (its nearest vectors, and the facts with the same
-entity and key) are found first; then **one chat request** carries up to ``llm_batch_size`` new
-facts with those existing facts (a batch of 20 facts is one request, not 20) and asks for a
-strict JSON answer::
+1. For each new fact, the live facts most like it are found: its nearest vectors, and the facts
+   with the same entity and key (:func:`similar_facts`).
+2. One chat request carries up to ``llm_batch_size`` new facts with those existing facts, and
+   asks for strict JSON (:func:`classify`): a batch of 20 facts is one request, not 20.
+3. The decisions are applied inside the write transaction by :mod:`graphmem.dedup`: UPDATE
+   supersedes the target, DELETE retracts it (the new text is not stored), NOOP stores nothing.
 
-    {"decisions": [{"fact": 0, "action": "UPDATE", "target": "E2", "reason": "moved"}, ...]}
-
-Existing facts travel under short references (``E1``, ``E2``…) rather than their UUIDs: fewer
-tokens, and fewer ids for the model to mangle. A new fact with no similar facts is added without
-asking, and so is one repeating a live fact's text (dedup makes it a NOOP anyway). Anything
-that goes wrong falls back to ADD for the facts concerned, with the reason in
-the write's result (and the log): the request failing after its retries, an answer that is not
-JSON or not the agreed shape, an unknown action, a target that names no listed fact, a fact the
-answer leaves out. Nothing is ever lost to the classifier.
-
-The decisions are applied inside the write transaction by :mod:`graphmem.dedup`: UPDATE
-supersedes the target, DELETE retracts it (the new text is not stored), NOOP stores nothing.
+A new fact with no similar facts is added without asking; one repeating a live fact's text is
+left to dedup, which makes it a NOOP. Anything that goes wrong falls back to ADD, with the
+reason in the write's result (and the log): nothing is ever lost to the classifier.
 """
 
 from __future__ import annotations
@@ -98,7 +91,15 @@ def classify(
     batch_size: int,
 ) -> list[Verdict]:
     """A verdict per new fact, in order: one chat request per ``batch_size`` facts that have
-    similar facts; never raises (failures fall back to ADD, see the module docstring)."""
+    similar facts, answered as strict JSON::
+
+        {"decisions": [{"fact": 0, "action": "UPDATE", "target": "E2", "reason": "moved"}, ...]}
+
+    Existing facts travel under short references (``E1``, ``E2``…) rather than their UUIDs:
+    fewer tokens, and fewer ids for the model to mangle. Never raises: the facts concerned fall
+    back to ADD, the reason in their verdict, when the request fails after its retries, the
+    answer is not JSON or not that shape, an action is unknown, a target names no listed fact,
+    or the answer leaves a fact out."""
     verdicts: list[Verdict] = [Verdict("ADD", None, "no similar facts") for _ in inputs]
     asked = [i for i, rows in enumerate(similar) if rows]
     for start in range(0, len(asked), batch_size):

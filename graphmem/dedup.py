@@ -1,4 +1,4 @@
-"""The write pipeline's decisions: dedup, classify and store a validated batch.
+"""Dedup: what each fact of a validated batch becomes — new, a new version, or already stored.
 
 ``write_batch`` runs inside the caller's store transaction. It reads the state it needs for the
 whole batch in two requests (live facts with the same normalised text, current facts with the

@@ -1,37 +1,15 @@
 """Documents: markdown files as a source of memory, kept in step with the files on disk.
 
-The files are the source of truth; memory holds an index of them. ``Memory.sync_files`` walks
-the paths it is given (files, and folders searched for ``*.md`` and ``*.markdown``), and for
-each file compares its SHA-256 with the one recorded at the last sync:
+The files are the source of truth; memory holds an index of them. ``Memory.sync_files``:
 
-* **unchanged**: nothing is written and nothing embedded;
-* **new**: the file becomes a ``document`` episode (its id and source are the file's absolute
-  path) and each chunk of it a fact of that episode, in order, each linked to the one before;
-* **changed**: every chunk is written again and supersedes the old chunk at its position (old
-  chunks beyond the new count are superseded by the last new one, or forgotten when the file
-  is now empty); texts that did not change come from the embedding cache, so only changed
-  chunks are embedded;
-* **deleted** (gone from disk, or no longer a markdown file, under a folder that was synced):
-  its chunks are forgotten and its record dropped.
+1. compares each file's SHA-256 with its last sync's: an unchanged file costs nothing;
+2. writes a new or changed file, in one transaction, as a ``document`` episode (id: its absolute
+   path) whose facts are its chunks (:func:`chunk_markdown`), each superseding the old chunk at
+   its position (``Writer.sync_document``);
+3. forgets the chunks of a file gone from a synced folder, and drops its record.
 
-A file's chunks change together in one transaction or not at all. Chunks follow the lines of
-the file (about ``CHUNK_TOKENS`` tokens each with ``OVERLAP_TOKENS`` of overlap; a heading
-outside a code fence starts a new chunk; a line longer than a chunk is cut into pieces), and
-each chunk's fact has ``source`` = ``"{path}:{first line}-{last line}"``, so ``read_lines``
-can give back exactly the lines a hit came from (or more around them).
-
-Chunks are ``permanent`` (the file, not a decay class, decides how long they live), are never
-merged with an identical text elsewhere (``dedup`` off: a chunk belongs to its file) and make
-no similarity links. A date in the file name (``2024-05-01.md``, daily notes) is the chunks'
-``valid_from`` and source date, so as-of reads and date words find them; otherwise they are
-valid from the sync that wrote them.
-
-A file is only ever opened as a synced markdown file: from the root one folder at a time, none
-of them nor the file a symbolic link (a link is never followed, so one swapped in while a file
-is opened is refused, not read through), a regular file of at most ``MAX_DOCUMENT_BYTES``.
-Sync reads files so, and so does ``read_lines``, which opens only a file a sync on this
-machine recorded: a record loaded by an import (``DocumentFile.imported``) names a path of
-another machine and is not read back until a sync here finds the file.
+A chunk's ``source`` is ``{path}:{first line}-{last line}``, so :func:`read_lines` gives back the
+lines a hit came from. Files are opened without following any symbolic link (:func:`_open_file`).
 """
 
 from __future__ import annotations

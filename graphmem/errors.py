@@ -1,23 +1,22 @@
 """The exceptions graphmem raises on purpose, and every error code a client can meet.
 
-Every exception carries a stable ``code`` (the CLI prints it, GraphQL answers it in
-``extensions.code`` or a mutation's ``error``, MCP in its tool errors):
+Each exception carries a stable ``code``, which the CLI prints and GraphQL and MCP answer::
 
-    GraphmemError                 base class (never raised itself)
-    ├── InvalidInput              INVALID_INPUT      bad text, category, time, importance, cursor…
-    ├── NotFound                  NOT_FOUND          no fact with that id (visible at the time scope)
-    ├── Conflict                  CONFLICT           the operation contradicts the stored state
-    ├── Forbidden                 FORBIDDEN          the API key does not allow this operation
-    ├── EmbedderMismatch          EMBEDDER_MISMATCH  store was built by another embedder
-    ├── EmbedderError             EMBEDDER_ERROR     model file damaged, endpoint failing, bad dims
-    ├── LLMError                  LLM_ERROR          chat endpoint failing or answering badly
-    ├── StorageError              STORAGE_ERROR      disk full, read-only or damaged files, newer schema
-    ├── QueryTimeout              TIMEOUT            a read ran past its time limit (sql_time_limit)
-    └── SubscriberTooSlow         UNAVAILABLE        a subscription fell too far behind
+    GraphmemError             base class (never raised itself)
+    ├── InvalidInput          INVALID_INPUT      bad text, category, time, importance, cursor…
+    ├── NotFound              NOT_FOUND          no fact with that id (visible at the time scope)
+    ├── Conflict              CONFLICT           the operation contradicts the stored state
+    ├── Forbidden             FORBIDDEN          the API key does not allow this operation
+    ├── EmbedderMismatch      EMBEDDER_MISMATCH  store was built by another embedder
+    ├── EmbedderError         EMBEDDER_ERROR     model file damaged, endpoint failing, bad dims
+    ├── LLMError              LLM_ERROR          chat endpoint failing or answering badly
+    ├── StorageError          STORAGE_ERROR      disk full, read-only or damaged files, newer schema
+    ├── QueryTimeout          TIMEOUT            a read ran past its time limit (sql_time_limit)
+    └── SubscriberTooSlow     UNAVAILABLE        a subscription fell too far behind
 
-The service answers six codes of its own, which no exception carries: INVALID_QUERY,
-UNAUTHENTICATED, PAYLOAD_TOO_LARGE, TOO_COSTLY, RATE_LIMITED and INTERNAL_ERROR. ``CODES`` says what each code means and
-where clients meet it; the error tables of docs/graphql.md and docs/mcp.md and the GraphQL
+``CODES`` says what each code means and where clients meet it, including the six that only the
+service answers (INVALID_QUERY, UNAUTHENTICATED, PAYLOAD_TOO_LARGE, TOO_COSTLY, RATE_LIMITED,
+INTERNAL_ERROR). The error tables of docs/graphql.md and docs/mcp.md and the GraphQL
 ``ErrorCode`` enum are built from it.
 """
 

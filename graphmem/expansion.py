@@ -1,33 +1,16 @@
 """Graph-aware search: links lend evidence and bring neighbours.
 
-By default (``graph_depth`` 0, ``episode_links`` on) only the links an episode draws between its
-consecutive facts count, and only for evidence (:func:`lend_along_episodes`): a candidate next
-to one of the best candidates in the same conversation gains part of its relevance, and no fact
-joins the results that the search did not find. Measured on LoCoMo sessions stored as episodes, tuned on
-one half and checked on the other, this lifts recall_frac@10 on both halves (single-hop and
-adversarial questions most, no category losing more than 0.01), where also adding the
-neighbours lifts it a little more overall but loses multi-hop and open-domain questions on both
-(bench/REPORT.md, "Sessions as episodes").
+1. **Evidence along episodes** (the default: ``graph_depth`` 0, ``episode_links`` on): a
+   candidate next to one of the best candidates of its episode gains part of that one's
+   relevance (:func:`lend_along_episodes`); no fact joins that the search did not find.
+2. **Evidence along every link** (``graph_depth`` > 0): linked candidates lend each other
+   relevance (:func:`lend_evidence`).
+3. **Neighbours** (``graph_depth`` k > 0): the facts up to k links from the final hits join the
+   results, each scored below the fact that reached it (:func:`neighbours`).
 
-With ``search(..., graph_depth=k)``, two effects, both over the visible links of every type but
-SUPERSEDES, and of every origin but ``auto_similarity`` (EVIDENCE_SKIPS, NEIGHBOUR_SKIPS; and
-``episode`` with ``episode_links`` off):
-
-* **Evidence.** A candidate linked to another candidate gains part of that one's relevance:
-  ``relevance + EVIDENCE_WEIGHT * max(strength * neighbour relevance)``. On conversations, where
-  an answer is often spread over adjacent turns, this is what lifts recall (bench/REPORT.md, "Turns linked by the bench, and similarity links");
-  merely listing neighbours below their hits barely helps.
-* **Neighbours.** The facts up to ``k`` links from the final hits join the results. A link
-  offers a fact its own search score (0 if the legs did not find it) plus ``HOP_FACTOR *
-  strength`` times the score of the fact it comes from (up to CLOSENESS_BONUS more for the
-  neighbours of that level nearest the query in meaning), capped at MAX_SHARE of that score.
-  Every fact takes the best offer that beats the score it already has, a direct hit included:
-  a hit linked to a stronger hit rises to just below it, and a fact first reached from a weak
-  hit still gets the score a stronger path offers one level later. So the facts of a path stay
-  close below its first fact instead of ranking by whichever hit reached them first (PathQuestion
-  3H, graph_depth 2: 0.741 -> 0.801, bench/REPORT.md, "Multi-hop: PathQuestion"). A fact always scores below the fact that
-  reached it, hence below the direct hit its path starts from, so it never pushes out a direct
-  hit that outscored that one.
+Neighbours lift multi-hop paths (bench/REPORT.md, "Multi-hop: PathQuestion") but lose LoCoMo's
+multi-hop and open-domain questions, hence the default (bench/REPORT.md, "Sessions as episodes").
+Similarity links (:data:`EVIDENCE_SKIPS`) and SUPERSEDES links are never followed.
 """
 
 from __future__ import annotations
@@ -48,13 +31,15 @@ EVIDENCE_WEIGHT: Final = 0.5
 HOP_FACTOR: Final = 0.8
 #: Link origins that lend no evidence, and that neighbours are not found through. Similarity
 #: links repeat what the vector leg already scored: on LoCoMo, following them besides the turn
-#: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md, "Turns linked by the bench, and similarity links").
+#: links lowered recall_frac@10 from 0.742 to 0.705 (bench/REPORT.md, "Turns linked by the
+#: bench, and similarity links").
 EVIDENCE_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 NEIGHBOUR_SKIPS: tuple[str, ...] = (LinkOrigin.AUTO_SIMILARITY,)
 #: By default the best candidates alone lend along episode links: this many, of the highest
-#: relevance among those sharing an episode. On LoCoMo (bench/REPORT.md, "Sessions as episodes") 10 and 20 gave the same
-#: recall, both a little above every candidate lending (and 50), and reading the links of a few
-#: candidates costs a fraction of reading those among all of them.
+#: relevance among those sharing an episode. On LoCoMo (bench/REPORT.md, "Sessions as
+#: episodes") 10 and 20 gave the same recall, both a little above every candidate lending (and
+#: 50), and reading the links of a few candidates costs a fraction of reading those among all
+#: of them.
 EPISODE_LENDERS: Final = 10
 #: Every origin but the episode chain's: what evidence along episode links alone leaves out.
 NOT_EPISODE: Final = tuple(o.value for o in LinkOrigin if o != LinkOrigin.EPISODE)
@@ -77,7 +62,12 @@ def lend_along_episodes(
 ) -> dict[str, float]:
     """:func:`lend_evidence` over the episode links alone, among the candidates (``rows``, with
     their ``episode_id``) that share an episode with another candidate (none: no read), the
-    EPISODE_LENDERS best of them lending."""
+    EPISODE_LENDERS best of them lending.
+
+    Search's default. On LoCoMo sessions stored as episodes, tuned on one half and checked on
+    the other, it lifts recall_frac@10 on both halves (single-hop and adversarial questions
+    most, no category losing more than 0.01; bench/REPORT.md, "Sessions as episodes").
+    """
     members: dict[str, list[str]] = {}
     for fact_id in relevance:
         episode = rows[fact_id]["episode_id"]
@@ -101,7 +91,13 @@ def lend_evidence(
 ) -> dict[str, float]:
     """Each candidate's relevance plus the best evidence a linked candidate lends it, over the
     links of every origin but ``skip_origins``, among the candidates ``among`` (all of them),
-    from the ``lenders`` among them (all of them)."""
+    from the ``lenders`` among them (all of them): ``relevance + EVIDENCE_WEIGHT *
+    max(strength * neighbour relevance)``.
+
+    On conversations, where an answer is often spread over adjacent turns, lending lifts
+    recall beyond listing the neighbours alone (recall_frac@10 0.757 against 0.731;
+    bench/REPORT.md, "Turns linked by the bench, and similarity links").
+    """
     ids = list(relevance) if among is None else among
     rows = store.link_pairs(ids, scope, skip_origins=skip_origins, touching=lenders)
     lending = None if lenders is None else set(lenders)
@@ -131,6 +127,18 @@ def neighbours(
     search's filters and time scope; the others are neither returned nor walked through.
     ``closeness`` gives the query's cosine with facts (missing ones count as farthest).
     Links of the origins ``skip_origins`` (default NEIGHBOUR_SKIPS) are not followed.
+
+    A link offers a fact its own search score (0 if the legs did not find it) plus
+    ``HOP_FACTOR * strength`` times the score of the fact it comes from (up to CLOSENESS_BONUS
+    more for the neighbours of that level nearest the query in meaning), capped at MAX_SHARE
+    of that score. Every fact takes the best offer that beats the score it has, a direct hit
+    included: a hit linked to a stronger hit rises to just below it, and a fact first reached
+    from a weak hit still gets the score a stronger path offers one level later. So a path's
+    facts stay close below its first fact instead of ranking by whichever hit reached them
+    first (PathQuestion 3H, graph_depth 2: 0.741 -> 0.801, bench/REPORT.md, "Multi-hop:
+    PathQuestion"). A fact always scores below the fact that reached it, hence below the
+    direct hit its path starts from, so it never pushes out a direct hit that outscored that
+    one.
     """
     skipped = NEIGHBOUR_SKIPS if skip_origins is None else skip_origins
     walk = store.walk(scope, skip_origins=skipped)

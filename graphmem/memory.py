@@ -2,21 +2,18 @@
 
 A facade: each method resolves its time scope and hands the work to the module that owns it.
 
-=====================  ==================================================================
-opening a namespace    :mod:`graphmem.namespace` (name, directory, embedder, rebuild)
-storage                :mod:`graphmem.storage.interface` (the interface), :mod:`graphmem.storage.sqlite.store`
-writes                 :mod:`graphmem.writer` (store, forget, purge, link, import)
-plain reads            :mod:`graphmem.storage.sql.reads` (get, facts, lookup, history)
-search                 :mod:`graphmem.search` (the pipeline), :mod:`graphmem.ranking`
-graph                  :mod:`graphmem.graph`, :mod:`graphmem.analytics`
-agent loop             :mod:`graphmem.recall`, :mod:`graphmem.capture`
-documents              :mod:`graphmem.documents` (markdown files: sync, read back)
-vector index sync      :mod:`graphmem.vectors.outbox` (outbox, check, reindex, replay)
-embedding cache        :mod:`graphmem.vectors.cache`
-access tracking        :mod:`graphmem.access`
-decay                  :mod:`graphmem.decay` (rules), :mod:`graphmem.prune` (prune, backfill)
-statistics             :mod:`graphmem.stats`
-=====================  ==================================================================
+===================  ==================================================================
+opening a namespace  :mod:`graphmem.namespace` (name, directory, embedder, rebuild)
+storage              :mod:`graphmem.storage` (the interface; SQLite and PostgreSQL stores)
+writes               :mod:`graphmem.writer` (store, forget, purge, link, import, file sync)
+plain reads          :mod:`graphmem.storage.sql.reads` (get, facts, lookup, history)
+search               :mod:`graphmem.search` (the pipeline), :mod:`graphmem.ranking`
+graph                :mod:`graphmem.graph`, :mod:`graphmem.analytics`
+agent loop, files    :mod:`graphmem.recall`, :mod:`graphmem.capture`, :mod:`graphmem.documents`
+vector index         :mod:`graphmem.vectors.outbox`, :mod:`graphmem.vectors.cache`
+upkeep               :mod:`graphmem.access`, :mod:`graphmem.decay`, :mod:`graphmem.prune`
+statistics           :mod:`graphmem.stats`
+===================  ==================================================================
 """
 
 from __future__ import annotations
@@ -693,7 +690,7 @@ class Memory:
         known_at: TimeInput | None = None,
     ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]:
         """A page of each fact's visible links, strongest first (see
-        :func:`graphmem.graph.links_page`): one query for any number of facts."""
+        :func:`graphmem.storage.sql.links.links_page`): one query for any number of facts."""
         return self._store.links_page(
             fact_ids,
             self._scope(as_of, known_at),
@@ -747,7 +744,7 @@ class Memory:
         max_nodes: int = graph.DEFAULT_MAX_NODES,
         min_strength: float = 0.0,
     ) -> graph.Subgraph:
-        """Breadth-first from ``ids`` (see :func:`graphmem.graph.traverse`)."""
+        """Breadth-first from ``ids`` (see :func:`graphmem.storage.sql.traversal.traverse`)."""
         return self._store.traverse(
             ids,
             self._scope(as_of, known_at),
@@ -886,7 +883,8 @@ class Memory:
         return self._sync.replay()
 
     def export_jsonl(self, out: IO[str]) -> int:
-        """Write every fact and link as JSON Lines (see transfer.py); returns lines written."""
+        """Write every fact and link as JSON Lines (see :mod:`graphmem.storage.sql.transfer`);
+        returns lines written."""
         return self._store.export(self.namespace, out)
 
     def import_jsonl(

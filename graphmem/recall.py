@@ -1,30 +1,15 @@
 """Auto-recall: the ``<memory-context>`` block an agent puts before a turn.
 
-``Memory.recall`` gathers the candidates: the prompt's hybrid search hits (optionally with
-linked facts, ``graph_depth``), already adjusted for importance, confidence, freshness and decay
-class; and, when the prompt names an entity memory knows (case-insensitively, as a whole word or
-a run of up to three words), that entity's facts by lookup. This module turns them into the
-block:
+``Memory.recall`` gathers the candidates: the prompt's hybrid search hits (optionally with linked
+facts, ``graph_depth``), adjusted for importance, confidence, freshness and decay class; and the
+facts of each entity the prompt names (:func:`entity_names`). This module makes the block:
 
-- candidates best first; hits below ``MIN_SHARE`` of the best hit's score are dropped; a fact
-  found by lookup only ranks at ``ENTITY_SCORE`` of the best hit;
-- a text longer than ``SUMMARY_CHARS`` is replaced by the fact's stored summary, or else by its
-  opening cut at a sentence or word boundary, ending with "…" (a summary that long is cut too);
-- one line per fact in the chosen format, one of three::
+1. candidates best first, hits far below the best one dropped (:func:`ranked`);
+2. one line per fact in the chosen format, a long text shown as a summary (:func:`format_line`);
+3. lines added while the whole block, tags included, fits ``max_tokens`` (:func:`assemble`).
 
-      full     [sqlite/preference] User prefers dark mode
-      short    preference: User prefers dark mode
-      minimal  User prefers dark mode
-
-  where the source says how the fact was found: ``sqlite`` by keywords or by entity lookup,
-  ``lance`` by meaning alone, ``graph`` through a link;
-- lines are added while the whole block, tags included, fits ``max_tokens``; a line that does not
-  fit is left out and shorter ones after it may still go in. Tokens are counted as one per 4
-  characters (rounded up) unless ``recall_tokenizer`` names a tokenizer file.
-
-Fact texts cannot break out of the block: line breaks become spaces and the block's own tags are
-removed from them. With nothing to show (no candidates, or a budget too small for even one line)
-the context is the empty string.
+Fact texts cannot break out of the block: line breaks become spaces and the block's own tags
+are removed from them. With nothing to show, the context is the empty string.
 """
 
 from __future__ import annotations
@@ -131,7 +116,8 @@ class RecallResult:
 
 
 def check(prompt: Any, max_tokens: Any, format: Any) -> None:
-    """InvalidInput for an empty prompt, a budget outside 1..MAX_RECALL_TOKENS or an unknown format."""
+    """InvalidInput for an empty prompt, a budget outside 1..MAX_RECALL_TOKENS or an unknown
+    format."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise InvalidInput("prompt must be a non-empty string", field="prompt")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
@@ -167,7 +153,8 @@ def candidates(hits: Sequence[SearchHit]) -> list[Candidate]:
 
 
 def ranked(hits: Sequence[Candidate], entity_facts: Sequence[Fact]) -> list[Candidate]:
-    """Search hits (those above MIN_SHARE of the best) and entity facts merged, best first; a
+    """Search hits (those at least MIN_SHARE of the best) and entity facts merged, best first;
+    a fact found by entity lookup only ranks at ENTITY_SCORE of the best hit's score, and a
     fact found both ways keeps its hit."""
     top = max((c.score for c in hits), default=1.0)
     hits = [c for c in hits if c.score > 0 and c.score >= top * MIN_SHARE]
@@ -180,8 +167,10 @@ def ranked(hits: Sequence[Candidate], entity_facts: Sequence[Fact]) -> list[Cand
 def assemble(
     candidates: Sequence[Candidate], max_tokens: int, format: Format, count: TokenCounter
 ) -> RecallResult:
-    """The block of as many candidates as fit ``max_tokens``, in order (see the module
-    docstring)."""
+    """The block of as many candidates as fit ``max_tokens``, in order: a line is added while
+    the whole block, tags included, fits; a line that does not fit is left out, and shorter
+    ones after it may still go in. ``count`` counts tokens: one per CHARS_PER_TOKEN characters
+    (rounded up, :func:`chars_counter`) unless ``recall_tokenizer`` names a tokenizer file."""
     items: list[RecallItem] = []
     lines: list[str] = []
     omitted = 0
@@ -199,7 +188,16 @@ def assemble(
 
 
 def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
-    """The fact's line in ``format``, and whether it shows a summary."""
+    """The fact's line in ``format``, and whether it shows a summary::
+
+        full     [sqlite/preference] User prefers dark mode
+        short    preference: User prefers dark mode
+        minimal  User prefers dark mode
+
+    where the source says how the fact was found: ``sqlite`` by keywords or by entity lookup,
+    ``lance`` by meaning alone, ``graph`` through a link. A text longer than SUMMARY_CHARS is
+    replaced by the fact's stored summary, or else by its opening (:func:`shorten`); a summary
+    that long is cut too."""
     text = _clean(fact.text)
     summarized = len(text) > SUMMARY_CHARS
     if summarized:

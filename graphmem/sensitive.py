@@ -1,22 +1,16 @@
 """Secret detection: what in a text must never be stored, in any phrasing.
 
-Three layers, the first that finds something names it:
+:func:`findings` looks in four layers, in this order; :func:`sensitive` names the first found.
 
-1. **Provider formats** from detect-secrets (Yelp's well-kept scanner): AWS access keys, GitHub
-   and GitLab tokens, Slack, Stripe, Twilio, SendGrid, Mailchimp, npm, PyPI, OpenAI, Discord,
-   Telegram, Square and Azure storage keys, JSON Web Tokens, private key blocks, and URLs with a
-   password in them. Its keyword and high-entropy plugins are not used: they are written for
-   source code and flag ordinary words in conversation.
-2. **Credentials in words**: a credential word (password, passphrase, pw, PIN, passcode, login,
-   one-time / verification / security code, OTP, secret, API key, token…) with, within a few
-   words after it (or just before it), something shaped like a secret — a token mixing letters with digits or symbols, or
-   a run of 4 to 8 digits after a PIN or code word. So "I always use the password
-   hunter2-Quartz! for the staging box" and "log in with pw: Tr0ub4dor&3" are caught, while "I
-   passed the driving test" and "the zip code is 90210" are not.
-3. **Numbers**: card numbers (13 to 19 digits passing the Luhn check) and US social security
-   numbers.
+1. **Our patterns** (``_PATTERNS``): private key blocks, "password: …", API keys and tokens by
+   their prefixes, credentials in URLs, US social security numbers.
+2. **Credentials in words**: a credential word (password, PIN, one-time code, API key…) with
+   something shaped like a secret near it (:func:`_credentials_in_words`).
+3. **Provider formats** from detect-secrets (``_PLUGINS``): AWS, GitHub, Slack, Stripe and more.
+4. **Card numbers**: 13 to 19 digits passing the Luhn check.
 
-``bench/secrets.py`` measures how often ordinary conversation is flagged (bench/REPORT.md, "Secrets").
+``bench/secrets.py`` measures how often ordinary conversation is flagged (bench/REPORT.md,
+"Secrets").
 """
 
 from __future__ import annotations
@@ -107,7 +101,9 @@ _WORD: Final = re.compile(r"\S+")
 _EDGES: Final = "\"'()[]{}<>,.;:!?\u201c\u201d\u2018\u2019"
 _CARD: Final = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
 
-#: The detect-secrets plugins used (module, class): formats of providers, never guesses.
+#: The detect-secrets plugins used (module, class): formats of providers, never guesses. Its
+#: keyword and high-entropy plugins are not used: they are written for source code and flag
+#: ordinary words in conversation.
 _PLUGINS: Final = (
     ("aws", "AWSKeyDetector"),
     ("azure_storage_key", "AzureStorageKeyDetector"),
@@ -146,7 +142,7 @@ def sensitive(text: str) -> str | None:
 
 
 def findings(text: str) -> list[Finding]:
-    """Every secret in ``text``, each with its span, in the order of the layers above."""
+    """Every secret in ``text``, each with its span, in the order of the module's layers."""
     out = [
         Finding(what, *m.span("secret" if "secret" in pattern.groupindex else 0))
         for what, pattern in _PATTERNS
@@ -181,6 +177,12 @@ def redact(text: str, placeholder: str = "[secret]") -> str:
 
 
 def _credentials_in_words(text: str) -> list[Finding]:
+    """A credential word (password, passphrase, pw, PIN, passcode, login, one-time /
+    verification / security code, OTP, secret, API key, token…) with, within ``_REACH`` words
+    after it (or ``_BEFORE`` before it), something shaped like a secret: a token mixing letters
+    with digits or symbols, or a run of 4 to 8 digits after a PIN or code word. So "I always
+    use the password hunter2-Quartz! for the staging box" and "log in with pw: Tr0ub4dor&3" are
+    caught, while "I passed the driving test" and "the zip code is 90210" are not."""
     out = []
     for cue in _CREDENTIAL.finditer(text):
         digits_count = cue.group("code") is not None

@@ -1,30 +1,16 @@
 """Time words in questions: "what did Caroline do last week?", "in May 2023", "two years ago".
 
-``understand`` finds the first time expression in a query with dateparser (its search over free
-text, English) and turns it into a period of valid time, relative to a base moment (the search's
-``as_of``, or now): a day, the week (Monday to Monday), the month or the year the expression
-names; after ``before``/``until`` everything earlier, after ``after``/``since`` everything later.
-A month named without a year ("in June") is that month of any year.
+1. :func:`understand` finds the first time expression of a query with dateparser (English, over
+   free text) and turns it into a period of valid time, relative to the search's ``as_of``.
+2. Failing that, :func:`event` finds a period placed before or after an event ("before she
+   moved"): search dates the event by its best keyword matches, and :func:`anchored` makes the
+   period.
+3. Search ranks by the period, never drops by it: facts dated in it are also looked for among
+   its keyword matches, and their relevance is raised (:data:`TIME_HINT_BOOST`). Each hit says
+   what was understood (``SearchHit.time_hint``).
 
-A question may place itself before or after an event instead of a date: "where did Ana live
-before she moved?", "how did Melanie feel after the accident?". ``event`` finds such words, search
-dates the event by the earliest of its EVENT_MATCHES best keyword matches among the facts in
-scope (a fact's source date, else its ``valid_from``), and ``anchored`` makes the period: up to
-the end of that day, or from its start on. The hint names the fact it was dated by
-(``TimeHint.event``).
-
-Search uses the period to rank, never to drop: facts whose time (their source date, else their
-``valid_from``) falls in it are also looked for among the keyword matches of that period, and
-their relevance is multiplied by ``1 + TIME_HINT_BOOST``; facts outside it or without a date
-keep their score. The query itself is searched as written: its time words also match the
-facts' date words ("8 May 2023 Monday") and texts that say them ("last year we went camping"),
-and leaving them out measured worse (bench/REPORT.md, "Time words"). What was understood comes back with each
-hit (``SearchHit.time_hint``).
-
-Only expressions that say a time are taken: a month's name, a relative day ("yesterday", "3 days
-ago"), "last"/"next"/"this"/"past" with a unit or a weekday, or a year after "in", "since",
-"before" and the like. A bare number or ordinal ("18th"), a weekday alone ("deploy friday"), a
-year naming an edition ("wimbledon 2017"), "may" the verb and "march madness" are not dates.
+The query is searched as written: its time words also match the facts' date words and texts
+that say them, and leaving them out measured worse (bench/REPORT.md, "Time words").
 """
 
 from __future__ import annotations
@@ -38,10 +24,12 @@ from typing import Any, Final
 from .temporal import to_iso
 
 #: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
-#: conversations 0-4 and checked on 5-9 (bench/REPORT.md, "Time words").
+#: conversations 0-4 and checked on 5-9 (bench/REPORT.md, "Time words"). A fact's time is its
+#: source date, else its ``valid_from``; a fact outside the period or undated keeps its score.
 TIME_HINT_BOOST: Final = 1.0
-#: An event is dated by the earliest of its best keyword matches: a conversation mentions an
-#: event again after it happened ("since the tour..."), rarely before.
+#: An event is dated by the earliest of its best keyword matches among the facts in scope (a
+#: fact's source date, else its ``valid_from``): a conversation mentions an event again after
+#: it happened ("since the tour..."), rarely before.
 EVENT_MATCHES: Final = 3
 
 _MONTHS: Final = tuple(m.lower() for m in calendar.month_name[1:])
@@ -121,7 +109,15 @@ class TimeHint:
 
 def understand(query: str, base: float) -> TimeHint | None:
     """The first time expression of ``query``, understood relative to ``base`` (epoch
-    seconds), or None when the query names no time."""
+    seconds), or None when the query names no time.
+
+    The period is the day, the week (Monday to Monday), the month or the year the expression
+    names; after "before"/"until" everything earlier, after "after"/"since" everything later.
+    A month named without a year ("in June") is that month of any year. Only expressions that
+    say a time are taken (:func:`_says_a_time`): a bare number or ordinal ("18th"), a weekday
+    alone ("deploy friday"), a year naming an edition ("wimbledon 2017"), "may" the verb and
+    "march madness" are not dates.
+    """
     if not _YEAR.search(query) and not _words(query) & _TRIGGERS:
         return None  # most queries: no need to ask the parser
     decade = _DECADE.search(query)

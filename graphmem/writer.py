@@ -1,17 +1,15 @@
 """The write path: every change to a namespace, from validated input to an announced change.
 
-``store_many``: validate (in the caller's thread) → queue for the next group commit
-(:mod:`graphmem.group_commit`): concurrent writes are written together → embed the group's texts in
-one batch → near-duplicate and similarity candidates from the vector index and among the
-group's facts → one store transaction in which each write, in a savepoint of its own, dedups,
-classifies (rules, or applies the LLM's verdicts, asked in the caller's thread before
-queuing), supersedes, inserts, links automatically (:mod:`graphmem.autolink`), caches new
-embeddings and queues an outbox row per vector to sync; the group's changes go to the change
-log, from which other processes hear of them → one durable commit → bring the vector index in
-line (:mod:`graphmem.vectors.outbox`) → answer each write with its own results or error → tell this
-process's subscribers. A crash after the commit loses nothing: opening the namespace replays
-the outbox. Forget, link and unlink go through the same group commit; purge, import and
-document syncs follow the same order in a transaction of their own.
+1. ``store_many`` validates in the caller's thread (and asks the LLM classifier there, if used),
+   then queues the write for the next group commit (:mod:`graphmem.group_commit`).
+2. The group's texts are embedded in one batch; near-duplicate and similarity candidates come
+   from the vector index and from the group's own facts.
+3. In one store transaction, each write, in a savepoint of its own, dedups, classifies,
+   supersedes, inserts, links (:mod:`graphmem.autolink`), caches new embeddings and queues an
+   outbox row per vector. The changes go to the change log, where other processes hear of them.
+4. After one durable commit, the vector index is brought in line (:mod:`graphmem.vectors.outbox`),
+   each write gets its own results or error, and this process's subscribers are told. A crash
+   after the commit loses nothing: opening the namespace replays the outbox.
 """
 
 from __future__ import annotations
@@ -51,7 +49,10 @@ GROUP_MAX_ITEMS: Final = 2 * MAX_BATCH
 
 
 class Writer:
-    """Writes to one namespace's store and vector index, and announces each change."""
+    """Writes to one namespace's store and vector index, and announces each change.
+
+    Forget, link and unlink go through the same group commit as ``store_many``; purge, import
+    and document syncs follow the same order in a transaction of their own."""
 
     def __init__(
         self,
@@ -147,8 +148,13 @@ class Writer:
         in one transaction each chunk is written as a fact that supersedes the document's
         current chunk at its position, old chunks beyond the new count are superseded by the
         last new one (forgotten if there is none), consecutive chunks are linked, and the file
-        is recorded. Returns the chunks written. See :mod:`graphmem.documents`."""
+        is recorded. Texts already embedded come from the embedding cache, so only changed
+        chunks are embedded. Returns the chunks written. See :mod:`graphmem.documents`."""
         path, date = snapshot.path, snapshot.date
+        # A chunk belongs to its file: the file, not a decay class, decides how long it lives
+        # (permanent), it is never merged with an identical text elsewhere (no dedup) and makes
+        # no similarity links. A date in the file name (daily notes) is its valid_from and
+        # source date, so as-of reads and date words find it; else it holds from this sync.
         inputs = [
             FactInput(
                 text=c.text,

@@ -1,20 +1,14 @@
 """What a GraphQL document may cost, worked out before it runs, and what each key may spend.
 
-1. **Cost.** A document's cost is the most list items its answer may hold, as GitHub's node
-   limit counts them: each list of objects counts its page size (``first``, ``limit``,
-   ``maxNodes``, or the number of inputs, clamped to the field's own maximum) times the items
-   of the lists above it, and every alias counts again; an object outside a list is part of the
-   item that holds it. So ``fact(id) { links(first: 100) { edges { neighbour { links(first:
-   10) { edges { neighbourId } } } } } }`` costs 100 + 100 x 10 = 1,100. Lists without a page
-   size count the bound in ``LIST_SIZES``; introspection is bounded by the schema and not
-   counted; every document costs at least 1. One over the ``graphql_max_cost`` setting is
-   refused before anything runs (``TOO_COSTLY``, naming both).
-2. **Spending.** Each API key has a bucket of ``rate_limit_per_minute`` cost points, refilled
-   continuously; a request that finds too few points is refused with ``RATE_LIMITED`` (HTTP 429
-   and ``Retry-After``). Buckets live in the server process.
-3. **Heavy documents off the event loop.** The event loop completes every answer's fields; a
-   document of ``HEAVY_COST`` or more runs on a thread of its own with its own event loop
-   (``Lane``), so a large answer never holds up another tenant's request.
+1. **Cost** (:func:`cost_of`): the most list items the document's answer may hold, as GitHub's
+   node limit counts them. A document over the ``graphql_max_cost`` setting is refused before
+   anything runs (``TOO_COSTLY``, naming both).
+2. **Spending** (:class:`Buckets`): each API key has ``rate_limit_per_minute`` cost points,
+   refilled continuously; a request that finds too few is refused with ``RATE_LIMITED`` (HTTP
+   429 and ``Retry-After``). Buckets live in the server process.
+3. **Heavy documents off the event loop** (:class:`Lane`): a document of :data:`HEAVY_COST` or
+   more, or with a list of no knowable bound, runs on a thread with its own event loop, so a
+   large answer never holds up another tenant's request.
 """
 
 from __future__ import annotations
@@ -160,8 +154,17 @@ def cost_of(
     fragments: Mapping[str, FragmentDefinitionNode],
     variables: Mapping[str, Any] | None,
 ) -> tuple[int, bool]:
-    """The worst-case cost of ``operation`` (see the module docstring), and whether it selects a
-    list of no knowable bound (``Size.unbounded``)."""
+    """The worst-case cost of ``operation``, and whether it selects a list of no knowable
+    bound (``Size.unbounded``).
+
+    Each list of objects counts its page size (``first``, ``limit``, ``maxNodes``, or the
+    number of inputs, clamped to the field's own maximum) times the items of the lists above
+    it, and every alias counts again; an object outside a list is part of the item that holds
+    it. So ``fact(id) { links(first: 100) { edges { neighbour { links(first: 10) { edges {
+    neighbourId } } } } } }`` costs 100 + 100 x 10 = 1,100. Lists without a page size count
+    the bound in ``LIST_SIZES``; introspection is bounded by the schema and not counted; every
+    document costs at least 1.
+    """
     root = {
         OperationType.QUERY: schema.query_type,
         OperationType.MUTATION: schema.mutation_type,

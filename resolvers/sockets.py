@@ -1,20 +1,16 @@
-"""The WebSockets of ``/graphql`` (graphql-transport-ws): a key checked per operation, not per
-connection.
+"""The WebSockets of ``/graphql`` (graphql-transport-ws): keys checked per operation.
 
-1. A socket presents its key once (a header, or its connection_init payload), but every
-   operation it starts — query, mutation or subscription — is let in only while that key is
-   still live (or, for a socket let in without a key, while keyless access still holds: see
-   ``Authenticator.still_admitted``); otherwise the socket is closed with 4403. Each subscription event
-   checks again (``resolvers.subscriptions``).
-2. ``Sockets.watch`` looks at the keys of the open sockets every ``REVOCATION_CHECK_EVERY``
-   seconds and closes (4403) every socket of a key revoked since, whether or not it sends
-   anything: a revoked key loses its sockets within a second, on every replica (each asks the
-   key store its replicas share).
+1. A socket presents its key once (a header, or its connection_init payload), but each
+   operation it starts (query, mutation or subscription) is let in only while that key still
+   admits it (``Authenticator.still_admitted``); else the socket is closed with 4403. Each
+   subscription event checks again (``resolvers.subscriptions``).
+2. :meth:`Sockets.watch` closes (4403) every socket of a key revoked since, whether or not it
+   sends anything: a revoked key loses its sockets within a second, on every replica.
 3. Each operation runs with a context of its own (its own DataLoaders), so an answer never
    comes from what an earlier operation on the socket read.
-4. A socket runs at most ``MAX_SUBSCRIPTIONS_PER_SOCKET`` operations at once, one key holds at
-   most ``MAX_SOCKETS_PER_KEY`` sockets in a process (one more is closed with 4429), and a
-   socket that has not presented its key within ``INIT_WAIT_S`` is closed (4408).
+4. Limits: ``MAX_SUBSCRIPTIONS_PER_SOCKET`` operations at once per socket; ``MAX_SOCKETS_PER_KEY``
+   sockets per key in a process (one more is closed with 4429); ``INIT_WAIT_S`` to present the
+   key (4408).
 """
 
 from __future__ import annotations
@@ -84,7 +80,7 @@ class Sockets:
 
     async def watch(self, every: float = REVOCATION_CHECK_EVERY) -> None:
         """Every ``every`` seconds, until cancelled: close the sockets whose key (or keyless
-        access) no longer admits them."""
+        access) no longer admits them. Each replica asks the key store its replicas share."""
         while True:
             await asyncio.sleep(every)
             try:
@@ -105,8 +101,9 @@ class Sockets:
 
 
 class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
-    """strawberry's graphql-transport-ws handler, admitting each operation on its own (see the
-    module docstring)."""
+    """strawberry's graphql-transport-ws handler, admitting each operation on its own: while
+    its socket's key is live, or, for a socket let in without a key, while keyless access
+    still holds."""
 
     @property
     def sockets(self) -> Sockets:

@@ -1,13 +1,12 @@
 """Shared fixtures: a Memory, or the GraphQL service, on a temporary data directory with the hash
 embedder and a controllable clock; and the OpenAI-compatible stub. A test file that needs other
-settings overrides ``settings``, and ``mem``, ``app`` and ``service`` follow."""
+settings overrides ``settings``, and ``mem``, ``app`` and ``service`` follow. The helpers behind
+them (the clock, the clients, the stub) are in ``support/``."""
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,37 +18,11 @@ from devtools.cluster import ObjectStore, Postgres, Unavailable
 from graphmem import KeyStore, Memory, Settings
 from graphmem.storage import open_keys
 from graphmem.storage.postgres import schema as pgschema
-from graphmem.storage.sqlite.store import SQLiteStore
 from resolvers import create_app
 
-from .api import InProcess
-from .openai_stub import OpenAIStub
-
-
-class Clock:
-    """A settable clock: ``clock()`` returns epoch seconds; ``advance`` moves it forward."""
-
-    def __init__(self, start: str = "2026-01-01T00:00:00+00:00") -> None:
-        self.now = datetime.fromisoformat(start).astimezone(UTC).timestamp()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> float:
-        self.now += seconds
-        return self.now
-
-    def set(self, iso: str) -> float:
-        self.now = datetime.fromisoformat(iso).astimezone(UTC).timestamp()
-        return self.now
-
-
-def read_connection(memory: Memory) -> sqlite3.Connection:
-    """This thread's read connection to the namespace's SQLite store, for the few tests that look
-    beneath the API (PRAGMAs, time limits, the embedding cache)."""
-    store = memory._store
-    assert isinstance(store, SQLiteStore)
-    return store._read()
+from .support.clock import Clock
+from .support.graphql_clients import InProcess
+from .support.openai_stub import OpenAIStub
 
 
 @pytest.fixture(autouse=True)

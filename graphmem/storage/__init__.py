@@ -9,7 +9,7 @@
   bm25 from postings, the keys table.
 * :mod:`.keys` — API keys, whichever engine keeps them.
 
-Nothing outside this package imports ``sqlite3`` or ``psycopg`` (``tests/test_structure.py``);
+Nothing outside this package imports ``sqlite3`` or ``psycopg`` (``tests/project/test_structure.py``);
 the rest of graphmem opens a store here and speaks to it through the interface.
 """
 

@@ -1,11 +1,9 @@
 """The storage interface: everything the engine asks of a storage engine, and nothing more.
 
-The engine-neutral core — the time rule (:mod:`graphmem.temporal`), ranking and fusion
-(:mod:`graphmem.ranking`, :mod:`graphmem.search`), graph expansion (:mod:`graphmem.expansion`),
-classification, decay rules and vector sync (:mod:`graphmem.vectors.outbox`) — talks to storage only
-through ``Store`` and the ``Transaction`` it opens. :class:`graphmem.storage.sqlite.store.SQLiteStore` is
-the reference implementation; tests/test_store.py is the conformance suite every implementation
-must pass.
+The rest of graphmem (the write path, search, expansion, decay, vector sync) talks to storage
+only through ``Store`` and the ``Transaction`` it opens. Both engines implement it on the shared
+SQL (:class:`graphmem.storage.sql.store.SQLStore`); tests/storage/test_conformance.py is the
+suite every implementation must pass.
 
 Contracts every implementation keeps:
 

@@ -1,27 +1,16 @@
 """The LanceDB vector index: a derived, rebuildable copy of the facts' embeddings.
 
-One table, ``facts``, per namespace: the fact id, its vector and a ``live`` flag (some fact using
-this vector is neither retracted nor superseded) so that current-time searches can pre-filter.
-The store stays the source of truth: writes reach this index through the outbox (see sync.py).
+One table, ``facts``, per namespace: each fact's id, vector and ``live`` flag (some fact using
+the vector is neither retracted nor superseded), so that current-time searches can pre-filter.
+The store stays the source of truth: writes reach this index through the outbox
+(:mod:`graphmem.vectors.outbox`).
 
-Queries take one of two paths. Up to EXACT_SEARCH_MAX_ROWS vectors, the table is mirrored in
-memory (:mod:`graphmem.vectors.mirror`) and searched there: LanceDB measured 12-28 ms a query with its IVF-PQ index at 100k
-vectors and far more flat, each query also carrying a fixed overhead that batching does not
-remove. A full matrix product over the mirror is memory-bound (about 16 ms for 100k x 384 on 2
-cores), so from PROJECTION_MIN_ROWS rows the mirror first scores the rows' principal-component
-coordinates and re-scores the best candidates with the full vectors. Above EXACT_SEARCH_MAX_ROWS, the copy (kept up to IN_MEMORY_MAX_ROWS) is
-searched approximately: the query's nearest k-means partitions, each row there scored exactly
-(``Mirror.probe``); beyond that size, queries go to LanceDB's ANN index.
-
-Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
-server). Writes to the table are made under a lock on a file beside it (``writing``), one
-process at a time, and each is recorded in the store's vector log once made (see sync.py).
-Every process follows the log (``catch_up``): before a write, and before a read at most
-FOLLOW_EVERY seconds after the last look, it brings the rows the others changed up to date, so
-its in-memory copy holds what the table holds. Each entry says how the write left its row
-(deleted, stored live or not), and a stored row's vector is the one the embedding cache holds
-for its fact's text: the table is read back (a scan of its fragments, the larger part of a
-write's time when two processes take turns) only for what the cache lacks.
+1. Up to :data:`EXACT_SEARCH_MAX_ROWS` rows, a search reads every row of an in-memory copy
+   (:mod:`graphmem.vectors.mirror`); up to :data:`IN_MEMORY_MAX_ROWS`, it probes the copy's
+   nearest k-means partitions (``Mirror.probe``); beyond, LanceDB's ANN index answers.
+2. Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
+   server): one writes at a time (:meth:`VectorIndex.writing`), each write is logged in the
+   store's vector log, and every process follows the log (:meth:`VectorIndex.catch_up`).
 """
 
 from __future__ import annotations
@@ -59,7 +48,12 @@ T = TypeVar("T")
 
 TABLE: Final = "facts"
 #: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
-#: it, searches probe the in-memory copy's partitions (approximate).
+#: it, searches probe the in-memory copy's partitions (approximate). In memory because LanceDB
+#: measured 12-28 ms a query with its IVF-PQ index at 100k vectors, and far more without one,
+#: each query carrying a fixed overhead that batching does not remove. A full matrix product
+#: over the copy is memory-bound (about 16 ms for 100k x 384 on 2 cores), so from
+#: graphmem.vectors.mirror.PROJECTION_MIN_ROWS rows the copy first scores the rows'
+#: principal-component coordinates and re-scores the best candidates with the full vectors.
 EXACT_SEARCH_MAX_ROWS: Final = 250_000
 #: Most vectors held in memory at all. Beyond it, searches use LanceDB's IVF-PQ index, which
 #: ``optimize`` builds, and the write-time checks search LanceDB too (slow without that index:
@@ -96,7 +90,8 @@ COMPACTED: Final = "+"
 #: A vector log entry's row as the write left it: deleted, stored with ``live`` false, stored
 #: with ``live`` true. The other processes take a stored row's vector from the embedding cache
 #: (``VectorSource``); an entry without a state (the marks above, entries of earlier versions)
-#: or whose vector the cache lacks is read back from the table.
+#: or whose vector the cache lacks is read back from the table (a scan of its fragments, the
+#: larger part of a write's time when two processes take turns).
 ROW_DELETED: Final = 0
 ROW_STORED: Final = 1
 ROW_LIVE: Final = 2
@@ -266,7 +261,8 @@ class VectorIndex:
 
     def catch_up(self, *, force: bool = False) -> None:
         """Bring the copy's rows that other processes changed since the last look at the
-        vector log up to date (unless ``force``, at most every FOLLOW_EVERY seconds)."""
+        vector log up to date, so that the copy holds what the table holds (unless ``force``,
+        at most every FOLLOW_EVERY seconds: before a read; ``writing`` forces it)."""
         log = self._log
         if log is None or (not force and time.monotonic() - self._looked < FOLLOW_EVERY):
             return

@@ -1,6 +1,6 @@
 """graphmem's memory as tools for agents, over the Model Context Protocol (the ``mcp`` SDK).
 
-1. :mod:`.tools` — the catalogue (``TOOLS``): eleven tools, each a handler named after the
+1. :mod:`.tools` — the catalogue (``TOOLS``): each tool a handler named after the
    ``Memory`` verb it calls, with an argument model (pydantic, so the JSON schema and the
    validation cannot disagree) and a description written for a model to read.
 2. :mod:`.rendering` — a result's compact text, one line per fact (id, text, category, validity);

@@ -1,34 +1,16 @@
-"""The reference store's SQL, spoken to PostgreSQL.
+"""The shared SQL of :mod:`graphmem.storage.sql`, spoken to PostgreSQL.
 
-The SQL modules of the reference store (:mod:`graphmem.storage.sql.reads`, :mod:`graphmem.graph`,
-:mod:`graphmem.episodes`, …) are written for SQLite and take a ``sqlite3.Connection``.
-:class:`Connection` gives them a PostgreSQL connection with the same surface (``execute``,
-``executemany``, ``cursor``, rows read by index or by name, ``in_transaction``), and
-:func:`translate` rewrites each statement once (then cached) from the closed set of SQLite
-constructs those modules use:
+That SQL (:mod:`graphmem.storage.sql.reads`, :mod:`graphmem.storage.sql.traversal`, …) is written
+for SQLite. Here its tables are views of one namespace (:mod:`graphmem.storage.postgres.schema`),
+so it needs no namespace filter, and:
 
-* parameters ``:name`` and ``?`` become psycopg's ``%(name)s`` and ``%s``;
-* an id list (``x IN (SELECT value FROM json_each(:ids))``, ``json_each(:ids) fr``) becomes an
-  array, typed by the column it is compared with (``seq``: bigint, anything else: text):
-  ``x = ANY(array)`` (``<> ALL`` for NOT IN), or ``unnest`` with its ``key`` (the position)
-  when read as a table;
-* the scalar ``max(a, b)`` and ``min(a, b)`` become ``GREATEST`` and ``LEAST``; ``rowid``
-  becomes ``seq``; SQLite's planner hints (``INDEXED BY``, a unary ``+``) are dropped;
-* ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` become ``ON CONFLICT`` clauses on the table's
-  key, and every conflict target gains the ``namespace`` column that leads every key;
-* a join on the rows a correlated subquery picks (``JOIN links l ON l.rowid IN (SELECT
-  l.rowid FROM … LIMIT :cap)``, a traversal's strongest links per frontier fact) becomes a
-  ``LATERAL`` join (PostgreSQL would otherwise run the subquery once per row of the table);
-* ``lower(f.entity)``, ``lower(f.key)`` and ``COALESCE(f.source_date, f.valid_from)`` become
-  the columns ``gm_facts`` keeps them in (``pgschema.COMPUTED``: its indexes serve them);
-* ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores ASCII case), a negative ``LIMIT`` no limit,
-  the month of an epoch is read with ``to_char``, ``PRAGMA table_info`` from the information
-  schema; rows leave out the views' ``namespace`` and computed columns.
+1. :class:`Connection` gives it a psycopg connection with ``sqlite3``'s surface (``execute``,
+   ``executemany``, ``cursor``, rows read by index or by name, ``in_transaction``);
+2. :func:`translate` rewrites each statement once (then cached) from the closed set of SQLite
+   constructs it uses; anything else passes through as written.
 
-Anything else is passed through as written; the conformance suite (tests/test_store.py) and
-the Memory-level suites run every statement the store issues against a real PostgreSQL.
-The tables the SQL names are views of one namespace (see :mod:`graphmem.storage.postgres.schema`), so the
-statements need no namespace filter of their own.
+The conformance suite (tests/storage/test_conformance.py) and the Memory-level suites run every
+statement the store issues against a real PostgreSQL.
 """
 
 from __future__ import annotations
@@ -61,7 +43,7 @@ _REPLACE_KEYS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
 _IN_LIST = re.compile(
     r"([\w.]+|\))(\s+NOT)?\s+IN\s+\(SELECT value FROM json_each\(([^()]+)\)\)", re.IGNORECASE
 )
-#: The views' columns that are none of the reference store's: the namespace, the computed ones.
+#: The views' columns that the shared SQL does not know: the namespace, the computed ones.
 HIDDEN: Final = ("namespace", *COMPUTED)
 _LIST_TABLE = re.compile(r"json_each\(([^()]+)\)\s+(\w+)\b", re.IGNORECASE)
 _INSERT_OR = re.compile(r"INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)
@@ -77,7 +59,7 @@ _PICKED = re.compile(
 
 
 def _on_alias(expression: str) -> re.Pattern[str]:
-    """``expression`` (a function of columns, as pgschema.COMPUTED writes it) on the columns of
+    """``expression`` (a function of columns, as schema.COMPUTED writes it) on the columns of
     any one table alias: ``lower(entity)`` matches ``lower(f.entity)``, the alias captured."""
     function, arguments = expression.removesuffix(")").split("(", 1)
     columns = [re.escape(c.strip()) for c in arguments.split(",")]
@@ -91,7 +73,26 @@ _COMPUTED: Final = {_on_alias(expression): name for name, (expression, _) in COM
 
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
-    """``sql`` as PostgreSQL and psycopg take it (see the module's docstring)."""
+    """``sql`` as PostgreSQL and psycopg take it:
+
+    * parameters ``:name`` and ``?`` become psycopg's ``%(name)s`` and ``%s``;
+    * an id list (``x IN (SELECT value FROM json_each(:ids))``, ``json_each(:ids) fr``) becomes
+      an array, typed by the column it is compared with (``seq``: bigint, else text):
+      ``x = ANY(array)`` (``<> ALL`` for NOT IN), or ``unnest`` with its ``key`` (the
+      position) when read as a table;
+    * the scalar ``max(a, b)`` and ``min(a, b)`` become ``GREATEST`` and ``LEAST``; ``rowid``
+      becomes ``seq``; SQLite's planner hints (``INDEXED BY``, a unary ``+``) are dropped;
+    * ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` become ``ON CONFLICT`` clauses on the
+      table's key, and every conflict target gains the ``namespace`` column that leads every key;
+    * a join on the rows a correlated subquery picks (``JOIN links l ON l.rowid IN (SELECT
+      l.rowid FROM … LIMIT :cap)``, a traversal's strongest links per frontier fact) becomes a
+      ``LATERAL`` join (PostgreSQL would otherwise run the subquery once per row of the table);
+    * ``lower(f.entity)``, ``lower(f.key)`` and ``COALESCE(f.source_date, f.valid_from)``
+      become the columns ``gm_facts`` keeps them in (``schema.COMPUTED``: its indexes serve them);
+    * ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores ASCII case), a negative ``LIMIT`` no
+      limit, the month of an epoch is read with ``to_char``, ``PRAGMA table_info`` from the
+      information schema; rows leave out the views' ``namespace`` and computed columns.
+    """
     sql = _PICKED.sub(r"CROSS JOIN LATERAL (SELECT \2.* FROM \3) \2", sql)
     for expression, column in _COMPUTED.items():
         sql = expression.sub(rf"\1.{column}", sql)
@@ -262,7 +263,7 @@ def _row_factory(cursor: psycopg.Cursor[Any]) -> RowMaker[Any]:
     description = cursor.description
     if description is None:
         return tuple_row(cursor)
-    # The views' last columns are no columns of the reference store's tables.
+    # The views' last columns are no columns of the shared SQL's tables.
     names = {c.name: i for i, c in enumerate(description) if c.name not in HIDDEN}
     kind = type("Row", (Row,), {"_names": names})
     return cast(RowMaker[Any], kind)
@@ -307,10 +308,10 @@ class Cursor:
 
 class Connection:
     """A psycopg connection (autocommit; transactions by BEGIN/COMMIT statements, as with
-    ``sqlite3`` in autocommit mode) that runs the reference store's SQL."""
+    ``sqlite3`` in autocommit mode) that runs the shared SQL (:mod:`graphmem.storage.sql`)."""
 
     #: The keyword index is a generated column: writers need not index their facts
-    #: (graphmem.storage.sqlite.keyword.indexing).
+    #: (graphmem.storage.sql.keyword_index.indexing).
     indexes_keywords: Final = True
 
     def __init__(

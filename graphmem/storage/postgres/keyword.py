@@ -2,27 +2,14 @@
 
 PostgreSQL's own ``ts_rank`` has no inverse document frequency, so a rare word counts no more
 than a common one. :class:`Bm25Ranker` computes FTS5's bm25 instead (k1 = 1.2, b = 0.75, idf
-floored at 1e-6) from ``gm_postings`` (graphmem.storage.postgres.schema, migration 3), which holds, for each
-fact and each lexeme of its ``tsvector``, the lexeme's weighted frequency in the fact — the sum,
-over its occurrences, of the weight of the column it occurs in (:data:`graphmem.storage.postgres.schema.LABEL_WEIGHTS`) — and the
-fact's length in tokens. Ranking reads that index alone; only the ranked facts are then read, for
-the time scope and the filters.
+floored at 1e-6), from ``gm_postings`` alone (:mod:`graphmem.storage.postgres.schema`, migration
+3); only the ranked facts are then read, for the time scope and the filters.
 
-* Selecting and scoring words, as in the SQLite store (graphmem.storage.sqlite.keyword): the rarest words
-  select facts while their document frequencies add up to at most
-  :data:`graphmem.storage.sqlite.keyword.RANKING_BUDGET` (the rarest always selects); the others add to the
-  score of a selected fact but bring in none. The facts that only scoring words match are
-  ranked only if the selected ones leave fewer than asked for.
-* The scoring words' postings (common words, by definition) are kept in memory once read
-  (:class:`CommonWords`), so a selected fact costs an array search rather than a descent of the
-  index; exact whatever other replicas write.
-* A fact's length is its number of tokens, the average over the namespace's facts; the number
-  of facts and each word's document frequency are counted per namespace and cached until the
-  namespace has grown or shrunk by a tenth (they steer idf, as FTS5's own counts do, over
-  every version of every fact).
-
-The query's words are those of :func:`graphmem.ranking.fts_terms`, stemmed by the same
-configuration as the facts; a word that stems to several lexemes ("e-mail") counts as each.
+1. Words select or score as in the SQLite store (:mod:`graphmem.storage.sqlite.keyword`).
+2. The scoring words' postings are kept in memory once read (:class:`CommonWords`), so a
+   selected fact costs an array search rather than a descent of the index.
+3. The number of facts, their average length and each word's document frequency are counted per
+   namespace and cached until it has grown or shrunk by :data:`REFRESH_SHARE`.
 """
 
 from __future__ import annotations
@@ -54,7 +41,10 @@ MARKER_EVERY_S: Final = 1.0
 
 #: The postings of the connection's namespace.
 _MINE: Final = "p.namespace = current_setting('graphmem.namespace')"
-#: The postings of words ``:lexemes`` (of the facts ``:seqs``, when given).
+#: The postings of words ``:lexemes`` (of the facts ``:seqs``, when given). A posting is, for a
+#: fact and a lexeme of its ``tsvector``, the lexeme's weighted frequency in the fact (the sum,
+#: over its occurrences, of the weight of the column it occurs in:
+#: graphmem.storage.postgres.schema.LABEL_WEIGHTS) and the fact's length in tokens.
 _POSTINGS: Final = (
     f"SELECT p.seq, p.lexeme, p.tf, p.tokens FROM gm_postings p WHERE {_MINE}"
     " AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
@@ -87,7 +77,14 @@ class Bm25Ranker:
         self, conn: Any, query: str, scope: TimeScope, filters: Filters, n: int
     ) -> tuple[dict[str, float], dict[str, Record]]:
         """bm25 (higher is better) and the ranking columns of the ``n`` best visible
-        matches of ``query``."""
+        matches of ``query``.
+
+        As in the SQLite store, the rarest words select facts while their document frequencies
+        add up to at most :data:`graphmem.storage.sqlite.keyword.RANKING_BUDGET` (the rarest
+        always selects); the others add to the score of a selected fact but bring in none. The
+        facts that only scoring words match are ranked only if the selected ones leave fewer
+        than ``n``.
+        """
         words = [t[1:-1].replace('""', '"') for t in ranking.fts_terms(query)]
         if not words:
             return {}, {}
@@ -128,8 +125,9 @@ class Bm25Ranker:
         return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
 
     def _lexemes(self, conn: Any, words: list[str]) -> list[str]:
-        """The distinct lexemes the keyword index's configuration makes of ``words`` (each
-        word's stems asked of the database once, then cached)."""
+        """The distinct lexemes the keyword index's configuration makes of ``words`` (the
+        words of :func:`graphmem.ranking.fts_terms`), each word's stems asked of the database
+        once, then cached. A word that stems to several lexemes ("e-mail") counts as each."""
         with self._lock:
             if len(self._stems) > CACHE_SIZE:
                 self._stems.clear()
@@ -147,8 +145,9 @@ class Bm25Ranker:
             return sorted({x for w in words for x in self._stems.get(w, ())})
 
     def _counts(self, conn: Any, lexemes: list[str]) -> tuple[int, float, dict[str, int]]:
-        """The namespace's number of facts, their average length, each lexeme's document
-        frequency (cached, see the module's docstring)."""
+        """The namespace's number of facts, their average length in tokens, each lexeme's
+        document frequency: counted over every version of every fact (as FTS5's own counts
+        are), cached until the namespace has grown or shrunk by REFRESH_SHARE."""
         # The newest fact's position moves at least as fast as the namespace grows (positions
         # are shared by every namespace): cheap to read, and it never misses a tenth's growth.
         # Read at most every MARKER_EVERY_S: counts a second late steer a query all the same.
@@ -250,7 +249,7 @@ class _Postings(NamedTuple):
 class CommonWords:
     """The postings of a namespace's common words, kept in memory once read.
 
-    A scoring word (see the module's docstring) is common by definition, and looking up each
+    A scoring word (``Bm25Ranker.best``) is common by definition, and looking up each
     selected fact in its list costs the database a descent of the index per fact — about
     10 ms for 2,000 facts, most of a search. Kept here, the lookup is an array search.
 

@@ -2,20 +2,13 @@
 
 Every namespace shares one set of tables (``gm_facts``, ``gm_links``, …). ``namespace`` leads
 every primary key, unique key and index, so the tables can be distributed by it (Citus). Each
-table is read and written through a view of the same name as the reference store's table
-(``facts``, ``links``, …) that keeps the rows of the connection's namespace — the setting
-``graphmem.namespace``, fixed when a store opens a connection — and fills it in on insert: the
-SQL of the reference store runs unchanged (:mod:`graphmem.storage.postgres.dialect`). Row-level security on the
-same setting, forced on the tables' owner too, is the defence in depth behind the views.
+table is read and written through a view named as the SQLite store's table (``facts``,
+``links``, …): it keeps the rows of the connection's namespace (:data:`NAMESPACE_SETTING`) and
+fills it in on insert. So the shared SQL runs unchanged (:mod:`graphmem.storage.postgres.dialect`).
+Row-level security on the same setting, forced on the tables' owner too, is the defence in depth
+behind the views.
 
-Text columns compare and sort bytewise (``COLLATE "C"``), as SQLite does, whatever the
-database's locale. The keyword index is a generated ``tsvector`` (snowball English stemming,
-no stop words, like FTS5's porter tokenizer) whose weight labels carry the column weights, and
-the number of tokens of each fact, from which :mod:`graphmem.storage.postgres.keyword` computes bm25.
-
-Never edit a released migration: append a new one. ``apply`` runs the missing ones under an
-advisory lock (several replicas may start at once) and refuses a database written by a newer
-graphmem.
+Never edit a released migration: append a new one. :func:`apply` runs the missing ones.
 """
 
 from __future__ import annotations
@@ -30,15 +23,19 @@ from ...errors import StorageError
 LABEL_WEIGHTS: Final = {"A": 1.0, "B": 0.6, "C": 0.4, "D": 0.3}
 
 #: The advisory lock key migrations take (any constant distinct from the namespaces' keys,
-#: which are hashes in another key space: see pgstore).
+#: which are hashes in another key space: see graphmem.storage.postgres.store.lock_key).
 MIGRATION_LOCK: Final = 0x6772_6170_686D_0001
-#: The setting that names the namespace of a connection.
+#: The setting that names the namespace of a connection, fixed when a store opens it: the
+#: views and row-level security keep the rows it names.
 NAMESPACE_SETTING: Final = "graphmem.namespace"
 
 _NS: Final = f"namespace text COLLATE \"C\" NOT NULL DEFAULT current_setting('{NAMESPACE_SETTING}')"
+#: Text columns compare and sort bytewise, as SQLite does, whatever the database's locale.
 _T: Final = 'text COLLATE "C"'
-#: The keyword index entry of a fact: its columns stemmed, each with the weight label of its
-#: column weight (LABEL_WEIGHTS).
+#: The keyword index entry of a fact, a generated ``tsvector``: its columns stemmed (snowball
+#: English, no stop words, like FTS5's porter tokenizer), each with the weight label of its
+#: column weight (LABEL_WEIGHTS). With each fact's number of tokens, its postings are what
+#: graphmem.storage.postgres.keyword computes bm25 from.
 _FTS: Final = (
     "setweight(to_tsvector('graphmem', coalesce(text, '')), 'A')"
     " || setweight(to_tsvector('graphmem', coalesce(entity, '') || ' ' || coalesce(key, '')"
@@ -318,8 +315,8 @@ def _column_names(columns: str) -> list[str]:
     return out
 
 
-#: Migration 2: the API keys every replica shares (graphmem.storage.keys). A key may span namespaces,
-#: so this table alone has no namespace column and no row-level security.
+#: Migration 2: the API keys every replica shares (graphmem.storage.keys). A key may span
+#: namespaces, so this table alone has no namespace column and no row-level security.
 _KEYS: Final = f"""
 CREATE TABLE gm_api_keys (
     id {_T} PRIMARY KEY,
@@ -336,8 +333,8 @@ CREATE TABLE gm_api_keys (
 def _postings() -> str:
     """Migration 3: the keyword index's postings — one row per fact and lexeme with the
     lexeme's weighted frequency in the fact and the fact's length, kept by a trigger on
-    ``gm_facts`` — from which graphmem.storage.postgres.keyword counts document frequencies and ranks by bm25
-    reading the index alone (no ``tsvector`` taken apart per fact)."""
+    ``gm_facts`` — from which graphmem.storage.postgres.keyword counts document frequencies
+    and ranks by bm25 reading the index alone (no ``tsvector`` taken apart per fact)."""
     weight = (
         "CASE lab "
         + " ".join(f"WHEN '{label}' THEN {w}" for label, w in LABEL_WEIGHTS.items())
@@ -388,12 +385,12 @@ def _postings() -> str:
     """
 
 
-#: Columns of ``gm_facts`` computed from others, by name, and the expressions of graphmem's SQL
-#: they stand for (graphmem.storage.postgres.dialect rewrites the expressions into them). Under row-level
-#: security, which every statement of the service's role is under, PostgreSQL uses no index on
-#: an expression that is not "leakproof" — ``lower()`` and ``COALESCE`` are not — so an index
-#: on ``lower(entity)`` was never used: a lookup by entity read the whole table. An index on a
-#: column is. The views show them after ``namespace``; rows leave them out.
+#: Columns of ``gm_facts`` computed from others, by name, and the expressions of graphmem's SQL they
+#: stand for (graphmem.storage.postgres.dialect rewrites the expressions into them). Under row-level
+#: security, which every statement of the service's role is under, PostgreSQL uses no index on an
+#: expression that is not "leakproof" — ``lower()`` and ``COALESCE`` are not — so an index on
+#: ``lower(entity)`` was never used: a lookup by entity read the whole table. An index on a column
+#: is. The views show them after ``namespace``; rows leave them out.
 COMPUTED: Final = {
     "lower_entity": ("lower(entity)", _T),
     "lower_key": ("lower(key)", _T),
@@ -403,8 +400,8 @@ COMPUTED: Final = {
 
 def _computed() -> str:
     """Migration 4: the computed columns, the indexes on expressions remade on them, the
-    ``dated`` index (the keyword matches of a short period of time words, graphmem.storage.sqlite.keyword),
-    and the facts view showing them."""
+    ``dated`` index (the keyword matches of a short period of time words,
+    graphmem.storage.sql.reads.dated_in), and the facts view showing them."""
     added = ", ".join(
         f"ADD COLUMN {name} {kind} GENERATED ALWAYS AS ({expression}) STORED"
         for name, (expression, kind) in COMPUTED.items()
@@ -454,8 +451,8 @@ CREATE POLICY gm_change_log_namespace ON gm_change_log
     USING (namespace = current_setting('{NAMESPACE_SETTING}', true));
 """
 
-#: Migration 7: the graph log's positions count each namespace's entries one by one (as the
-#: vector and change logs' writers give theirs, graphmem.storage.sqlite.store._append_log): the table's
+#: Migration 7: the graph log's positions count each namespace's entries one by one (as the vector
+#: and change logs' writers give theirs, graphmem.storage.sql.store._append_log): the table's
 #: identity counter is shared by every namespace, and a follower reads a gap as entries pruned
 #: before it read them, so a namespace's copy of the graph was loaded afresh whenever another
 #: namespace had written meanwhile. Every write holds its namespace's advisory lock.
@@ -502,7 +499,9 @@ SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 def apply(conn: Any) -> int:
     """Bring the database of ``conn`` (a psycopg connection, autocommit) to SCHEMA_VERSION;
-    returns how many migrations ran."""
+    returns how many migrations ran. The missing migrations run under an advisory lock
+    (several replicas may start at once); StorageError for a database written by a newer
+    graphmem."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [MIGRATION_LOCK])
         conn.execute("CREATE TABLE IF NOT EXISTS gm_schema (version integer NOT NULL)")

@@ -1,25 +1,15 @@
 """The PostgreSQL store: one namespace of a database every replica shares.
 
-``PostgresStore`` is the shared SQL store (:class:`graphmem.storage.sql.store.SQLStore`) on a
-PostgreSQL database: the same SQL, spoken through :mod:`graphmem.storage.postgres.dialect`, on the views of one
-namespace (:mod:`graphmem.storage.postgres.schema`); what differs is here:
+``PostgresStore`` is the shared SQL store (:class:`graphmem.storage.sql.store.SQLStore`) on the
+views of one namespace (:mod:`graphmem.storage.postgres.schema`), its statements translated by
+:mod:`graphmem.storage.postgres.dialect`. What differs from SQLite is here:
 
-* **Transaction time comes from the database.** Every write transaction first takes the
-  namespace's advisory lock (so a namespace's writes, from any replica, commit one after
-  another), then stamps its time as the database clock, but strictly after the namespace's
-  last stamp (kept in ``gm_namespaces``): knownAt answers are the same from every replica,
-  whatever their clocks say. A read "now" is at the database's clock too, never before the
-  namespace's last stamp: a write acknowledged by one replica is seen by the next read on any.
-* **Keyword ranking** is bm25 computed by :mod:`graphmem.storage.postgres.keyword` from the generated
-  ``tsvector``.
-* **Connections**: one writer connection and one reader per thread, each fixed to the
-  namespace; parameters are bound by the server, and a statement run five times on a
-  connection is prepared there (psycopg's default). A connection the server dropped (a
-  restart) is replaced on next use, and a request that meets the server down fails at once
-  with StorageError.
-* **Erasure**: PostgreSQL has no secure delete; ``scrub`` vacuums the namespace's tables so the
-  deleted rows' space is reclaimed, but old row versions may remain in the WAL and in backups
-  until they are recycled (docs/scale-out.md says what to do).
+1. **Transaction time** is the database's clock, after the namespace's last stamp: knownAt
+   answers are the same from every replica, whatever their clocks say (``PostgresStore._stamp``).
+2. **Keyword ranking** is bm25 computed by :mod:`graphmem.storage.postgres.keyword`.
+3. **Connections**: one writer per namespace, and one reader per thread shared by every
+   namespace the thread reads (``_SharedReaders``); one the server dropped is replaced on next use.
+4. **Erasure**: PostgreSQL has no secure delete; ``scrub`` vacuums the namespace's tables.
 """
 
 from __future__ import annotations
@@ -53,7 +43,8 @@ def lock_key(namespace: str) -> int:
 
 class PostgresDatabase(Connections[Connection]):
     """A namespace's connections to a PostgreSQL database: the surface of
-    :class:`graphmem.storage.sqlite.database.Database` (write, try_write, reader, snapshot, time_limit)."""
+    :class:`graphmem.storage.sqlite.database.Database` (write, try_write, reader, snapshot,
+    time_limit)."""
 
     def __init__(self, url: str, namespace: str) -> None:
         super().__init__()
@@ -91,7 +82,8 @@ class PostgresDatabase(Connections[Connection]):
         )
 
     def _open(self, namespace: str) -> psycopg.Connection[Any]:
-        """A new server connection pointed at ``namespace``."""
+        """A new server connection pointed at ``namespace``; StorageError when the server
+        cannot be reached (a request that meets the server down fails with it)."""
         try:
             raw = server_connection(self.url)
             raw.execute("SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, namespace])
@@ -111,9 +103,10 @@ class PostgresDatabase(Connections[Connection]):
 
     @contextmanager
     def write(self, *, durable: bool = True) -> Iterator[Connection]:
-        """A write transaction holding the namespace's advisory lock: commits when the block
-        ends, rolls back if it raises. ``durable=False`` commits without waiting for the
-        server's flush (``synchronous_commit = off``)."""
+        """A write transaction holding the namespace's advisory lock (so a namespace's writes,
+        from any replica, commit one after another): commits when the block ends, rolls back
+        if it raises. ``durable=False`` commits without waiting for the server's flush
+        (``synchronous_commit = off``)."""
         with self._write_lock:
             self._check_open()
             self._writer = self._usable(self._writer, reader=False)
@@ -217,7 +210,9 @@ class PostgresDatabase(Connections[Connection]):
         return float(last), float(now)
 
     def scrub(self) -> bool:
-        """Reclaim the space of deleted rows (VACUUM); PostgreSQL has no secure delete."""
+        """Reclaim the space of deleted rows (VACUUM); PostgreSQL has no secure delete. Old
+        row versions may remain in the WAL and in backups until they are recycled
+        (docs/scale-out.md says what to do)."""
         conn = self._connect(reader=False)
         try:
             for table in ("facts", "links", "embedding_cache", "episodes", "files", "outbox"):
@@ -308,7 +303,7 @@ class _SharedReaders:
 
 
 class PostgresTransaction(SQLTransaction):
-    """A write transaction on PostgreSQL (the reference transaction's SQL, translated)."""
+    """A write transaction on PostgreSQL (``SQLTransaction``'s SQL, translated)."""
 
     def current_by_key(self, pairs: Any) -> list[dict[str, Any]]:
         scope = TimeScope(self.now, self.now)
@@ -341,7 +336,7 @@ class PostgresStore(SQLStore["PostgresDatabase"]):
         """The time of a read now: the database's clock, but never before the namespace's
         last transaction time, whichever replica stamped it — a write acknowledged anywhere
         is seen by the next read everywhere (one round trip). With a clock given (tests, a
-        replayed history): that clock, as the reference store reads it."""
+        replayed history): that clock, as the SQLite store reads it."""
         if self._given_clock is not None:
             return round(self._given_clock(), 6)
         last, database = self.database.clock()
@@ -349,8 +344,9 @@ class PostgresStore(SQLStore["PostgresDatabase"]):
 
     def _stamp(self, conn: Any) -> float:
         """Transaction time, under the namespace's advisory lock: the database's clock, but
-        strictly after the namespace's last stamp, whichever replica wrote it. With a clock
-        given: that clock, never before the last stamp (as the reference store stamps)."""
+        strictly after the namespace's last stamp (kept in ``gm_namespaces``), whichever
+        replica wrote it. With a clock given: that clock, never before the last stamp (as the
+        SQLite store stamps)."""
         last, database = self.database.clock(conn)
         if self._given_clock is None:
             stamp = round(max(database, last + 1e-6), 6)
@@ -383,7 +379,9 @@ class PostgresStore(SQLStore["PostgresDatabase"]):
 
 
 def server_connection(url: str) -> psycopg.Connection[Any]:
-    """A new autocommit connection to the database at ``url`` (psycopg's errors raised)."""
+    """A new autocommit connection to the database at ``url`` (psycopg's errors raised).
+    Parameters are bound by the server, and a statement run five times on a connection is
+    prepared there (psycopg's default)."""
     return psycopg.connect(
         url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, application_name="graphmem"
     )

@@ -1,26 +1,16 @@
-"""An in-memory copy of the graph's structure for traversals: who links to whom, and when each
-fact and link is visible.
+"""The graph's structure in memory, for traversals: who links to whom, and when each is visible.
 
-A depth-2 walk asks SQLite for the links of about a hundred facts, their far ends' visibility
-and the links among everything reached: a few milliseconds of SQL for what compact arrays
-answer in a fraction of it. :class:`GraphCopy` keeps, per namespace, the six time columns of
-every fact (by position) and, for every link, its ends, type, strength and time
-columns, with each fact's outgoing and incoming links as compressed rows (CSR) plus the links
-added since. A walk applies the time scope with vectorised comparisons that are the SQL
-clauses of :class:`graphmem.temporal.TimeScope`, NULLs included, so it answers exactly what
-the SQL walk (:class:`graphmem.graph.Walk`) answers; facts and links themselves are still read
-from SQLite.
+A depth-2 walk asks for the links of about a hundred facts, their far ends' visibility and the
+links among everything reached: milliseconds of SQL for what compact arrays answer in a fraction
+of it. :class:`GraphCopy` keeps each fact's time columns and each link's ends, type, strength and
+time columns, with each fact's links as compressed rows (CSR); facts and links are read in SQL.
 
-Keeping in step. New facts and links are read by their sequence number (a higher one for every
-later commit, in any process). Changes to rows already read — a supersession, a retraction, a
-changed strength — and deletions are recorded by triggers in the ``graph_log`` table (migration
-13), in commit order, whoever wrote them. Before a walk, the copy reads what is new in the
-walk's own snapshot; a deletion (erasure) or a log entry it has not kept reloads the copy. A
-snapshot older than the copy (another thread caught up meanwhile) walks in SQL instead, so a
-walk never mixes two states.
-
-The first walk of a namespace starts loading the copy in a background thread and walks in SQL
-until it is ready (about 1 s per 100k facts and 500k links).
+1. A namespace's first walk starts loading the copy in a background thread; walks run in SQL
+   until it is ready (5.3 s at 100k facts and 500k links: bench/REPORT.md, "Traversal").
+2. Before each walk, the copy reads what is new in the walk's snapshot (:meth:`Adjacency.catch_up`).
+3. A walk (:class:`IndexWalk`) applies the time scope with vectorised comparisons that are the
+   SQL clauses of :class:`graphmem.temporal.TimeScope`, NULLs included, so it answers exactly
+   what the SQL walk (:class:`graphmem.storage.sql.traversal.Walk`) answers.
 """
 
 from __future__ import annotations
@@ -158,7 +148,8 @@ class GraphCopy:
     @contextmanager
     def walking(self, conn: SQLConnection) -> Iterator[Adjacency | None]:
         """The copy as of ``conn``'s snapshot, held for the block; None when the walk must run
-        in SQL (the copy is loading, failed to load, or is newer than the snapshot)."""
+        in SQL (the copy is loading, failed to load, or is newer than the snapshot: a walk
+        never mixes two states)."""
         with self._lock:
             state = self._state
             if state is None:
@@ -299,7 +290,13 @@ class Adjacency:
     def catch_up(self, conn: SQLConnection) -> bool:
         """Read what ``conn``'s snapshot has beyond this copy; False when the copy must be
         loaded afresh (rows were deleted, or log entries it needs were pruned). A snapshot
-        older than the copy changes nothing (``current`` then says so)."""
+        older than the copy changes nothing (``current`` then says so).
+
+        New facts and links are read by their sequence number (a higher one for every later
+        commit, in any process). Changes to rows already read (a supersession, a retraction, a
+        changed strength) and deletions are recorded by triggers in the ``graph_log`` table
+        (SQLite migration 13), in commit order, whoever wrote them.
+        """
         entries = conn.execute(
             "SELECT seq, kind, row FROM graph_log WHERE seq > ? ORDER BY seq", [self.position]
         ).fetchall()
@@ -520,8 +517,8 @@ class Step(NamedTuple):
 
 
 class IndexWalk:
-    """The walk of :class:`graphmem.graph.Walk` over the in-memory copy: the same steps, in
-    the same order, with the same ranks."""
+    """The walk of :class:`graphmem.storage.sql.traversal.Walk` over the in-memory copy: the
+    same steps, in the same order, with the same ranks."""
 
     def __init__(
         self,

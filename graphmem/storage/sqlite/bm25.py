@@ -1,26 +1,16 @@
 """FTS5's bm25 for the matches among a few facts, without FTS5's walk of each word's list.
 
-FTS5's ``bm25()`` counts, once per statement, every fact each of the query's words is in: it
-needs the count for the word's idf and gets it by walking the word's whole list. And to rank
-the matches among a set of facts (a short period's, see graphmem.storage.sqlite.keyword), FTS5 walks every
-match of the query and keeps those in the set. For a day holding 70 facts in a memory where
-the query's words are in 30,000 facts each, both walks are most of the search (at a million
-facts, 0.4 s). :class:`Scorer` computes the same ranking from the set alone:
+To rank the matches among a set of facts (a short period's, see
+:mod:`graphmem.storage.sqlite.keyword`), FTS5 walks every match of the query, and each word's
+whole list again to count its facts for the idf. For a day of 50 facts at a million facts,
+that took 460.4 ms against 3.6 ms here (bench/REPORT.md, "Time words at 100k facts").
+:class:`Scorer` computes the same ranking from the set alone:
 
-* the set's facts are written into an in-memory FTS5 table with the keyword index's columns and
-  tokenizer, so that each one's words and lengths are exactly what the index holds (no second
-  tokenizer: FTS5's own ``unicode61`` rules, diacritics and ``porter`` stems included);
-* its vocabulary (``fts5vocab``, ``instance``) gives where each of the query's terms occurs, and
-  so each phrase's weighted frequency in each fact (FTS5's column weights), and which facts match;
-* the idf takes the number of facts that have each word from the counts the keyword ranker
-  keeps (graphmem.storage.sqlite.keyword), and the number of facts and their average length from the index's
-  averages record.
-
-With counts taken since the memory last changed, the scores equal FTS5's: the same arithmetic
-in the same order (tests/test_keyword.py compares them). A count is taken again when the memory has grown or
-shrunk by :data:`graphmem.storage.sqlite.keyword.DF_REFRESH_SHARE`; until then the idf is off by as much as the
-count moved (a word in a tenth more facts scores a few percent differently), never which facts
-match.
+1. the set's facts are written into an in-memory FTS5 table with the keyword index's columns
+   and tokenizer, so each one's words and lengths are exactly what the index holds;
+2. that table's vocabulary gives which facts match and each term's weighted frequency in each;
+3. the idf takes each word's count from the keyword ranker's cache, and the number of facts and
+   their average length from the index's averages record (:func:`averages`).
 """
 
 from __future__ import annotations
@@ -57,7 +47,15 @@ _INSTANCES: Final = "SELECT doc, col, term FROM v WHERE term IN (SELECT value FR
 
 class Scorer:
     """``(seq, bm25)`` of the facts of a set that match a query of single words (phrases of
-    one term), best (lowest bm25) first, as FTS5's bm25 over the whole index gives them."""
+    one term), best (lowest bm25) first, as FTS5's bm25 over the whole index gives them.
+
+    With word counts taken since the memory last changed, the scores equal FTS5's: the same
+    arithmetic in the same order (tests/storage/test_keyword.py compares them). A count is
+    taken again once the memory has grown or shrunk by
+    :data:`graphmem.storage.sqlite.keyword.DF_REFRESH_SHARE`; until then the idf is off by as
+    much as the count moved (a word in a tenth more facts scores a few percent differently),
+    never which facts match.
+    """
 
     def __init__(self) -> None:
         self._scratch = threading.local()
@@ -125,7 +123,9 @@ class Scorer:
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's in-memory FTS5 table (``w``, the index's columns and tokenizer), its
-        vocabulary (``v``) and a one-word table for the query's words (``q``, ``qv``)."""
+        vocabulary (``v``, ``fts5vocab`` ``instance``: where each term occurs) and a one-word
+        table for the query's words (``q``, ``qv``). No second tokenizer: FTS5's own
+        ``unicode61`` rules, diacritics and ``porter`` stems included."""
         scratch: sqlite3.Connection | None = getattr(self._scratch, "conn", None)
         if scratch is None:
             scratch = sqlite3.connect(":memory:", isolation_level=None)

@@ -1,34 +1,16 @@
 """The keyword leg: FTS5 bm25 ranking whose cost stays bounded as memory grows.
 
-FTS5 computes bm25 for every row a query matches before it can return the best one, about
-1.5 µs a row here. An OR of the query's words matches every fact that contains any of them, and
-at 100k facts a word such as "team" or an initial such as "m" is in a fifth of them: ranking
-took 40 to 80 ms a query. :class:`KeywordRanker` therefore splits the words, as Lucene's
-common-terms query does:
+FTS5 computes bm25 for every fact a query matches before it returns the best, and an OR of
+everyday words matches much of a large memory. At 100k facts the full query took 53.4 ms p50,
+against 9.8 ms with the budget below (bench/REPORT.md, "Keyword budget"). So, as Lucene's
+common-terms query does, :class:`KeywordRanker`:
 
-* *selecting* words, the rarest, taken while their document frequencies add up to at most
-  :data:`RANKING_BUDGET` (at least one word that matches anything always selects);
-* *scoring* words, the rest: they add to the score of a fact that a selecting word matched, but
-  do not bring in facts on their own.
-
-One statement ranks the selected facts with the bm25 of the full ``S OR C`` query: the facts
-that also match a scoring word are ranked by ``(S) AND (C)``, whose bm25 is that of the full
-query (each phrase of the expression counts once); the others by ``S`` alone, whose bm25 for a
-fact without any scoring word is the same number, since a phrase a fact lacks adds nothing and
-the idf and length terms do not depend on the expression. (Ranking them with ``(S) NOT (C)``
-instead costs twice as much: FTS5 walks the long lists of the common words for every fact.)
-Only if the caller reads past every selected fact are the facts that match scoring words alone
-ranked, by ``(C) NOT (S)``. When all words together match at most the budget, the plain OR query
-runs: small memories are ranked exactly as before. When even the rarest word matches more than
-the budget (a million facts, a query of everyday words), the facts having *all* of the rarest
-words select instead (``KeywordRanker._all_common``). Document frequencies are counted once per word
-(and once per group of words counted together) and cached until the table has grown or shrunk
-by a tenth; they steer the split and never which facts match.
-
-Time words add a pass over the facts of their period (:data:`PERIOD_SELECT_MAX`). When the
-query's words are common against the period, graphmem.storage.sqlite.bm25 scores the period's facts on their
-own, with the cached counts for the idf (:data:`SCORE_HERE_RATIO`), instead of FTS5 walking
-every match to find the period's.
+1. lets the rarest words *select* facts while their document frequencies add up to at most
+   :data:`RANKING_BUDGET`; the other words only *score*, adding to a selected fact's bm25;
+2. ranks the selected facts by the full query's bm25, and the facts only scoring words match
+   only if the caller reads past them all;
+3. caches document frequencies (:data:`DF_REFRESH_SHARE`): they steer the split, never which
+   facts match. Time words add a pass over their period's facts (:data:`PERIOD_SELECT_MAX`).
 """
 
 from __future__ import annotations
@@ -43,9 +25,9 @@ from ...timehints import TimeHint
 from ..sql import reads
 from . import bm25
 
-#: Matches ranked in full before the most common query words stop selecting facts (bench/REPORT.md,
-#: "Keyword budget": at 100k facts, 2,500 finds the answers the full query finds, 9.8 ms p50
-#: against 14.6 ms with 5,000 and 53.4 ms for the full query).
+#: Matches ranked in full before the most common query words stop selecting facts
+#: (bench/REPORT.md, "Keyword budget": at 100k facts, 2,500 finds the answers the full query
+#: finds, 9.8 ms p50 against 14.6 ms with 5,000 and 53.4 ms for the full query).
 RANKING_BUDGET: Final = 2_500
 
 
@@ -57,20 +39,21 @@ DF_REFRESH_SHARE: Final = 0.1
 DF_CACHE_SIZE: Final = 20_000
 
 
-#: A period of a query's time words that holds at most this many facts is ranked on its own:
-#: its facts are selected by date (the ``facts_dated`` index; a month of any year as that month
-#: of each year, see graphmem.storage.sql.reads.dated_in) and only the query's matches among them are
-#: scored. A larger period is read from the ranked matches of the whole memory, where its facts
-#: are common enough to come soon. At 100k facts a search with a day took 338 ms p50 the second
-#: way and 28 ms this one (bench/REPORT.md, "Time words at 100k facts").
+#: A period of a query's time words that holds at most this many facts is ranked on its own: its
+#: facts are selected by date (the ``facts_dated`` index; a month of any year as that month of each
+#: year, see graphmem.storage.sql.reads.dated_in) and only the query's matches among them are
+#: scored. A larger period is read from the ranked matches of the whole memory, where its facts are
+#: common enough to come soon. At 100k facts a search with a day took 338 ms p50 the second way and
+#: 28 ms this one (bench/REPORT.md, "Time words at 100k facts").
 PERIOD_SELECT_MAX: Final = 20_000
 
 
-#: Such a period's matches are scored by graphmem.storage.sqlite.bm25, from its facts alone, when the query's
-#: words are in more than this many facts (counted once per word) for each fact of the period.
-#: FTS5 walks every match of the words and keeps those of the period, 0.6 to 1.1 µs a match;
-#: graphmem.storage.sqlite.bm25 reads and tokenizes each fact of the period, about 50 µs a fact (100k facts,
-#: bench/REPORT.md, "Time words at 100k facts"). Both give the same facts and, with fresh word counts, the same scores.
+#: Such a period's matches are scored by graphmem.storage.sqlite.bm25, from its facts alone (the
+#: idf from the cached counts), when the query's words are in more than this many facts
+#: (counted once per word) for each fact of the period. FTS5 walks every match of the words
+#: and keeps those of the period, 0.6 to 1.1 µs a match; graphmem.storage.sqlite.bm25 reads and
+#: tokenizes each fact of the period, 48 to 61 µs a fact (100k facts, bench/REPORT.md, "Time
+#: words at 100k facts"). Both give the same facts and, with fresh word counts, the same scores.
 SCORE_HERE_RATIO: Final = 100
 
 
@@ -91,6 +74,11 @@ class KeywordRanker:
     ) -> Generator[tuple[int, float], None, None]:
         """``(seq, bm25)`` of the facts matching ``query``, best (lowest bm25) first; with
         ``period``, at least those dated in it (see :data:`PERIOD_SELECT_MAX`), scored alike.
+
+        The rarest word that matches anything always selects, even past the budget. When all
+        the words together match at most the budget, the plain OR query runs (a small memory
+        is ranked by the full query alone); when even the rarest matching word is over it (a
+        million facts, a query of everyday words), :meth:`_all_common` selects instead.
 
         Lazy: later queries of the plan run only if the caller reads that far.
         """
@@ -140,8 +128,8 @@ class KeywordRanker:
         held: int,
     ) -> Iterator[tuple[int, float]]:
         """The matches among the ``held`` facts that ``among`` selects, ranked: by
-        graphmem.storage.sqlite.bm25 from those facts alone when the words' lists are long against them
-        (:data:`SCORE_HERE_RATIO`), else by FTS5 from a walk of every match."""
+        graphmem.storage.sqlite.bm25 from those facts alone when the words' lists are long
+        against them (:data:`SCORE_HERE_RATIO`), else by FTS5 from a walk of every match."""
         frequency, _ = self._frequencies(conn, terms)
         if sum(frequency.values()) > SCORE_HERE_RATIO * held:
             scored = self._scorer.ranked(conn, among, params, terms, frequency)
@@ -273,7 +261,10 @@ _RANKED: Final = f"SELECT rowid, {_BM25} FROM facts_fts WHERE facts_fts MATCH :m
 
 #: The same for the facts matching ``:chosen``, scored as by ``:chosen OR (scoring words)``:
 #: those matching ``:both`` (the chosen AND the scoring words) with its bm25, the rest with that
-#: of ``:chosen`` alone (equal for a fact that has no scoring word).
+#: of ``:chosen`` alone. Both are the full query's bm25: each phrase of an expression counts
+#: once, a phrase a fact lacks adds nothing, and the idf and length terms do not depend on the
+#: expression. (``:chosen NOT (scoring words)`` for the rest would cost twice as much: FTS5
+#: walks the common words' long lists for every fact.)
 _RANKED_SPLIT: Final = f"""
     WITH also AS MATERIALIZED (
         SELECT rowid AS seq, {_BM25} AS score FROM facts_fts WHERE facts_fts MATCH :both

@@ -170,7 +170,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     DROP INDEX links_source_strength;
     CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
     """,
-    # 6: writers index their new facts in one statement (keyword.indexing): through the
+    # 6: writers index their new facts in one statement (sql.keyword_index.indexing): through the
     # per-row trigger, FTS5 took about 85 ms more per 1,000 facts inserted.
     """
     DROP TRIGGER facts_fts_insert;

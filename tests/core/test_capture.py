@@ -1,0 +1,253 @@
+"""Auto-capture: triggers, sensitive-content exclusion, length limits,
+categories, entity/key/value extraction, then the write path."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphmem import InvalidInput, Memory, Settings
+from graphmem import capture as captures
+from graphmem.limits import MAX_CAPTURE_MESSAGES
+
+from ..support.clock import Clock
+from ..support.openai_stub import OpenAIStub
+
+SECRETS = [
+    "my password is hunter2-Blue",
+    "the db passwd: Tr0ub4dor&3",
+    "use the key sk-proj-4fT9xQ2mZk81LwPq7RbN3vYc",
+    "AWS key AKIAIOSFODNN7EXAMPLE",
+    "my github token ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "the api_key = 'a8f5f167f44f4964e6c998dee827110c'",
+    "card 4111 1111 1111 1111 expires 12/29",
+    "SSN 078-05-1120",
+    "connect to postgres://admin:s3cr3t@db.internal/prod",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----",
+    "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N",
+]
+
+
+def user(content: Any) -> dict[str, Any]:
+    return {"role": "user", "content": content}
+
+
+def assistant(content: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": content}
+
+
+@pytest.mark.parametrize("secret", SECRETS)
+def test_sensitive_messages_are_never_stored(
+    mem: Memory, secret: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    message = f"I always prefer dark mode. Remember this: {secret}. I live in Berlin."
+    [result] = mem.capture([user(message)])
+    assert result.action == "SKIP" and result.fact is None and result.text is None
+    assert result.reason.startswith("sensitive content")
+    assert mem.stats().facts == 0
+    token = secret.split()[-1] if "PRIVATE" not in secret else "b3BlbnNzaC1rZXktdjEAAAAA"
+    assert token not in json.dumps(result.to_dict()) and token not in caplog.text
+
+
+def test_memorable_sentences_are_stored_with_category_and_fields(mem: Memory) -> None:
+    results = mem.capture(
+        [
+            user("Hi! My favourite editor is vim. Can you help me with a bug in the parser?"),
+            assistant("Sure. We decided to use PostgreSQL because of its JSONB support."),
+        ]
+    )
+    assert [(r.action, r.message, r.role, r.text) for r in results] == [
+        ("ADD", 0, "user", "My favourite editor is vim."),
+        ("ADD", 1, "assistant", "We decided to use PostgreSQL because of its JSONB support."),
+    ]
+    editor, decision = (r.fact for r in results)
+    assert editor is not None and decision is not None
+    assert (editor.entity, editor.key, editor.value) == ("user", "favourite_editor", "vim")
+    assert editor.source == "capture:user"
+    assert (decision.category, decision.entity, decision.value, decision.why) == (
+        "decision",
+        "decision",
+        "PostgreSQL",
+        "of its JSONB support",
+    )
+    assert decision.decay_class == "permanent"
+
+
+@pytest.mark.parametrize(
+    ("role", "sentence", "fields"),
+    [
+        ("user", "My birthday is Nov 13", ("user", "birthday", "Nov 13")),
+        ("user", "I moved to Lisbon last year", ("user", "location", "Lisbon")),
+        ("user", "I work at Acme Robotics", ("user", "employer", "Acme Robotics")),
+        ("user", "Please remember: call me Ana.", ("user", "name", "Ana")),
+        ("assistant", "Your favourite colour is teal now.", ("user", "favourite_colour", "teal")),
+        ("user", "Carol's email is carol@example.com", ("Carol", "email", "carol@example.com")),
+        (
+            "user",
+            "Always use tabs in the Makefile",
+            ("convention", "use_tabs_in_the_makefile", "always"),
+        ),
+        ("user", "I really prefer tea over coffee", ("user", None, None)),
+    ],
+)
+def test_entity_key_and_value_are_extracted(
+    mem: Memory, role: str, sentence: str, fields: tuple[str | None, ...]
+) -> None:
+    [result] = mem.capture([{"role": role, "content": sentence}])
+    assert result.fact is not None
+    assert (result.fact.entity, result.fact.key, result.fact.value) == fields
+
+
+def test_a_later_capture_supersedes_by_entity_and_key(mem: Memory, clock: Clock) -> None:
+    [vim] = mem.capture([user("My favourite editor is vim.")])
+    clock.advance(86_400)
+    [helix] = mem.capture([user("Actually, my favourite editor is helix now!")])
+    assert vim.fact is not None and helix.fact is not None
+    assert helix.action == "UPDATE" and helix.target_ids == (vim.fact.id,)
+    assert [f.value for f in mem.lookup("user", key="favourite_editor")] == ["helix"]
+    earlier = datetime_iso(clock.now - 3600)
+    assert [f.value for f in mem.lookup("user", key="favourite_editor", as_of=earlier)] == ["vim"]
+    [again] = mem.capture([assistant("Your favourite editor is helix.")])
+    assert again.action == "NOOP"
+
+
+def datetime_iso(seconds: float) -> str:
+    from graphmem.temporal import to_iso
+
+    iso = to_iso(seconds)
+    assert iso is not None
+    return iso
+
+
+def test_questions_small_talk_and_other_roles_are_skipped_with_reasons(mem: Memory) -> None:
+    results = mem.capture(
+        [
+            {"role": "system", "content": "You are a helpful assistant. Always answer briefly."},
+            user("Do you prefer dark mode or light mode?"),
+            assistant("Here is the diff you asked for, take a look."),
+            {"role": "tool", "content": '{"status": "I always win"}'},
+            user("ok"),
+        ]
+    )
+    assert [(r.action, r.message) for r in results] == [("SKIP", n) for n in range(5)]
+    assert [r.reason for r in results] == [
+        "system messages are not captured",
+        "nothing memorable (no trigger in any sentence)",
+        "nothing memorable (no trigger in any sentence)",
+        "tool messages are not captured",
+        f"shorter than {captures.MIN_CHARS} characters",
+    ]
+    assert mem.stats().facts == 0
+
+
+def test_messages_longer_than_capture_max_chars_are_skipped(tmp_path: Path, clock: Clock) -> None:
+    settings = Settings(embedder="hash", capture_max_chars=200)
+    with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
+        long = "I always use vim. " + "This is filler text. " * 12
+        [result] = mem.capture([user(long)])
+        assert result.action == "SKIP" and "longer than 200" in result.reason
+        [short] = mem.capture([user(long[:150])])
+        assert short.action == "ADD"
+
+
+def test_recalled_context_and_code_are_not_captured_again(mem: Memory) -> None:
+    mem.store("User prefers dark mode", category="preference")
+    block = mem.recall("dark mode").context
+    results = mem.capture(
+        [
+            user(f"{block}\nI live in Porto."),
+            assistant("```python\n# always use tabs\nprint('I love pasta')\n```\nDone, it runs."),
+        ]
+    )
+    assert [(r.action, r.text) for r in results] == [
+        ("ADD", "I live in Porto."),
+        ("SKIP", None),
+    ]
+    assert mem.stats().facts == 2
+
+
+def test_content_given_as_parts_is_read(mem: Memory) -> None:
+    [result] = mem.capture(
+        [
+            user(
+                [
+                    {"type": "text", "text": "I live in Oslo."},
+                    {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                ]
+            )
+        ]
+    )
+    assert result.action == "ADD" and result.fact is not None
+    assert result.fact.value == "Oslo"
+
+
+def test_a_sentence_repeated_in_one_capture_is_stored_once(mem: Memory) -> None:
+    results = mem.capture([user("I hate cilantro."), assistant("I hate cilantro.")])
+    assert [r.action for r in results] == ["ADD", "NOOP"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "match"),
+    [
+        ("I live in Berlin", "list of"),
+        ({"role": "user", "content": "I live in Berlin"}, "list of"),
+        ([user("I live in Berlin"), "I live in Paris"], "item 1"),
+        ([user("I live in Berlin"), {"role": "narrator", "content": "x"}], "unknown role"),
+        ([{"role": 3, "content": "x"}], "unknown role"),
+        ([{"role": "user"}], "needs content"),
+        ([user(42)], "content must be text"),
+        ([user([{"type": "text", "text": None}])], "text part"),
+        ([user("x")] * (MAX_CAPTURE_MESSAGES + 1), "at most"),
+    ],
+)
+def test_malformed_messages_are_rejected_and_nothing_is_stored(
+    mem: Memory, messages: Any, match: str
+) -> None:
+    with pytest.raises(InvalidInput, match=match):
+        mem.capture(messages)
+    assert mem.stats().facts == 0
+
+
+@pytest.mark.integration
+def test_with_the_llm_classifier_a_whole_capture_is_one_chat_request(
+    tmp_path: Path, stub: OpenAIStub
+) -> None:
+    settings = Settings(embedder="hash", classifier="llm", llm_base_url=stub.base_url)
+    with Memory.open(tmp_path, settings=settings) as mem:
+        mem.store_many(
+            [
+                {"text": "I live in Berlin", "classify": False},
+                {"text": "I like green tea", "classify": False},
+            ]
+        )
+
+        def reply(body: dict[str, Any]) -> str:
+            asked = json.loads(body["messages"][1]["content"])
+            berlin = next(e["id"] for e in asked["existing_facts"] if "Berlin" in e["text"])
+            return json.dumps(
+                {
+                    "decisions": [
+                        {
+                            "fact": f["fact"],
+                            "action": "UPDATE" if "Paris" in f["text"] else "ADD",
+                            "target": berlin if "Paris" in f["text"] else None,
+                        }
+                        for f in asked["new_facts"]
+                    ]
+                }
+            )
+
+        stub.reply_next(reply)
+        results = mem.capture(
+            [
+                user("I live in Paris now. I like black tea as well."),
+                assistant("Noted: you love hiking in the Alps."),
+            ]
+        )
+    assert len(stub.chat_requests) == 1
+    assert [r.action for r in results] == ["UPDATE", "ADD", "ADD"]

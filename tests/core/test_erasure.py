@@ -1,0 +1,218 @@
+"""Erase means erased: purge by ids, entity, source or episode, counted, recorded, and gone from
+every file of the namespace."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings
+from graphmem.cli import cli
+from graphmem.storage.sqlite.backup import backup, restore
+from resolvers.mcp import tools
+
+from ..support.clock import Clock
+from ..support.graphql_clients import InProcess, bearer
+
+
+def _files(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file()]
+
+
+def _hits(root: Path, needles: list[bytes]) -> list[str]:
+    """The files under ``root`` holding any of ``needles``."""
+    return sorted(
+        str(p.relative_to(root)) for p in _files(root) if any(n in p.read_bytes() for n in needles)
+    )
+
+
+def _secrets(mem: Memory, texts: list[str]) -> list[bytes]:
+    """The texts (UTF-8) and their float32 embeddings, as bytes to look for on disk."""
+    vectors = mem.embedder.embed(texts)  # the bytes LanceDB and the embedding cache store
+    return [t.encode() for t in texts] + [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
+
+
+@pytest.mark.parametrize("by", ["ids", "entity", "source", "episode"])
+def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
+    data_dir: Path, clock: Clock, by: str
+) -> None:
+    texts = [
+        "Zanzibarquill keeps her savings in the blue tin xq7",
+        "Zanzibarquill was born in Vrontimal in 1984 xq7",
+    ]
+    with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
+        for n in range(40):  # other facts, so pages and segments are shared with the erased
+            mem.store(f"An ordinary fact number {n} about the weather and the trams")
+        results = mem.store_many(
+            [{"text": t, "entity": "Zanzibarquill", "source": "notes/zq.md"} for t in texts],
+            episode="zq-session",
+        )
+        mem.store("Another ordinary fact about lunch")
+        ids = [r.fact.id for r in results if r.fact is not None]
+        needles = _secrets(mem, texts)
+        namespace = data_dir / "default"
+        assert _hits(namespace, needles), "the positive control: before the purge they are there"
+        filters = {
+            "ids": {"ids": ids},
+            "entity": {"entity": "zanzibarquill"},
+            "source": {"source": "notes/zq.md"},
+            "episode": {"episode": "zq-session"},
+        }[by]
+        report = mem.purge(**filters)  # type: ignore[arg-type]
+        assert (report.facts, report.vectors, report.episodes) == (2, 2, 1)
+        assert report.links >= 1  # the episode link between the two, and any automatic ones
+        assert mem.get(ids[0]) is None and mem.episode("zq-session") is None
+        assert mem.search("Zanzibarquill savings") == [] or all(
+            h.fact.id not in ids for h in mem.search("Zanzibarquill savings")
+        )
+        assert _hits(namespace, needles) == []
+    assert _hits(namespace, needles) == []  # and after closing (the WAL folded back)
+
+
+def test_dry_run_counts_and_erases_nothing(mem: Memory) -> None:
+    mem.store_many(
+        [{"text": "Ana likes figs", "entity": "ana"}, {"text": "Ana runs", "entity": "Ana"}]
+    )
+    counted = mem.purge(entity="ANA", dry_run=True)
+    assert (counted.facts, counted.dry_run) == (2, True)
+    assert len(mem.lookup("ana")) == 2 and mem.erasures() == []
+
+
+def test_filters_narrow_each_other_and_cover_every_state(mem: Memory, clock: Clock) -> None:
+    old = mem.store("Ana lives in Berlin", entity="ana", key="city", value="Berlin", source="a")
+    new = mem.store("Ana lives in Paris", entity="ana", key="city", value="Paris", source="a")
+    gone = mem.store("Ana once owned a red bike", entity="ana", source="b")
+    other = mem.store("Bo lives in Rome", entity="bo", source="a")
+    assert old.fact and new.fact and gone.fact and other.fact
+    mem.forget(gone.fact.id)
+    assert mem.purge(entity="ana", source="a").facts == 2  # Berlin (replaced) and Paris
+    assert mem.purge(entity="ana").facts == 1  # the forgotten one
+    assert mem.get(other.fact.id) is not None
+
+
+def test_bad_purges_are_refused_and_nothing_matching_answers_zero(mem: Memory) -> None:
+    mem.store("Something to keep")
+    with pytest.raises(InvalidInput) as error:
+        mem.purge()
+    assert error.value.field == "filter"
+    with pytest.raises(InvalidInput):
+        mem.purge(ids=[])
+    with pytest.raises(InvalidInput):
+        mem.purge(entity="  ")
+    with pytest.raises(InvalidInput):
+        mem.purge(source=3)  # type: ignore[arg-type]
+    with pytest.raises(NotFound):
+        mem.purge("no-such-id")
+    nothing = mem.purge(entity="nobody")
+    assert (nothing.facts, nothing.links, nothing.vectors, nothing.episodes) == (0, 0, 0, 0)
+    assert len(mem.facts().items) == 1
+
+
+def test_a_purge_that_matches_nothing_leaves_no_erasure_record(mem: Memory) -> None:
+    kept = mem.store("Ana keeps her keys in the drawer", entity="ana")
+    assert kept.fact is not None
+    mem.purge(entity="nobody")
+    mem.purge(ids=["no-such-id"], source="nowhere")
+    mem.purge(ids=[kept.fact.id], entity="bob")  # the filters narrow each other to nothing
+    assert mem.erasures() == [] and len(mem.facts().items) == 1
+    mem.purge(entity="ana")
+    assert [e.facts for e in mem.erasures()] == [1]
+
+
+def test_each_purge_is_recorded_without_its_content_and_kept_across_backup(
+    data_dir: Path, tmp_path: Path, clock: Clock
+) -> None:
+    settings = Settings(embedder="hash", data_dir=data_dir)
+    with Memory.open(data_dir, settings=settings, clock=clock) as mem:
+        mem.store("Ana's phone is in the drawer", entity="ana")
+        clock.advance(60)
+        mem.purge(entity="Ana")
+        [record] = mem.erasures()
+        assert (record.facts, record.vectors) == (1, 1)
+        # The entity is kept as a digest (of its lower-cased form), never as text.
+        assert record.filter == {"entity": hashlib.sha256(b"ana").hexdigest()}
+        assert "drawer" not in str(record.to_dict())
+    backup(data_dir, tmp_path / "backup")
+    restored = tmp_path / "restored"
+    restore(tmp_path / "backup", restored)
+    with Memory.open(restored, settings=Settings(embedder="hash"), clock=clock) as copy:
+        assert [e.to_dict() for e in copy.erasures()] == [record.to_dict()]
+
+
+def test_a_purge_racing_writes_of_the_same_entity_leaves_no_half_state(mem: Memory) -> None:
+    def write() -> None:
+        for n in range(30):
+            mem.store_many(
+                [
+                    {"text": f"Cy note {n} a", "entity": "cy"},
+                    {"text": f"Cy note {n} b", "entity": "cy"},
+                ],
+                episode=f"cy-{n}",
+            )
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    reports = [mem.purge(entity="cy") for _ in range(5)]
+    writer.join()
+    # Each purge took whole batches (two facts and their episode), never half of one.
+    assert all(r.facts == 2 * r.episodes for r in reports)
+    assert sum(r.facts for r in reports) + mem.purge(entity="cy").facts == 60
+    assert mem.lookup("cy") == [] and mem.episodes() == []
+
+
+PURGE = """mutation($filter: PurgeFilter!, $dry: Boolean!) {
+  purgeFacts(filter: $filter, dryRun: $dry) {
+    facts links vectors episodes dryRun error { code field } } }"""
+ERASURES = "query { erasures { filter facts } }"
+
+
+def test_graphql_purges_for_keys_that_may_write_and_shows_records_to_admin_keys(
+    service: InProcess, keys: KeyStore
+) -> None:
+    writer, _ = keys.create(["default"])
+    reader, _ = keys.create(["default"], read_only=True)
+    admin, _ = keys.create(["default"], read_only=True, admin=True)
+    service.data(
+        """mutation { storeFacts(inputs: [{text: "Dee plays the oboe", entity: "dee"},
+                                           {text: "Dee lives by the canal", entity: "dee"}]) {
+            error { code } } }""",
+        **bearer(writer),
+    )
+    counted = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": True}, **bearer(writer))
+    assert counted["purgeFacts"]["facts"] == 2 and counted["purgeFacts"]["dryRun"] is True
+    refused = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(reader))
+    assert refused["purgeFacts"]["error"]["code"] == "FORBIDDEN"
+    empty = service.data(PURGE, {"filter": {}, "dry": False}, **bearer(writer))
+    assert empty["purgeFacts"]["error"] == {"code": "INVALID_INPUT", "field": "filter"}
+    done = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(writer))
+    assert (done["purgeFacts"]["facts"], done["purgeFacts"]["error"]) == (2, None)
+    assert service.data(ERASURES, **bearer(admin))["erasures"] == [
+        {"filter": {"entity": hashlib.sha256(b"dee").hexdigest()}, "facts": 2}
+    ]
+    for other in (writer, reader):  # the records are for admin keys only
+        _, body = service.post(ERASURES, None, {**bearer(other)})
+        assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+def test_the_cli_and_mcp_purge_by_filter(mem: Memory, data_dir: Path) -> None:
+    mem.store_many([{"text": "Eve's locker code is in the notes", "source": "notes/eve.md"}])
+    _, counted = tools.purge(mem, tools.PurgeArgs(source="notes/eve.md", dry_run=True))
+    assert counted == {"facts": 1, "links": 0, "vectors": 1, "episodes": 0, "dry_run": True}
+    mem.close()
+    run = CliRunner().invoke(
+        cli,
+        ["--data-dir", str(data_dir), "purge", "--source", "notes/eve.md", "--json"],
+        env={"GRAPHMEM_EMBEDDER": "hash"},
+    )
+    assert run.exit_code == 0, run.output
+    assert json.loads(run.output)["facts"] == 1
+    run = CliRunner().invoke(
+        cli, ["--data-dir", str(data_dir), "erasures", "--json"], env={"GRAPHMEM_EMBEDDER": "hash"}
+    )
+    assert [e["facts"] for e in json.loads(run.output)] == [1]

@@ -1,0 +1,119 @@
+"""Export and import: a lossless JSON Lines round trip, all-or-nothing imports."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from graphmem import InvalidInput, Memory, Settings
+
+from ..support.clock import Clock
+
+
+def export_text(mem: Memory) -> str:
+    out = io.StringIO()
+    mem.export_jsonl(out)
+    return out.getvalue()
+
+
+@pytest.fixture
+def populated(mem: Memory, clock: Clock) -> Memory:
+    mem.store(
+        "Alice lives in Berlin",
+        entity="alice",
+        key="city",
+        value="Berlin",
+        valid_from="2020-01-01",
+        tags=["people"],
+        source="chat",
+    )
+    clock.advance(3600.123456)
+    mem.store(
+        "Alice lives in Paris",
+        entity="alice",
+        key="city",
+        value="Paris",
+        valid_from="2023-06-01",
+        why="she said so",
+        summary="Paris",
+        context="moving talk",
+    )
+    gone = mem.store("A retracted note").fact
+    assert gone is not None
+    clock.advance(10)
+    mem.forget(gone.id)
+    mem.store("Scratch idea", decay_class="ephemeral", importance=0.2, confidence=0.7)
+    mem.search("Alice")  # access counts and refreshed TTLs must survive too
+    return mem
+
+
+def test_export_then_import_into_an_empty_store_gives_an_identical_export(
+    populated: Memory, tmp_path: Path, clock: Clock
+) -> None:
+    first = export_text(populated)
+    lines = first.splitlines()
+    assert json.loads(lines[0])["kind"] == "header"
+    assert sum(json.loads(x)["kind"] == "fact" for x in lines) == 4
+    assert sum(json.loads(x)["kind"] == "link" for x in lines) == 1
+    with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash"), clock=clock) as copy:
+        report = copy.import_jsonl(io.StringIO(first))
+        assert (report.facts, report.links, report.skipped_existing) == (4, 1, 0)
+        assert export_text(copy) == first
+        assert copy.check().ok
+        assert [h.fact.text for h in copy.search("where does alice live", as_of="2021-01-01")] == [
+            "Alice lives in Berlin"
+        ]
+
+
+def test_importing_again_skips_existing_ids(populated: Memory) -> None:
+    report = populated.import_jsonl(io.StringIO(export_text(populated)))
+    assert (report.facts, report.links, report.skipped_existing) == (0, 0, 5)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda ls: ls[1:], "header"),
+        (lambda ls: [*ls, "{not json"], "not JSON"),
+        (lambda ls: [*ls, json.dumps({"kind": "fact", "id": "x"})], "missing"),
+        (lambda ls: [*ls, json.dumps({"kind": "planet"})], "unknown kind"),
+        (
+            lambda ls: [
+                ls[0],
+                *(x.replace('"category": "fact"', '"category": "gossip"') for x in ls[1:]),
+            ],
+            "category",
+        ),
+        (
+            lambda ls: [
+                *ls,
+                json.dumps(
+                    {
+                        "kind": "link",
+                        "id": "l",
+                        "source_id": "nope",
+                        "target_id": "nope",
+                        "type": "RELATED_TO",
+                        "strength": 1,
+                        "origin": "import",
+                        "recorded_at": 0,
+                        "valid_from": 0,
+                    }
+                ),
+            ],
+            "not a known fact",
+        ),
+    ],
+)
+def test_a_bad_line_rejects_the_whole_import_naming_the_line(
+    populated: Memory, tmp_path: Path, mutate: Callable[[list[str]], list[str]], message: str
+) -> None:
+    lines = mutate(export_text(populated).splitlines())
+    with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash")) as copy:
+        with pytest.raises(InvalidInput, match=message):
+            copy.import_jsonl(lines)
+        assert copy.stats().facts == 0

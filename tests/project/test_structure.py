@@ -1,0 +1,198 @@
+"""The layers of docs/architecture.md hold: the core never imports the service and the service
+writes no SQL; and the packages' import graph has no cycles, read from the source (``ast``), so an
+import under ``TYPE_CHECKING`` or inside a function counts as much as one at the top of a module."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("graphmem", "resolvers")
+
+
+def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> None:
+    code = (
+        "import sys, graphmem, graphmem.cli; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers', 'mcp'}))"
+    )
+    assert (
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        == "[]"
+    )
+    sql_call = re.compile(r"\.execute(many)?\(\s*f?[\"']")  # a statement's text passed in
+    for source in (ROOT / "resolvers").rglob("*.py"):
+        text = source.read_text(encoding="utf-8")
+        assert "sqlite3" not in text and "psycopg" not in text, source.name
+        assert not sql_call.search(text), source.name
+
+
+def test_only_the_storage_package_speaks_to_a_database_driver() -> None:
+    """``sqlite3`` and ``psycopg`` are imported in ``graphmem/storage/`` alone: the rest of the
+    engine reaches a store through ``graphmem.storage.interface``."""
+    drivers = {"sqlite3", "psycopg"}
+    outside = []
+    for package in PACKAGES:
+        for source in sorted((ROOT / package).rglob("*.py")):
+            if source.is_relative_to(ROOT / "graphmem" / "storage"):
+                continue
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom) and not node.level
+                    else []
+                )
+                outside += [f"{_module(source)}: {n}" for n in names if n.split(".")[0] in drivers]
+    assert outside == []
+
+
+def test_no_module_is_part_of_an_import_cycle() -> None:
+    cycles = import_cycles(import_graph())
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_a_cycle_is_named_by_a_shortest_path_back_to_its_start() -> None:
+    graph = {"a": {"b", "x"}, "b": {"c", "a"}, "c": {"a"}, "d": {"d"}, "e": {"a"}, "x": set()}
+    assert import_cycles(graph) == [["a", "b", "a"], ["d", "d"]]
+
+
+def test_imports_under_type_checking_and_inside_functions_are_edges_too() -> None:
+    source = """
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from .types import Fact
+def load():
+    from resolvers import schema
+    import graphmem.graph
+    from . import Context
+"""
+    assert set(_imports("resolvers.context", ast.parse(source), package="resolvers")) == {
+        "resolvers.types",
+        "resolvers.schema",
+        "graphmem.graph",
+        "resolvers",
+    }
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every module of ``PACKAGES`` and the modules of ``PACKAGES`` it imports."""
+    graph: dict[str, set[str]] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = _module(path)
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            graph[name] = set(_imports(name, tree, package=name if path.stem == "__init__" else ""))
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """A shortest cycle through each group of modules that import each other, as a path back to
+    its start (``["a", "b", "a"]``), so a failure names the imports to untangle."""
+    digraph = nx.DiGraph([(m, i) for m, imports in graph.items() for i in sorted(imports)])
+    cycles = []
+    for component in nx.strongly_connected_components(digraph):
+        start = min(component)
+        if len(component) > 1 or digraph.has_edge(start, start):
+            loops = (
+                [start, *nx.shortest_path(digraph, other, start)]
+                for other in digraph.successors(start)
+                if other in component
+            )
+            cycles.append(min(loops, key=lambda loop: (len(loop), loop)))
+    return sorted(cycles)
+
+
+def _module(path: Path) -> str:
+    """The dotted name of the module at ``path`` (a package's for its ``__init__.py``)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(module: str, tree: ast.Module, *, package: str) -> Iterator[str]:
+    """The modules of ``PACKAGES`` that ``module`` imports anywhere in its source (``package``:
+    ``module`` itself when it is a package's ``__init__``, else empty).
+
+    ``from P import name`` is an import of the submodule ``P.name`` when there is one, else of
+    ``P`` itself (its ``__init__``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names if _internal(a.name))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = module if module == package else module.rsplit(".", 1)[0]
+                for _ in range(node.level - 1):
+                    parent = parent.rsplit(".", 1)[0]
+                base = f"{parent}.{base}" if base else parent
+            if not _internal(base):
+                continue
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                yield submodule if _exists(submodule) else base
+
+
+def _internal(name: str) -> bool:
+    return name.split(".")[0] in PACKAGES
+
+
+def _exists(module: str) -> bool:
+    path = ROOT.joinpath(*module.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def test_the_installed_packages_hold_no_development_tool() -> None:
+    """The topology launcher (initdb, haproxy, libfaketime, moto) lives in ``devtools/``, which
+    is not installed; nothing installed imports it."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    installed = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    assert not [p for p in installed if p.startswith("devtools")]
+    for package in PACKAGES:
+        for source in (ROOT / package).rglob("*.py"):
+            tree = ast.parse(source.read_text(encoding="utf-8"))
+            imported = {
+                name
+                for node in ast.walk(tree)
+                for name in (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
+            }
+            assert not {n for n in imported if n.split(".")[0] in ("devtools", "moto")}, source
+
+
+def test_the_architecture_page_lists_every_module_and_only_modules_that_exist() -> None:
+    """docs/architecture.md names each module by its path inside its package (``writer.py``,
+    ``storage/sql/reads.py``, ``mcp/tools.py``); a subpackage's ``__init__.py`` may go unnamed
+    (the package is), and every path the page's tables name exists."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`([\w/]+\.py)`", page))
+    modules = {
+        source.relative_to(ROOT / package).as_posix(): package
+        for package in PACKAGES
+        for source in (ROOT / package).rglob("*.py")
+        if source.name != "__init__.py" or source.parent == ROOT / package
+    }
+    assert sorted(set(modules) - named) == []
+    stale = {
+        path
+        for path in named
+        if not any((ROOT / root / path).is_file() for root in (*PACKAGES, "devtools", "."))
+    }
+    assert sorted(stale) == []
