@@ -18,8 +18,8 @@ from graphmem.models import LINK_ORIGINS, LinkOrigin
 from resolvers import create_app, schema_sdl
 
 from ..support.clock import Clock
+from ..support.connections import read_connection
 from ..support.graphql_clients import STORE, InProcess
-from ..support.sqlite import read_connection
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 from graphmem import InvalidInput, Memory, Settings
 
 from ..support.clock import Clock
-from ..support.sqlite import read_connection
+from ..support.connections import read_connection
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from graphmem import InvalidInput, Memory, NotFound, Settings
 from graphmem.limits import MAX_BATCH, MAX_TEXT_LENGTH
 
 from ..support.clock import Clock
-from ..support.sqlite import read_connection
+from ..support.connections import read_connection
 
 
 @pytest.mark.parametrize(

@@ -21,8 +21,8 @@ from graphmem.storage.sqlite.store import SQLITE_FILE
 from resolvers import create_app
 
 from ..support.clock import Clock
+from ..support.connections import read_connection
 from ..support.graphql_clients import InProcess
-from ..support.sqlite import read_connection
 
 SETTINGS = Settings(embedder="hash")
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
