@@ -6,6 +6,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
+from .checkpoints import Checkpoint
 from .documents import DocumentFile, SyncReport
 from .episodes import Episode
 from .erasure import Erasure, PurgeReport
@@ -41,6 +42,7 @@ __all__ = [
     "Change",
     "ChangePage",
     "CheckReport",
+    "Checkpoint",
     "Clusters",
     "Conflict",
     "DependencyOrder",

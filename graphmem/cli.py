@@ -476,6 +476,61 @@ def forget(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
     _emit({"forgotten": fact.id}, as_json, (f"forgotten {fact.id}"))
 
 
+@click.group()
+def checkpoint() -> None:
+    """Save the working state before a risky step, and restore the newest one."""
+
+
+@checkpoint.command("save")
+@click.option("--intent", required=True, help="What you are about to do.")
+@click.option("--state", "state_json", help="The working state, as JSON.")
+@click.option("--expect", "expected_outcome", help="What should come of it.")
+@click.option("--file", "working_files", multiple=True, help="A file being worked on (repeat).")
+@json_option
+@click.pass_context
+def checkpoint_save(
+    ctx: click.Context,
+    /,
+    intent: str,
+    state_json: str | None,
+    expected_outcome: str | None,
+    working_files: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Save a checkpoint (it expires like decay class checkpoint)."""
+    try:
+        state = None if state_json is None else json.loads(state_json)
+    except ValueError as exc:
+        raise InvalidInput(f"not JSON: {exc}", field="state") from None
+    with _memory(ctx) as mem:
+        fact = mem.checkpoint(
+            intent, state=state, expected_outcome=expected_outcome, working_files=working_files
+        )
+    _emit(fact.to_dict(), as_json, f"saved {_fact_line(fact)}")
+
+
+@checkpoint.command("restore")
+@json_option
+@click.pass_context
+def checkpoint_restore(ctx: click.Context, /, as_json: bool) -> None:
+    """Print the newest unexpired checkpoint (exit 1 when there is none)."""
+    with _memory(ctx) as mem:
+        found = mem.restore_checkpoint()
+    if found is None:
+        _emit(None, as_json, "no checkpoint")
+        sys.exit(1)
+    _emit(
+        found.to_dict(),
+        as_json,
+        [
+            f"{found.intent}  (saved {to_iso(found.fact.recorded_at.timestamp())})",
+            f"expected: {found.expected_outcome or '-'}",
+            f"files: {' '.join(found.working_files) or '-'}",
+            f"state: {json.dumps(found.state, ensure_ascii=False, sort_keys=True)}",
+        ],
+    )
+
+
 @click.command()
 @click.argument("fact_id", required=False)
 @click.option("--entity", help="Every fact about this entity (case-insensitive).")
@@ -1017,6 +1072,7 @@ COMMANDS: Final = (
     sync,
     read,
     forget,
+    checkpoint,
     purge,
     erasures,
     link,

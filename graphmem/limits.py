@@ -36,6 +36,7 @@ MAX_SYNC_PATHS: Final = 1_000
 MAX_DOCUMENT_BYTES: Final = 10_000_000
 MAX_SUBSCRIPTIONS_PER_SOCKET: Final = 20
 MAX_SOCKETS_PER_KEY: Final = 50
+MAX_CHECKPOINT_FILES: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,5 +144,12 @@ LIMITS: Final = (
         MAX_SOCKETS_PER_KEY,
         "sockets",
         "open at once with one API key in one server process; one more is closed with 4429",
+    ),
+    Limit(
+        "MAX_CHECKPOINT_FILES",
+        MAX_CHECKPOINT_FILES,
+        "paths",
+        "the working files one checkpoint names (the whole checkpoint is also at most "
+        "MAX_NOTE_LENGTH characters as JSON)",
     ),
 )

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, cast
 
-from . import analytics, documents, graph
+from . import analytics, checkpoints, documents, graph
 from . import capture as captures
 from . import namespace as namespaces
 from . import prune as pruning
@@ -622,6 +622,41 @@ class Memory:
         result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())
         self._accessed(scope, result.facts)
         return result
+
+    def checkpoint(
+        self,
+        intent: str,
+        *,
+        state: Any = None,
+        expected_outcome: str | None = None,
+        working_files: Sequence[str] = (),
+    ) -> Fact:
+        """Save the agent's working state before a risky step: what it intends, the state (any
+        JSON value), what should come of it and the files it works on, as one fact of entity
+        ``system`` (see :mod:`graphmem.checkpoints`). It expires with decay class
+        ``checkpoint``. InvalidInput, nothing stored, when the state is not JSON or the
+        checkpoint is over its limits."""
+        item = checkpoints.fact_input(
+            intent, state, expected_outcome, working_files, self._store.now()
+        )
+        [result] = self.store_many([item])
+        assert result.fact is not None  # never deduplicated nor classified away
+        return result.fact
+
+    def restore_checkpoint(self) -> checkpoints.Checkpoint | None:
+        """The newest unexpired checkpoint, or None when there is none."""
+        scope = self._scope(None, None)
+        for fact in self._store.newest_keyed(
+            checkpoints.ENTITY,
+            checkpoints.KEY_PREFIX,
+            scope,
+            unexpired_at=scope.as_of,
+            limit=checkpoints.RESTORE_CANDIDATES,
+        ):
+            found = checkpoints.from_fact(fact)
+            if found is not None:
+                return found
+        return None
 
     def history(
         self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None

@@ -11,13 +11,21 @@ import graphmem
 from graphmem.decay import DECAY_CLASSES
 from graphmem.dedup import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.episodes import DEFAULT_KIND, EPISODE_KINDS
-from graphmem.limits import MAX_BATCH, MAX_METADATA_BYTES, MAX_TEXT_LENGTH
+from graphmem.limits import (
+    MAX_BATCH,
+    MAX_CHECKPOINT_FILES,
+    MAX_FIELD_LENGTH,
+    MAX_METADATA_BYTES,
+    MAX_NOTE_LENGTH,
+    MAX_TEXT_LENGTH,
+)
 
 from .context import Context
 from .types import (
     JSON,
     NOW,
     CaptureAction,
+    Checkpoint,
     DateTime,
     Fact,
     Link,
@@ -27,6 +35,30 @@ from .types import (
 )
 
 P = TypeVar("P")
+
+
+@strawberry.input(description="A checkpoint to save (`saveCheckpoint`).")
+class CheckpointInput:
+    intent: str = strawberry.field(
+        description=f"What the agent sets out to do (at most {MAX_FIELD_LENGTH:,} characters)."
+    )
+    state: JSON | None = strawberry.field(
+        default=None,
+        description=f"The working state, any JSON value (the whole checkpoint at most "
+        f"{MAX_NOTE_LENGTH:,} characters as JSON).",
+    )
+    expected_outcome: str | None = strawberry.field(
+        default=None, description="What should come of it."
+    )
+    working_files: list[str] | None = strawberry.field(
+        default=None, description=f"The files being worked on (at most {MAX_CHECKPOINT_FILES})."
+    )
+
+
+@strawberry.type(description="The result of `saveCheckpoint`.")
+class CheckpointPayload:
+    checkpoint: Checkpoint | None = strawberry.field(description="What was saved.")
+    error: UserError | None = strawberry.field(description="Set when nothing was saved.")
 
 
 @strawberry.input(description="A fact to store. Only `text` is required.")
@@ -381,6 +413,30 @@ class Mutation:
             return LinkPayload(link=Link.of(removed, NOW), error=None)
 
         return await _guarded(info, unlink, lambda e: LinkPayload(link=None, error=e))
+
+    @strawberry.mutation(
+        description="Save the agent's working state before a risky step; `checkpoint` gives "
+        "back the newest one."
+    )
+    async def save_checkpoint(
+        self,
+        info: Info[Context, None],
+        input: Annotated[CheckpointInput, strawberry.argument(description="What to save.")],
+    ) -> CheckpointPayload:
+        async def save() -> CheckpointPayload:
+            memory = info.context.memory
+            fact = await info.context.write(
+                memory.checkpoint,
+                input.intent,
+                state=input.state,
+                expected_outcome=input.expected_outcome,
+                working_files=input.working_files or (),
+            )
+            saved = graphmem.checkpoints.from_fact(fact)
+            assert saved is not None
+            return CheckpointPayload(checkpoint=Checkpoint.of(saved), error=None)
+
+        return await _guarded(info, save, lambda e: CheckpointPayload(checkpoint=None, error=e))
 
     @strawberry.mutation(
         description="Retract a fact: current reads stop seeing it; reads known at an earlier "

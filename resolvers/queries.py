@@ -14,6 +14,7 @@ from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_READ_LINES, MAX
 from .context import Context, Scope
 from .types import (
     JSON,
+    Checkpoint,
     DateTime,
     Direction,
     Document,
@@ -385,6 +386,13 @@ class Query:
             info.context.memory.history, str(id), as_of=as_of, known_at=known_at
         )
         return [Fact.of(f, (as_of, known_at)) for f in facts]
+
+    @strawberry.field(
+        description="The newest unexpired checkpoint (`saveCheckpoint`); null when there is none."
+    )
+    async def checkpoint(self, info: Info[Context, None]) -> Checkpoint | None:
+        found = await info.context.run(info.context.memory.restore_checkpoint)
+        return None if found is None else Checkpoint.of(found)
 
     @strawberry.field(
         description="An episode by id (its `facts` read at the given time scope); null if unknown."

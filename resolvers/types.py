@@ -456,6 +456,28 @@ class Episode:
 
 
 @strawberry.type(
+    description="An agent's working state saved before a risky step (`saveCheckpoint`); kept as "
+    "a fact of entity `system` that expires like decay class `checkpoint`."
+)
+class Checkpoint:
+    intent: str = strawberry.field(description="What the agent set out to do.")
+    state: JSON = strawberry.field(description="The working state, as saved (any JSON value).")
+    expected_outcome: str | None = strawberry.field(description="What should come of it.")
+    working_files: list[str] = strawberry.field(description="The files being worked on.")
+    fact: Fact = strawberry.field(description="The fact that holds it.")
+
+    @classmethod
+    def of(cls, checkpoint: graphmem.Checkpoint) -> "Checkpoint":
+        return cls(
+            intent=checkpoint.intent,
+            state=JSON(checkpoint.state),
+            expected_outcome=checkpoint.expected_outcome,
+            working_files=list(checkpoint.working_files),
+            fact=Fact.of(checkpoint.fact, NOW),
+        )
+
+
+@strawberry.type(
     description="The record a purge left: when, which filter (values as SHA-256 digests, ids as "
     "a count) and how many of each kind it erased; never the content."
 )

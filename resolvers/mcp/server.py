@@ -115,7 +115,7 @@ async def call(
             raise InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(BY_NAME)}")
         args = _validated(tool.args, arguments)
         memory, key = caller(ctx)
-        if not tool.read_only and key is not None and key.read_only:
+        if tool.writes(args) and key is not None and key.read_only:
             raise Forbidden(f"API key {key.id} is read-only")
         if spend is not None and key is not None:
             spend(key.id, tool_cost(args))

@@ -6,9 +6,10 @@ calls.
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 from mcp_types import Tool as ToolSpec
 from mcp_types import (
@@ -23,17 +24,19 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from graphmem import Memory
+from graphmem import InvalidInput, Memory
 from graphmem.capture import ROLES
 from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from graphmem.dedup import DEFAULT_IMPORTANCE
 from graphmem.graph import DIRECTIONS, LINK_TYPES
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
+    MAX_CHECKPOINT_FILES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
     MAX_LIMIT,
     MAX_NODES,
+    MAX_NOTE_LENGTH,
     MAX_READ_LINES,
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
@@ -42,7 +45,7 @@ from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORIES
 from graphmem.temporal import ACCEPTED_TIMES
 
-from .rendering import VERDICT_TARGETS, fact_line, plural, scope_text
+from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
 
 #: A time argument: text in one of the accepted forms, or epoch seconds as a number.
 Time = Annotated[
@@ -65,6 +68,14 @@ class Tool:
     read_only: bool = True
     #: Whether it may take back earlier writes (a hint for clients that ask before such calls).
     destructive: bool = False
+    #: For a tool that writes only for some arguments: whether these arguments write.
+    writes_when: Callable[[Any], bool] | None = None
+
+    def writes(self, args: BaseModel) -> bool:
+        """Whether a call with ``args`` writes (a read-only key may not make it)."""
+        if self.read_only:
+            return False
+        return True if self.writes_when is None else self.writes_when(args)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -381,6 +392,58 @@ def forget(memory: Memory, args: IdArgs) -> Result:
     )
 
 
+class CheckpointArgs(_Args):
+    action: Literal["save", "restore"] = Field(
+        description="save: record the working state now; restore: the newest saved one."
+    )
+    intent: str | None = Field(
+        None,
+        max_length=MAX_FIELD_LENGTH,
+        description="For save (required): what you are about to do, e.g. 'migrate the billing "
+        "table'.",
+    )
+    state: Any = Field(
+        None,
+        description="For save: the working state to come back to, any JSON value (the whole "
+        f"checkpoint at most {MAX_NOTE_LENGTH:,} characters as JSON).",
+    )
+    expected_outcome: str | None = Field(
+        None, max_length=MAX_FIELD_LENGTH, description="For save: what should come of it."
+    )
+    working_files: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_CHECKPOINT_FILES,
+        description="For save: the files you are working on.",
+    )
+
+
+def checkpoint(memory: Memory, args: CheckpointArgs) -> Result:
+    if args.action == "save":
+        if args.intent is None:
+            raise InvalidInput("intent is required to save a checkpoint", field="intent")
+        fact = memory.checkpoint(
+            args.intent,
+            state=args.state,
+            expected_outcome=args.expected_outcome,
+            working_files=args.working_files,
+        )
+        return (
+            f"Saved checkpoint {fact_line(fact)}\nRestore it with action 'restore' (it expires "
+            f"{moment_text(fact.expires_at) if fact.expires_at else 'never'}).",
+            {"fact": fact.to_dict()},
+        )
+    found = memory.restore_checkpoint()
+    if found is None:
+        return "No checkpoint saved (or every one has expired).", {"checkpoint": None}
+    lines = [
+        f"Newest checkpoint, saved {moment_text(found.fact.recorded_at)}: {found.intent}",
+        f"expected outcome: {found.expected_outcome or '(not given)'}",
+        f"working files: {', '.join(found.working_files) or '(none)'}",
+        f"state: {json.dumps(found.state, sort_keys=True)}",
+    ]
+    return "\n".join(lines), {"checkpoint": found.to_dict()}
+
+
 class Message(_Args):
     role: str = Field(
         json_schema_extra={"enum": list(ROLES)},
@@ -544,6 +607,18 @@ TOOLS: Final = (
         forget,
         read_only=False,
         destructive=True,
+    ),
+    Tool(
+        "memory_checkpoint",
+        "Save or restore a checkpoint",
+        "Save your working state before a risky or long step (action 'save': intent, state as "
+        "any JSON value, expected_outcome, working_files), and get the newest one back after a "
+        "failure, a restart or a new session (action 'restore'). A checkpoint expires after a "
+        "few hours (decay class checkpoint); restore returns nothing when none is left.",
+        CheckpointArgs,
+        checkpoint,
+        read_only=False,
+        writes_when=lambda args: args.action == "save",
     ),
     Tool(
         "memory_purge",

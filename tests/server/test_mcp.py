@@ -42,6 +42,7 @@ TOOL_NAMES = [
     "memory_traverse",
     "memory_history",
     "memory_forget",
+    "memory_checkpoint",
     "memory_purge",
     "memory_read",
     "memory_capture",

@@ -225,6 +225,35 @@ def latest(
     return [Fact.from_values(r) for r in rows]
 
 
+def newest_keyed(
+    conn: SQLConnection,
+    entity: str,
+    prefix: str,
+    scope: TimeScope,
+    *,
+    unexpired_at: float,
+    limit: int,
+) -> list[Fact]:
+    """The visible facts of ``entity`` (case-insensitive) whose key starts with ``prefix`` and
+    that have not expired at ``unexpired_at``, the greatest key first (keys that end in a time
+    of equal width sort by it)."""
+    rows = conn.execute(
+        f"SELECT {fact_columns('f', scope)} FROM facts f"
+        " WHERE lower(f.entity) = lower(:entity) AND f.key >= :low AND f.key < :high"
+        " AND (f.expires_at IS NULL OR f.expires_at > :now)"
+        f" AND {scope.fact_clause()} ORDER BY f.key DESC, f.seq DESC LIMIT :n",
+        {
+            "entity": entity,
+            "low": prefix,
+            "high": prefix[:-1] + chr(ord(prefix[-1]) + 1),
+            "now": unexpired_at,
+            "n": limit,
+            **scope.params,
+        },
+    )
+    return [Fact.from_values(r) for r in rows]
+
+
 def texts_by_hash(
     conn: SQLConnection, hashes: Sequence[str], scope: TimeScope
 ) -> dict[str, set[str]]:

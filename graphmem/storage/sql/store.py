@@ -642,6 +642,13 @@ class SQLStore(Generic[D]):
     def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]:
         return reads.latest(self._read(), entity, key, scope, limit=limit)
 
+    def newest_keyed(
+        self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int
+    ) -> list[Fact]:
+        return reads.newest_keyed(
+            self._read(), entity, prefix, scope, unexpired_at=unexpired_at, limit=limit
+        )
+
     def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]:
         return reads.texts_by_hash(self._read(), hashes, scope)
 

@@ -1,0 +1,171 @@
+"""Checkpoints: the working state saved before a risky step and the newest one restored, through
+Python, GraphQL, MCP and the CLI, on the store ``--store`` names; bad input refused with nothing
+stored."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from graphmem import ApiKey, Checkpoint, InvalidInput, Memory
+from graphmem.cli import cli
+from resolvers.mcp import call
+
+from ..support.clock import Clock
+from ..support.graphql_clients import InProcess
+
+SAVE = """
+mutation($input: CheckpointInput!) {
+  saveCheckpoint(input: $input) {
+    checkpoint { intent state expectedOutcome workingFiles fact { id entity key decayClass } }
+    error { code field message }
+  }
+}"""
+RESTORE = "{ checkpoint { intent state expectedOutcome workingFiles fact { id } } }"
+
+
+def test_a_saved_checkpoint_is_restored_whole_and_the_newest_wins(
+    mem: Memory, clock: Clock
+) -> None:
+    assert mem.restore_checkpoint() is None
+    first = mem.checkpoint(
+        intent="migrate the billing table",
+        state={"step": 3, "done": ["users"], "ratio": 0.5, "none": None},
+        expected_outcome="rows copied",
+        working_files=["db/migrate.py", "db/schema.sql"],
+    )
+    assert (first.entity, first.key) == ("system", f"checkpoint:{int(clock.now * 1000)}")
+    assert (first.importance, first.decay_class, first.source) == (0.9, "checkpoint", "checkpoint")
+    assert first.expires_at is not None and first.expires_at - first.recorded_at == timedelta(
+        hours=4
+    )
+    restored = mem.restore_checkpoint()
+    assert isinstance(restored, Checkpoint) and restored.fact.id == first.id
+    assert (restored.intent, restored.state, restored.expected_outcome) == (
+        "migrate the billing table",
+        {"step": 3, "done": ["users"], "ratio": 0.5, "none": None},
+        "rows copied",
+    )
+    assert restored.working_files == ("db/migrate.py", "db/schema.sql")
+    clock.advance(60)
+    second = mem.checkpoint(intent="migrate the billing table", state=[4])  # same words again
+    newest = mem.restore_checkpoint()
+    assert newest is not None and newest.fact.id == second.id and newest.state == [4]
+    assert newest.expected_outcome is None and newest.working_files == ()
+
+
+def test_an_expired_checkpoint_is_not_restored_and_a_forgotten_one_gives_way(
+    mem: Memory, clock: Clock
+) -> None:
+    old = mem.checkpoint(intent="first step")
+    clock.advance(3600)
+    new = mem.checkpoint(intent="second step")
+    mem.forget(new.id)
+    restored = mem.restore_checkpoint()
+    assert restored is not None and restored.fact.id == old.id
+    clock.advance(4 * 3600)  # past the first one's expiry
+    assert mem.restore_checkpoint() is None
+
+
+def test_a_fact_under_a_checkpoint_key_that_holds_no_checkpoint_is_passed_over(
+    mem: Memory, clock: Clock
+) -> None:
+    saved = mem.checkpoint(intent="real one")
+    clock.advance(1)
+    mem.store("not a checkpoint", entity="system", key="checkpoint:9999999999999", context="{}")
+    restored = mem.restore_checkpoint()
+    assert restored is not None and restored.fact.id == saved.id
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"intent": ""}, "intent"),
+        ({"intent": "x" * 1001}, "intent"),
+        ({"intent": "x", "state": {1, 2}}, "state"),
+        ({"intent": "x", "state": float("nan")}, "state"),
+        ({"intent": "x", "state": "y" * 20_000}, "state"),
+        ({"intent": "x", "working_files": "a.py"}, "working_files"),
+        ({"intent": "x", "working_files": [f"f{i}" for i in range(101)]}, "working_files"),
+        ({"intent": "x", "working_files": [""]}, "working_files"),
+        ({"intent": "x", "expected_outcome": " "}, "expected_outcome"),
+    ],
+)
+def test_a_checkpoint_that_is_not_json_or_over_its_limits_is_refused_and_nothing_stored(
+    mem: Memory, arguments: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        mem.checkpoint(**arguments)
+    assert refused.value.field == field
+    assert mem.stats().facts == 0
+
+
+def test_graphql_saves_and_restores_a_checkpoint(service: InProcess) -> None:
+    assert service.data(RESTORE) == {"checkpoint": None}
+    given = {
+        "intent": "deploy",
+        "state": {"region": "eu", "hosts": [1, 2]},
+        "expectedOutcome": "green",
+        "workingFiles": ["deploy.sh"],
+    }
+    saved = service.data(SAVE, {"input": given})["saveCheckpoint"]
+    assert saved["error"] is None
+    assert {k: saved["checkpoint"][k] for k in given} == given
+    assert saved["checkpoint"]["fact"]["entity"] == "system"
+    assert saved["checkpoint"]["fact"]["decayClass"] == "checkpoint"
+    restored = service.data(RESTORE)["checkpoint"]
+    assert restored["fact"]["id"] == saved["checkpoint"]["fact"]["id"]
+    assert {k: restored[k] for k in given} == given
+    refused = service.data(SAVE, {"input": {"intent": "x", "workingFiles": [""]}})
+    assert refused["saveCheckpoint"]["checkpoint"] is None
+    assert refused["saveCheckpoint"]["error"]["code"] == "INVALID_INPUT"
+    assert refused["saveCheckpoint"]["error"]["field"] == "working_files"
+
+
+def _tool(mem: Memory, key: ApiKey | None, **arguments: Any) -> tuple[bool, Any]:
+    async def run() -> Any:
+        return await call(lambda _: (mem, key), None, "memory_checkpoint", arguments)  # type: ignore[arg-type]
+
+    result = anyio.run(run)
+    return bool(result.is_error), result.structured_content
+
+
+def test_the_mcp_tool_saves_and_restores_and_a_read_only_key_may_only_restore(
+    mem: Memory,
+) -> None:
+    reader = ApiKey("k1", ("default",), read_only=True, label=None, created_at=0, revoked_at=None)
+    failed, data = _tool(mem, None, action="restore")
+    assert not failed and data == {"checkpoint": None}
+    failed, data = _tool(mem, reader, action="save", intent="x")
+    assert failed and data["error"]["code"] == "FORBIDDEN"
+    failed, data = _tool(mem, None, action="save", intent="rebase", state={"onto": "main"})
+    assert not failed and data["fact"]["entity"] == "system"
+    failed, data = _tool(mem, reader, action="restore")
+    assert not failed and data["checkpoint"]["state"] == {"onto": "main"}
+    failed, data = _tool(mem, None, action="save")
+    assert failed and data["error"]["code"] == "INVALID_INPUT"
+    failed, data = _tool(mem, None, action="undo")
+    assert failed and data["error"]["code"] == "INVALID_INPUT"
+
+
+def test_the_cli_saves_and_restores_a_checkpoint(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["--data-dir", str(tmp_path), "--embedder", "hash"]
+    assert runner.invoke(cli, [*base, "checkpoint", "restore"]).exit_code == 1
+    saved = runner.invoke(
+        cli,
+        [*base, "checkpoint", "save", "--intent", "tidy", "--state", '{"n": 1}', "--file", "a.py"],
+    )
+    assert saved.exit_code == 0, saved.output
+    restored = runner.invoke(cli, [*base, "checkpoint", "restore", "--json"])
+    assert restored.exit_code == 0, restored.output
+    data = json.loads(restored.output)
+    assert (data["intent"], data["state"], data["working_files"]) == ("tidy", {"n": 1}, ["a.py"])
+    bad = runner.invoke(cli, [*base, "checkpoint", "save", "--intent", "x", "--state", "{oops"])
+    assert bad.exit_code != 0
