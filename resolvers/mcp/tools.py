@@ -444,6 +444,24 @@ def checkpoint(memory: Memory, args: CheckpointArgs) -> Result:
     return "\n".join(lines), {"checkpoint": found.to_dict()}
 
 
+class PruneArgs(_Args):
+    dry_run: bool = Field(False, description="Only count what would be removed.")
+    soft: bool = Field(
+        False, description="Skip deleting expired facts; only lower ageing ones' confidence."
+    )
+
+
+def prune(memory: Memory, args: PruneArgs) -> Result:
+    report = memory.prune(dry_run=args.dry_run, soft=args.soft)
+    verb = "Would remove" if args.dry_run else "Removed"
+    return (
+        f"{verb} {report.expired} expired and {report.low_confidence} faded "
+        f"{plural(report.expired + report.low_confidence, 'fact')}; "
+        f"{report.decayed} ageing {plural(report.decayed, 'fact')} lost confidence.",
+        report.to_dict(),
+    )
+
+
 class Message(_Args):
     role: str = Field(
         json_schema_extra={"enum": list(ROLES)},
@@ -619,6 +637,18 @@ TOOLS: Final = (
         checkpoint,
         read_only=False,
         writes_when=lambda args: args.action == "save",
+    ),
+    Tool(
+        "memory_prune",
+        "Prune memory",
+        "Tidy memory by its decay rules: delete facts past their expiry, lower the confidence of "
+        "ageing ones, and delete those whose confidence has faded. dry_run only counts. The "
+        "server also does this on its own schedule; call it after a large clean-up.",
+        PruneArgs,
+        prune,
+        read_only=False,
+        destructive=True,
+        writes_when=lambda args: not args.dry_run,
     ),
     Tool(
         "memory_purge",

@@ -43,6 +43,7 @@ TOOL_NAMES = [
     "memory_history",
     "memory_forget",
     "memory_checkpoint",
+    "memory_prune",
     "memory_purge",
     "memory_read",
     "memory_capture",
