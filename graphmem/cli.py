@@ -476,6 +476,18 @@ def forget(ctx: click.Context, /, fact_id: str, as_json: bool) -> None:
     _emit({"forgotten": fact.id}, as_json, (f"forgotten {fact.id}"))
 
 
+@click.command()
+@click.argument("fact_id")
+@click.option("--off", is_flag=True, help="Unpin it instead.")
+@json_option
+@click.pass_context
+def pin(ctx: click.Context, /, fact_id: str, off: bool, as_json: bool) -> None:
+    """Pin a fact: it leads every recall block, whatever the prompt (--off unpins it)."""
+    with _memory(ctx) as mem:
+        fact = mem.unpin(fact_id) if off else mem.pin(fact_id)
+    _emit(fact.to_dict(), as_json, f"{'unpinned' if off else 'pinned'} {_fact_line(fact)}")
+
+
 @click.group()
 def checkpoint() -> None:
     """Save the working state before a risky step, and restore the newest one."""
@@ -1072,6 +1084,7 @@ COMMANDS: Final = (
     sync,
     read,
     forget,
+    pin,
     checkpoint,
     purge,
     erasures,

@@ -239,6 +239,8 @@ def _decide(
         "access_count": 0,
         "last_accessed_at": None,
         "retracted_at": None,
+        # A new version of a pinned fact stays pinned (the transaction copies the pin).
+        "pinned_at": next((o["pinned_at"] for o in superseded if o.get("pinned_at")), None),
     }
     batch.changes.inserts.append(row)
     batch.rows[fact_id] = row

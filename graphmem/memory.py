@@ -277,6 +277,18 @@ class Memory:
         check_text(fact_id=fact_id)
         return self._writer.forget(fact_id)
 
+    def pin(self, fact_id: str) -> Fact:
+        """Pin a live fact: it leads every recall block, whatever the prompt (within the block's
+        budget), until unpinned; a version that supersedes it stays pinned. Returns the fact.
+        NotFound for an unknown id, Conflict for a fact forgotten or superseded."""
+        check_text(fact_id=fact_id)
+        return self._writer.set_pinned(fact_id, True)
+
+    def unpin(self, fact_id: str) -> Fact:
+        """Unpin a fact (see ``pin``); unpinning one not pinned changes nothing."""
+        check_text(fact_id=fact_id)
+        return self._writer.set_pinned(fact_id, False)
+
     def purge(
         self,
         fact_id: str | None = None,
@@ -591,6 +603,8 @@ class Memory:
     ) -> recalls.RecallResult:
         """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
 
+        Pinned facts (``pin``) come first, whatever the prompt, as many as the budget holds.
+
         Hybrid search on the prompt (its first ``MAX_TEXT_LENGTH`` characters, a fixed limit of
         docs/configuration.md), with the facts of any known entity it names merged in and, with
         ``graph_depth`` > 0, linked facts; best first, long texts as summaries, one line per
@@ -614,7 +628,8 @@ class Memory:
         named = self._store.entity_facts(
             recalls.entity_names(query), scope, per_entity=recalls.ENTITY_FACTS
         )
-        ranked = recalls.ranked(recalls.candidates(hits), named)
+        pinned = self._store.pinned(scope, limit=recalls.PINNED)
+        ranked = recalls.ranked(recalls.candidates(hits), named, pinned)
         # Hits and entity facts were read by separate statements; one more keeps only the facts
         # visible together, so a supersession between them never puts both versions in.
         shown = self._store.visible([c.fact.id for c in ranked], scope, Filters())

@@ -229,6 +229,8 @@ class Fact:
     superseded_by: str | None
     supersedes_id: str | None
     episode_id: str | None
+    #: When it was pinned (it leads every recall block), or None.
+    pinned_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Fact:
@@ -354,6 +356,7 @@ _KNOWN_FACT: Final = {
     "valid_until_recorded_at": "{a}.valid_until_recorded_at <= :known_at",
     "superseded_by": "{a}.valid_until_recorded_at <= :known_at",
     "retracted_at": "{a}.retracted_at <= :known_at",
+    "pinned_at": "{a}.pinned_at <= :known_at",
     "supersedes_id": (
         "(SELECT v.recorded_at FROM facts v WHERE v.id = {a}.supersedes_id) <= :known_at"
     ),

@@ -27,7 +27,7 @@ from .models import Fact, SearchHit
 
 Format = Literal["full", "short", "minimal"]
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
-Source = Literal["sqlite", "lance", "graph"]
+Source = Literal["pinned", "sqlite", "lance", "graph"]
 
 #: The budget when none is given, in tokens.
 DEFAULT_MAX_TOKENS: Final = 800
@@ -46,6 +46,9 @@ ENTITY_FACTS: Final = 10
 #: the hits at least a quarter as good as the best (at 0.5 LoCoMo lost 0.03 of its blocks'
 #: evidence, its speakers being entities; bench/REPORT.md, "Recall block").
 ENTITY_SCORE: Final = 0.25
+#: Pinned facts put at the head of a block, the earliest pinned first (the budget still bounds
+#: how many fit).
+PINNED: Final = 50
 #: Longest run of words tried as an entity name.
 ENTITY_WORDS: Final = 3
 
@@ -152,10 +155,17 @@ def candidates(hits: Sequence[SearchHit]) -> list[Candidate]:
     ]
 
 
-def ranked(hits: Sequence[Candidate], entity_facts: Sequence[Fact]) -> list[Candidate]:
-    """Search hits (those at least MIN_SHARE of the best) and entity facts merged, best first;
-    a fact found by entity lookup only ranks at ENTITY_SCORE of the best hit's score, and a
-    fact found both ways keeps its hit."""
+def ranked(
+    hits: Sequence[Candidate], entity_facts: Sequence[Fact], pinned: Sequence[Fact] = ()
+) -> list[Candidate]:
+    """Pinned facts first, in their order, then search hits (those at least MIN_SHARE of the
+    best) and entity facts merged, best first; a fact found by entity lookup only ranks at
+    ENTITY_SCORE of the best hit's score, and a fact found both ways keeps its hit."""
+    leading = [Candidate(f, 1.0, "pinned") for f in pinned]
+    if leading:
+        first = {c.fact.id for c in leading}
+        rest = ranked([c for c in hits if c.fact.id not in first], entity_facts)
+        return [*leading, *(c for c in rest if c.fact.id not in first)]
     top = max((c.score for c in hits), default=1.0)
     hits = [c for c in hits if c.score > 0 and c.score >= top * MIN_SHARE]
     seen = {c.fact.id for c in hits}
@@ -195,7 +205,8 @@ def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
         minimal  User prefers dark mode
 
     where the source says how the fact was found: ``sqlite`` by keywords or by entity lookup,
-    ``lance`` by meaning alone, ``graph`` through a link. A text longer than SUMMARY_CHARS is
+    ``lance`` by meaning alone, ``graph`` through a link; a pinned fact reads ``[pinned/…]``,
+    ``pinned …:`` and ``pinned:`` in the three formats. A text longer than SUMMARY_CHARS is
     replaced by the fact's stored summary, or else by its opening (:func:`shorten`); a summary
     that long is cut too."""
     text = _clean(fact.text)
@@ -204,9 +215,10 @@ def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
         text = shorten(_clean(fact.summary or "") or text, SUMMARY_CHARS)
     if format == "full":
         return f"[{source}/{fact.category}] {text}", summarized
+    pinned = "pinned " if source == "pinned" else ""
     if format == "short":
-        return f"{fact.category}: {text}", summarized
-    return text, summarized
+        return f"{pinned}{fact.category}: {text}", summarized
+    return (f"pinned: {text}" if pinned else text), summarized
 
 
 def shorten(text: str, limit: int) -> str:

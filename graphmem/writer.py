@@ -261,6 +261,11 @@ class Writer:
 
         return self._run(run)
 
+    def set_pinned(self, fact_id: str, pinned: bool) -> Fact:
+        """See ``Memory.pin``. A pin is not a change of what the fact says: nothing is
+        announced to subscribers nor sent to the vector index."""
+        return self._run(lambda tx, write: tx.set_pinned(fact_id, pinned))
+
     def purge(self, ids: Sequence[str]) -> int:
         """Delete facts for good (see ``Memory.purge``); returns how many existed. The vector
         index keeps older versions until compacted: ``erase`` them after the last purge."""

@@ -252,6 +252,12 @@ class LinkPayload:
     error: UserError | None = strawberry.field(description="Set when nothing changed.")
 
 
+@strawberry.type(description="The result of `pinFact` and `unpinFact`.")
+class PinPayload:
+    fact: Fact | None = strawberry.field(description="The fact as it is now.")
+    error: UserError | None = strawberry.field(description="Set when nothing changed.")
+
+
 @strawberry.type(description="The result of `forgetFact`.")
 class ForgetPayload:
     fact: Fact | None = strawberry.field(description="The fact as it was before it was forgotten.")
@@ -439,6 +445,25 @@ class Mutation:
         return await _guarded(info, save, lambda e: CheckpointPayload(checkpoint=None, error=e))
 
     @strawberry.mutation(
+        description="Pin a live fact: it leads every recall block, whatever the prompt, until "
+        "unpinned (a version that supersedes it stays pinned)."
+    )
+    async def pin_fact(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
+    ) -> PinPayload:
+        return await _pinned(info, str(id), True)
+
+    @strawberry.mutation(description="Unpin a fact (see `pinFact`).")
+    async def unpin_fact(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
+    ) -> PinPayload:
+        return await _pinned(info, str(id), False)
+
+    @strawberry.mutation(
         description="Retract a fact: current reads stop seeing it; reads known at an earlier "
         "time still do (nothing is deleted)."
     )
@@ -545,6 +570,15 @@ async def _guarded(
         if not UserError.carries(e):
             raise
         return failed(UserError.of(e))
+
+
+async def _pinned(info: Info[Context, None], fact_id: str, pinned: bool) -> PinPayload:
+    async def pin() -> PinPayload:
+        memory = info.context.memory
+        fact = await info.context.write(memory.pin if pinned else memory.unpin, fact_id)
+        return PinPayload(fact=Fact.of(fact, NOW), error=None)
+
+    return await _guarded(info, pin, lambda e: PinPayload(fact=None, error=e))
 
 
 def _failed_store(error: UserError) -> StoreFactPayload:

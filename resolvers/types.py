@@ -131,6 +131,7 @@ class RecallFormat(Enum):
 
 @strawberry.enum(description="How a recalled fact was found.")
 class RecallSource(Enum):
+    PINNED = strawberry.enum_value("pinned", description="Pinned: it leads every block.")
     SQLITE = strawberry.enum_value(
         "sqlite", description="By keywords (SQLite FTS5) or by the entity the prompt names."
     )
@@ -302,6 +303,9 @@ class Fact:
     )
     episode_id: str | None = strawberry.field(
         description="The id of the episode (conversation session, document) it came from."
+    )
+    pinned_at: DateTime | None = strawberry.field(
+        description="When it was pinned (`pinFact`: it leads every recall block), or null."
     )
     scope: strawberry.Private[Scope]
 

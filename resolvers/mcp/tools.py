@@ -462,6 +462,17 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
     )
 
 
+class PinArgs(_Args):
+    id: str = Field(min_length=1, description=FACT_ID)
+    pinned: bool = Field(True, description="true to pin it, false to unpin it.")
+
+
+def pin(memory: Memory, args: PinArgs) -> Result:
+    fact = memory.pin(args.id) if args.pinned else memory.unpin(args.id)
+    said = "Pinned (it leads every memory context)" if args.pinned else "Unpinned"
+    return f"{said}: {fact_line(fact)}", {"fact": fact.to_dict()}
+
+
 class Message(_Args):
     role: str = Field(
         json_schema_extra={"enum": list(ROLES)},
@@ -625,6 +636,16 @@ TOOLS: Final = (
         forget,
         read_only=False,
         destructive=True,
+    ),
+    Tool(
+        "memory_pin",
+        "Pin or unpin a fact",
+        "Pin a fact that must be in every memory context (a blocker, a standing instruction): "
+        "memory_context puts pinned facts first, whatever the prompt. pinned=false unpins it. "
+        "A newer version of a pinned fact stays pinned.",
+        PinArgs,
+        pin,
+        read_only=False,
     ),
     Tool(
         "memory_checkpoint",

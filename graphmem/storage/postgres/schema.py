@@ -484,6 +484,18 @@ CREATE OR REPLACE VIEW files AS SELECT path, hash, mtime, size, chunks, synced_a
     imported FROM gm_files WHERE namespace = current_setting('{NAMESPACE_SETTING}');
 """
 
+
+def _pins() -> str:
+    """Migration 9: pinned facts (see the SQLite migration 18), the facts view showing them."""
+    names = [n for n in _column_names(_TABLES["facts"][0]) if not n.startswith("fts")]
+    return f"""
+    ALTER TABLE gm_facts ADD COLUMN pinned_at double precision;
+    CREATE INDEX gm_facts_pinned ON gm_facts(namespace, pinned_at) WHERE pinned_at IS NOT NULL;
+    CREATE OR REPLACE VIEW facts AS SELECT {", ".join(names)}, namespace, {", ".join(COMPUTED)},
+        pinned_at FROM gm_facts WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+    """
+
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -493,6 +505,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     CHANGE_LOG,
     GRAPH_LOG_POSITIONS,
     FILES_IMPORTED,
+    _pins(),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

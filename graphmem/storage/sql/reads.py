@@ -225,6 +225,17 @@ def latest(
     return [Fact.from_values(r) for r in rows]
 
 
+def pinned(conn: SQLConnection, scope: TimeScope, *, limit: int) -> list[Fact]:
+    """The visible pinned facts (pinned by ``:known_at``), the earliest pinned first."""
+    rows = conn.execute(
+        f"SELECT {fact_columns('f', scope)} FROM facts f"
+        " WHERE f.pinned_at IS NOT NULL AND f.pinned_at <= :known_at"
+        f" AND {scope.fact_clause()} ORDER BY f.pinned_at, f.seq LIMIT :n",
+        {"n": limit, **scope.params},
+    )
+    return [Fact.from_values(r) for r in rows]
+
+
 def newest_keyed(
     conn: SQLConnection,
     entity: str,

@@ -238,6 +238,12 @@ class SQLTransaction:
             changes.supersessions,
         )
         conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", changes.retractions)
+        # A pinned fact's new version stays pinned.
+        conn.executemany(
+            "UPDATE facts SET pinned_at = (SELECT o.pinned_at FROM facts o WHERE o.id = ?)"
+            " WHERE id = ? AND pinned_at IS NULL",
+            [(old, new) for _, _, new, old in changes.supersessions],
+        )
         conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
             f" valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, '{LinkOrigin.SUPERSESSION}', ?, ?)",
@@ -270,6 +276,23 @@ class SQLTransaction:
             raise Conflict(f"fact {fact_id} was already forgotten")
         self.conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [self.now, fact_id])
         return Fact.from_row(row)
+
+    def set_pinned(self, fact_id: str, pinned: bool) -> Fact:
+        """Pin a live fact (now) or unpin it; returns it as it is after. NotFound if unknown,
+        Conflict if it is no longer live (forgotten or superseded)."""
+        row = reads.row(self.conn, fact_id)
+        if row is None:
+            raise NotFound(f"no fact with id {fact_id!r}")
+        if row["retracted_at"] is not None or row["superseded_by"] is not None:
+            raise Conflict(f"fact {fact_id} is no longer live; pin its current version")
+        if (row["pinned_at"] is not None) != pinned:
+            self.conn.execute(
+                "UPDATE facts SET pinned_at = ? WHERE id = ?",
+                [self.now if pinned else None, fact_id],
+            )
+        updated = reads.row(self.conn, fact_id)
+        assert updated is not None
+        return Fact.from_row(updated)
 
     def purge(self, ids: Sequence[str]) -> Purged:
         """Delete facts for good: their rows, links, references to them and the cached
@@ -641,6 +664,9 @@ class SQLStore(Generic[D]):
 
     def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]:
         return reads.latest(self._read(), entity, key, scope, limit=limit)
+
+    def pinned(self, scope: TimeScope, *, limit: int) -> list[Fact]:
+        return reads.pinned(self._read(), scope, limit=limit)
 
     def newest_keyed(
         self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int

@@ -50,6 +50,7 @@ FACT_TIMES: Final = frozenset(
         "valid_until_recorded_at",
         "recorded_at",
         "retracted_at",
+        "pinned_at",
     }
 )
 

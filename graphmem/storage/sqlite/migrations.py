@@ -328,6 +328,12 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     ALTER TABLE files ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
     """,
+    # 18: pinned facts lead every recall block (graphmem.recall); a pin is carried to the
+    # version that supersedes the fact.
+    """
+    ALTER TABLE facts ADD COLUMN pinned_at REAL;
+    CREATE INDEX facts_pinned ON facts(pinned_at) WHERE pinned_at IS NOT NULL;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -1,0 +1,174 @@
+"""Pinned facts: they lead every recall block whatever the prompt, within its budget, and say
+so; a pin follows its fact's new version, is read as memory knew it at a past known_at, leaves
+with a purge and comes back from an export; through Python, GraphQL, MCP and the CLI, on the
+store ``--store`` names."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from click.testing import CliRunner
+
+from graphmem import ApiKey, Conflict, Memory, NotFound, Settings
+from graphmem.cli import cli
+from resolvers.mcp import call
+
+from ..support.clock import Clock
+from ..support.graphql_clients import InProcess
+
+
+def test_a_pinned_fact_leads_every_recall_block_whatever_the_prompt(mem: Memory) -> None:
+    rule = mem.store(
+        "Deploys are frozen on Fridays", entity="team", key="deploy-rule", value="fridays"
+    ).fact
+    mem.store("Alice lives in Lisbon")
+    assert rule is not None
+    before = mem.recall("where does Alice live?")
+    assert [i.fact.text for i in before.items] == ["Alice lives in Lisbon"]
+    pinned = mem.pin(rule.id)
+    assert pinned.pinned_at is not None and mem.get(rule.id).pinned_at == pinned.pinned_at  # type: ignore[union-attr]
+    after = mem.recall("where does Alice live?")
+    assert [(i.fact.text, i.source) for i in after.items] == [
+        ("Deploys are frozen on Fridays", "pinned"),
+        ("Alice lives in Lisbon", "sqlite"),
+    ]
+    assert "[pinned/fact] Deploys are frozen on Fridays" in after.context
+    assert "pinned fact: Deploys" in mem.recall("x", format="short").context
+    assert "pinned: Deploys" in mem.recall("unrelated words", format="minimal").context
+    unpinned = mem.unpin(rule.id)
+    assert unpinned.pinned_at is None
+    assert mem.recall("where does Alice live?").items[0].source == "sqlite"
+    assert mem.unpin(rule.id).pinned_at is None  # unpinning twice changes nothing
+
+
+def test_pinned_facts_fit_the_budget_earliest_pinned_first(mem: Memory, clock: Clock) -> None:
+    ids = []
+    for i in range(5):
+        fact = mem.store(f"Standing instruction number {i} " + "words " * 20).fact
+        assert fact is not None
+        ids.append(fact.id)
+    for fact_id in reversed(ids):
+        clock.advance(1)
+        mem.pin(fact_id)
+    block = mem.recall("anything", max_tokens=80)
+    shown = [i.fact.id for i in block.items]
+    assert shown == list(reversed(ids))[: len(shown)] and 0 < len(shown) < 5
+    assert block.omitted == 5 - len(shown) and block.tokens <= 80
+
+
+def test_a_new_version_of_a_pinned_fact_stays_pinned_and_history_shows_the_pin(
+    mem: Memory,
+) -> None:
+    old = mem.store(
+        "Deploys are frozen on Fridays", entity="team", key="deploy-rule", value="fridays"
+    ).fact
+    assert old is not None
+    mem.pin(old.id)
+    new = mem.store(
+        "Deploys are frozen on Fridays and weekends",
+        entity="team",
+        key="deploy-rule",
+        value="weekends",
+    ).fact
+    assert new is not None and new.supersedes_id == old.id and new.pinned_at is not None
+    assert mem.get(new.id).pinned_at == new.pinned_at  # type: ignore[union-attr]
+    block = mem.recall("what about Alice?")
+    assert [i.fact.id for i in block.items if i.source == "pinned"] == [new.id]
+
+
+def test_a_pin_is_read_as_memory_knew_it(mem: Memory, clock: Clock) -> None:
+    fact = mem.store("Always answer in French").fact
+    assert fact is not None
+    before = clock.now
+    clock.advance(60)
+    mem.pin(fact.id)
+    assert mem.get(fact.id, known_at=before).pinned_at is None  # type: ignore[union-attr]
+    assert all(i.source != "pinned" for i in mem.recall("hello", known_at=before).items)
+    assert mem.recall("hello").items[0].source == "pinned"
+
+
+def test_pinning_an_unknown_forgotten_or_replaced_fact_is_refused(mem: Memory) -> None:
+    with pytest.raises(NotFound):
+        mem.pin("01a00000-0000-7000-8000-000000000000")
+    gone = mem.store("temporary").fact
+    old = mem.store("v1", entity="team", key="deploy-rule", value="1").fact
+    assert gone is not None and old is not None
+    mem.forget(gone.id)
+    mem.store("v2", entity="team", key="deploy-rule", value="2")
+    for fact_id in (gone.id, old.id):
+        with pytest.raises(Conflict):
+            mem.pin(fact_id)
+
+
+def test_a_purged_pin_is_gone_and_an_export_keeps_pins(
+    mem: Memory, data_dir: Path, settings: Settings, clock: Clock
+) -> None:
+    kept = mem.store("Use pnpm, not npm").fact
+    erased = mem.store("My card number is on file").fact
+    assert kept is not None and erased is not None
+    mem.pin(kept.id)
+    mem.pin(erased.id)
+    mem.purge(erased.id)
+    assert [f.id for f in mem._store.pinned(mem._scope(None, None), limit=10)] == [kept.id]
+    out = io.StringIO()
+    mem.export_jsonl(out)
+    with Memory.open(data_dir, namespace="copy", settings=settings, clock=clock) as copy:
+        copy.import_jsonl(out.getvalue().splitlines())
+        assert copy.get(kept.id).pinned_at == mem.get(kept.id).pinned_at  # type: ignore[union-attr]
+        assert copy.recall("something else").items[0].fact.id == kept.id
+
+
+def test_graphql_pins_and_unpins_and_recall_says_which(service: InProcess) -> None:
+    stored = service.data(
+        'mutation { storeFact(input: {text: "Never push to main"}) { fact { id } } }'
+    )
+    fact_id = stored["storeFact"]["fact"]["id"]
+    pin = "mutation($id: ID!) { pinFact(id: $id) { fact { id pinnedAt } error { code } } }"
+    pinned = service.data(pin, {"id": fact_id})["pinFact"]
+    assert pinned["error"] is None and pinned["fact"]["pinnedAt"] is not None
+    recall = service.data('{ recall(prompt: "lunch plans") { items { source fact { id } } } }')
+    assert recall["recall"]["items"][0] == {"source": "PINNED", "fact": {"id": fact_id}}
+    unpin = "mutation($id: ID!) { unpinFact(id: $id) { fact { pinnedAt } error { code } } }"
+    assert service.data(unpin, {"id": fact_id})["unpinFact"]["fact"] == {"pinnedAt": None}
+    unknown = service.data(pin, {"id": "nope"})["pinFact"]
+    assert unknown == {"fact": None, "error": {"code": "NOT_FOUND"}}
+
+
+def _tool(mem: Memory, key: ApiKey | None, **arguments: Any) -> tuple[bool, Any]:
+    async def run() -> Any:
+        return await call(lambda _: (mem, key), None, "memory_pin", arguments)  # type: ignore[arg-type]
+
+    result = anyio.run(run)
+    return bool(result.is_error), result.structured_content
+
+
+def test_the_mcp_tool_pins_and_unpins_and_a_read_only_key_may_not(mem: Memory) -> None:
+    fact = mem.store("Reply in English").fact
+    assert fact is not None
+    reader = ApiKey("k1", ("default",), read_only=True, label=None, created_at=0, revoked_at=None)
+    failed, data = _tool(mem, reader, id=fact.id)
+    assert failed and data["error"]["code"] == "FORBIDDEN"
+    failed, data = _tool(mem, None, id=fact.id)
+    assert not failed and data["fact"]["pinned_at"] is not None
+    failed, data = _tool(mem, None, id=fact.id, pinned=False)
+    assert not failed and data["fact"]["pinned_at"] is None
+    failed, data = _tool(mem, None, id="unknown")
+    assert failed and data["error"]["code"] == "NOT_FOUND"
+
+
+def test_the_cli_pins_and_unpins(tmp_path: Path) -> None:
+    runner = CliRunner()
+    base = ["--data-dir", str(tmp_path), "--embedder", "hash"]
+    stored = runner.invoke(cli, [*base, "store", "Keep answers short", "--json"])
+    assert stored.exit_code == 0, stored.output
+    fact_id = json.loads(stored.output)["fact"]["id"]
+    pinned = runner.invoke(cli, [*base, "pin", fact_id, "--json"])
+    assert pinned.exit_code == 0 and json.loads(pinned.output)["pinned_at"] is not None
+    unpinned = runner.invoke(cli, [*base, "pin", fact_id, "--off", "--json"])
+    assert unpinned.exit_code == 0 and json.loads(unpinned.output)["pinned_at"] is None
+    assert runner.invoke(cli, [*base, "pin", "unknown"]).exit_code != 0
