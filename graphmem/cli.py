@@ -306,6 +306,7 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
 @as_of_option
 @known_at_option
 @no_episode_links_option
+@click.option("--include-cold", is_flag=True, help="Also facts made cold (graphmem cold).")
 @json_option
 @click.pass_context
 def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **options: Any) -> None:
@@ -486,6 +487,18 @@ def pin(ctx: click.Context, /, fact_id: str, off: bool, as_json: bool) -> None:
     with _memory(ctx) as mem:
         fact = mem.unpin(fact_id) if off else mem.pin(fact_id)
     _emit(fact.to_dict(), as_json, f"{'unpinned' if off else 'pinned'} {_fact_line(fact)}")
+
+
+@click.command()
+@click.argument("fact_id")
+@click.option("--off", is_flag=True, help="No longer cold.")
+@json_option
+@click.pass_context
+def cold(ctx: click.Context, /, fact_id: str, off: bool, as_json: bool) -> None:
+    """Make a fact cold: recall leaves it out unless --include-cold; search still finds it."""
+    with _memory(ctx) as mem:
+        fact = mem.set_cold(fact_id, not off)
+    _emit(fact.to_dict(), as_json, f"{'warm' if off else 'cold'} {_fact_line(fact)}")
 
 
 @click.group()
@@ -1085,6 +1098,7 @@ COMMANDS: Final = (
     read,
     forget,
     pin,
+    cold,
     checkpoint,
     purge,
     erasures,

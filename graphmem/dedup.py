@@ -241,6 +241,7 @@ def _decide(
         "retracted_at": None,
         # A new version of a pinned fact stays pinned (the transaction copies the pin).
         "pinned_at": next((o["pinned_at"] for o in superseded if o.get("pinned_at")), None),
+        "cold_at": None,  # a new version is in use again
     }
     batch.changes.inserts.append(row)
     batch.rows[fact_id] = row

@@ -40,6 +40,7 @@ from .errors import InvalidInput, NotFound
 from .limits import CHANGE_LOG_KEPT, MAX_CHANGES, MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
 from .llm import ChatClient
 from .models import (
+    TIERS,
     Change,
     ChangeKind,
     ChangePage,
@@ -48,6 +49,7 @@ from .models import (
     Link,
     SearchHit,
     StoreResult,
+    Tier,
     check_text,
 )
 from .prune import PruneReport
@@ -279,15 +281,35 @@ class Memory:
 
     def pin(self, fact_id: str) -> Fact:
         """Pin a live fact: it leads every recall block, whatever the prompt (within the block's
-        budget), until unpinned; a version that supersedes it stays pinned. Returns the fact.
-        NotFound for an unknown id, Conflict for a fact forgotten or superseded."""
-        check_text(fact_id=fact_id)
-        return self._writer.set_pinned(fact_id, True)
+        budget), until unpinned; a version that supersedes it stays pinned. A cold fact pinned
+        is no longer cold. Returns the fact. NotFound for an unknown id, Conflict for a fact
+        forgotten or superseded."""
+        return self.set_tier(fact_id, "pinned")
 
     def unpin(self, fact_id: str) -> Fact:
         """Unpin a fact (see ``pin``); unpinning one not pinned changes nothing."""
+        found = self.get(fact_id)
+        if found is not None and found.pinned_at is None:
+            return found
+        return self.set_tier(fact_id, "normal")
+
+    def set_cold(self, fact_id: str, cold: bool = True) -> Fact:
+        """Make a live fact cold (recall leaves it out unless ``include_cold``; search still
+        finds it), or no longer cold. A pinned fact made cold is unpinned; a new version of a
+        cold fact is not cold. Errors as for ``pin``."""
+        if not cold:
+            found = self.get(fact_id)
+            if found is not None and found.cold_at is None:
+                return found
+        return self.set_tier(fact_id, "cold" if cold else "normal")
+
+    def set_tier(self, fact_id: str, tier: Tier) -> Fact:
+        """Put a live fact in ``tier``: ``pinned``, ``normal`` or ``cold`` (see ``pin`` and
+        ``set_cold``)."""
         check_text(fact_id=fact_id)
-        return self._writer.set_pinned(fact_id, False)
+        if tier not in TIERS:
+            raise InvalidInput(f"tier must be one of {', '.join(TIERS)}", field="tier")
+        return self._writer.set_tier(fact_id, tier)
 
     def purge(
         self,
@@ -600,10 +622,13 @@ class Memory:
         known_at: TimeInput | None = None,
         time_hints: bool = True,
         episode_links: bool = True,
+        include_cold: bool = False,
     ) -> recalls.RecallResult:
         """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
 
-        Pinned facts (``pin``) come first, whatever the prompt, as many as the budget holds.
+        Pinned facts (``pin``) come first, whatever the prompt, as many as the budget holds;
+        cold facts (``set_cold``, or untouched for ``cold_after_days``) are left out unless
+        ``include_cold``.
 
         Hybrid search on the prompt (its first ``MAX_TEXT_LENGTH`` characters, a fixed limit of
         docs/configuration.md), with the facts of any known entity it names merged in and, with
@@ -630,6 +655,15 @@ class Memory:
         )
         pinned = self._store.pinned(scope, limit=recalls.PINNED)
         ranked = recalls.ranked(recalls.candidates(hits), named, pinned)
+        if not include_cold:
+            stale_before = scope.as_of - self.settings.cold_after_days * 86_400
+            ranked = [
+                c
+                for c in ranked
+                if not recalls.is_cold(
+                    c.fact, stale_before if self.settings.cold_after_days else None
+                )
+            ]
         # Hits and entity facts were read by separate statements; one more keeps only the facts
         # visible together, so a supersession between them never puts both versions in.
         shown = self._store.visible([c.fact.id for c in ranked], scope, Filters())

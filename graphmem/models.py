@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, get_args
 
 from pydantic import (
     BaseModel,
@@ -192,6 +192,11 @@ class FactInput(BaseModel):
             raise InvalidInput(exc.message, index=index) from None
 
 
+#: A fact's tier: pinned facts lead every recall block, cold ones stay out of it unless asked.
+Tier = Literal["pinned", "normal", "cold"]
+TIERS: Final[tuple[str, ...]] = get_args(Tier)
+
+
 class Row(Protocol):
     """A row whose columns are read by name: a store's row, or a dict of the same columns."""
 
@@ -231,6 +236,8 @@ class Fact:
     episode_id: str | None
     #: When it was pinned (it leads every recall block), or None.
     pinned_at: datetime | None = None
+    #: When it was made cold (recall leaves it out unless asked), or None.
+    cold_at: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Row) -> Fact:
@@ -357,6 +364,7 @@ _KNOWN_FACT: Final = {
     "superseded_by": "{a}.valid_until_recorded_at <= :known_at",
     "retracted_at": "{a}.retracted_at <= :known_at",
     "pinned_at": "{a}.pinned_at <= :known_at",
+    "cold_at": "{a}.cold_at <= :known_at",
     "supersedes_id": (
         "(SELECT v.recorded_at FROM facts v WHERE v.id = {a}.supersedes_id) <= :known_at"
     ),

@@ -143,6 +143,19 @@ def entity_names(prompt: str) -> list[str]:
     return list(names)
 
 
+def is_cold(fact: Fact, stale_before: float | None) -> bool:
+    """Whether recall leaves ``fact`` out: made cold, or (``stale_before`` given) neither read
+    nor confirmed since that moment. A pinned fact never is."""
+    if fact.pinned_at is not None:
+        return False
+    if fact.cold_at is not None:
+        return True
+    if stale_before is None:
+        return False
+    touched = [t for t in (fact.last_accessed_at, fact.last_confirmed_at, fact.recorded_at) if t]
+    return max(t.timestamp() for t in touched) < stale_before
+
+
 def candidates(hits: Sequence[SearchHit]) -> list[Candidate]:
     """Search hits as candidates for the block, each marked with how it was found."""
     return [

@@ -244,6 +244,13 @@ class Settings(BaseModel):
         "close. `0` writes each search's accesses at once (each such write costs the next "
         "search its page cache).",
     )
+    cold_after_days: float = Field(
+        0.0,
+        ge=0,
+        description="Days after which a fact no read has returned and nothing has confirmed "
+        "(its last access or confirmation) is cold: recall leaves it out unless asked, search "
+        "still finds it; pinned facts never are. `0`: only facts made cold explicitly.",
+    )
     recall_tokenizer: Path | None = Field(
         None,
         description="A `tokenizer.json` (Hugging Face tokenizers format, e.g. your chat "

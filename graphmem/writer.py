@@ -261,10 +261,10 @@ class Writer:
 
         return self._run(run)
 
-    def set_pinned(self, fact_id: str, pinned: bool) -> Fact:
-        """See ``Memory.pin``. A pin is not a change of what the fact says: nothing is
-        announced to subscribers nor sent to the vector index."""
-        return self._run(lambda tx, write: tx.set_pinned(fact_id, pinned))
+    def set_tier(self, fact_id: str, tier: str) -> Fact:
+        """See ``Memory.pin`` and ``Memory.set_cold``. A tier is not a change of what the fact
+        says: nothing is announced to subscribers nor sent to the vector index."""
+        return self._run(lambda tx, write: tx.set_tier(fact_id, tier))
 
     def purge(self, ids: Sequence[str]) -> int:
         """Delete facts for good (see ``Memory.purge``); returns how many existed. The vector

@@ -252,8 +252,8 @@ class LinkPayload:
     error: UserError | None = strawberry.field(description="Set when nothing changed.")
 
 
-@strawberry.type(description="The result of `pinFact` and `unpinFact`.")
-class PinPayload:
+@strawberry.type(description="The result of `pinFact`, `unpinFact` and `setCold`.")
+class TierPayload:
     fact: Fact | None = strawberry.field(description="The fact as it is now.")
     error: UserError | None = strawberry.field(description="Set when nothing changed.")
 
@@ -452,16 +452,29 @@ class Mutation:
         self,
         info: Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
-    ) -> PinPayload:
-        return await _pinned(info, str(id), True)
+    ) -> TierPayload:
+        return await _tier(info, "pin", str(id))
 
     @strawberry.mutation(description="Unpin a fact (see `pinFact`).")
     async def unpin_fact(
         self,
         info: Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
-    ) -> PinPayload:
-        return await _pinned(info, str(id), False)
+    ) -> TierPayload:
+        return await _tier(info, "unpin", str(id))
+
+    @strawberry.mutation(
+        description="Make a live fact cold (recall leaves it out unless `includeCold`; search "
+        "still finds it), or with `cold: false` no longer cold. A pinned fact made cold is "
+        "unpinned."
+    )
+    async def set_cold(
+        self,
+        info: Info[Context, None],
+        id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
+        cold: Annotated[bool, strawberry.argument(description="false: no longer cold.")] = True,
+    ) -> TierPayload:
+        return await _tier(info, "cold" if cold else "warm", str(id))
 
     @strawberry.mutation(
         description="Retract a fact: current reads stop seeing it; reads known at an earlier "
@@ -572,13 +585,20 @@ async def _guarded(
         return failed(UserError.of(e))
 
 
-async def _pinned(info: Info[Context, None], fact_id: str, pinned: bool) -> PinPayload:
-    async def pin() -> PinPayload:
-        memory = info.context.memory
-        fact = await info.context.write(memory.pin if pinned else memory.unpin, fact_id)
-        return PinPayload(fact=Fact.of(fact, NOW), error=None)
+async def _tier(info: Info[Context, None], change: str, fact_id: str) -> TierPayload:
+    memory = info.context.memory
+    calls = {
+        "pin": lambda: memory.pin(fact_id),
+        "unpin": lambda: memory.unpin(fact_id),
+        "cold": lambda: memory.set_cold(fact_id),
+        "warm": lambda: memory.set_cold(fact_id, False),
+    }
 
-    return await _guarded(info, pin, lambda e: PinPayload(fact=None, error=e))
+    async def run() -> TierPayload:
+        fact = await info.context.write(calls[change])
+        return TierPayload(fact=Fact.of(fact, NOW), error=None)
+
+    return await _guarded(info, run, lambda e: TierPayload(fact=None, error=e))
 
 
 def _failed_store(error: UserError) -> StoreFactPayload:

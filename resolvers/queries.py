@@ -252,6 +252,10 @@ class Query:
         known_at: KnownAt = None,
         time_hints: TimeHints = True,
         episode_links: EpisodeLinks = True,
+        include_cold: Annotated[
+            bool,
+            strawberry.argument(description="Also cold facts (`setCold`), left out by default."),
+        ] = False,
     ) -> Recall:
         result = await info.context.run(
             info.context.memory.recall,
@@ -263,6 +267,7 @@ class Query:
             known_at=known_at,
             time_hints=time_hints,
             episode_links=episode_links,
+            include_cold=include_cold,
         )
         return Recall.of(result, (as_of, known_at))
 

@@ -307,6 +307,9 @@ class Fact:
     pinned_at: DateTime | None = strawberry.field(
         description="When it was pinned (`pinFact`: it leads every recall block), or null."
     )
+    cold_at: DateTime | None = strawberry.field(
+        description="When it was made cold (`setCold`: recall leaves it out), or null."
+    )
     scope: strawberry.Private[Scope]
 
     @classmethod

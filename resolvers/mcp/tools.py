@@ -268,6 +268,10 @@ class RecallArgs(_Args):
     known_at: Time = Field(None, description=KNOWN_AT)
     time_hints: bool = Field(_default(Memory.recall, "time_hints"), description=TIME_HINTS)
     episode_links: bool = Field(_default(Memory.recall, "episode_links"), description=EPISODE_LINKS)
+    include_cold: bool = Field(
+        _default(Memory.recall, "include_cold"),
+        description="Also facts made cold (memory_tier), left out by default.",
+    )
 
 
 def recall(memory: Memory, args: RecallArgs) -> Result:
@@ -462,15 +466,17 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
     )
 
 
-class PinArgs(_Args):
+class TierArgs(_Args):
     id: str = Field(min_length=1, description=FACT_ID)
-    pinned: bool = Field(True, description="true to pin it, false to unpin it.")
+    tier: Literal["pinned", "normal", "cold"] = Field(
+        description="pinned: in every memory context, first; cold: left out of memory contexts "
+        "(memory_recall still finds it); normal: neither."
+    )
 
 
-def pin(memory: Memory, args: PinArgs) -> Result:
-    fact = memory.pin(args.id) if args.pinned else memory.unpin(args.id)
-    said = "Pinned (it leads every memory context)" if args.pinned else "Unpinned"
-    return f"{said}: {fact_line(fact)}", {"fact": fact.to_dict()}
+def tier(memory: Memory, args: TierArgs) -> Result:
+    fact = memory.set_tier(args.id, args.tier)
+    return f"Now {args.tier}: {fact_line(fact)}", {"fact": fact.to_dict()}
 
 
 class Message(_Args):
@@ -638,13 +644,14 @@ TOOLS: Final = (
         destructive=True,
     ),
     Tool(
-        "memory_pin",
-        "Pin or unpin a fact",
+        "memory_tier",
+        "Pin a fact, or make it cold",
         "Pin a fact that must be in every memory context (a blocker, a standing instruction): "
-        "memory_context puts pinned facts first, whatever the prompt. pinned=false unpins it. "
-        "A newer version of a pinned fact stays pinned.",
-        PinArgs,
-        pin,
+        "memory_context puts pinned facts first, whatever the prompt; a newer version of it "
+        "stays pinned. Make a fact cold when it should stay out of memory contexts unless "
+        "asked (a closed task); memory_recall still finds it. normal undoes either.",
+        TierArgs,
+        tier,
         read_only=False,
     ),
     Tool(

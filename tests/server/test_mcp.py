@@ -42,7 +42,7 @@ TOOL_NAMES = [
     "memory_traverse",
     "memory_history",
     "memory_forget",
-    "memory_pin",
+    "memory_tier",
     "memory_checkpoint",
     "memory_prune",
     "memory_purge",

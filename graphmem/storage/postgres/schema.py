@@ -486,13 +486,15 @@ CREATE OR REPLACE VIEW files AS SELECT path, hash, mtime, size, chunks, synced_a
 
 
 def _pins() -> str:
-    """Migration 9: pinned facts (see the SQLite migration 18), the facts view showing them."""
+    """Migration 9: a fact's tier, pinned or cold (see the SQLite migration 18), and the facts
+    view showing them."""
     names = [n for n in _column_names(_TABLES["facts"][0]) if not n.startswith("fts")]
     return f"""
     ALTER TABLE gm_facts ADD COLUMN pinned_at double precision;
+    ALTER TABLE gm_facts ADD COLUMN cold_at double precision;
     CREATE INDEX gm_facts_pinned ON gm_facts(namespace, pinned_at) WHERE pinned_at IS NOT NULL;
     CREATE OR REPLACE VIEW facts AS SELECT {", ".join(names)}, namespace, {", ".join(COMPUTED)},
-        pinned_at FROM gm_facts WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+        pinned_at, cold_at FROM gm_facts WHERE namespace = current_setting('{NAMESPACE_SETTING}');
     """
 
 

@@ -277,19 +277,25 @@ class SQLTransaction:
         self.conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [self.now, fact_id])
         return Fact.from_row(row)
 
-    def set_pinned(self, fact_id: str, pinned: bool) -> Fact:
-        """Pin a live fact (now) or unpin it; returns it as it is after. NotFound if unknown,
+    def set_tier(self, fact_id: str, tier: str) -> Fact:
+        """Put a live fact in ``tier`` (pinned, normal or cold; the pin's or the chill's time is
+        now, kept when it was already there); returns it as it is after. NotFound if unknown,
         Conflict if it is no longer live (forgotten or superseded)."""
         row = reads.row(self.conn, fact_id)
         if row is None:
             raise NotFound(f"no fact with id {fact_id!r}")
         if row["retracted_at"] is not None or row["superseded_by"] is not None:
-            raise Conflict(f"fact {fact_id} is no longer live; pin its current version")
-        if (row["pinned_at"] is not None) != pinned:
-            self.conn.execute(
-                "UPDATE facts SET pinned_at = ? WHERE id = ?",
-                [self.now if pinned else None, fact_id],
-            )
+            raise Conflict(f"fact {fact_id} is no longer live; change its current version")
+        pinned = row["pinned_at"] if tier == "pinned" else None
+        cold = row["cold_at"] if tier == "cold" else None
+        self.conn.execute(
+            "UPDATE facts SET pinned_at = ?, cold_at = ? WHERE id = ?",
+            [
+                (pinned or self.now) if tier == "pinned" else None,
+                (cold or self.now) if tier == "cold" else None,
+                fact_id,
+            ],
+        )
         updated = reads.row(self.conn, fact_id)
         assert updated is not None
         return Fact.from_row(updated)

@@ -51,6 +51,7 @@ FACT_TIMES: Final = frozenset(
         "recorded_at",
         "retracted_at",
         "pinned_at",
+        "cold_at",
     }
 )
 

@@ -328,10 +328,11 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     ALTER TABLE files ADD COLUMN imported INTEGER NOT NULL DEFAULT 0;
     """,
-    # 18: pinned facts lead every recall block (graphmem.recall); a pin is carried to the
-    # version that supersedes the fact.
+    # 18: a fact's tier: pinned facts lead every recall block (graphmem.recall), a pin carried
+    # to the version that supersedes the fact; cold facts stay out of recall unless asked.
     """
     ALTER TABLE facts ADD COLUMN pinned_at REAL;
+    ALTER TABLE facts ADD COLUMN cold_at REAL;
     CREATE INDEX facts_pinned ON facts(pinned_at) WHERE pinned_at IS NOT NULL;
     """,
 )

@@ -1,7 +1,7 @@
-"""Pinned facts: they lead every recall block whatever the prompt, within its budget, and say
+"""Tiers: pinned facts lead every recall block whatever the prompt, within its budget, and say
 so; a pin follows its fact's new version, is read as memory knew it at a past known_at, leaves
-with a purge and comes back from an export; through Python, GraphQL, MCP and the CLI, on the
-store ``--store`` names."""
+with a purge and comes back from an export. Cold facts stay out of recall unless asked, search
+still finds them. Through Python, GraphQL, MCP and the CLI, on the store ``--store`` names."""
 
 from __future__ import annotations
 
@@ -137,28 +137,86 @@ def test_graphql_pins_and_unpins_and_recall_says_which(service: InProcess) -> No
     assert service.data(unpin, {"id": fact_id})["unpinFact"]["fact"] == {"pinnedAt": None}
     unknown = service.data(pin, {"id": "nope"})["pinFact"]
     assert unknown == {"fact": None, "error": {"code": "NOT_FOUND"}}
+    chill = "mutation($id: ID!) { setCold(id: $id) { fact { coldAt pinnedAt } error { code } } }"
+    assert service.data(chill, {"id": fact_id})["setCold"]["fact"]["coldAt"] is not None
+    left = '{ recall(prompt: "never push") { items { fact { id } } } }'
+    assert service.data(left)["recall"]["items"] == []
+    asked = '{ recall(prompt: "never push", includeCold: true) { items { fact { id } } } }'
+    assert service.data(asked)["recall"]["items"] == [{"fact": {"id": fact_id}}]
 
 
 def _tool(mem: Memory, key: ApiKey | None, **arguments: Any) -> tuple[bool, Any]:
     async def run() -> Any:
-        return await call(lambda _: (mem, key), None, "memory_pin", arguments)  # type: ignore[arg-type]
+        return await call(lambda _: (mem, key), None, "memory_tier", arguments)  # type: ignore[arg-type]
 
     result = anyio.run(run)
     return bool(result.is_error), result.structured_content
 
 
-def test_the_mcp_tool_pins_and_unpins_and_a_read_only_key_may_not(mem: Memory) -> None:
+def test_the_mcp_tool_sets_a_tier_and_a_read_only_key_may_not(mem: Memory) -> None:
     fact = mem.store("Reply in English").fact
     assert fact is not None
     reader = ApiKey("k1", ("default",), read_only=True, label=None, created_at=0, revoked_at=None)
-    failed, data = _tool(mem, reader, id=fact.id)
+    failed, data = _tool(mem, reader, id=fact.id, tier="pinned")
     assert failed and data["error"]["code"] == "FORBIDDEN"
-    failed, data = _tool(mem, None, id=fact.id)
+    failed, data = _tool(mem, None, id=fact.id, tier="pinned")
     assert not failed and data["fact"]["pinned_at"] is not None
-    failed, data = _tool(mem, None, id=fact.id, pinned=False)
-    assert not failed and data["fact"]["pinned_at"] is None
-    failed, data = _tool(mem, None, id="unknown")
+    failed, data = _tool(mem, None, id=fact.id, tier="cold")
+    assert not failed and data["fact"]["pinned_at"] is None and data["fact"]["cold_at"]
+    failed, data = _tool(mem, None, id=fact.id, tier="normal")
+    assert not failed and (data["fact"]["pinned_at"], data["fact"]["cold_at"]) == (None, None)
+    failed, data = _tool(mem, None, id="unknown", tier="cold")
     assert failed and data["error"]["code"] == "NOT_FOUND"
+    failed, data = _tool(mem, None, id=fact.id, tier="frozen")
+    assert failed and data["error"]["code"] == "INVALID_INPUT"
+
+
+def test_a_cold_fact_stays_out_of_recall_unless_asked_and_search_still_finds_it(
+    mem: Memory,
+) -> None:
+    task = mem.store("Task: migrate Alice's invoices to the new ledger", entity="alice").fact
+    mem.store("Alice lives in Lisbon", entity="alice")
+    assert task is not None
+    assert task.id in [i.fact.id for i in mem.recall("what about Alice?").items]
+    cold = mem.set_cold(task.id)
+    assert cold.cold_at is not None and cold.pinned_at is None
+    assert task.id not in [i.fact.id for i in mem.recall("what about Alice?").items]
+    assert task.id in [i.fact.id for i in mem.recall("what about Alice?", include_cold=True).items]
+    assert task.id in [h.fact.id for h in mem.search("migrate invoices ledger")]
+    assert mem.set_cold(task.id, False).cold_at is None
+    assert task.id in [i.fact.id for i in mem.recall("what about Alice?").items]
+
+
+def test_pinned_and_cold_exclude_each_other_and_a_new_version_is_not_cold(mem: Memory) -> None:
+    old = mem.store("The release is blocked", entity="release", key="state", value="blocked").fact
+    assert old is not None
+    assert mem.pin(old.id).pinned_at is not None
+    made_cold = mem.set_cold(old.id)
+    assert made_cold.pinned_at is None and made_cold.cold_at is not None
+    assert mem.pin(old.id).cold_at is None
+    mem.set_cold(old.id)
+    new = mem.store("The release is unblocked", entity="release", key="state", value="ok").fact
+    assert new is not None and new.supersedes_id == old.id and new.cold_at is None
+    assert mem.unpin(new.id).cold_at is None  # unpinning what is not pinned changes nothing
+
+
+def test_facts_untouched_for_cold_after_days_are_cold_unless_pinned(
+    data_dir: Path, settings: Settings, clock: Clock
+) -> None:
+    chilly = settings.model_copy(update={"cold_after_days": 30})
+    with Memory.open(data_dir, settings=chilly, clock=clock) as mem:
+        stale = mem.store("Alice used to cycle to work").fact
+        kept = mem.store("Alice prefers the train").fact
+        assert stale is not None and kept is not None
+        mem.pin(kept.id)
+        clock.advance(31 * 86_400)
+        recalled = [i.fact.id for i in mem.recall("Alice work commute").items]
+        assert kept.id in recalled and stale.id not in recalled
+        assert stale.id in [i.fact.id for i in mem.recall("Alice work", include_cold=True).items]
+        fresh = mem.store("Alice now cycles again").fact
+        assert fresh is not None and fresh.id in [
+            i.fact.id for i in mem.recall("Alice cycles").items
+        ]
 
 
 def test_the_cli_pins_and_unpins(tmp_path: Path) -> None:
@@ -172,3 +230,9 @@ def test_the_cli_pins_and_unpins(tmp_path: Path) -> None:
     unpinned = runner.invoke(cli, [*base, "pin", fact_id, "--off", "--json"])
     assert unpinned.exit_code == 0 and json.loads(unpinned.output)["pinned_at"] is None
     assert runner.invoke(cli, [*base, "pin", "unknown"]).exit_code != 0
+    made_cold = runner.invoke(cli, [*base, "cold", fact_id, "--json"])
+    assert made_cold.exit_code == 0 and json.loads(made_cold.output)["cold_at"] is not None
+    left_out = runner.invoke(cli, [*base, "recall", "answers", "--json"])
+    assert fact_id not in left_out.output
+    asked = runner.invoke(cli, [*base, "recall", "answers", "--include-cold", "--json"])
+    assert asked.exit_code == 0 and fact_id in asked.output
