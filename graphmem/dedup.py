@@ -239,7 +239,7 @@ def _decide(
         "access_count": 0,
         "last_accessed_at": None,
         "retracted_at": None,
-        # A new version of a pinned fact stays pinned (the transaction copies the pin).
+        # A new version of a pinned fact stays pinned.
         "pinned_at": next((o["pinned_at"] for o in superseded if o.get("pinned_at")), None),
         "cold_at": None,  # a new version is in use again
     }

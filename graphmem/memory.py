@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, cast
 
-from . import analytics, checkpoints, documents, graph
+from . import analytics, checkpoints, documents, graph, sensitive
 from . import capture as captures
 from . import namespace as namespaces
 from . import prune as pruning
@@ -283,33 +283,33 @@ class Memory:
         """Pin a live fact: it leads every recall block, whatever the prompt (within the block's
         budget), until unpinned; a version that supersedes it stays pinned. A cold fact pinned
         is no longer cold. Returns the fact. NotFound for an unknown id, Conflict for a fact
-        forgotten or superseded."""
-        return self.set_tier(fact_id, "pinned")
+        forgotten or superseded. A pin does not stop a fact from expiring: pin facts whose
+        decay class lasts (see docs/concepts.md)."""
+        return self._set_tier(fact_id, "pinned")
 
     def unpin(self, fact_id: str) -> Fact:
-        """Unpin a fact (see ``pin``); unpinning one not pinned changes nothing."""
-        found = self.get(fact_id)
-        if found is not None and found.pinned_at is None:
-            return found
-        return self.set_tier(fact_id, "normal")
+        """Unpin a fact (see ``pin``); a fact not pinned is left as it is."""
+        return self._set_tier(fact_id, "normal", only_from="pinned")
 
     def set_cold(self, fact_id: str, cold: bool = True) -> Fact:
         """Make a live fact cold (recall leaves it out unless ``include_cold``; search still
-        finds it), or no longer cold. A pinned fact made cold is unpinned; a new version of a
-        cold fact is not cold. Errors as for ``pin``."""
-        if not cold:
-            found = self.get(fact_id)
-            if found is not None and found.cold_at is None:
-                return found
-        return self.set_tier(fact_id, "cold" if cold else "normal")
+        finds it), or no longer cold (a fact not cold is then left as it is). A pinned fact
+        made cold is unpinned; a new version of a cold fact is not cold. Errors as for
+        ``pin``."""
+        if cold:
+            return self._set_tier(fact_id, "cold")
+        return self._set_tier(fact_id, "normal", only_from="cold")
 
     def set_tier(self, fact_id: str, tier: Tier) -> Fact:
         """Put a live fact in ``tier``: ``pinned``, ``normal`` or ``cold`` (see ``pin`` and
         ``set_cold``)."""
-        check_text(fact_id=fact_id)
         if tier not in TIERS:
             raise InvalidInput(f"tier must be one of {', '.join(TIERS)}", field="tier")
-        return self._writer.set_tier(fact_id, tier)
+        return self._set_tier(fact_id, tier)
+
+    def _set_tier(self, fact_id: str, tier: Tier, only_from: Tier | None = None) -> Fact:
+        check_text(fact_id=fact_id)
+        return self._writer.set_tier(fact_id, tier, only_from)
 
     def purge(
         self,
@@ -654,16 +654,13 @@ class Memory:
             recalls.entity_names(query), scope, per_entity=recalls.ENTITY_FACTS
         )
         pinned = self._store.pinned(scope, limit=recalls.PINNED)
-        ranked = recalls.ranked(recalls.candidates(hits), named, pinned)
-        if not include_cold:
-            stale_before = scope.as_of - self.settings.cold_after_days * 86_400
-            ranked = [
-                c
-                for c in ranked
-                if not recalls.is_cold(
-                    c.fact, stale_before if self.settings.cold_after_days else None
-                )
-            ]
+        found = recalls.candidates(hits)
+        if not include_cold:  # before ranking: a cold hit must not set the bar for the others
+            days = self.settings.cold_after_days
+            stale_before = scope.as_of - days * 86_400 if days else None
+            found = [c for c in found if not recalls.is_cold(c.fact, stale_before)]
+            named = [f for f in named if not recalls.is_cold(f, stale_before)]
+        ranked = recalls.ranked(found, named, pinned)
         # Hits and entity facts were read by separate statements; one more keeps only the facts
         # visible together, so a supersession between them never puts both versions in.
         shown = self._store.visible([c.fact.id for c in ranked], scope, Filters())
@@ -688,6 +685,13 @@ class Memory:
         item = checkpoints.fact_input(
             intent, state, expected_outcome, working_files, self._store.now()
         )
+        if self.settings.store_secrets == "redact" and sensitive.sensitive(item["context"]):
+            # Redacting inside the JSON would leave a checkpoint that cannot be restored.
+            raise InvalidInput(
+                "the checkpoint holds a secret; checkpoints are not redacted (store_secrets = "
+                "redact): leave it out of the state",
+                field="state",
+            )
         [result] = self.store_many([item])
         assert result.fact is not None  # never deduplicated nor classified away
         return result.fact
@@ -921,7 +925,7 @@ class Memory:
         ``soft`` skips the hard prune of expired facts; ``dry_run`` only counts.
         """
         report = pruning.prune(self._store, self._writer.purge, dry_run=dry_run, soft=soft)
-        if report.expired or report.low_confidence:
+        if not dry_run and (report.expired or report.low_confidence):
             self._writer.erase()
         return report
 

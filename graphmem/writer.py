@@ -30,7 +30,7 @@ from .errors import InvalidInput
 from .group_commit import GroupCommit, Pending
 from .limits import MAX_BATCH
 from .llm import ChatClient
-from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Verdict
+from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Tier, Verdict
 from .settings import Settings
 from .storage.interface import BatchChanges, ImportReport, Store, Transaction
 from .temporal import TimeInput
@@ -261,10 +261,10 @@ class Writer:
 
         return self._run(run)
 
-    def set_tier(self, fact_id: str, tier: str) -> Fact:
+    def set_tier(self, fact_id: str, tier: Tier, only_from: Tier | None = None) -> Fact:
         """See ``Memory.pin`` and ``Memory.set_cold``. A tier is not a change of what the fact
         says: nothing is announced to subscribers nor sent to the vector index."""
-        return self._run(lambda tx, write: tx.set_tier(fact_id, tier))
+        return self._run(lambda tx, write: tx.set_tier(fact_id, tier, only_from=only_from))
 
     def purge(self, ids: Sequence[str]) -> int:
         """Delete facts for good (see ``Memory.purge``); returns how many existed. The vector

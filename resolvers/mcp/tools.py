@@ -41,6 +41,7 @@ from graphmem.limits import (
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
+from graphmem.models import Tier
 from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORIES
 from graphmem.temporal import ACCEPTED_TIMES
@@ -468,7 +469,7 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
 
 class TierArgs(_Args):
     id: str = Field(min_length=1, description=FACT_ID)
-    tier: Literal["pinned", "normal", "cold"] = Field(
+    tier: Tier = Field(
         description="pinned: in every memory context, first; cold: left out of memory contexts "
         "(memory_recall still finds it); normal: neither."
     )

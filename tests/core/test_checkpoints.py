@@ -13,7 +13,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from graphmem import ApiKey, Checkpoint, InvalidInput, Memory
+from graphmem import ApiKey, Checkpoint, InvalidInput, Memory, Settings
 from graphmem.cli import cli
 from resolvers.mcp import call
 
@@ -169,3 +169,16 @@ def test_the_cli_saves_and_restores_a_checkpoint(tmp_path: Path) -> None:
     assert (data["intent"], data["state"], data["working_files"]) == ("tidy", {"n": 1}, ["a.py"])
     bad = runner.invoke(cli, [*base, "checkpoint", "save", "--intent", "x", "--state", "{oops"])
     assert bad.exit_code != 0
+
+
+def test_a_checkpoint_holding_a_secret_is_refused_when_secrets_are_redacted(
+    data_dir: Path, settings: Settings, clock: Clock
+) -> None:
+    redacting = settings.model_copy(update={"store_secrets": "redact"})
+    with Memory.open(data_dir, settings=redacting, clock=clock) as mem:
+        with pytest.raises(InvalidInput) as refused:
+            mem.checkpoint(intent="rotate keys", state={"password": "hunter2-Secr3t!"})
+        assert refused.value.field == "state" and mem.stats().facts == 0
+        mem.checkpoint(intent="rotate keys", state={"step": 2})
+        restored = mem.restore_checkpoint()
+        assert restored is not None and restored.state == {"step": 2}

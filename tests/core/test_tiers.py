@@ -14,7 +14,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from graphmem import ApiKey, Conflict, Memory, NotFound, Settings
+from graphmem import ApiKey, Conflict, InvalidInput, Memory, NotFound, Settings
 from graphmem.cli import cli
 from resolvers.mcp import call
 
@@ -79,6 +79,10 @@ def test_a_new_version_of_a_pinned_fact_stays_pinned_and_history_shows_the_pin(
     assert mem.get(new.id).pinned_at == new.pinned_at  # type: ignore[union-attr]
     block = mem.recall("what about Alice?")
     assert [i.fact.id for i in block.items if i.source == "pinned"] == [new.id]
+    assert [f.pinned_at is not None for f in mem.history(new.id)] == [True, True]
+    explicit = mem.store("Deploys are frozen all week", supersedes=new.id).fact
+    assert explicit is not None and explicit.pinned_at == new.pinned_at
+    assert [i.fact.id for i in mem.recall("lunch").items if i.source == "pinned"] == [explicit.id]
 
 
 def test_a_pin_is_read_as_memory_knew_it(mem: Memory, clock: Clock) -> None:
@@ -121,6 +125,24 @@ def test_a_purged_pin_is_gone_and_an_export_keeps_pins(
         copy.import_jsonl(out.getvalue().splitlines())
         assert copy.get(kept.id).pinned_at == mem.get(kept.id).pinned_at  # type: ignore[union-attr]
         assert copy.recall("something else").items[0].fact.id == kept.id
+
+
+def test_an_export_names_tiers_only_where_set_and_an_import_refuses_both(mem: Memory) -> None:
+    plain = mem.store("Plain fact").fact
+    pinned = mem.store("Pinned fact").fact
+    assert plain is not None and pinned is not None
+    mem.pin(pinned.id)
+    out = io.StringIO()
+    mem.export_jsonl(out)
+    facts = {
+        f["id"]: f for f in map(json.loads, out.getvalue().splitlines()) if f["kind"] == "fact"
+    }
+    assert "pinned_at" not in facts[plain.id] and "cold_at" not in facts[plain.id]
+    assert facts[pinned.id]["pinned_at"] is not None
+    both = {**facts[pinned.id], "id": "01a00000-0000-7000-8000-00000000000b"}
+    both["cold_at"] = both["pinned_at"]
+    with pytest.raises(InvalidInput):
+        mem.import_jsonl([out.getvalue().splitlines()[0], json.dumps(both)])
 
 
 def test_graphql_pins_and_unpins_and_recall_says_which(service: InProcess) -> None:
@@ -187,6 +209,41 @@ def test_a_cold_fact_stays_out_of_recall_unless_asked_and_search_still_finds_it(
     assert task.id in [i.fact.id for i in mem.recall("what about Alice?").items]
 
 
+def test_a_cold_hit_does_not_set_the_bar_for_the_facts_recall_keeps(mem: Memory) -> None:
+    closed = mem.store("Lisbon flat lease renewal signed for the Lisbon flat").fact
+    weak = mem.store("Alice mentioned a lease once").fact
+    mem.store("The weather was sunny")
+    assert closed is not None and weak is not None
+    prompt = "Lisbon flat lease renewal"
+    assert [i.fact.id for i in mem.recall(prompt).items] == [closed.id]  # weak is under the bar
+    mem.set_cold(closed.id)
+    assert [i.fact.id for i in mem.recall(prompt).items] == [weak.id]
+
+
+def test_memory_context_leaves_cold_facts_out_unless_asked(mem: Memory) -> None:
+    fact = mem.store("Task: renew the TLS certificate").fact
+    assert fact is not None
+    mem.set_cold(fact.id)
+
+    async def context(**arguments: Any) -> Any:
+        arguments = {"prompt": "TLS certificate", **arguments}
+        return await call(lambda _: (mem, None), None, "memory_context", arguments)  # type: ignore[arg-type]
+
+    left = anyio.run(context)
+    asked = anyio.run(lambda: context(include_cold=True))
+    assert fact.id not in json.dumps(left.structured_content)
+    assert [i["fact"]["id"] for i in asked.structured_content["items"]] == [fact.id]
+
+
+def test_unpinning_a_cold_fact_and_warming_a_pinned_one_change_nothing(mem: Memory) -> None:
+    fact = mem.store("Keep the changelog up to date").fact
+    assert fact is not None
+    mem.set_cold(fact.id)
+    assert mem.unpin(fact.id).cold_at is not None
+    mem.pin(fact.id)
+    assert mem.set_cold(fact.id, False).pinned_at is not None
+
+
 def test_pinned_and_cold_exclude_each_other_and_a_new_version_is_not_cold(mem: Memory) -> None:
     old = mem.store("The release is blocked", entity="release", key="state", value="blocked").fact
     assert old is not None
@@ -233,6 +290,6 @@ def test_the_cli_pins_and_unpins(tmp_path: Path) -> None:
     made_cold = runner.invoke(cli, [*base, "cold", fact_id, "--json"])
     assert made_cold.exit_code == 0 and json.loads(made_cold.output)["cold_at"] is not None
     left_out = runner.invoke(cli, [*base, "recall", "answers", "--json"])
-    assert fact_id not in left_out.output
+    assert left_out.exit_code == 0 and fact_id not in left_out.output
     asked = runner.invoke(cli, [*base, "recall", "answers", "--include-cold", "--json"])
     assert asked.exit_code == 0 and fact_id in asked.output

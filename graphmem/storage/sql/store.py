@@ -33,7 +33,7 @@ from ...erasure import Erasure, PurgeFilter, PurgeReport
 from ...errors import Conflict, NotFound
 from ...ids import new_id
 from ...limits import CHANGE_LOG_KEPT
-from ...models import Fact, Link, LinkOrigin
+from ...models import Fact, Link, LinkOrigin, Tier
 from ...temporal import TimeInput, TimeScope
 from ...vectors.embedders import Vectors, text_hash
 from ..interface import (
@@ -108,6 +108,12 @@ _FACT_COLUMNS: Final = (
 _INSERT_FACT: Final = (
     f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
     f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
+)
+#: The same for a new version of a pinned fact, which is pinned too (a new fact is neither
+#: pinned nor cold: the columns' defaults).
+_INSERT_PINNED_FACT: Final = (
+    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)}, pinned_at)"
+    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)}, :pinned_at)"
 )
 
 
@@ -231,19 +237,16 @@ class SQLTransaction:
         retractions and SUPERSEDES links."""
         conn = self.conn
         with keyword_index.indexing(conn):
-            conn.executemany(_INSERT_FACT, changes.inserts)
+            conn.executemany(_INSERT_FACT, [r for r in changes.inserts if not r.get("pinned_at")])
+            conn.executemany(
+                _INSERT_PINNED_FACT, [r for r in changes.inserts if r.get("pinned_at")]
+            )
         conn.executemany(
             "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
             " WHERE id = ?",
             changes.supersessions,
         )
         conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", changes.retractions)
-        # A pinned fact's new version stays pinned.
-        conn.executemany(
-            "UPDATE facts SET pinned_at = (SELECT o.pinned_at FROM facts o WHERE o.id = ?)"
-            " WHERE id = ? AND pinned_at IS NULL",
-            [(old, new) for _, _, new, old in changes.supersessions],
-        )
         conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
             f" valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, '{LinkOrigin.SUPERSESSION}', ?, ?)",
@@ -277,24 +280,24 @@ class SQLTransaction:
         self.conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [self.now, fact_id])
         return Fact.from_row(row)
 
-    def set_tier(self, fact_id: str, tier: str) -> Fact:
-        """Put a live fact in ``tier`` (pinned, normal or cold; the pin's or the chill's time is
-        now, kept when it was already there); returns it as it is after. NotFound if unknown,
-        Conflict if it is no longer live (forgotten or superseded)."""
+    def set_tier(self, fact_id: str, tier: Tier, *, only_from: Tier | None = None) -> Fact:
+        """Put a live fact in ``tier`` (pinned, normal or cold; a pin's or a chill's time is now,
+        kept when it was there already), unless ``only_from`` names a tier it is not in; returns
+        it as it is after. NotFound if unknown, Conflict if it is no longer live (forgotten or
+        superseded)."""
         row = reads.row(self.conn, fact_id)
         if row is None:
             raise NotFound(f"no fact with id {fact_id!r}")
         if row["retracted_at"] is not None or row["superseded_by"] is not None:
             raise Conflict(f"fact {fact_id} is no longer live; change its current version")
-        pinned = row["pinned_at"] if tier == "pinned" else None
-        cold = row["cold_at"] if tier == "cold" else None
+        now_in = (
+            "pinned" if row["pinned_at"] is not None else "cold" if row["cold_at"] else "normal"
+        )
+        if now_in == tier or (only_from is not None and now_in != only_from):
+            return Fact.from_row(row)
         self.conn.execute(
             "UPDATE facts SET pinned_at = ?, cold_at = ? WHERE id = ?",
-            [
-                (pinned or self.now) if tier == "pinned" else None,
-                (cold or self.now) if tier == "cold" else None,
-                fact_id,
-            ],
+            [self.now if tier == "pinned" else None, self.now if tier == "cold" else None, fact_id],
         )
         updated = reads.row(self.conn, fact_id)
         assert updated is not None

@@ -113,7 +113,11 @@ def export_lines(conn: SQLConnection, namespace: str) -> Iterator[str]:
         item["episode_kind"] = item.pop("kind")  # "kind" names the line's kind
         yield json.dumps({"kind": "episode", **item}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM facts ORDER BY seq"):
-        yield json.dumps({"kind": "fact", **_out(row, FACT_TIMES)}, ensure_ascii=False)
+        fact = _out(row, FACT_TIMES)
+        for tier in ("pinned_at", "cold_at"):  # left out when unset: older readers know neither
+            if fact.get(tier, 0) is None:
+                del fact[tier]
+        yield json.dumps({"kind": "fact", **fact}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM links ORDER BY seq"):
         item = _out(row, LINK_TIMES)
         item["metadata"] = json.loads(item["metadata"])
@@ -231,6 +235,8 @@ def _fact_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str,
     for name in ("importance", "confidence"):
         if not isinstance(row[name], int | float) or not 0 <= row[name] <= 1:
             raise InvalidInput(f"line {number}: {name} must be a number from 0 to 1")
+    if row.get("pinned_at") is not None and row.get("cold_at") is not None:
+        raise InvalidInput(f"line {number}: a fact is pinned or cold, not both")
     row.setdefault("tags", "")
     row.setdefault("date_terms", "")
     row.setdefault("access_count", 0)
