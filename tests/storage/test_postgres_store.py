@@ -4,6 +4,7 @@ URLs and credentials refused at start, and a server that goes away and comes bac
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -275,6 +276,31 @@ def test_a_thread_reads_every_namespace_through_one_connection_and_never_mixes_t
     finally:
         for mem in memories:
             mem.close()
+
+
+def test_a_reader_closed_by_another_thread_is_not_reopened_behind_its_back(
+    url: str, tmp_path: Path
+) -> None:
+    """The last namespace sharing a thread's reader closes it from another thread while this
+    thread reads: the read fails as on a closed memory, and no new connection is opened that
+    nothing would close."""
+    with open_memory(url, tmp_path) as mem:
+        database = mem._store.database  # type: ignore[attr-defined]
+        reader = database.reader()
+        opened: list[object] = []
+        reopen = reader._reopen
+
+        def counted(namespace: str) -> Any:
+            opened.append(namespace)
+            return reopen(namespace)
+
+        reader._reopen = counted
+        closer = threading.Thread(target=reader.close)
+        closer.start()
+        closer.join()
+        with pytest.raises(StorageError):
+            reader.execute("SELECT 1")
+        assert opened == [] and reader.raw.closed
 
 
 def test_the_keyword_postings_follow_every_write_and_rank_as_the_index_does(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -333,6 +334,10 @@ class Connection:
         #: one while it was idle (see ``_run``).
         self._reopen = reopen
         self._limited: float | None = None  # the deadline the server's timeout was set for
+        #: Set by ``close``, which another thread may call (the last namespace sharing this
+        #: reader closing) while this one replaces a dropped connection.
+        self._closed = False
+        self._replacing = threading.Lock()
 
     @property
     def in_transaction(self) -> bool:
@@ -352,7 +357,9 @@ class Connection:
             self.raw.cursor().executemany(translate(sql), batch)
 
     def close(self) -> None:
-        self.raw.close()
+        with self._replacing:
+            self._closed = True
+            self.raw.close()
 
     def point(self, namespace: str) -> None:
         """Point the connection at ``namespace`` (outside a transaction)."""
@@ -383,17 +390,23 @@ class Connection:
         """A new raw connection in place of the one the server dropped (StorageError, and this
         one left as it was, if the server cannot be reached)."""
         assert self._reopen is not None and self.namespace is not None
+        if self._closed:  # closed on purpose, not dropped by the server
+            raise StorageError("this memory has been closed")
         raw = self._reopen(self.namespace)
-        with contextlib.suppress(psycopg.Error):
-            self.raw.close()
-        self.raw = raw
+        with self._replacing:
+            if self._closed:  # closed while the new one was being opened: nothing keeps it
+                raw.close()
+                raise StorageError("this memory has been closed")
+            with contextlib.suppress(psycopg.Error):
+                self.raw.close()
+            self.raw = raw
         self._limited = None
 
     def _statement(self, sql: str, params: Any, *, tuples: bool) -> psycopg.Cursor[Any]:
         if sql not in ("COMMIT", "ROLLBACK"):
             self._limit()
-        cursor = self.raw.cursor(row_factory=tuple_row if tuples else _row_factory)
-        with self._errors():
+        with self._errors():  # a closed connection refuses the cursor already
+            cursor = self.raw.cursor(row_factory=tuple_row if tuples else _row_factory)
             cursor.execute(translate(sql), _params(params) if params else None)
         return cursor
 

@@ -86,8 +86,12 @@ class PostgresDatabase(Connections[Connection]):
         cannot be reached (a request that meets the server down fails with it)."""
         try:
             raw = server_connection(self.url)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
+        try:
             raw.execute("SELECT set_config(%s, %s, false)", [pgschema.NAMESPACE_SETTING, namespace])
         except psycopg.Error as exc:
+            raw.close()  # dropped as it was being set up: not left for the collector
             raise StorageError(f"cannot connect to {self.path}: {message(exc)}") from None
         return raw
 
