@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from .errors import InvalidInput
 from .limits import MAX_CHECKPOINT_FILES, MAX_FIELD_LENGTH, MAX_NOTE_LENGTH
-from .models import Fact
+from .models import Fact, not_text
 
 #: The entity, key prefix, importance, decay class and source of every checkpoint fact.
 ENTITY: Final = "system"
@@ -29,6 +29,8 @@ DECAY_CLASS: Final = "checkpoint"
 SOURCE: Final = "checkpoint"
 #: Checkpoint facts read, newest first, to find one that holds a checkpoint.
 RESTORE_CANDIDATES: Final = 10
+#: Levels of nesting a state may have.
+MAX_STATE_DEPTH: Final = 64
 
 _FIELDS: Final = frozenset({"intent", "state", "expected_outcome", "working_files"})
 
@@ -71,6 +73,7 @@ def fact_input(
     if len(working_files) > MAX_CHECKPOINT_FILES:
         raise InvalidInput(f"at most {MAX_CHECKPOINT_FILES} working files", field="working_files")
     files = tuple(_text(path, "working_files") for path in working_files)
+    _check_state(state, 0)
     try:
         payload = json.dumps(
             {
@@ -123,12 +126,41 @@ def from_fact(fact: Fact) -> Checkpoint | None:
         or not all(isinstance(f, str) for f in files)
     ):
         return None
+    try:  # stored by other means under a checkpoint's key: only what a client can read back
+        _check_state([intent, payload["state"], outcome, files], 0)
+    except InvalidInput:
+        return None
     return Checkpoint(intent, payload["state"], outcome, tuple(files), fact)
+
+
+def _check_state(value: Any, depth: int) -> None:
+    """InvalidInput unless ``value`` is JSON that every client can read back: text without NUL
+    or a lone surrogate, integers of at most 64 bits, at most MAX_STATE_DEPTH levels."""
+    if depth > MAX_STATE_DEPTH:
+        raise InvalidInput(f"nested deeper than {MAX_STATE_DEPTH} levels", field="state")
+    if isinstance(value, str):
+        problem = not_text(value)
+        if problem is not None:
+            raise InvalidInput(f"contains {problem}", field="state")
+    elif isinstance(value, int) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**64:
+            raise InvalidInput("holds an integer beyond 64 bits", field="state")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise InvalidInput("holds a number that is not finite", field="state")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_state(key, depth + 1)
+            _check_state(item, depth + 1)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_state(item, depth + 1)
 
 
 def _text(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput("must be non-empty text", field=field)
+    if (problem := not_text(value)) is not None:
+        raise InvalidInput(f"contains {problem}", field=field)
     if len(value) > MAX_FIELD_LENGTH:
         raise InvalidInput(f"longer than {MAX_FIELD_LENGTH} characters", field=field)
     return value.strip()

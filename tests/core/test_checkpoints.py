@@ -79,6 +79,8 @@ def test_a_fact_under_a_checkpoint_key_that_holds_no_checkpoint_is_passed_over(
     saved = mem.checkpoint(intent="real one")
     clock.advance(1)
     mem.store("not a checkpoint", entity="system", key="checkpoint:9999999999999", context="{}")
+    odd = '{"intent": "x", "state": 1e999, "expected_outcome": null, "working_files": []}'
+    mem.store("not readable", entity="system", key="checkpoint:9999999999998", context=odd)
     restored = mem.restore_checkpoint()
     assert restored is not None and restored.fact.id == saved.id
 
@@ -95,6 +97,149 @@ def test_a_fact_under_a_checkpoint_key_that_holds_no_checkpoint_is_passed_over(
         ({"intent": "x", "working_files": [f"f{i}" for i in range(101)]}, "working_files"),
         ({"intent": "x", "working_files": [""]}, "working_files"),
         ({"intent": "x", "expected_outcome": " "}, "expected_outcome"),
+        ({"intent": "x", "state": {"n": 2**70}}, "state"),
+        ({"intent": "x", "state": ["\ud800"]}, "state"),
+        ({"intent": "x", "state": {"a\x00": 1}}, "state"),
+        (
+            {
+                "intent": "x",
+                "state": [
+                    [
+                        [
+                            [
+                                [
+                                    [
+                                        [
+                                            [
+                                                [
+                                                    [
+                                                        [
+                                                            [
+                                                                [
+                                                                    [
+                                                                        [
+                                                                            [
+                                                                                [
+                                                                                    [
+                                                                                        [
+                                                                                            [
+                                                                                                [
+                                                                                                    [
+                                                                                                        [
+                                                                                                            [
+                                                                                                                [
+                                                                                                                    [
+                                                                                                                        [
+                                                                                                                            [
+                                                                                                                                [
+                                                                                                                                    [
+                                                                                                                                        [
+                                                                                                                                            [
+                                                                                                                                                [
+                                                                                                                                                    [
+                                                                                                                                                        [
+                                                                                                                                                            [
+                                                                                                                                                                [
+                                                                                                                                                                    [
+                                                                                                                                                                        [
+                                                                                                                                                                            [
+                                                                                                                                                                                [
+                                                                                                                                                                                    [
+                                                                                                                                                                                        [
+                                                                                                                                                                                            [
+                                                                                                                                                                                                [
+                                                                                                                                                                                                    [
+                                                                                                                                                                                                        [
+                                                                                                                                                                                                            [
+                                                                                                                                                                                                                [
+                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                                                        [
+                                                                                                                                                                                                                                                                            [
+                                                                                                                                                                                                                                                                                [
+                                                                                                                                                                                                                                                                                    [
+                                                                                                                                                                                                                                                                                        1
+                                                                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                                ]
+                                                                                                                                                                                                                            ]
+                                                                                                                                                                                                                        ]
+                                                                                                                                                                                                                    ]
+                                                                                                                                                                                                                ]
+                                                                                                                                                                                                            ]
+                                                                                                                                                                                                        ]
+                                                                                                                                                                                                    ]
+                                                                                                                                                                                                ]
+                                                                                                                                                                                            ]
+                                                                                                                                                                                        ]
+                                                                                                                                                                                    ]
+                                                                                                                                                                                ]
+                                                                                                                                                                            ]
+                                                                                                                                                                        ]
+                                                                                                                                                                    ]
+                                                                                                                                                                ]
+                                                                                                                                                            ]
+                                                                                                                                                        ]
+                                                                                                                                                    ]
+                                                                                                                                                ]
+                                                                                                                                            ]
+                                                                                                                                        ]
+                                                                                                                                    ]
+                                                                                                                                ]
+                                                                                                                            ]
+                                                                                                                        ]
+                                                                                                                    ]
+                                                                                                                ]
+                                                                                                            ]
+                                                                                                        ]
+                                                                                                    ]
+                                                                                                ]
+                                                                                            ]
+                                                                                        ]
+                                                                                    ]
+                                                                                ]
+                                                                            ]
+                                                                        ]
+                                                                    ]
+                                                                ]
+                                                            ]
+                                                        ]
+                                                    ]
+                                                ]
+                                            ]
+                                        ]
+                                    ]
+                                ]
+                            ]
+                        ]
+                    ]
+                ],
+            },
+            "state",
+        ),
+        ({"intent": "x\x00"}, "intent"),
     ],
 )
 def test_a_checkpoint_that_is_not_json_or_over_its_limits_is_refused_and_nothing_stored(
