@@ -30,7 +30,12 @@ from .context import Context, Scope
 def _parse_datetime(value: Any) -> datetime:
     seconds = parse_time(value, field="DateTime")
     assert seconds is not None
-    return datetime.fromtimestamp(seconds, UTC)
+    try:
+        return datetime.fromtimestamp(seconds, UTC)
+    except (ValueError, OverflowError, OSError):  # epoch seconds beyond the years 1-9999
+        raise graphmem.InvalidInput(
+            f"{value!r} is outside the years a time can name (1 to 9999)", field="DateTime"
+        ) from None
 
 
 #: Times are UTC datetimes, as the engine returns and accepts them; an output time becomes text

@@ -360,3 +360,12 @@ def test_agent_calls_with_bad_input_fail_clearly_and_store_nothing(api: Api) -> 
     assert status == 200 and body["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
     assert "max_tokens" in body["errors"][0]["message"]
     assert api.data("{ stats { data } }")["stats"]["data"]["facts"] == 0
+
+
+def test_a_time_in_epoch_seconds_beyond_the_years_a_time_can_name_is_invalid_input(
+    service: InProcess,
+) -> None:
+    status, body = service.post("{ episodes(after: -100000000000) { id } }")
+    assert status == 200 and body["data"] is None
+    assert [e["extensions"]["code"] for e in body["errors"]] == ["INVALID_INPUT"]
+    assert "years a time can name" in body["errors"][0]["message"]
