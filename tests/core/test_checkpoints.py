@@ -9,16 +9,15 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from click.testing import CliRunner
 
-from graphmem import ApiKey, Checkpoint, InvalidInput, Memory, Settings
+from graphmem import Checkpoint, InvalidInput, Memory, Settings
 from graphmem.cli import cli
-from resolvers.mcp import call
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
+from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 
 SAVE = """
 mutation($input: CheckpointInput!) {
@@ -273,29 +272,24 @@ def test_graphql_saves_and_restores_a_checkpoint(service: InProcess) -> None:
     assert refused["saveCheckpoint"]["error"]["field"] == "working_files"
 
 
-def _tool(mem: Memory, key: ApiKey | None, **arguments: Any) -> tuple[bool, Any]:
-    async def run() -> Any:
-        return await call(lambda _: (mem, key), None, "memory_checkpoint", arguments)  # type: ignore[arg-type]
-
-    result = anyio.run(run)
-    return bool(result.is_error), result.structured_content
-
-
 def test_the_mcp_tool_saves_and_restores_and_a_read_only_key_may_only_restore(
     mem: Memory,
 ) -> None:
-    reader = ApiKey("k1", ("default",), read_only=True, label=None, created_at=0, revoked_at=None)
-    failed, data = _tool(mem, None, action="restore")
+    failed, data = call_in_process(mem, None, "memory_checkpoint", action="restore")
     assert not failed and data == {"checkpoint": None}
-    failed, data = _tool(mem, reader, action="save", intent="x")
+    failed, data = call_in_process(
+        mem, READ_ONLY_KEY, "memory_checkpoint", action="save", intent="x"
+    )
     assert failed and data["error"]["code"] == "FORBIDDEN"
-    failed, data = _tool(mem, None, action="save", intent="rebase", state={"onto": "main"})
+    failed, data = call_in_process(
+        mem, None, "memory_checkpoint", action="save", intent="rebase", state={"onto": "main"}
+    )
     assert not failed and data["fact"]["entity"] == "system"
-    failed, data = _tool(mem, reader, action="restore")
+    failed, data = call_in_process(mem, READ_ONLY_KEY, "memory_checkpoint", action="restore")
     assert not failed and data["checkpoint"]["state"] == {"onto": "main"}
-    failed, data = _tool(mem, None, action="save")
+    failed, data = call_in_process(mem, None, "memory_checkpoint", action="save")
     assert failed and data["error"]["code"] == "INVALID_INPUT"
-    failed, data = _tool(mem, None, action="undo")
+    failed, data = call_in_process(mem, None, "memory_checkpoint", action="undo")
     assert failed and data["error"]["code"] == "INVALID_INPUT"
 
 

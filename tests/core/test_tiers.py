@@ -8,18 +8,16 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from click.testing import CliRunner
 
-from graphmem import ApiKey, Conflict, InvalidInput, Memory, NotFound, Settings
+from graphmem import Conflict, InvalidInput, Memory, NotFound, Settings
 from graphmem.cli import cli
-from resolvers.mcp import call
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
+from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 
 
 def test_a_pinned_fact_leads_every_recall_block_whatever_the_prompt(mem: Memory) -> None:
@@ -167,29 +165,20 @@ def test_graphql_pins_and_unpins_and_recall_says_which(service: InProcess) -> No
     assert service.data(asked)["recall"]["items"] == [{"fact": {"id": fact_id}}]
 
 
-def _tool(mem: Memory, key: ApiKey | None, **arguments: Any) -> tuple[bool, Any]:
-    async def run() -> Any:
-        return await call(lambda _: (mem, key), None, "memory_tier", arguments)  # type: ignore[arg-type]
-
-    result = anyio.run(run)
-    return bool(result.is_error), result.structured_content
-
-
 def test_the_mcp_tool_sets_a_tier_and_a_read_only_key_may_not(mem: Memory) -> None:
     fact = mem.store("Reply in English").fact
     assert fact is not None
-    reader = ApiKey("k1", ("default",), read_only=True, label=None, created_at=0, revoked_at=None)
-    failed, data = _tool(mem, reader, id=fact.id, tier="pinned")
+    failed, data = call_in_process(mem, READ_ONLY_KEY, "memory_tier", id=fact.id, tier="pinned")
     assert failed and data["error"]["code"] == "FORBIDDEN"
-    failed, data = _tool(mem, None, id=fact.id, tier="pinned")
+    failed, data = call_in_process(mem, None, "memory_tier", id=fact.id, tier="pinned")
     assert not failed and data["fact"]["pinned_at"] is not None
-    failed, data = _tool(mem, None, id=fact.id, tier="cold")
+    failed, data = call_in_process(mem, None, "memory_tier", id=fact.id, tier="cold")
     assert not failed and data["fact"]["pinned_at"] is None and data["fact"]["cold_at"]
-    failed, data = _tool(mem, None, id=fact.id, tier="normal")
+    failed, data = call_in_process(mem, None, "memory_tier", id=fact.id, tier="normal")
     assert not failed and (data["fact"]["pinned_at"], data["fact"]["cold_at"]) == (None, None)
-    failed, data = _tool(mem, None, id="unknown", tier="cold")
+    failed, data = call_in_process(mem, None, "memory_tier", id="unknown", tier="cold")
     assert failed and data["error"]["code"] == "NOT_FOUND"
-    failed, data = _tool(mem, None, id=fact.id, tier="frozen")
+    failed, data = call_in_process(mem, None, "memory_tier", id=fact.id, tier="frozen")
     assert failed and data["error"]["code"] == "INVALID_INPUT"
 
 
@@ -225,14 +214,12 @@ def test_memory_context_leaves_cold_facts_out_unless_asked(mem: Memory) -> None:
     assert fact is not None
     mem.set_cold(fact.id)
 
-    async def context(**arguments: Any) -> Any:
-        arguments = {"prompt": "TLS certificate", **arguments}
-        return await call(lambda _: (mem, None), None, "memory_context", arguments)  # type: ignore[arg-type]
-
-    left = anyio.run(context)
-    asked = anyio.run(lambda: context(include_cold=True))
-    assert fact.id not in json.dumps(left.structured_content)
-    assert [i["fact"]["id"] for i in asked.structured_content["items"]] == [fact.id]
+    _, left = call_in_process(mem, None, "memory_context", prompt="TLS certificate")
+    _, asked = call_in_process(
+        mem, None, "memory_context", prompt="TLS certificate", include_cold=True
+    )
+    assert fact.id not in json.dumps(left)
+    assert [i["fact"]["id"] for i in asked["items"]] == [fact.id]
 
 
 def test_unpinning_a_cold_fact_and_warming_a_pinned_one_change_nothing(mem: Memory) -> None:

@@ -1,5 +1,5 @@
-"""Clients of the MCP server for tests: the SDK's own client over streamable HTTP, and tool
-calls that must succeed or must be refused."""
+"""Clients of the MCP server for tests: the SDK's own client over streamable HTTP, tool calls
+that must succeed or must be refused, and tool calls in this process."""
 
 from __future__ import annotations
 
@@ -7,10 +7,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
+
+from graphmem import ApiKey, Memory
+from resolvers.mcp import call
+
+#: A read-only key of the default namespace.
+READ_ONLY_KEY = ApiKey(
+    "k1", ("default",), read_only=True, label=None, created_at=0, revoked_at=None
+)
 
 
 @asynccontextmanager
@@ -40,3 +49,16 @@ async def refused(client: Client, tool: str, **arguments: Any) -> tuple[str, str
 
 def _text(result: CallToolResult) -> str:
     return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+def call_in_process(
+    memory: Memory, key: ApiKey | None, tool: str, **arguments: Any
+) -> tuple[bool, Any]:
+    """One call of ``tool`` through the server's dispatch (validation, key check, cost) on
+    ``memory`` as ``key`` (None: no key): whether it failed, and its structured content."""
+
+    async def run() -> CallToolResult:
+        return await call(lambda _: (memory, key), None, tool, arguments)  # type: ignore[arg-type]
+
+    result = anyio.run(run)
+    return bool(result.is_error), result.structured_content
