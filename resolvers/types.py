@@ -473,7 +473,9 @@ class Episode:
 )
 class Checkpoint:
     intent: str = strawberry.field(description="What the agent set out to do.")
-    state: JSON = strawberry.field(description="The working state, as saved (any JSON value).")
+    state: JSON | None = strawberry.field(
+        description="The working state, as saved (any JSON value; null when saved without one)."
+    )
     expected_outcome: str | None = strawberry.field(description="What should come of it.")
     working_files: list[str] = strawberry.field(description="The files being worked on.")
     fact: Fact = strawberry.field(description="The fact that holds it.")
@@ -482,7 +484,7 @@ class Checkpoint:
     def of(cls, checkpoint: graphmem.Checkpoint) -> "Checkpoint":
         return cls(
             intent=checkpoint.intent,
-            state=JSON(checkpoint.state),
+            state=None if checkpoint.state is None else JSON(checkpoint.state),
             expected_outcome=checkpoint.expected_outcome,
             working_files=list(checkpoint.working_files),
             fact=Fact.of(checkpoint.fact, NOW),

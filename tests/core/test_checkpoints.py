@@ -266,6 +266,9 @@ def test_graphql_saves_and_restores_a_checkpoint(service: InProcess) -> None:
     restored = service.data(RESTORE)["checkpoint"]
     assert restored["fact"]["id"] == saved["checkpoint"]["fact"]["id"]
     assert {k: restored[k] for k in given} == given
+    bare = service.data(SAVE, {"input": {"intent": "look around"}})["saveCheckpoint"]
+    assert bare["error"] is None and bare["checkpoint"]["state"] is None
+    assert service.data(RESTORE)["checkpoint"]["state"] is None  # no state is null, not an error
     refused = service.data(SAVE, {"input": {"intent": "x", "workingFiles": [""]}})
     assert refused["saveCheckpoint"]["checkpoint"] is None
     assert refused["saveCheckpoint"]["error"]["code"] == "INVALID_INPUT"
