@@ -7,6 +7,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
 from .checkpoints import Checkpoint
+from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
 from .episodes import Episode
 from .erasure import Erasure, PurgeReport
@@ -24,9 +25,19 @@ from .errors import (
 )
 from .graph import LinkPosition, LinkType, Node, Path, Subgraph
 from .memory import Memory
-from .models import Change, ChangePage, Fact, FactInput, Link, SearchHit, StoreResult
+from .models import (
+    Change,
+    ChangePage,
+    Fact,
+    FactInput,
+    Link,
+    MaintenanceRun,
+    SearchHit,
+    StoreResult,
+)
 from .prune import PruneReport
 from .recall import RecallItem, RecallResult
+from .reflection import ReflectReport
 from .settings import Settings
 from .stats import Stats
 from .storage.interface import FactPage, ImportReport
@@ -45,6 +56,7 @@ __all__ = [
     "Checkpoint",
     "Clusters",
     "Conflict",
+    "ConsolidateReport",
     "DependencyOrder",
     "DocumentFile",
     "EmbedderError",
@@ -63,6 +75,7 @@ __all__ = [
     "Link",
     "LinkPosition",
     "LinkType",
+    "MaintenanceRun",
     "Memory",
     "Node",
     "NotFound",
@@ -72,6 +85,7 @@ __all__ = [
     "QueryTimeout",
     "RecallItem",
     "RecallResult",
+    "ReflectReport",
     "SearchHit",
     "Settings",
     "Stats",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 
 from .dedup import normalized_hash
 from .errors import LLMError
-from .llm import ChatClient
+from .llm import ChatClient, answer_list
 from .models import Action, Fact, FactInput, Verdict
 from .temporal import TimeScope, to_iso
 
@@ -149,7 +149,7 @@ def _ask(
     question = json.dumps({"existing_facts": existing, "new_facts": new}, ensure_ascii=False)
     try:
         answer = chat.complete_json(SYSTEM_PROMPT, question)
-        decisions = _decisions(answer)
+        decisions = answer_list(answer, "decisions")
     except LLMError as exc:
         _log.warning("classification of %d facts fell back to ADD: %s", len(inputs), exc.message)
         return [_fallback(exc.message) for _ in inputs]
@@ -169,21 +169,6 @@ def _ask(
             "; ".join({verdicts[n].reason for n in missing}),
         )
     return verdicts
-
-
-def _decisions(answer: str) -> list[Any]:
-    """The ``decisions`` list of an answer; LLMError if the answer is not that JSON."""
-    text = answer.strip()
-    if text.startswith("```") and text.endswith("```"):  # a fenced block despite JSON mode
-        text = text.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
-    try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LLMError(f"the answer is not valid JSON ({exc.msg})") from None
-    decisions = parsed.get("decisions") if isinstance(parsed, dict) else None
-    if not isinstance(decisions, list):
-        raise LLMError('the answer has no "decisions" list')
-    return decisions
 
 
 def _verdict(item: Any, refs: dict[str, str], count: int) -> tuple[int | None, Verdict]:

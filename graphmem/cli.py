@@ -27,12 +27,14 @@ from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
+from .maintenance import JOBS, MaintenanceRun
 from .memory import Memory
 from .models import Fact, Link
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys
 from .storage.sqlite import backup as backups
+from .tagging import CATEGORY_LIST
 from .temporal import ACCEPTED_TIMES, to_iso
 
 
@@ -173,7 +175,7 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 @click.option("--entity")
 @click.option("--key")
 @click.option("--value")
-@click.option("--category", help="preference, fact, decision, entity or other.")
+@click.option("--category", help=f"{CATEGORY_LIST}.")
 @click.option("--tags", help="Comma-separated tags (default: auto-tags).")
 @click.option("--importance", type=float, help=f"0..1 [default: {DEFAULT_IMPORTANCE}].")
 @click.option(
@@ -841,6 +843,88 @@ def prune(ctx: click.Context, /, dry_run: bool, soft: bool, as_json: bool) -> No
     )
 
 
+@click.command()
+@click.option(
+    "--job",
+    "jobs",
+    multiple=True,
+    type=click.Choice(JOBS),
+    help="Run only this job (repeatable; default: every job that is due).",
+)
+@click.option("--force", is_flag=True, help="Run the jobs even if they are not due.")
+@click.option("--list", "listing", is_flag=True, help="List the recorded runs; run nothing.")
+@json_option
+@click.pass_context
+def maintain(
+    ctx: click.Context, /, jobs: tuple[str, ...], force: bool, listing: bool, as_json: bool
+) -> None:
+    """Run the maintenance jobs that are due (for cron), or list the recorded runs.
+
+    A job is due when its <job>_interval setting has passed since its last run; one another
+    process is running is skipped. Exits 1 if a job failed.
+    """
+    with _memory(ctx) as mem:
+        if listing:
+            runs = mem.maintenance_runs(job=jobs[0] if len(jobs) == 1 else None)
+        else:
+            runs = mem.maintain(list(jobs) or None, force=force)
+    _emit([r.to_dict() for r in runs], as_json, [_run_line(r) for r in runs] or ["nothing due"])
+    if not listing and any(r.status == "failed" for r in runs):
+        ctx.exit(1)
+
+
+def _run_line(run: MaintenanceRun) -> str:
+    changed = ", ".join(f"{count} {kind}" for kind, count in sorted(run.changed.items()))
+    line = f"{to_iso(run.started_at.timestamp())}  {run.job}  {run.status}"
+    if changed:
+        line += f"  {changed}"
+    if run.requests:
+        line += f"  ({run.requests} model requests)"
+    return line + (f"  {run.error}" if run.error else "")
+
+
+@click.command()
+@click.option(
+    "--window-days",
+    type=click.FloatRange(0, 3650, min_open=True),
+    help="Days of recent facts to read (default: the reflect_window_days setting).",
+)
+@json_option
+@click.pass_context
+def reflect(ctx: click.Context, /, window_days: float | None, as_json: bool) -> None:
+    """Ask the chat model for patterns among recent facts, and rules from them."""
+    with _memory(ctx) as mem:
+        report = mem.reflect(window_days=window_days)
+    lines = [f"pattern  {_fact_line(f)}" for f in report.patterns]
+    lines += [f"rule  {_fact_line(f)}" for f in report.rules]
+    lines.append(
+        f"{len(report.patterns)} patterns, {len(report.rules)} rules, "
+        f"{report.requests} model requests, {report.ignored} answer entries passed over"
+    )
+    if report.error:
+        lines.append(f"an answer was not used: {report.error}")
+    _emit(report.to_dict(), as_json, lines)
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Only list the clusters.")
+@json_option
+@click.pass_context
+def consolidate(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
+    """Merge clusters of near-duplicate facts into one fact each (it supersedes them)."""
+    with _memory(ctx) as mem:
+        report = mem.consolidate(dry_run=dry_run)
+    lines = [f"cluster  {' '.join(c)}" for c in report.clusters] if dry_run else []
+    lines += [f"merged  {_fact_line(f)}" for f in report.merged]
+    lines.append(
+        f"{len(report.clusters)} clusters; {len(report.merged)} merged, "
+        f"{report.superseded} facts superseded"
+    )
+    if report.error:
+        lines.append(f"an answer was not used: {report.error}")
+    _emit(report.to_dict(), as_json, lines)
+
+
 @click.command("backfill-decay")
 @click.option("--dry-run", is_flag=True)
 @json_option
@@ -1112,6 +1196,9 @@ COMMANDS: Final = (
     causes,
     parts,
     prune,
+    maintain,
+    reflect,
+    consolidate,
     backfill_decay,
     stats,
     reindex,

@@ -90,21 +90,29 @@ def write_batch(
     verdicts: Sequence[Verdict | None] | None = None,
     *,
     episode_id: str | None = None,
+    merges: Sequence[Sequence[str]] | None = None,
 ) -> tuple[list[StoreResult], set[str]]:
     """Dedup, classify and insert ``inputs``; returns the results and the fact ids whose vectors
     must be synced. ``twins[i]`` is item i's vector near-duplicate: a live fact id, an earlier
     batch position, or None. ``verdicts[i]``, when given, is the LLM classifier's decision for
-    item i. The new facts belong to ``episode_id`` (recorded by the caller). Raises (and the caller
-    rolls back) on an invalid ``supersedes``."""
+    item i. The new facts belong to ``episode_id`` (recorded by the caller). ``merges[i]``, when
+    given, are further live facts item i supersedes besides its ``supersedes`` (a consolidation
+    writes one fact replacing several). Raises (and the caller rolls back) on an invalid
+    ``supersedes``."""
     hashes = [normalized_hash(x.text) for x in inputs]
     batch = _Batch(tx.now, episode_id)
     _prefetch(tx, batch, hashes, inputs, settings)
     decisions: list[_Decision] = []
-    for x, h, twin, verdict in zip(
-        inputs, hashes, twins, verdicts or [None] * len(inputs), strict=True
+    for x, h, twin, verdict, also in zip(
+        inputs,
+        hashes,
+        twins,
+        verdicts or [None] * len(inputs),
+        merges or [()] * len(inputs),
+        strict=True,
     ):
         owner = _vector_owner(tx, batch, twin, decisions)
-        decisions.append(_decide(tx, batch, x, h, owner, settings, verdict))
+        decisions.append(_decide(tx, batch, x, h, owner, settings, verdict, also))
     tx.apply(batch.changes)
     # The batch's rows mirror what it wrote (including later supersessions of earlier items).
     results = [
@@ -141,15 +149,19 @@ def _decide(
     vector_of: str | None,
     settings: Settings,
     verdict: Verdict | None = None,
+    also: Sequence[str] = (),
 ) -> _Decision:
     now = batch.now
-    target = _live_target(tx, batch, x.supersedes) if x.supersedes else None
+    targets = [_live_target(tx, batch, i) for i in ([x.supersedes] if x.supersedes else [])]
+    targets += [_live_target(tx, batch, i) for i in dict.fromkeys(also) if i != x.supersedes]
+    target = targets[0] if targets else None
     valid_from = next((t for t in (x.valid_from, x.source_date) if t is not None), now)
-    if target is not None and valid_from < target["valid_from"]:
-        raise InvalidInput(
-            f"valid_from is before the start of fact {target['id']} it supersedes",
-            field="valid_from",
-        )
+    for old in targets:
+        if valid_from < old["valid_from"]:
+            raise InvalidInput(
+                f"valid_from is before the start of fact {old['id']} it supersedes",
+                field="valid_from",
+            )
 
     duplicates = [
         r
@@ -167,11 +179,11 @@ def _decide(
 
     action: Action = "ADD"
     reason = ""
-    superseded: list[dict[str, Any]] = [target] if target is not None else []
+    superseded: list[dict[str, Any]] = targets
     later: dict[str, Any] | None = None  # a current version that starts after this one
     key = _group_key(x.entity, x.key)
     if target is not None:
-        action, reason = "UPDATE", f"supersedes {target['id']} (explicit)"
+        action, reason = "UPDATE", f"supersedes {', '.join(r['id'] for r in targets)} (explicit)"
     elif verdict is not None and x.classify:
         action, reason, chosen = _checked(tx, batch, verdict, valid_from)
         if chosen is not None and action in ("NOOP", "DELETE"):

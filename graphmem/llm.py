@@ -7,6 +7,7 @@ The openai package sends the request and retries 429, 5xx and timeouts with expo
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .errors import InvalidInput, LLMError
@@ -95,3 +96,19 @@ def _content(body: Any) -> str | None:
     message = choices[0].get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, str) else None
+
+
+def answer_list(answer: str, key: str) -> list[Any]:
+    """The ``key`` list of a model's JSON answer (a fenced block accepted); LLMError if the
+    answer is not a JSON object holding one."""
+    text = answer.strip()
+    if text.startswith("```") and text.endswith("```"):  # a fenced block despite JSON mode
+        text = text.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LLMError(f"the answer is not valid JSON ({exc.msg})") from None
+    found = parsed.get(key) if isinstance(parsed, dict) else None
+    if not isinstance(found, list):
+        raise LLMError(f'the answer has no "{key}" list')
+    return found

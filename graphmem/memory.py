@@ -27,7 +27,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, cast
 
-from . import analytics, checkpoints, documents, graph, sensitive
+from . import (
+    analytics,
+    checkpoints,
+    consolidation,
+    documents,
+    graph,
+    maintenance,
+    reflection,
+    sensitive,
+)
 from . import capture as captures
 from . import namespace as namespaces
 from . import prune as pruning
@@ -37,7 +46,14 @@ from .documents import DocumentFile, SyncReport
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
-from .limits import CHANGE_LOG_KEPT, MAX_CHANGES, MAX_DEPTH, MAX_NODES, MAX_TEXT_LENGTH
+from .limits import (
+    CHANGE_LOG_KEPT,
+    MAX_CHANGES,
+    MAX_DEPTH,
+    MAX_LIMIT,
+    MAX_NODES,
+    MAX_TEXT_LENGTH,
+)
 from .llm import ChatClient
 from .models import (
     TIERS,
@@ -47,6 +63,7 @@ from .models import (
     Fact,
     FactInput,
     Link,
+    MaintenanceRun,
     SearchHit,
     StoreResult,
     Tier,
@@ -85,7 +102,8 @@ class Memory:
         self.embedder = embedder
         self._store = store
         self._vectors = vectors
-        self._sync = VectorSync(store, vectors, EmbeddingCache(embedder), namespace)
+        self._cache = EmbeddingCache(embedder)
+        self._sync = VectorSync(store, vectors, self._cache, namespace)
         self._writer = Writer(namespace, store, vectors, self._sync, embedder, settings, llm)
         self._search = Search(store, vectors, embedder, settings, self._sync.pending)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
@@ -928,6 +946,145 @@ class Memory:
         if not dry_run and (report.expired or report.low_confidence):
             self._writer.erase()
         return report
+
+    # ----------------------------------------------------------------------------- upkeep
+
+    def reflect(self, *, window_days: float | None = None) -> reflection.ReflectReport:
+        """Ask the chat model for patterns among the facts recorded in the last ``window_days``
+        (default: the ``reflect_window_days`` setting; at most 50 of each category), each
+        backed by at least two of them, then for rules from the new patterns; store each as a
+        fact linked to what it was drawn from (see :mod:`graphmem.reflection`). Fewer than two
+        facts: an empty report and no request. InvalidInput when no chat endpoint is set (the
+        ``llm_*`` settings)."""
+        days = self.settings.reflect_window_days if window_days is None else window_days
+        if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 3650:
+            raise InvalidInput(
+                "window_days must be a number of days from 0 to 3650", field="window_days"
+            )
+        scope = self._scope(None, None)
+        facts = self._store.recent(
+            scope,
+            since=scope.known_at - days * 86_400,
+            per_category=reflection.PER_CATEGORY,
+            skip_categories=(reflection.PATTERN, reflection.RULE),
+            skip_entity=checkpoints.ENTITY,
+        )
+        if len(facts) < 2:
+            return reflection.ReflectReport()
+
+        def existing(category: str) -> list[Fact]:
+            page = self._store.page(
+                scope, Filters(category=category), first=reflection.MAX_COMPARED, after=None
+            )
+            return [fact for _, fact in page.items]
+
+        def write(items: list[dict[str, Any]], then: Any) -> list[StoreResult]:
+            return self._writer.store_many(items, autolink=None, then=then)
+
+        return reflection.reflect(self._chat(required=True), facts, existing, self._embed, write)
+
+    def consolidate(self, *, dry_run: bool = False) -> consolidation.ConsolidateReport:
+        """Merge clusters of near-duplicate live facts (cosine ≥ ``consolidate_similarity``, the
+        same entity and key; contact details, ids and numbers left alone) into one fact each
+        that supersedes every source; with a chat endpoint set, the model writes the merged
+        text, else the newest most confident source's is kept (see
+        :mod:`graphmem.consolidation`). ``dry_run`` only lists the clusters."""
+        scope = self._scope(None, None)
+        after = (self._store.meta(consolidation.CURSOR_KEY) or {}).get("after")
+        facts: list[Fact] = []
+        more = True
+        while more and len(facts) < consolidation.MAX_CONSIDERED:
+            page = self._store.page(scope, Filters(), first=MAX_LIMIT, after=after)
+            facts += [fact for _, fact in page.items]
+            after = page.items[-1][0] if page.items else after
+            more = page.has_more
+        floor = self.settings.consolidate_similarity
+
+        def neighbours(vectors: Any) -> list[list[tuple[str, float]]]:
+            return self._vectors.neighbours_many(
+                vectors, consolidation.MAX_CLUSTER * 2, live_only=True, floor=floor
+            )
+
+        found = consolidation.clusters(facts, self._embed, neighbours)
+        report = consolidation.ConsolidateReport(
+            clusters=[[f.id for f in c] for c in found], dry_run=dry_run
+        )
+        if dry_run:
+            return report
+        texts = consolidation.merged_texts(self._chat(required=False), found, report)
+
+        def write(item: dict[str, Any], also: list[str]) -> StoreResult:
+            [result] = self._writer.store_many([item], autolink=None, merges=[also])
+            return result
+
+        for cluster, text in zip(found, texts, strict=True):
+            if text is not None and (fact := consolidation.merge(cluster, text, write)):
+                report.merged.append(fact)
+                report.superseded += len(cluster)
+        # The next run goes on after these facts, or starts over once they were the last.
+        with self._store.transaction() as tx:
+            tx.set_meta(consolidation.CURSOR_KEY, {"after": after if more else 0})
+        return report
+
+    def maintain(
+        self, jobs: Sequence[str] | None = None, *, force: bool = False
+    ) -> list[MaintenanceRun]:
+        """Run the maintenance jobs (``prune``, ``reflect``, ``consolidate``; all when None)
+        that are due — their ``<job>_interval`` setting has passed since their last run, or
+        they never ran — or each of ``jobs`` whatever its period when ``force``; each run is
+        claimed and recorded in the store, so a job another process is running is returned
+        as ``skipped`` and not run twice (see :mod:`graphmem.maintenance`)."""
+
+        def prune() -> maintenance.JobOutcome:
+            report = self.prune()
+            changed = {
+                "expired": report.expired,
+                "decayed": report.decayed,
+                "faded": report.low_confidence,
+            }
+            return maintenance.JobOutcome(changed)
+
+        def reflect() -> maintenance.JobOutcome:
+            report = self.reflect()
+            return maintenance.JobOutcome(
+                {"patterns": len(report.patterns), "rules": len(report.rules)},
+                report.requests,
+                report.error,
+            )
+
+        def consolidate() -> maintenance.JobOutcome:
+            report = self.consolidate()
+            changed = {"merged": len(report.merged), "superseded": report.superseded}
+            return maintenance.JobOutcome(changed, report.requests, report.error)
+
+        work = {"prune": prune, "reflect": reflect, "consolidate": consolidate}
+        return maintenance.run(self._store, self.settings, work, jobs, force=force)
+
+    def maintenance_runs(
+        self, *, job: str | None = None, limit: int = 100
+    ) -> list[MaintenanceRun]:
+        """The newest ``limit`` maintenance runs recorded (of ``job`` only, if given), newest
+        first: a run still ``running``, or ``done`` or ``failed`` with what it changed, the
+        model requests it made and why it failed."""
+        return self._store.maintenance_runs(job, limit)
+
+    def last_runs(self) -> dict[str, MaintenanceRun]:
+        """The newest recorded run of each maintenance job that has run."""
+        return self._store.last_runs()
+
+    def _chat(self, *, required: bool) -> ChatClient | None:
+        """The chat model of the ``llm_*`` settings (the classifier's), or None when no endpoint
+        is set (InvalidInput if ``required``)."""
+        if self._writer.llm is None:
+            given = self.settings.llm_base_url is not None or self.settings.llm_api_key is not None
+            if not given and not required:
+                return None
+            self._writer.llm = ChatClient.from_settings(self.settings)
+        return self._writer.llm
+
+    def _embed(self, texts: Sequence[str]) -> Any:
+        """Vectors of ``texts``, from the embedding cache where it has them."""
+        return self._cache.embed(self._store, texts)[0]
 
     def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""

@@ -39,6 +39,8 @@ class LinkOrigin(StrEnum):
     AUTO_ENTITY = "auto_entity"
     IMPORT = "import"
     EPISODE = "episode"
+    REFLECTION = "reflection"
+    CLASSIFIER = "classifier"
 
 
 #: What each link origin means (Markdown); the GraphQL ``Link.origin`` description and the
@@ -56,6 +58,11 @@ LINK_ORIGINS: Final[Mapping[str, str]] = {
     "itself (an export keeps each link's own origin)",
     LinkOrigin.EPISODE: "a RELATED_TO link from a fact of an episode to the fact before it in "
     "that episode (strength 1), made with the fact",
+    LinkOrigin.REFLECTION: "a DEPENDS_ON link from a pattern to each fact it was drawn from, and "
+    "from a rule to each pattern it was drawn from (`reflect`)",
+    LinkOrigin.CLASSIFIER: "a CAUSED_BY, DEPENDS_ON or PART_OF link the LLM classifier drew from "
+    "a new fact to a listed fact in its one request (`classifier = llm`), its reason in the "
+    "link's metadata",
 }
 
 
@@ -511,3 +518,35 @@ class ChangePage:
 
 def _json_ready(fields: dict[str, Any]) -> dict[str, Any]:
     return {k: to_iso(v.timestamp()) if isinstance(v, datetime) else v for k, v in fields.items()}
+
+
+RunStatus = Literal["running", "done", "failed", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceRun:
+    """One run of a job: when it started and finished, how it ended (``done``, ``failed``;
+    ``running`` while it runs; ``skipped``, never recorded, when another process was running
+    it), what it changed (counts by kind), how many model requests it made, and why it
+    failed."""
+
+    job: str
+    started_at: datetime
+    finished_at: datetime | None
+    status: RunStatus
+    changed: dict[str, int] = field(default_factory=dict)
+    requests: int = 0
+    error: str | None = None
+    #: The record's number in its namespace (0: not recorded).
+    id: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
+            "status": self.status,
+            "changed": self.changed,
+            "requests": self.requests,
+            "error": self.error,
+        }

@@ -340,8 +340,33 @@ class Settings(BaseModel):
     prune_interval: float = Field(
         3600.0,
         ge=0,
-        description="Seconds between the server's background prunes of every open namespace; "
-        "`0` prunes only at start-up.",
+        description="Seconds between the scheduled prunes of each namespace (the maintenance job "
+        "`prune`, run by `graphmem serve` and `graphmem maintain`); `0`: never scheduled.",
+    )
+    reflect_interval: float = Field(
+        0.0,
+        ge=0,
+        description="Seconds between the scheduled reflections of each namespace (the maintenance "
+        "job `reflect`, one chat request each, e.g. `86400`); `0`: never scheduled.",
+    )
+    reflect_window_days: float = Field(
+        14.0,
+        gt=0,
+        le=3650,
+        description="Days of facts a reflection reads (those recorded since).",
+    )
+    consolidate_interval: float = Field(
+        0.0,
+        ge=0,
+        description="Seconds between the scheduled consolidations of each namespace (the "
+        "maintenance job `consolidate`, e.g. `86400`); `0`: never scheduled.",
+    )
+    consolidate_similarity: float = Field(
+        0.92,
+        ge=0.5,
+        le=1.0,
+        description="Cosine similarity at which two live facts count as near-duplicates for "
+        "consolidation.",
     )
 
     @model_validator(mode="after")

@@ -8,8 +8,10 @@ from typing import Final, Literal, get_args
 
 from .limits import MAX_TAG_LENGTH, MAX_TAGS
 
-Category = Literal["preference", "fact", "decision", "entity", "other"]
+Category = Literal["preference", "fact", "decision", "entity", "other", "pattern", "rule"]
 CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
+#: The categories as a sentence names them (the last two are written by reflection only).
+CATEGORY_LIST: Final = f"{', '.join(CATEGORIES[:-1])} or {CATEGORIES[-1]}"
 
 #: Built-in auto-tags, applied when a write gives no tags: each tag and the lower-case
 #: words (or word prefixes, ending in "*") that bring it. "homeassistant" also matches the two

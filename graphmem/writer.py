@@ -88,8 +88,12 @@ class Writer:
         *,
         autolink: bool | None,
         episode: str | Mapping[str, Any] | None = None,
+        merges: Sequence[Sequence[str]] | None = None,
+        then: Callable[[Transaction, list[StoreResult]], None] | None = None,
     ) -> list[StoreResult]:
-        """See ``Memory.store_many``."""
+        """See ``Memory.store_many``; ``merges[i]``: further live facts item i supersedes
+        (see ``dedup.write_batch``); ``then(tx, results)`` writes more in the same transaction
+        (the links reflection draws to what it stored)."""
         given = None if episode is None else episodes.EpisodeInput.parse(episode)
         if isinstance(items, Mapping | str | bytes):
             raise InvalidInput("store_many takes a list of facts")
@@ -108,6 +112,7 @@ class Writer:
                 for x in inputs
             ]
         write = _Write(self._store_batch, len(inputs), facts=inputs, episode=given)
+        write.merges, write.then = merges, then
         if self.settings.classifier == "llm":  # the chat model is asked before queuing
             write.embedded_as(*self._cache.embed(self._store, [x.text for x in inputs]))
             write.verdicts = self._classify(inputs, write.vectors)
@@ -455,6 +460,7 @@ class Writer:
             self.settings,
             w.verdicts,
             episode_id=episode_id,
+            merges=w.merges,
         )
         similar = [
             [(t, score) for hit, score in hits if (t := w.local(hit)) is not None]
@@ -464,6 +470,8 @@ class Writer:
         autolinks.link_batch(tx, facts, results, similar, w.options)
         if episode_id is not None:
             _chain_episode(tx, episode_id, results)
+        if w.then is not None:
+            w.then(tx, results)
         self._cache.keep(tx, w.fresh)
         w.touched = touched
         w.known = _new_vectors(results, w.vectors)
@@ -574,6 +582,8 @@ class _Write(Pending[Any]):
         self.twins: Sequence[str | int | None] = ()
         self.similar: Sequence[Sequence[autolinks.Neighbour]] = ()
         self.verdicts: Sequence[Verdict | None] | None = None
+        self.merges: Sequence[Sequence[str]] | None = None
+        self.then: Callable[[Transaction, list[StoreResult]], None] | None = None
         self.options: autolinks.Options | None = None
         self.offset = 0  # of its first fact among the group's
         self.positions: list[str | None] = []  # the group's facts' ids, as their writes land

@@ -3,8 +3,9 @@ MCP tools, see ``resolvers.mcp``), ``/healthz``, ``/metrics``, and the relations
 ``/explore/`` (a static page that calls ``/graphql``).
 
 ``/graphql`` and ``/mcp`` are behind the gate (``resolvers.auth``): body size limit, API key,
-namespace. The lifespan opens the default namespace (replaying its outbox), prunes it, prunes
-every open namespace each ``prune_interval`` seconds, and runs the MCP endpoint.
+namespace. The lifespan opens the default namespace (replaying its outbox), runs the maintenance
+jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
+runs the MCP endpoint.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from strawberry.types.unset import UNSET
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
+from graphmem.maintenance import check_every
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
 
@@ -154,7 +156,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         default = await run_in_threadpool(namespaces.get, settings.namespace)
-        await run_in_threadpool(_prune, default)
+        await run_in_threadpool(_maintain, default)
         if own_process:
             # What the server has made by now (modules, the schema, the default namespace)
             # lives as long as it does: kept out of the collector's full passes, which hold
@@ -164,7 +166,7 @@ def create_app(
             gc.freeze()
             gc.set_threshold(*GC_THRESHOLDS)
         background = [
-            asyncio.create_task(_prune_every(namespaces, settings.prune_interval)),
+            asyncio.create_task(_maintain_every(namespaces, check_every(settings))),
             asyncio.create_task(_drain_every(namespaces, DRAIN_INTERVAL_S)),
             asyncio.create_task(namespaces.broadcaster.follow()),
             asyncio.create_task(graphql.sockets.watch()),
@@ -418,14 +420,13 @@ def _admitted(ctx: ServerRequestContext[Any, Any]) -> tuple[Memory, ApiKey | Non
     return memory, key
 
 
-def _prune(memory: Memory) -> None:
+def _maintain(memory: Memory) -> None:
+    """Run the maintenance jobs due in ``memory``'s namespace (each run is recorded and logged
+    by graphmem.maintenance; one that fails is tried again at its next period)."""
     try:
-        report = memory.prune()
-    except GraphmemError as exc:
-        _log.warning("prune of %s failed: %s", memory.namespace, exc.message)
-        return
-    if report.expired or report.decayed or report.low_confidence:
-        _log.info("pruned %s: %s", memory.namespace, json.dumps(report.to_dict()))
+        memory.maintain()
+    except GraphmemError as exc:  # the run records could not be read or written
+        _log.warning("maintenance of %s failed: %s", memory.namespace, exc.message)
 
 
 async def _drain_every(namespaces: Namespaces, interval: float) -> None:
@@ -441,10 +442,9 @@ async def _drain_every(namespaces: Namespaces, interval: float) -> None:
                 _log.warning("outbox drain of %s failed: %s", memory.namespace, exc.message)
 
 
-async def _prune_every(namespaces: Namespaces, interval: float) -> None:
-    if interval <= 0:
-        return
+async def _maintain_every(namespaces: Namespaces, interval: float) -> None:
+    """Every ``interval`` seconds, run what is due in each namespace held open."""
     while True:
         await asyncio.sleep(interval)
         for memory in namespaces.opened().values():
-            await run_in_threadpool(_prune, memory)
+            await run_in_threadpool(_maintain, memory)

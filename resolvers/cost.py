@@ -45,6 +45,7 @@ from graphql import (
     is_non_null_type,
 )
 
+from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code
 from graphmem.limits import (
     MAX_BATCH,
@@ -54,6 +55,8 @@ from graphmem.limits import (
     MAX_NODES,
     MAX_SYNC_PATHS,
 )
+from graphmem.maintenance import JOBS, MAX_CHANGED_KINDS
+from graphmem.reflection import MAX_FOUND
 
 T = TypeVar("T")
 
@@ -101,6 +104,14 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("Query", "lookup"): Size("limit", MAX_LIMIT),
     ("Query", "episodes"): Size("limit", MAX_LIMIT),
     ("Query", "erasures"): Size("limit", MAX_LIMIT),
+    ("Query", "maintenanceRuns"): Size("limit", MAX_LIMIT),
+    ("MaintenanceRun", "changed"): Size(fixed=MAX_CHANGED_KINDS),
+    ("MaintainPayload", "runs"): Size(fixed=len(JOBS)),
+    ("ReflectPayload", "patterns"): Size(fixed=MAX_FOUND),
+    ("ReflectPayload", "rules"): Size(fixed=MAX_FOUND),
+    ("ConsolidatePayload", "merged"): Size(
+        fixed=MAX_CONSIDERED // 2, note=f"counted as {MAX_CONSIDERED // 2:,} facts"
+    ),
     ("Query", "facts"): Size("first", MAX_LIMIT),
     ("Fact", "links"): Size("first", MAX_LIMIT),
     ("FactConnection", "edges"): Size(counted_above=True),

@@ -1,6 +1,6 @@
 """What ``/metrics`` reports (Prometheus): requests by route and status and their latency,
-facts, links, pending vector writes and subscribers per open namespace, and the calls and tokens
-of the model providers."""
+facts, links, pending vector writes, subscribers and the newest maintenance run of each job per
+open namespace, and the calls and tokens of the model providers."""
 
 from __future__ import annotations
 
@@ -104,18 +104,39 @@ class _MemoryCollector(Collector):
         subscribers = GaugeMetricFamily(
             "graphmem_subscribers", "Open memoryChanged subscriptions.", labels=["namespace"]
         )
+        last_run = GaugeMetricFamily(
+            "graphmem_maintenance_last_run_timestamp_seconds",
+            "When the newest recorded run of each maintenance job started, by how it ended.",
+            labels=["namespace", "job", "status"],
+        )
+        last_changed = GaugeMetricFamily(
+            "graphmem_maintenance_last_run_changed",
+            "What the newest recorded run of each maintenance job changed, by kind.",
+            labels=["namespace", "job", "kind"],
+        )
+        last_requests = GaugeMetricFamily(
+            "graphmem_maintenance_last_run_requests",
+            "Chat model requests the newest recorded run of each maintenance job made.",
+            labels=["namespace", "job"],
+        )
         broadcaster = self.namespaces.broadcaster
         for name, memory in self.namespaces.opened().items():
             try:
                 stats = memory.stats()
+                runs = memory.last_runs()
             except GraphmemError:
                 continue  # closing
+            for job, run in sorted(runs.items()):
+                last_run.add_metric([name, job, run.status], run.started_at.timestamp())
+                last_requests.add_metric([name, job], run.requests)
+                for kind, count in sorted(run.changed.items()):
+                    last_changed.add_metric([name, job, kind], count)
             for state in ("current", "superseded", "retracted"):
                 facts.add_metric([name, state], getattr(stats, state))
             links.add_metric([name], stats.links)
             pending.add_metric([name], stats.outbox_pending)
             subscribers.add_metric([name], broadcaster.subscribers(name) if broadcaster else 0)
-        yield from (facts, links, pending, subscribers)
+        yield from (facts, links, pending, subscribers, last_run, last_changed, last_requests)
 
 
 class _UsageCollector(Collector):

@@ -19,6 +19,7 @@ from graphmem.limits import (
     MAX_NOTE_LENGTH,
     MAX_TEXT_LENGTH,
 )
+from graphmem.tagging import CATEGORY_LIST
 
 from .context import Context
 from .types import (
@@ -30,6 +31,8 @@ from .types import (
     Fact,
     Link,
     LinkType,
+    MaintenanceJob,
+    MaintenanceRun,
     StoreAction,
     UserError,
 )
@@ -70,7 +73,7 @@ class FactInput:
     key: str | None = strawberry.field(default=None, description="The attribute it states.")
     value: str | None = strawberry.field(default=None, description="The attribute's value.")
     category: str | None = strawberry.field(
-        default=None, description="preference, fact, decision, entity or other (default: detected)."
+        default=None, description=f"{CATEGORY_LIST} (default: detected)."
     )
     tags: list[str] | None = strawberry.field(
         default=None, description="Tags (default: found in the text)."
@@ -299,6 +302,45 @@ class PrunePayload:
     decayed: int = strawberry.field(description="Ageing facts whose confidence was lowered.")
     low_confidence: int = strawberry.field(description="Faded facts deleted.")
     dry_run: bool = strawberry.field(description="True when only counted, nothing changed.")
+    error: UserError | None = strawberry.field(description="Set when nothing was done.")
+
+
+@strawberry.type(description="The result of `maintain`.")
+class MaintainPayload:
+    runs: list[MaintenanceRun] = strawberry.field(
+        description="The runs, in the order they ran (none when nothing was due)."
+    )
+    error: UserError | None = strawberry.field(description="Set when nothing ran.")
+
+
+@strawberry.type(description="The result of `reflect`.")
+class ReflectPayload:
+    patterns: list[Fact] = strawberry.field(description="The patterns stored.")
+    rules: list[Fact] = strawberry.field(description="The rules stored.")
+    requests: int = strawberry.field(description="Chat model requests made.")
+    ignored: int = strawberry.field(
+        description="Answer entries passed over (too little evidence, no text, a repeat)."
+    )
+    problem: str | None = strawberry.field(
+        description="Why an answer of the model was not used (nothing of it stored)."
+    )
+    error: UserError | None = strawberry.field(description="Set when nothing was asked.")
+
+
+@strawberry.type(description="The result of `consolidate`.")
+class ConsolidatePayload:
+    clusters: list[list[strawberry.ID]] = strawberry.field(
+        description="The clusters of near-duplicates found, as fact ids."
+    )
+    merged: list[Fact] = strawberry.field(
+        description="The facts that replaced clusters (none on a dry run)."
+    )
+    superseded: int = strawberry.field(description="Facts the merged facts superseded.")
+    requests: int = strawberry.field(description="Chat model requests made.")
+    dry_run: bool = strawberry.field(description="True when only listed.")
+    problem: str | None = strawberry.field(
+        description="Why an answer of the model was not used (its clusters left as they are)."
+    )
     error: UserError | None = strawberry.field(description="Set when nothing was done.")
 
 
@@ -565,6 +607,98 @@ class Mutation:
             prune,
             lambda e: PrunePayload(
                 expired=0, decayed=0, low_confidence=0, dry_run=dry_run, error=e
+            ),
+        )
+
+    @strawberry.mutation(
+        description="Run the maintenance jobs that are due now (or the `jobs` given, whatever "
+        "their period, with `force`); each run is recorded (`maintenanceRuns`). A job another "
+        "process is running is `skipped`."
+    )
+    async def maintain(
+        self,
+        info: Info[Context, None],
+        jobs: Annotated[
+            list[MaintenanceJob] | None, strawberry.argument(description="Which (default: all).")
+        ] = None,
+        force: Annotated[
+            bool, strawberry.argument(description="Run them even if not due.")
+        ] = False,
+    ) -> MaintainPayload:
+        async def maintain() -> MaintainPayload:
+            chosen = None if jobs is None else [j.value for j in jobs]
+            runs = await info.context.write(info.context.memory.maintain, chosen, force=force)
+            return MaintainPayload(runs=[MaintenanceRun.of(r) for r in runs], error=None)
+
+        return await _guarded(info, maintain, lambda e: MaintainPayload(runs=[], error=e))
+
+    @strawberry.mutation(
+        description="Ask the chat model for patterns among the recent facts (each backed by at "
+        "least two), then rules from them; each stored as a fact linked DEPENDS_ON to what it "
+        "was drawn from. Needs a chat endpoint (the `llm_*` settings)."
+    )
+    async def reflect(
+        self,
+        info: Info[Context, None],
+        window_days: Annotated[
+            float | None,
+            strawberry.argument(description="Days of facts to read (default: the setting)."),
+        ] = None,
+    ) -> ReflectPayload:
+        async def reflect() -> ReflectPayload:
+            report = await info.context.write(info.context.memory.reflect, window_days=window_days)
+            return ReflectPayload(
+                patterns=[Fact.of(f, NOW) for f in report.patterns],
+                rules=[Fact.of(f, NOW) for f in report.rules],
+                requests=report.requests,
+                ignored=report.ignored,
+                problem=report.error,
+                error=None,
+            )
+
+        return await _guarded(
+            info,
+            reflect,
+            lambda e: ReflectPayload(
+                patterns=[], rules=[], requests=0, ignored=0, problem=None, error=e
+            ),
+        )
+
+    @strawberry.mutation(
+        description="Merge clusters of near-duplicate live facts into one fact each that "
+        "supersedes every source (history keeps them); contact details, ids and numbers are "
+        "left alone."
+    )
+    async def consolidate(
+        self,
+        info: Info[Context, None],
+        dry_run: Annotated[
+            bool, strawberry.argument(description="Only list the clusters.")
+        ] = False,
+    ) -> ConsolidatePayload:
+        async def consolidate() -> ConsolidatePayload:
+            report = await info.context.write(info.context.memory.consolidate, dry_run=dry_run)
+            return ConsolidatePayload(
+                clusters=[[strawberry.ID(i) for i in c] for c in report.clusters],
+                merged=[Fact.of(f, NOW) for f in report.merged],
+                superseded=report.superseded,
+                requests=report.requests,
+                dry_run=report.dry_run,
+                problem=report.error,
+                error=None,
+            )
+
+        return await _guarded(
+            info,
+            consolidate,
+            lambda e: ConsolidatePayload(
+                clusters=[],
+                merged=[],
+                superseded=0,
+                requests=0,
+                dry_run=dry_run,
+                problem=None,
+                error=e,
             ),
         )
 

@@ -25,6 +25,8 @@ from .types import (
     FactEdge,
     Link,
     LinkType,
+    MaintenanceJob,
+    MaintenanceRun,
     PageInfo,
     Path,
     Recall,
@@ -477,6 +479,27 @@ class Query:
         info.context.require_admin()
         found = await info.context.run(info.context.memory.erasures, limit=limit)
         return [Erasure.of(e) for e in found]
+
+    @strawberry.field(
+        description="The maintenance runs recorded in this namespace (scheduled by the server, "
+        "`graphmem maintain` or `maintain`), newest first."
+    )
+    async def maintenance_runs(
+        self,
+        info: Info[Context, None],
+        job: Annotated[
+            MaintenanceJob | None, strawberry.argument(description="Only this job's runs.")
+        ] = None,
+        limit: Annotated[
+            int, strawberry.argument(description=f"Most records (1 to {MAX_LIMIT:,}).")
+        ] = 100,
+    ) -> list[MaintenanceRun]:
+        found = await info.context.run(
+            info.context.memory.maintenance_runs,
+            job=None if job is None else job.value,
+            limit=limit,
+        )
+        return [MaintenanceRun.of(r) for r in found]
 
     @strawberry.field(description="Counts describing this namespace.")
     async def stats(self, info: Info[Context, None]) -> Stats:

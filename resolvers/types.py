@@ -19,7 +19,9 @@ from graphmem import graph
 from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
+from graphmem.maintenance import JOB_DESCRIPTIONS
 from graphmem.models import LINK_ORIGINS
+from graphmem.tagging import CATEGORY_LIST
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
 from .context import Context, Scope
@@ -270,7 +272,7 @@ class LinkConnection:
 class Fact:
     id: strawberry.ID = strawberry.field(description="The fact's id.")
     text: str = strawberry.field(description="What the fact says.")
-    category: str = strawberry.field(description="preference, fact, decision, entity or other.")
+    category: str = strawberry.field(description=f"{CATEGORY_LIST}.")
     importance: float = strawberry.field(description="How much it matters, 0 to 1.")
     entity: str | None = strawberry.field(description="What the fact is about.")
     key: str | None = strawberry.field(description="The attribute of the entity it states.")
@@ -512,6 +514,50 @@ class Erasure:
             links=erasure.links,
             vectors=erasure.vectors,
             episodes=erasure.episodes,
+        )
+
+
+@strawberry.enum(description="A scheduled maintenance job (`graphmem.maintenance.JOBS`).")
+class MaintenanceJob(Enum):
+    PRUNE = strawberry.enum_value("prune", description=f"It {JOB_DESCRIPTIONS['prune']}.")
+    REFLECT = strawberry.enum_value("reflect", description=f"It {JOB_DESCRIPTIONS['reflect']}.")
+    CONSOLIDATE = strawberry.enum_value(
+        "consolidate", description=f"It {JOB_DESCRIPTIONS['consolidate']}."
+    )
+
+
+@strawberry.type(description="How many of one kind a maintenance run changed.")
+class ChangedCount:
+    kind: str = strawberry.field(description="What changed (e.g. `expired`, `patterns`).")
+    count: int = strawberry.field(description="How many.")
+
+
+@strawberry.type(
+    description="A run of a maintenance job (scheduled by the server, `graphmem maintain` or "
+    "`maintain`): when it ran, how it ended, what it changed and the model requests it made."
+)
+class MaintenanceRun:
+    job: str = strawberry.field(description="prune, reflect or consolidate.")
+    started_at: DateTime = strawberry.field(description="When it started.")
+    finished_at: DateTime | None = strawberry.field(description="When it ended (null: running).")
+    status: str = strawberry.field(
+        description="`running`, `done`, `failed` (what it changed: nothing), or `skipped` (another "
+        "process was running it; never recorded)."
+    )
+    changed: list[ChangedCount] = strawberry.field(description="What it changed, by kind.")
+    requests: int = strawberry.field(description="Chat model requests it made.")
+    error: str | None = strawberry.field(description="Why it failed.")
+
+    @classmethod
+    def of(cls, run: graphmem.MaintenanceRun) -> "MaintenanceRun":
+        return cls(
+            job=run.job,
+            started_at=_time(run.started_at),
+            finished_at=None if run.finished_at is None else _time(run.finished_at),
+            status=run.status,
+            changed=[ChangedCount(kind=k, count=v) for k, v in sorted(run.changed.items())],
+            requests=run.requests,
+            error=run.error,
         )
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..documents import DocumentFile
     from ..episodes import Episode, EpisodeInput
     from ..erasure import Erasure, PurgeFilter, PurgeReport
-    from ..models import Fact, Link, Tier
+    from ..models import Fact, Link, MaintenanceRun, RunStatus, Tier
     from ..temporal import TimeInput, TimeScope
     from ..vectors.embedders import Vectors
     from .sql.graph_copy import Step
@@ -179,6 +179,20 @@ class Transaction(Protocol):
     def record_accesses(self, accesses: Mapping[str, tuple[int, float]]) -> None: ...
     def soft_decay(self) -> int: ...
     def set_decay_classes(self, changes: Sequence[tuple[str, float | None, str]]) -> None: ...
+    def claim_run(self, job: str, lease: float) -> int | None:
+        """Record a run of the maintenance ``job`` as running from now and return its number;
+        None when a run of it started less than ``lease`` seconds ago is still running (see
+        :mod:`graphmem.maintenance`)."""
+        ...
+
+    def finish_run(
+        self,
+        run: int,
+        status: RunStatus,
+        changed: Mapping[str, int],
+        requests: int,
+        error: str | None,
+    ) -> None: ...
 
 
 class Store(Protocol):
@@ -209,6 +223,14 @@ class Store(Protocol):
     def known_now(self, ids: Iterable[str]) -> dict[str, Fact]: ...
     def purge_count(self, where: PurgeFilter) -> PurgeReport: ...
     def erasures(self, limit: int) -> list[Erasure]: ...
+    def maintenance_runs(self, job: str | None, limit: int) -> list[MaintenanceRun]:
+        """The newest ``limit`` maintenance run records (of ``job`` only, if given)."""
+        ...
+
+    def last_runs(self) -> dict[str, MaintenanceRun]:
+        """The newest maintenance run record of each job that has one."""
+        ...
+
     def scrub(self) -> bool: ...
     def analyze(self) -> None:
         """Refresh what the engine's query planner knows of the tables (after a bulk load)."""
@@ -259,6 +281,19 @@ class Store(Protocol):
     ) -> list[Fact]:
         """Visible facts of ``entity`` whose key starts with ``prefix``, unexpired at
         ``unexpired_at``, the greatest key first."""
+        ...
+
+    def recent(
+        self,
+        scope: TimeScope,
+        *,
+        since: float,
+        per_category: int,
+        skip_categories: Sequence[str],
+        skip_entity: str,
+    ) -> list[Fact]:
+        """Visible facts recorded since ``since``, the newest ``per_category`` of each category
+        (none of ``skip_categories`` nor of entity ``skip_entity``), oldest first."""
         ...
 
     def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]: ...

@@ -467,6 +467,61 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
     )
 
 
+class ReflectArgs(_Args):
+    window_days: float | None = Field(
+        None,
+        gt=0,
+        le=3650,
+        description="Days of recent facts to read (default: the server's setting, 14).",
+    )
+
+
+def reflect(memory: Memory, args: ReflectArgs) -> Result:
+    report = memory.reflect(window_days=args.window_days)
+    lines = [f"Pattern: {fact_line(f)}" for f in report.patterns]
+    lines += [f"Rule: {fact_line(f)}" for f in report.rules]
+    head = (
+        f"Found {plural(len(report.patterns), 'new pattern')} and "
+        f"{plural(len(report.rules), 'new rule')} ({plural(report.requests, 'model request')})."
+    )
+    if report.error:
+        head += f" An answer was not used: {report.error}."
+    return "\n".join([head, *lines]), {
+        "patterns": [f.to_dict() for f in report.patterns],
+        "rules": [f.to_dict() for f in report.rules],
+        "requests": report.requests,
+        "ignored": report.ignored,
+        "problem": report.error,
+    }
+
+
+class ConsolidateArgs(_Args):
+    dry_run: bool = Field(False, description="Only list the clusters of near-duplicates.")
+
+
+def consolidate(memory: Memory, args: ConsolidateArgs) -> Result:
+    report = memory.consolidate(dry_run=args.dry_run)
+    if args.dry_run:
+        head = f"Would merge {plural(len(report.clusters), 'cluster')} of near-duplicates."
+        lines = [", ".join(c) for c in report.clusters]
+    else:
+        head = (
+            f"Merged {plural(len(report.merged), 'cluster')}: {report.superseded} "
+            f"{plural(report.superseded, 'fact')} superseded."
+        )
+        lines = [f"Merged: {fact_line(f)}" for f in report.merged]
+    if report.error:
+        head += f" An answer was not used: {report.error}."
+    return "\n".join([head, *lines]), {
+        "clusters": report.clusters,
+        "merged": [f.to_dict() for f in report.merged],
+        "superseded": report.superseded,
+        "requests": report.requests,
+        "dry_run": report.dry_run,
+        "problem": report.error,
+    }
+
+
 class TierArgs(_Args):
     id: str = Field(min_length=1, description=FACT_ID)
     tier: Tier = Field(
@@ -675,6 +730,31 @@ TOOLS: Final = (
         "server also does this on its own schedule; call it after a large clean-up.",
         PruneArgs,
         prune,
+        read_only=False,
+        destructive=True,
+        writes_when=lambda args: not args.dry_run,
+    ),
+    Tool(
+        "memory_reflect",
+        "Reflect on recent memory",
+        "Look for patterns across the facts of the last days (habits, recurring problems, "
+        "preferences shown several times), each backed by at least two facts, and rules to "
+        "follow from them; they are stored as facts (categories pattern and rule) linked to "
+        "their evidence, and memory_context shows them like any fact. Asks the server's chat "
+        "model (one request for patterns, one for rules). Call it at the end of a long task "
+        "or a session.",
+        ReflectArgs,
+        reflect,
+        read_only=False,
+    ),
+    Tool(
+        "memory_consolidate",
+        "Merge near-duplicate facts",
+        "Merge clusters of facts that say nearly the same thing (paraphrases stored over time) "
+        "into one fact each, which replaces them; the old ones stay in history. Contact "
+        "details, ids and numbers are never merged. dry_run only lists the clusters.",
+        ConsolidateArgs,
+        consolidate,
         read_only=False,
         destructive=True,
         writes_when=lambda args: not args.dry_run,

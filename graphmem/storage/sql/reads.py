@@ -265,6 +265,35 @@ def newest_keyed(
     return [Fact.from_values(r) for r in rows]
 
 
+def recent(
+    conn: SQLConnection,
+    scope: TimeScope,
+    *,
+    since: float,
+    per_category: int,
+    skip_categories: Sequence[str],
+    skip_entity: str,
+) -> list[Fact]:
+    """The visible facts recorded since ``since``: the newest ``per_category`` of each category
+    (those of ``skip_categories`` and of entity ``skip_entity`` left out), oldest first."""
+    rows = conn.execute(
+        f"""SELECT {FACT_LIST} FROM (
+            SELECT {fact_columns("f", scope)}, f.seq AS seq, row_number() OVER (
+                PARTITION BY f.category ORDER BY f.recorded_at DESC, f.seq DESC) AS n
+            FROM facts f WHERE f.recorded_at >= :since AND f.category NOT IN {IN_VALUES}
+            AND lower(COALESCE(f.entity, '')) <> lower(:entity) AND {scope.fact_clause()}
+        ) WHERE n <= :per ORDER BY seq""",
+        {
+            "since": since,
+            "values": id_list(skip_categories),
+            "entity": skip_entity,
+            "per": per_category,
+            **scope.params,
+        },
+    )
+    return [Fact.from_values(r) for r in rows]
+
+
 def texts_by_hash(
     conn: SQLConnection, hashes: Sequence[str], scope: TimeScope
 ) -> dict[str, set[str]]:

@@ -33,7 +33,7 @@ from ...erasure import Erasure, PurgeFilter, PurgeReport
 from ...errors import Conflict, NotFound
 from ...ids import new_id
 from ...limits import CHANGE_LOG_KEPT
-from ...models import Fact, Link, LinkOrigin, Tier
+from ...models import Fact, Link, LinkOrigin, MaintenanceRun, RunStatus, Tier
 from ...temporal import TimeInput, TimeScope
 from ...vectors.embedders import Vectors, text_hash
 from ..interface import (
@@ -50,6 +50,7 @@ from . import analytics as sql_analytics
 from . import episodes as sql_episodes
 from . import erasure as sql_erasure
 from . import keyword_index, links, reads, transfer, traversal
+from . import maintenance as sql_maintenance
 from .connections import Connections, SQLConnection
 from .graph_copy import GraphCopy, prune_graph_log
 from .params import id_list
@@ -475,6 +476,19 @@ class SQLTransaction:
             ],
         )
 
+    def claim_run(self, job: str, lease: float) -> int | None:
+        return sql_maintenance.claim(self.conn, job, self.now, lease)
+
+    def finish_run(
+        self,
+        run: int,
+        status: RunStatus,
+        changed: Mapping[str, int],
+        requests: int,
+        error: str | None,
+    ) -> None:
+        sql_maintenance.finish(self.conn, run, self.now, status, changed, requests, error)
+
     def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
         self.conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -604,6 +618,12 @@ class SQLStore(Generic[D]):
     def erasures(self, limit: int) -> list[Erasure]:
         return sql_erasure.listing(self._read(), limit)
 
+    def maintenance_runs(self, job: str | None, limit: int) -> list[MaintenanceRun]:
+        return sql_maintenance.runs(self._read(), job, limit)
+
+    def last_runs(self) -> dict[str, MaintenanceRun]:
+        return sql_maintenance.last_runs(self._read())
+
     def scrub(self) -> bool:
         return self._db.scrub()
 
@@ -682,6 +702,24 @@ class SQLStore(Generic[D]):
     ) -> list[Fact]:
         return reads.newest_keyed(
             self._read(), entity, prefix, scope, unexpired_at=unexpired_at, limit=limit
+        )
+
+    def recent(
+        self,
+        scope: TimeScope,
+        *,
+        since: float,
+        per_category: int,
+        skip_categories: Sequence[str],
+        skip_entity: str,
+    ) -> list[Fact]:
+        return reads.recent(
+            self._read(),
+            scope,
+            since=since,
+            per_category=per_category,
+            skip_categories=skip_categories,
+            skip_entity=skip_entity,
         )
 
     def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]:
