@@ -6,6 +6,10 @@
    asks for strict JSON (:func:`classify`): a batch of 20 facts is one request, not 20.
 3. The decisions are applied inside the write transaction by :mod:`graphmem.dedup`: UPDATE
    supersedes the target, DELETE retracts it (the new text is not stored), NOOP stores nothing.
+4. The same answer may draw typed links from a new fact to listed facts (``links``: CAUSED_BY,
+   DEPENDS_ON or PART_OF, with a reason); the writer stores them with the fact, origin
+   ``classifier``, the reason in the link's metadata. An entry naming an unknown type, fact or
+   target is ignored; no second request is ever made for them.
 
 A new fact with no similar facts is added without asking; one repeating a live fact's text is
 left to dedup, which makes it a NOOP. Anything that goes wrong falls back to ADD, with the
@@ -14,6 +18,7 @@ reason in the write's result (and the log): nothing is ever lost to the classifi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Sequence
@@ -21,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 
 from .dedup import normalized_hash
 from .errors import LLMError
-from .llm import ChatClient, answer_list
+from .llm import ChatClient, answer_list, answer_object
 from .models import Action, Fact, FactInput, Verdict
 from .temporal import TimeScope, to_iso
 
@@ -46,7 +51,14 @@ Facts that can hold together (two hobbies, two children) are both ADD.
 Answer with one JSON object and nothing else:
 {"decisions": [{"fact": <index of the new fact>, "action": "ADD"|"UPDATE"|"DELETE"|"NOOP", \
 "target": <id of an existing fact, or null for ADD>, "reason": <a few words>}]}
-Give exactly one decision for every new fact."""
+Give exactly one decision for every new fact.
+Also, when a new fact is caused by, depends on, or is a part of a listed existing fact, add a \
+link (only for these three relations, only when the facts say so):
+{"decisions": [...], "links": [{"fact": <index of the new fact>, "target": <id of an existing \
+fact>, "type": "CAUSED_BY"|"DEPENDS_ON"|"PART_OF", "reason": <a few words>}]}"""
+
+#: The link types the classifier may draw (its answer's ``links``).
+LINK_TYPES: Final = ("CAUSED_BY", "DEPENDS_ON", "PART_OF")
 
 _ACTIONS: Final[tuple[Action, ...]] = get_args(Action)
 _log = logging.getLogger("graphmem.classify")
@@ -148,7 +160,7 @@ def _ask(
     ]
     question = json.dumps({"existing_facts": existing, "new_facts": new}, ensure_ascii=False)
     try:
-        answer = chat.complete_json(SYSTEM_PROMPT, question)
+        answer = answer_object(chat.complete_json(SYSTEM_PROMPT, question))
         decisions = answer_list(answer, "decisions")
     except LLMError as exc:
         _log.warning("classification of %d facts fell back to ADD: %s", len(inputs), exc.message)
@@ -161,6 +173,8 @@ def _ask(
             continue
         decided.add(index)
         verdicts[index] = verdict
+    for index, drawn in _links(answer.get("links"), refs, len(inputs)).items():
+        verdicts[index] = dataclasses.replace(verdicts[index], links=tuple(drawn))
     if missing := [n for n, v in enumerate(verdicts) if v.fallback]:
         _log.warning(
             "classifier fell back to ADD for facts %s of a batch of %d: %s",
@@ -169,6 +183,27 @@ def _ask(
             "; ".join({verdicts[n].reason for n in missing}),
         )
     return verdicts
+
+
+def _links(items: Any, refs: dict[str, str], count: int) -> dict[int, list[tuple[str, str, str]]]:
+    """The typed links of an answer by new fact: (target id, type, reason); an entry with an
+    unknown type, fact or target is ignored, as is a repeat."""
+    out: dict[int, list[tuple[str, str, str]]] = {}
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        index, target, kind = item.get("fact"), item.get("target"), item.get("type")
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+            continue
+        kind = kind.upper() if isinstance(kind, str) else None
+        if kind not in LINK_TYPES or not isinstance(target, str) or target not in refs:
+            continue
+        reason = item.get("reason")
+        reason = reason.strip()[:500] if isinstance(reason, str) else ""
+        drawn = out.setdefault(index, [])
+        if all((refs[target], kind) != (t, k) for t, k, _ in drawn):
+            drawn.append((refs[target], kind, reason))
+    return out
 
 
 def _verdict(item: Any, refs: dict[str, str], count: int) -> tuple[int | None, Verdict]:

@@ -98,9 +98,9 @@ def _content(body: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def answer_list(answer: str, key: str) -> list[Any]:
-    """The ``key`` list of a model's JSON answer (a fenced block accepted); LLMError if the
-    answer is not a JSON object holding one."""
+def answer_object(answer: str) -> dict[str, Any]:
+    """A model's JSON answer as an object (a fenced block accepted); LLMError if it is not
+    one."""
     text = answer.strip()
     if text.startswith("```") and text.endswith("```"):  # a fenced block despite JSON mode
         text = text.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
@@ -108,7 +108,15 @@ def answer_list(answer: str, key: str) -> list[Any]:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:
         raise LLMError(f"the answer is not valid JSON ({exc.msg})") from None
-    found = parsed.get(key) if isinstance(parsed, dict) else None
+    if not isinstance(parsed, dict):
+        raise LLMError("the answer is not a JSON object")
+    return parsed
+
+
+def answer_list(answer: str | dict[str, Any], key: str) -> list[Any]:
+    """The ``key`` list of a model's JSON answer (see ``answer_object``); LLMError if it has
+    none."""
+    found = (answer if isinstance(answer, dict) else answer_object(answer)).get(key)
     if not isinstance(found, list):
         raise LLMError(f'the answer has no "{key}" list')
     return found

@@ -994,16 +994,24 @@ class Memory:
         facts: list[Fact] = []
         more = True
         while more and len(facts) < consolidation.MAX_CONSIDERED:
-            page = self._store.page(scope, Filters(), first=MAX_LIMIT, after=after)
+            first = min(MAX_LIMIT, consolidation.MAX_CONSIDERED - len(facts))
+            page = self._store.page(scope, Filters(), first=first, after=after)
             facts += [fact for _, fact in page.items]
             after = page.items[-1][0] if page.items else after
             more = page.has_more
         floor = self.settings.consolidate_similarity
+        self._vectors.catch_up(force=True)  # what the other processes wrote counts too
 
         def neighbours(vectors: Any) -> list[list[tuple[str, float]]]:
-            return self._vectors.neighbours_many(
+            found = self._vectors.neighbours_many(
                 vectors, consolidation.MAX_CLUSTER * 2, live_only=True, floor=floor
             )
+            # A fact that repeats another's text shares its vector (it has no row of its own):
+            # it is as near as the fact whose vector it shares.
+            sharing: dict[str, list[str]] = {}
+            for owner, fact_id in self._store.sharing_vectors({i for h in found for i, _ in h}):
+                sharing.setdefault(owner, []).append(fact_id)
+            return [[(i, c) for o, c in hits for i in (o, *sharing.get(o, ()))] for hits in found]
 
         found = consolidation.clusters(facts, self._embed, neighbours)
         report = consolidation.ConsolidateReport(
@@ -1060,9 +1068,7 @@ class Memory:
         work = {"prune": prune, "reflect": reflect, "consolidate": consolidate}
         return maintenance.run(self._store, self.settings, work, jobs, force=force)
 
-    def maintenance_runs(
-        self, *, job: str | None = None, limit: int = 100
-    ) -> list[MaintenanceRun]:
+    def maintenance_runs(self, *, job: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
         """The newest ``limit`` maintenance runs recorded (of ``job`` only, if given), newest
         first: a run still ``running``, or ``done`` or ``failed`` with what it changed, the
         model requests it made and why it failed."""

@@ -440,6 +440,9 @@ class Verdict:
     target: str | None
     reason: str
     fallback: bool = False
+    #: Typed links the same answer drew from the new fact to listed facts: (target id, type,
+    #: reason), stored with origin ``classifier``.
+    links: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

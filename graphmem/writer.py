@@ -30,7 +30,17 @@ from .errors import InvalidInput
 from .group_commit import GroupCommit, Pending
 from .limits import MAX_BATCH
 from .llm import ChatClient
-from .models import Change, ChangeKind, Fact, FactInput, Link, StoreResult, Tier, Verdict
+from .models import (
+    Change,
+    ChangeKind,
+    Fact,
+    FactInput,
+    Link,
+    LinkOrigin,
+    StoreResult,
+    Tier,
+    Verdict,
+)
 from .settings import Settings
 from .storage.interface import BatchChanges, ImportReport, Store, Transaction
 from .temporal import TimeInput
@@ -468,6 +478,8 @@ class Writer:
         ]
         assert w.options is not None
         autolinks.link_batch(tx, facts, results, similar, w.options)
+        if w.verdicts is not None:
+            _link_as_classified(tx, results, w.verdicts)
         if episode_id is not None:
             _chain_episode(tx, episode_id, results)
         if w.then is not None:
@@ -554,6 +566,39 @@ class Writer:
             if linking[i]:
                 similar[i] = [hit for hit in merged if hit[1] >= options.threshold]
         return twins, similar
+
+
+def _link_as_classified(
+    tx: Transaction, results: Sequence[StoreResult], verdicts: Sequence[Verdict | None]
+) -> None:
+    """The typed links the classifier drew from each new fact (see graphmem.classify), to the
+    targets still live; strength 1, the reason in the link's metadata."""
+    drawn = [
+        (r.fact, target, kind, reason)
+        for r, v in zip(results, verdicts, strict=True)
+        if v is not None and r.fact is not None and r.action in ("ADD", "UPDATE")
+        for target, kind, reason in v.links
+        if target != r.fact.id
+    ]
+    if not drawn:
+        return
+    live = tx.live_ids([target for _, target, _, _ in drawn])
+    starts = tx.valid_from(live)
+    kept = [d for d in drawn if d[1] in live]
+    tx.add_links(
+        [
+            (
+                fact.id,
+                target,
+                kind,
+                1.0,
+                LinkOrigin.CLASSIFIER.value,
+                max(fact.valid_from.timestamp(), starts[target]),
+            )
+            for fact, target, kind, _ in kept
+        ],
+        [{"reason": reason} for *_, reason in kept],
+    )
 
 
 class _Write(Pending[Any]):

@@ -120,10 +120,14 @@ class Transaction(Protocol):
 
     # writes
     def apply(self, changes: BatchChanges) -> None: ...
-    def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
-        """New live links, recorded now: (source, target, type, strength, origin, valid_from).
-        An ``episode`` link takes over a live link of the same pair and type; another link
-        whose pair already has one is not made."""
+    def add_links(
+        self,
+        links: Sequence[tuple[str, str, str, float, str, float]],
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from),
+        with ``metadata[i]`` for link i if given. An ``episode`` link takes over a live link of
+        the same pair and type; another link whose pair already has one is not made."""
         ...
 
     def retract(self, fact_id: str) -> Fact: ...

@@ -204,7 +204,7 @@ def test_a_rate_limit_then_success_is_retried_and_the_answer_applied(
         (lambda stub: stub.garbage_next(route="chat"), "JSON"),
         (lambda stub: stub.reply_next("Sure! Here is my answer: ADD"), "not valid JSON"),
         (lambda stub: stub.reply_next('{"verdicts": []}'), '"decisions"'),
-        (lambda stub: stub.reply_next("[1, 2]"), '"decisions"'),
+        (lambda stub: stub.reply_next("[1, 2]"), "not a JSON object"),
     ],
     ids=["server-error", "rate-limited", "garbage-body", "prose", "wrong-shape", "not-an-object"],
 )
@@ -322,3 +322,73 @@ def test_the_chat_model_is_metered_in_stats(mem: Memory, stub: OpenAIStub) -> No
 def test_the_llm_classifier_needs_an_endpoint(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="llm_base_url"):
         Memory.open(tmp_path, settings=Settings(embedder="hash", classifier="llm"))
+
+
+def test_the_same_request_draws_typed_links_and_ignores_what_it_cannot_use(
+    mem: Memory, stub: OpenAIStub
+) -> None:
+    outage, migration = seed(mem, "The billing database ran out of disk", "The billing migration")
+
+    def reply(body: dict[str, Any]) -> str:
+        asked = question(body)
+        refs = {e["text"]: e["id"] for e in asked["existing_facts"]}
+        disk, move = refs["The billing database ran out of disk"], refs["The billing migration"]
+        return json.dumps(
+            {
+                "decisions": [{"fact": 0, "action": "ADD", "target": None, "reason": "new"}],
+                "links": [
+                    {"fact": 0, "target": disk, "type": "caused_by", "reason": "the disk filled"},
+                    {"fact": 0, "target": move, "type": "PART_OF", "reason": "a step of it"},
+                    {"fact": 0, "target": move, "type": "PART_OF", "reason": "a repeat"},
+                    {"fact": 0, "target": disk, "type": "RELATED_TO", "reason": "not drawn"},
+                    {"fact": 0, "target": "E99", "type": "DEPENDS_ON", "reason": "no such fact"},
+                    {"fact": 7, "target": disk, "type": "DEPENDS_ON", "reason": "no such new fact"},
+                    "not a link",
+                ],
+            }
+        )
+
+    stub.reply_next(reply)
+    result = mem.store("The billing migration paused because the billing database ran out of disk")
+    assert result.fact is not None and len(stub.chat_requests) == 1
+    drawn = {
+        (k.type, k.target_id, k.metadata.get("reason"))
+        for k in mem.links(result.fact.id, direction="OUT")
+        if k.origin == "classifier"
+    }
+    assert drawn == {
+        ("CAUSED_BY", outage, "the disk filled"),
+        ("PART_OF", migration, "a step of it"),
+    }
+
+
+def test_links_to_a_target_gone_meanwhile_or_of_a_fact_not_stored_are_not_made(
+    mem: Memory, stub: OpenAIStub
+) -> None:
+    [target] = seed(mem, "Deploys happen on Fridays")
+
+    def reply(body: dict[str, Any]) -> str:
+        ref = question(body)["existing_facts"][0]["id"]
+        mem.forget(target)  # gone while the model thought
+        return json.dumps(
+            {
+                "decisions": [{"fact": 0, "action": "ADD", "target": None, "reason": "new"}],
+                "links": [{"fact": 0, "target": ref, "type": "DEPENDS_ON", "reason": "x"}],
+            }
+        )
+
+    stub.reply_next(reply)
+    result = mem.store("Deploys of the API happen on Fridays")
+    assert result.fact is not None
+    assert [k for k in mem.links(result.fact.id) if k.origin == "classifier"] == []
+    [kept] = seed(mem, "Backups run nightly")
+    stub.reply_next(
+        lambda body: json.dumps(
+            {
+                "decisions": [{"fact": 0, "action": "NOOP", "target": "E1", "reason": "same"}],
+                "links": [{"fact": 0, "target": "E1", "type": "DEPENDS_ON", "reason": "x"}],
+            }
+        )
+    )
+    assert mem.store("Backups run every night").action == "NOOP"
+    assert [k for k in mem.links(kept) if k.origin == "classifier"] == []

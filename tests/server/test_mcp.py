@@ -45,6 +45,8 @@ TOOL_NAMES = [
     "memory_tier",
     "memory_checkpoint",
     "memory_prune",
+    "memory_reflect",
+    "memory_consolidate",
     "memory_purge",
     "memory_read",
     "memory_capture",

@@ -258,17 +258,26 @@ class SQLTransaction:
             changes.back_links,
         )
 
-    def add_links(self, links: Sequence[tuple[str, str, str, float, str, float]]) -> None:
-        """New live links, recorded now: (source, target, type, strength, origin, valid_from).
-        An episode link takes over the live link its pair already has (an automatic link the
-        same batch made); any other link already live is left as it is."""
+    def add_links(
+        self,
+        links: Sequence[tuple[str, str, str, float, str, float]],
+        metadata: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """New live links, recorded now: (source, target, type, strength, origin, valid_from),
+        with ``metadata[i]`` for link i if given. An episode link takes over the live link its
+        pair already has (an automatic link the same batch made); any other link already live
+        is left as it is."""
+        extra = [json.dumps(m, sort_keys=True) for m in metadata or [{}] * len(links)]
         self.conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-            " valid_from) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " valid_from, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (source_id, target_id, type) WHERE retracted_at IS NULL DO UPDATE"
             " SET origin = excluded.origin, strength = excluded.strength"
             f" WHERE excluded.origin = '{LinkOrigin.EPISODE}'",
-            [(new_id(), s, t, kind, w, o, self.now, v) for s, t, kind, w, o, v in links],
+            [
+                (new_id(), s, t, kind, w, o, self.now, v, m)
+                for (s, t, kind, w, o, v), m in zip(links, extra, strict=True)
+            ],
         )
 
     def retract(self, fact_id: str) -> Fact:
