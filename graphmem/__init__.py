@@ -6,6 +6,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 
 from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
+from .categorize import CategoryInfo, ClassifyReport
 from .checkpoints import Checkpoint
 from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
@@ -50,10 +51,12 @@ from .vectors.outbox import CheckReport
 __all__ = [
     "ApiKey",
     "CaptureResult",
+    "CategoryInfo",
     "Change",
     "ChangePage",
     "CheckReport",
     "Checkpoint",
+    "ClassifyReport",
     "Clusters",
     "Conflict",
     "ConsolidateReport",

@@ -883,6 +883,40 @@ def _run_line(run: MaintenanceRun) -> str:
     return line + (f"  {run.error}" if run.error else "")
 
 
+@click.command("auto-classify")
+@json_option
+@click.pass_context
+def auto_classify(ctx: click.Context, /, as_json: bool) -> None:
+    """Relabel facts of category other by the chat model, discovering categories (with
+    classifier = llm; otherwise nothing changes)."""
+    with _memory(ctx) as mem:
+        report = mem.auto_classify()
+    lines = [f"{count} relabelled {category}" for category, count in report.relabelled.items()]
+    lines += [f"discovered {name}" for name in report.discovered]
+    lines.append(f"{report.requests} model requests")
+    if report.error:
+        lines.append(f"an answer was not used: {report.error}")
+    _emit(report.to_dict(), as_json, lines)
+
+
+@click.command()
+@json_option
+@click.pass_context
+def categories(ctx: click.Context, /, as_json: bool) -> None:
+    """The categories a fact may have: built in, then discovered in the namespace."""
+    with _memory(ctx) as mem:
+        found = mem.categories()
+    _emit(
+        [c.to_dict() for c in found],
+        as_json,
+        [
+            f"{c.name}  {c.description}"
+            + (f"  (discovered {to_iso(c.discovered_at.timestamp())})" if c.discovered_at else "")
+            for c in found
+        ],
+    )
+
+
 @click.command()
 @click.option(
     "--window-days",
@@ -1197,6 +1231,8 @@ COMMANDS: Final = (
     parts,
     prune,
     maintain,
+    auto_classify,
+    categories,
     reflect,
     consolidate,
     backfill_decay,

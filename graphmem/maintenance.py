@@ -31,11 +31,13 @@ if TYPE_CHECKING:
 
 #: The jobs, in the order they run when several are due: pruning first, so that the model is
 #: never asked about facts about to be deleted.
-JOBS: Final = ("prune", "reflect", "consolidate")
+JOBS: Final = ("prune", "classify", "reflect", "consolidate")
 #: What each job does (docs and the GraphQL schema read this).
 JOB_DESCRIPTIONS: Final[Mapping[str, str]] = {
     "prune": "deletes expired facts, soft-decays ageing ones and deletes the faded "
     "(`Memory.prune`)",
+    "classify": "relabels facts of category `other` by the chat model and discovers categories "
+    "(`Memory.auto_classify`; with `classifier = llm`, else it changes nothing)",
     "reflect": "asks the chat model for patterns among recent facts, and rules from them "
     "(`Memory.reflect`)",
     "consolidate": "merges clusters of near-duplicate live facts into one that supersedes "

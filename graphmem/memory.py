@@ -29,6 +29,7 @@ from typing import IO, Any, cast
 
 from . import (
     analytics,
+    categorize,
     checkpoints,
     consolidation,
     documents,
@@ -989,16 +990,9 @@ class Memory:
         that supersedes every source; with a chat endpoint set, the model writes the merged
         text, else the newest most confident source's is kept (see
         :mod:`graphmem.consolidation`). ``dry_run`` only lists the clusters."""
-        scope = self._scope(None, None)
-        after = (self._store.meta(consolidation.CURSOR_KEY) or {}).get("after")
-        facts: list[Fact] = []
-        more = True
-        while more and len(facts) < consolidation.MAX_CONSIDERED:
-            first = min(MAX_LIMIT, consolidation.MAX_CONSIDERED - len(facts))
-            page = self._store.page(scope, Filters(), first=first, after=after)
-            facts += [fact for _, fact in page.items]
-            after = page.items[-1][0] if page.items else after
-            more = page.has_more
+        facts, cursor = self._slice(
+            consolidation.CURSOR_KEY, Filters(), consolidation.MAX_CONSIDERED
+        )
         floor = self.settings.consolidate_similarity
         self._vectors.catch_up(force=True)  # what the other processes wrote counts too
 
@@ -1029,15 +1023,59 @@ class Memory:
             if text is not None and (fact := consolidation.merge(cluster, text, write)):
                 report.merged.append(fact)
                 report.superseded += len(cluster)
-        # The next run goes on after these facts, or starts over once they were the last.
-        with self._store.transaction() as tx:
-            tx.set_meta(consolidation.CURSOR_KEY, {"after": after if more else 0})
+        cursor()
         return report
+
+    def auto_classify(self) -> categorize.ClassifyReport:
+        """Relabel facts of category ``other`` with the chat model (with ``classifier =
+        "llm"``; offline nothing changes), one request per 50 facts, up to 500 a run (the next
+        run goes on after them); labels the model gives at least 10 of the facts that remain
+        ``other`` (when 15 or more do) become categories of the namespace (see
+        :mod:`graphmem.categorize`)."""
+        if self.settings.classifier != "llm":
+            return categorize.ClassifyReport()
+        facts, cursor = self._slice(
+            categorize.CURSOR_KEY, Filters(category="other"), categorize.MAX_PER_RUN
+        )
+        facts = [f for f in facts if (f.entity or "").lower() != checkpoints.ENTITY]
+        report = categorize.ClassifyReport()
+        if facts:
+            report = categorize.relabel(self._store, self._chat(required=True), facts)
+        cursor()
+        return report
+
+    def categories(self) -> list[categorize.CategoryInfo]:
+        """The categories a fact may have here: the built-in ones, then those discovered in this
+        namespace's facts (``auto_classify``)."""
+        return categorize.categories(self._store)
+
+    def _slice(
+        self, key: str, filters: Filters, most: int
+    ) -> tuple[list[Fact], Callable[[], None]]:
+        """Up to ``most`` visible facts matching ``filters``, in the order recorded, from where
+        the previous slice under the meta ``key`` stopped; and the call that records where this
+        one stopped (at the end, the next starts over), for once the slice is dealt with."""
+        scope = self._scope(None, None)
+        after = (self._store.meta(key) or {}).get("after")
+        facts: list[Fact] = []
+        more = True
+        while more and len(facts) < most:
+            first = min(MAX_LIMIT, most - len(facts))
+            page = self._store.page(scope, filters, first=first, after=after)
+            facts += [fact for _, fact in page.items]
+            after = page.items[-1][0] if page.items else after
+            more = page.has_more
+
+        def record() -> None:
+            with self._store.transaction() as tx:
+                tx.set_meta(key, {"after": after if more else 0})
+
+        return facts, record
 
     def maintain(
         self, jobs: Sequence[str] | None = None, *, force: bool = False
     ) -> list[MaintenanceRun]:
-        """Run the maintenance jobs (``prune``, ``reflect``, ``consolidate``; all when None)
+        """Run the maintenance jobs (``prune``, ``classify``, ``reflect``, ``consolidate``; all)
         that are due — their ``<job>_interval`` setting has passed since their last run, or
         they never ran — or each of ``jobs`` whatever its period when ``force``; each run is
         claimed and recorded in the store, so a job another process is running is returned
@@ -1065,7 +1103,20 @@ class Memory:
             changed = {"merged": len(report.merged), "superseded": report.superseded}
             return maintenance.JobOutcome(changed, report.requests, report.error)
 
-        work = {"prune": prune, "reflect": reflect, "consolidate": consolidate}
+        def classify() -> maintenance.JobOutcome:
+            report = self.auto_classify()
+            changed = {
+                "relabelled": sum(report.relabelled.values()),
+                "discovered": len(report.discovered),
+            }
+            return maintenance.JobOutcome(changed, report.requests, report.error)
+
+        work = {
+            "prune": prune,
+            "classify": classify,
+            "reflect": reflect,
+            "consolidate": consolidate,
+        }
         return maintenance.run(self._store, self.settings, work, jobs, force=force)
 
     def maintenance_runs(self, *, job: str | None = None, limit: int = 100) -> list[MaintenanceRun]:

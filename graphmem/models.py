@@ -22,7 +22,7 @@ from pydantic import (
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
-from .tagging import CATEGORIES, normalize_tags
+from .tagging import check_category, normalize_tags
 from .temporal import TimeInput, TimeScope, parse_time, to_iso
 from .timehints import TimeHint
 
@@ -133,10 +133,7 @@ class FactInput(BaseModel):
     def _known_category(cls, v: str | None) -> str | None:
         if v is None or v == "":
             return None
-        v = v.lower()
-        if v not in CATEGORIES:
-            raise ValueError(f"unknown category {v!r}; use one of {', '.join(CATEGORIES)}")
-        return v
+        return check_category(v)
 
     @field_validator("decay_class")
     @classmethod

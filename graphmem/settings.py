@@ -343,6 +343,14 @@ class Settings(BaseModel):
         description="Seconds between the scheduled prunes of each namespace (the maintenance job "
         "`prune`, run by `graphmem serve` and `graphmem maintain`); `0`: never scheduled.",
     )
+    classify_interval: float = Field(
+        86_400.0,
+        ge=0,
+        description="Seconds between the scheduled auto-classifications of each namespace (the "
+        "maintenance job `classify`: facts of category `other` relabelled by the chat model, "
+        "categories discovered; with `classifier = llm`, else it changes nothing); `0`: never "
+        "scheduled.",
+    )
     reflect_interval: float = Field(
         0.0,
         ge=0,

@@ -9,9 +9,34 @@ from typing import Final, Literal, get_args
 from .limits import MAX_TAG_LENGTH, MAX_TAGS
 
 Category = Literal["preference", "fact", "decision", "entity", "other", "pattern", "rule"]
+#: The built-in categories; a namespace may also have categories discovered in its facts
+#: (graphmem.categorize).
 CATEGORIES: Final[tuple[str, ...]] = get_args(Category)
-#: The categories as a sentence names them (the last two are written by reflection only).
-CATEGORY_LIST: Final = f"{', '.join(CATEGORIES[:-1])} or {CATEGORIES[-1]}"
+#: What each built-in category holds (the auto-classify prompt and the docs read this).
+CATEGORY_MEANINGS: Final[dict[str, str]] = {
+    "preference": "what someone likes, wants, prefers or avoids",
+    "fact": "a statement about the world or the work that holds true",
+    "decision": "something decided or chosen, and why",
+    "entity": "a person, place, organisation or thing and its details",
+    "other": "none of the others",
+    "pattern": "a pattern drawn from several facts (reflection only)",
+    "rule": "a rule to follow, drawn from patterns (reflection only)",
+}
+#: The categories as a sentence names them, with "or a discovered one".
+CATEGORY_LIST: Final = f"{', '.join(CATEGORIES)} or one discovered in the namespace"
+#: What a discovered category's name looks like: a lower-case word, hyphens and underscores
+#: allowed.
+CATEGORY_NAME: Final = re.compile(r"[a-z][a-z0-9_-]{1,31}")
+
+
+def check_category(value: str) -> str:
+    """``value`` lower-cased if it can name a category (built-in, or shaped like a discovered
+    one: whether the namespace has it is checked by the writer); ValueError if not."""
+    v = value.strip().lower()
+    if v not in CATEGORIES and not CATEGORY_NAME.fullmatch(v):
+        raise ValueError(f"unknown category {value!r}; use one of {CATEGORY_LIST}")
+    return v
+
 
 #: Built-in auto-tags, applied when a write gives no tags: each tag and the lower-case
 #: words (or word prefixes, ending in "*") that bring it. "homeassistant" also matches the two

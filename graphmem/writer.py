@@ -24,7 +24,7 @@ from typing import Any, Final, TypeVar, cast
 import numpy as np
 
 from . import autolink as autolinks
-from . import classify, dedup, documents, episodes, sensitive
+from . import categorize, classify, dedup, documents, episodes, sensitive
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
 from .group_commit import GroupCommit, Pending
@@ -43,6 +43,7 @@ from .models import (
 )
 from .settings import Settings
 from .storage.interface import BatchChanges, ImportReport, Store, Transaction
+from .tagging import CATEGORIES, CATEGORY_LIST
 from .temporal import TimeInput
 from .vectors.cache import EmbeddingCache
 from .vectors.embedders import Embedder, Vectors, text_hash
@@ -112,6 +113,12 @@ class Writer:
         inputs = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
         if not inputs:
             return []
+        if any(x.category and x.category not in CATEGORIES for x in inputs):
+            registry = categorize.discovered(self._store)
+            if bad := categorize.unknown([x.category for x in inputs], registry):
+                raise InvalidInput(
+                    f"unknown category {bad[0]!r}; use one of {CATEGORY_LIST}", field="category"
+                )
         if self.settings.store_secrets != "allow":
             inputs = [
                 _without_secrets(x, i, self.settings.store_secrets) for i, x in enumerate(inputs)

@@ -45,6 +45,7 @@ from graphql import (
     is_non_null_type,
 )
 
+from graphmem.categorize import ASSIGNABLE, MAX_DISCOVERED
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code
 from graphmem.limits import (
@@ -57,6 +58,7 @@ from graphmem.limits import (
 )
 from graphmem.maintenance import JOBS, MAX_CHANGED_KINDS
 from graphmem.reflection import MAX_FOUND
+from graphmem.tagging import CATEGORIES
 
 T = TypeVar("T")
 
@@ -107,6 +109,8 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("Query", "maintenanceRuns"): Size("limit", MAX_LIMIT),
     ("MaintenanceRun", "changed"): Size(fixed=MAX_CHANGED_KINDS),
     ("MaintainPayload", "runs"): Size(fixed=len(JOBS)),
+    ("Query", "categories"): Size(fixed=len(CATEGORIES) + MAX_DISCOVERED),
+    ("AutoClassifyPayload", "relabelled"): Size(fixed=len(ASSIGNABLE) + MAX_DISCOVERED),
     ("ReflectPayload", "patterns"): Size(fixed=MAX_FOUND),
     ("ReflectPayload", "rules"): Size(fixed=MAX_FOUND),
     ("ConsolidatePayload", "merged"): Size(

@@ -313,6 +313,23 @@ class MaintainPayload:
     error: UserError | None = strawberry.field(description="Set when nothing ran.")
 
 
+@strawberry.type(description="How many facts took one category.")
+class Relabelled:
+    category: str = strawberry.field(description="The category they took.")
+    count: int = strawberry.field(description="How many.")
+
+
+@strawberry.type(description="The result of `autoClassify`.")
+class AutoClassifyPayload:
+    relabelled: list[Relabelled] = strawberry.field(description="Facts relabelled, by category.")
+    discovered: list[str] = strawberry.field(description="Categories discovered by this run.")
+    requests: int = strawberry.field(description="Chat model requests made.")
+    problem: str | None = strawberry.field(
+        description="Why an answer of the model was not used (its facts left as they were)."
+    )
+    error: UserError | None = strawberry.field(description="Set when nothing was asked.")
+
+
 @strawberry.type(description="The result of `reflect`.")
 class ReflectPayload:
     patterns: list[Fact] = strawberry.field(description="The patterns stored.")
@@ -631,6 +648,32 @@ class Mutation:
             return MaintainPayload(runs=[MaintenanceRun.of(r) for r in runs], error=None)
 
         return await _guarded(info, maintain, lambda e: MaintainPayload(runs=[], error=e))
+
+    @strawberry.mutation(
+        description="Relabel facts of category `other` with the chat model and discover "
+        "categories from the labels it gives (with `classifier = llm`; otherwise nothing "
+        "changes)."
+    )
+    async def auto_classify(self, info: Info[Context, None]) -> AutoClassifyPayload:
+        async def run() -> AutoClassifyPayload:
+            report = await info.context.write(info.context.memory.auto_classify)
+            return AutoClassifyPayload(
+                relabelled=[
+                    Relabelled(category=c, count=n) for c, n in sorted(report.relabelled.items())
+                ],
+                discovered=report.discovered,
+                requests=report.requests,
+                problem=report.error,
+                error=None,
+            )
+
+        return await _guarded(
+            info,
+            run,
+            lambda e: AutoClassifyPayload(
+                relabelled=[], discovered=[], requests=0, problem=None, error=e
+            ),
+        )
 
     @strawberry.mutation(
         description="Ask the chat model for patterns among the recent facts (each backed by at "

@@ -14,6 +14,7 @@ from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_READ_LINES, MAX
 from .context import Context, Scope
 from .types import (
     JSON,
+    Category,
     Checkpoint,
     DateTime,
     Direction,
@@ -500,6 +501,14 @@ class Query:
             limit=limit,
         )
         return [MaintenanceRun.of(r) for r in found]
+
+    @strawberry.field(
+        description="The categories a fact may have here: the built-in ones, then those "
+        "discovered in this namespace's facts."
+    )
+    async def categories(self, info: Info[Context, None]) -> list[Category]:
+        found = await info.context.run(info.context.memory.categories)
+        return [Category.of(c) for c in found]
 
     @strawberry.field(description="Counts describing this namespace.")
     async def stats(self, info: Info[Context, None]) -> Stats:

@@ -520,10 +520,32 @@ class Erasure:
 @strawberry.enum(description="A scheduled maintenance job (`graphmem.maintenance.JOBS`).")
 class MaintenanceJob(Enum):
     PRUNE = strawberry.enum_value("prune", description=f"It {JOB_DESCRIPTIONS['prune']}.")
+    CLASSIFY = strawberry.enum_value("classify", description=f"It {JOB_DESCRIPTIONS['classify']}.")
     REFLECT = strawberry.enum_value("reflect", description=f"It {JOB_DESCRIPTIONS['reflect']}.")
     CONSOLIDATE = strawberry.enum_value(
         "consolidate", description=f"It {JOB_DESCRIPTIONS['consolidate']}."
     )
+
+
+@strawberry.type(
+    description="A category a fact may have: built in, or discovered in the namespace's facts "
+    "(the maintenance job `classify`)."
+)
+class Category:
+    name: str = strawberry.field(description="What `Fact.category` holds.")
+    description: str = strawberry.field(description="What it holds.")
+    discovered_at: DateTime | None = strawberry.field(
+        description="When it was discovered (null: built in)."
+    )
+
+    @classmethod
+    def of(cls, category: graphmem.CategoryInfo) -> "Category":
+        at = category.discovered_at
+        return cls(
+            name=category.name,
+            description=category.description,
+            discovered_at=None if at is None else _time(at),
+        )
 
 
 @strawberry.type(description="How many of one kind a maintenance run changed.")
@@ -537,7 +559,7 @@ class ChangedCount:
     "`maintain`): when it ran, how it ended, what it changed and the model requests it made."
 )
 class MaintenanceRun:
-    job: str = strawberry.field(description="prune, reflect or consolidate.")
+    job: str = strawberry.field(description="prune, classify, reflect or consolidate.")
     started_at: DateTime = strawberry.field(description="When it started.")
     finished_at: DateTime | None = strawberry.field(description="When it ended (null: running).")
     status: str = strawberry.field(

@@ -43,7 +43,7 @@ from graphmem.limits import (
 )
 from graphmem.models import Tier
 from graphmem.recall import FORMATS
-from graphmem.tagging import CATEGORIES
+from graphmem.tagging import CATEGORY_LIST
 from graphmem.temporal import ACCEPTED_TIMES
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
@@ -164,8 +164,8 @@ class StoreArgs(_Args):
     )
     category: str | None = Field(
         None,
-        json_schema_extra={"enum": list(CATEGORIES)},
-        description="The kind of fact. Default: detected from the text.",
+        max_length=32,
+        description=f"The kind of fact: {CATEGORY_LIST}. Default: detected from the text.",
     )
     tags: list[str] | None = Field(
         None, description="Tags to find it by. Default: detected from the text."

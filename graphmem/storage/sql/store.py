@@ -531,6 +531,13 @@ class SQLTransaction:
             ).rowcount
         )
 
+    def set_categories(self, changes: Sequence[tuple[str, str]]) -> None:
+        """(fact id, category) for each fact of category ``other`` that takes another."""
+        self.conn.executemany(
+            "UPDATE facts SET category = ? WHERE id = ? AND category = 'other'",
+            [(category, fact_id) for fact_id, category in changes],
+        )
+
     def set_decay_classes(self, changes: Sequence[tuple[str, float | None, str]]) -> None:
         """(decay class, expiry, fact id) for each fact that moves to another class."""
         self.conn.executemany(
