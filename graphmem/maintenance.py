@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from .errors import GraphmemError, InvalidInput
 from .models import MaintenanceRun, RunStatus
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 #: The jobs, in the order they run when several are due: pruning first, so that the model is
 #: never asked about facts about to be deleted.
-JOBS: Final = ("prune", "classify", "reflect", "consolidate")
+MaintenanceJob = Literal["prune", "classify", "reflect", "consolidate"]
+JOBS: Final[tuple[str, ...]] = get_args(MaintenanceJob)
 #: What each job does (docs and the GraphQL schema read this).
 JOB_DESCRIPTIONS: Final[Mapping[str, str]] = {
     "prune": "deletes expired facts, soft-decays ageing ones and deletes the faded "

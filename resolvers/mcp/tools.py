@@ -41,6 +41,7 @@ from graphmem.limits import (
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
+from graphmem.maintenance import MaintenanceJob
 from graphmem.models import Tier
 from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORY_LIST
@@ -467,6 +468,36 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
     )
 
 
+class MaintainArgs(_Args):
+    jobs: list[MaintenanceJob] | None = Field(
+        None,
+        description="Which jobs: prune, classify (relabel facts of category other), reflect, "
+        "consolidate. Default: every job that is due.",
+    )
+    force: bool = Field(False, description="Run them even if they are not due.")
+    list_runs: bool = Field(
+        False, description="Only list the newest recorded runs (of the jobs given); run nothing."
+    )
+
+
+def maintain(memory: Memory, args: MaintainArgs) -> Result:
+    if args.list_runs:
+        job = args.jobs[0] if args.jobs and len(args.jobs) == 1 else None
+        runs = memory.maintenance_runs(job=job, limit=20)
+        head = f"{plural(len(runs), 'recorded run')}, newest first."
+    else:
+        runs = memory.maintain(args.jobs, force=args.force)
+        head = f"Ran {plural(len(runs), 'job')}." if runs else "Nothing was due."
+    lines = []
+    for run in runs:
+        changed = ", ".join(f"{n} {kind}" for kind, n in sorted(run.changed.items()))
+        line = f"{run.job}: {run.status} at {run.started_at:%Y-%m-%d %H:%M:%S}"
+        line += f"; {changed}" if changed else ""
+        line += f"; {plural(run.requests, 'model request')}" if run.requests else ""
+        lines.append(line + (f"; {run.error}" if run.error else ""))
+    return "\n".join([head, *lines]), {"runs": [r.to_dict() for r in runs]}
+
+
 class ReflectArgs(_Args):
     window_days: float | None = Field(
         None,
@@ -733,6 +764,19 @@ TOOLS: Final = (
         read_only=False,
         destructive=True,
         writes_when=lambda args: not args.dry_run,
+    ),
+    Tool(
+        "memory_maintain",
+        "Run or list memory maintenance",
+        "Run the maintenance jobs that are due (or those named, with force): prune, classify "
+        "(facts of category other relabelled by the server's chat model), reflect, "
+        "consolidate; the server runs them on its own schedule, so call this only after a "
+        "large change. list_runs shows the newest recorded runs: what each changed and why one "
+        "failed.",
+        MaintainArgs,
+        maintain,
+        read_only=False,
+        writes_when=lambda args: not args.list_runs,
     ),
     Tool(
         "memory_reflect",

@@ -90,7 +90,7 @@ def test_facts_are_relabelled_and_a_label_shared_by_ten_becomes_a_category(
 
 
 def test_discovery_waits_for_fifteen_facts_left_other(mem: Memory, stub: OpenAIStub) -> None:
-    store_other(mem, TRIPS[:10] + ["Note A about nothing", "Note B about nothing"])
+    store_other(mem, [*TRIPS[:10], "Note A about nothing", "Note B about nothing"])
     stub.reply_next(labelling(lambda text: {"category": "other", "label": "travel"}))
     report = mem.auto_classify()
     assert report.discovered == [] and report.relabelled == {}  # twelve remain other
@@ -159,7 +159,7 @@ AUTO = """mutation {
 def test_graphql_classifies_and_lists_the_categories(
     service: InProcess, mem: Memory, stub: OpenAIStub
 ) -> None:
-    store_other(mem, TRIPS + MISC * 1 + ["Spare note one", "Spare note two", "Spare note 3"])
+    store_other(mem, [*TRIPS, *MISC, "Spare note one", "Spare note two", "Spare note 3"])
     stub.reply_next(
         labelling(
             lambda t: {"category": "other", "label": "travel" if t.startswith("Booked") else "x1"}

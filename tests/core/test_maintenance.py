@@ -13,12 +13,26 @@ from click.testing import CliRunner
 
 from graphmem import InvalidInput, KeyStore, Memory, Settings
 from graphmem.cli import cli
-from graphmem.maintenance import LEASE_S, check_every
+from graphmem.maintenance import LEASE_S, check_every, interval
 from resolvers.app import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer
+from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 from ..support.openai_stub import OpenAIStub
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    # prune alone by default here; the daily classify job is tested in test_auto_classify.py
+    return settings.model_copy(update={"classify_interval": 0})
+
+
+def test_the_default_schedule_prunes_hourly_and_classifies_daily() -> None:
+    defaults = Settings()
+    assert [
+        (job, interval(defaults, job)) for job in ("prune", "classify", "reflect", "consolidate")
+    ] == [("prune", 3600), ("classify", 86_400), ("reflect", 0), ("consolidate", 0)]
 
 
 def test_a_job_runs_when_its_period_has_passed_and_each_run_is_recorded(
@@ -172,10 +186,13 @@ def test_a_read_only_key_may_read_the_runs_but_not_run_jobs(
 def test_the_cli_runs_what_is_due_for_cron_and_lists_the_runs(tmp_path: Path) -> None:
     runner = CliRunner()
     base = ["--data-dir", str(tmp_path), "--embedder", "hash"]
-    first = runner.invoke(cli, [*base, "maintain", "--json"])
+    first = runner.invoke(
+        cli, [*base, "maintain", "--json"], env={"GRAPHMEM_CLASSIFY_INTERVAL": "0"}
+    )
     assert first.exit_code == 0, first.output
     assert [r["job"] for r in json.loads(first.output)] == ["prune"]
-    assert runner.invoke(cli, [*base, "maintain"]).output.strip() == "nothing due"
+    again = runner.invoke(cli, [*base, "maintain"], env={"GRAPHMEM_CLASSIFY_INTERVAL": "0"})
+    assert again.output.strip() == "nothing due"
     listed = runner.invoke(cli, [*base, "maintain", "--list", "--json"])
     assert [r["status"] for r in json.loads(listed.output)] == ["done"]
     for text in ("Ana asked for French", "Ana wants French"):
@@ -183,3 +200,18 @@ def test_the_cli_runs_what_is_due_for_cron_and_lists_the_runs(tmp_path: Path) ->
     failed = runner.invoke(cli, [*base, "maintain", "--job", "reflect", "--force"])  # no endpoint
     assert failed.exit_code == 1 and "reflect  failed" in failed.output
     assert runner.invoke(cli, [*base, "maintain", "--job", "nap"]).exit_code == 2
+
+
+def test_the_mcp_tool_runs_and_lists_and_a_read_only_key_may_only_list(mem: Memory) -> None:
+    failed, data = call_in_process(mem, READ_ONLY_KEY, "memory_maintain")
+    assert failed and data["error"]["code"] == "FORBIDDEN"
+    failed, data = call_in_process(mem, None, "memory_maintain")
+    assert not failed and [r["job"] for r in data["runs"]] == ["prune"]
+    failed, data = call_in_process(mem, None, "memory_maintain", jobs=["consolidate"], force=True)
+    assert not failed and [r["status"] for r in data["runs"]] == ["done"]
+    failed, data = call_in_process(
+        mem, READ_ONLY_KEY, "memory_maintain", list_runs=True, jobs=["prune"]
+    )
+    assert not failed and [r["job"] for r in data["runs"]] == ["prune"]
+    failed, data = call_in_process(mem, None, "memory_maintain", jobs=["nap"])
+    assert failed and data["error"]["code"] == "INVALID_INPUT"

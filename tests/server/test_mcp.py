@@ -45,6 +45,7 @@ TOOL_NAMES = [
     "memory_tier",
     "memory_checkpoint",
     "memory_prune",
+    "memory_maintain",
     "memory_reflect",
     "memory_consolidate",
     "memory_purge",
