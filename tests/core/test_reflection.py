@@ -212,3 +212,15 @@ def test_the_cli_reflects(
     run = CliRunner().invoke(cli, [*cli_env, "reflect", "--window-days", "3650", "--json"], env=env)
     assert run.exit_code == 0, run.output
     assert [p["text"] for p in json.loads(run.output)["patterns"]] == ["Ana prefers French"]
+
+
+def test_a_late_answer_stores_nothing(settings: Settings, stub: OpenAIStub, clock: Clock) -> None:
+    late = settings.model_copy(update={"llm_timeout": 0.3})
+    with Memory.open(settings.data_dir, settings=late, clock=clock) as mem:
+        mem.store_many([{"text": t} for t in FACTS])
+        stub.delay_next(2.0, route="chat")
+        stub.reply_next(patterns_answer(("Ana prefers French", ["E1", "E2"])))
+        before = mem.stats().facts
+        report = mem.reflect()
+        assert report.patterns == [] and report.error is not None
+        assert mem.stats().facts == before
