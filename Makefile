@@ -38,7 +38,7 @@ cluster-stop: $(STAMP)
 # `make test-engines` runs all of them on every combination (about 13 minutes), and CI
 # (.ci/run) runs both.
 STORE_TESTS := tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
-	tests/core/test_auto_classify.py tests/core/test_classify.py \
+	tests/core/test_auto_classify.py tests/core/test_classify.py tests/core/test_stated_time.py \
 	tests/core/test_checkpoints.py tests/core/test_tiers.py tests/server/test_mcp_prune.py tests/storage/test_conformance.py tests/storage/test_graph_copy.py \
 	tests/storage/test_keyword.py tests/core/test_time_reads.py tests/core/test_time_known_at.py \
 	tests/core/test_graph.py tests/core/test_episodes.py tests/core/test_search.py \

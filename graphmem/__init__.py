@@ -40,6 +40,7 @@ from .prune import PruneReport
 from .recall import RecallItem, RecallResult
 from .reflection import ReflectReport
 from .settings import Settings
+from .statedtime import StatedTime
 from .stats import Stats
 from .storage.interface import FactPage, ImportReport
 from .storage.keys import ApiKey, KeyStore
@@ -91,6 +92,7 @@ __all__ = [
     "ReflectReport",
     "SearchHit",
     "Settings",
+    "StatedTime",
     "Stats",
     "StorageError",
     "StoreResult",

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from .dedup import normalized_hash
-from .errors import LLMError
+from .errors import InvalidInput, LLMError
 from .llm import ChatClient, answer_list, answer_object
 from .models import Action, Fact, FactInput, Verdict
-from .temporal import TimeScope, to_iso
+from .temporal import TimeScope, parse_time, to_iso
 
 if TYPE_CHECKING:
     from .storage.interface import Store
@@ -51,7 +51,8 @@ Facts that can hold together (two hobbies, two children) are both ADD.
 Answer with one JSON object and nothing else:
 {"decisions": [{"fact": <index of the new fact>, "action": "ADD"|"UPDATE"|"DELETE"|"NOOP", \
 "target": <id of an existing fact, or null for ADD>, "reason": <a few words>}]}
-Give exactly one decision for every new fact.
+Give exactly one decision for every new fact. When a new fact's text says when it became true \
+("in 2019", "since May 2023"), add "valid_from": <that date as YYYY-MM-DD> to its decision.
 Also, when a new fact is caused by, depends on, or is a part of a listed existing fact, add a \
 link (only for these three relations, only when the facts say so):
 {"decisions": [...], "links": [{"fact": <index of the new fact>, "target": <id of an existing \
@@ -212,18 +213,34 @@ def _verdict(item: Any, refs: dict[str, str], count: int) -> tuple[int | None, V
     index = item.get("fact") if isinstance(item, dict) else None
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
         return None, _fallback("")
+    verdict = _decided(item, refs)
+    return index, dataclasses.replace(verdict, valid_from=_stated_start(item.get("valid_from")))
+
+
+def _decided(item: dict[str, Any], refs: dict[str, str]) -> Verdict:
     raw = item.get("action")
     action = next((a for a in _ACTIONS if isinstance(raw, str) and raw.upper() == a), None)
     reason = item.get("reason")
     reason = f"llm: {reason.strip()[:500]}" if isinstance(reason, str) and reason.strip() else "llm"
     target = item.get("target")
     if action is None:
-        return index, _fallback(f"unknown action {raw!r}")
+        return _fallback(f"unknown action {raw!r}")
     if action == "ADD":
-        return index, Verdict("ADD", None, reason)
+        return Verdict("ADD", None, reason)
     if not isinstance(target, str) or target not in refs:
-        return index, _fallback(f"{action} names {target!r}, which is not a listed fact")
-    return index, Verdict(action, refs[target], reason)
+        return _fallback(f"{action} names {target!r}, which is not a listed fact")
+    return Verdict(action, refs[target], reason)
+
+
+def _stated_start(value: Any) -> float | None:
+    """An answer's ``valid_from`` (when the fact's text says it became true) as epoch seconds;
+    None when absent or not a time graphmem reads."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return parse_time(value.strip())
+    except InvalidInput:
+        return None
 
 
 def _fallback(why: str) -> Verdict:

@@ -167,6 +167,11 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
         valid += f" → {to_iso(fact.valid_until.timestamp())}"
     prefix = f"{score:.3f}  " if score is not None else ""
     about = f" {fact.entity}.{fact.key}={fact.value}" if fact.entity and fact.key else ""
+    if (stated := fact.stated_time) is not None:
+        valid += (
+            f"; says {stated.text!r}: {to_iso(stated.start.timestamp())}"
+            f" → {to_iso(stated.end.timestamp())}"
+        )
     return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
 
 
@@ -959,6 +964,22 @@ def consolidate(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
     _emit(report.to_dict(), as_json, lines)
 
 
+@click.command("backfill-stated-time")
+@click.option("--dry-run", is_flag=True, help="Only count what would change.")
+@json_option
+@click.pass_context
+def backfill_stated_time(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
+    """Read the time every stored fact's text states, as writes do now."""
+    with _memory(ctx) as mem:
+        counts = mem.backfill_stated_time(dry_run=dry_run)
+    _emit(
+        counts,
+        as_json,
+        f"{counts['facts']} facts read, {counts['stating']} state a time; "
+        f"{counts['changed']} {'would change' if dry_run else 'changed'}",
+    )
+
+
 @click.command("backfill-decay")
 @click.option("--dry-run", is_flag=True)
 @json_option
@@ -1236,6 +1257,7 @@ COMMANDS: Final = (
     reflect,
     consolidate,
     backfill_decay,
+    backfill_stated_time,
     stats,
     reindex,
     check,

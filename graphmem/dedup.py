@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from . import statedtime
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
 from .ids import new_id
@@ -156,6 +157,19 @@ def _decide(
     targets += [_live_target(tx, batch, i) for i in dict.fromkeys(also) if i != x.supersedes]
     target = targets[0] if targets else None
     valid_from = next((t for t in (x.valid_from, x.source_date) if t is not None), now)
+    # The time the text states, against the fact's own date: its source date (its episode's
+    # time when it gives none), else its valid_from, else now.
+    stated = (
+        statedtime.stated_time(x.text, x.source_date if x.source_date is not None else valid_from)
+        if settings.read_stated_time
+        else None
+    )
+    if x.valid_from is None and (x.stated_valid_from or settings.stated_valid_from):
+        # The classifier's reading of the text wins over the offline one.
+        if verdict is not None and verdict.valid_from is not None:
+            valid_from = verdict.valid_from
+        elif stated is not None:
+            valid_from = stated.start.timestamp()
     for old in targets:
         if valid_from < old["valid_from"]:
             raise InvalidInput(
@@ -254,6 +268,9 @@ def _decide(
         # A new version of a pinned fact stays pinned.
         "pinned_at": next((o["pinned_at"] for o in superseded if o.get("pinned_at")), None),
         "cold_at": None,  # a new version is in use again
+        "stated_start": None if stated is None else stated.start.timestamp(),
+        "stated_end": None if stated is None else stated.end.timestamp(),
+        "stated_text": None if stated is None else stated.text,
     }
     batch.changes.inserts.append(row)
     batch.rows[fact_id] = row

@@ -37,6 +37,7 @@ from . import (
     maintenance,
     reflection,
     sensitive,
+    statedtime,
 )
 from . import capture as captures
 from . import namespace as namespaces
@@ -1142,6 +1143,12 @@ class Memory:
     def _embed(self, texts: Sequence[str]) -> Any:
         """Vectors of ``texts``, from the embedding cache where it has them."""
         return self._cache.embed(self._store, texts)[0]
+
+    def backfill_stated_time(self, *, dry_run: bool = False) -> dict[str, int]:
+        """Read the time every stored fact's text states, as writes do now (see
+        :mod:`graphmem.statedtime`), for facts stored before graphmem read it; returns how many
+        facts were read, how many state a time, and how many changed (``dry_run``: would)."""
+        return statedtime.backfill(self._store, dry_run=dry_run)
 
     def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""

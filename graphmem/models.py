@@ -17,11 +17,13 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
+from .statedtime import StatedTime
 from .tagging import check_category, normalize_tags
 from .temporal import TimeInput, TimeScope, parse_time, to_iso
 from .timehints import TimeHint
@@ -122,6 +124,16 @@ class FactInput(BaseModel):
     #: False stores it even when a live fact has the same text (a document's chunk belongs to
     #: its file, whatever else says the same).
     dedup: bool = True
+    #: Its valid time starts when its text says (``valid_from="stated"``): the start of its
+    #: stated time, if the text states one (see graphmem.statedtime).
+    stated_valid_from: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _stated_valid_from(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("valid_from") == "stated":
+            return {**data, "valid_from": None, "stated_valid_from": True}
+        return data
 
     @field_validator("entity", "key", "value", "source", "summary", "why", "context", "supersedes")
     @classmethod
@@ -196,6 +208,9 @@ class FactInput(BaseModel):
             raise InvalidInput(exc.message, index=index) from None
 
 
+#: Which time of a fact a query's period met (``SearchHit.time_matched``).
+TimeKind = Literal["valid", "stated"]
+
 #: A fact's tier: pinned facts lead every recall block, cold ones stay out of it unless asked.
 Tier = Literal["pinned", "normal", "cold"]
 TIERS: Final[tuple[str, ...]] = get_args(Tier)
@@ -242,6 +257,19 @@ class Fact:
     pinned_at: datetime | None = None
     #: When it was made cold (recall leaves it out unless asked), or None.
     cold_at: datetime | None = None
+    #: The period its text states (see ``stated_time``): start, end (excluded), the words.
+    stated_start: datetime | None = None
+    stated_end: datetime | None = None
+    stated_text: str | None = None
+
+    @property
+    def stated_time(self) -> StatedTime | None:
+        """The time its text states ("yesterday", "in 2019", "from 2006 to 2009"), resolved
+        against its reference time when it was written; None when it states none. Not valid
+        time: it changes no read's visibility, only ranking by a query's time words."""
+        if self.stated_start is None or self.stated_end is None:
+            return None
+        return StatedTime(self.stated_start, self.stated_end, self.stated_text or "")
 
     @classmethod
     def from_row(cls, row: Row) -> Fact:
@@ -255,8 +283,14 @@ class Fact:
         return fact
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields: times as ISO-8601 UTC text."""
-        return _json_ready(asdict(self))
+        """JSON-ready fields: times as ISO-8601 UTC text; the stated time as one object
+        (``stated_time``: start, end, text; or None)."""
+        out = _json_ready(asdict(self))
+        for name in ("stated_start", "stated_end", "stated_text"):
+            del out[name]
+        stated = self.stated_time
+        out["stated_time"] = None if stated is None else stated.to_dict()
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -440,6 +474,9 @@ class Verdict:
     #: Typed links the same answer drew from the new fact to listed facts: (target id, type,
     #: reason), stored with origin ``classifier``.
     links: tuple[tuple[str, str, str], ...] = ()
+    #: When the answer says the fact's text places its start (epoch seconds): its valid time
+    #: starts then if the write asked for stated valid time (``valid_from="stated"``).
+    valid_from: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -448,7 +485,7 @@ class SearchHit:
 
     A fact graph expansion added, or scored higher than the search did, has ``depth`` > 0 and
     ``via``, the fact it was reached from. A fact in the period of the query's time words
-    (``time_hint``) had its relevance raised.
+    (``time_hint``) had its relevance raised; ``time_matched`` says by which of its times.
     """
 
     fact: Fact
@@ -460,6 +497,9 @@ class SearchHit:
     #: The time words of the query and the period they were understood as (None: none found,
     #: or ``time_hints`` off); the same for every hit of one search.
     time_hint: TimeHint | None = None
+    #: Which of the fact's times fell in that period: ``valid`` (its source date, else its
+    #: valid_from), ``stated`` (only the time its text states), or None (neither).
+    time_matched: TimeKind | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -470,6 +510,7 @@ class SearchHit:
             "depth": self.depth,
             "via": self.via,
             "time_hint": None if self.time_hint is None else self.time_hint.to_dict(),
+            "time_matched": self.time_matched,
         }
 
 

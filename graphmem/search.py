@@ -27,7 +27,7 @@ from . import expansion, ranking, timehints
 from .decay import freshness
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
-from .models import Fact, SearchHit
+from .models import Fact, SearchHit, TimeKind
 from .settings import Settings
 from .storage.interface import Filters, Record, Store
 from .storage.sql.reads import check_limit
@@ -183,6 +183,7 @@ class Search:
                 reached[fact_id][1] if fact_id in reached else 0,
                 reached[fact_id][2] if fact_id in reached else None,
                 hint,
+                _matched(candidates.get(fact_id), hint),
             )
             for score, _, fact_id in top
             if fact_id in shown
@@ -270,7 +271,7 @@ def _scored(
     """(final score, effective date, id) of a candidate: the ranking order, ties to the newer.
     A fact dated in the period of the query's time words has its relevance raised."""
     effective = row["source_date"] if row["source_date"] is not None else row["valid_from"]
-    if hint is not None and hint.covers(effective):
+    if _matched(row, hint) is not None:
         relevance *= 1 + timehints.TIME_HINT_BOOST
     score = ranking.adjust(
         relevance,
@@ -280,6 +281,18 @@ def _scored(
         decay_class=row["decay_class"],
     )
     return score, effective, row["id"]
+
+
+def _matched(row: Record | None, hint: timehints.TimeHint | None) -> TimeKind | None:
+    """Which time of the candidate ``row`` falls in the period of the query's time words: its
+    date (source date, else valid_from), else the time its text states; None if neither."""
+    if hint is None or row is None:
+        return None
+    if hint.covers(row["source_date"] if row["source_date"] is not None else row["valid_from"]):
+        return "valid"
+    if hint.overlaps(row["stated_start"], row["stated_end"]):
+        return "stated"
+    return None
 
 
 def _check(query: str, mode: str, limit: int, graph_depth: int) -> None:

@@ -337,6 +337,17 @@ class Settings(BaseModel):
         description="Origins allowed to call the API from a browser page, e.g. "
         "`https://ui.example.com`; none: CORS off.",
     )
+    read_stated_time: bool = Field(
+        True,
+        description='Read the dates and periods a fact\'s text states ("yesterday", "in 2019") '
+        "at write time, as its stated time: ranked by a query's time words like valid time, "
+        "never changing what a read sees.",
+    )
+    stated_valid_from: bool = Field(
+        False,
+        description="A write that gives no `valid_from` starts its valid time at the start of "
+        'the time its text states (per write: `valid_from="stated"`).',
+    )
     prune_interval: float = Field(
         3600.0,
         ge=0,

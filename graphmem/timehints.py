@@ -87,6 +87,13 @@ class TimeHint:
             self.end is None or moment < self.end
         )
 
+    def overlaps(self, start: float | None, end: float | None) -> bool:
+        """Whether the period ``start``-``end`` (a fact's stated time) overlaps this one; never
+        for a month of any year, nor without a period."""
+        if start is None or end is None or self.month is not None:
+            return False
+        return (self.start is None or end > self.start) and (self.end is None or start < self.end)
+
     def describe(self) -> str:
         """What was understood, for people: "'last week': 2023-07-03 to 2023-07-10"."""
         if self.month is not None:

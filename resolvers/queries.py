@@ -37,6 +37,7 @@ from .types import (
     Stats,
     Subgraph,
     TimeHint,
+    TimeKind,
     decode_fact_cursor,
     encode_cursor,
 )
@@ -222,6 +223,7 @@ class Query:
                 depth=h.depth,
                 via=None if h.via is None else strawberry.ID(h.via),
                 time_hint=TimeHint.of(h.time_hint),
+                time_matched=None if h.time_matched is None else TimeKind(h.time_matched),
             )
             for h in hits
         ]

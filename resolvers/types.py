@@ -317,6 +317,11 @@ class Fact:
     cold_at: DateTime | None = strawberry.field(
         description="When it was made cold (`setCold`: recall leaves it out), or null."
     )
+    stated_time: "StatedTime | None" = strawberry.field(
+        description='The time its text states ("yesterday", "in 2019", "from 2006 to 2009"), '
+        "resolved against its own date when it was written; null when it states none. Not "
+        "valid time: it ranks facts for a query's time words and never changes what a read sees."
+    )
     scope: strawberry.Private[Scope]
 
     @classmethod
@@ -601,8 +606,37 @@ class SearchHit:
     )
     time_hint: "TimeHint | None" = strawberry.field(
         description="The query's time words and the period they were understood as (null: "
-        "none, or `timeHints: false`); facts dated in it rank higher."
+        "none, or `timeHints: false`); facts dated in it, or whose text states a time in it, "
+        "rank higher."
     )
+    time_matched: "TimeKind | None" = strawberry.field(
+        description="Which of this fact's times fell in that period (null: neither)."
+    )
+
+
+@strawberry.type(
+    description="The period a fact's text states: start to end (end excluded), and the words."
+)
+class StatedTime:
+    start: DateTime = strawberry.field(description="Its start.")
+    end: DateTime = strawberry.field(description="Its end (excluded).")
+    text: str = strawberry.field(
+        description='The words that gave it ("yesterday"; several joined by "; ").'
+    )
+
+    @classmethod
+    def of(cls, stated: graphmem.StatedTime | None) -> "StatedTime | None":
+        if stated is None:
+            return None
+        return cls(start=_time(stated.start), end=_time(stated.end), text=stated.text)
+
+
+@strawberry.enum(description="Which of a fact's times a query's period met.")
+class TimeKind(Enum):
+    VALID = strawberry.enum_value(
+        "valid", description="Its date: its source date, else its valid time's start."
+    )
+    STATED = strawberry.enum_value("stated", description="The time its text states.")
 
 
 @strawberry.type(
@@ -711,6 +745,7 @@ class _FactView(_View, Fact):
     READS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "tags": lambda fact: list(fact.tags),
         "superseded_by_id": lambda fact: fact.superseded_by,
+        "stated_time": lambda fact: StatedTime.of(fact.stated_time),
     }
 
 

@@ -1,10 +1,10 @@
-"""How MCP tool results read: a fact as one compact line (id, text, category, validity), times
-and time scopes in words.
+"""How MCP tool results read: a fact as one compact line (id, text, category, validity, the time
+its text states), times and time scopes in words.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from graphmem import Fact
@@ -18,6 +18,8 @@ def fact_line(fact: Fact) -> str:
     about = f" [{fact.entity}.{fact.key}={fact.value}]" if fact.entity and fact.key else ""
     until = moment_text(fact.valid_until) if fact.valid_until else "now"
     notes = [fact.category, f"valid {moment_text(fact.valid_from)} → {until}"]
+    if (stated := fact.stated_time) is not None:
+        notes.append(f"says {stated.text!r}: {period_text(stated.start, stated.end)}")
     if fact.superseded_by:
         notes.append(f"superseded by {fact.superseded_by}")
     if fact.retracted_at:
@@ -30,6 +32,13 @@ def moment_text(moment: datetime) -> str:
     structured content keeps every digit)."""
     text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return text.removesuffix("T00:00:00Z")
+
+
+def period_text(start: datetime, end: datetime) -> str:
+    """A period as few words as say it: one day ("2024-05-01"), else "start → end"."""
+    if end - start == timedelta(days=1) and start.time() == datetime.min.time():
+        return moment_text(start)
+    return f"{moment_text(start)} → {moment_text(end)}"
 
 
 def scope_text(as_of: str | float | None, known_at: str | float | None) -> str:

@@ -484,16 +484,16 @@ def maintain(memory: Memory, args: MaintainArgs) -> Result:
     if args.list_runs:
         job = args.jobs[0] if args.jobs and len(args.jobs) == 1 else None
         runs = memory.maintenance_runs(job=job, limit=20)
-        head = f"{plural(len(runs), 'recorded run')}, newest first."
+        head = f"{len(runs)} recorded {plural(len(runs), 'run')}, newest first."
     else:
         runs = memory.maintain(args.jobs, force=args.force)
-        head = f"Ran {plural(len(runs), 'job')}." if runs else "Nothing was due."
+        head = f"Ran {len(runs)} {plural(len(runs), 'job')}." if runs else "Nothing was due."
     lines = []
     for run in runs:
         changed = ", ".join(f"{n} {kind}" for kind, n in sorted(run.changed.items()))
         line = f"{run.job}: {run.status} at {run.started_at:%Y-%m-%d %H:%M:%S}"
         line += f"; {changed}" if changed else ""
-        line += f"; {plural(run.requests, 'model request')}" if run.requests else ""
+        line += f"; {run.requests} {plural(run.requests, 'model request')}" if run.requests else ""
         lines.append(line + (f"; {run.error}" if run.error else ""))
     return "\n".join([head, *lines]), {"runs": [r.to_dict() for r in runs]}
 
@@ -512,8 +512,9 @@ def reflect(memory: Memory, args: ReflectArgs) -> Result:
     lines = [f"Pattern: {fact_line(f)}" for f in report.patterns]
     lines += [f"Rule: {fact_line(f)}" for f in report.rules]
     head = (
-        f"Found {plural(len(report.patterns), 'new pattern')} and "
-        f"{plural(len(report.rules), 'new rule')} ({plural(report.requests, 'model request')})."
+        f"Found {len(report.patterns)} new {plural(len(report.patterns), 'pattern')} and "
+        f"{len(report.rules)} new {plural(len(report.rules), 'rule')} ({report.requests} "
+        f"{plural(report.requests, 'model request')})."
     )
     if report.error:
         head += f" An answer was not used: {report.error}."
@@ -533,11 +534,12 @@ class ConsolidateArgs(_Args):
 def consolidate(memory: Memory, args: ConsolidateArgs) -> Result:
     report = memory.consolidate(dry_run=args.dry_run)
     if args.dry_run:
-        head = f"Would merge {plural(len(report.clusters), 'cluster')} of near-duplicates."
+        n = len(report.clusters)
+        head = f"Would merge {n} {plural(n, 'cluster')} of near-duplicates."
         lines = [", ".join(c) for c in report.clusters]
     else:
         head = (
-            f"Merged {plural(len(report.merged), 'cluster')}: {report.superseded} "
+            f"Merged {len(report.merged)} {plural(len(report.merged), 'cluster')}: {report.superseded} "
             f"{plural(report.superseded, 'fact')} superseded."
         )
         lines = [f"Merged: {fact_line(f)}" for f in report.merged]

@@ -8,7 +8,7 @@ import { CATEGORY_COLOURS, GraphView } from "./graph.js";
 const FACT = `id text category importance entity key value source tags summary why context
   decayClass expiresAt confidence lastConfirmedAt accessCount lastAccessedAt sourceDate
   validFrom validUntil validUntilRecordedAt recordedAt retractedAt supersededById supersedesId episodeId
-  knownNow { retractedAt supersededById validUntil }`;
+  statedTime { start end text } knownNow { retractedAt supersededById validUntil }`;
 const LINK = "id type sourceId targetId strength origin validFrom validUntil recordedAt retractedAt";
 const SCOPE = "$asOf: DateTime, $knownAt: DateTime";
 const WALK = `$types: [LinkType!], $direction: Direction!, ${SCOPE}`;
@@ -349,7 +349,8 @@ const FIELDS = [
   ["retractedAt", "Forgotten at", "time"],
   ["expiresAt", "Expires at", "time"],
   ["lastConfirmedAt", "Last confirmed", "time"],
-  ["sourceDate", "Stated at", "time"],
+  ["sourceDate", "Source date", "time"],
+  ["statedTime", "Says", "stated"],
   ["accessCount", "Times found"],
   ["lastAccessedAt", "Last found", "time"],
   ["supersedesId", "Replaces", "fact"],
@@ -364,6 +365,9 @@ function field(label, value, kind) {
     shown = el("time", { datetime: value }, formatTime(value));
   } else if (kind === "list") {
     shown = value.join(", ");
+  } else if (kind === "stated") {
+    // The time the text states: its words, and the period they were read as.
+    shown = `“${value.text}”: ${formatTime(value.start)} → ${formatTime(value.end)}`;
   } else if (kind === "fact") {
     shown = el("button", { type: "button", class: "ref", onclick: () => attempt(() => focus(value)) }, short(value, 13));
   } else {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -392,3 +393,31 @@ def test_links_to_a_target_gone_meanwhile_or_of_a_fact_not_stored_are_not_made(
     )
     assert mem.store("Backups run every night").action == "NOOP"
     assert [k for k in mem.links(kept) if k.origin == "classifier"] == []
+
+
+def test_the_answer_may_give_valid_time_from_the_text_used_only_when_the_write_asks(
+    mem: Memory, stub: OpenAIStub, clock: Clock
+) -> None:
+    seed(mem, "Ana works at Acme")
+
+    def reply(body: dict[str, Any]) -> str:
+        decisions = [
+            {
+                "fact": n["fact"],
+                "action": "ADD",
+                "target": None,
+                "reason": "new",
+                "valid_from": "2019-03-01",
+            }
+            for n in question(body)["new_facts"]
+        ]
+        return json.dumps({"decisions": decisions})
+
+    stub.reply_next(reply)
+    asked = mem.store("Ana has worked at Acme since March 2019", valid_from="stated").fact
+    assert asked is not None and asked.valid_from == datetime(2019, 3, 1, tzinfo=UTC)
+    stub.reply_next(reply)
+    kept = mem.store("Ana has worked at Acme for years").fact  # no opt-in: valid from now
+    assert kept is not None and kept.valid_from.timestamp() == clock.now
+    prompt = stub.chat_requests[0].body["messages"][0]["content"]
+    assert '"valid_from"' in prompt

@@ -273,6 +273,16 @@ def test_search_finds_a_seeded_fact_and_draws_its_neighbourhood(page: Explorer) 
     ]
 
 
+def test_the_details_show_the_time_a_fact_states(page: Explorer) -> None:
+    page.open()
+    page.driver.find_element("id", "search-input").send_keys("checkout team Lisbon\n")
+    page.wait(lambda d: "moves to Lisbon in 2027" in page.text("results"), "search found nothing")
+    move = page.ids["move"]
+    page.driver.find_element("css selector", f'#results button[data-id="{move}"]').click()
+    page.wait(lambda d: "Says" in page.text("details-fields"), "no stated time shown")
+    assert "Says\n\u201cin 2027\u201d: 2027-01-01 \u2192 2028-01-01" in page.text("details-fields")
+
+
 def test_clicking_a_node_adds_its_neighbours(page: Explorer) -> None:
     page.open(f"#fact={page.ids['paris']}")
     page.drawn(nodes=4, edges=4)

@@ -532,6 +532,22 @@ ALTER TABLE gm_links ADD CONSTRAINT gm_links_origin_check CHECK (origin IN ('exp
 """
 
 
+def _stated() -> str:
+    """Migration 12: the time a fact's text states (see the SQLite migration 21), and the facts
+    view showing it."""
+    names = [n for n in _column_names(_TABLES["facts"][0]) if not n.startswith("fts")]
+    return f"""
+    ALTER TABLE gm_facts ADD COLUMN stated_start double precision;
+    ALTER TABLE gm_facts ADD COLUMN stated_end double precision;
+    ALTER TABLE gm_facts ADD COLUMN stated_text text;
+    CREATE INDEX gm_facts_stated ON gm_facts(namespace, stated_start, stated_end)
+        WHERE stated_start IS NOT NULL;
+    CREATE OR REPLACE VIEW facts AS SELECT {", ".join(names)}, namespace, {", ".join(COMPUTED)},
+        pinned_at, cold_at, stated_start, stated_end, stated_text FROM gm_facts
+        WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+    """
+
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -544,6 +560,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     _pins(),
     MAINTENANCE_RUNS,
     LINK_ORIGINS_V11,
+    _stated(),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -24,7 +24,7 @@ from .params import id_list
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
 CANDIDATE_COLUMNS: Final = (
     "f.id, f.seq, f.importance, f.confidence, f.expires_at, f.last_confirmed_at, f.decay_class,"
-    " f.source_date, f.valid_from, f.episode_id"
+    " f.source_date, f.valid_from, f.episode_id, f.stated_start, f.stated_end"
 )
 
 
@@ -55,19 +55,21 @@ DATED: Final = "COALESCE(f.source_date, f.valid_from)"
 
 
 def period_clause(period: TimeHint, params: dict[str, Any]) -> str:
-    """The SQL condition that a fact ``f`` is dated in ``period``; its parameters go to
-    ``params``."""
-    where = []
+    """The SQL condition that a fact ``f`` is dated in ``period``, or that the time its text
+    states overlaps it (not for a month of any year); its parameters go to ``params``."""
     if period.month is not None:
-        where.append(f"CAST(strftime('%m', {DATED}, 'unixepoch') AS INTEGER) = :month")
         params["month"] = period.month
+        return f"CAST(strftime('%m', {DATED}, 'unixepoch') AS INTEGER) = :month"
+    dated, stated = [], ["f.stated_start IS NOT NULL"]
     if period.start is not None:
-        where.append(f"{DATED} >= :period_start")
+        dated.append(f"{DATED} >= :period_start")
+        stated.append("f.stated_end > :period_start")
         params["period_start"] = period.start
     if period.end is not None:
-        where.append(f"{DATED} < :period_end")
+        dated.append(f"{DATED} < :period_end")
+        stated.append("f.stated_start < :period_end")
         params["period_end"] = period.end
-    return " AND ".join(where)
+    return f"(({' AND '.join(dated)}) OR ({' AND '.join(stated)}))"
 
 
 def dated_in(

@@ -103,6 +103,9 @@ _FACT_COLUMNS: Final = (
     "supersedes_id",
     "vector_of",
     "episode_id",
+    "stated_start",
+    "stated_end",
+    "stated_text",
 )
 
 
@@ -529,6 +532,15 @@ class SQLTransaction:
                 f"UPDATE facts SET confidence = confidence * :factor WHERE {_AGEING}",
                 _decay_args(self.now),
             ).rowcount
+        )
+
+    def set_stated(
+        self, changes: Sequence[tuple[float | None, float | None, str | None, str]]
+    ) -> None:
+        """(start, end, words, fact id) of each fact whose stated time changes."""
+        self.conn.executemany(
+            "UPDATE facts SET stated_start = ?, stated_end = ?, stated_text = ? WHERE id = ?",
+            changes,
         )
 
     def set_categories(self, changes: Sequence[tuple[str, str]]) -> None:
@@ -993,6 +1005,14 @@ class SQLStore(Generic[D]):
         yield from self._read().execute(
             "SELECT id, entity, key, value, text, decay_class, last_confirmed_at, recorded_at"
             " FROM facts"
+        )
+
+    def stated_inputs(self) -> Iterator[Record]:
+        """Every fact's id, text, source_date, valid_from and stated time (what reading the
+        time its text states needs)."""
+        yield from self._read().execute(
+            "SELECT id, text, source_date, valid_from, stated_start, stated_end, stated_text"
+            " FROM facts ORDER BY seq"
         )
 
     def vector_owner_count(self) -> int:

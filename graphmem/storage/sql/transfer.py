@@ -52,6 +52,8 @@ FACT_TIMES: Final = frozenset(
         "retracted_at",
         "pinned_at",
         "cold_at",
+        "stated_start",
+        "stated_end",
     }
 )
 
@@ -114,9 +116,10 @@ def export_lines(conn: SQLConnection, namespace: str) -> Iterator[str]:
         yield json.dumps({"kind": "episode", **item}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM facts ORDER BY seq"):
         fact = _out(row, FACT_TIMES)
-        for tier in ("pinned_at", "cold_at"):  # left out when unset: older readers know neither
-            if fact.get(tier, 0) is None:
-                del fact[tier]
+        # Left out when unset: older readers know none of them.
+        for name in ("pinned_at", "cold_at", "stated_start", "stated_end", "stated_text"):
+            if fact.get(name, 0) is None:
+                del fact[name]
         yield json.dumps({"kind": "fact", **fact}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM links ORDER BY seq"):
         item = _out(row, LINK_TIMES)

@@ -390,6 +390,14 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
     END;
     """,
+    # 21: the time a fact's text states (graphmem.statedtime): the period its mentions cover and
+    # their words; facts stored before get it from `graphmem backfill-stated-time`.
+    """
+    ALTER TABLE facts ADD COLUMN stated_start REAL;
+    ALTER TABLE facts ADD COLUMN stated_end REAL;
+    ALTER TABLE facts ADD COLUMN stated_text TEXT;
+    CREATE INDEX facts_stated ON facts(stated_start, stated_end) WHERE stated_start IS NOT NULL;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
