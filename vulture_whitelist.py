@@ -53,6 +53,17 @@ FORBIDDEN
 FACT_STORED
 FACT_SUPERSEDED
 FACT_FORGOTTEN
+PRUNE
+CLASSIFY
+VALID
+STATED
+
+# Settings read by name: each maintenance job's period is the setting `<job>_interval`
+# (graphmem.maintenance.interval).
+_.prune_interval
+_.classify_interval
+_.reflect_interval
+_.consolidate_interval
 
 # strawberry type fields: the schema resolves them, GraphQL clients read them.
 _.outgoing

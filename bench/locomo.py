@@ -41,7 +41,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -130,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         runs[f"hybrid@0.6, time hints, boost {boost:g}"] = evaluate(
                             conversations, "hybrid", fts_weight=0.6
                         )
+            if args.stated_time:
+                runs.update(stated_time_runs(conversations))
             if args.episodes:
                 runs["hybrid@0.6, no episode links"] = evaluate(
                     conversations, "hybrid", fts_weight=0.6, episode_links=False
@@ -168,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         + (f"-{args.conversations[0]}-{args.conversations[1]}" if args.conversations else "")
         + ("-autolink" if args.autolink else "")
         + ("-explore" if args.explore else "")
+        + ("-stated" if args.stated_time else "")
         + ("" if args.store == "sqlite" else "-postgresql")
     )
     write_json(args.out or OUT_DIR / f"locomo-{args.embedder}{suffix}.json", report)
@@ -310,6 +313,39 @@ def _sessions(conv: dict[str, Any]) -> list[int]:
 Run = dict[str, Any]
 
 
+def stated_time_runs(conversations: Sequence[Conversation]) -> dict[str, Run]:
+    """The questions that name a time (``timehints.understand`` reads one), searched with the
+    facts' stated time as written, then with it cleared (as before graphmem read it), and
+    without time hints."""
+    now = time.time()
+
+    def timed(q: Question) -> bool:
+        return timehints.understand(q.text, now) is not None
+
+    runs = {
+        "time-word questions, stated time read": evaluate(
+            conversations, "hybrid", fts_weight=0.6, only=timed
+        ),
+        "time-word questions, no time hints": evaluate(
+            conversations, "hybrid", fts_weight=0.6, only=timed, time_hints=False
+        ),
+    }
+    stating = 0
+    for conv in conversations:
+        store = conv.memory._store  # the bench clears what the write path read
+        cleared = [(None, None, None, row["id"]) for row in store.stated_inputs()]
+        stating += sum(1 for row in store.stated_inputs() if row["stated_start"] is not None)
+        with store.transaction() as tx:
+            tx.set_stated(cleared)
+    print(f"{stating} facts state a time")
+    runs["time-word questions, stated time cleared"] = evaluate(
+        conversations, "hybrid", fts_weight=0.6, only=timed
+    )
+    for conv in conversations:
+        conv.memory.backfill_stated_time()  # back as written, for the runs after these
+    return runs
+
+
 def evaluate(
     conversations: Sequence[Conversation],
     mode: str,
@@ -319,8 +355,10 @@ def evaluate(
     graph_depth: int = 0,
     time_hints: bool = True,
     episode_links: bool = True,
+    only: Callable[[Question], bool] | None = None,
 ) -> Run:
-    """Every question of every conversation searched in ``mode``; metrics by category."""
+    """Every question of every conversation (``only`` those it accepts) searched in ``mode``;
+    metrics by category."""
     per_category: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     seconds = 0.0
     for conv in conversations:
@@ -333,6 +371,8 @@ def evaluate(
         conv.memory.settings = base.model_copy(update=update)
         try:
             for q in conv.questions:
+                if only is not None and not only(q):
+                    continue
                 started = time.perf_counter()
                 hits = conv.memory.search(
                     q.text,
@@ -640,6 +680,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="BOOST",
         help="add hybrid@0.6 runs without time hints and with them at these boosts "
         "(timehints.TIME_HINT_BOOST; the other runs use the defaults)",
+    )
+    parser.add_argument(
+        "--stated-time",
+        action="store_true",
+        help="add hybrid@0.6 runs of the questions that name a time: with the facts' stated "
+        "time, with it cleared, and without time hints",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)

@@ -141,7 +141,8 @@ def relabel(store: Store, chat: ChatClient, facts: Sequence[Fact]) -> ClassifyRe
             report.error = exc.message
             continue
         for entry in entries:
-            fact = named.get(entry.get("fact")) if isinstance(entry, dict) else None
+            name = entry.get("fact") if isinstance(entry, dict) else None
+            fact = named.get(name) if isinstance(name, str) else None
             if fact is None or fact.id in changes:
                 continue
             category = entry.get("category")

@@ -27,9 +27,9 @@ from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
-from .maintenance import JOBS, MaintenanceRun
+from .maintenance import JOBS
 from .memory import Memory
-from .models import Fact, Link
+from .models import Fact, Link, MaintenanceRun
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys

@@ -983,7 +983,9 @@ class Memory:
         def write(items: list[dict[str, Any]], then: Any) -> list[StoreResult]:
             return self._writer.store_many(items, autolink=None, then=then)
 
-        return reflection.reflect(self._chat(required=True), facts, existing, self._embed, write)
+        chat = self._chat(required=True)
+        assert chat is not None
+        return reflection.reflect(chat, facts, existing, self._embed, write)
 
     def consolidate(self, *, dry_run: bool = False) -> consolidation.ConsolidateReport:
         """Merge clusters of near-duplicate live facts (cosine ≥ ``consolidate_similarity``, the
@@ -1041,7 +1043,9 @@ class Memory:
         facts = [f for f in facts if (f.entity or "").lower() != checkpoints.ENTITY]
         report = categorize.ClassifyReport()
         if facts:
-            report = categorize.relabel(self._store, self._chat(required=True), facts)
+            chat = self._chat(required=True)
+            assert chat is not None
+            report = categorize.relabel(self._store, chat, facts)
         cursor()
         return report
 
@@ -1148,7 +1152,12 @@ class Memory:
         """Read the time every stored fact's text states, as writes do now (see
         :mod:`graphmem.statedtime`), for facts stored before graphmem read it; returns how many
         facts were read, how many state a time, and how many changed (``dry_run``: would)."""
-        return statedtime.backfill(self._store, dry_run=dry_run)
+        counts, changes = statedtime.backfill(self._store.stated_inputs())
+        if not dry_run:
+            for start in range(0, len(changes), statedtime.BACKFILL_BATCH):
+                with self._store.transaction() as tx:
+                    tx.set_stated(changes[start : start + statedtime.BACKFILL_BATCH])
+        return counts
 
     def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""

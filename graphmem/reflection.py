@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 
 #: Facts of each category a reflection reads at most (the newest).
 PER_CATEGORY: Final = 50
-#: Default days of facts a reflection reads.
-WINDOW_DAYS: Final = 14.0
 #: Cosine at or above which a new pattern (rule) repeats an existing one and is skipped.
 DUPLICATE_SIMILARITY: Final = 0.85
 #: Patterns (and rules) one reflection stores at most.

@@ -36,14 +36,12 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from .temporal import to_iso
-
-if TYPE_CHECKING:
-    from .storage.interface import Store
 
 #: Mentions of one text that count (the first ones).
 MAX_MENTIONS: Final = 8
@@ -194,12 +192,15 @@ def stated_time(text: str, reference: float) -> StatedTime | None:
     )
 
 
-def backfill(store: Store, *, dry_run: bool) -> dict[str, int]:
-    """Read the stated time of every fact in ``store`` (against its source date, else its
-    valid_from) and write those that differ, ``BACKFILL_BATCH`` a transaction."""
+def backfill(
+    rows: Iterable[Any],
+) -> tuple[dict[str, int], list[tuple[float | None, float | None, str | None, str]]]:
+    """For facts' rows (id, text, source_date, valid_from and their stated time): how many were
+    read and state a time, and the (start, end, words, id) of those whose stated time, read
+    against their source date (else valid_from), differs from the one stored."""
     read = stating = 0
     changes: list[tuple[float | None, float | None, str | None, str]] = []
-    for row in store.stated_inputs():
+    for row in rows:
         read += 1
         reference = row["source_date"] if row["source_date"] is not None else row["valid_from"]
         found = stated_time(row["text"], reference)
@@ -211,11 +212,7 @@ def backfill(store: Store, *, dry_run: bool) -> dict[str, int]:
         )
         if new != (row["stated_start"], row["stated_end"], row["stated_text"]):
             changes.append((*new, row["id"]))
-    if not dry_run:
-        for start in range(0, len(changes), BACKFILL_BATCH):
-            with store.transaction() as tx:
-                tx.set_stated(changes[start : start + BACKFILL_BATCH])
-    return {"facts": read, "stating": stating, "changed": len(changes)}
+    return {"facts": read, "stating": stating, "changed": len(changes)}, changes
 
 
 def _resolve(
@@ -267,8 +264,8 @@ def _relative(kind: str, m: re.Match[str], base: datetime) -> tuple[datetime, da
         return today - 2 * day, today - day
     if kind == "relative_day":
         word = " ".join(m["word"].lower().split())
-        shift = {"yesterday": -1, "last night": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
-        return today + shift * day, today + (shift + 1) * day
+        offset = {"yesterday": -1, "last night": -1, "today": 0, "tonight": 0, "tomorrow": 1}[word]
+        return today + offset * day, today + (offset + 1) * day
     if kind == "ago":
         raw = " ".join(m["count"].lower().split())
         count = int(raw) if raw.isdigit() else _NUMBERS[raw]

@@ -643,7 +643,7 @@ class Mutation:
         ] = False,
     ) -> MaintainPayload:
         async def maintain() -> MaintainPayload:
-            chosen = None if jobs is None else [j.value for j in jobs]
+            chosen = None if jobs is None else [j.name.lower() for j in jobs]
             runs = await info.context.write(info.context.memory.maintain, chosen, force=force)
             return MaintainPayload(runs=[MaintenanceRun.of(r) for r in runs], error=None)
 

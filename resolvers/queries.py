@@ -499,7 +499,7 @@ class Query:
     ) -> list[MaintenanceRun]:
         found = await info.context.run(
             info.context.memory.maintenance_runs,
-            job=None if job is None else job.value,
+            job=None if job is None else job.name.lower(),
             limit=limit,
         )
         return [MaintenanceRun.of(r) for r in found]

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types import ExecutionResult
 
-from graphmem import Fact, Link, Memory
+from graphmem import Link, Memory
 from graphmem.temporal import parse_time
 from resolvers.completion import LeanExecutor
 from resolvers.context import Context
@@ -183,7 +183,7 @@ def test_every_field_of_a_traversed_fact_and_link_is_the_engines(mem: Memory) ->
     old = mem.store("Ana lives in Lisbon", entity="Ana", key="city", value="Lisbon").fact
     assert old is not None
     new = mem.store(
-        "Ana works in Porto",
+        "Ana works in Porto since 2019",
         entity="Ana",
         key="office",
         value="Porto",
@@ -196,7 +196,11 @@ def test_every_field_of_a_traversed_fact_and_link_is_the_engines(mem: Memory) ->
     ).fact
     assert new is not None
     link = mem.link(old.id, new.id, "CAUSED_BY", strength=0.25, metadata={"by": "test"})
-    fact_fields = [_camel(name) for name in Fact.__dataclass_fields__ if name != "superseded_by"]
+    fact_fields = [
+        _camel(name) + (" { start end text }" if name == "stated_time" else "")
+        for name in new.to_dict()
+        if name != "superseded_by"
+    ]
     link_fields = [_camel(name) for name in Link.__dataclass_fields__]
     query = (
         "query($id: ID!) { traverse(from: [$id], depth: 1) { nodes { fact { supersededById "
@@ -237,4 +241,6 @@ def _plain(value: Any) -> Any:
     """Times as the engine's to_dict and GraphQL both write them can differ only in form."""
     if isinstance(value, str) and value.endswith(("Z", "+00:00")) and "T" in value:
         return parse_time(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
     return value

@@ -103,22 +103,20 @@ _FACT_COLUMNS: Final = (
     "supersedes_id",
     "vector_of",
     "episode_id",
-    "stated_start",
-    "stated_end",
-    "stated_text",
+)
+#: Columns a new fact sets only when it has them (a new version of a pinned fact is pinned
+#: too; the time its text states): left to their defaults otherwise, so that a write names no
+#: column it does not need.
+_OPTIONAL_FACT_COLUMNS: Final[tuple[tuple[str, ...], ...]] = (
+    ("pinned_at",),
+    ("stated_start", "stated_end", "stated_text"),
 )
 
 
-_INSERT_FACT: Final = (
-    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)})"
-    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)})"
-)
-#: The same for a new version of a pinned fact, which is pinned too (a new fact is neither
-#: pinned nor cold: the columns' defaults).
-_INSERT_PINNED_FACT: Final = (
-    f"INSERT INTO facts ({', '.join(_FACT_COLUMNS)}, pinned_at)"
-    f" VALUES ({', '.join(':' + c for c in _FACT_COLUMNS)}, :pinned_at)"
-)
+def _insert_fact(optional: tuple[tuple[str, ...], ...]) -> str:
+    """The INSERT of a new fact with the ``optional`` column groups besides the others."""
+    names = [*_FACT_COLUMNS, *(c for group in optional for c in group)]
+    return f"INSERT INTO facts ({', '.join(names)}) VALUES ({', '.join(':' + c for c in names)})"
 
 
 def _append_log(conn: SQLConnection, into: str, rows: Sequence[tuple[Any, ...]], kept: int) -> int:
@@ -240,11 +238,13 @@ class SQLTransaction:
         """Write a stored batch: its facts (and their keyword index entries), supersessions,
         retractions and SUPERSEDES links."""
         conn = self.conn
+        by_columns: dict[tuple[tuple[str, ...], ...], list[dict[str, Any]]] = {}
+        for row in changes.inserts:
+            groups = tuple(g for g in _OPTIONAL_FACT_COLUMNS if row.get(g[0]) is not None)
+            by_columns.setdefault(groups, []).append(row)
         with keyword_index.indexing(conn):
-            conn.executemany(_INSERT_FACT, [r for r in changes.inserts if not r.get("pinned_at")])
-            conn.executemany(
-                _INSERT_PINNED_FACT, [r for r in changes.inserts if r.get("pinned_at")]
-            )
+            for groups, rows in by_columns.items():
+                conn.executemany(_insert_fact(groups), rows)
         conn.executemany(
             "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
             " WHERE id = ?",
