@@ -8,7 +8,9 @@ each run leaves.
    another process is running is skipped, not run twice. A run recorded as running for longer
    than ``LEASE_S`` was abandoned by a process that stopped; the next claim closes it as failed.
 3. The job runs; its record gets what it changed (counts by kind), the model requests it made
-   and, if it failed, why. A failed job changes nothing and is tried again at its next period.
+   and, if it failed, why: an error changes nothing; a model answer that could not be used
+   changes nothing of its batch (what other batches changed is counted). Either way the job is
+   tried again at its next period.
 
 ``graphmem serve`` runs what is due for every open namespace (each minute, or sooner when a
 period is shorter); ``graphmem maintain`` does it once, for cron.

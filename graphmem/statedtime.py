@@ -136,6 +136,49 @@ _KINDS: Final[tuple[tuple[str, re.Pattern[str]], ...]] = tuple(
 )
 
 
+#: What a text must hold for a kind of mention to be looked for: its words, read once, decide
+#: which of the patterns above run (most texts hold none of what they look for).
+_WORD: Final = re.compile(r"[a-z]+")
+_MONTH_WORDS: Final = frozenset(_MONTHS)
+_RELATIVE_WORDS: Final = frozenset(
+    {"yesterday", "today", "tonight", "tomorrow", "night", "ago", "week", "weeks", "weekend"}
+    | {"month", "months", "year", "years", "day", "days", *_WEEKDAYS}
+)
+_DIGIT: Final = re.compile(r"\d")
+
+
+def _signals(text: str) -> set[str]:
+    """Which kinds of signal ``text`` holds: a digit, a month's name, a relative time word."""
+    words = set(_WORD.findall(text.lower()))
+    present = set()
+    if _DIGIT.search(text):
+        present.add("digit")
+    if words & _MONTH_WORDS:
+        present.add("month")
+    if words & _RELATIVE_WORDS:
+        present.add("relative")
+    return present
+
+
+_NEEDS: Final = {
+    "iso": "digit",
+    "year_range": "digit",
+    "month_range": "month",
+    "day_month_year": "digit",
+    "month_day_year": "digit",
+    "month_year": "digit",
+    "day_month": "digit",
+    "month_day": "digit",
+    "decade": "digit",
+    "year": "digit",
+    "month": "month",
+    "ago": "relative",
+    "day_before": "relative",
+    "relative_day": "relative",
+    "shifted": "relative",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class StatedTime:
     """The time a fact's text states: the period ``start`` to ``end`` (end excluded) that covers
@@ -159,10 +202,15 @@ def mentions(text: str, reference: float) -> list[tuple[str, datetime, datetime]
     if not isinstance(text, str) or not text:
         return []
     text = text[:MAX_READ]
+    present = _signals(text)
+    if not present:
+        return []  # most texts: no digit, month or time word, nothing to look for
     base = datetime.fromtimestamp(reference, tz=UTC)
     taken: list[tuple[int, int]] = []
     found: list[tuple[int, str, datetime, datetime]] = []
     for kind, pattern in _KINDS:
+        if _NEEDS[kind] not in present:
+            continue
         for match in pattern.finditer(text):
             a, b = match.span()
             if any(a < end and start < b for start, end in taken):
