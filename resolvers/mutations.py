@@ -115,6 +115,11 @@ class FactInput:
     entity_links: bool | None = strawberry.field(
         default=None, description="Link to recent facts about the same entity (default: setting)."
     )
+    stated_valid_from: bool = strawberry.field(
+        default=False,
+        description="Without `validFrom`: valid from the start of the time the text states "
+        '("in 2019"), if it states one (docs/concepts.md#the-time-the-text-states).',
+    )
 
     def to_core(self) -> dict[str, Any]:
         values = {

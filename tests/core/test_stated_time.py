@@ -227,3 +227,14 @@ def test_the_mcp_text_says_what_the_fact_states(mem: Memory) -> None:
     assert "; says 'yesterday': 2024-05-01)" in fact_line(f)
     assert "; says 'from 2006 to 2009': 2006-01-01 → 2010-01-01)" in fact_line(g)
     assert "says" not in fact_line(mem.store("No date").fact)  # type: ignore[arg-type]
+
+
+def test_graphql_writes_may_take_their_valid_time_from_the_text(service: InProcess) -> None:
+    stored = service.data(
+        'mutation { storeFact(input: {text: "Bo moved to Porto in 2019", statedValidFrom: true}) '
+        "{ fact { validFrom statedTime { text } } error { code } } }"
+    )["storeFact"]
+    assert stored["fact"] == {
+        "validFrom": "2019-01-01T00:00:00Z",
+        "statedTime": {"text": "in 2019"},
+    }
