@@ -8,6 +8,7 @@ from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
 from .categorize import CategoryInfo, ClassifyReport
 from .checkpoints import Checkpoint
+from .client import Client, ServiceError
 from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
 from .episodes import Episode
@@ -58,6 +59,7 @@ __all__ = [
     "CheckReport",
     "Checkpoint",
     "ClassifyReport",
+    "Client",
     "Clusters",
     "Conflict",
     "ConsolidateReport",
@@ -91,6 +93,7 @@ __all__ = [
     "RecallResult",
     "ReflectReport",
     "SearchHit",
+    "ServiceError",
     "Settings",
     "StatedTime",
     "Stats",

@@ -1,0 +1,154 @@
+"""``graphmem.Client``: Memory's verbs over a real service (uvicorn on loopback), with the same
+answers, types and exceptions as ``Memory`` in process — the same script runs against both —
+and retries, keys and namespaces of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from graphmem import Conflict, Fact, InvalidInput, KeyStore, Memory, NotFound, Settings
+from graphmem.client import Client, ServiceError
+from resolvers.app import create_app
+
+from ..support.clock import Clock
+from ..support.graphql_clients import LiveServer
+
+
+@pytest.fixture(params=["memory", "client"])
+def api(request: pytest.FixtureRequest, settings: Settings, clock: Clock) -> Iterator[Any]:
+    """Memory in process, or a Client of a service on the same settings."""
+    if request.param == "memory":
+        with Memory.open(settings.data_dir, settings=settings, clock=clock) as memory:
+            yield memory
+    else:
+        with (
+            LiveServer(create_app(settings, clock=clock)) as server,
+            Client(server.base_url) as client,
+        ):
+            yield client
+
+
+def test_the_same_script_gives_the_same_answers(api: Any, clock: Clock) -> None:
+    [berlin, tea] = api.store_many(
+        [
+            {"text": "Ana lives in Berlin", "entity": "ana", "key": "city", "value": "Berlin"},
+            {"text": "Ana drinks green tea in 2019", "entity": "ana", "tags": ["drinks"]},
+        ]
+    )
+    assert berlin.action == "ADD" and isinstance(berlin.fact, Fact)
+    assert tea.fact.stated_time is not None and tea.fact.stated_time.text == "in 2019"
+    before = clock.now
+    clock.advance(60)
+    moved = api.store("Ana lives in Paris", entity="ana", key="city", value="Paris")
+    assert moved.action == "UPDATE" and moved.target_ids == (berlin.fact.id,)
+    assert api.get(berlin.fact.id) is None  # replaced now
+    old = api.get(berlin.fact.id, known_at=before)
+    assert old is not None and old.text == "Ana lives in Berlin" and old.superseded_by is None
+    assert [f.text for f in api.history(moved.fact.id)] == [
+        "Ana lives in Berlin",
+        "Ana lives in Paris",
+    ]
+    assert [f.value for f in api.lookup("ana", key="city")] == ["Paris"]
+    hits = api.search("where does Ana live", limit=3)
+    assert hits[0].fact.id == moved.fact.id and hits[0].score > 0
+    assert hits[0].fact == api.get(moved.fact.id)  # every field, as get reads it
+    dated = api.search("what did Ana drink in 2019", limit=1)
+    assert dated[0].time_hint is not None and dated[0].time_matched == "stated"
+    link = api.link(
+        moved.fact.id, tea.fact.id, "RELATED_TO", strength=0.5, metadata={"why": "test"}
+    )
+    assert (link.type, link.strength, link.origin, link.metadata) == (
+        "RELATED_TO",
+        0.5,
+        "explicit",
+        {"why": "test"},
+    )
+    assert api.unlink(link.id).id == link.id
+    forgotten = api.forget(tea.fact.id)
+    assert forgotten.id == tea.fact.id and api.get(tea.fact.id) is None
+
+
+def test_the_same_bad_input_raises_the_same_exceptions(api: Any) -> None:
+    fact = api.store("Ana lives in Berlin").fact
+    with pytest.raises(InvalidInput) as refused:
+        api.store("x", importance=2)
+    assert "importance" in str(refused.value)
+    with pytest.raises(InvalidInput):
+        api.search("anything", as_of="last May")
+    with pytest.raises(NotFound):
+        api.forget("01a220ea-0000-7000-8000-000000000000")
+    api.forget(fact.id)
+    with pytest.raises(Conflict):
+        api.forget(fact.id)
+    with pytest.raises(InvalidInput) as bad_link:
+        api.link(fact.id, fact.id, "RELATED_TO", strength=3)
+    assert bad_link.value.field in ("strength", None)
+    assert api.get("01a220ea-0000-7000-8000-000000000000") is None
+
+
+def test_a_key_and_a_namespace_are_sent_from_the_arguments_or_the_environment(
+    settings: Settings, keys: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token, _ = keys.create(["alpha", "beta"])
+    reader, _ = keys.create(["alpha"], read_only=True)
+    with LiveServer(create_app(settings)) as server:
+        with Client(server.base_url, api_key=token, namespace="beta") as client:
+            stored = client.store("Only in beta").fact
+        assert stored is not None
+        monkeypatch.setenv("GRAPHMEM_URL", server.base_url)
+        monkeypatch.setenv("GRAPHMEM_API_KEY", token)
+        with Client() as alpha:  # the key's first namespace
+            assert alpha.get(stored.id) is None
+        monkeypatch.setenv("GRAPHMEM_NAMESPACE", "beta")
+        with Client() as beta:
+            assert beta.get(stored.id) is not None
+        with Client(server.base_url, api_key=reader, namespace="alpha") as read_only:
+            with pytest.raises(Exception) as refused:
+                read_only.store("x")
+            assert getattr(refused.value, "code", None) == "FORBIDDEN"
+        with Client(server.base_url, api_key="gm_wrong") as stranger:
+            with pytest.raises(ServiceError) as unknown:
+                stranger.get(stored.id)
+            assert unknown.value.code == "UNAUTHENTICATED"
+
+
+def answering(*replies: tuple[int, dict[str, Any]]) -> tuple[httpx.MockTransport, list[int]]:
+    """A transport answering ``replies`` in turn (status, JSON body); and the count of
+    requests it received."""
+    seen: list[int] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(1)
+        status, body = replies[min(len(seen), len(replies)) - 1]
+        return httpx.Response(status, json=body, headers={"retry-after": "0"})
+
+    return httpx.MockTransport(handle), seen
+
+
+LIMITED = {"errors": [{"message": "slow down", "extensions": {"code": "RATE_LIMITED"}}]}
+
+
+def test_429_and_503_are_retried_then_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("graphmem.client.BACKOFF_S", 0.0)
+    transport, seen = answering((429, LIMITED), (503, {}), (200, {"data": {"fact": None}}))
+    with Client("http://memory.test", transport=transport) as client:
+        assert client.get("x") is None
+    assert len(seen) == 3
+    transport, seen = answering((429, LIMITED))
+    with (
+        Client("http://memory.test", transport=transport, retries=2) as client,
+        pytest.raises(ServiceError) as limited,
+    ):
+        client.get("x")
+    assert limited.value.code == "RATE_LIMITED" and len(seen) == 3
+
+
+def test_an_unreachable_service_is_unavailable(tmp_path: Path) -> None:
+    with Client("http://127.0.0.1:9", retries=1) as client, pytest.raises(ServiceError) as down:
+        client.get("x")
+    assert down.value.code == "UNAVAILABLE"
