@@ -8,7 +8,7 @@ from .analytics import Clusters, DependencyOrder
 from .capture import CaptureResult
 from .categorize import CategoryInfo, ClassifyReport
 from .checkpoints import Checkpoint
-from .client import Client, ServiceError
+from .client import AsyncClient, Client, ServiceError
 from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
 from .episodes import Episode
@@ -52,6 +52,7 @@ from .vectors.outbox import CheckReport
 
 __all__ = [
     "ApiKey",
+    "AsyncClient",
     "CaptureResult",
     "CategoryInfo",
     "Change",

@@ -22,15 +22,26 @@
 
 from __future__ import annotations
 
+import base64
+import functools
+import json
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any, Final
 
+import anyio.to_thread
 import httpx
+from websockets.exceptions import WebSocketException
+from websockets.sync.client import connect
+from websockets.typing import Subprotocol
 
+from .capture import CaptureResult
+from .documents import DocumentFile
+from .episodes import Episode
+from .erasure import Erasure, PurgeReport
 from .errors import (
     Code,
     Conflict,
@@ -45,14 +56,22 @@ from .errors import (
     StorageError,
     SubscriberTooSlow,
 )
-from .models import Fact, FactInput, Link, SearchHit, StoreResult
+from .graph import DEFAULT_MAX_NODES, Node, Path, Subgraph
+from .limits import MAX_LIMIT
+from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from .recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
+from .stats import Stats
+from .storage.interface import FactPage
 from .temporal import TimeInput, parse_time, to_iso
 from .timehints import TimeHint
+from .usage import Usage
 
 #: Where the client looks for the service without ``url`` or ``GRAPHMEM_URL``.
 DEFAULT_URL: Final = "http://127.0.0.1:8420"
 #: The first wait before a retry, doubled each time (unless the answer says how long).
 BACKOFF_S: Final = 0.5
+#: Facts one ``get_many`` request asks for (aliases; the service's default limit is 30).
+ALIASES_PER_REQUEST: Final = 25
 #: The header that names the namespace (resolvers/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
 
@@ -72,17 +91,15 @@ _RAISED: Final[Mapping[str, type[GraphmemError]]] = {
 
 
 class ServiceError(GraphmemError):
-    """An error only a service answers (``code``: UNAUTHENTICATED, RATE_LIMITED, TOO_COSTLY,
-    PAYLOAD_TOO_LARGE, INVALID_QUERY, INTERNAL_ERROR), or the service out of reach
-    (UNAVAILABLE)."""
+    """An error only a service answers, or the service out of reach: its ``code`` is the one
+    answered (UNAUTHENTICATED, RATE_LIMITED, TOO_COSTLY, PAYLOAD_TOO_LARGE, INVALID_QUERY,
+    INTERNAL_ERROR), or UNAVAILABLE."""
+
+    code = Code.INTERNAL_ERROR
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
-        self.service_code = code
-
-    @property
-    def code(self) -> str:  # type: ignore[override]  # the service's code, not the class's
-        return self.service_code
+        vars(self)["code"] = code  # the code the service answered, over the class's
 
 
 class Client:
@@ -323,6 +340,492 @@ class Client:
         )
         return [fact_of(f) for f in data["history"]]
 
+    def get_many(
+        self,
+        ids: Iterable[str],
+        *,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        include_superseded: bool = False,
+    ) -> dict[str, Fact]:
+        """See ``Memory.get_many``: the facts of ``ids`` visible at the time scope (superseded
+        versions too with ``include_superseded``), by id; ``ALIASES_PER_REQUEST`` a request."""
+        wanted = list(dict.fromkeys(ids))
+        scope = {"asOf": _time(as_of), "knownAt": _time(known_at)}
+        field = "history" if include_superseded else "fact"
+        out: dict[str, Fact] = {}
+        for start in range(0, len(wanted), ALIASES_PER_REQUEST):
+            chunk = wanted[start : start + ALIASES_PER_REQUEST]
+            names = ", ".join(f"$i{n}: ID!" for n in range(len(chunk)))
+            fields_ = " ".join(
+                f"f{n}: {field}(id: $i{n}, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }}"
+                for n in range(len(chunk))
+            )
+            variables = {**scope, **{f"i{n}": i for n, i in enumerate(chunk)}}
+            if include_superseded:  # a version chain may not hold the id (NOT_FOUND: unknown)
+                data = self._query_each(names, fields_, variables, len(chunk))
+            else:
+                data = self._query(
+                    f"query({names}, $asOf: DateTime, $knownAt: DateTime) {{ {fields_} }}",
+                    variables,
+                )
+            for n, fact_id in enumerate(chunk):
+                found = data.get(f"f{n}")
+                versions = found if isinstance(found, list) else [found] if found else []
+                out.update({f["id"]: fact_of(f) for f in versions if f["id"] == fact_id})
+        return out
+
+    def _query_each(
+        self, names: str, fields_: str, variables: Mapping[str, Any], count: int
+    ) -> dict[str, Any]:
+        """The aliased fields of a get_many over history, an unknown id answering null."""
+        try:
+            return self._query(
+                f"query({names}, $asOf: DateTime, $knownAt: DateTime) {{ {fields_} }}",
+                variables,
+            )
+        except NotFound:  # one unknown id fails the request: ask for each alone
+            out: dict[str, Any] = {}
+            for n in range(count):
+                try:
+                    got = self._query(
+                        f"query($i{n}: ID!, $asOf: DateTime, $knownAt: DateTime) "
+                        f"{{ f{n}: history(id: $i{n}, asOf: $asOf, knownAt: $knownAt) "
+                        f"{{ {FACT_FIELDS} }} }}",
+                        {k: v for k, v in variables.items() if k in (f"i{n}", "asOf", "knownAt")},
+                    )
+                except NotFound:
+                    continue
+                out.update(got)
+            return out
+
+    def links(
+        self,
+        fact_id: str,
+        *,
+        direction: str = "BOTH",
+        types: Iterable[str] | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> list[Link]:
+        """See ``Memory.links``: the fact's links visible at the time scope, strongest first."""
+        out: list[Link] = []
+        after: str | None = None
+        while True:
+            data = self._query(
+                f"""query($id: ID!, $direction: Direction!, $types: [LinkType!],
+                          $asOf: DateTime, $knownAt: DateTime, $after: String) {{
+                  fact(id: $id, asOf: $asOf, knownAt: $knownAt) {{
+                    links(direction: $direction, types: $types, first: {MAX_LIMIT},
+                          after: $after) {{
+                      edges {{ cursor link {{ {LINK_FIELDS} }} }} pageInfo {{ hasNextPage }}
+                    }}
+                  }}
+                }}""",
+                {
+                    "id": fact_id,
+                    "direction": direction.upper(),
+                    "types": None if types is None else [t.upper() for t in types],
+                    "asOf": _time(as_of),
+                    "knownAt": _time(known_at),
+                    "after": after,
+                },
+            )
+            if data["fact"] is None:
+                return out
+            page = data["fact"]["links"]
+            out += [link_of(e["link"]) for e in page["edges"]]
+            if not page["pageInfo"]["hasNextPage"] or not page["edges"]:
+                return out
+            after = page["edges"][-1]["cursor"]
+
+    def traverse(
+        self,
+        ids: Iterable[str] | str,
+        *,
+        depth: int = 2,
+        types: Iterable[str] | None = None,
+        direction: str = "BOTH",
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        max_nodes: int = DEFAULT_MAX_NODES,
+        min_strength: float = 0.0,
+    ) -> Subgraph:
+        """See ``Memory.traverse``: the facts reached breadth-first, and the links among them."""
+        data = self._query(
+            f"""query($from: [ID!]!, $depth: Int!, $types: [LinkType!], $direction: Direction!,
+                      $asOf: DateTime, $knownAt: DateTime, $maxNodes: Int!,
+                      $minStrength: Float!) {{
+              traverse(from: $from, depth: $depth, types: $types, direction: $direction,
+                       asOf: $asOf, knownAt: $knownAt, maxNodes: $maxNodes,
+                       minStrength: $minStrength) {{
+                nodes {{ depth parentIds fact {{ {FACT_FIELDS} }} }}
+                edges {{ {LINK_FIELDS} }}
+                truncatedBy
+              }}
+            }}""",
+            {
+                "from": [ids] if isinstance(ids, str) else list(ids),
+                "depth": depth,
+                "types": None if types is None else [t.upper() for t in types],
+                "direction": direction.upper(),
+                "asOf": _time(as_of),
+                "knownAt": _time(known_at),
+                "maxNodes": max_nodes,
+                "minStrength": min_strength,
+            },
+        )
+        sub = data["traverse"]
+        return Subgraph(
+            [Node(fact_of(n["fact"]), n["depth"], tuple(n["parentIds"])) for n in sub["nodes"]],
+            [link_of(e) for e in sub["edges"]],
+            tuple(sub["truncatedBy"]),
+        )
+
+    def path(
+        self,
+        source_id: str,
+        target_id: str,
+        *,
+        types: Iterable[str] | None = None,
+        direction: str = "BOTH",
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> Path | None:
+        """See ``Memory.path``: a shortest path between two facts, or None."""
+        data = self._query(
+            f"""query($from: ID!, $to: ID!, $types: [LinkType!], $direction: Direction!,
+                      $asOf: DateTime, $knownAt: DateTime) {{
+              path(from: $from, to: $to, types: $types, direction: $direction, asOf: $asOf,
+                   knownAt: $knownAt) {{
+                facts {{ {FACT_FIELDS} }} links {{ {LINK_FIELDS} }}
+              }}
+            }}""",
+            {
+                "from": source_id,
+                "to": target_id,
+                "types": None if types is None else [t.upper() for t in types],
+                "direction": direction.upper(),
+                "asOf": _time(as_of),
+                "knownAt": _time(known_at),
+            },
+        )
+        found = data["path"]
+        if found is None:
+            return None
+        return Path([fact_of(f) for f in found["facts"]], [link_of(k) for k in found["links"]])
+
+    def recall(
+        self,
+        prompt: str,
+        *,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        format: str = "full",
+        graph_depth: int = 0,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        time_hints: bool = True,
+        episode_links: bool = True,
+        include_cold: bool = False,
+    ) -> RecallResult:
+        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt``."""
+        data = self._query(
+            f"""query($prompt: String!, $maxTokens: Int!, $format: RecallFormat!,
+                      $graphDepth: Int!, $asOf: DateTime, $knownAt: DateTime,
+                      $timeHints: Boolean!, $episodeLinks: Boolean!, $includeCold: Boolean!) {{
+              recall(prompt: $prompt, maxTokens: $maxTokens, format: $format,
+                     graphDepth: $graphDepth, asOf: $asOf, knownAt: $knownAt,
+                     timeHints: $timeHints, episodeLinks: $episodeLinks,
+                     includeCold: $includeCold) {{
+                context tokens omitted
+                items {{ score source line summarized fact {{ {FACT_FIELDS} }} }}
+              }}
+            }}""",
+            {
+                "prompt": prompt,
+                "maxTokens": max_tokens,
+                "format": format.upper(),
+                "graphDepth": graph_depth,
+                "asOf": _time(as_of),
+                "knownAt": _time(known_at),
+                "timeHints": time_hints,
+                "episodeLinks": episode_links,
+                "includeCold": include_cold,
+            },
+        )
+        found = data["recall"]
+        items = [
+            RecallItem(
+                fact_of(i["fact"]), i["score"], i["source"].lower(), i["line"], i["summarized"]
+            )
+            for i in found["items"]
+        ]
+        return RecallResult(found["context"], items, found["tokens"], found["omitted"])
+
+    def episode(self, episode_id: str) -> Episode | None:
+        """See ``Memory.episode``: the episode with this id, or None."""
+        data = self._query(
+            f"query($id: String!) {{ episode(id: $id) {{ {EPISODE_FIELDS} }} }}",
+            {"id": episode_id},
+        )
+        return None if data["episode"] is None else _episode_of(data["episode"])
+
+    def episodes(
+        self,
+        *,
+        source: str | None = None,
+        after: TimeInput | None = None,
+        before: TimeInput | None = None,
+        limit: int = 100,
+    ) -> list[Episode]:
+        """See ``Memory.episodes``: episodes by time, oldest first."""
+        data = self._query(
+            f"""query($source: String, $after: DateTime, $before: DateTime, $limit: Int!) {{
+              episodes(source: $source, after: $after, before: $before, limit: $limit) {{
+                {EPISODE_FIELDS} }} }}""",
+            {"source": source, "after": _time(after), "before": _time(before), "limit": limit},
+        )
+        return [_episode_of(e) for e in data["episodes"]]
+
+    def episode_facts(
+        self,
+        episode_id: str,
+        *,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+    ) -> list[Fact]:
+        """See ``Memory.episode_facts``: its facts, in the order they were written; NotFound
+        for an unknown episode."""
+        data = self._query(
+            f"""query($id: String!, $asOf: DateTime, $knownAt: DateTime) {{
+              episode(id: $id, asOf: $asOf, knownAt: $knownAt) {{ facts {{ {FACT_FIELDS} }} }}
+            }}""",
+            {"id": episode_id, "asOf": _time(as_of), "knownAt": _time(known_at)},
+        )
+        if data["episode"] is None:
+            raise NotFound(f"no episode with id {episode_id!r}")
+        return [fact_of(f) for f in data["episode"]["facts"]]
+
+    def purge(
+        self,
+        fact_id: str | None = None,
+        *,
+        ids: Iterable[str] | None = None,
+        entity: str | None = None,
+        source: str | None = None,
+        episode: str | None = None,
+        dry_run: bool = False,
+    ) -> PurgeReport:
+        """See ``Memory.purge``: erase for good what the filter matches."""
+        chosen = (
+            None
+            if ids is None and fact_id is None
+            else [*(ids or []), *([fact_id] if fact_id else [])]
+        )
+        given = {"ids": chosen, "entity": entity, "source": source, "episode": episode}
+        data = self._mutate(
+            """mutation($filter: PurgeFilter!, $dryRun: Boolean!) {
+              purgeFacts(filter: $filter, dryRun: $dryRun) {
+                facts links vectors episodes dryRun error { code message field }
+              }
+            }""",
+            {"filter": {k: v for k, v in given.items() if v is not None}, "dryRun": dry_run},
+            "purgeFacts",
+        )
+        return PurgeReport(
+            data["facts"], data["links"], data["vectors"], data["episodes"], data["dryRun"]
+        )
+
+    def capture(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        episode: str | Mapping[str, Any] | None = None,
+    ) -> list[CaptureResult]:
+        """See ``Memory.capture``: what a turn's messages say that is worth keeping, stored."""
+        if isinstance(messages, str | bytes | Mapping) or not all(
+            isinstance(m, Mapping) for m in messages
+        ):
+            raise InvalidInput("messages must be a list of {role, content}", field="messages")
+        given = [{"role": m.get("role"), "content": m.get("content")} for m in messages]
+        data = self._mutate(
+            f"""mutation($messages: [MessageInput!]!, $episode: EpisodeInput) {{
+              captureMessages(messages: $messages, episode: $episode) {{
+                results {{ action reason message role text targetIds fact {{ {FACT_FIELDS} }} }}
+                error {{ code message field }}
+              }}
+            }}""",
+            {"messages": given, "episode": None if episode is None else _episode_input(episode)},
+            "captureMessages",
+        )
+        return [
+            CaptureResult(
+                r["action"],
+                None if r["fact"] is None else fact_of(r["fact"]),
+                r["reason"],
+                r["message"],
+                r["role"],
+                r["text"],
+                tuple(r["targetIds"]),
+            )
+            for r in data["results"]
+        ]
+
+    def facts(
+        self,
+        *,
+        first: int = 50,
+        after: int | None = None,
+        tag: str | None = None,
+        category: str | None = None,
+        entity: str | None = None,
+        source: str | None = None,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        include_superseded: bool = False,
+    ) -> FactPage:
+        """See ``Memory.facts``: a page of facts in the order recorded; ``after`` the position
+        of the last item of the previous page."""
+        data = self._query(
+            f"""query($filter: FactFilter, $first: Int!, $after: String, $asOf: DateTime,
+                      $knownAt: DateTime) {{
+              facts(filter: $filter, first: $first, after: $after, asOf: $asOf,
+                    knownAt: $knownAt) {{
+                edges {{ cursor node {{ {FACT_FIELDS} }} }} pageInfo {{ hasNextPage }}
+              }}
+            }}""",
+            {
+                "filter": {
+                    "tag": tag,
+                    "category": category,
+                    "entity": entity,
+                    "source": source,
+                    "includeSuperseded": include_superseded,
+                },
+                "first": first,
+                "after": None if after is None else _fact_cursor(after),
+                "asOf": _time(as_of),
+                "knownAt": _time(known_at),
+            },
+        )
+        page = data["facts"]
+        items = [(_fact_position(e["cursor"]), fact_of(e["node"])) for e in page["edges"]]
+        return FactPage(items, page["pageInfo"]["hasNextPage"])
+
+    def documents(self, *, under: str | os.PathLike[str] | None = None) -> list[DocumentFile]:
+        """See ``Memory.documents``: the synced files (at or under ``under``), by path."""
+        data = self._query(
+            """query($under: String) { documents(under: $under) {
+              path hash mtime size chunks syncedAt imported } }""",
+            {"under": None if under is None else os.fspath(under)},
+        )
+        return [
+            DocumentFile(
+                d["path"],
+                d["hash"],
+                _epoch(d["mtime"]),
+                d["size"],
+                d["chunks"],
+                _epoch(d["syncedAt"]),
+                d["imported"],
+            )
+            for d in data["documents"]
+        ]
+
+    def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
+        """See ``Memory.read_lines``: lines of a synced file as it is on the service's disk."""
+        data = self._query(
+            """query($path: String!, $start: Int!, $end: Int) {
+              documentLines(path: $path, start: $start, end: $end) }""",
+            {"path": os.fspath(path), "start": start, "end": end},
+        )
+        text: str = data["documentLines"]
+        return text
+
+    def erasures(self, *, limit: int = 100) -> list[Erasure]:
+        """See ``Memory.erasures``: the erasure records, newest first (an admin key)."""
+        data = self._query(
+            """query($limit: Int!) { erasures(limit: $limit) {
+              at filter facts links vectors episodes } }""",
+            {"limit": limit},
+        )
+        return [
+            Erasure(
+                _parsed(e["at"], datetime),
+                e["filter"],
+                e["facts"],
+                e["links"],
+                e["vectors"],
+                e["episodes"],
+            )
+            for e in data["erasures"]
+        ]
+
+    def stats(self) -> Stats:
+        """See ``Memory.stats``: counts describing the namespace, and the providers' usage."""
+        data = self._query("{ stats { data } }", {})["stats"]["data"]
+        usage = data.pop("usage")
+        llm = usage.get("llm")
+        return Stats(
+            **data,
+            embedding_usage=Usage(**usage["embedding"]),
+            llm_usage=None if llm is None else Usage(**llm),
+        )
+
+    def changes(self, *, kinds: Iterable[str] | None = None) -> Generator[Change, None, None]:
+        """Every change committed in the namespace from now on (``memoryChanged`` over
+        graphql-transport-ws), as ``Memory.subscribe`` announces them; closing the iterator
+        ends the subscription. A subscription the service ends (a key revoked, points spent,
+        a subscriber too slow) raises its exception."""
+        namespace = self._query("{ namespace }", {})["namespace"]
+        url = "ws" + self.url.removeprefix("http") + "/graphql"
+        headers = {
+            k: v
+            for k, v in self._http.headers.items()
+            if k.lower() in ("authorization", NAMESPACE_HEADER.lower())
+        }
+        subscribe = {
+            "id": "1",
+            "type": "subscribe",
+            "payload": {
+                "query": "subscription($kinds: [ChangeKind!]) { memoryChanged(kinds: $kinds) "
+                "{ kind id at } }",
+                "variables": {"kinds": None if kinds is None else [k.upper() for k in kinds]},
+            },
+        }
+        try:
+            socket = connect(
+                url,
+                subprotocols=[Subprotocol("graphql-transport-ws")],
+                additional_headers=headers,
+                proxy=None,
+            )
+        except (OSError, WebSocketException) as exc:
+            raise ServiceError(Code.UNAVAILABLE, f"cannot reach {url}: {exc}") from exc
+        with socket:
+            socket.send(json.dumps({"type": "connection_init", "payload": {}}))
+            for raw in socket:
+                message = json.loads(raw)
+                kind = message.get("type")
+                if kind == "connection_ack":
+                    socket.send(json.dumps(subscribe))
+                elif kind == "ping":
+                    socket.send(json.dumps({"type": "pong"}))
+                elif kind == "next":
+                    payload = message["payload"]
+                    if payload.get("errors"):
+                        first = payload["errors"][0]
+                        code = (first.get("extensions") or {}).get("code") or "INTERNAL_ERROR"
+                        raise _exception(code, first.get("message", ""), None)
+                    event = payload["data"]["memoryChanged"]
+                    yield Change(event["kind"], event["id"], namespace, _epoch(event["at"]))
+                elif kind == "error":
+                    first = (message.get("payload") or [{}])[0]
+                    code = (first.get("extensions") or {}).get("code") or "INTERNAL_ERROR"
+                    raise _exception(code, first.get("message", ""), None)
+                elif kind == "complete":
+                    return
+
     # ----------------------------------------------------------------------------- transport
 
     def _query(self, document: str, variables: Mapping[str, Any]) -> dict[str, Any]:
@@ -367,6 +870,153 @@ class Client:
         raise AssertionError("unreachable")
 
 
+class AsyncClient:
+    """``Client`` for asyncio code: the same verbs as coroutines, each run by a ``Client`` in a
+    worker thread (the event loop never waits on the network), and ``changes`` as an async
+    iterator. An async context manager that closes its connections on exit."""
+
+    def __init__(self, url: str | None = None, **options: Any) -> None:
+        self.sync = Client(url, **options)
+
+    async def aclose(self) -> None:
+        """Close the client's connections to the service."""
+        await anyio.to_thread.run_sync(self.sync.close)
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _run(self, verb: str, *args: Any, **kwargs: Any) -> Any:
+        return await anyio.to_thread.run_sync(
+            functools.partial(getattr(self.sync, verb), *args, **kwargs)
+        )
+
+    async def store(self, text: str, **fields: Any) -> StoreResult:
+        """See ``Client.store``."""
+        result: StoreResult = await self._run("store", text, **fields)
+        return result
+
+    async def store_many(self, items: Sequence[Any], **options: Any) -> list[StoreResult]:
+        """See ``Client.store_many``."""
+        return list(await self._run("store_many", items, **options))
+
+    async def capture(self, messages: Sequence[Any], **options: Any) -> list[CaptureResult]:
+        """See ``Client.capture``."""
+        return list(await self._run("capture", messages, **options))
+
+    async def search(self, query: str, **options: Any) -> list[SearchHit]:
+        """See ``Client.search``."""
+        return list(await self._run("search", query, **options))
+
+    async def recall(self, prompt: str, **options: Any) -> RecallResult:
+        """See ``Client.recall``."""
+        result: RecallResult = await self._run("recall", prompt, **options)
+        return result
+
+    async def get(self, fact_id: str, **options: Any) -> Fact | None:
+        """See ``Client.get``."""
+        found: Fact | None = await self._run("get", fact_id, **options)
+        return found
+
+    async def get_many(self, ids: Iterable[str], **options: Any) -> dict[str, Fact]:
+        """See ``Client.get_many``."""
+        return dict(await self._run("get_many", list(ids), **options))
+
+    async def facts(self, **options: Any) -> FactPage:
+        """See ``Client.facts``."""
+        page: FactPage = await self._run("facts", **options)
+        return page
+
+    async def lookup(self, entity: str, **options: Any) -> list[Fact]:
+        """See ``Client.lookup``."""
+        return list(await self._run("lookup", entity, **options))
+
+    async def history(self, fact_id: str, **options: Any) -> list[Fact]:
+        """See ``Client.history``."""
+        return list(await self._run("history", fact_id, **options))
+
+    async def link(self, source_id: str, target_id: str, type: str, **options: Any) -> Link:
+        """See ``Client.link``."""
+        made: Link = await self._run("link", source_id, target_id, type, **options)
+        return made
+
+    async def unlink(self, link_id: str) -> Link:
+        """See ``Client.unlink``."""
+        removed: Link = await self._run("unlink", link_id)
+        return removed
+
+    async def links(self, fact_id: str, **options: Any) -> list[Link]:
+        """See ``Client.links``."""
+        return list(await self._run("links", fact_id, **options))
+
+    async def traverse(self, ids: Iterable[str] | str, **options: Any) -> Subgraph:
+        """See ``Client.traverse``."""
+        sub: Subgraph = await self._run("traverse", ids, **options)
+        return sub
+
+    async def path(self, source_id: str, target_id: str, **options: Any) -> Path | None:
+        """See ``Client.path``."""
+        found: Path | None = await self._run("path", source_id, target_id, **options)
+        return found
+
+    async def forget(self, fact_id: str) -> Fact:
+        """See ``Client.forget``."""
+        fact: Fact = await self._run("forget", fact_id)
+        return fact
+
+    async def purge(self, fact_id: str | None = None, **options: Any) -> PurgeReport:
+        """See ``Client.purge``."""
+        report: PurgeReport = await self._run("purge", fact_id, **options)
+        return report
+
+    async def episode(self, episode_id: str) -> Episode | None:
+        """See ``Client.episode``."""
+        found: Episode | None = await self._run("episode", episode_id)
+        return found
+
+    async def episodes(self, **options: Any) -> list[Episode]:
+        """See ``Client.episodes``."""
+        return list(await self._run("episodes", **options))
+
+    async def episode_facts(self, episode_id: str, **options: Any) -> list[Fact]:
+        """See ``Client.episode_facts``."""
+        return list(await self._run("episode_facts", episode_id, **options))
+
+    async def documents(self, **options: Any) -> list[DocumentFile]:
+        """See ``Client.documents``."""
+        return list(await self._run("documents", **options))
+
+    async def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
+        """See ``Client.read_lines``."""
+        text: str = await self._run("read_lines", path, start, end)
+        return text
+
+    async def erasures(self, **options: Any) -> list[Erasure]:
+        """See ``Client.erasures``."""
+        return list(await self._run("erasures", **options))
+
+    async def stats(self) -> Stats:
+        """See ``Client.stats``."""
+        stats: Stats = await self._run("stats")
+        return stats
+
+    async def changes(self, **options: Any) -> AsyncGenerator[Change, None]:
+        """See ``Client.changes``: the changes as they are committed; leaving the loop ends the
+        subscription."""
+        stream = self.sync.changes(**options)
+        done = object()
+        try:
+            while True:
+                change = await anyio.to_thread.run_sync(next, stream, done)
+                if not isinstance(change, Change):  # the end
+                    return
+                yield change
+        finally:
+            await anyio.to_thread.run_sync(stream.close)
+
+
 # --------------------------------------------------------------------------------- mapping
 
 
@@ -394,6 +1044,33 @@ FACT_FIELDS: Final = _selection(
 )
 #: Every field of a Link, as GraphQL names it.
 LINK_FIELDS: Final = _selection(Link, {})
+
+
+#: Every field of an Episode, as GraphQL names it.
+EPISODE_FIELDS: Final = "id kind source time metadata recordedAt"
+
+
+def _episode_of(data: Mapping[str, Any]) -> Episode:
+    return Episode(
+        data["id"],
+        data["kind"],
+        data["source"],
+        _parsed(data["time"], datetime),
+        data["metadata"] or {},
+        _parsed(data["recordedAt"], datetime),
+    )
+
+
+def _fact_cursor(position: int) -> str:
+    """The service's cursor of a page position (see resolvers/types.py encode_cursor)."""
+    return base64.urlsafe_b64encode(f"fact:{position}".encode()).decode()
+
+
+def _fact_position(cursor: str) -> int:
+    kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
+    if kind != "fact" or not value.isdigit():
+        raise ServiceError(Code.INTERNAL_ERROR, f"the service answered a cursor {cursor!r}")
+    return int(value)
 
 
 def fact_of(data: Mapping[str, Any]) -> Fact:
@@ -455,6 +1132,13 @@ def _episode_input(episode: str | Mapping[str, Any]) -> dict[str, Any]:
     if "time" in given and given["time"] is not None:
         given["time"] = _time(given["time"])
     return {_camel(k): v for k, v in given.items() if v is not None}
+
+
+def _epoch(text: str) -> float:
+    """A time the service answered, as epoch seconds."""
+    seconds = parse_time(text)
+    assert seconds is not None
+    return seconds
 
 
 def _time(value: TimeInput | None) -> str | None:

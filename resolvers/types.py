@@ -425,6 +425,10 @@ class Document:
     size: int = strawberry.field(description="Its size in bytes at the last sync.")
     chunks: int = strawberry.field(description="How many chunks the last sync wrote.")
     synced_at: DateTime = strawberry.field(description="When it was last written to memory.")
+    imported: bool = strawberry.field(
+        description="Whether the record came with an import (not read back until a sync on "
+        "this machine finds the file)."
+    )
 
     @classmethod
     def of(cls, document: graphmem.DocumentFile) -> "Document":
@@ -435,6 +439,7 @@ class Document:
             size=document.size,
             chunks=document.chunks,
             synced_at=_at(document.synced_at),
+            imported=document.imported,
         )
 
 

@@ -4,6 +4,9 @@ and retries, keys and namespaces of its own."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,7 @@ import httpx
 import pytest
 
 from graphmem import Conflict, Fact, InvalidInput, KeyStore, Memory, NotFound, Settings
-from graphmem.client import Client, ServiceError
+from graphmem.client import AsyncClient, Client, ServiceError
 from resolvers.app import create_app
 
 from ..support.clock import Clock
@@ -152,3 +155,129 @@ def test_an_unreachable_service_is_unavailable(tmp_path: Path) -> None:
     with Client("http://127.0.0.1:9", retries=1) as client, pytest.raises(ServiceError) as down:
         client.get("x")
     assert down.value.code == "UNAVAILABLE"
+
+
+def test_the_graph_episodes_recall_and_erasure_verbs_answer_alike(api: Any, clock: Clock) -> None:
+    results = api.store_many(
+        [
+            {"text": "The billing migration is blocked by the disk quota", "entity": "billing"},
+            {"text": "The disk quota was raised on Monday", "entity": "ops"},
+        ],
+        episode={"id": "standup-1", "kind": "conversation", "time": "2024-05-02T09:00:00Z"},
+    )
+    blocked, quota = (r.fact for r in results)
+    other = api.store("Deploys happen on Fridays").fact
+    link = api.link(blocked.id, quota.id, "DEPENDS_ON", strength=0.8)
+    assert [k.id for k in api.links(blocked.id, direction="OUT", types=["DEPENDS_ON"])] == [link.id]
+    many = api.get_many([blocked.id, other.id, "01a220ea-0000-7000-8000-000000000000"])
+    assert set(many) == {blocked.id, other.id} and many[other.id] == api.get(other.id)
+    sub = api.traverse(blocked.id, depth=1, types=["DEPENDS_ON"], direction="OUT")
+    assert [(n.fact.id, n.depth) for n in sub.nodes] == [(blocked.id, 0), (quota.id, 1)]
+    assert [e.id for e in sub.edges] == [link.id] and sub.truncated_by == ()
+    found = api.path(blocked.id, quota.id, types=["DEPENDS_ON"])
+    assert found is not None and [f.id for f in found] == [blocked.id, quota.id]
+    assert [k.id for k in found.links] == [link.id]
+    assert api.path(blocked.id, other.id) is None
+    block = api.recall("what blocks the billing migration?", max_tokens=200)
+    assert block.context.startswith("<memory-context>") and block.tokens > 0
+    assert blocked.id in [i.fact.id for i in block.items]
+    [episode] = api.episodes()
+    assert (episode.id, episode.kind) == ("standup-1", "conversation")
+    assert api.episode("standup-1") == episode and api.episode("nope") is None
+    assert [f.id for f in api.episode_facts("standup-1")] == [blocked.id, quota.id]
+    with pytest.raises(NotFound):
+        api.episode_facts("nope")
+    counted = api.purge(other.id, dry_run=True)
+    assert (counted.facts, counted.dry_run) == (1, True) and api.get(other.id) is not None
+    erased = api.purge(entity="ops")
+    assert erased.facts == 1 and api.get(quota.id) is None
+    clock.advance(60)
+    old = api.store("Ana lives in Berlin", entity="ana", key="city", value="Berlin").fact
+    new = api.store("Ana lives in Paris", entity="ana", key="city", value="Paris").fact
+    both = api.get_many([old.id, new.id], include_superseded=True)
+    assert set(both) == {old.id, new.id} and both[old.id].superseded_by == new.id
+
+
+def test_capture_paging_documents_erasures_and_stats_answer_alike(api: Any, tmp_path: Path) -> None:
+    results = api.capture(
+        [
+            {"role": "user", "content": "I prefer tea over coffee. What time is it?"},
+            {"role": "assistant", "content": "It is noon."},
+        ],
+        episode="chat-1",
+    )
+    assert results[0].action == "ADD" and results[0].fact.text == "I prefer tea over coffee."
+    assert {r.action for r in results[1:]} == {"SKIP"}
+    for n in range(3):
+        api.store(f"Deploy number {n} went fine")
+    first = api.facts(first=2)
+    assert len(first.items) == 2 and first.has_more
+    rest = api.facts(first=10, after=first.items[-1][0])
+    assert not rest.has_more
+    assert [f.id for _, f in first.items + rest.items] == [
+        f.id for _, f in api.facts(first=10).items
+    ]
+    with pytest.raises(InvalidInput):
+        api.facts(first=0)
+    assert api.documents() == []
+    with pytest.raises(NotFound):
+        api.read_lines(tmp_path / "nowhere.md", 1, 2)
+    api.purge(entity="nobody")  # matched nothing: no record
+    api.purge(ids=[first.items[0][1].id])
+    [erasure] = api.erasures()
+    assert erasure.facts == 1 and "ids" in erasure.filter
+    stats = api.stats()
+    assert stats.facts == stats.current == 3 and stats.embedding_usage.kind == "embedding"
+    with pytest.raises(InvalidInput):
+        api.capture("not a list")
+
+
+def test_changes_arrive_as_an_iterator_and_end_when_closed(
+    settings: Settings, keys: KeyStore
+) -> None:
+    token, _ = keys.create(["default"])
+    with LiveServer(create_app(settings)) as server, Client(server.base_url, api_key=token) as c:
+        stream = c.changes(kinds=["FACT_STORED"])
+        arrived: list[Any] = []
+
+        def listen() -> None:
+            for change in stream:
+                arrived.append(change)
+                if len(arrived) == 2:
+                    break
+            stream.close()
+
+        worker = threading.Thread(target=listen)
+        worker.start()
+        deadline = time.monotonic() + 10
+        stored: list[str] = []
+        while worker.is_alive() and time.monotonic() < deadline:  # until the socket listens
+            stored.append(c.store(f"Change number {len(stored)}").fact.id)  # type: ignore[union-attr]
+            time.sleep(0.2)
+        worker.join(10)
+    assert [a.kind for a in arrived] == ["FACT_STORED", "FACT_STORED"]
+    assert {a.id for a in arrived} <= set(stored) and arrived[0].namespace == "default"
+
+
+def test_the_async_client_answers_as_the_client(settings: Settings) -> None:
+    async def script(url: str) -> tuple[Any, ...]:
+        async with AsyncClient(url) as mem:
+            stored = await mem.store("Ana lives in Lisbon", entity="ana")
+            assert stored.fact is not None
+            [hit] = await mem.search("where does Ana live", limit=1)
+            again = await mem.get(stored.fact.id)
+            with pytest.raises(NotFound):
+                await mem.forget("01a220ea-0000-7000-8000-000000000000")
+            stream = mem.changes(kinds=["FACT_STORED"])
+            first = asyncio.ensure_future(stream.__anext__())
+            while not first.done():  # until the subscription listens
+                await mem.store("Bo lives in Porto")
+                await asyncio.sleep(0.2)
+            change = first.result()
+            await stream.aclose()
+            return stored, hit, again, change
+
+    with LiveServer(create_app(settings)) as server:
+        stored, hit, again, change = asyncio.run(script(server.base_url))
+    assert hit.fact.id == again.id == stored.fact.id and again.text == "Ana lives in Lisbon"
+    assert change.kind == "FACT_STORED"
