@@ -16,11 +16,12 @@ the rest of graphmem opens a store here and speaks to it through the interface.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidInput
+from ..errors import InvalidInput, StorageError
 from .postgres import is_postgres_url, redacted
 
 if TYPE_CHECKING:
@@ -45,7 +46,8 @@ def open_store(
             directory / SQLITE_FILE, clock or time.time, graph_in_memory=settings.graph_in_memory
         )
     _check_store_url(url)
-    from .postgres.store import PostgresStore  # psycopg is needed only here
+    with _driver():
+        from .postgres.store import PostgresStore  # psycopg is needed only here
 
     return PostgresStore(url, namespace, clock, graph_in_memory=settings.graph_in_memory)
 
@@ -55,12 +57,28 @@ def open_keys(settings: Settings) -> KeyStore:
     replica), else in the data directory's key file."""
     if settings.store:
         _check_store_url(settings.store)
-        from .postgres.keys import PostgresKeyStore
+        with _driver():
+            from .postgres.keys import PostgresKeyStore
 
         return PostgresKeyStore(settings.store)
     from .sqlite.keys import KeyFile
 
     return KeyFile(settings.data_dir)
+
+
+@contextmanager
+def _driver() -> Iterator[None]:
+    """Imports of the PostgreSQL engine: without its driver, a StorageError saying how to
+    install it (the embedded default needs none)."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith("psycopg"):
+            raise
+        raise StorageError(
+            "a postgresql:// store needs the PostgreSQL driver: "
+            "pip install 'graphmem[postgres]' (psycopg)"
+        ) from exc
 
 
 def _check_store_url(url: str) -> None:

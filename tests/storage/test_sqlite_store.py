@@ -425,3 +425,27 @@ def test_a_lookup_reads_its_rows_in_order_from_an_index(tmp_path: Path) -> None:
     plan = " ".join(r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {statements[-1]}"))
     assert "facts_entity_rank" in plan and "TEMP B-TREE" not in plan
     conn.close()
+
+
+def test_the_embedded_default_needs_no_postgresql_driver(tmp_path: Path) -> None:
+    # A fresh interpreter where psycopg cannot be imported, as after `pip install graphmem`
+    # without the `postgres` extra: the service, the engine and SQLite work; a postgresql://
+    # store says how to get its driver.
+    script = f"""
+import sys
+sys.modules["psycopg"] = None
+import resolvers.app
+from graphmem import Memory, Settings, StorageError
+with Memory.open({str(tmp_path)!r}, settings=Settings(embedder="hash")) as mem:
+    mem.store("Ana lives in Lisbon")
+    assert mem.search("Lisbon")[0].fact.text == "Ana lives in Lisbon"
+try:
+    Memory.open({str(tmp_path)!r}, settings=Settings(embedder="hash", store="postgresql://db/x"))
+except StorageError as exc:
+    print(exc.message)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'graphmem[postgres]'" in done.stdout
