@@ -50,6 +50,10 @@ from .timehints import TimeHint
 from .usage import Usage
 from .vectors.outbox import CheckReport
 
+#: This graphmem's version: the package's (pyproject.toml reads it), `graphmem --version`'s and
+#: GraphQL `version`'s.
+__version__ = "0.3.0"
+
 __all__ = [
     "ApiKey",
     "AsyncClient",

@@ -21,6 +21,7 @@ from typing import IO, Any, Final
 import click
 import watchfiles
 
+from . import __version__
 from .decay import DECAY_CLASSES
 from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
@@ -44,6 +45,7 @@ def command_group(*extra: click.Command) -> click.Group:
     one never changes another."""
 
     @click.group("graphmem", context_settings={"help_option_names": ["-h", "--help"]})
+    @click.version_option(__version__, prog_name="graphmem")
     @click.option(
         "--data-dir",
         type=click.Path(file_okay=False, path_type=Path),

@@ -7,6 +7,7 @@ from typing import Annotated, cast
 import strawberry
 from strawberry.types import Info
 
+import graphmem
 from graphmem import graph
 from graphmem import recall as recalls
 from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_READ_LINES, MAX_RECALL_TOKENS
@@ -89,6 +90,10 @@ class FactFilter:
 
 @strawberry.type(description="Reads: search, lookup, traversal, history, listing.")
 class Query:
+    @strawberry.field(description="The version of graphmem serving this request.")
+    def version(self) -> str:
+        return graphmem.__version__
+
     @strawberry.field(description="The namespace this request reads and writes.")
     def namespace(self, info: Info[Context, None]) -> str:
         return info.context.memory.namespace

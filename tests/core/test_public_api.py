@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
+
+from click.testing import CliRunner
 
 import graphmem
 from graphmem import errors
+from graphmem.cli import cli
+from resolvers.app import create_app
+
+from ..support.graphql_clients import InProcess
 
 
 def test_all_is_exactly_the_public_names_and_sorted() -> None:
@@ -112,3 +120,13 @@ def test_settings_replaced_on_an_open_memory_apply_from_the_next_call(
     assert mem.store("the deploy RUNS on friday   evening").action == "NOOP"  # fuzzy dedup
     mem.settings = mem.settings.model_copy(update={"fuzzy_dedup": False})
     assert mem.store("the deploy RUNS on friday   evening").action == "ADD"
+
+
+def test_one_version_is_the_packages_the_clis_and_the_services(tmp_path: Path) -> None:
+    assert importlib.metadata.version("graphmem") == graphmem.__version__
+    shown = CliRunner().invoke(cli, ["--version"])
+    assert shown.output.strip() == f"graphmem, version {graphmem.__version__}"
+    with InProcess(create_app(graphmem.Settings(embedder="hash", data_dir=tmp_path))) as service:
+        assert service.data("{ version }") == {"version": graphmem.__version__}
+    changelog = (Path(__file__).parents[2] / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"## {graphmem.__version__} " in changelog  # the version is described
