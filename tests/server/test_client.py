@@ -137,7 +137,7 @@ LIMITED = {"errors": [{"message": "slow down", "extensions": {"code": "RATE_LIMI
 
 
 def test_429_and_503_are_retried_then_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("graphmem.client.BACKOFF_S", 0.0)
+    monkeypatch.setattr("graphmem.client.sync.BACKOFF_S", 0.0)
     transport, seen = answering((429, LIMITED), (503, {}), (200, {"data": {"fact": None}}))
     with Client("http://memory.test", transport=transport) as client:
         assert client.get("x") is None

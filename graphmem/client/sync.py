@@ -1,70 +1,54 @@
-"""``Client``: ``Memory``'s verbs over a graphmem service, through its GraphQL API.
-
-    client = Client("http://memory.internal:8420", api_key="gm_…", namespace="alice")
-    [result] = client.store_many([{"text": "Ana moved to Lisbon in 2019", "entity": "ana"}])
-    hits = client.search("where does Ana live", as_of="2020")
-
-1. The same names, arguments and return types as ``Memory`` (``Fact``, ``StoreResult``,
-   ``SearchHit``, ``Link``): code written against one runs against the other. The URL, API key
-   and namespace come from the arguments, else ``GRAPHMEM_URL`` (default
-   ``http://127.0.0.1:8420``), ``GRAPHMEM_API_KEY`` and ``GRAPHMEM_NAMESPACE`` (default: the
-   key's first namespace).
-2. The same exceptions: an error the service answers (a GraphQL error's or a payload's
-   ``code``) is raised as the class ``Memory`` raises for it (``InvalidInput``, ``NotFound``,
-   ``Conflict``, ``Forbidden``…); the codes only a service answers (``UNAUTHENTICATED``,
-   ``RATE_LIMITED``, ``TOO_COSTLY``…) as ``ServiceError`` with that ``code``. A service that
-   cannot be reached raises ``ServiceError`` with code ``UNAVAILABLE``.
-3. Retries: a 429 (rate limit) or 503 answer, or a refused connection, is retried up to
-   ``retries`` times, waiting the answer's ``Retry-After`` or a backoff doubling from
-   ``BACKOFF_S``; a write is retried only when the service certainly did not run it (429, 503,
-   a connection refused before it was sent).
-"""
+"""``Client``: Memory's verbs over a service, one GraphQL request each (see
+:mod:`graphmem.client`)."""
 
 from __future__ import annotations
 
-import base64
-import functools
 import json
 import os
 import time
-from collections.abc import AsyncGenerator, Generator, Iterable, Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-import anyio.to_thread
 import httpx
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from .capture import CaptureResult
-from .documents import DocumentFile
-from .episodes import Episode
-from .erasure import Erasure, PurgeReport
-from .errors import (
-    Code,
-    Conflict,
-    EmbedderError,
-    EmbedderMismatch,
-    Forbidden,
-    GraphmemError,
-    InvalidInput,
-    LLMError,
-    NotFound,
-    QueryTimeout,
-    StorageError,
-    SubscriberTooSlow,
+from ..capture import CaptureResult
+from ..documents import DocumentFile
+from ..episodes import Episode
+from ..erasure import Erasure, PurgeReport
+from ..errors import Code, GraphmemError, InvalidInput, NotFound
+from ..graph import DEFAULT_MAX_NODES, Node, Path, Subgraph
+from ..limits import MAX_LIMIT
+from ..models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from ..recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
+from ..stats import Stats
+from ..storage.interface import FactPage
+from ..temporal import TimeInput
+from ..usage import Usage
+from .wire import (
+    EPISODE_FIELDS,
+    FACT_FIELDS,
+    LINK_FIELDS,
+    ServiceError,
+    data_of,
+    episode_input,
+    episode_of,
+    epoch,
+    exception,
+    fact_cursor,
+    fact_input,
+    fact_of,
+    fact_position,
+    hint_of,
+    link_of,
+    parsed,
+    refused,
+    retry_after,
+    time_text,
 )
-from .graph import DEFAULT_MAX_NODES, Node, Path, Subgraph
-from .limits import MAX_LIMIT
-from .models import Change, Fact, FactInput, Link, SearchHit, StoreResult
-from .recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
-from .stats import Stats
-from .storage.interface import FactPage
-from .temporal import TimeInput, parse_time, to_iso
-from .timehints import TimeHint
-from .usage import Usage
 
 #: Where the client looks for the service without ``url`` or ``GRAPHMEM_URL``.
 DEFAULT_URL: Final = "http://127.0.0.1:8420"
@@ -74,32 +58,6 @@ BACKOFF_S: Final = 0.5
 ALIASES_PER_REQUEST: Final = 25
 #: The header that names the namespace (resolvers/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
-
-#: The exception class of each code ``Memory`` raises itself.
-_RAISED: Final[Mapping[str, type[GraphmemError]]] = {
-    Code.INVALID_INPUT: InvalidInput,
-    Code.NOT_FOUND: NotFound,
-    Code.CONFLICT: Conflict,
-    Code.FORBIDDEN: Forbidden,
-    Code.EMBEDDER_MISMATCH: EmbedderMismatch,
-    Code.EMBEDDER_ERROR: EmbedderError,
-    Code.LLM_ERROR: LLMError,
-    Code.STORAGE_ERROR: StorageError,
-    Code.TIMEOUT: QueryTimeout,
-    Code.UNAVAILABLE: SubscriberTooSlow,
-}
-
-
-class ServiceError(GraphmemError):
-    """An error only a service answers, or the service out of reach: its ``code`` is the one
-    answered (UNAUTHENTICATED, RATE_LIMITED, TOO_COSTLY, PAYLOAD_TOO_LARGE, INVALID_QUERY,
-    INTERNAL_ERROR), or UNAVAILABLE."""
-
-    code = Code.INTERNAL_ERROR
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        vars(self)["code"] = code  # the code the service answered, over the class's
 
 
 class Client:
@@ -153,8 +111,8 @@ class Client:
         episode: str | Mapping[str, Any] | None = None,
     ) -> list[StoreResult]:
         """See ``Memory.store_many``: the facts in order, one request."""
-        inputs = [_fact_input(item) for item in items]
-        given = None if episode is None else _episode_input(episode)
+        inputs = [fact_input(item) for item in items]
+        given = None if episode is None else episode_input(episode)
         data = self._mutate(
             f"""mutation($inputs: [FactInput!]!, $episode: EpisodeInput) {{
               storeFacts(inputs: $inputs, episode: $episode) {{
@@ -202,8 +160,8 @@ class Client:
             "targetId": target_id,
             "type": type,
             "strength": strength,
-            "validFrom": _time(valid_from),
-            "validUntil": _time(valid_until),
+            "validFrom": time_text(valid_from),
+            "validUntil": time_text(valid_until),
             "metadata": None if metadata is None else dict(metadata),
         }
         data = self._mutate(
@@ -233,7 +191,7 @@ class Client:
         data = self._query(
             f"""query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {{
               fact(id: $id, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }} }}""",
-            {"id": fact_id, "asOf": _time(as_of), "knownAt": _time(known_at)},
+            {"id": fact_id, "asOf": time_text(as_of), "knownAt": time_text(known_at)},
         )
         return None if data["fact"] is None else fact_of(data["fact"])
 
@@ -277,8 +235,8 @@ class Client:
                 "category": category,
                 "entity": entity,
                 "source": source,
-                "asOf": _time(as_of),
-                "knownAt": _time(known_at),
+                "asOf": time_text(as_of),
+                "knownAt": time_text(known_at),
                 "includeSuperseded": include_superseded,
                 "graphDepth": graph_depth,
                 "timeHints": time_hints,
@@ -293,7 +251,7 @@ class Client:
                 h["vectorScore"],
                 h["depth"],
                 h["via"],
-                _hint(h["timeHint"]),
+                hint_of(h["timeHint"]),
                 None if h["timeMatched"] is None else h["timeMatched"].lower(),
             )
             for h in data["search"]
@@ -321,8 +279,8 @@ class Client:
                 "entity": entity,
                 "key": key,
                 "tag": tag,
-                "asOf": _time(as_of),
-                "knownAt": _time(known_at),
+                "asOf": time_text(as_of),
+                "knownAt": time_text(known_at),
                 "includeSuperseded": include_superseded,
                 "limit": limit,
             },
@@ -336,7 +294,7 @@ class Client:
         data = self._query(
             f"""query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {{
               history(id: $id, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }} }}""",
-            {"id": fact_id, "asOf": _time(as_of), "knownAt": _time(known_at)},
+            {"id": fact_id, "asOf": time_text(as_of), "knownAt": time_text(known_at)},
         )
         return [fact_of(f) for f in data["history"]]
 
@@ -351,7 +309,7 @@ class Client:
         """See ``Memory.get_many``: the facts of ``ids`` visible at the time scope (superseded
         versions too with ``include_superseded``), by id; ``ALIASES_PER_REQUEST`` a request."""
         wanted = list(dict.fromkeys(ids))
-        scope = {"asOf": _time(as_of), "knownAt": _time(known_at)}
+        scope = {"asOf": time_text(as_of), "knownAt": time_text(known_at)}
         field = "history" if include_superseded else "fact"
         out: dict[str, Fact] = {}
         for start in range(0, len(wanted), ALIASES_PER_REQUEST):
@@ -426,8 +384,8 @@ class Client:
                     "id": fact_id,
                     "direction": direction.upper(),
                     "types": None if types is None else [t.upper() for t in types],
-                    "asOf": _time(as_of),
-                    "knownAt": _time(known_at),
+                    "asOf": time_text(as_of),
+                    "knownAt": time_text(known_at),
                     "after": after,
                 },
             )
@@ -469,8 +427,8 @@ class Client:
                 "depth": depth,
                 "types": None if types is None else [t.upper() for t in types],
                 "direction": direction.upper(),
-                "asOf": _time(as_of),
-                "knownAt": _time(known_at),
+                "asOf": time_text(as_of),
+                "knownAt": time_text(known_at),
                 "maxNodes": max_nodes,
                 "minStrength": min_strength,
             },
@@ -506,8 +464,8 @@ class Client:
                 "to": target_id,
                 "types": None if types is None else [t.upper() for t in types],
                 "direction": direction.upper(),
-                "asOf": _time(as_of),
-                "knownAt": _time(known_at),
+                "asOf": time_text(as_of),
+                "knownAt": time_text(known_at),
             },
         )
         found = data["path"]
@@ -546,8 +504,8 @@ class Client:
                 "maxTokens": max_tokens,
                 "format": format.upper(),
                 "graphDepth": graph_depth,
-                "asOf": _time(as_of),
-                "knownAt": _time(known_at),
+                "asOf": time_text(as_of),
+                "knownAt": time_text(known_at),
                 "timeHints": time_hints,
                 "episodeLinks": episode_links,
                 "includeCold": include_cold,
@@ -568,7 +526,7 @@ class Client:
             f"query($id: String!) {{ episode(id: $id) {{ {EPISODE_FIELDS} }} }}",
             {"id": episode_id},
         )
-        return None if data["episode"] is None else _episode_of(data["episode"])
+        return None if data["episode"] is None else episode_of(data["episode"])
 
     def episodes(
         self,
@@ -583,9 +541,14 @@ class Client:
             f"""query($source: String, $after: DateTime, $before: DateTime, $limit: Int!) {{
               episodes(source: $source, after: $after, before: $before, limit: $limit) {{
                 {EPISODE_FIELDS} }} }}""",
-            {"source": source, "after": _time(after), "before": _time(before), "limit": limit},
+            {
+                "source": source,
+                "after": time_text(after),
+                "before": time_text(before),
+                "limit": limit,
+            },
         )
-        return [_episode_of(e) for e in data["episodes"]]
+        return [episode_of(e) for e in data["episodes"]]
 
     def episode_facts(
         self,
@@ -600,7 +563,7 @@ class Client:
             f"""query($id: String!, $asOf: DateTime, $knownAt: DateTime) {{
               episode(id: $id, asOf: $asOf, knownAt: $knownAt) {{ facts {{ {FACT_FIELDS} }} }}
             }}""",
-            {"id": episode_id, "asOf": _time(as_of), "knownAt": _time(known_at)},
+            {"id": episode_id, "asOf": time_text(as_of), "knownAt": time_text(known_at)},
         )
         if data["episode"] is None:
             raise NotFound(f"no episode with id {episode_id!r}")
@@ -655,7 +618,7 @@ class Client:
                 error {{ code message field }}
               }}
             }}""",
-            {"messages": given, "episode": None if episode is None else _episode_input(episode)},
+            {"messages": given, "episode": None if episode is None else episode_input(episode)},
             "captureMessages",
         )
         return [
@@ -703,13 +666,13 @@ class Client:
                     "includeSuperseded": include_superseded,
                 },
                 "first": first,
-                "after": None if after is None else _fact_cursor(after),
-                "asOf": _time(as_of),
-                "knownAt": _time(known_at),
+                "after": None if after is None else fact_cursor(after),
+                "asOf": time_text(as_of),
+                "knownAt": time_text(known_at),
             },
         )
         page = data["facts"]
-        items = [(_fact_position(e["cursor"]), fact_of(e["node"])) for e in page["edges"]]
+        items = [(fact_position(e["cursor"]), fact_of(e["node"])) for e in page["edges"]]
         return FactPage(items, page["pageInfo"]["hasNextPage"])
 
     def documents(self, *, under: str | os.PathLike[str] | None = None) -> list[DocumentFile]:
@@ -723,10 +686,10 @@ class Client:
             DocumentFile(
                 d["path"],
                 d["hash"],
-                _epoch(d["mtime"]),
+                epoch(d["mtime"]),
                 d["size"],
                 d["chunks"],
-                _epoch(d["syncedAt"]),
+                epoch(d["syncedAt"]),
                 d["imported"],
             )
             for d in data["documents"]
@@ -751,7 +714,7 @@ class Client:
         )
         return [
             Erasure(
-                _parsed(e["at"], datetime),
+                parsed(e["at"], datetime),
                 e["filter"],
                 e["facts"],
                 e["links"],
@@ -816,13 +779,13 @@ class Client:
                     if payload.get("errors"):
                         first = payload["errors"][0]
                         code = (first.get("extensions") or {}).get("code") or "INTERNAL_ERROR"
-                        raise _exception(code, first.get("message", ""), None)
+                        raise exception(code, first.get("message", ""), None)
                     event = payload["data"]["memoryChanged"]
-                    yield Change(event["kind"], event["id"], namespace, _epoch(event["at"]))
+                    yield Change(event["kind"], event["id"], namespace, epoch(event["at"]))
                 elif kind == "error":
                     first = (message.get("payload") or [{}])[0]
                     code = (first.get("extensions") or {}).get("code") or "INTERNAL_ERROR"
-                    raise _exception(code, first.get("message", ""), None)
+                    raise exception(code, first.get("message", ""), None)
                 elif kind == "complete":
                     return
 
@@ -836,7 +799,7 @@ class Client:
         payload: dict[str, Any] = self._execute(document, variables, retry=False)[field]
         error = payload.get("error")
         if error:
-            raise _exception(error["code"], error["message"], error.get("field"))
+            raise exception(error["code"], error["message"], error.get("field"))
         return payload
 
     def _execute(
@@ -860,333 +823,11 @@ class Client:
                 problem = ServiceError(Code.UNAVAILABLE, f"{self.url}: {exc}")
             else:
                 if response.status_code not in (429, 503):
-                    return _data(response)
-                problem = _refused(response)
-                wait = _retry_after(response, wait)
+                    return data_of(response)
+                problem = refused(response)
+                wait = retry_after(response, wait)
             if attempt == self.retries:
                 raise problem
             time.sleep(wait)
             wait *= 2
         raise AssertionError("unreachable")
-
-
-class AsyncClient:
-    """``Client`` for asyncio code: the same verbs as coroutines, each run by a ``Client`` in a
-    worker thread (the event loop never waits on the network), and ``changes`` as an async
-    iterator. An async context manager that closes its connections on exit."""
-
-    def __init__(self, url: str | None = None, **options: Any) -> None:
-        self.sync = Client(url, **options)
-
-    async def aclose(self) -> None:
-        """Close the client's connections to the service."""
-        await anyio.to_thread.run_sync(self.sync.close)
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def _run(self, verb: str, *args: Any, **kwargs: Any) -> Any:
-        return await anyio.to_thread.run_sync(
-            functools.partial(getattr(self.sync, verb), *args, **kwargs)
-        )
-
-    async def store(self, text: str, **fields: Any) -> StoreResult:
-        """See ``Client.store``."""
-        result: StoreResult = await self._run("store", text, **fields)
-        return result
-
-    async def store_many(self, items: Sequence[Any], **options: Any) -> list[StoreResult]:
-        """See ``Client.store_many``."""
-        return list(await self._run("store_many", items, **options))
-
-    async def capture(self, messages: Sequence[Any], **options: Any) -> list[CaptureResult]:
-        """See ``Client.capture``."""
-        return list(await self._run("capture", messages, **options))
-
-    async def search(self, query: str, **options: Any) -> list[SearchHit]:
-        """See ``Client.search``."""
-        return list(await self._run("search", query, **options))
-
-    async def recall(self, prompt: str, **options: Any) -> RecallResult:
-        """See ``Client.recall``."""
-        result: RecallResult = await self._run("recall", prompt, **options)
-        return result
-
-    async def get(self, fact_id: str, **options: Any) -> Fact | None:
-        """See ``Client.get``."""
-        found: Fact | None = await self._run("get", fact_id, **options)
-        return found
-
-    async def get_many(self, ids: Iterable[str], **options: Any) -> dict[str, Fact]:
-        """See ``Client.get_many``."""
-        return dict(await self._run("get_many", list(ids), **options))
-
-    async def facts(self, **options: Any) -> FactPage:
-        """See ``Client.facts``."""
-        page: FactPage = await self._run("facts", **options)
-        return page
-
-    async def lookup(self, entity: str, **options: Any) -> list[Fact]:
-        """See ``Client.lookup``."""
-        return list(await self._run("lookup", entity, **options))
-
-    async def history(self, fact_id: str, **options: Any) -> list[Fact]:
-        """See ``Client.history``."""
-        return list(await self._run("history", fact_id, **options))
-
-    async def link(self, source_id: str, target_id: str, type: str, **options: Any) -> Link:
-        """See ``Client.link``."""
-        made: Link = await self._run("link", source_id, target_id, type, **options)
-        return made
-
-    async def unlink(self, link_id: str) -> Link:
-        """See ``Client.unlink``."""
-        removed: Link = await self._run("unlink", link_id)
-        return removed
-
-    async def links(self, fact_id: str, **options: Any) -> list[Link]:
-        """See ``Client.links``."""
-        return list(await self._run("links", fact_id, **options))
-
-    async def traverse(self, ids: Iterable[str] | str, **options: Any) -> Subgraph:
-        """See ``Client.traverse``."""
-        sub: Subgraph = await self._run("traverse", ids, **options)
-        return sub
-
-    async def path(self, source_id: str, target_id: str, **options: Any) -> Path | None:
-        """See ``Client.path``."""
-        found: Path | None = await self._run("path", source_id, target_id, **options)
-        return found
-
-    async def forget(self, fact_id: str) -> Fact:
-        """See ``Client.forget``."""
-        fact: Fact = await self._run("forget", fact_id)
-        return fact
-
-    async def purge(self, fact_id: str | None = None, **options: Any) -> PurgeReport:
-        """See ``Client.purge``."""
-        report: PurgeReport = await self._run("purge", fact_id, **options)
-        return report
-
-    async def episode(self, episode_id: str) -> Episode | None:
-        """See ``Client.episode``."""
-        found: Episode | None = await self._run("episode", episode_id)
-        return found
-
-    async def episodes(self, **options: Any) -> list[Episode]:
-        """See ``Client.episodes``."""
-        return list(await self._run("episodes", **options))
-
-    async def episode_facts(self, episode_id: str, **options: Any) -> list[Fact]:
-        """See ``Client.episode_facts``."""
-        return list(await self._run("episode_facts", episode_id, **options))
-
-    async def documents(self, **options: Any) -> list[DocumentFile]:
-        """See ``Client.documents``."""
-        return list(await self._run("documents", **options))
-
-    async def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
-        """See ``Client.read_lines``."""
-        text: str = await self._run("read_lines", path, start, end)
-        return text
-
-    async def erasures(self, **options: Any) -> list[Erasure]:
-        """See ``Client.erasures``."""
-        return list(await self._run("erasures", **options))
-
-    async def stats(self) -> Stats:
-        """See ``Client.stats``."""
-        stats: Stats = await self._run("stats")
-        return stats
-
-    async def changes(self, **options: Any) -> AsyncGenerator[Change, None]:
-        """See ``Client.changes``: the changes as they are committed; leaving the loop ends the
-        subscription."""
-        stream = self.sync.changes(**options)
-        done = object()
-        try:
-            while True:
-                change = await anyio.to_thread.run_sync(next, stream, done)
-                if not isinstance(change, Change):  # the end
-                    return
-                yield change
-        finally:
-            await anyio.to_thread.run_sync(stream.close)
-
-
-# --------------------------------------------------------------------------------- mapping
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _selection(cls: type, renamed: Mapping[str, str]) -> str:
-    """The GraphQL selection of every field of ``cls`` (camelCase unless ``renamed``; fields
-    renamed alike selected once)."""
-    return " ".join(dict.fromkeys(renamed.get(f.name, _camel(f.name)) for f in fields(cls)))
-
-
-_STATED: Final = "statedTime { start end text }"
-#: Every field of a Fact, as GraphQL names it.
-FACT_FIELDS: Final = _selection(
-    Fact,
-    {
-        "superseded_by": "supersededById",
-        "stated_start": _STATED,
-        "stated_end": _STATED,
-        "stated_text": _STATED,
-    },
-)
-#: Every field of a Link, as GraphQL names it.
-LINK_FIELDS: Final = _selection(Link, {})
-
-
-#: Every field of an Episode, as GraphQL names it.
-EPISODE_FIELDS: Final = "id kind source time metadata recordedAt"
-
-
-def _episode_of(data: Mapping[str, Any]) -> Episode:
-    return Episode(
-        data["id"],
-        data["kind"],
-        data["source"],
-        _parsed(data["time"], datetime),
-        data["metadata"] or {},
-        _parsed(data["recordedAt"], datetime),
-    )
-
-
-def _fact_cursor(position: int) -> str:
-    """The service's cursor of a page position (see resolvers/types.py encode_cursor)."""
-    return base64.urlsafe_b64encode(f"fact:{position}".encode()).decode()
-
-
-def _fact_position(cursor: str) -> int:
-    kind, _, value = base64.urlsafe_b64decode(cursor.encode()).decode().partition(":")
-    if kind != "fact" or not value.isdigit():
-        raise ServiceError(Code.INTERNAL_ERROR, f"the service answered a cursor {cursor!r}")
-    return int(value)
-
-
-def fact_of(data: Mapping[str, Any]) -> Fact:
-    """A Fact from the GraphQL fields of FACT_FIELDS."""
-    values: dict[str, Any] = {}
-    stated = data.get("statedTime") or {}
-    for f in fields(Fact):
-        if f.name.startswith("stated_"):
-            raw = stated.get(f.name.removeprefix("stated_"))
-        else:
-            raw = data[_camel(f.name) if f.name != "superseded_by" else "supersededById"]
-        values[f.name] = _parsed(raw, f.type)
-    return Fact(**values)
-
-
-def link_of(data: Mapping[str, Any]) -> Link:
-    """A Link from the GraphQL fields of LINK_FIELDS."""
-    return Link(**{f.name: _parsed(data[_camel(f.name)], f.type) for f in fields(Link)})
-
-
-def _parsed(raw: Any, annotation: Any) -> Any:
-    """A GraphQL value as the dataclass field of ``annotation`` holds it: times as UTC
-    datetimes, lists as lists, the rest as given."""
-    if raw is None:
-        return None
-    if "datetime" in str(annotation) and isinstance(raw, str):
-        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
-    return raw
-
-
-def _hint(data: Mapping[str, Any] | None) -> TimeHint | None:
-    if data is None:
-        return None
-    start, end = data.get("start"), data.get("end")
-    return TimeHint(
-        data["text"],
-        None if start is None else parse_time(start),
-        None if end is None else parse_time(end),
-        data.get("month"),
-        data.get("event"),
-    )
-
-
-def _fact_input(item: Mapping[str, Any] | FactInput) -> dict[str, Any]:
-    """A fact to store as GraphQL's FactInput: validated here first, as Memory does, so bad
-    input fails the same way before any request."""
-    parsed = item if isinstance(item, FactInput) else FactInput.parse(item)
-    given = parsed.model_dump(exclude_defaults=True, exclude={"dedup"})
-    out: dict[str, Any] = {}
-    for name, value in given.items():
-        if name in ("valid_from", "source_date", "expires_at"):
-            value = to_iso(value)
-        out[_camel(name)] = value
-    return out
-
-
-def _episode_input(episode: str | Mapping[str, Any]) -> dict[str, Any]:
-    given: dict[str, Any] = {"id": episode} if isinstance(episode, str) else dict(episode)
-    if "time" in given and given["time"] is not None:
-        given["time"] = _time(given["time"])
-    return {_camel(k): v for k, v in given.items() if v is not None}
-
-
-def _epoch(text: str) -> float:
-    """A time the service answered, as epoch seconds."""
-    seconds = parse_time(text)
-    assert seconds is not None
-    return seconds
-
-
-def _time(value: TimeInput | None) -> str | None:
-    """A time as the API takes it (ISO-8601 UTC); InvalidInput, before any request, for one
-    graphmem does not read."""
-    return None if value is None else to_iso(parse_time(value))
-
-
-def _data(response: httpx.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError:
-        raise ServiceError(
-            Code.INTERNAL_ERROR, f"HTTP {response.status_code}: {response.text[:200]}"
-        ) from None
-    errors = body.get("errors") if isinstance(body, dict) else None
-    if errors:
-        first = errors[0]
-        code = (first.get("extensions") or {}).get("code") or Code.INTERNAL_ERROR
-        raise _exception(code, first.get("message", ""), None)
-    if response.status_code >= 400 or not isinstance(body.get("data"), dict):
-        raise ServiceError(Code.INTERNAL_ERROR, f"HTTP {response.status_code}")
-    data: dict[str, Any] = body["data"]
-    return data
-
-
-def _refused(response: httpx.Response) -> GraphmemError:
-    """The error of a 429 or 503 answer (its GraphQL error's code, when it has one)."""
-    try:
-        _data(response)
-    except GraphmemError as exc:
-        return exc
-    return ServiceError(Code.UNAVAILABLE, f"HTTP {response.status_code}")
-
-
-def _retry_after(response: httpx.Response, default: float) -> float:
-    try:
-        return max(float(response.headers.get("retry-after", default)), 0.0)
-    except ValueError:
-        return default
-
-
-def _exception(code: str, message: str, field: str | None) -> GraphmemError:
-    """The exception ``Memory`` raises for ``code`` (the service's message kept as it is)."""
-    cls = _RAISED.get(code)
-    if cls is None:
-        return ServiceError(code, message)
-    error = cls(message)
-    if isinstance(error, InvalidInput):
-        error.field = field
-    return error
