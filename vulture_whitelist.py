@@ -58,6 +58,9 @@ CLASSIFY
 VALID
 STATED
 
+# LangGraph's BaseStore calls its subclasses' async batch (graphmem.integrations.langgraph).
+_.abatch
+
 # Settings read by name: each maintenance job's period is the setting `<job>_interval`
 # (graphmem.maintenance.interval).
 _.prune_interval

@@ -115,6 +115,11 @@ class FactInput:
     entity_links: bool | None = strawberry.field(
         default=None, description="Link to recent facts about the same entity (default: setting)."
     )
+    dedup: bool = strawberry.field(
+        default=True,
+        description="false: stored even when a live fact has the same text (an item of another "
+        "entity that says the same).",
+    )
     stated_valid_from: bool = strawberry.field(
         default=False,
         description="Without `validFrom`: valid from the start of the time the text states "

@@ -156,9 +156,7 @@ def fact_input(item: Mapping[str, Any] | FactInput) -> dict[str, Any]:
     """A fact to store as GraphQL's FactInput: validated here first, as Memory does, so bad
     input fails the same way before any request."""
     parsed = item if isinstance(item, FactInput) else FactInput.parse(item)
-    if not parsed.dedup:  # a document chunk's, written by the service's own sync
-        raise InvalidInput("dedup=False is not offered over the service", field="dedup")
-    given = parsed.model_dump(exclude_defaults=True, exclude={"dedup"})
+    given = parsed.model_dump(exclude_defaults=True)
     out: dict[str, Any] = {}
     for name, value in given.items():
         if name in ("valid_from", "source_date", "expires_at"):
