@@ -156,7 +156,9 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         default = await run_in_threadpool(namespaces.get, settings.namespace)
-        await run_in_threadpool(_maintain, default)
+        # The prune is local and quick: done before the first request. The jobs that ask a model
+        # (and may wait on it for minutes) run in the background, with every later look.
+        await run_in_threadpool(_maintain, default, ("prune",))
         if own_process:
             # What the server has made by now (modules, the schema, the default namespace)
             # lives as long as it does: kept out of the collector's full passes, which hold
@@ -420,11 +422,12 @@ def _admitted(ctx: ServerRequestContext[Any, Any]) -> tuple[Memory, ApiKey | Non
     return memory, key
 
 
-def _maintain(memory: Memory) -> None:
-    """Run the maintenance jobs due in ``memory``'s namespace (each run is recorded and logged
-    by graphmem.maintenance; one that fails is tried again at its next period)."""
+def _maintain(memory: Memory, jobs: tuple[str, ...] | None = None) -> None:
+    """Run the maintenance jobs due in ``memory``'s namespace (``jobs`` only, if given; each run
+    is recorded and logged by graphmem.maintenance; one that fails is tried again at its next
+    period)."""
     try:
-        memory.maintain()
+        memory.maintain(jobs)
     except GraphmemError as exc:  # the run records could not be read or written
         _log.warning("maintenance of %s failed: %s", memory.namespace, exc.message)
 
@@ -443,8 +446,8 @@ async def _drain_every(namespaces: Namespaces, interval: float) -> None:
 
 
 async def _maintain_every(namespaces: Namespaces, interval: float) -> None:
-    """Every ``interval`` seconds, run what is due in each namespace held open."""
+    """Run what is due in each namespace held open: at once, then every ``interval`` seconds."""
     while True:
-        await asyncio.sleep(interval)
         for memory in namespaces.opened().values():
             await run_in_threadpool(_maintain, memory)
+        await asyncio.sleep(interval)
