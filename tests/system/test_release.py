@@ -149,7 +149,7 @@ def test_the_wheel_serves_from_an_empty_directory(installed: Path, tmp_path: Pat
 
 
 def test_the_wheel_answers_mcp_on_stdio(installed: Path, tmp_path: Path) -> None:
-    messages = [
+    messages: list[dict[str, Any]] = [
         {
             "jsonrpc": "2.0",
             "id": 1,
