@@ -42,11 +42,13 @@ from .wire import (
     fact_input,
     fact_of,
     fact_position,
+    graphql_error,
     hint_of,
     link_of,
     parsed,
     refused,
     retry_after,
+    scope,
     time_text,
 )
 
@@ -191,7 +193,7 @@ class Client:
         data = self._query(
             f"""query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {{
               fact(id: $id, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }} }}""",
-            {"id": fact_id, "asOf": time_text(as_of), "knownAt": time_text(known_at)},
+            {"id": fact_id, **scope(as_of, known_at)},
         )
         return None if data["fact"] is None else fact_of(data["fact"])
 
@@ -235,8 +237,7 @@ class Client:
                 "category": category,
                 "entity": entity,
                 "source": source,
-                "asOf": time_text(as_of),
-                "knownAt": time_text(known_at),
+                **scope(as_of, known_at),
                 "includeSuperseded": include_superseded,
                 "graphDepth": graph_depth,
                 "timeHints": time_hints,
@@ -279,8 +280,7 @@ class Client:
                 "entity": entity,
                 "key": key,
                 "tag": tag,
-                "asOf": time_text(as_of),
-                "knownAt": time_text(known_at),
+                **scope(as_of, known_at),
                 "includeSuperseded": include_superseded,
                 "limit": limit,
             },
@@ -294,7 +294,7 @@ class Client:
         data = self._query(
             f"""query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {{
               history(id: $id, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }} }}""",
-            {"id": fact_id, "asOf": time_text(as_of), "knownAt": time_text(known_at)},
+            {"id": fact_id, **scope(as_of, known_at)},
         )
         return [fact_of(f) for f in data["history"]]
 
@@ -309,7 +309,7 @@ class Client:
         """See ``Memory.get_many``: the facts of ``ids`` visible at the time scope (superseded
         versions too with ``include_superseded``), by id; ``ALIASES_PER_REQUEST`` a request."""
         wanted = list(dict.fromkeys(ids))
-        scope = {"asOf": time_text(as_of), "knownAt": time_text(known_at)}
+        when = scope(as_of, known_at)
         field = "history" if include_superseded else "fact"
         out: dict[str, Fact] = {}
         for start in range(0, len(wanted), ALIASES_PER_REQUEST):
@@ -319,7 +319,7 @@ class Client:
                 f"f{n}: {field}(id: $i{n}, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }}"
                 for n in range(len(chunk))
             )
-            variables = {**scope, **{f"i{n}": i for n, i in enumerate(chunk)}}
+            variables = {**when, **{f"i{n}": i for n, i in enumerate(chunk)}}
             if include_superseded:  # a version chain may not hold the id (NOT_FOUND: unknown)
                 data = self._query_each(names, fields_, variables, len(chunk))
             else:
@@ -384,8 +384,7 @@ class Client:
                     "id": fact_id,
                     "direction": direction.upper(),
                     "types": None if types is None else [t.upper() for t in types],
-                    "asOf": time_text(as_of),
-                    "knownAt": time_text(known_at),
+                    **scope(as_of, known_at),
                     "after": after,
                 },
             )
@@ -427,8 +426,7 @@ class Client:
                 "depth": depth,
                 "types": None if types is None else [t.upper() for t in types],
                 "direction": direction.upper(),
-                "asOf": time_text(as_of),
-                "knownAt": time_text(known_at),
+                **scope(as_of, known_at),
                 "maxNodes": max_nodes,
                 "minStrength": min_strength,
             },
@@ -464,8 +462,7 @@ class Client:
                 "to": target_id,
                 "types": None if types is None else [t.upper() for t in types],
                 "direction": direction.upper(),
-                "asOf": time_text(as_of),
-                "knownAt": time_text(known_at),
+                **scope(as_of, known_at),
             },
         )
         found = data["path"]
@@ -504,8 +501,7 @@ class Client:
                 "maxTokens": max_tokens,
                 "format": format.upper(),
                 "graphDepth": graph_depth,
-                "asOf": time_text(as_of),
-                "knownAt": time_text(known_at),
+                **scope(as_of, known_at),
                 "timeHints": time_hints,
                 "episodeLinks": episode_links,
                 "includeCold": include_cold,
@@ -563,7 +559,7 @@ class Client:
             f"""query($id: String!, $asOf: DateTime, $knownAt: DateTime) {{
               episode(id: $id, asOf: $asOf, knownAt: $knownAt) {{ facts {{ {FACT_FIELDS} }} }}
             }}""",
-            {"id": episode_id, "asOf": time_text(as_of), "knownAt": time_text(known_at)},
+            {"id": episode_id, **scope(as_of, known_at)},
         )
         if data["episode"] is None:
             raise NotFound(f"no episode with id {episode_id!r}")
@@ -667,8 +663,7 @@ class Client:
                 },
                 "first": first,
                 "after": None if after is None else fact_cursor(after),
-                "asOf": time_text(as_of),
-                "knownAt": time_text(known_at),
+                **scope(as_of, known_at),
             },
         )
         page = data["facts"]
@@ -777,15 +772,11 @@ class Client:
                 elif kind == "next":
                     payload = message["payload"]
                     if payload.get("errors"):
-                        first = payload["errors"][0]
-                        code = (first.get("extensions") or {}).get("code") or "INTERNAL_ERROR"
-                        raise exception(code, first.get("message", ""), None)
+                        raise graphql_error(payload["errors"])
                     event = payload["data"]["memoryChanged"]
                     yield Change(event["kind"], event["id"], namespace, epoch(event["at"]))
                 elif kind == "error":
-                    first = (message.get("payload") or [{}])[0]
-                    code = (first.get("extensions") or {}).get("code") or "INTERNAL_ERROR"
-                    raise exception(code, first.get("message", ""), None)
+                    raise graphql_error(message.get("payload") or [])
                 elif kind == "complete":
                     return
 

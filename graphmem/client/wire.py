@@ -194,9 +194,7 @@ def data_of(response: httpx.Response) -> dict[str, Any]:
         ) from None
     errors = body.get("errors") if isinstance(body, dict) else None
     if errors:
-        first = errors[0]
-        code = (first.get("extensions") or {}).get("code") or Code.INTERNAL_ERROR
-        raise exception(code, first.get("message", ""), None)
+        raise graphql_error(errors)
     if response.status_code >= 400 or not isinstance(body.get("data"), dict):
         raise ServiceError(Code.INTERNAL_ERROR, f"HTTP {response.status_code}")
     data: dict[str, Any] = body["data"]
@@ -217,6 +215,18 @@ def retry_after(response: httpx.Response, default: float) -> float:
         return max(float(response.headers.get("retry-after", default)), 0.0)
     except ValueError:
         return default
+
+
+def graphql_error(errors: list[Any]) -> GraphmemError:
+    """The exception of a GraphQL answer's first error (its ``extensions.code``)."""
+    first = errors[0] if errors and isinstance(errors[0], dict) else {}
+    code = (first.get("extensions") or {}).get("code") or Code.INTERNAL_ERROR
+    return exception(code, first.get("message", ""), None)
+
+
+def scope(as_of: TimeInput | None, known_at: TimeInput | None) -> dict[str, str | None]:
+    """A read's time scope as the API's ``asOf`` and ``knownAt`` variables."""
+    return {"asOf": time_text(as_of), "knownAt": time_text(known_at)}
 
 
 def exception(code: str, message: str, field: str | None) -> GraphmemError:

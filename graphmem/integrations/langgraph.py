@@ -116,8 +116,10 @@ class GraphmemStore(BaseStore):
         self.memory.store_many([item])
 
     def _item(self, fact: Fact, score: float | None = None) -> SearchItem:
-        versions = self.memory.history(fact.id)
-        created = versions[0].recorded_at if versions else fact.recorded_at
+        created = fact.recorded_at
+        if fact.supersedes_id is not None:  # a later version: created with the first
+            versions = self.memory.history(fact.id)
+            created = versions[0].recorded_at if versions else created
         return SearchItem(
             namespace_of(fact.entity or ""),
             fact.key or "",
