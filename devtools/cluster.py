@@ -288,7 +288,7 @@ def _graphmem_command() -> list[str]:
     script = Path(sys.executable).with_name("graphmem")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "from resolvers.commands import main; main()"]
+    return [sys.executable, "-c", "from graphmem.server.commands import main; main()"]
 
 
 class Replica:

@@ -21,7 +21,8 @@ PACKAGES = ("graphmem", "resolvers")
 def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> None:
     code = (
         "import sys, graphmem, graphmem.cli; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers', 'mcp'}))"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'strawberry', 'starlette', 'resolvers', 'mcp'}"
+        " | {m for m in sys.modules if m.startswith('graphmem.server')}))"
     )
     assert (
         subprocess.run(
@@ -36,6 +37,48 @@ def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> N
         assert not sql_call.search(text), source.name
 
 
+def test_the_service_installs_as_graphmem_server_under_either_name() -> None:
+    """The wheel installs ``resolvers/`` as ``graphmem.server`` (pyproject.toml): the service's
+    modules import each other relatively, the repository's code says ``resolvers`` only, and the
+    list of packages to install names every package folder."""
+    by_its_name = [
+        f"{_module(source)}: {name}"
+        for source in sorted((ROOT / "resolvers").rglob("*.py"))
+        for name in _absolute_imports(source)
+        if name.split(".")[0] == "resolvers"
+    ]
+    assert by_its_name == []
+    installed_name = [
+        f"{source.relative_to(ROOT)}: {name}"
+        for folder in ("graphmem", "resolvers", "tests", "bench", "devtools")
+        for source in sorted((ROOT / folder).rglob("*.py"))
+        for name in _absolute_imports(source)
+        if name.startswith("graphmem.server")
+    ]
+    assert installed_name == []
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]
+    assert setuptools["package-dir"] == {"graphmem.server": "resolvers"}
+    folders = {
+        ".".join(init.parent.relative_to(ROOT).parts).replace("resolvers", "graphmem.server", 1)
+        for package in PACKAGES
+        for init in (ROOT / package).rglob("__init__.py")
+    }
+    assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def _absolute_imports(source: Path) -> list[str]:
+    """The modules ``source`` imports by absolute name, wherever in the file."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            names.append(node.module)
+    return names
+
+
 def test_only_the_storage_package_speaks_to_a_database_driver() -> None:
     """``sqlite3`` and ``psycopg`` are imported in ``graphmem/storage/`` alone: the rest of the
     engine reaches a store through ``graphmem.storage.interface``."""
@@ -45,15 +88,11 @@ def test_only_the_storage_package_speaks_to_a_database_driver() -> None:
         for source in sorted((ROOT / package).rglob("*.py")):
             if source.is_relative_to(ROOT / "graphmem" / "storage"):
                 continue
-            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-                names = (
-                    [a.name for a in node.names]
-                    if isinstance(node, ast.Import)
-                    else [node.module or ""]
-                    if isinstance(node, ast.ImportFrom) and not node.level
-                    else []
-                )
-                outside += [f"{_module(source)}: {n}" for n in names if n.split(".")[0] in drivers]
+            outside += [
+                f"{_module(source)}: {n}"
+                for n in _absolute_imports(source)
+                if n.split(".")[0] in drivers
+            ]
     assert outside == []
 
 
@@ -158,22 +197,11 @@ def test_the_installed_packages_hold_no_development_tool() -> None:
     """The topology launcher (initdb, haproxy, libfaketime, moto) lives in ``devtools/``, which
     is not installed; nothing installed imports it."""
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    installed = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    installed = pyproject["tool"]["setuptools"]["packages"]
     assert not [p for p in installed if p.startswith("devtools")]
     for package in PACKAGES:
         for source in (ROOT / package).rglob("*.py"):
-            tree = ast.parse(source.read_text(encoding="utf-8"))
-            imported = {
-                name
-                for node in ast.walk(tree)
-                for name in (
-                    [a.name for a in node.names]
-                    if isinstance(node, ast.Import)
-                    else [node.module or ""]
-                    if isinstance(node, ast.ImportFrom)
-                    else []
-                )
-            }
+            imported = _absolute_imports(source)
             assert not {n for n in imported if n.split(".")[0] in ("devtools", "moto")}, source
 
 

@@ -88,14 +88,18 @@ def test_the_installed_package_is_the_wheels(installed: Path, tmp_path: Path) ->
         [
             str(installed / "python"),
             "-c",
-            "import graphmem, resolvers; print(graphmem.__file__); print(resolvers.__file__)",
+            "import importlib.util, graphmem, graphmem.server; print(graphmem.__file__);"
+            " print(graphmem.server.__file__); print(importlib.util.find_spec('resolvers'))",
         ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         check=True,
     ).stdout.split()
-    assert all(str(installed.parent) in path for path in where), where
+    assert all(str(installed.parent) in path for path in where[:2]), where
+    assert where[2] == "None"  # the wheel claims no top-level name but graphmem
+    [top_level] = installed.parent.glob("lib/python*/site-packages/graphmem-*.dist-info/top_level.txt")
+    assert top_level.read_text(encoding="utf-8").split() == ["graphmem"]
     version = subprocess.run(
         [str(installed / "graphmem"), "--version"], capture_output=True, text=True, check=True
     )
