@@ -47,6 +47,18 @@ STORE_TESTS := tests/core/test_maintenance.py tests/core/test_reflection.py test
 	tests/server/test_subscriptions.py
 QUICK_STORE_TESTS := tests/core/test_time_reads.py tests/core/test_search.py \
 	tests/core/test_write_path.py
+# The Memory suites that also run over `graphmem.Client` against a live service (--api client:
+# the same tests, the same answers; tests marked in_process say why they cannot). `make test`
+# runs a few of them, `make test-engines` all.
+CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/test_episodes.py \
+	tests/core/test_time_reads.py tests/core/test_time_known_at.py tests/core/test_time_hints.py \
+	tests/core/test_stated_time.py tests/core/test_write_path.py tests/core/test_autolink.py \
+	tests/core/test_erasure.py tests/core/test_capture.py tests/core/test_recall.py \
+	tests/core/test_decay.py tests/core/test_checkpoints.py tests/core/test_tiers.py \
+	tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
+	tests/core/test_auto_classify.py
+QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_graph.py \
+	tests/core/test_checkpoints.py tests/core/test_erasure.py
 # Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
 # versions of one fact one by one runs on local vectors in `make test`.
 SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions'
@@ -54,8 +66,10 @@ SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions'
 test: $(STAMP)
 	$(PY) -m pytest
 	$(PY) -m pytest --store postgresql --vectors s3 $(SLOW_ON_S3) $(QUICK_STORE_TESTS)
+	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
 
 test-engines: $(STAMP)
+	$(PY) -m pytest --api client $(CLIENT_TESTS)
 	$(PY) -m pytest --store postgresql --vectors s3 $(STORE_TESTS)
 	$(PY) -m pytest --store postgresql $(STORE_TESTS)
 	$(PY) -m pytest --vectors s3 $(STORE_TESTS)

@@ -134,7 +134,7 @@ def check_direction(direction: str) -> str:
     return name
 
 
-def _check_strength(value: Any, name: str) -> float:
+def check_strength(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InvalidInput(f"{name} must be a number from 0 to 1", field=name)
     if not 0.0 <= float(value) <= 1.0:

@@ -369,6 +369,13 @@ class Query:
         ] = Direction.BOTH,
         as_of: AsOf = None,
         known_at: KnownAt = None,
+        max_depth: Annotated[
+            int,
+            strawberry.argument(
+                description=f"The most links the path may have (1 to {MAX_DEPTH}); no path "
+                "that short is null."
+            ),
+        ] = MAX_DEPTH,
     ) -> Path | None:
         found = await info.context.run(
             info.context.memory.path,
@@ -378,6 +385,7 @@ class Query:
             direction=direction.name,
             as_of=as_of,
             known_at=known_at,
+            max_depth=max_depth,
         )
         if found is None:
             return None

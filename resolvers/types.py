@@ -579,10 +579,14 @@ class MaintenanceRun:
     changed: list[ChangedCount] = strawberry.field(description="What it changed, by kind.")
     requests: int = strawberry.field(description="Chat model requests it made.")
     error: str | None = strawberry.field(description="Why it failed.")
+    id: int = strawberry.field(
+        description="The record's number in its namespace (0: a `skipped` run, not recorded)."
+    )
 
     @classmethod
     def of(cls, run: graphmem.MaintenanceRun) -> "MaintenanceRun":
         return cls(
+            id=run.id,
             job=run.job,
             started_at=_time(run.started_at),
             finished_at=None if run.finished_at is None else _time(run.finished_at),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 import pytest
@@ -16,12 +16,13 @@ from starlette.applications import Starlette
 
 from devtools.cluster import ObjectStore, Postgres, Unavailable
 from graphmem import KeyStore, Memory, Settings
+from graphmem.client import Client
 from graphmem.storage import open_keys
 from graphmem.storage.postgres import schema as pgschema
 from resolvers import create_app
 
 from .support.clock import Clock
-from .support.graphql_clients import InProcess
+from .support.graphql_clients import InProcess, LiveServer
 from .support.openai_stub import OpenAIStub
 
 
@@ -91,9 +92,26 @@ def keys(settings: Settings) -> Iterator[KeyStore]:
 
 
 @pytest.fixture
-def mem(data_dir: Path, clock: Clock, settings: Settings) -> Iterator[Memory]:
-    with Memory.open(data_dir, settings=settings, clock=clock) as memory:
-        yield memory
+def mem(
+    request: pytest.FixtureRequest, data_dir: Path, clock: Clock, settings: Settings
+) -> Iterator[Memory]:
+    """Memory in process; with ``--api client``, a ``graphmem.Client`` of a live service on the
+    same settings and clock instead, so that a suite run both ways shows the Client keeps
+    Memory's contract. The service runs no maintenance of its own there: its records would
+    move transaction time past what the test's clock says."""
+    if request.config.getoption("--api") == "memory":
+        with Memory.open(data_dir, settings=settings, clock=clock) as memory:
+            yield memory
+        return
+    marker = request.node.get_closest_marker("in_process")
+    if marker is not None:
+        pytest.skip(f"in process only: {marker.args[0]}")
+    quiet = settings.model_copy(update={"prune_interval": 0, "classify_interval": 0})
+    with (
+        LiveServer(create_app(quiet, clock=clock)) as server,
+        Client(server.base_url) as client,
+    ):
+        yield cast(Memory, client)
 
 
 @pytest.fixture
@@ -110,6 +128,13 @@ def service(app: Starlette) -> Iterator[InProcess]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--api",
+        choices=("memory", "client"),
+        default="memory",
+        help="what the mem fixture gives: Memory in process, or a Client of a live service "
+        "(tests marked in_process are skipped)",
+    )
     parser.addoption(
         "--store",
         choices=("sqlite", "postgresql"),

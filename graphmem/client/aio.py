@@ -8,17 +8,27 @@ from collections.abc import AsyncGenerator, Iterable, Sequence
 from typing import Any
 
 import anyio.to_thread
+from websockets.asyncio.client import connect
+from websockets.exceptions import WebSocketException
+from websockets.typing import Subprotocol
 
 from ..capture import CaptureResult
+from ..categorize import CategoryInfo, ClassifyReport
+from ..checkpoints import Checkpoint
+from ..consolidation import ConsolidateReport
 from ..documents import DocumentFile
 from ..episodes import Episode
 from ..erasure import Erasure, PurgeReport
+from ..errors import Code
 from ..graph import Path, Subgraph
-from ..models import Change, Fact, Link, SearchHit, StoreResult
+from ..models import Change, Fact, Link, MaintenanceRun, SearchHit, StoreResult
+from ..prune import PruneReport
 from ..recall import RecallResult
+from ..reflection import ReflectReport
 from ..stats import Stats
 from ..storage.interface import FactPage
-from .sync import Client
+from .sync import CONNECT_TIMEOUT_S, Client
+from .wire import ChangeFeed, ServiceError
 
 
 class AsyncClient:
@@ -148,21 +158,92 @@ class AsyncClient:
         """See ``Client.erasures``."""
         return list(await self._run("erasures", **options))
 
+    async def pin(self, fact_id: str) -> Fact:
+        """See ``Client.pin``."""
+        fact: Fact = await self._run("pin", fact_id)
+        return fact
+
+    async def unpin(self, fact_id: str) -> Fact:
+        """See ``Client.unpin``."""
+        fact: Fact = await self._run("unpin", fact_id)
+        return fact
+
+    async def set_cold(self, fact_id: str, cold: bool = True) -> Fact:
+        """See ``Client.set_cold``."""
+        fact: Fact = await self._run("set_cold", fact_id, cold)
+        return fact
+
+    async def checkpoint(self, intent: str, **options: Any) -> Fact:
+        """See ``Client.checkpoint``."""
+        fact: Fact = await self._run("checkpoint", intent, **options)
+        return fact
+
+    async def restore_checkpoint(self) -> Checkpoint | None:
+        """See ``Client.restore_checkpoint``."""
+        found: Checkpoint | None = await self._run("restore_checkpoint")
+        return found
+
+    async def prune(self, **options: Any) -> PruneReport:
+        """See ``Client.prune``."""
+        report: PruneReport = await self._run("prune", **options)
+        return report
+
+    async def maintain(
+        self, jobs: Sequence[str] | None = None, **options: Any
+    ) -> list[MaintenanceRun]:
+        """See ``Client.maintain``."""
+        return list(await self._run("maintain", jobs, **options))
+
+    async def maintenance_runs(self, **options: Any) -> list[MaintenanceRun]:
+        """See ``Client.maintenance_runs``."""
+        return list(await self._run("maintenance_runs", **options))
+
+    async def reflect(self, **options: Any) -> ReflectReport:
+        """See ``Client.reflect``."""
+        report: ReflectReport = await self._run("reflect", **options)
+        return report
+
+    async def consolidate(self, **options: Any) -> ConsolidateReport:
+        """See ``Client.consolidate``."""
+        report: ConsolidateReport = await self._run("consolidate", **options)
+        return report
+
+    async def auto_classify(self) -> ClassifyReport:
+        """See ``Client.auto_classify``."""
+        report: ClassifyReport = await self._run("auto_classify")
+        return report
+
+    async def categories(self) -> list[CategoryInfo]:
+        """See ``Client.categories``."""
+        return list(await self._run("categories"))
+
     async def stats(self) -> Stats:
         """See ``Client.stats``."""
         stats: Stats = await self._run("stats")
         return stats
 
-    async def changes(self, **options: Any) -> AsyncGenerator[Change, None]:
-        """See ``Client.changes``: the changes as they are committed; leaving the loop ends the
+    async def changes(self, *, kinds: Iterable[str] | None = None) -> AsyncGenerator[Change, None]:
+        """See ``Client.changes``: the changes as they are committed, over an asyncio
+        WebSocket (cancelling the task that waits ends it at once); leaving the loop ends the
         subscription."""
-        stream = self.sync.changes(**options)
-        done = object()
+        feed = await anyio.to_thread.run_sync(self.sync._feed, kinds)
         try:
-            while True:
-                change = await anyio.to_thread.run_sync(next, stream, done)
-                if not isinstance(change, Change):  # the end
+            socket = await connect(
+                feed.url,
+                subprotocols=[Subprotocol(ChangeFeed.SUBPROTOCOL)],
+                additional_headers=feed.headers,
+                proxy=None,
+                open_timeout=min(CONNECT_TIMEOUT_S, self.sync.timeout),
+            )
+        except (OSError, WebSocketException) as exc:
+            raise ServiceError(Code.UNAVAILABLE, f"cannot reach {feed.url}: {exc}") from exc
+        async with socket:
+            await socket.send(feed.opening)
+            async for raw in socket:
+                replies, change, ended = feed.receive(raw)
+                for reply in replies:
+                    await socket.send(reply)
+                if change is not None:
+                    yield change
+                if ended:
                     return
-                yield change
-        finally:
-            await anyio.to_thread.run_sync(stream.close)

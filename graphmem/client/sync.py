@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
@@ -15,39 +14,59 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
-from ..capture import CaptureResult
+from .. import checkpoints
+from ..capture import CaptureResult, parse_messages
+from ..categorize import CategoryInfo, ClassifyReport
+from ..checkpoints import Checkpoint
+from ..consolidation import ConsolidateReport
 from ..documents import DocumentFile
 from ..episodes import Episode
 from ..erasure import Erasure, PurgeReport
 from ..errors import Code, GraphmemError, InvalidInput, NotFound
-from ..graph import DEFAULT_MAX_NODES, Node, Path, Subgraph
-from ..limits import MAX_LIMIT
-from ..models import Change, Fact, FactInput, Link, SearchHit, StoreResult
+from ..graph import (
+    DEFAULT_MAX_NODES,
+    Node,
+    Path,
+    Subgraph,
+    check_metadata,
+    check_strength,
+    check_types,
+)
+from ..limits import MAX_DEPTH, MAX_LIMIT
+from ..maintenance import checked_jobs
+from ..models import Change, Fact, FactInput, Link, MaintenanceRun, SearchHit, StoreResult
+from ..prune import PruneReport
 from ..recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
+from ..reflection import ReflectReport
 from ..stats import Stats
 from ..storage.interface import FactPage
 from ..temporal import TimeInput
 from ..usage import Usage
 from .wire import (
+    CHECKPOINT_FIELDS,
     EPISODE_FIELDS,
     FACT_FIELDS,
     LINK_FIELDS,
+    RUN_FIELDS,
+    ChangeFeed,
     ServiceError,
+    checkpoint_of,
     data_of,
     episode_input,
     episode_of,
     epoch,
     exception,
     fact_cursor,
-    fact_input,
+    fact_inputs,
     fact_of,
     fact_position,
-    graphql_error,
     hint_of,
+    link_filter,
     link_of,
     parsed,
     refused,
     retry_after,
+    run_of,
     scope,
     time_text,
 )
@@ -58,6 +77,8 @@ DEFAULT_URL: Final = "http://127.0.0.1:8420"
 BACKOFF_S: Final = 0.5
 #: Facts one ``get_many`` request asks for (aliases; the service's default limit is 30).
 ALIASES_PER_REQUEST: Final = 25
+#: Seconds to connect to the service.
+CONNECT_TIMEOUT_S: Final = 5.0
 #: The header that names the namespace (resolvers/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
 
@@ -85,8 +106,12 @@ class Client:
         if name:
             headers[NAMESPACE_HEADER] = name
         self.retries = retries
+        self.timeout = timeout
+        # A service that does not answer fails in seconds; an answer may take as long as a
+        # model request the service makes for it (reflect, consolidate).
+        limits = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
         self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+            base_url=self.url, headers=headers, timeout=limits, transport=transport
         )
 
     def close(self) -> None:
@@ -110,10 +135,11 @@ class Client:
         self,
         items: Sequence[Mapping[str, Any] | FactInput],
         *,
+        autolink: bool | None = None,
         episode: str | Mapping[str, Any] | None = None,
     ) -> list[StoreResult]:
         """See ``Memory.store_many``: the facts in order, one request."""
-        inputs = [fact_input(item) for item in items]
+        inputs = fact_inputs(items, autolink)
         given = None if episode is None else episode_input(episode)
         data = self._mutate(
             f"""mutation($inputs: [FactInput!]!, $episode: EpisodeInput) {{
@@ -160,11 +186,11 @@ class Client:
         given = {
             "sourceId": source_id,
             "targetId": target_id,
-            "type": type,
-            "strength": strength,
+            "type": check_types(type)[0],
+            "strength": check_strength(strength, "strength"),
             "validFrom": time_text(valid_from),
             "validUntil": time_text(valid_until),
-            "metadata": None if metadata is None else dict(metadata),
+            "metadata": check_metadata(None if metadata is None else dict(metadata)),
         }
         data = self._mutate(
             f"""mutation($input: LinkInput!) {{ linkFacts(input: $input) {{
@@ -382,8 +408,7 @@ class Client:
                 }}""",
                 {
                     "id": fact_id,
-                    "direction": direction.upper(),
-                    "types": None if types is None else [t.upper() for t in types],
+                    **link_filter(types, direction),
                     **scope(as_of, known_at),
                     "after": after,
                 },
@@ -424,11 +449,10 @@ class Client:
             {
                 "from": [ids] if isinstance(ids, str) else list(ids),
                 "depth": depth,
-                "types": None if types is None else [t.upper() for t in types],
-                "direction": direction.upper(),
+                **link_filter(types, direction),
                 **scope(as_of, known_at),
                 "maxNodes": max_nodes,
-                "minStrength": min_strength,
+                "minStrength": check_strength(min_strength, "min_strength"),
             },
         )
         sub = data["traverse"]
@@ -447,22 +471,23 @@ class Client:
         direction: str = "BOTH",
         as_of: TimeInput | None = None,
         known_at: TimeInput | None = None,
+        max_depth: int = MAX_DEPTH,
     ) -> Path | None:
         """See ``Memory.path``: a shortest path between two facts, or None."""
         data = self._query(
             f"""query($from: ID!, $to: ID!, $types: [LinkType!], $direction: Direction!,
-                      $asOf: DateTime, $knownAt: DateTime) {{
+                      $asOf: DateTime, $knownAt: DateTime, $maxDepth: Int!) {{
               path(from: $from, to: $to, types: $types, direction: $direction, asOf: $asOf,
-                   knownAt: $knownAt) {{
+                   knownAt: $knownAt, maxDepth: $maxDepth) {{
                 facts {{ {FACT_FIELDS} }} links {{ {LINK_FIELDS} }}
               }}
             }}""",
             {
                 "from": source_id,
                 "to": target_id,
-                "types": None if types is None else [t.upper() for t in types],
-                "direction": direction.upper(),
+                **link_filter(types, direction),
                 **scope(as_of, known_at),
+                "maxDepth": max_depth,
             },
         )
         found = data["path"]
@@ -576,11 +601,11 @@ class Client:
         dry_run: bool = False,
     ) -> PurgeReport:
         """See ``Memory.purge``: erase for good what the filter matches."""
-        chosen = (
-            None
-            if ids is None and fact_id is None
-            else [*(ids or []), *([fact_id] if fact_id else [])]
-        )
+        if fact_id is not None:
+            if ids is not None:
+                raise InvalidInput("give fact_id or ids, not both", field="ids")
+            ids = [fact_id]
+        chosen = None if ids is None else list(ids)
         given = {"ids": chosen, "entity": entity, "source": source, "episode": episode}
         data = self._mutate(
             """mutation($filter: PurgeFilter!, $dryRun: Boolean!) {
@@ -591,6 +616,9 @@ class Client:
             {"filter": {k: v for k, v in given.items() if v is not None}, "dryRun": dry_run},
             "purgeFacts",
         )
+        if fact_id is not None and data["facts"] == 0 and not (entity or source or episode):
+            # a fact in any state matches its own id: none means no fact has it
+            raise NotFound(f"no fact with id {fact_id!r}")
         return PurgeReport(
             data["facts"], data["links"], data["vectors"], data["episodes"], data["dryRun"]
         )
@@ -602,11 +630,7 @@ class Client:
         episode: str | Mapping[str, Any] | None = None,
     ) -> list[CaptureResult]:
         """See ``Memory.capture``: what a turn's messages say that is worth keeping, stored."""
-        if isinstance(messages, str | bytes | Mapping) or not all(
-            isinstance(m, Mapping) for m in messages
-        ):
-            raise InvalidInput("messages must be a list of {role, content}", field="messages")
-        given = [{"role": m.get("role"), "content": m.get("content")} for m in messages]
+        given = [{"role": m.role, "content": m.content} for m in parse_messages(messages)]
         data = self._mutate(
             f"""mutation($messages: [MessageInput!]!, $episode: EpisodeInput) {{
               captureMessages(messages: $messages, episode: $episode) {{
@@ -719,6 +743,156 @@ class Client:
             for e in data["erasures"]
         ]
 
+    # ----------------------------------------------------------------------------- upkeep
+
+    def pin(self, fact_id: str) -> Fact:
+        """See ``Memory.pin``: the fact, pinned."""
+        return self._tier("pinFact(id: $id)", fact_id)
+
+    def unpin(self, fact_id: str) -> Fact:
+        """See ``Memory.unpin``."""
+        return self._tier("unpinFact(id: $id)", fact_id)
+
+    def set_cold(self, fact_id: str, cold: bool = True) -> Fact:
+        """See ``Memory.set_cold``."""
+        return self._tier(f"setCold(id: $id, cold: {'true' if cold else 'false'})", fact_id)
+
+    def _tier(self, call: str, fact_id: str) -> Fact:
+        field = call.partition("(")[0]
+        data = self._mutate(
+            f"""mutation($id: ID!) {{ {call} {{
+              fact {{ {FACT_FIELDS} }} error {{ code message field }} }} }}""",
+            {"id": fact_id},
+            field,
+        )
+        return fact_of(data["fact"])
+
+    def checkpoint(
+        self,
+        intent: str,
+        *,
+        state: Any = None,
+        expected_outcome: str | None = None,
+        working_files: Sequence[str] = (),
+    ) -> Fact:
+        """See ``Memory.checkpoint``: the checkpoint's fact."""
+        # checked as Memory checks it, so bad input fails alike before any request
+        checkpoints.fact_input(intent, state, expected_outcome, working_files, time.time())
+        data = self._mutate(
+            f"""mutation($input: CheckpointInput!) {{ saveCheckpoint(input: $input) {{
+              checkpoint {{ {CHECKPOINT_FIELDS} }} error {{ code message field }} }} }}""",
+            {
+                "input": {
+                    "intent": intent,
+                    "state": state,
+                    "expectedOutcome": expected_outcome,
+                    "workingFiles": list(working_files),
+                }
+            },
+            "saveCheckpoint",
+        )
+        return checkpoint_of(data["checkpoint"]).fact
+
+    def restore_checkpoint(self) -> Checkpoint | None:
+        """See ``Memory.restore_checkpoint``: the newest unexpired checkpoint, or None."""
+        data = self._query(f"{{ checkpoint {{ {CHECKPOINT_FIELDS} }} }}", {})
+        return None if data["checkpoint"] is None else checkpoint_of(data["checkpoint"])
+
+    def prune(self, *, dry_run: bool = False, soft: bool = False) -> PruneReport:
+        """See ``Memory.prune``."""
+        data = self._mutate(
+            """mutation($dryRun: Boolean!, $soft: Boolean!) { prune(dryRun: $dryRun, soft: $soft) {
+              expired decayed lowConfidence dryRun error { code message field } } }""",
+            {"dryRun": dry_run, "soft": soft},
+            "prune",
+        )
+        return PruneReport(data["expired"], data["decayed"], data["lowConfidence"], data["dryRun"])
+
+    def maintain(
+        self, jobs: Sequence[str] | None = None, *, force: bool = False
+    ) -> list[MaintenanceRun]:
+        """See ``Memory.maintain``: the runs, in the jobs' order."""
+        data = self._mutate(
+            f"""mutation($jobs: [MaintenanceJob!], $force: Boolean!) {{
+              maintain(jobs: $jobs, force: $force) {{
+                runs {{ {RUN_FIELDS} }} error {{ code message field }} }} }}""",
+            {
+                "jobs": None if jobs is None else [j.upper() for j in checked_jobs(jobs)],
+                "force": force,
+            },
+            "maintain",
+        )
+        return [run_of(r) for r in data["runs"]]
+
+    def maintenance_runs(self, *, job: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
+        """See ``Memory.maintenance_runs``: newest first."""
+        data = self._query(
+            f"""query($job: MaintenanceJob, $limit: Int!) {{
+              maintenanceRuns(job: $job, limit: $limit) {{ {RUN_FIELDS} }} }}""",
+            {"job": None if job is None else checked_jobs([job])[0].upper(), "limit": limit},
+        )
+        return [run_of(r) for r in data["maintenanceRuns"]]
+
+    def reflect(self, *, window_days: float | None = None) -> ReflectReport:
+        """See ``Memory.reflect``: the patterns and rules stored, and the requests made."""
+        data = self._mutate(
+            f"""mutation($windowDays: Float) {{ reflect(windowDays: $windowDays) {{
+              patterns {{ {FACT_FIELDS} }} rules {{ {FACT_FIELDS} }} requests ignored problem
+              error {{ code message field }} }} }}""",
+            {"windowDays": window_days},
+            "reflect",
+        )
+        return ReflectReport(
+            [fact_of(f) for f in data["patterns"]],
+            [fact_of(f) for f in data["rules"]],
+            data["requests"],
+            data["ignored"],
+            data["problem"],
+        )
+
+    def consolidate(self, *, dry_run: bool = False) -> ConsolidateReport:
+        """See ``Memory.consolidate``: the clusters found and the facts they were merged into."""
+        data = self._mutate(
+            f"""mutation($dryRun: Boolean!) {{ consolidate(dryRun: $dryRun) {{
+              clusters merged {{ {FACT_FIELDS} }} superseded requests dryRun problem
+              error {{ code message field }} }} }}""",
+            {"dryRun": dry_run},
+            "consolidate",
+        )
+        return ConsolidateReport(
+            [list(c) for c in data["clusters"]],
+            [fact_of(f) for f in data["merged"]],
+            data["superseded"],
+            data["requests"],
+            data["dryRun"],
+            data["problem"],
+        )
+
+    def auto_classify(self) -> ClassifyReport:
+        """See ``Memory.auto_classify``: the facts relabelled, by category, and the categories
+        discovered."""
+        data = self._mutate(
+            """mutation { autoClassify {
+              relabelled { category count } discovered requests problem
+              error { code message field } } }""",
+            {},
+            "autoClassify",
+        )
+        return ClassifyReport(
+            {r["category"]: r["count"] for r in data["relabelled"]},
+            list(data["discovered"]),
+            data["requests"],
+            data["problem"],
+        )
+
+    def categories(self) -> list[CategoryInfo]:
+        """See ``Memory.categories``: the built-in categories, then the discovered ones."""
+        data = self._query("{ categories { name description discoveredAt } }", {})
+        return [
+            CategoryInfo(c["name"], c["description"], parsed(c["discoveredAt"], datetime))
+            for c in data["categories"]
+        ]
+
     def stats(self) -> Stats:
         """See ``Memory.stats``: counts describing the namespace, and the providers' usage."""
         data = self._query("{ stats { data } }", {})["stats"]["data"]
@@ -735,50 +909,37 @@ class Client:
         graphql-transport-ws), as ``Memory.subscribe`` announces them; closing the iterator
         ends the subscription. A subscription the service ends (a key revoked, points spent,
         a subscriber too slow) raises its exception."""
+        feed = self._feed(kinds)
+        try:
+            socket = connect(
+                feed.url,
+                subprotocols=[Subprotocol(ChangeFeed.SUBPROTOCOL)],
+                additional_headers=feed.headers,
+                proxy=None,
+                open_timeout=min(CONNECT_TIMEOUT_S, self.timeout),
+            )
+        except (OSError, WebSocketException) as exc:
+            raise ServiceError(Code.UNAVAILABLE, f"cannot reach {feed.url}: {exc}") from exc
+        with socket:
+            socket.send(feed.opening)
+            for raw in socket:
+                replies, change, ended = feed.receive(raw)
+                for reply in replies:
+                    socket.send(reply)
+                if change is not None:
+                    yield change
+                if ended:
+                    return
+
+    def _feed(self, kinds: Iterable[str] | None) -> ChangeFeed:
+        """The conversation of a subscription to this client's namespace."""
         namespace = self._query("{ namespace }", {})["namespace"]
-        url = "ws" + self.url.removeprefix("http") + "/graphql"
         headers = {
             k: v
             for k, v in self._http.headers.items()
             if k.lower() in ("authorization", NAMESPACE_HEADER.lower())
         }
-        subscribe = {
-            "id": "1",
-            "type": "subscribe",
-            "payload": {
-                "query": "subscription($kinds: [ChangeKind!]) { memoryChanged(kinds: $kinds) "
-                "{ kind id at } }",
-                "variables": {"kinds": None if kinds is None else [k.upper() for k in kinds]},
-            },
-        }
-        try:
-            socket = connect(
-                url,
-                subprotocols=[Subprotocol("graphql-transport-ws")],
-                additional_headers=headers,
-                proxy=None,
-            )
-        except (OSError, WebSocketException) as exc:
-            raise ServiceError(Code.UNAVAILABLE, f"cannot reach {url}: {exc}") from exc
-        with socket:
-            socket.send(json.dumps({"type": "connection_init", "payload": {}}))
-            for raw in socket:
-                message = json.loads(raw)
-                kind = message.get("type")
-                if kind == "connection_ack":
-                    socket.send(json.dumps(subscribe))
-                elif kind == "ping":
-                    socket.send(json.dumps({"type": "pong"}))
-                elif kind == "next":
-                    payload = message["payload"]
-                    if payload.get("errors"):
-                        raise graphql_error(payload["errors"])
-                    event = payload["data"]["memoryChanged"]
-                    yield Change(event["kind"], event["id"], namespace, epoch(event["at"]))
-                elif kind == "error":
-                    raise graphql_error(message.get("payload") or [])
-                elif kind == "complete":
-                    return
+        return ChangeFeed(self.url, headers, namespace, kinds)
 
     # ----------------------------------------------------------------------------- transport
 

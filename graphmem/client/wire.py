@@ -5,14 +5,17 @@ them."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any, Final
 
 import httpx
 
-from ..episodes import Episode
+from ..checkpoints import Checkpoint
+from ..episodes import Episode, EpisodeInput
 from ..errors import (
     Code,
     Conflict,
@@ -27,7 +30,9 @@ from ..errors import (
     StorageError,
     SubscriberTooSlow,
 )
-from ..models import Fact, FactInput, Link
+from ..graph import check_direction, check_types
+from ..limits import MAX_BATCH
+from ..models import Change, Fact, FactInput, Link, MaintenanceRun
 from ..temporal import TimeInput, parse_time, to_iso
 from ..timehints import TimeHint
 
@@ -63,6 +68,10 @@ def camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
+def snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
 def _selection(cls: type, renamed: Mapping[str, str]) -> str:
     """The GraphQL selection of every field of ``cls`` (camelCase unless ``renamed``; fields
     renamed alike selected once)."""
@@ -88,6 +97,35 @@ LINK_FIELDS: Final = _selection(Link, {})
 EPISODE_FIELDS: Final = "id kind source time metadata recordedAt"
 
 
+#: Every field of a Checkpoint, as GraphQL names it.
+CHECKPOINT_FIELDS: Final = f"intent state expectedOutcome workingFiles fact {{ {FACT_FIELDS} }}"
+#: Every field of a MaintenanceRun, as GraphQL names it.
+RUN_FIELDS: Final = "id job startedAt finishedAt status changed { kind count } requests error"
+
+
+def checkpoint_of(data: Mapping[str, Any]) -> Checkpoint:
+    return Checkpoint(
+        data["intent"],
+        data["state"],
+        data["expectedOutcome"],
+        tuple(data["workingFiles"]),
+        fact_of(data["fact"]),
+    )
+
+
+def run_of(data: Mapping[str, Any]) -> MaintenanceRun:
+    return MaintenanceRun(
+        data["job"],
+        parsed(data["startedAt"], datetime),
+        parsed(data["finishedAt"], datetime),
+        data["status"],
+        {c["kind"]: c["count"] for c in data["changed"]},
+        data["requests"],
+        data["error"],
+        data["id"],
+    )
+
+
 def episode_of(data: Mapping[str, Any]) -> Episode:
     return Episode(
         data["id"],
@@ -97,6 +135,55 @@ def episode_of(data: Mapping[str, Any]) -> Episode:
         data["metadata"] or {},
         parsed(data["recordedAt"], datetime),
     )
+
+
+class ChangeFeed:
+    """The graphql-transport-ws conversation of a ``memoryChanged`` subscription, whatever
+    carries it (the sync and the asyncio websockets clients): the opening message, then for
+    each message received the replies to send, the change it brings and whether it ended."""
+
+    SUBPROTOCOL: Final = "graphql-transport-ws"
+
+    def __init__(
+        self,
+        base_url: str,
+        headers: Mapping[str, str],
+        namespace: str,
+        kinds: Iterable[str] | None,
+    ) -> None:
+        self.url = "ws" + base_url.removeprefix("http") + "/graphql"
+        self.headers = dict(headers)
+        self.namespace = namespace
+        self.opening = json.dumps({"type": "connection_init", "payload": {}})
+        self._subscribe = json.dumps(
+            {
+                "id": "1",
+                "type": "subscribe",
+                "payload": {
+                    "query": "subscription($kinds: [ChangeKind!]) { memoryChanged(kinds: $kinds) "
+                    "{ kind id at } }",
+                    "variables": {"kinds": None if kinds is None else [k.upper() for k in kinds]},
+                },
+            }
+        )
+
+    def receive(self, raw: str | bytes) -> tuple[list[str], Change | None, bool]:
+        """What to do with a message: raises the exception of an error the service sends."""
+        message = json.loads(raw)
+        kind = message.get("type")
+        if kind == "connection_ack":
+            return [self._subscribe], None, False
+        if kind == "ping":
+            return [json.dumps({"type": "pong"})], None, False
+        if kind == "next":
+            payload = message["payload"]
+            if payload.get("errors"):
+                raise graphql_error(payload["errors"])
+            event = payload["data"]["memoryChanged"]
+            return [], Change(event["kind"], event["id"], self.namespace, epoch(event["at"])), False
+        if kind == "error":
+            raise graphql_error(message.get("payload") or [])
+        return [], None, kind == "complete"
 
 
 def fact_cursor(position: int) -> str:
@@ -152,11 +239,9 @@ def hint_of(data: Mapping[str, Any] | None) -> TimeHint | None:
     )
 
 
-def fact_input(item: Mapping[str, Any] | FactInput) -> dict[str, Any]:
-    """A fact to store as GraphQL's FactInput: validated here first, as Memory does, so bad
-    input fails the same way before any request."""
-    parsed = item if isinstance(item, FactInput) else FactInput.parse(item)
-    given = parsed.model_dump(exclude_defaults=True)
+def _fact_input(item: FactInput) -> dict[str, Any]:
+    """A checked fact as GraphQL's FactInput: the fields given, times as ISO-8601 text."""
+    given = item.model_dump(exclude_defaults=True)
     out: dict[str, Any] = {}
     for name, value in given.items():
         if name in ("valid_from", "source_date", "expires_at"):
@@ -165,11 +250,33 @@ def fact_input(item: Mapping[str, Any] | FactInput) -> dict[str, Any]:
     return out
 
 
+def fact_inputs(
+    items: Sequence[Mapping[str, Any] | FactInput], autolink: bool | None
+) -> list[dict[str, Any]]:
+    """A batch as GraphQL's [FactInput!]!: checked as Memory checks it (InvalidInput naming the
+    item, before any request); ``autolink`` given to the items that do not say."""
+    if isinstance(items, Mapping | str | bytes):
+        raise InvalidInput("store_many takes a list of facts")
+    if len(items) > MAX_BATCH:
+        raise InvalidInput(f"at most {MAX_BATCH} facts per batch, got {len(items)}")
+    parsed = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
+    inputs = [_fact_input(item) for item in parsed]
+    if autolink is not None:
+        for given in inputs:
+            given.setdefault("autolink", autolink)
+    return inputs
+
+
 def episode_input(episode: str | Mapping[str, Any]) -> dict[str, Any]:
-    given: dict[str, Any] = {"id": episode} if isinstance(episode, str) else dict(episode)
-    if "time" in given and given["time"] is not None:
-        given["time"] = time_text(given["time"])
-    return {camel(k): v for k, v in given.items() if v is not None}
+    """An episode as GraphQL's EpisodeInput, checked as Memory checks it."""
+    given = EpisodeInput.parse(episode)
+    return {
+        "id": given.id,
+        "kind": given.kind,
+        "source": given.source,
+        "time": None if given.time is None else to_iso(given.time),
+        "metadata": given.metadata,
+    }
 
 
 def epoch(text: str) -> float:
@@ -217,11 +324,34 @@ def retry_after(response: httpx.Response, default: float) -> float:
         return default
 
 
+#: How graphql-core refuses a variable's value: its name and where inside it.
+_BAD_VARIABLE: Final = re.compile(
+    r"Variable '\$(\w+)' (?:has|got) invalid value(?: at \.?([\w.\[\]]+))?"
+)
+
+
 def graphql_error(errors: list[Any]) -> GraphmemError:
-    """The exception of a GraphQL answer's first error (its ``extensions.code``)."""
+    """The exception of a GraphQL answer's first error (its ``extensions.code``). The client
+    writes every document itself, so a variable the schema refuses (an unknown enum value, a
+    fraction for an Int) is the caller's argument: InvalidInput naming it, as Memory raises."""
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
     code = (first.get("extensions") or {}).get("code") or Code.INTERNAL_ERROR
-    return exception(code, first.get("message", ""), None)
+    message = first.get("message", "")
+    bad = _BAD_VARIABLE.match(message) if code == Code.INVALID_QUERY else None
+    if bad:
+        variable, inside = bad.groups()
+        field = snake(variable) + (f".{snake(inside)}" if inside else "")
+        why = message[bad.end() :].lstrip(": ")
+        return exception(Code.INVALID_INPUT, f"{field}: {why}", field)
+    return exception(code, message, None)
+
+
+def link_filter(types: Iterable[str] | str | None, direction: str) -> dict[str, Any]:
+    """A graph read's ``types`` and ``direction`` variables, checked and named as Memory does."""
+    return {
+        "types": None if types is None else list(check_types(types)),
+        "direction": check_direction(direction),
+    }
 
 
 def scope(as_of: TimeInput | None, known_at: TimeInput | None) -> dict[str, str | None]:

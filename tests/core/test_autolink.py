@@ -35,6 +35,7 @@ def auto_links(mem: Memory, fact: Fact) -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.in_process("reads the embedder")
 def test_a_similar_new_fact_is_linked_to_its_neighbour(mem: Memory) -> None:
     rust = store(mem, "The payments service is written in Rust")
     lunch = store(mem, "Lunch is at noon on Fridays")

@@ -275,6 +275,7 @@ def test_graphql_saves_and_restores_a_checkpoint(service: InProcess) -> None:
     assert refused["saveCheckpoint"]["error"]["field"] == "working_files"
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_the_mcp_tool_saves_and_restores_and_a_read_only_key_may_only_restore(
     mem: Memory,
 ) -> None:

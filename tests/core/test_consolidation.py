@@ -145,6 +145,7 @@ def test_graphql_consolidates(service: InProcess, ids: dict[str, str]) -> None:
     )
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_the_mcp_tool_consolidates_and_a_read_only_key_may_only_list(
     mem: Memory, ids: dict[str, str]
 ) -> None:

@@ -83,6 +83,7 @@ def test_a_fact_about_1990_stored_today_is_as_fresh_as_any(mem: Memory, clock: C
     assert fact.expires_at.timestamp() == pytest.approx(clock.now + 14 * DAY)
 
 
+@pytest.mark.in_process("reads Memory.check")
 def test_hard_prune_deletes_expired_facts_for_good(mem: Memory, clock: Clock) -> None:
     gone = mem.store("Scratch: port 8080 is free", decay_class="ephemeral").fact
     kept = mem.store("The NAS is at 10.0.0.5", decay_class="permanent").fact
@@ -146,6 +147,7 @@ def test_recall_keeps_a_refreshable_fact_alive(mem: Memory, clock: Clock) -> Non
     assert mem.get(fact.id) is not None
 
 
+@pytest.mark.in_process("backfill_decay is not in the GraphQL API")
 def test_backfill_reclassifies_and_recomputes_expiry(mem: Memory, clock: Clock) -> None:
     fact = mem.store("We decided to use UTC everywhere", decay_class="short").fact
     assert fact is not None

@@ -148,6 +148,7 @@ def test_capture_records_the_turns_episode(mem: Memory) -> None:
     assert mem.episode("turn-1") is not None
 
 
+@pytest.mark.in_process("export_jsonl is not in the GraphQL API")
 def test_an_export_keeps_episodes_and_imports_them_back(
     mem: Memory, tmp_path: Path, clock: Clock
 ) -> None:

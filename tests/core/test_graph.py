@@ -92,6 +92,7 @@ def test_relinking_updates_the_strength_of_the_one_live_link(mem: Memory) -> Non
     assert other.id != first.id and len(mem.links(f["api"])) == 2
 
 
+@pytest.mark.in_process("link_many is not in the GraphQL API")
 def test_a_batch_of_links_behaves_as_its_links_made_one_after_another(
     mem: Memory, clock: Clock
 ) -> None:
@@ -384,6 +385,7 @@ def test_path_lengths_agree_with_networkx_on_a_random_graph(mem: Memory) -> None
 # ------------------------------------------------------------------------------------ analytics
 
 
+@pytest.mark.in_process("clusters is not in the GraphQL API")
 def test_clusters_are_connected_groups(mem: Memory, chain: dict[str, str]) -> None:
     f = facts(mem, "p", "q", "lonely")
     mem.link(f["p"], f["q"], "PART_OF")
@@ -394,6 +396,7 @@ def test_clusters_are_connected_groups(mem: Memory, chain: dict[str, str]) -> No
     assert [len(g) for g in mem.clusters().groups] == [6]
 
 
+@pytest.mark.in_process("dependency_order is not in the GraphQL API")
 def test_dependency_order_puts_dependencies_first_and_reports_cycles(mem: Memory) -> None:
     f = facts(mem, "app", "api", "db", "disk", "auth", "tokens")
     for s, t in (("app", "api"), ("api", "db"), ("db", "disk"), ("app", "auth")):
@@ -412,6 +415,7 @@ def test_dependency_order_puts_dependencies_first_and_reports_cycles(mem: Memory
     assert ranked[-1] == "app" and len(ranked) == 6
 
 
+@pytest.mark.in_process("causes and parts are not in the GraphQL API")
 def test_cause_chain_and_part_trees(mem: Memory) -> None:
     f = facts(mem, "outage", "deploy", "config", "wheel", "axle", "car")
     mem.link(f["outage"], f["deploy"], "CAUSED_BY")
@@ -423,6 +427,7 @@ def test_cause_chain_and_part_trees(mem: Memory) -> None:
     assert reached(mem.parts(f["wheel"], above=True), f) == {"wheel": 0, "axle": 1, "car": 2}
 
 
+@pytest.mark.in_process("centrality is not in the GraphQL API")
 def test_centrality_ranks_the_hub_first(mem: Memory) -> None:
     f = facts(mem, "hub", "s1", "s2", "s3", "far")
     for n in ("s1", "s2", "s3"):
@@ -499,6 +504,7 @@ def test_linked_candidates_lend_each_other_evidence(mem: Memory) -> None:
     assert after[strong.id] >= before[strong.id]
 
 
+@pytest.mark.in_process("reads the store's vectors")
 def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memory) -> None:
     f = facts(mem, "hit", "a", "b", "c")
     for n in "abc":
@@ -523,6 +529,7 @@ def test_of_a_hits_neighbours_the_one_nearest_the_query_inherits_most(mem: Memor
     assert [v for v, _, _ in plain.values()] == [pytest.approx(expansion.HOP_FACTOR)] * 3
 
 
+@pytest.mark.in_process("reads the store's vectors")
 def test_a_fact_takes_the_best_score_a_link_offers_even_a_direct_hit(mem: Memory) -> None:
     f = facts(mem, "strong", "other", "weak", "leaf")
     mem.link(f["weak"], f["strong"], "RELATED_TO")

@@ -35,6 +35,7 @@ def test_the_default_schedule_prunes_hourly_and_classifies_daily() -> None:
     ] == [("prune", 3600), ("classify", 86_400), ("reflect", 0), ("consolidate", 0)]
 
 
+@pytest.mark.in_process("runs on the default periods, which the client's service turns off")
 def test_a_job_runs_when_its_period_has_passed_and_each_run_is_recorded(
     mem: Memory, clock: Clock
 ) -> None:
@@ -56,6 +57,7 @@ def test_a_job_runs_when_its_period_has_passed_and_each_run_is_recorded(
     assert mem.last_runs() == {"prune": runs[0]}
 
 
+@pytest.mark.in_process("changes Memory.settings")
 def test_settings_turn_jobs_on_and_off_and_force_runs_any_job(mem: Memory, clock: Clock) -> None:
     mem.settings = mem.settings.model_copy(update={"prune_interval": 0, "consolidate_interval": 60})
     assert [r.job for r in mem.maintain()] == ["consolidate"]
@@ -77,6 +79,7 @@ def test_settings_turn_jobs_on_and_off_and_force_runs_any_job(mem: Memory, clock
         mem.maintenance_runs(limit=0)
 
 
+@pytest.mark.in_process("claims a run in the store")
 def test_a_job_another_process_is_running_is_skipped_and_an_abandoned_run_is_closed(
     mem: Memory, clock: Clock
 ) -> None:
@@ -127,6 +130,7 @@ def test_two_processes_never_run_one_job_at_once(
     assert len(stub.chat_requests) == 1
 
 
+@pytest.mark.in_process("changes Memory.settings")
 def test_a_failed_job_records_why_changes_nothing_and_is_tried_at_its_next_period(
     mem: Memory, clock: Clock
 ) -> None:
@@ -202,6 +206,7 @@ def test_the_cli_runs_what_is_due_for_cron_and_lists_the_runs(tmp_path: Path) ->
     assert runner.invoke(cli, [*base, "maintain", "--job", "nap"]).exit_code == 2
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_the_mcp_tool_runs_and_lists_and_a_read_only_key_may_only_list(mem: Memory) -> None:
     failed, data = call_in_process(mem, READ_ONLY_KEY, "memory_maintain")
     assert failed and data["error"]["code"] == "FORBIDDEN"

@@ -180,6 +180,7 @@ def test_graphql_reflects(service: InProcess, stub: OpenAIStub, stored: list[str
     assert refused["error"]["code"] == "INVALID_INPUT"
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_the_mcp_tool_reflects_and_a_read_only_key_may_not(
     mem: Memory, stub: OpenAIStub, stored: list[str]
 ) -> None:

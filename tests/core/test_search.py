@@ -184,6 +184,7 @@ def test_search_counts_access_and_refreshes_ttl(mem: Memory, clock: Clock) -> No
     assert seen.expires_at.timestamp() == pytest.approx(clock.now + 14 * 86400)
 
 
+@pytest.mark.in_process("holds the store's writer")
 def test_search_does_not_wait_for_a_write_in_progress(mem: Memory, clock: Clock) -> None:
     fact = mem.store("Sprint goal is the billing page", decay_class="normal").fact
     assert fact is not None

@@ -124,6 +124,7 @@ def test_a_write_reads_the_time_its_text_states_against_its_episode(mem: Memory)
     assert plain is not None and plain.stated_time is None
 
 
+@pytest.mark.in_process("changes Memory.settings")
 def test_stated_time_never_hides_a_fact_unless_asked_to_become_valid_time(
     mem: Memory, clock: Clock
 ) -> None:
@@ -179,6 +180,7 @@ def test_facts_stored_before_get_their_stated_time_by_a_backfill(
         assert mem.backfill_stated_time()["changed"] == 0
 
 
+@pytest.mark.in_process("export_jsonl is not in the GraphQL API")
 def test_an_export_keeps_the_stated_time(mem: Memory, tmp_path: Path) -> None:
     f = mem.store("I moved to Lisbon in 2019", decay_class="permanent").fact
     mem.store("No date here")
@@ -198,6 +200,7 @@ QUERY = """query($q: String!) {
 }"""
 
 
+@pytest.mark.in_process("calls the service, MCP and CLI on Memory's own files")
 def test_graphql_mcp_and_the_cli_show_the_stated_time(
     service: InProcess, mem: Memory, tmp_path: Path
 ) -> None:

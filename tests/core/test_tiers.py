@@ -107,6 +107,7 @@ def test_pinning_an_unknown_forgotten_or_replaced_fact_is_refused(mem: Memory) -
             mem.pin(fact_id)
 
 
+@pytest.mark.in_process("reads the store's pins and exports")
 def test_a_purged_pin_is_gone_and_an_export_keeps_pins(
     mem: Memory, data_dir: Path, settings: Settings, clock: Clock
 ) -> None:
@@ -125,6 +126,7 @@ def test_a_purged_pin_is_gone_and_an_export_keeps_pins(
         assert copy.recall("something else").items[0].fact.id == kept.id
 
 
+@pytest.mark.in_process("export_jsonl is not in the GraphQL API")
 def test_an_export_names_tiers_only_where_set_and_an_import_refuses_both(mem: Memory) -> None:
     plain = mem.store("Plain fact").fact
     pinned = mem.store("Pinned fact").fact
@@ -165,6 +167,7 @@ def test_graphql_pins_and_unpins_and_recall_says_which(service: InProcess) -> No
     assert service.data(asked)["recall"]["items"] == [{"fact": {"id": fact_id}}]
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_the_mcp_tool_sets_a_tier_and_a_read_only_key_may_not(mem: Memory) -> None:
     fact = mem.store("Reply in English").fact
     assert fact is not None
@@ -209,6 +212,7 @@ def test_a_cold_hit_does_not_set_the_bar_for_the_facts_recall_keeps(mem: Memory)
     assert [i.fact.id for i in mem.recall(prompt).items] == [weak.id]
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_memory_context_leaves_cold_facts_out_unless_asked(mem: Memory) -> None:
     fact = mem.store("Task: renew the TLS certificate").fact
     assert fact is not None

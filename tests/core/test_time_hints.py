@@ -133,6 +133,7 @@ def test_search_without_time_words_is_unchanged(mem: Memory) -> None:
         assert all(h.time_hint is None for h in with_hints)
 
 
+@pytest.mark.in_process("calls the MCP tools in process")
 def test_graphql_mcp_and_recall_say_what_was_understood(
     app: Starlette, mem: Memory, clock: Clock
 ) -> None:

@@ -64,6 +64,7 @@ def test_a_past_known_at_does_not_show_the_later_supersession(mem: Memory, moved
     assert now is not None and (now.valid_until, now.superseded_by) == (JUNE_2023, moved["paris"])
 
 
+@pytest.mark.in_process("reads Memory.known_now")
 def test_a_past_known_at_does_not_show_a_later_forgetting(
     mem: Memory, moved: dict, clock: Clock
 ) -> None:

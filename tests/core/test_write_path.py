@@ -62,6 +62,7 @@ def test_a_failing_supersedes_in_a_batch_leaves_nothing_written(mem: Memory) -> 
     assert mem.stats().facts == 0
 
 
+@pytest.mark.in_process("counts the embedder's calls")
 def test_store_many_returns_results_in_input_order_and_embeds_once(mem: Memory) -> None:
     calls: list[int] = []
     original = mem.embedder.embed
@@ -121,6 +122,7 @@ def test_fuzzy_dedup_can_be_switched_off(tmp_path: Any, clock: Clock) -> None:
         assert mem.store("user prefers dark mode").action == "NOOP"  # exact still dedups
 
 
+@pytest.mark.in_process("reads Memory.check")
 def test_a_near_duplicate_vector_is_shared_not_written_twice(mem: Memory) -> None:
     # The hash embedder ignores case and punctuation, so these embed identically.
     a = mem.store("The build server is ci-01")
@@ -132,6 +134,7 @@ def test_a_near_duplicate_vector_is_shared_not_written_twice(mem: Memory) -> Non
     assert mem.check().ok
 
 
+@pytest.mark.in_process("reads Memory.check")
 def test_retracting_a_vector_owner_keeps_its_sharer_searchable(mem: Memory) -> None:
     a = mem.store("The build server is ci-01").fact
     b = mem.store("The build server is CI 01!").fact
@@ -229,6 +232,7 @@ def test_explicit_fields_override_the_heuristics(mem: Memory) -> None:
     )
 
 
+@pytest.mark.in_process("reads the store's tables")
 def test_purge_removes_the_fact_its_links_vector_and_cached_embedding(mem: Memory) -> None:
     old = mem.store("Use npm").fact
     assert old is not None

@@ -273,3 +273,44 @@ def test_the_async_client_answers_as_the_client(settings: Settings) -> None:
     with LiveServer(create_app(settings)) as server:
         stored, hit, again = asyncio.run(script(server.base_url))
     assert hit.fact.id == again.id == stored.fact.id and again.text == "Ana lives in Lisbon"
+
+
+def test_the_async_clients_changes_stream_and_a_cancelled_wait_ends_at_once(
+    settings: Settings,
+) -> None:
+    async def script(url: str) -> tuple[list[Any], list[str]]:
+        async with AsyncClient(url) as mem:
+            arrived: list[Any] = []
+
+            async def listen() -> None:
+                async for change in mem.changes(kinds=["FACT_STORED"]):
+                    arrived.append(change)
+                    if len(arrived) == 2:
+                        return
+
+            listener = asyncio.create_task(listen())
+            stored: list[str] = []
+            while not listener.done() and len(stored) < 50:  # until the socket listens
+                result = await mem.store(f"Change number {len(stored)}")
+                assert result.fact is not None
+                stored.append(result.fact.id)
+                await asyncio.sleep(0.2)
+            await asyncio.wait_for(listener, 10)
+
+            async def wait_for_a_purge() -> Any:
+                async for change in mem.changes(kinds=["FACT_PURGED"]):
+                    return change
+
+            idle = asyncio.create_task(wait_for_a_purge())
+            await asyncio.sleep(0.5)
+            idle.cancel()  # nothing will come: the wait ends now, not at a timeout
+            started = time.monotonic()
+            with pytest.raises(asyncio.CancelledError):
+                await idle
+            assert time.monotonic() - started < 2
+            return arrived, stored
+
+    with LiveServer(create_app(settings)) as server:
+        arrived, stored = asyncio.run(asyncio.wait_for(script(server.base_url), 60))
+    assert [a.kind for a in arrived] == ["FACT_STORED", "FACT_STORED"]
+    assert {a.id for a in arrived} <= set(stored)

@@ -98,7 +98,9 @@ def test_the_installed_package_is_the_wheels(installed: Path, tmp_path: Path) ->
     ).stdout.split()
     assert all(str(installed.parent) in path for path in where[:2]), where
     assert where[2] == "None"  # the wheel claims no top-level name but graphmem
-    [top_level] = installed.parent.glob("lib/python*/site-packages/graphmem-*.dist-info/top_level.txt")
+    [top_level] = installed.parent.glob(
+        "lib/python*/site-packages/graphmem-*.dist-info/top_level.txt"
+    )
     assert top_level.read_text(encoding="utf-8").split() == ["graphmem"]
     version = subprocess.run(
         [str(installed / "graphmem"), "--version"], capture_output=True, text=True, check=True

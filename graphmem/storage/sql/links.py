@@ -18,10 +18,10 @@ from ...graph import (
     LINK_TYPES,
     LinkPosition,
     _check_count,
-    _check_strength,
     _link_fields,
     check_direction,
     check_metadata,
+    check_strength,
     check_types,
 )
 from ...ids import new_id
@@ -116,7 +116,7 @@ class _LinkBatch:
                 "supersedes=<old id>, not by a link",
                 field="type",
             )
-        strength = _check_strength(strength, "strength")
+        strength = check_strength(strength, "strength")
         if source_id == target_id:
             raise InvalidInput("a fact cannot be linked to itself", field="target_id")
         meta = check_metadata(metadata)

@@ -24,8 +24,8 @@ from ...graph import (
     Subgraph,
     _check_count,
     _check_ids,
-    _check_strength,
     check_direction,
+    check_strength,
     check_types,
 )
 from ...limits import (
@@ -65,7 +65,7 @@ def traverse(
     starts = _check_ids(ids)
     depth = _check_count(depth, "depth", 0, MAX_DEPTH)
     max_nodes = _check_count(max_nodes, "max_nodes", 1, MAX_NODES)
-    min_strength = _check_strength(min_strength, "min_strength")
+    min_strength = check_strength(min_strength, "min_strength")
     walk = _walk(
         conn, adjacency, scope, check_types(types), check_direction(direction), min_strength
     )
