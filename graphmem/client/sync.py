@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime
@@ -77,6 +78,10 @@ DEFAULT_URL: Final = "http://127.0.0.1:8420"
 BACKOFF_S: Final = 0.5
 #: Facts one ``get_many`` request asks for (aliases; the service's default limit is 30).
 ALIASES_PER_REQUEST: Final = 25
+#: How graphql-core refuses a document that asks for what the schema lacks.
+UNKNOWN_TO_SERVICE: Final = re.compile(
+    r"Cannot query field|Unknown argument|Unknown type|is not defined by type"
+)
 #: Seconds to connect to the service.
 CONNECT_TIMEOUT_S: Final = 5.0
 #: The header that names the namespace (resolvers/auth.py reads it).
@@ -954,6 +959,26 @@ class Client:
             raise exception(error["code"], error["message"], error.get("field"))
         return payload
 
+    def _explained(self, error: ServiceError) -> ServiceError:
+        """A document the service's schema does not know usually means a service of another
+        version: the error then names both versions, which the validation message does not."""
+        from .. import __version__  # set once the package has imported this module
+
+        if error.code != Code.INVALID_QUERY or not UNKNOWN_TO_SERVICE.search(error.message):
+            return error
+        try:
+            server = self._execute("{ version }", {}, retry=False)["version"]
+        except GraphmemError:
+            return error
+        if server == __version__:
+            return error
+        return ServiceError(
+            Code.INVALID_QUERY,
+            f"graphmem server {server}, client {__version__}: the server does not know what "
+            f"this client asks ({error.message}); use the client of graphmem {server}, or "
+            "upgrade the server",
+        )
+
     def _execute(
         self, document: str, variables: Mapping[str, Any], *, retry: bool
     ) -> dict[str, Any]:
@@ -975,7 +1000,10 @@ class Client:
                 problem = ServiceError(Code.UNAVAILABLE, f"{self.url}: {exc}")
             else:
                 if response.status_code not in (429, 503):
-                    return data_of(response)
+                    try:
+                        return data_of(response)
+                    except ServiceError as exc:
+                        raise self._explained(exc) from None
                 problem = refused(response)
                 wait = retry_after(response, wait)
             if attempt == self.retries:

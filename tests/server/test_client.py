@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+import graphmem
 from graphmem import Conflict, Fact, InvalidInput, KeyStore, Memory, NotFound, Settings
 from graphmem.client import AsyncClient, Client, ServiceError
 from resolvers.app import create_app
@@ -149,6 +150,35 @@ def test_429_and_503_are_retried_then_raised(monkeypatch: pytest.MonkeyPatch) ->
     ):
         client.get("x")
     assert limited.value.code == "RATE_LIMITED" and len(seen) == 3
+
+
+def test_a_server_of_another_version_is_named_with_the_clients(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unknown = {
+        "errors": [
+            {
+                "message": "Cannot query field 'statedTime' on type 'Fact'.",
+                "extensions": {"code": "INVALID_QUERY"},
+            }
+        ]
+    }
+    transport, seen = answering((400, unknown), (200, {"data": {"version": "0.2.0"}}))
+    with (
+        Client("http://memory.test", transport=transport) as client,
+        pytest.raises(ServiceError) as older,
+    ):
+        client.get("x")
+    assert older.value.code == "INVALID_QUERY" and len(seen) == 2
+    assert f"graphmem server 0.2.0, client {graphmem.__version__}" in older.value.message
+    assert "statedTime" in older.value.message
+    transport, seen = answering((400, unknown), (200, {"data": {"version": graphmem.__version__}}))
+    with (
+        Client("http://memory.test", transport=transport) as client,
+        pytest.raises(ServiceError) as same,
+    ):
+        client.get("x")
+    assert same.value.message == "Cannot query field 'statedTime' on type 'Fact'."
 
 
 def test_an_unreachable_service_is_unavailable(tmp_path: Path) -> None:
