@@ -89,7 +89,7 @@ def test_the_page_loads_nothing_from_elsewhere(service: InProcess) -> None:
 def test_every_file_of_the_page_is_package_data() -> None:
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
-    ]["resolvers"]
+    ]["graphmem.server"]
     package = STATIC_DIR.parent
     shipped = {p for pattern in patterns for p in package.glob(pattern) if p.is_file()}
     assert {p for p in STATIC_DIR.rglob("*") if p.is_file()} == shipped
