@@ -57,8 +57,7 @@ CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/te
 	tests/core/test_decay.py tests/core/test_checkpoints.py tests/core/test_tiers.py \
 	tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
 	tests/core/test_auto_classify.py
-QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_graph.py \
-	tests/core/test_checkpoints.py tests/core/test_erasure.py
+QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.py
 # Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
 # versions of one fact one by one runs on local vectors in `make test`.
 SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions'
