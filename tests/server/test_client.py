@@ -111,9 +111,11 @@ def test_a_key_and_a_namespace_are_sent_from_the_arguments_or_the_environment(
         monkeypatch.setenv("GRAPHMEM_NAMESPACE", "beta")
         with Client() as beta:
             assert beta.get(stored.id) is not None
-        with Client(server.base_url, api_key=reader, namespace="alpha") as read_only:
-            with pytest.raises(Forbidden):  # as Memory raises it for a read-only key
-                read_only.store("x")
+        with (
+            Client(server.base_url, api_key=reader, namespace="alpha") as read_only,
+            pytest.raises(Forbidden),  # as Memory raises it for a read-only key
+        ):
+            read_only.store("x")
         with Client(server.base_url, api_key="gm_wrong") as stranger:
             with pytest.raises(ServiceError) as unknown:
                 stranger.get(stored.id)
