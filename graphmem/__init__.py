@@ -49,10 +49,7 @@ from .temporal import TimeScope
 from .timehints import TimeHint
 from .usage import Usage
 from .vectors.outbox import CheckReport
-
-#: This graphmem's version: the package's (pyproject.toml reads it), `graphmem --version`'s and
-#: GraphQL `version`'s.
-__version__ = "0.3.0"
+from .version import __version__ as __version__
 
 __all__ = [
     "ApiKey",

@@ -21,7 +21,6 @@ from typing import IO, Any, Final
 import click
 import watchfiles
 
-from . import __version__
 from .decay import DECAY_CLASSES
 from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
@@ -37,6 +36,7 @@ from .storage import open_keys
 from .storage.sqlite import backup as backups
 from .tagging import CATEGORY_LIST
 from .temporal import ACCEPTED_TIMES, to_iso
+from .version import __version__
 
 
 def command_group(*extra: click.Command) -> click.Group:

@@ -43,6 +43,7 @@ from ..stats import Stats
 from ..storage.interface import FactPage
 from ..temporal import TimeInput
 from ..usage import Usage
+from ..version import __version__
 from .wire import (
     CHECKPOINT_FIELDS,
     EPISODE_FIELDS,
@@ -962,8 +963,6 @@ class Client:
     def _explained(self, error: ServiceError) -> ServiceError:
         """A document the service's schema does not know usually means a service of another
         version: the error then names both versions, which the validation message does not."""
-        from .. import __version__  # set once the package has imported this module
-
         if error.code != Code.INVALID_QUERY or not UNKNOWN_TO_SERVICE.search(error.message):
             return error
         try:
