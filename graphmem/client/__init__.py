@@ -11,9 +11,10 @@
    key's first namespace).
 2. The same exceptions: an error the service answers (a GraphQL error's or a payload's
    ``code``) is raised as the class ``Memory`` raises for it (``InvalidInput``, ``NotFound``,
-   ``Conflict``, ``Forbidden``…); the codes only a service answers (``UNAUTHENTICATED``,
-   ``RATE_LIMITED``, ``TOO_COSTLY``…) as ``ServiceError`` with that ``code``. A service that
-   cannot be reached raises ``ServiceError`` with code ``UNAVAILABLE``.
+   ``Conflict``, ``Forbidden``…); the codes only a service answers (``RATE_LIMITED``,
+   ``TOO_COSTLY``…) as ``ServiceError`` with that ``code``, a key it does not admit as
+   ``Unauthenticated`` (a ``ServiceError`` and a ``Forbidden``). A service that cannot be
+   reached raises ``ServiceError`` with code ``UNAVAILABLE``.
 3. Retries: a 429 (rate limit) or 503 answer, or a refused connection, is retried up to
    ``retries`` times, waiting the answer's ``Retry-After`` or a backoff doubling from
    ``BACKOFF_S``; a write is retried only when the service certainly did not run it (429, 503,
@@ -22,6 +23,6 @@
 
 from .aio import AsyncClient
 from .sync import Client
-from .wire import ServiceError
+from .wire import ServiceError, Unauthenticated
 
-__all__ = ["AsyncClient", "Client", "ServiceError"]
+__all__ = ["AsyncClient", "Client", "ServiceError", "Unauthenticated"]

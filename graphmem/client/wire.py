@@ -63,6 +63,15 @@ class ServiceError(GraphmemError):
         vars(self)["code"] = code  # the code the service answered, over the class's
 
 
+class Unauthenticated(ServiceError, Forbidden):
+    """A key the service does not admit (HTTP 401, code UNAUTHENTICATED): a ``ServiceError``,
+    and a ``Forbidden`` as a refused key is in process, so one ``except Forbidden`` serves
+    both."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Code.UNAUTHENTICATED, message)
+
+
 def camel(name: str) -> str:
     head, *rest = name.split("_")
     return head + "".join(part.title() for part in rest)
@@ -361,6 +370,8 @@ def scope(as_of: TimeInput | None, known_at: TimeInput | None) -> dict[str, str 
 
 def exception(code: str, message: str, field: str | None) -> GraphmemError:
     """The exception ``Memory`` raises for ``code`` (the service's message kept as it is)."""
+    if code == Code.UNAUTHENTICATED:
+        return Unauthenticated(message)
     cls = _RAISED.get(code)
     if cls is None:
         return ServiceError(code, message)
