@@ -68,6 +68,8 @@ class Unauthenticated(ServiceError, Forbidden):
     and a ``Forbidden`` as a refused key is in process, so one ``except Forbidden`` serves
     both."""
 
+    code = Code.UNAUTHENTICATED
+
     def __init__(self, message: str) -> None:
         super().__init__(Code.UNAUTHENTICATED, message)
 

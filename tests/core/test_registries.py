@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def error_classes(root: type[GraphmemError] = GraphmemError) -> list[type[GraphmemError]]:
-    return [c for sub in root.__subclasses__() for c in (sub, *error_classes(sub))]
+    """Every class under ``root``, once (one that two classes share is reached twice)."""
+    found = [c for sub in root.__subclasses__() for c in (sub, *error_classes(sub))]
+    return list(dict.fromkeys(found))
 
 
 # ------------------------------------------------------------------------------------ errors
