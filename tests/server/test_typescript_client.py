@@ -11,18 +11,18 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 import graphmem
+from devtools.cluster import free_port
+
+from ..support.serving import wait_until_serving
 
 pytestmark = pytest.mark.integration
 
@@ -87,12 +87,6 @@ def built(npm: str) -> str:
     return npm
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _create_key(env: dict[str, str], *namespaces: str) -> str:
     args = [str(GRAPHMEM), "create-key", "--json"]
     for name in namespaces:
@@ -108,7 +102,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     reflect and autoClassify expect) with two live keys, so every request needs one; stopped
     at the end."""
     work = tmp_path_factory.mktemp("typescript-client")
-    port = _free_port()
+    port = free_port()
     env = _environment(
         GRAPHMEM_EMBEDDER="hash", GRAPHMEM_DATA_DIR=str(work / "data"), GRAPHMEM_PORT=str(port)
     )
@@ -122,16 +116,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, "graphmem serve did not start"
-            time.sleep(0.2)
+        wait_until_serving(url, server, log)
         yield Service(url, key, quickstart_key)
     finally:
         server.terminate()

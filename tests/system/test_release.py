@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import sysconfig
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,10 @@ import httpx
 import pytest
 
 import graphmem
+from devtools.cluster import free_port
 from graphmem import Client
+
+from ..support.serving import wait_until_serving
 
 pytestmark = pytest.mark.integration
 
@@ -77,12 +78,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield bin_dir
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_the_installed_package_is_the_wheels(installed: Path, tmp_path: Path) -> None:
     where = subprocess.run(
         [
@@ -109,7 +104,7 @@ def test_the_installed_package_is_the_wheels(installed: Path, tmp_path: Path) ->
 
 
 def test_the_wheel_serves_from_an_empty_directory(installed: Path, tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "GRAPHMEM_EMBEDDER": "hash",
@@ -129,16 +124,7 @@ def test_the_wheel_serves_from_an_empty_directory(installed: Path, tmp_path: Pat
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, "the installed server did not start"
-            time.sleep(0.2)
+        wait_until_serving(url, server, log)
         graphiql = httpx.get(f"{url}/graphql", headers={"accept": "text/html"})
         assert graphiql.status_code == 200 and "graphiql" in graphiql.text.lower()
         page = httpx.get(f"{url}/explore/")
