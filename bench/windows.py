@@ -18,7 +18,7 @@ question names (after the lending), to measure the two together.
 Reported per setting: recall_frac@10 per category and session_any@5 (any evidence session
 among the first five distinct sessions of the ranking), and the cost a real index would add
 at write time: windows per turn, their characters per turn's, and the seconds to embed them
-against the turns' (uncached, one batch per session).
+against the turns' (uncached; turns one batch per session, windows 32 at a time).
 
     python -m bench.windows --conversations 0-4 [--sizes 2,3,4] [--strides 1,2]
         [--lends 0.2,0.35,0.5] [--window-fts 0.3,0.6] [--vectors embedded|summed]
