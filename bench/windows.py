@@ -17,8 +17,10 @@ question names (after the lending), to measure the two together.
 
 Reported per setting: recall_frac@10 per category and session_any@5 (any evidence session
 among the first five distinct sessions of the ranking), and the cost a real index would add
-at write time: windows per turn, their characters per turn's, and the seconds to embed them
-against the turns' (uncached; turns one batch per session, windows 32 at a time).
+at write time: windows per turn, their characters per turn's, the seconds to embed them
+against the turns' (uncached; turns one batch per session, windows 32 at a time), and the
+time to index them as the run does (``--vectors``) against the conversation's store_many calls
+(local embedder: the first embedding of the turns).
 
     python -m bench.windows --conversations 0-4 [--sizes 2,3,4] [--strides 1,2]
         [--lends 0.2,0.35,0.5] [--window-fts 0.3,0.6] [--vectors embedded|summed]
@@ -133,9 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cost: dict[str, list[float]] = defaultdict(list)
     with tempfile.TemporaryDirectory(prefix="bench-windows-") as tmp:
         for sample in samples:
+            started = time.perf_counter()
             conv = build_conversation(
                 Path(tmp), sample, embedder, settings, context=False, episodes=True
             )
+            cost["store seconds"].append(time.perf_counter() - started)
             try:
                 _conversation(conv, sample, local, embedder, shapes, args, scores, cost)
             finally:
@@ -150,14 +154,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("|---" * (len(SHOWN) + 2) + "|")
     for name, row in table.items():
         print(f"| {name} | " + " | ".join(f"{v:.3f}" for v in row.values()) + " |")
-    print("\n| windows | per turn | characters per turn's | embedding seconds per turns' |")
-    print("|---|---|---|---|")
+    print(
+        "\n| windows | per turn | characters per turn's | embedding seconds per turns' |"
+        f" indexing ({args.vectors}) per store_many's |"
+    )
+    print("|---|---|---|---|---|")
     for name in cost:
         if name.endswith("count"):
             shape = name.removesuffix(" count")
             print(
                 f"| {shape} | {mean(cost[name]):.2f} | {mean(cost[shape + ' chars']):.2f} |"
                 f" {sum(cost[shape + ' seconds']) / sum(cost['turn seconds']):.2f} |"
+                f" {sum(cost[shape + ' indexing']) / sum(cost['store seconds']):.2%} |"
             )
     write_json(
         args.out or OUT_DIR / f"windows-{args.vectors}-{first}-{last}.json",
@@ -198,7 +206,9 @@ def _conversation(
         for i in range(0, len(windows), 32):
             local.embed([w.text for w in windows[i : i + 32]])
         cost[f"{shape} seconds"].append(time.perf_counter() - started)
+        started = time.perf_counter()
         indexed[(size, stride)] = index(windows, embedder, turn_vectors, args.vectors == "summed")
+        cost[f"{shape} indexing"].append(time.perf_counter() - started)
     for q in conv.questions:
         hits = conv.memory.search(q.text, limit=args.depth)
         base = {h.fact.id: h.score for h in hits}
