@@ -45,6 +45,7 @@ import numpy as np
 from graphmem import Settings, ranking
 from graphmem.recall import entity_names
 from graphmem.storage.sqlite.migrations import FTS_TOKENIZER
+from graphmem.vectors.embedders import Embedder
 
 from .common import OUT_DIR, CachingEmbedder, dataset, make_embedder, mean, recall_frac, write_json
 from .locomo import CATEGORIES, Conversation, _sessions, build_conversation
@@ -103,7 +104,7 @@ def cut(sample: dict[str, Any], size: int, stride: int) -> list[Window]:
 
 def index(
     windows: list[Window],
-    embedder: Any,
+    embedder: Embedder,
     turn_vectors: dict[str, np.ndarray[Any, Any]],
     summed: bool,
 ) -> Windows:
@@ -177,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _conversation(
     conv: Conversation,
     sample: dict[str, Any],
-    local: Any,
+    local: Embedder,
     embedder: CachingEmbedder,
     shapes: list[tuple[int, int]],
     args: argparse.Namespace,
