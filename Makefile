@@ -44,9 +44,9 @@ STORE_TESTS := tests/core/test_maintenance.py tests/core/test_reflection.py test
 	tests/core/test_graph.py tests/core/test_episodes.py tests/core/test_search.py \
 	tests/core/test_write_path.py tests/core/test_erasure.py tests/core/test_documents.py \
 	tests/server/test_graphql.py tests/server/test_mcp.py tests/server/test_auth.py \
-	tests/server/test_subscriptions.py
+	tests/server/test_subscriptions.py tests/core/test_windows.py
 QUICK_STORE_TESTS := tests/core/test_time_reads.py tests/core/test_search.py \
-	tests/core/test_write_path.py
+	tests/core/test_write_path.py tests/core/test_windows.py
 # The Memory suites that also run over `graphmem.Client` against a live service (--api client:
 # the same tests, the same answers; tests marked in_process say why they cannot). `make test`
 # runs a few of them, `make test-engines` all.
@@ -56,7 +56,7 @@ CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/te
 	tests/core/test_erasure.py tests/core/test_capture.py tests/core/test_recall.py \
 	tests/core/test_decay.py tests/core/test_checkpoints.py tests/core/test_tiers.py \
 	tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
-	tests/core/test_auto_classify.py
+	tests/core/test_auto_classify.py tests/core/test_windows.py
 QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.py
 # Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
 # versions of one fact one by one runs on local vectors in `make test`.

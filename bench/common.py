@@ -261,3 +261,17 @@ def store(choice: str) -> Iterator[str | None]:
             server.remove()
     else:
         yield choice
+
+
+def session_any(ranked: Sequence[frozenset[str]], gold: frozenset[str], k: int) -> float:
+    """1.0 when a session holding an evidence turn is among the first ``k`` distinct sessions of
+    the ranked turns ("D12:3" is of session "D12"): the session-level recall that published
+    LoCoMo retrievers report."""
+    sessions: list[str] = []
+    for turns in ranked:
+        for s in sorted({t.partition(":")[0] for t in turns}):
+            if s not in sessions:
+                sessions.append(s)
+        if len(sessions) >= k:
+            break
+    return float(bool({t.partition(":")[0] for t in gold} & set(sessions[:k])))

@@ -47,7 +47,16 @@ from graphmem.recall import entity_names
 from graphmem.storage.sqlite.migrations import FTS_TOKENIZER
 from graphmem.vectors.embedders import Embedder
 
-from .common import OUT_DIR, CachingEmbedder, dataset, make_embedder, mean, recall_frac, write_json
+from .common import (
+    OUT_DIR,
+    CachingEmbedder,
+    dataset,
+    make_embedder,
+    mean,
+    recall_frac,
+    session_any,
+    write_json,
+)
 from .locomo import CATEGORIES, Conversation, _sessions, build_conversation
 
 SHOWN = ("multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall")
@@ -106,11 +115,14 @@ def index(
     windows: list[Window],
     embedder: Embedder,
     turn_vectors: dict[str, np.ndarray[Any, Any]],
-    summed: bool,
+    how: str,
 ) -> Windows:
-    if summed:
+    if how == "summed":
         sums = [np.sum([turn_vectors[t] for t in w.turns], axis=0) for w in windows]
         vectors = np.asarray([v / (np.linalg.norm(v) or 1.0) for v in sums], dtype=np.float32)
+    elif how == "mean":  # cosine = the mean of the turns' cosines
+        means = [np.mean([turn_vectors[t] for t in w.turns], axis=0) for w in windows]
+        vectors = np.asarray(means, dtype=np.float32)
     else:
         vectors = np.asarray(embedder.embed([w.text for w in windows]), dtype=np.float32)
     keywords = sqlite3.connect(":memory:")
@@ -208,7 +220,7 @@ def _conversation(
             local.embed([w.text for w in windows[i : i + 32]])
         cost[f"{shape} seconds"].append(time.perf_counter() - started)
         started = time.perf_counter()
-        indexed[(size, stride)] = index(windows, embedder, turn_vectors, args.vectors == "summed")
+        indexed[(size, stride)] = index(windows, embedder, turn_vectors, args.vectors)
         cost[f"{shape} indexing"].append(time.perf_counter() - started)
     for q in conv.questions:
         hits = conv.memory.search(q.text, limit=args.depth)
@@ -240,20 +252,7 @@ def _conversation(
                 label = name + (f", entity {boost:g}" if boost else "")
                 for c in (CATEGORIES[q.category], "overall"):
                     scores[label][f"{c} recall_frac@10"].append(recall_frac(ranked, q.gold, 10))
-                scores[label]["session_any@5"].append(_session_any(ranked, q.gold, 5))
-
-
-def _session_any(ranked: Sequence[frozenset[str]], gold: frozenset[str], k: int) -> float:
-    """1.0 when a session holding an evidence turn is among the first ``k`` distinct sessions of
-    the ranked turns ("D12:3" is of session "D12")."""
-    sessions: list[str] = []
-    for turns in ranked:
-        for s in sorted({t.partition(":")[0] for t in turns}):
-            if s not in sessions:
-                sessions.append(s)
-        if len(sessions) >= k:
-            break
-    return float(bool({t.partition(":")[0] for t in gold} & set(sessions[:k])))
+                scores[label]["session_any@5"].append(session_any(ranked, q.gold, 5))
 
 
 def _floats(text: str) -> list[float]:
@@ -279,7 +278,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--window-fts", type=_floats, default=[0.3, 0.6], help="window keyword weight"
     )
-    parser.add_argument("--vectors", choices=("embedded", "summed"), default="embedded")
+    parser.add_argument("--vectors", choices=("embedded", "summed", "mean"), default="embedded")
     parser.add_argument("--entity-boosts", type=_floats, default=[0.0])
     parser.add_argument("--depth", type=int, default=200, help="hits and windows read per leg")
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")

@@ -982,6 +982,16 @@ def backfill_stated_time(ctx: click.Context, /, dry_run: bool, as_json: bool) ->
     )
 
 
+@click.command("backfill-windows")
+@json_option
+@click.pass_context
+def backfill_windows(ctx: click.Context, /, as_json: bool) -> None:
+    """Cut the windows of turns of every episode again from its facts."""
+    with _memory(ctx) as mem:
+        counts = mem.backfill_windows()
+    _emit(counts, as_json, f"{counts['episodes']} episodes, {counts['windows']} windows of turns")
+
+
 @click.command("backfill-decay")
 @click.option("--dry-run", is_flag=True)
 @json_option
@@ -1260,6 +1270,7 @@ COMMANDS: Final = (
     consolidate,
     backfill_decay,
     backfill_stated_time,
+    backfill_windows,
     stats,
     reindex,
     check,

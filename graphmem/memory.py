@@ -38,6 +38,7 @@ from . import (
     reflection,
     sensitive,
     statedtime,
+    windows,
 )
 from . import capture as captures
 from . import namespace as namespaces
@@ -1158,6 +1159,17 @@ class Memory:
                 with self._store.transaction() as tx:
                     tx.set_stated(changes[start : start + statedtime.BACKFILL_BATCH])
         return counts
+
+    def backfill_windows(self) -> dict[str, int]:
+        """Cut the windows of turns of every episode again from its facts (see
+        :mod:`graphmem.windows`), for episodes stored before graphmem cut them; returns how
+        many episodes and windows there are."""
+        episodes = self._store.window_episodes()
+        made = 0
+        for start in range(0, len(episodes), windows.BACKFILL_EPISODES):
+            with self._store.transaction() as tx:
+                made += tx.rebuild_windows(episodes[start : start + windows.BACKFILL_EPISODES])
+        return {"episodes": len(episodes), "windows": made}
 
     def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
         """Re-run the decay heuristics on every fact; returns how many moved to each class."""

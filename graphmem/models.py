@@ -486,6 +486,7 @@ class SearchHit:
     A fact graph expansion added, or scored higher than the search did, has ``depth`` > 0 and
     ``via``, the fact it was reached from. A fact in the period of the query's time words
     (``time_hint``) had its relevance raised; ``time_matched`` says by which of its times.
+    A fact whose entity the query names had its relevance raised too (``entity_matched``).
     """
 
     fact: Fact
@@ -500,6 +501,8 @@ class SearchHit:
     #: Which of the fact's times fell in that period: ``valid`` (its source date, else its
     #: valid_from), ``stated`` (only the time its text states), or None (neither).
     time_matched: TimeKind | None = None
+    #: The fact's entity, when the query names it (its relevance was raised), else None.
+    entity_matched: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -511,6 +514,7 @@ class SearchHit:
             "via": self.via,
             "time_hint": None if self.time_hint is None else self.time_hint.to_dict(),
             "time_matched": self.time_matched,
+            "entity_matched": self.entity_matched,
         }
 
 

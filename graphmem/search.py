@@ -3,10 +3,12 @@
 1. The legs run concurrently (FTS5 and the embedding/matrix product release the GIL): the
    keyword leg asks the store for its best visible matches, the vector leg embeds the query and
    widens its nearest-neighbour search until enough visible facts are found.
-2. Their scores are fused (:func:`graphmem.ranking.fuse`), candidates linked in an episode (by
+2. Their scores are fused (:func:`graphmem.ranking.fuse`); candidates linked in an episode (by
    default) or by any link (``graph_depth`` > 0) lend each other evidence
-   (:mod:`graphmem.expansion`), and the fused relevance is
-   adjusted by importance, confidence, freshness and decay class (:func:`graphmem.ranking.adjust`).
+   (:mod:`graphmem.expansion`), and so do the windows of turns that hold them
+   (:mod:`graphmem.windows`, with the episode evidence); the facts whose entity the query names
+   are raised (:data:`ENTITY_BOOST`); then the relevance is adjusted by importance, confidence,
+   freshness and decay class (:func:`graphmem.ranking.adjust`).
 3. The legs ran as separate statements, so a write committed between them (a supersession) may
    have hidden a candidate since: the hits are read again in one snapshot, old and new version
    are never both returned, and the next candidates fill in.
@@ -17,17 +19,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
 import numpy as np
 
-from . import expansion, ranking, timehints
+from . import expansion, ranking, timehints, windows
 from .decay import freshness
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
 from .models import Fact, SearchHit, TimeKind
+from .recall import entity_names
 from .settings import Settings
 from .storage.interface import Filters, Record, Store
 from .storage.sql.reads import check_limit
@@ -37,6 +40,11 @@ from .vectors.index import VectorIndex
 
 #: Threads that run the vector leg beside the keyword leg (one per concurrent search).
 SEARCH_THREADS: Final = 4
+#: A candidate whose entity the query names (:func:`_named_entities`) has its relevance raised
+#: by this share; the others keep theirs. On LoCoMo, with windows of turns, it lifts every
+#: category on both halves; alone it loses adversarial questions, which name the wrong speaker
+#: on purpose (bench/REPORT.md, "Windows of turns").
+ENTITY_BOOST: Final = 0.2
 
 T = TypeVar("T")
 _Candidates = dict[str, Record]
@@ -140,6 +148,20 @@ class Search:
             )
         elif episode_links:
             relevance = expansion.lend_along_episodes(self._store, relevance, candidates, scope)
+        if episode_links:
+            relevance = windows.lend(
+                self._store,
+                query,
+                relevance,
+                candidates,
+                vec,
+                None if query_vector is None else self._cosines(query_vector),
+                scope,
+                filters,
+                keywords=mode != "vector",
+            )
+        named = _named_entities(query, relevance, candidates)
+        relevance = {i: r * (1 + ENTITY_BOOST) if i in named else r for i, r in relevance.items()}
         ranked = sorted(
             (_scored(candidates[i], rel, scope, hint) for i, rel in relevance.items()),
             reverse=True,
@@ -184,10 +206,22 @@ class Search:
                 reached[fact_id][2] if fact_id in reached else None,
                 hint,
                 _matched(candidates.get(fact_id), hint),
+                named.get(fact_id),
             )
             for score, _, fact_id in top
             if fact_id in shown
         ]
+
+    def _cosines(self, query: Vectors) -> Callable[[list[str]], dict[str, float]]:
+        """The query's cosine with given facts: from the index, or the vectors waiting for it."""
+
+        def cosines(ids: list[str]) -> dict[str, float]:
+            found = self._vectors.similarities(query, ids)
+            waiting = self._pending()
+            found.update(_cosines(query, {i: waiting[i] for i in ids if i in waiting}))
+            return found
+
+        return cosines
 
     def _limited(self, deadline: float | None, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` with its reads stopped at ``deadline`` (for work on pool threads)."""
@@ -253,6 +287,25 @@ class Search:
             {row["id"]: row for row in best},
             vector,
         )
+
+
+def _named_entities(
+    query: str, relevance: Mapping[str, float], candidates: _Candidates
+) -> dict[str, str]:
+    """The candidates whose entity ``query`` names: id -> the entity, as the fact spells it. A
+    name is a word or a run of words of the query (:func:`graphmem.recall.entity_names`), a
+    possessive read as the name ("Caroline's"); an entity of several words is also named by
+    its first ("Caroline" for "Caroline Smith")."""
+    names = set(entity_names(query))
+    names |= {n.removesuffix("'s") for n in names}
+    named: dict[str, str] = {}
+    for fact_id in relevance:
+        entity = candidates[fact_id]["entity"]
+        if entity:
+            folded = entity.lower()
+            if folded in names or folded.split(maxsplit=1)[0] in names:
+                named[fact_id] = entity
+    return named
 
 
 def _cosines(query: Vectors, vectors: dict[str, Vectors]) -> dict[str, float]:

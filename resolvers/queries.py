@@ -229,6 +229,7 @@ class Query:
                 via=None if h.via is None else strawberry.ID(h.via),
                 time_hint=TimeHint.of(h.time_hint),
                 time_matched=None if h.time_matched is None else TimeKind(h.time_matched),
+                entity_matched=h.entity_matched,
             )
             for h in hits
         ]

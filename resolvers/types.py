@@ -621,6 +621,11 @@ class SearchHit:
     time_matched: "TimeKind | None" = strawberry.field(
         description="Which of this fact's times fell in that period (null: neither)."
     )
+    entity_matched: str | None = strawberry.field(
+        default=None,
+        description="This fact's entity, when the query names it (a word or run of words, a "
+        "possessive, or the first word of a longer name); such facts rank higher.",
+    )
 
 
 @strawberry.type(

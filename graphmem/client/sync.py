@@ -256,7 +256,7 @@ class Client:
                      entity: $entity, source: $source, asOf: $asOf, knownAt: $knownAt,
                      includeSuperseded: $includeSuperseded, graphDepth: $graphDepth,
                      timeHints: $timeHints, episodeLinks: $episodeLinks) {{
-                score ftsScore vectorScore depth via timeMatched
+                score ftsScore vectorScore depth via timeMatched entityMatched
                 timeHint {{ text start end month event }}
                 fact {{ {FACT_FIELDS} }}
               }}
@@ -286,6 +286,7 @@ class Client:
                 h["via"],
                 hint_of(h["timeHint"]),
                 None if h["timeMatched"] is None else h["timeMatched"].lower(),
+                h["entityMatched"],
             )
             for h in data["search"]
         ]

@@ -154,6 +154,15 @@ class Transaction(Protocol):
     def unlink(self, link_id: str) -> Link: ...
     def episode(self, given: EpisodeInput) -> Episode: ...
     def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]: ...
+    def add_windows(self, episode_id: str, fact_ids: Sequence[str]) -> int:
+        """Cut the windows of turns (:mod:`graphmem.windows`) ending on the episode's new facts
+        ``fact_ids``, in order; returns how many."""
+        ...
+
+    def rebuild_windows(self, episode_ids: Sequence[str]) -> int:
+        """Cut the windows of ``episode_ids`` again from their facts; returns how many."""
+        ...
+
     def current_chunks(self, episode_id: str) -> list[str]:
         """The episode's facts neither forgotten nor ended, in the order they were written."""
         ...
@@ -327,6 +336,21 @@ class Store(Protocol):
         self, ids: Sequence[str], scope: TimeScope, filters: Filters
     ) -> list[Record]: ...
     def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]: ...
+    def window_matches(self, query: str, n: int) -> dict[int, float]:
+        """bm25 (higher is better) of the ``n`` best keyword matches among the windows of
+        turns, by window, whatever the time (search keeps those whose facts are visible)."""
+        ...
+
+    def windows_of(
+        self, windows: Iterable[int], holding: Sequence[str]
+    ) -> dict[int, tuple[str, ...]]:
+        """The facts of the ``windows`` and of the windows holding any of the facts
+        ``holding``: window -> its facts, in the episode's order."""
+        ...
+
+    def window_episodes(self) -> list[str]:
+        """The episodes that have facts, oldest first (what a backfill of windows cuts)."""
+        ...
 
     # graph
     def links_of(

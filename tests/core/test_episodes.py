@@ -67,6 +67,25 @@ def test_a_session_is_recorded_once_and_its_facts_are_in_order_and_chained(mem: 
     assert [f.id for f in mem.episode_facts("chat-42/session-3")] == [*ids, more[0].fact.id]
 
 
+def test_a_batch_keeps_its_order_in_the_episode_whatever_columns_its_facts_fill(
+    mem: Memory,
+) -> None:
+    """Facts stating a time, or giving an entity, fill columns others leave empty: they are
+    written in the batch's order all the same, and a later batch continues after the last."""
+    turns = [
+        {"text": "Ana: we met in May 2023"},
+        {"text": "Bo: I remember", "entity": "bo"},
+        {"text": "Ana: and again last week"},
+        {"text": "Bo: yes"},
+    ]
+    results = mem.store_many(turns, episode={"id": "chat", "time": "2024-05-02T09:00:00Z"})
+    ids = [r.fact.id for r in results if r.fact is not None]
+    assert [f.id for f in mem.episode_facts("chat")] == ids
+    more = mem.store_many([{"text": "Ana: see you"}], episode="chat")
+    assert more[0].fact is not None
+    assert episode_links(mem, more[0].fact.id) == [(more[0].fact.id, ids[-1])]
+
+
 def test_an_episode_named_again_with_other_attributes_is_a_conflict(mem: Memory) -> None:
     mem.store_many(TURNS[:1], episode=SESSION)
     with pytest.raises(Conflict) as error:

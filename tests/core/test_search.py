@@ -173,6 +173,30 @@ def test_importance_breaks_an_otherwise_even_match(mem: Memory) -> None:
     assert hits[0].fact.text == "Backup check runs nightly"
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "what did Caroline research about adoption",
+        "Caroline's adoption research",
+        "CAROLINE adoption research",
+    ],
+)
+def test_a_query_naming_an_entity_ranks_its_facts_first_and_says_so(
+    mem: Memory, query: str
+) -> None:
+    mem.store_many(
+        [
+            {"text": "researched adoption agencies in June", "entity": "Melanie"},
+            {"text": "researched adoption agencies in May", "entity": "Caroline Smith"},
+            {"text": "researched adoption agencies in April", "entity": "Carol"},
+        ]
+    )
+    hits = mem.search(query, limit=3, mode="fts")
+    # The others are still found, below, and say no entity was named.
+    assert hits[0].fact.entity == "Caroline Smith" and len(hits) == 3
+    assert [h.entity_matched for h in hits] == ["Caroline Smith", None, None]
+
+
 def test_search_counts_access_and_refreshes_ttl(mem: Memory, clock: Clock) -> None:
     fact = mem.store("Sprint goal is the billing page", decay_class="normal").fact
     assert fact is not None and fact.expires_at is not None

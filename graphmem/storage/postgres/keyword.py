@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from ... import ranking
 from ...temporal import TimeScope
+from ...windows import WINDOW_TURNS
 from ..interface import Filters, Record
 from ..sql import reads
 from ..sqlite import keyword
@@ -49,6 +50,16 @@ _POSTINGS: Final = (
     f"SELECT p.seq, p.lexeme, p.tf, p.tokens FROM gm_postings p WHERE {_MINE}"
     " AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
 )
+#: For each window of turns that the lexemes ``:lexemes`` select: each lexeme's frequency in it
+#: and its length in tokens.
+_WINDOW_POSTINGS: Final = """
+SELECT w.seq, u.lexeme, cardinality(u.positions), gm_tokens(w.fts)
+FROM gm_windows w CROSS JOIN LATERAL unnest(w.fts) u
+WHERE w.namespace = current_setting('graphmem.namespace')
+AND w.fts @@ (SELECT string_agg(quote_literal(x), ' | ')::tsquery
+              FROM unnest(CAST(:lexemes AS text[])) x)
+AND u.lexeme = ANY(CAST(:lexemes AS text[]))
+"""
 #: The scoring words' postings are read whole, rather than looked up for each selected fact,
 #: while they number at most this many times the selected facts.
 SCAN_SHARE: Final = 8
@@ -123,6 +134,31 @@ class Bm25Ranker:
             others = _scores(conn, scoring, [], idf_of, frequency, average, excluded=set(scores))
             found += _visible(conn, others, scope, filters, n - len(found))
         return {r["id"]: score for r, score in found}, {r["id"]: r for r, _ in found}
+
+    def windows(self, conn: Any, query: str, n: int) -> dict[int, float]:
+        """bm25 (higher is better) of the ``n`` best windows of turns matching ``query``
+        (graphmem.windows). Its rarest words select, as for facts (a word's windows counted as
+        WINDOW_TURNS times its facts); a word's idf is its facts', and a window's length is
+        weighed against the mean length of the windows that match."""
+        words = [t[1:-1].replace('""', '"') for t in ranking.fts_terms(query)]
+        lexemes = self._lexemes(conn, words) if words else []
+        if not lexemes:
+            return {}
+        size, _, frequency = self._counts(conn, lexemes)
+        selecting = keyword.rarest(lexemes, {x: f * WINDOW_TURNS for x, f in frequency.items()})
+        postings = conn.execute(_WINDOW_POSTINGS, {"lexemes": selecting}).fetchall()
+        if not postings:
+            return {}
+        length = {int(r[0]): int(r[3]) for r in postings}
+        average = sum(length.values()) / len(length) or 1.0
+        scores: dict[int, float] = {}
+        for seq, lexeme, tf, _ in postings:
+            f = frequency[lexeme]
+            idf = max(math.log((size - f + 0.5) / (f + 0.5)), 1e-6)
+            norm = K1 * (1 - B + B * length[seq] / average)
+            scores[seq] = scores.get(seq, 0.0) + idf * tf * (K1 + 1) / (tf + norm)
+        best = sorted(scores, key=lambda seq: (-scores[seq], seq))[:n]
+        return {seq: scores[seq] for seq in best}
 
     def _lexemes(self, conn: Any, words: list[str]) -> list[str]:
         """The distinct lexemes the keyword index's configuration makes of ``words`` (the

@@ -381,6 +381,11 @@ class PostgresStore(SQLStore["PostgresDatabase"]):
         matches (:class:`graphmem.storage.postgres.keyword.Bm25Ranker`)."""
         return self._keywords.best(self._read(), query, scope, filters, n)
 
+    def window_matches(self, query: str, n: int) -> dict[int, float]:
+        """bm25 (higher is better) of the ``n`` best keyword matches among the windows
+        (:meth:`graphmem.storage.postgres.keyword.Bm25Ranker.windows`)."""
+        return self._keywords.windows(self._read(), query, n)
+
 
 def server_connection(url: str) -> psycopg.Connection[Any]:
     """A new autocommit connection to the database at ``url`` (psycopg's errors raised).

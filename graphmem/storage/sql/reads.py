@@ -24,7 +24,7 @@ from .params import id_list
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
 CANDIDATE_COLUMNS: Final = (
     "f.id, f.seq, f.importance, f.confidence, f.expires_at, f.last_confirmed_at, f.decay_class,"
-    " f.source_date, f.valid_from, f.episode_id, f.stated_start, f.stated_end"
+    " f.source_date, f.valid_from, f.episode_id, f.stated_start, f.stated_end, f.entity"
 )
 
 

@@ -51,6 +51,7 @@ from . import episodes as sql_episodes
 from . import erasure as sql_erasure
 from . import keyword_index, links, reads, transfer, traversal
 from . import maintenance as sql_maintenance
+from . import windows as sql_windows
 from .connections import Connections, SQLConnection
 from .graph_copy import GraphCopy, prune_graph_log
 from .params import id_list
@@ -238,12 +239,17 @@ class SQLTransaction:
         """Write a stored batch: its facts (and their keyword index entries), supersessions,
         retractions and SUPERSEDES links."""
         conn = self.conn
-        by_columns: dict[tuple[tuple[str, ...], ...], list[dict[str, Any]]] = {}
+        # Inserted in the batch's order (runs of rows with the same columns at once): a fact's
+        # seq is its place in its episode (episode_facts, the chain, windows of turns).
+        runs: list[tuple[tuple[tuple[str, ...], ...], list[dict[str, Any]]]] = []
         for row in changes.inserts:
             groups = tuple(g for g in _OPTIONAL_FACT_COLUMNS if row.get(g[0]) is not None)
-            by_columns.setdefault(groups, []).append(row)
+            if runs and runs[-1][0] == groups:
+                runs[-1][1].append(row)
+            else:
+                runs.append((groups, [row]))
         with keyword_index.indexing(conn):
-            for groups, rows in by_columns.items():
+            for groups, rows in runs:
                 conn.executemany(_insert_fact(groups), rows)
         conn.executemany(
             "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
@@ -340,6 +346,8 @@ class SQLTransaction:
         links = conn.execute(
             f"DELETE FROM links WHERE source_id IN {IN_IDS} OR target_id IN {IN_IDS}", param
         ).rowcount
+        # No window keeps an erased text: the episodes' windows are cut again without it.
+        sql_windows.rebuild(conn, touched_episodes)
         emptied = conn.execute(
             "DELETE FROM episodes WHERE id IN (SELECT value FROM json_each(?))"
             " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = episodes.id)",
@@ -375,8 +383,11 @@ class SQLTransaction:
         return purged
 
     def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
-        """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`); returns the new fact ids."""
-        return transfer.import_rows(self.conn, lines)
+        """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`), and cut the
+        windows of the episodes it adds facts to; returns the new fact ids."""
+        report, ids = transfer.import_rows(self.conn, lines)
+        sql_windows.rebuild(self.conn, sql_windows.episodes(self.conn, of=ids))
+        return report, ids
 
     # links
 
@@ -410,6 +421,14 @@ class SQLTransaction:
     def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
         """(newer, older) pairs linking the episode's new facts to the fact before each."""
         return sql_episodes.chain(self.conn, episode_id, fact_ids)
+
+    def add_windows(self, episode_id: str, fact_ids: Sequence[str]) -> int:
+        """Cut the windows of turns ending on the episode's new facts ``fact_ids``."""
+        return sql_windows.add(self.conn, episode_id, fact_ids)
+
+    def rebuild_windows(self, episode_ids: Sequence[str]) -> int:
+        """Cut the windows of ``episode_ids`` again from their facts."""
+        return sql_windows.rebuild(self.conn, episode_ids)
 
     # documents
 
@@ -776,6 +795,21 @@ class SQLStore(Generic[D]):
         """The ranking columns (:data:`graphmem.storage.sql.reads.CANDIDATE_COLUMNS`) of the visible facts
         among ``ids``."""
         return list(reads.candidates(self._read(), "id", ids, scope, filters))
+
+    def window_matches(self, query: str, n: int) -> dict[int, float]:
+        """bm25 (higher is better) of the ``n`` best keyword matches among the windows."""
+        raise NotImplementedError
+
+    def windows_of(
+        self, windows: Iterable[int], holding: Sequence[str]
+    ) -> dict[int, tuple[str, ...]]:
+        """The facts of ``windows`` and of the windows holding any of ``holding``."""
+        conn = self._read()
+        return sql_windows.members(conn, list(windows)) | sql_windows.holding(conn, holding)
+
+    def window_episodes(self) -> list[str]:
+        """The episodes that have facts, oldest first."""
+        return sql_windows.episodes(self._read())
 
     def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]:
         """(owner, fact) pairs for the facts that share an owner's vector (exact repeats)."""

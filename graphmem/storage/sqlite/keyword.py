@@ -22,6 +22,7 @@ from typing import Final
 
 from ... import ranking
 from ...timehints import TimeHint
+from ...windows import WINDOW_TURNS
 from ..sql import reads
 from . import bm25
 
@@ -97,15 +98,7 @@ class KeywordRanker:
         if len(matching) > 1 and frequency[matching[0]] > RANKING_BUDGET:
             yield from self._all_common(conn, terms, matching, frequency, size)
             return
-        selecting: list[str] = []
-        total = 0
-        for term in ordered:
-            # A word that matched nothing when counted selects for free, but does not count as
-            # the one word that always selects.
-            if total > 0 and total + frequency[term] > RANKING_BUDGET:
-                break
-            selecting.append(term)
-            total += frequency[term]
+        selecting = rarest(terms, frequency)
         scoring = [t for t in terms if t not in selecting]
         if not scoring:
             yield from _rank(conn, _RANKED, {"match": _any(terms)})
@@ -118,6 +111,22 @@ class KeywordRanker:
         else:
             yield from _rank(conn, _RANKED, {"match": chosen})
         yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
+
+    def windows(self, conn: sqlite3.Connection, query: str, n: int) -> dict[int, float]:
+        """bm25 (higher is better) of the ``n`` best windows of turns matching ``query``
+        (graphmem.windows). Its rarest words select, as for facts: a window holds up to
+        WINDOW_TURNS facts, so a word's windows are counted as that many times its facts."""
+        terms = ranking.fts_terms(query)
+        if not terms:
+            return {}
+        frequency, _ = self._frequencies(conn, terms)
+        selecting = rarest(terms, {t: f * WINDOW_TURNS for t, f in frequency.items()})
+        rows = conn.execute(
+            "SELECT rowid, bm25(windows_fts) FROM windows_fts WHERE windows_fts MATCH ?"
+            " ORDER BY 2 LIMIT ?",
+            [_any(selecting), n],
+        )
+        return {int(seq): -float(score) for seq, score in rows}
 
     def _among(
         self,
@@ -215,6 +224,20 @@ class KeywordRanker:
             with self._lock:
                 del self._counting[match]
             taking.set()
+
+
+def rarest(terms: list[str], frequency: Mapping[str, int]) -> list[str]:
+    """The rarest of ``terms`` while their frequencies add up to at most RANKING_BUDGET. A word
+    that matched nothing when counted selects for free, but does not count as the one word that
+    always selects: the rarest that matches anything."""
+    chosen: list[str] = []
+    total = 0
+    for term in sorted(terms, key=lambda t: frequency[t]):
+        if total > 0 and total + frequency[term] > RANKING_BUDGET:
+            break
+        chosen.append(term)
+        total += frequency[term]
+    return chosen
 
 
 def _any(terms: list[str]) -> str:

@@ -398,6 +398,34 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     ALTER TABLE facts ADD COLUMN stated_text TEXT;
     CREATE INDEX facts_stated ON facts(stated_start, stated_end) WHERE stated_start IS NOT NULL;
     """,
+    # 22: windows of turns (graphmem.windows): consecutive facts of an episode, keyword-indexed
+    # together, each keyed by the fact it ends on; window_facts finds the windows of a fact.
+    # Episodes stored before get theirs from `graphmem backfill-windows`.
+    f"""
+    CREATE TABLE windows (
+        seq INTEGER PRIMARY KEY,               -- rowid for FTS5
+        end_id TEXT NOT NULL UNIQUE,
+        episode_id TEXT NOT NULL,
+        fact_ids TEXT NOT NULL,                -- JSON array, in the episode's order
+        text TEXT NOT NULL
+    );
+    CREATE INDEX windows_episode ON windows(episode_id);
+    CREATE TABLE window_facts (
+        fact_id TEXT NOT NULL,
+        end_id TEXT NOT NULL,
+        PRIMARY KEY (fact_id, end_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX window_facts_end ON window_facts(end_id);
+    CREATE VIRTUAL TABLE windows_fts USING fts5(
+        text, content='windows', content_rowid='seq', tokenize='{FTS_TOKENIZER}'
+    );
+    CREATE TRIGGER windows_fts_insert AFTER INSERT ON windows BEGIN
+        INSERT INTO windows_fts(rowid, text) VALUES (new.seq, new.text);
+    END;
+    CREATE TRIGGER windows_fts_delete AFTER DELETE ON windows BEGIN
+        INSERT INTO windows_fts(windows_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+    END;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -80,6 +80,11 @@ class SQLiteStore(SQLStore[Database]):
         ranked.close()
         return scores, rows
 
+    def window_matches(self, query: str, n: int) -> dict[int, float]:
+        """bm25 (higher is better) of the ``n`` best keyword matches among the windows
+        (:meth:`graphmem.storage.sqlite.keyword.KeywordRanker.windows`)."""
+        return self._keywords.windows(self._read(), query, n)
+
     def _stamp(self, conn: sqlite3.Connection) -> float:
         """Transaction time for a write that holds the writer (on ``conn``): the clock, but
         never before an earlier write's (a clock stepped back must not reorder history)."""

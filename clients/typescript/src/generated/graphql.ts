@@ -425,7 +425,7 @@ export type SearchQueryVariables = Exact<{
 }>;
 
 
-export type SearchQuery = { search: Array<{ score: number, ftsScore: number | null, vectorScore: number | null, depth: number, via: string | null, timeMatched: TimeKind | null, timeHint: { text: string, start: string | null, end: string | null, month: number | null, event: string | null } | null, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> };
+export type SearchQuery = { search: Array<{ score: number, ftsScore: number | null, vectorScore: number | null, depth: number, via: string | null, timeMatched: TimeKind | null, entityMatched: string | null, timeHint: { text: string, start: string | null, end: string | null, month: number | null, event: string | null } | null, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> };
 
 export type RecallQueryVariables = Exact<{
   prompt: string;
@@ -1540,6 +1540,7 @@ export const SearchDocument = new TypedDocumentString(`
     depth
     via
     timeMatched
+    entityMatched
     timeHint {
       text
       start

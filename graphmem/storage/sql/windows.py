@@ -1,0 +1,101 @@
+"""Windows of turns in SQL: cut when an episode's facts are written, cut again when one is
+purged or an episode imported, and read for search (:mod:`graphmem.windows` holds the rule and
+how search uses them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from ... import windows
+from .connections import SQLConnection
+from .params import id_list
+from .reads import IN_IDS
+
+_INSERT: Final = "INSERT INTO windows (end_id, episode_id, fact_ids, text) VALUES (?, ?, ?, ?)"
+_MEMBER: Final = "INSERT INTO window_facts (fact_id, end_id) VALUES (?, ?)"
+
+
+def add(conn: SQLConnection, episode_id: str, fact_ids: Sequence[str]) -> int:
+    """Cut the windows ending on each of ``fact_ids`` (new facts of the episode, in order), after
+    the episode's earlier facts not forgotten; returns how many."""
+    if not fact_ids:
+        return 0
+    earlier = conn.execute(
+        "SELECT id, text FROM facts WHERE episode_id = :episode AND retracted_at IS NULL"
+        f" AND id NOT IN {IN_IDS} ORDER BY seq DESC LIMIT :n",
+        {"episode": episode_id, "ids": id_list(fact_ids), "n": windows.WINDOW_TURNS - 1},
+    ).fetchall()
+    texts = dict(
+        conn.execute(f"SELECT id, text FROM facts WHERE id IN {IN_IDS}", {"ids": id_list(fact_ids)})
+    )
+    order = [(r[0], r[1]) for r in reversed(earlier)]
+    order += [(i, texts[i]) for i in fact_ids if i in texts]
+    return _insert(conn, episode_id, windows.cut(order, first=len(earlier)))
+
+
+def rebuild(conn: SQLConnection, episode_ids: Iterable[str]) -> int:
+    """Cut the windows of ``episode_ids`` again from their facts not forgotten (after a purge,
+    an import or for a backfill); returns how many windows they now have."""
+    made = 0
+    for episode_id in episode_ids:
+        old = [
+            r[0]
+            for r in conn.execute("SELECT end_id FROM windows WHERE episode_id = ?", [episode_id])
+        ]
+        conn.execute(f"DELETE FROM window_facts WHERE end_id IN {IN_IDS}", {"ids": id_list(old)})
+        conn.execute("DELETE FROM windows WHERE episode_id = ?", [episode_id])
+        order = conn.execute(
+            "SELECT id, text FROM facts WHERE episode_id = ? AND retracted_at IS NULL ORDER BY seq",
+            [episode_id],
+        ).fetchall()
+        made += _insert(conn, episode_id, windows.cut([(r[0], r[1]) for r in order], first=0))
+    return made
+
+
+def episodes(conn: SQLConnection, *, of: Sequence[str] | None = None) -> list[str]:
+    """The episodes that have facts (those of the facts ``of``, when given), oldest first."""
+    if of is None:
+        rows = conn.execute(
+            "SELECT id FROM episodes e"
+            " WHERE EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = e.id) ORDER BY seq"
+        )
+    else:
+        rows = conn.execute(
+            "SELECT id FROM episodes e WHERE id IN"
+            f" (SELECT episode_id FROM facts WHERE id IN {IN_IDS}) ORDER BY seq",
+            {"ids": id_list(of)},
+        )
+    return [r[0] for r in rows]
+
+
+def holding(conn: SQLConnection, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
+    """The windows holding any of ``fact_ids``: window -> its facts, in the episode's order."""
+    if not fact_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT w.seq, w.fact_ids FROM windows w WHERE w.end_id IN"
+        f" (SELECT m.end_id FROM window_facts m WHERE m.fact_id IN {IN_IDS})",
+        {"ids": id_list(fact_ids)},
+    )
+    return {int(r[0]): tuple(json.loads(r[1])) for r in rows}
+
+
+def members(conn: SQLConnection, seqs: Sequence[int]) -> dict[int, tuple[str, ...]]:
+    """The facts of the windows ``seqs``, in the episode's order."""
+    if not seqs:
+        return {}
+    rows = conn.execute(
+        f"SELECT seq, fact_ids FROM windows WHERE seq IN {IN_IDS}", {"ids": id_list(seqs)}
+    )
+    return {int(r[0]): tuple(json.loads(r[1])) for r in rows}
+
+
+def _insert(conn: SQLConnection, episode_id: str, cut: list[windows.Window]) -> int:
+    conn.executemany(
+        _INSERT, [(w.end_id, episode_id, json.dumps(list(w.fact_ids)), w.text) for w in cut]
+    )
+    conn.executemany(_MEMBER, [(f, w.end_id) for w in cut for f in w.fact_ids])
+    return len(cut)
