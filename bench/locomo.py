@@ -41,14 +41,15 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import graphmem.ranking as ranking
-from graphmem import Memory, Settings, expansion, timehints
+from graphmem import Memory, Settings, expansion, search, timehints, windows
 from graphmem.storage.sqlite import keyword
 from graphmem.vectors.embedders import Embedder
 
@@ -149,6 +150,23 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for lend in args.evidence_weights:
                     with patched(expansion, "EVIDENCE_WEIGHT", lend):
                         runs[f"hybrid@0.6, episode links lending {lend:g}"] = evaluate(
+                            conversations, "hybrid", fts_weight=0.6
+                        )
+            if args.episodes:
+                with patched(windows, "lend", _lend_nothing):
+                    runs["hybrid@0.6, no windows"] = evaluate(
+                        conversations, "hybrid", fts_weight=0.6
+                    )
+                with patched(search, "ENTITY_BOOST", 0.0):
+                    runs["hybrid@0.6, no entity boost"] = evaluate(
+                        conversations, "hybrid", fts_weight=0.6
+                    )
+                for spec in args.window_settings:
+                    with ExitStack() as stack:
+                        for name, value in _settings(spec).items():
+                            owner = search if name == "ENTITY_BOOST" else windows
+                            stack.enter_context(patched(owner, name, value))
+                        runs[f"hybrid@0.6, {spec}"] = evaluate(
                             conversations, "hybrid", fts_weight=0.6
                         )
             if args.link_turns or args.autolink or args.episodes:
@@ -354,6 +372,22 @@ def stated_time_runs(conversations: Sequence[Conversation]) -> dict[str, Run]:
     for conv in conversations:
         conv.memory.backfill_stated_time()  # back as written, for the runs after these
     return runs
+
+
+def _lend_nothing(
+    store: Any, query: str, relevance: Mapping[str, float], *_: Any, **__: Any
+) -> dict[str, float]:
+    """graphmem.windows.lend with no windows."""
+    return dict(relevance)
+
+
+def _settings(spec: str) -> dict[str, float]:
+    """"NAME=value,NAME=value" as a dict (ints stay ints)."""
+    out: dict[str, float] = {}
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        out[name.strip()] = int(value) if value.strip().isdigit() else float(value)
+    return out
 
 
 def evaluate(
@@ -650,6 +684,13 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         nargs="+",
         default=[0.0, 0.5, 1.0],
         help="expansion.EVIDENCE_WEIGHT values for the graph runs",
+    )
+    parser.add_argument(
+        "--window-settings",
+        nargs="+",
+        default=[],
+        help="with --episodes, more runs with graphmem.windows constants (and"
+        " graphmem.search.ENTITY_BOOST) set, each 'NAME=value,NAME=value'",
     )
     parser.add_argument(
         "--weights",

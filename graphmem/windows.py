@@ -7,12 +7,13 @@ up to :data:`WINDOW_TURNS` facts (itself and the facts before it there, forgotte
 out), whose text is its facts' texts together. Search (with ``episode_links``, the default):
 
 1. ranks the windows by keywords (the store's keyword index of windows), and by vector: the
-   mean of its facts' cosines with the query, for the windows holding a vector candidate;
-2. keeps a window only if all its facts are visible in the search's time scope, so text a
-   forgotten, superseded or not yet known fact held lends nothing;
-3. fuses the two lists (keyword weight :data:`WINDOW_FTS_WEIGHT`) and lends each fact
-   :data:`WINDOW_LEND` times the best candidate's relevance times the best relevance of a window
-   holding it, so a fact that a window finds joins the candidates.
+   mean of its facts' cosines with the query, for the windows holding one of the
+   :data:`WINDOW_HOLDERS` best vector candidates;
+2. fuses the two lists (keyword weight :data:`WINDOW_FTS_WEIGHT`) and keeps the
+   :data:`WINDOWS_LENDING` best windows whose facts are all visible in the search's time scope,
+   so text a forgotten, superseded or not yet known fact held lends nothing;
+3. lends each fact :data:`WINDOW_LEND` times the best candidate's relevance times the best
+   relevance of a kept window holding it, so a fact that a window finds joins the candidates.
 
 Windows need no embedding: a window's vector score comes from its facts'. They are cut when
 facts are written, cut again for the episodes a purge touches (no window keeps an erased text)
@@ -41,8 +42,12 @@ WINDOW_TURNS: Final = 4
 WINDOW_LEND: Final = 0.5
 #: Weight of the windows' keyword list against their vector list when fused.
 WINDOW_FTS_WEIGHT: Final = 0.6
-#: Windows ranked per list, at most.
+#: Windows ranked by keywords, at most.
 WINDOW_DEPTH: Final = 200
+#: The best vector candidates whose windows are ranked by vector.
+WINDOW_HOLDERS: Final = 50
+#: The best windows (fused) that lend, at most.
+WINDOWS_LENDING: Final = 50
 #: Episodes a backfill cuts per transaction.
 BACKFILL_EPISODES: Final = 100
 
@@ -84,31 +89,31 @@ def lend(
     facts (None: the vector leg did not run); ``keywords`` is whether the keyword leg ran.
     """
     fts = store.window_matches(query, WINDOW_DEPTH) if keywords else {}
-    held = store.windows_of(fts.keys(), list(vec) if cosines is not None else [])
+    holders = sorted(vec, key=lambda i: -vec[i])[:WINDOW_HOLDERS] if cosines is not None else []
+    held = store.windows_of((), holders)
     by_vector: dict[int, float] = {}
-    if cosines is not None and vec:
-        near = dict(vec)
-        vector_held = [w for w, ids in held.items() if any(i in vec for i in ids)]
-        missing = list({i for w in vector_held for i in held[w] if i not in near})
+    if held and cosines is not None:
+        near = {i: vec[i] for i in holders}
+        missing = list({i for ids in held.values() for i in ids if i not in near})
         near.update(cosines(missing) if missing else {})
-        for w in vector_held:
-            known = [near[i] for i in held[w] if i in near]
+        for w, ids in held.items():
+            known = [near[i] for i in ids if i in near]
             by_vector[w] = sum(known) / len(known)
-        by_vector = dict(sorted(by_vector.items(), key=lambda x: -x[1])[:WINDOW_DEPTH])
-    used = fts.keys() | by_vector.keys()
-    if not used or not relevance:
-        return dict(relevance)
-    ids = list({i for w in used for i in held[w]})
-    visible = {r["id"]: r for r in store.candidates(ids, scope, _unfiltered(filters))}
-    kept = {w for w in used if all(i in visible for i in held[w])}
-    window_relevance = ranking.fuse(
-        {str(w): s for w, s in fts.items() if w in kept},
-        {str(w): s for w, s in by_vector.items() if w in kept},
+    fused = ranking.fuse(
+        {str(w): s for w, s in fts.items()},
+        {str(w): s for w, s in by_vector.items()},
         WINDOW_FTS_WEIGHT,
     )
+    best = sorted(((v, int(w)) for w, v in fused.items() if v > 0), reverse=True)[:WINDOWS_LENDING]
+    if not best or not relevance:
+        return dict(relevance)
+    held.update(store.windows_of([w for _, w in best if w not in held], ()))
+    ids = list({i for _, w in best for i in held[w]})
+    visible = {r["id"]: r for r in store.candidates(ids, scope, _unfiltered(filters))}
+    window_relevance = {w: v for v, w in best if all(i in visible for i in held[w])}
     lent: dict[str, float] = {}
-    for key, value in window_relevance.items():
-        for fact_id in held[int(key)] if value > 0 else ():
+    for window, value in window_relevance.items():
+        for fact_id in held[window]:
             lent[fact_id] = max(lent.get(fact_id, 0.0), value)
     if filters != _unfiltered(filters):
         passing = {

@@ -558,8 +558,9 @@ def _secured(table: str) -> str:
     """
 
 
-#: Migration 13: windows of turns (see the SQLite migration 22). A window's keyword index entry
-#: is its text stemmed as the facts' text is (graphmem.storage.postgres.store ranks them).
+#: Migration 13: windows of turns (see the SQLite migration 22): their facts' ids space-separated,
+#: the keyword index entry their text stemmed as the facts' text is (graphmem.storage.postgres.
+#: keyword ranks them).
 WINDOWS: Final = f"""
 CREATE TABLE gm_windows (
     {_NS},

@@ -219,7 +219,16 @@ class PostgresDatabase(Connections[Connection]):
         (docs/scale-out.md says what to do)."""
         conn = self._connect(reader=False)
         try:
-            for table in ("facts", "links", "embedding_cache", "episodes", "files", "outbox"):
+            for table in (
+                "facts",
+                "links",
+                "embedding_cache",
+                "episodes",
+                "files",
+                "outbox",
+                "windows",
+                "window_facts",
+            ):
                 conn.execute(f"VACUUM gm_{table}")
         finally:
             conn.close()

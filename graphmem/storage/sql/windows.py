@@ -5,7 +5,6 @@ how search uses them).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -80,7 +79,7 @@ def holding(conn: SQLConnection, fact_ids: Sequence[str]) -> dict[int, tuple[str
         f" (SELECT m.end_id FROM window_facts m WHERE m.fact_id IN {IN_IDS})",
         {"ids": id_list(fact_ids)},
     )
-    return {int(r[0]): tuple(json.loads(r[1])) for r in rows}
+    return {int(r[0]): tuple(r[1].split()) for r in rows}
 
 
 def members(conn: SQLConnection, seqs: Sequence[int]) -> dict[int, tuple[str, ...]]:
@@ -90,12 +89,10 @@ def members(conn: SQLConnection, seqs: Sequence[int]) -> dict[int, tuple[str, ..
     rows = conn.execute(
         f"SELECT seq, fact_ids FROM windows WHERE seq IN {IN_IDS}", {"ids": id_list(seqs)}
     )
-    return {int(r[0]): tuple(json.loads(r[1])) for r in rows}
+    return {int(r[0]): tuple(r[1].split()) for r in rows}
 
 
 def _insert(conn: SQLConnection, episode_id: str, cut: list[windows.Window]) -> int:
-    conn.executemany(
-        _INSERT, [(w.end_id, episode_id, json.dumps(list(w.fact_ids)), w.text) for w in cut]
-    )
+    conn.executemany(_INSERT, [(w.end_id, episode_id, " ".join(w.fact_ids), w.text) for w in cut])
     conn.executemany(_MEMBER, [(f, w.end_id) for w in cut for f in w.fact_ids])
     return len(cut)

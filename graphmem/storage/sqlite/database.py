@@ -135,12 +135,14 @@ class Database(Connections[sqlite3.Connection]):
             conn.execute("PRAGMA optimize")
 
     def scrub(self) -> bool:
-        """After deleting data for good: merge the keyword index into one segment (dropping the
-        deleted entries; ``secure_delete`` zeroes the pages freed), then checkpoint the WAL and
-        truncate it, so neither the database nor its WAL still holds what was deleted. Returns
-        whether the checkpoint completed (a reader holding an older snapshot can delay it)."""
+        """After deleting data for good: merge the keyword indexes (facts' and windows') into
+        one segment each (dropping the deleted entries; ``secure_delete`` zeroes the pages
+        freed), then checkpoint the WAL and truncate it, so neither the database nor its WAL
+        still holds what was deleted. Returns whether the checkpoint completed (a reader holding
+        an older snapshot can delay it)."""
         with self.write() as conn:
             conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')")
+            conn.execute("INSERT INTO windows_fts(windows_fts) VALUES ('optimize')")
         with self._write_lock, self._checkpointer.paused():
             self._check_open()
             busy, _, _ = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()

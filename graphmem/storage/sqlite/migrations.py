@@ -406,7 +406,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         seq INTEGER PRIMARY KEY,               -- rowid for FTS5
         end_id TEXT NOT NULL UNIQUE,
         episode_id TEXT NOT NULL,
-        fact_ids TEXT NOT NULL,                -- JSON array, in the episode's order
+        fact_ids TEXT NOT NULL,                -- space-separated, in the episode's order
         text TEXT NOT NULL
     );
     CREATE INDEX windows_episode ON windows(episode_id);

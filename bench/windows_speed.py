@@ -1,0 +1,134 @@
+"""What windows of turns cost: ingest, search and disk, with and without them, in one run.
+
+Synthetic facts (bench/synthetic.py) are stored in episodes of ``--episode`` facts, one
+``store_many`` call per episode, as an agent stores conversations; then ``optimize`` and hybrid
+searches of synthetic queries (query embedding included, default settings). Each size runs
+twice on fresh stores in this process: as search runs (windows cut at write time, lent at
+search time), and with windows off (``add_windows`` writing none and ``graphmem.windows.lend``
+lending nothing), so that the ratio is of the same machine at the same moment. Disk: the
+SQLite files of the namespace (the vectors' folder left out).
+
+    python -m bench.windows_speed [--sizes 10000 100000] [--embedder hash] [--episode 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Final
+
+from graphmem import Memory, Settings, windows
+from graphmem.storage.sql.store import SQLTransaction
+
+from . import synthetic
+from .common import OUT_DIR, latency, machine, markdown_table, patched, write_json
+
+WARMUP: Final = 10
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse_args(argv)
+    results = []
+    for size in args.sizes:
+        for on in (True, False):
+            print(f"{size:,} facts, windows {'on' if on else 'off'} ...", flush=True)
+            results.append(measure(size, on, args))
+            print(_line(results[-1]), flush=True)
+    report = {
+        "benchmark": "windows_speed",
+        "machine": machine(),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "results": results,
+    }
+    print(summary_markdown(report))
+    write_json(args.out or OUT_DIR / "windows-speed.json", report)
+    return 0
+
+
+def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
+    """Ingest, search and disk for ``size`` facts in episodes, windows on or off."""
+    pairs = synthetic.pairs(size)
+    facts = list(synthetic.facts(pairs))
+    queries = synthetic.queries(pairs, args.queries + WARMUP)
+    with ExitStack() as off, tempfile.TemporaryDirectory(prefix="bench-windows-speed-") as tmp:
+        if not on:
+            off.enter_context(patched(SQLTransaction, "add_windows", lambda *_: 0))
+            off.enter_context(patched(windows, "lend", _lend_nothing))
+        memory = Memory.open(tmp, namespace="w", embedder=args.embedder, settings=Settings())
+        try:
+            began = time.perf_counter()
+            for n, start in enumerate(range(0, len(facts), args.episode)):
+                memory.store_many(facts[start : start + args.episode], episode={"id": f"e{n}"})
+            write = time.perf_counter() - began
+            memory.optimize()
+            search = latency(lambda q: memory.search(q, limit=10), queries, WARMUP)
+        finally:
+            memory.close()
+        folder = Path(tmp) / "w"
+        disk = sum(p.stat().st_size for p in folder.glob("graphmem.sqlite3*") if p.is_file())
+    return {
+        "size": size,
+        "windows": on,
+        "facts_per_s": len(facts) / write,
+        "search": search,
+        "store_mb": disk / 2**20,
+    }
+
+
+def _lend_nothing(store: Any, query: str, relevance: Mapping[str, float], *_: Any, **__: Any) -> dict[str, float]:
+    return dict(relevance)
+
+
+def _line(r: dict[str, Any]) -> str:
+    return (
+        f"  ingest {r['facts_per_s']:,.0f} facts/s, search p50 {r['search']['p50_ms']:.1f} ms,"
+        f" p95 {r['search']['p95_ms']:.1f} ms, store {r['store_mb']:.1f} MB"
+    )
+
+
+def summary_markdown(report: dict[str, Any]) -> str:
+    rows = []
+    by = {(r["size"], r["windows"]): r for r in report["results"]}
+    for (size, on), r in by.items():
+        base = by.get((size, False), r)
+        rows.append(
+            [
+                f"{size:,}",
+                "on" if on else "off",
+                f"{r['facts_per_s']:,.0f}",
+                f"{r['search']['p50_ms']:.1f} / {r['search']['p95_ms']:.1f}",
+                f"{r['store_mb']:.1f}",
+                f"{base['facts_per_s'] / r['facts_per_s']:.2f} / "
+                f"{r['search']['p50_ms'] / base['search']['p50_ms']:.2f} / "
+                f"{r['store_mb'] / base['store_mb']:.2f}",
+            ]
+        )
+    return markdown_table(
+        [
+            "facts",
+            "windows",
+            "ingest facts/s",
+            "search p50 / p95 ms",
+            "store MB",
+            "ratio to off: ingest time / p50 / disk",
+        ],
+        rows,
+    )
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.windows_speed", description=__doc__)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--embedder", choices=("hash", "local"), default="hash")
+    parser.add_argument("--episode", type=int, default=25, help="facts per episode")
+    parser.add_argument("--queries", type=int, default=200, help="timed searches")
+    parser.add_argument("--out", type=Path, default=None, help="JSON output path")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
