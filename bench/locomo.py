@@ -382,7 +382,7 @@ def _lend_nothing(
 
 
 def _settings(spec: str) -> dict[str, float]:
-    """"NAME=value,NAME=value" as a dict (ints stay ints)."""
+    """ "NAME=value,NAME=value" as a dict (ints stay ints)."""
     out: dict[str, float] = {}
     for item in spec.split(","):
         name, _, value = item.partition("=")

@@ -79,7 +79,9 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _lend_nothing(store: Any, query: str, relevance: Mapping[str, float], *_: Any, **__: Any) -> dict[str, float]:
+def _lend_nothing(
+    store: Any, query: str, relevance: Mapping[str, float], *_: Any, **__: Any
+) -> dict[str, float]:
     return dict(relevance)
 
 
