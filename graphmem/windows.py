@@ -108,8 +108,8 @@ def lend(
     if not best or not relevance:
         return dict(relevance)
     held.update(store.windows_of([w for _, w in best if w not in held], ()))
-    ids = list({i for _, w in best for i in held[w]})
-    visible = {r["id"]: r for r in store.candidates(ids, scope, _unfiltered(filters))}
+    members = list({i for _, w in best for i in held[w]})
+    visible = {r["id"]: r for r in store.candidates(members, scope, _unfiltered(filters))}
     window_relevance = {w: v for v, w in best if all(i in visible for i in held[w])}
     lent: dict[str, float] = {}
     for window, value in window_relevance.items():
