@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from graphmem import Memory, Settings
 from graphmem.cli import cli
 from graphmem.storage.sql.store import SQLTransaction
+from graphmem.storage.sqlite import keyword
 from graphmem.windows import WINDOW_TURNS, Window, cut
 
 from ..support.clock import Clock
@@ -103,6 +104,19 @@ def test_each_turn_ends_a_window_of_the_turns_before_it(mem: Memory) -> None:
     held = mem._store.windows_of([], ids)
     expected = {tuple(ids[max(0, i - WINDOW_TURNS + 1) : i + 1]) for i in range(1, len(ids))}
     assert set(held.values()) == expected
+
+
+@pytest.mark.in_process("reads the windows through the store")
+def test_a_word_in_too_many_facts_ranks_no_window(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows are ranked by the query's rarest words within the keyword budget; a word over
+    it alone ranks none (a query of everyday words reads no long list of windows)."""
+    store_chat(mem)  # "marathon" in 3 facts: 12 windows at most; "Porto" in 3 too
+    mem.store_many([{"text": "Ana: October again"}], episode="chat-1")
+    monkeypatch.setattr(keyword, "RANKING_BUDGET", 8)
+    assert mem._store.window_matches("marathon", 10) == {}
+    assert mem._store.window_matches("weekend October", 10) != {}  # October: 2 facts
 
 
 @pytest.mark.in_process("reads the windows through the store")

@@ -25,7 +25,6 @@ import numpy.typing as npt
 
 from ... import ranking
 from ...temporal import TimeScope
-from ...windows import WINDOW_TURNS
 from ..interface import Filters, Record
 from ..sql import reads
 from ..sqlite import keyword
@@ -137,15 +136,17 @@ class Bm25Ranker:
 
     def windows(self, conn: Any, query: str, n: int) -> dict[int, float]:
         """bm25 (higher is better) of the ``n`` best windows of turns matching ``query``
-        (graphmem.windows). Its rarest words select, as for facts (a word's windows counted as
-        WINDOW_TURNS times its facts); a word's idf is its facts', and a window's length is
-        weighed against the mean length of the windows that match."""
+        (graphmem.windows), ranked by its rarest words
+        (:func:`graphmem.storage.sqlite.keyword.window_words`); a word's idf is its facts', and
+        a window's length is weighed against the mean length of the windows that match."""
         words = [t[1:-1].replace('""', '"') for t in ranking.fts_terms(query)]
         lexemes = self._lexemes(conn, words) if words else []
         if not lexemes:
             return {}
         size, _, frequency = self._counts(conn, lexemes)
-        selecting = keyword.rarest(lexemes, {x: f * WINDOW_TURNS for x, f in frequency.items()})
+        selecting = keyword.window_words(lexemes, frequency)
+        if not selecting:
+            return {}
         postings = conn.execute(_WINDOW_POSTINGS, {"lexemes": selecting}).fetchall()
         if not postings:
             return {}

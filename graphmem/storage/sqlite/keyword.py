@@ -114,13 +114,14 @@ class KeywordRanker:
 
     def windows(self, conn: sqlite3.Connection, query: str, n: int) -> dict[int, float]:
         """bm25 (higher is better) of the ``n`` best windows of turns matching ``query``
-        (graphmem.windows). Its rarest words select, as for facts: a window holds up to
-        WINDOW_TURNS facts, so a word's windows are counted as that many times its facts."""
+        (graphmem.windows), ranked by its rarest words (:func:`window_words`)."""
         terms = ranking.fts_terms(query)
         if not terms:
             return {}
         frequency, _ = self._frequencies(conn, terms)
-        selecting = rarest(terms, {t: f * WINDOW_TURNS for t, f in frequency.items()})
+        selecting = window_words(terms, frequency)
+        if not selecting:
+            return {}
         rows = conn.execute(
             "SELECT rowid, bm25(windows_fts) FROM windows_fts WHERE windows_fts MATCH ?"
             " ORDER BY 2 LIMIT ?",
@@ -238,6 +239,15 @@ def rarest(terms: list[str], frequency: Mapping[str, int]) -> list[str]:
         chosen.append(term)
         total += frequency[term]
     return chosen
+
+
+def window_words(terms: list[str], frequency: Mapping[str, int]) -> list[str]:
+    """The words of a query that rank windows of turns: its rarest, as for facts (a window
+    holds up to WINDOW_TURNS facts, so a word's windows are counted as that many times its
+    facts), and never a word over the budget alone: a query of everyday words ranks no window
+    by keywords, rather than every window of a large memory."""
+    scaled = {t: f * WINDOW_TURNS for t, f in frequency.items()}
+    return [t for t in rarest(terms, scaled) if scaled[t] <= RANKING_BUDGET]
 
 
 def _any(terms: list[str]) -> str:
