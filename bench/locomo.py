@@ -375,7 +375,7 @@ def stated_time_runs(conversations: Sequence[Conversation]) -> dict[str, Run]:
 
 
 def _lend_nothing(
-    store: Any, query: str, relevance: Mapping[str, float], *_: Any, **__: Any
+    store: Any, matched: Any, relevance: Mapping[str, float], *_: Any, **__: Any
 ) -> dict[str, float]:
     """graphmem.windows.lend with no windows."""
     return dict(relevance)

@@ -4,8 +4,8 @@ Synthetic facts (bench/synthetic.py) are stored in episodes of ``--episode`` fac
 ``store_many`` call per episode, as an agent stores conversations; then ``optimize`` and hybrid
 searches of synthetic queries (query embedding included, default settings). Each size runs
 twice on fresh stores in this process: as search runs (windows cut at write time, lent at
-search time), and with windows off (``add_windows`` writing none and ``graphmem.windows.lend``
-lending nothing), so that the ratio is of the same machine at the same moment. Disk: the
+search time), and with windows off (``add_windows`` writing none, no window read and
+``graphmem.windows.lend`` lending nothing), so that the ratio is of the same machine at the same moment. Disk: the
 SQLite files of the namespace (the vectors' folder left out).
 
     python -m bench.windows_speed [--sizes 10000 100000] [--embedder hash] [--episode 25]
@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from graphmem import Memory, Settings, windows
 from graphmem.storage.sql.store import SQLTransaction
+from graphmem.storage.sqlite.store import SQLiteStore
 
 from . import synthetic
 from .common import OUT_DIR, latency, machine, markdown_table, patched, write_json
@@ -58,6 +59,7 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
         if not on:
             off.enter_context(patched(SQLTransaction, "add_windows", lambda *_: 0))
             off.enter_context(patched(windows, "lend", _lend_nothing))
+            off.enter_context(patched(SQLiteStore, "window_matches", lambda *_: {}))
         memory = Memory.open(tmp, namespace="w", embedder=args.embedder, settings=Settings())
         try:
             began = time.perf_counter()
@@ -80,7 +82,7 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _lend_nothing(
-    store: Any, query: str, relevance: Mapping[str, float], *_: Any, **__: Any
+    store: Any, matched: Any, relevance: Mapping[str, float], *_: Any, **__: Any
 ) -> dict[str, float]:
     return dict(relevance)
 

@@ -151,14 +151,13 @@ class Search:
         if episode_links:
             relevance = windows.lend(
                 self._store,
-                query,
+                {} if mode == "vector" else self._store.window_matches(query, windows.WINDOW_DEPTH),
                 relevance,
                 candidates,
                 vec,
                 None if query_vector is None else self._cosines(query_vector),
                 scope,
                 filters,
-                keywords=mode != "vector",
             )
         named = _named_entities(query, relevance, candidates)
         relevance = {i: r * (1 + ENTITY_BOOST) if i in named else r for i, r in relevance.items()}

@@ -73,25 +73,23 @@ def cut(order: Sequence[tuple[str, str]], *, first: int) -> list[Window]:
 
 def lend(
     store: Store,
-    query: str,
+    matched: Mapping[int, tuple[float, tuple[str, ...]]],
     relevance: Mapping[str, float],
     rows: dict[str, Record],
     vec: Mapping[str, float],
     cosines: Callable[[list[str]], dict[str, float]] | None,
     scope: TimeScope,
     filters: Filters,
-    *,
-    keywords: bool,
 ) -> dict[str, float]:
     """``relevance`` with what windows lend (see the module's steps); the facts a window brings
     in join ``rows`` (their ranking columns), when they pass ``filters``.
 
-    ``vec`` holds the vector leg's cosines, ``cosines`` gives the query's cosine with other
-    facts (None: the vector leg did not run); ``keywords`` is whether the keyword leg ran.
+    ``matched`` holds the windows' keyword matches (``Store.window_matches``: none if the
+    keyword leg did not run), ``vec`` the vector leg's cosines, ``cosines`` gives the query's
+    cosine with other facts (None: the vector leg did not run).
     """
-    fts = store.window_matches(query, WINDOW_DEPTH) if keywords else {}
     holders = sorted(vec, key=lambda i: -vec[i])[:WINDOW_HOLDERS] if cosines is not None else []
-    held = store.windows_of((), holders)
+    held = store.windows_holding(holders) if holders else {}
     by_vector: dict[int, float] = {}
     if held and cosines is not None:
         near = {i: vec[i] for i in holders}
@@ -100,15 +98,15 @@ def lend(
         for w, ids in held.items():
             known = [near[i] for i in ids if i in near]
             by_vector[w] = sum(known) / len(known)
+    held.update((w, ids) for w, (_, ids) in matched.items())
     fused = ranking.fuse(
-        {str(w): s for w, s in fts.items()},
+        {str(w): score for w, (score, _) in matched.items()},
         {str(w): s for w, s in by_vector.items()},
         WINDOW_FTS_WEIGHT,
     )
     best = sorted(((v, int(w)) for w, v in fused.items() if v > 0), reverse=True)[:WINDOWS_LENDING]
     if not best or not relevance:
         return dict(relevance)
-    held.update(store.windows_of([w for _, w in best if w not in held], ()))
     members = list({i for _, w in best for i in held[w]})
     visible = {r["id"]: r for r in store.candidates(members, scope, _unfiltered(filters))}
     window_relevance = {w: v for v, w in best if all(i in visible for i in held[w])}

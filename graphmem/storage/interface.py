@@ -336,16 +336,15 @@ class Store(Protocol):
         self, ids: Sequence[str], scope: TimeScope, filters: Filters
     ) -> list[Record]: ...
     def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]: ...
-    def window_matches(self, query: str, n: int) -> dict[int, float]:
-        """bm25 (higher is better) of the ``n`` best keyword matches among the windows of
-        turns, by window, whatever the time (search keeps those whose facts are visible)."""
+    def window_matches(self, query: str, n: int) -> dict[int, tuple[float, tuple[str, ...]]]:
+        """The ``n`` best keyword matches among the windows of turns, whatever the time (search
+        keeps those whose facts are visible): window -> (bm25, higher is better; its facts, in
+        the episode's order)."""
         ...
 
-    def windows_of(
-        self, windows: Iterable[int], holding: Sequence[str]
-    ) -> dict[int, tuple[str, ...]]:
-        """The facts of the ``windows`` and of the windows holding any of the facts
-        ``holding``: window -> its facts, in the episode's order."""
+    def windows_holding(self, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
+        """The windows holding any of ``fact_ids``: window -> its facts, in the episode's
+        order."""
         ...
 
     def window_episodes(self) -> list[str]:

@@ -101,7 +101,7 @@ def test_each_turn_ends_a_window_of_the_turns_before_it(mem: Memory) -> None:
     more = mem.store_many([{"text": "Bo: see you there"}], episode={"id": "chat-1"})
     assert more[0].fact is not None
     ids.append(more[0].fact.id)
-    held = mem._store.windows_of([], ids)
+    held = mem._store.windows_holding(ids)
     expected = {tuple(ids[max(0, i - WINDOW_TURNS + 1) : i + 1]) for i in range(1, len(ids))}
     assert set(held.values()) == expected
 
@@ -126,7 +126,7 @@ def test_a_purge_leaves_no_window_with_the_erased_text(mem: Memory) -> None:
     mem.purge(ids[2])
     assert mem._store.window_matches("October", 10) == {}
     # The other turns are cut again into windows, without the erased one.
-    held = set(mem._store.windows_of([], [ids[0]]).values())
+    held = set(mem._store.windows_holding([ids[0]]).values())
     assert held == {(ids[0], ids[1]), (ids[0], ids[1], ids[3])}
 
 
@@ -140,7 +140,7 @@ def test_an_import_cuts_the_windows_of_its_episodes(
     other = settings.model_copy(update={"data_dir": settings.data_dir / "copy"})
     with Memory.open(other.data_dir, settings=other, namespace="copy", clock=clock) as copy:
         copy.import_jsonl(io.StringIO(out.getvalue()))
-        assert set(copy._store.windows_of([], [ids[0]]).values()) == {
+        assert set(copy._store.windows_holding([ids[0]]).values()) == {
             tuple(ids[:2]),
             tuple(ids[:3]),
             tuple(ids[:4]),
@@ -152,7 +152,7 @@ def test_an_import_cuts_the_windows_of_its_episodes(
 def test_backfill_windows_cuts_the_windows_of_episodes_stored_without_them(mem: Memory) -> None:
     ids = store_chat(mem)
     _drop_windows(mem)
-    assert mem._store.windows_of([], ids) == {}
+    assert mem._store.windows_holding(ids) == {}
     assert top(mem) == SINGLE
     assert mem.backfill_windows() == {"episodes": 2, "windows": 7}
     assert top(mem) == {TURNS[0], TURNS[2]}

@@ -25,6 +25,7 @@ import psycopg
 from ...errors import InvalidInput, StorageError
 from ...temporal import TimeScope
 from ..interface import Filters, Record
+from ..sql import windows as sql_windows
 from ..sql.connections import Connections
 from ..sql.store import SQLStore, SQLTransaction
 from . import is_postgres_url, redacted
@@ -390,10 +391,13 @@ class PostgresStore(SQLStore["PostgresDatabase"]):
         matches (:class:`graphmem.storage.postgres.keyword.Bm25Ranker`)."""
         return self._keywords.best(self._read(), query, scope, filters, n)
 
-    def window_matches(self, query: str, n: int) -> dict[int, float]:
-        """bm25 (higher is better) of the ``n`` best keyword matches among the windows
+    def window_matches(self, query: str, n: int) -> dict[int, tuple[float, tuple[str, ...]]]:
+        """The ``n`` best keyword matches among the windows: window -> (bm25, its facts)
         (:meth:`graphmem.storage.postgres.keyword.Bm25Ranker.windows`)."""
-        return self._keywords.windows(self._read(), query, n)
+        conn = self._read()
+        scores = self._keywords.windows(conn, query, n)
+        held = sql_windows.members(conn, list(scores))
+        return {w: (score, held[w]) for w, score in scores.items() if w in held}
 
 
 def server_connection(url: str) -> psycopg.Connection[Any]:

@@ -796,16 +796,13 @@ class SQLStore(Generic[D]):
         among ``ids``."""
         return list(reads.candidates(self._read(), "id", ids, scope, filters))
 
-    def window_matches(self, query: str, n: int) -> dict[int, float]:
-        """bm25 (higher is better) of the ``n`` best keyword matches among the windows."""
+    def window_matches(self, query: str, n: int) -> dict[int, tuple[float, tuple[str, ...]]]:
+        """The ``n`` best keyword matches among the windows: window -> (bm25, its facts)."""
         raise NotImplementedError
 
-    def windows_of(
-        self, windows: Iterable[int], holding: Sequence[str]
-    ) -> dict[int, tuple[str, ...]]:
-        """The facts of ``windows`` and of the windows holding any of ``holding``."""
-        conn = self._read()
-        return sql_windows.members(conn, list(windows)) | sql_windows.holding(conn, holding)
+    def windows_holding(self, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
+        """The windows holding any of ``fact_ids``: window -> its facts."""
+        return sql_windows.holding(self._read(), fact_ids)
 
     def window_episodes(self) -> list[str]:
         """The episodes that have facts, oldest first."""

@@ -112,9 +112,11 @@ class KeywordRanker:
             yield from _rank(conn, _RANKED, {"match": chosen})
         yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
 
-    def windows(self, conn: sqlite3.Connection, query: str, n: int) -> dict[int, float]:
-        """bm25 (higher is better) of the ``n`` best windows of turns matching ``query``
-        (graphmem.windows), ranked by its rarest words (:func:`window_words`)."""
+    def windows(
+        self, conn: sqlite3.Connection, query: str, n: int
+    ) -> dict[int, tuple[float, tuple[str, ...]]]:
+        """The ``n`` best windows of turns matching ``query`` (graphmem.windows), ranked by its
+        rarest words (:func:`window_words`): window -> (bm25, higher is better; its facts)."""
         terms = ranking.fts_terms(query)
         if not terms:
             return {}
@@ -122,12 +124,8 @@ class KeywordRanker:
         selecting = window_words(terms, frequency)
         if not selecting:
             return {}
-        rows = conn.execute(
-            "SELECT rowid, bm25(windows_fts) FROM windows_fts WHERE windows_fts MATCH ?"
-            " ORDER BY 2 LIMIT ?",
-            [_any(selecting), n],
-        )
-        return {int(seq): -float(score) for seq, score in rows}
+        rows = conn.execute(_WINDOWS_RANKED, [_any(selecting), n])
+        return {int(seq): (-float(score), tuple(ids.split())) for seq, score, ids in rows}
 
     def _among(
         self,
@@ -285,6 +283,14 @@ def _rank(
         cursor.close()
 
 
+#: The best windows of turns matching ``?`` (at most ``?``), with their facts: ranked first,
+#: then joined, so that only those read their row.
+_WINDOWS_RANKED: Final = """
+SELECT s.seq, s.score, w.fact_ids FROM (
+    SELECT rowid AS seq, bm25(windows_fts) AS score FROM windows_fts
+    WHERE windows_fts MATCH ? ORDER BY 2 LIMIT ?
+) s JOIN windows w ON w.seq = s.seq ORDER BY s.score
+"""
 _BM25: Final = f"bm25(facts_fts, {', '.join(str(w) for w in ranking.FTS_COLUMN_WEIGHTS)})"
 
 

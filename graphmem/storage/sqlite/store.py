@@ -80,8 +80,8 @@ class SQLiteStore(SQLStore[Database]):
         ranked.close()
         return scores, rows
 
-    def window_matches(self, query: str, n: int) -> dict[int, float]:
-        """bm25 (higher is better) of the ``n`` best keyword matches among the windows
+    def window_matches(self, query: str, n: int) -> dict[int, tuple[float, tuple[str, ...]]]:
+        """The ``n`` best keyword matches among the windows: window -> (bm25, its facts)
         (:meth:`graphmem.storage.sqlite.keyword.KeywordRanker.windows`)."""
         return self._keywords.windows(self._read(), query, n)
 
