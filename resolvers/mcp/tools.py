@@ -234,6 +234,9 @@ def search(memory: Memory, args: SearchArgs) -> Result:
     lines = [
         f"{len(hits)} {plural(len(hits), 'fact')}{scope_text(args.as_of, args.known_at)}, best first:"
     ]
+    named = list(dict.fromkeys(h.entity_matched for h in hits if h.entity_matched))
+    if named:
+        lines.insert(0, f"Entities named: {', '.join(named)}.")
     if hits and hits[0].time_hint is not None:
         lines.insert(0, f"Time words understood: {hits[0].time_hint.describe()}.")
     if memory.degraded:

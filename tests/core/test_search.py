@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import InvalidInput, Memory, Settings
+from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.connections import read_connection
@@ -195,6 +196,16 @@ def test_a_query_naming_an_entity_ranks_its_facts_first_and_says_so(
     # The others are still found, below, and say no entity was named.
     assert hits[0].fact.entity == "Caroline Smith" and len(hits) == 3
     assert [h.entity_matched for h in hits] == ["Caroline Smith", None, None]
+
+
+@pytest.mark.in_process("calls the MCP tools in process")
+def test_the_mcp_search_says_which_entities_the_query_named(mem: Memory) -> None:
+    mem.store("researched adoption agencies", entity="Caroline")
+    text, found = tools.search(mem, tools.SearchArgs(query="what did Caroline research"))
+    assert text.startswith("Entities named: Caroline.")
+    assert found["hits"][0]["entity_matched"] == "Caroline"
+    text, _ = tools.search(mem, tools.SearchArgs(query="adoption agencies"))
+    assert "Entities named" not in text
 
 
 def test_search_counts_access_and_refreshes_ttl(mem: Memory, clock: Clock) -> None:
