@@ -607,8 +607,12 @@ class Memory:
 
         ``episode_links`` (on by default): candidates next to each other in an episode (turns of
         one conversation, chunks of one document) lend each other part of their relevance, so
-        an answer spread over adjacent turns ranks together; no fact joins that the search did
-        not find (see :mod:`graphmem.expansion`). Off: episode links play no part in ranking.
+        an answer spread over adjacent turns ranks together (see :mod:`graphmem.expansion`);
+        windows of up to four consecutive turns, ranked as one text, lend to the turns they
+        hold, and may bring in a turn neither leg found (see :mod:`graphmem.windows`). Off:
+        neither plays a part in ranking.
+
+        A fact whose entity the query names ranks higher, and says so (``entity_matched``).
 
         ``time_hints`` (on by default): time words in the query ("last week", "in May 2023",
         "two years ago", "before 2020"), read relative to ``as_of`` or now, are searched as a

@@ -57,8 +57,9 @@ EpisodeLinks = Annotated[
     bool,
     strawberry.argument(
         description="Let facts next to each other in an episode (turns of one conversation, "
-        "chunks of one document) lend each other part of their relevance; no fact joins that "
-        "the search did not find. False: episode links play no part in ranking."
+        "chunks of one document) lend each other part of their relevance, and windows of up "
+        "to four consecutive turns lend theirs to the turns they hold (which may bring in a "
+        "turn the search did not find). False: neither plays a part in ranking."
     ),
 ]
 TimeHints = Annotated[

@@ -127,7 +127,8 @@ FACT_ID = "A fact's id, as earlier tool results show it."
 
 EPISODE_LINKS = (
     "Let facts next to each other in an episode (turns of one conversation) lend each other "
-    "part of their relevance. False: episode links play no part in ranking."
+    "part of their relevance, and windows of consecutive turns theirs to the turns they hold. "
+    "False: neither plays a part in ranking."
 )
 
 
