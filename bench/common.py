@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from importlib import metadata
@@ -261,6 +261,13 @@ def store(choice: str) -> Iterator[str | None]:
             server.remove()
     else:
         yield choice
+
+
+def lend_nothing(
+    store: Any, matched: Any, relevance: Mapping[str, float], *_: Any, **__: Any
+) -> dict[str, float]:
+    """graphmem.windows.lend with no window lending: for runs without windows."""
+    return dict(relevance)
 
 
 def session_any(ranked: Sequence[frozenset[str]], gold: frozenset[str], k: int) -> float:

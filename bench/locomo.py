@@ -41,7 +41,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -57,6 +57,7 @@ from .common import (
     OUT_DIR,
     CachingEmbedder,
     dataset,
+    lend_nothing,
     machine,
     make_embedder,
     markdown_table,
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             conversations, "hybrid", fts_weight=0.6
                         )
             if args.episodes:
-                with patched(windows, "lend", _lend_nothing):
+                with patched(windows, "lend", lend_nothing):
                     runs["hybrid@0.6, no windows"] = evaluate(
                         conversations, "hybrid", fts_weight=0.6
                     )
@@ -372,13 +373,6 @@ def stated_time_runs(conversations: Sequence[Conversation]) -> dict[str, Run]:
     for conv in conversations:
         conv.memory.backfill_stated_time()  # back as written, for the runs after these
     return runs
-
-
-def _lend_nothing(
-    store: Any, matched: Any, relevance: Mapping[str, float], *_: Any, **__: Any
-) -> dict[str, float]:
-    """graphmem.windows.lend with no windows."""
-    return dict(relevance)
 
 
 def _settings(spec: str) -> dict[str, float]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Final
@@ -26,7 +26,7 @@ from graphmem.storage.sql.store import SQLTransaction
 from graphmem.storage.sqlite.store import SQLiteStore
 
 from . import synthetic
-from .common import OUT_DIR, latency, machine, markdown_table, patched, write_json
+from .common import OUT_DIR, latency, lend_nothing, machine, markdown_table, patched, write_json
 
 WARMUP: Final = 10
 
@@ -58,7 +58,7 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as off, tempfile.TemporaryDirectory(prefix="bench-windows-speed-") as tmp:
         if not on:
             off.enter_context(patched(SQLTransaction, "add_windows", lambda *_: 0))
-            off.enter_context(patched(windows, "lend", _lend_nothing))
+            off.enter_context(patched(windows, "lend", lend_nothing))
             off.enter_context(patched(SQLiteStore, "window_matches", lambda *_: {}))
         memory = Memory.open(tmp, namespace="w", embedder=args.embedder, settings=Settings())
         try:
@@ -79,12 +79,6 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
         "search": search,
         "store_mb": disk / 2**20,
     }
-
-
-def _lend_nothing(
-    store: Any, matched: Any, relevance: Mapping[str, float], *_: Any, **__: Any
-) -> dict[str, float]:
-    return dict(relevance)
 
 
 def _line(r: dict[str, Any]) -> str:

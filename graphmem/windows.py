@@ -108,13 +108,16 @@ def lend(
     if not best or not relevance:
         return dict(relevance)
     members = list({i for _, w in best for i in held[w]})
-    visible = {r["id"]: r for r in store.candidates(members, scope, _unfiltered(filters))}
+    # A window counts when its facts are visible, whatever the filters: they only choose
+    # which of its facts join the results.
+    time_rule = Filters(include_superseded=filters.include_superseded)
+    visible = {r["id"]: r for r in store.candidates(members, scope, time_rule)}
     window_relevance = {w: v for v, w in best if all(i in visible for i in held[w])}
     lent: dict[str, float] = {}
     for window, value in window_relevance.items():
         for fact_id in held[window]:
             lent[fact_id] = max(lent.get(fact_id, 0.0), value)
-    if filters != _unfiltered(filters):
+    if filters != time_rule:
         passing = {
             r["id"] for r in store.candidates([i for i in lent if i not in rows], scope, filters)
         }
@@ -126,8 +129,3 @@ def lend(
     for fact_id, value in lent.items():
         out[fact_id] = out.get(fact_id, 0.0) + WINDOW_LEND * top * value
     return out
-
-
-def _unfiltered(filters: Filters) -> Filters:
-    """The time rule of ``filters`` alone (superseded versions counted as they say)."""
-    return Filters(include_superseded=filters.include_superseded)

@@ -682,14 +682,13 @@ def _new_vectors(results: Sequence[StoreResult], vectors: Vectors) -> dict[str, 
 def _chain_episode(tx: Transaction, episode_id: str, results: Sequence[StoreResult]) -> None:
     """Link each fact the batch added to ``episode_id`` to the fact before it there, and cut
     the windows of turns ending on each (:mod:`graphmem.windows`)."""
-    new = [
-        r.fact.id
+    new = {
+        r.fact.id: r.fact.text
         for r in results
         if r.action in ("ADD", "UPDATE") and r.fact is not None and r.fact.episode_id == episode_id
-    ]
-    new = list(dict.fromkeys(new))
-    _link_in_episode(tx, tx.episode_chain(episode_id, new))
-    tx.add_windows(episode_id, new)
+    }
+    _link_in_episode(tx, tx.episode_chain(episode_id, list(new)))
+    tx.add_windows(episode_id, list(new.items()))
 
 
 def _link_in_episode(tx: Transaction, pairs: Sequence[tuple[str, str]]) -> None:

@@ -422,9 +422,9 @@ class SQLTransaction:
         """(newer, older) pairs linking the episode's new facts to the fact before each."""
         return sql_episodes.chain(self.conn, episode_id, fact_ids)
 
-    def add_windows(self, episode_id: str, fact_ids: Sequence[str]) -> int:
-        """Cut the windows of turns ending on the episode's new facts ``fact_ids``."""
-        return sql_windows.add(self.conn, episode_id, fact_ids)
+    def add_windows(self, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
+        """Cut the windows of turns ending on the episode's new facts ``facts`` (id, text)."""
+        return sql_windows.add(self.conn, episode_id, facts)
 
     def rebuild_windows(self, episode_ids: Sequence[str]) -> int:
         """Cut the windows of ``episode_ids`` again from their facts."""

@@ -17,21 +17,17 @@ _INSERT: Final = "INSERT INTO windows (end_id, episode_id, fact_ids, text) VALUE
 _MEMBER: Final = "INSERT INTO window_facts (fact_id, end_id) VALUES (?, ?)"
 
 
-def add(conn: SQLConnection, episode_id: str, fact_ids: Sequence[str]) -> int:
-    """Cut the windows ending on each of ``fact_ids`` (new facts of the episode, in order), after
-    the episode's earlier facts not forgotten; returns how many."""
-    if not fact_ids:
+def add(conn: SQLConnection, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
+    """Cut the windows ending on each of ``facts`` (new facts of the episode, (id, text), in
+    order), after the episode's earlier facts not forgotten; returns how many."""
+    if not facts:
         return 0
     earlier = conn.execute(
         "SELECT id, text FROM facts WHERE episode_id = :episode AND retracted_at IS NULL"
         f" AND id NOT IN {IN_IDS} ORDER BY seq DESC LIMIT :n",
-        {"episode": episode_id, "ids": id_list(fact_ids), "n": windows.WINDOW_TURNS - 1},
+        {"episode": episode_id, "ids": id_list(i for i, _ in facts), "n": windows.WINDOW_TURNS - 1},
     ).fetchall()
-    texts = dict(
-        conn.execute(f"SELECT id, text FROM facts WHERE id IN {IN_IDS}", {"ids": id_list(fact_ids)})
-    )
-    order = [(r[0], r[1]) for r in reversed(earlier)]
-    order += [(i, texts[i]) for i in fact_ids if i in texts]
+    order = [(r[0], r[1]) for r in reversed(earlier)] + list(facts)
     return _insert(conn, episode_id, windows.cut(order, first=len(earlier)))
 
 
