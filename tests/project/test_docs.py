@@ -274,6 +274,22 @@ def test_the_readme_points_at_the_bench_report_instead_of_copying_its_figures() 
     assert not figures, figures
 
 
+
+def _prose_paragraphs(text: str) -> list[str]:
+    """Paragraphs and list items of a Markdown text, without code blocks and tables."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    blocks = [b for b in re.split(r"\n\s*\n", text) if not b.lstrip().startswith("|")]
+    return [item for block in blocks for item in re.split(r"\n\s*(?:[-*]|\d+\.) ", block)]
+
+
+def test_the_readme_reads_in_short_paragraphs_and_the_report_keeps_to_its_length() -> None:
+    # The report holds the latest figure of each bench; detail and history go to bench/history/.
+    readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
+    longest = max(_prose_paragraphs(readme), key=lambda p: len(p.split()))
+    assert len(longest.split()) < 120, longest
+    report = (DOCS.parent / "bench" / "REPORT.md").read_text(encoding="utf-8")
+    assert len(report.splitlines()) < 800, "move detail to bench/history/ and link it"
+
 if __name__ == "__main__":
     (DOCS / "cli.md").write_text(render_cli_doc(), encoding="utf-8")
     for page, text in render_pages().items():
