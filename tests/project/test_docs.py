@@ -274,7 +274,6 @@ def test_the_readme_points_at_the_bench_report_instead_of_copying_its_figures() 
     assert not figures, figures
 
 
-
 def _prose_paragraphs(text: str) -> list[str]:
     """Paragraphs and list items of a Markdown text, without code blocks and tables."""
     text = re.sub(r"```.*?```", "", text, flags=re.S)
@@ -289,6 +288,7 @@ def test_the_readme_reads_in_short_paragraphs_and_the_report_keeps_to_its_length
     assert len(longest.split()) < 120, longest
     report = (DOCS.parent / "bench" / "REPORT.md").read_text(encoding="utf-8")
     assert len(report.splitlines()) < 800, "move detail to bench/history/ and link it"
+
 
 if __name__ == "__main__":
     (DOCS / "cli.md").write_text(render_cli_doc(), encoding="utf-8")
