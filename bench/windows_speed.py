@@ -5,10 +5,12 @@ Synthetic facts (bench/synthetic.py) are stored in episodes of ``--episode`` fac
 searches of synthetic queries (query embedding included, default settings). Each size runs
 twice on fresh stores in this process: as search runs (windows cut at write time, lent at
 search time), and with windows off (``add_windows`` writing none, no window read and
-``graphmem.windows.lend`` lending nothing), so that the ratio is of the same machine at the same moment. Disk: the
-SQLite files of the namespace (the vectors' folder left out).
+``graphmem.windows.lend`` lending nothing), so that the ratio is of the same machine at the
+same moment. Disk: the SQLite files of the namespace (the vectors' folder left out); on
+PostgreSQL (``--store``), where every namespace shares the tables, disk is not measured.
 
     python -m bench.windows_speed [--sizes 10000 100000] [--embedder hash] [--episode 25]
+        [--store sqlite|postgresql|URL]
 """
 
 from __future__ import annotations
@@ -22,11 +24,21 @@ from pathlib import Path
 from typing import Any, Final
 
 from graphmem import Memory, Settings, windows
+from graphmem.storage.postgres.store import PostgresStore
 from graphmem.storage.sql.store import SQLTransaction
 from graphmem.storage.sqlite.store import SQLiteStore
 
 from . import synthetic
-from .common import OUT_DIR, latency, lend_nothing, machine, markdown_table, patched, write_json
+from .common import (
+    OUT_DIR,
+    latency,
+    lend_nothing,
+    machine,
+    markdown_table,
+    patched,
+    store,
+    write_json,
+)
 
 WARMUP: Final = 10
 
@@ -34,11 +46,12 @@ WARMUP: Final = 10
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse_args(argv)
     results = []
-    for size in args.sizes:
-        for on in (True, False):
-            print(f"{size:,} facts, windows {'on' if on else 'off'} ...", flush=True)
-            results.append(measure(size, on, args))
-            print(_line(results[-1]), flush=True)
+    with store(args.store) as url:
+        for size in args.sizes:
+            for on in (True, False):
+                print(f"{size:,} facts, windows {'on' if on else 'off'} ...", flush=True)
+                results.append(measure(size, on, args, url))
+                print(_line(results[-1]), flush=True)
     report = {
         "benchmark": "windows_speed",
         "machine": machine(),
@@ -46,12 +59,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "results": results,
     }
     print(summary_markdown(report))
-    write_json(args.out or OUT_DIR / "windows-speed.json", report)
+    suffix = "" if args.store == "sqlite" else "-postgresql"
+    write_json(args.out or OUT_DIR / f"windows-speed{suffix}.json", report)
     return 0
 
 
-def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
-    """Ingest, search and disk for ``size`` facts in episodes, windows on or off."""
+def measure(size: int, on: bool, args: argparse.Namespace, url: str | None) -> dict[str, Any]:
+    """Ingest, search and disk for ``size`` facts in episodes, windows on or off, on SQLite
+    (``url`` None) or the PostgreSQL database at ``url`` (a namespace of its own)."""
     pairs = synthetic.pairs(size)
     facts = list(synthetic.facts(pairs))
     queries = synthetic.queries(pairs, args.queries + WARMUP)
@@ -59,8 +74,11 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
         if not on:
             off.enter_context(patched(SQLTransaction, "add_windows", lambda *_: 0))
             off.enter_context(patched(windows, "lend", lend_nothing))
-            off.enter_context(patched(SQLiteStore, "window_matches", lambda *_: {}))
-        memory = Memory.open(tmp, namespace="w", embedder=args.embedder, settings=Settings())
+            for engine in (SQLiteStore, PostgresStore):
+                off.enter_context(patched(engine, "window_matches", lambda *_: {}))
+        namespace = f"w{size}{'on' if on else 'off'}"
+        settings = Settings(store=url)
+        memory = Memory.open(tmp, namespace=namespace, embedder=args.embedder, settings=settings)
         try:
             began = time.perf_counter()
             for n, start in enumerate(range(0, len(facts), args.episode)):
@@ -70,21 +88,21 @@ def measure(size: int, on: bool, args: argparse.Namespace) -> dict[str, Any]:
             search = latency(lambda q: memory.search(q, limit=10), queries, WARMUP)
         finally:
             memory.close()
-        folder = Path(tmp) / "w"
-        disk = sum(p.stat().st_size for p in folder.glob("graphmem.sqlite3*") if p.is_file())
+        files = (Path(tmp) / namespace).glob("graphmem.sqlite3*")
+        disk = sum(p.stat().st_size for p in files if p.is_file()) if url is None else None
     return {
         "size": size,
         "windows": on,
         "facts_per_s": len(facts) / write,
         "search": search,
-        "store_mb": disk / 2**20,
+        "store_mb": None if disk is None else disk / 2**20,
     }
 
 
 def _line(r: dict[str, Any]) -> str:
     return (
         f"  ingest {r['facts_per_s']:,.0f} facts/s, search p50 {r['search']['p50_ms']:.1f} ms,"
-        f" p95 {r['search']['p95_ms']:.1f} ms, store {r['store_mb']:.1f} MB"
+        f" p95 {r['search']['p95_ms']:.1f} ms, store {_mb(r['store_mb'])} MB"
     )
 
 
@@ -99,10 +117,10 @@ def summary_markdown(report: dict[str, Any]) -> str:
                 "on" if on else "off",
                 f"{r['facts_per_s']:,.0f}",
                 f"{r['search']['p50_ms']:.1f} / {r['search']['p95_ms']:.1f}",
-                f"{r['store_mb']:.1f}",
+                _mb(r["store_mb"]),
                 f"{base['facts_per_s'] / r['facts_per_s']:.2f} / "
                 f"{r['search']['p50_ms'] / base['search']['p50_ms']:.2f} / "
-                f"{r['store_mb'] / base['store_mb']:.2f}",
+                + ("—" if r["store_mb"] is None else f"{r['store_mb'] / base['store_mb']:.2f}"),
             ]
         )
     return markdown_table(
@@ -124,8 +142,17 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--embedder", choices=("hash", "local"), default="hash")
     parser.add_argument("--episode", type=int, default=25, help="facts per episode")
     parser.add_argument("--queries", type=int, default=200, help="timed searches")
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        help="sqlite (default), postgresql (a throwaway server on loopback) or a postgresql:// URL",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     return parser.parse_args(argv)
+
+
+def _mb(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
 
 
 if __name__ == "__main__":

@@ -477,6 +477,64 @@ def _postings_as_indexed(url: str, namespace: str = "default") -> list[tuple[str
     return posted
 
 
+def _window_postings_as_indexed(url: str, namespace: str = "default") -> list[tuple[str, int]]:
+    """The namespace's window postings (lexeme, window), checked against the windows' tsvectors
+    and texts."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT set_config('graphmem.namespace', %s, false)", [namespace])
+        posted = conn.execute(
+            "SELECT lexeme, seq, tf, chars FROM gm_window_postings ORDER BY 1, 2"
+        ).fetchall()
+        indexed = conn.execute(
+            "SELECT u.lexeme, w.seq, cardinality(u.positions), length(w.text)"
+            " FROM gm_windows w, unnest(w.fts) u ORDER BY 1, 2"
+        ).fetchall()
+    assert posted == indexed
+    return [(lexeme, seq) for lexeme, seq, _, _ in posted]
+
+
+def _best_window(mem: Memory, query: str) -> tuple[str, ...]:
+    """The facts of the best keyword match among the windows."""
+    matches = mem._store.window_matches(query, 10)
+    return max(matches.values())[1]
+
+
+def _conversation(mem: Memory, episode: str) -> list[str]:
+    turns = [
+        "Ana: I adopted a greyhound last spring",
+        "Bob: what did you call her?",
+        "Ana: Juniper, after the tree by the kennel",
+    ]
+    results = mem.store_many([{"text": t} for t in turns], episode={"id": episode})
+    return [r.fact.id for r in results if r.fact is not None]
+
+
+def test_the_window_postings_follow_every_window_and_rank_the_windows(
+    url: str, tmp_path: Path
+) -> None:
+    with open_memory(url, tmp_path) as mem:
+        ids = _conversation(mem, "walk")
+        assert {"greyhound", "junip"} <= {x for x, _ in _window_postings_as_indexed(url)}
+        assert _best_window(mem, "greyhound Juniper") == tuple(ids)  # the words of two turns
+        mem.purge(ids[0])
+        posted = {x for x, _ in _window_postings_as_indexed(url)}
+        assert "greyhound" not in posted and "junip" in posted  # windows cut again without it
+        assert mem._store.window_matches("greyhound", 10) == {}
+
+
+def test_the_window_postings_migration_indexes_the_windows_already_cut(
+    url: str, tmp_path: Path
+) -> None:
+    with schema_version(13):  # a database of the version before the window postings
+        with open_memory(url, tmp_path, namespace="cut") as mem:
+            ids = _conversation(mem, "walk")
+        with psycopg.connect(url, autocommit=True) as conn:
+            assert conn.execute("SELECT to_regclass('gm_window_postings')").fetchone() == (None,)
+    with open_memory(url, tmp_path, namespace="cut") as mem:  # migrates
+        assert len(_window_postings_as_indexed(url, "cut")) > 10
+        assert _best_window(mem, "greyhound Juniper") == tuple(ids)
+
+
 def test_common_words_kept_in_memory_score_exactly_as_the_database_whatever_other_replicas_write(
     url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

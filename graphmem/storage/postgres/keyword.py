@@ -49,17 +49,12 @@ _POSTINGS: Final = (
     f"SELECT p.seq, p.lexeme, p.tf, p.tokens FROM gm_postings p WHERE {_MINE}"
     " AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
 )
-#: For each window of turns that the lexemes ``:lexemes`` select: each lexeme's frequency in it
-#: and its length in characters (bm25 weighs it against the mean of the matches: counting tokens
-#: instead, which means unnesting each window's entry again, took about twice as long).
-_WINDOW_POSTINGS: Final = """
-SELECT w.seq, u.lexeme, cardinality(u.positions), length(w.text)
-FROM gm_windows w CROSS JOIN LATERAL unnest(w.fts) u
-WHERE w.namespace = current_setting('graphmem.namespace')
-AND w.fts @@ (SELECT string_agg(quote_literal(x), ' | ')::tsquery
-              FROM unnest(CAST(:lexemes AS text[])) x)
-AND u.lexeme = ANY(CAST(:lexemes AS text[]))
-"""
+#: For each window of turns holding a lexeme of ``:lexemes``: the lexeme's frequency in it and
+#: the window's length in characters (bm25 weighs it against the mean of the matches).
+_WINDOW_POSTINGS: Final = (
+    "SELECT p.seq, p.lexeme, p.tf, p.chars FROM gm_window_postings p WHERE"
+    f" {_MINE} AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
+)
 #: The scoring words' postings are read whole, rather than looked up for each selected fact,
 #: while they number at most this many times the selected facts.
 SCAN_SHARE: Final = 8

@@ -591,6 +591,51 @@ CREATE VIEW window_facts AS SELECT fact_id, end_id, namespace FROM gm_window_fac
 """
 
 
+#: Migration 14: the windows' keyword postings, as the facts' (migration 3): for a window and a
+#: lexeme of its ``tsvector``, the lexeme's frequency in it and the window's length in
+#: characters, kept by a trigger on ``gm_windows``, so that graphmem.storage.postgres.keyword
+#: ranks windows from this index alone rather than taking apart the ``tsvector`` of every window
+#: a query's words select. The windows' GIN index, which nothing reads any more, goes.
+WINDOW_POSTINGS: Final = f"""
+CREATE TABLE gm_window_postings (
+    {_NS},
+    lexeme {_T} NOT NULL,
+    seq bigint NOT NULL,
+    tf integer NOT NULL,
+    chars integer NOT NULL,
+    PRIMARY KEY (namespace, lexeme, seq) INCLUDE (tf, chars)
+);
+CREATE INDEX gm_window_postings_seq ON gm_window_postings (namespace, seq);
+DROP INDEX gm_windows_fts;
+{_secured("window_postings")}
+CREATE FUNCTION gm_window_posted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' THEN
+        DELETE FROM gm_window_postings WHERE namespace = OLD.namespace AND seq = OLD.seq;
+    END IF;
+    IF TG_OP <> 'DELETE' THEN
+        INSERT INTO gm_window_postings (namespace, lexeme, seq, tf, chars)
+        SELECT NEW.namespace, u.lexeme, NEW.seq, cardinality(u.positions), length(NEW.text)
+        FROM unnest(NEW.fts) u;
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER gm_windows_posted AFTER INSERT OR DELETE ON gm_windows
+    FOR EACH ROW EXECUTE FUNCTION gm_window_posted();
+CREATE TRIGGER gm_windows_reposted AFTER UPDATE ON gm_windows
+    FOR EACH ROW WHEN (OLD.text IS DISTINCT FROM NEW.text OR OLD.seq <> NEW.seq)
+    EXECUTE FUNCTION gm_window_posted();
+-- The windows already cut, every namespace's (as in migration 3).
+ALTER TABLE gm_windows NO FORCE ROW LEVEL SECURITY;
+ALTER TABLE gm_window_postings NO FORCE ROW LEVEL SECURITY;
+INSERT INTO gm_window_postings (namespace, lexeme, seq, tf, chars)
+SELECT w.namespace, u.lexeme, w.seq, cardinality(u.positions), length(w.text)
+FROM gm_windows w, unnest(w.fts) u;
+ALTER TABLE gm_windows FORCE ROW LEVEL SECURITY;
+ALTER TABLE gm_window_postings FORCE ROW LEVEL SECURITY;
+"""
+
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -605,6 +650,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     LINK_ORIGINS_V11,
     _stated(),
     WINDOWS,
+    WINDOW_POSTINGS,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

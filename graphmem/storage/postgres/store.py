@@ -229,6 +229,8 @@ class PostgresDatabase(Connections[Connection]):
                 "outbox",
                 "windows",
                 "window_facts",
+                "postings",
+                "window_postings",
             ):
                 conn.execute(f"VACUUM gm_{table}")
         finally:
@@ -241,7 +243,14 @@ class PostgresDatabase(Connections[Connection]):
         keyword postings be read from their index alone."""
         conn = self._connect(reader=False)
         try:
-            for table in ("facts", "postings", "links"):
+            for table in (
+                "facts",
+                "postings",
+                "links",
+                "windows",
+                "window_facts",
+                "window_postings",
+            ):
                 conn.execute(f"VACUUM ANALYZE gm_{table}")
         finally:
             conn.close()
