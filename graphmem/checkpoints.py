@@ -111,7 +111,10 @@ def fact_input(
 
 
 def from_fact(fact: Fact) -> Checkpoint | None:
-    """The checkpoint ``fact`` holds, or None when its context is not one."""
+    """The checkpoint ``fact`` holds, or None when it is not one: its context is not a
+    checkpoint's, or it would not expire as a checkpoint does."""
+    if fact.decay_class != DECAY_CLASS:
+        return None
     try:
         payload = json.loads(fact.context or "")
     except ValueError:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar, Final
+from urllib.parse import urlsplit, urlunsplit
 
 from .limits import SUBSCRIBER_BACKLOG
 
@@ -152,6 +153,17 @@ CODES: Final[Mapping[str, CodeUse]] = {
         "anything unexpected: the message is masked, the details go to the server's log"
     ),
 }
+
+
+def shown_url(url: object) -> str:
+    """``url`` as a message may show it: without the user name and password a URL may carry
+    (``https://user:secret@host/v1`` is shown as ``https://host/v1``), since messages reach
+    clients, logs and recorded maintenance runs."""
+    text = str(url)
+    parts = urlsplit(text)
+    if "@" not in parts.netloc:
+        return text
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 class GraphmemError(Exception):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import InvalidInput, LLMError
+from .errors import InvalidInput, LLMError, shown_url
 from .settings import Settings
 from .usage import Meter, reported_tokens
 from .vectors.embedders import openai_client
@@ -57,7 +57,7 @@ class ChatClient:
 
     @property
     def endpoint(self) -> str:
-        return str(self._client.base_url)
+        return shown_url(self._client.base_url)
 
     def complete_json(self, system: str, user: str) -> str:
         """The model's answer to ``system`` + ``user``, asked for as a JSON object at

@@ -45,6 +45,9 @@ ADMITTED: Final = "graphmem.admitted"
 INVALID_REQUEST: Final = -32600
 _GUARDED: Final = (GRAPHQL_PATH, MCP_PATH)
 _log = logging.getLogger("graphmem.server")
+#: What a caller hears when the keys cannot be checked: the reason (a path, a database error)
+#: is for the operator's log, not for callers who are not authenticated yet.
+KEYS_UNAVAILABLE: Final = "cannot check API keys (the details are in the server's log)"
 
 
 class Denied(Exception):
@@ -108,10 +111,10 @@ class Authenticator:
                     raise Denied(401, Code.UNAUTHENTICATED, "unknown or revoked API key")
         except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
             _log.error("cannot check API keys: %s", exc.message)
-            raise Denied(503, exc.code, exc.message) from None
+            raise Denied(503, exc.code, KEYS_UNAVAILABLE) from None
         except OSError as exc:  # e.g. the key file's folder can no longer be searched
             _log.error("cannot check API keys: %s", exc)
-            raise Denied(503, Code.STORAGE_ERROR, f"cannot check API keys: {exc}") from None
+            raise Denied(503, Code.STORAGE_ERROR, KEYS_UNAVAILABLE) from None
         name = requested or (key.namespaces[0] if key else self.namespaces.settings.namespace)
         if key is not None and name not in key.namespaces:
             raise Denied(403, Code.FORBIDDEN, f"this API key has no access to namespace {name!r}")

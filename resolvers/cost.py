@@ -152,6 +152,18 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
 }
 
 
+#: Mutations whose work is far more than the items of their answer, with the items that work
+#: counts as: a consolidation reads, embeds and searches up to MAX_CONSIDERED facts (and so may
+#: maintenance, which runs it); reflection and auto-classify send requests to the chat model.
+#: Each counts at least HEAVY_COST, so it also runs on the lane, a few at a time.
+WORK: Final[Mapping[tuple[str, str], int]] = {
+    ("Mutation", "consolidate"): MAX_CONSIDERED,
+    ("Mutation", "maintain"): MAX_CONSIDERED,
+    ("Mutation", "reflect"): HEAVY_COST,
+    ("Mutation", "autoClassify"): HEAVY_COST,
+}
+
+
 class CostError(Exception):
     """A document refused for its cost, or for a key's spent budget: the GraphQL error code,
     the message, and the seconds to wait before trying again (rate limits only)."""
@@ -177,8 +189,8 @@ def cost_of(
     it, and every alias counts again; an object outside a list is part of the item that holds
     it. So ``fact(id) { links(first: 100) { edges { neighbour { links(first: 10) { edges {
     neighbourId } } } } } }`` costs 100 + 100 x 10 = 1,100. Lists without a page size count
-    the bound in ``LIST_SIZES``; introspection is bounded by the schema and not counted; every
-    document costs at least 1.
+    the bound in ``LIST_SIZES``; the mutations of ``WORK`` count their work too; introspection
+    is bounded by the schema and not counted; every document costs at least 1.
     """
     root = {
         OperationType.QUERY: schema.query_type,
@@ -268,6 +280,7 @@ class _Walk:
         if is_leaf_type(named) or not isinstance(named, GraphQLObjectType):
             return 0
         args = self.arguments(definition, node)
+        work = times * WORK.get((parent.name, name), 0)
         size = LIST_SIZES.get((parent.name, name))
         if size is None and _is_list(definition):
             size = Size(fixed=MAX_LIMIT)
@@ -277,8 +290,8 @@ class _Walk:
             self.unbounded = self.unbounded or size.unbounded
         objects = listed or times  # a single object is part of the item that holds it
         if node.selection_set is None:
-            return listed
-        return listed + self.selections(named, node.selection_set, objects, args, spreading)
+            return work + listed
+        return work + listed + self.selections(named, node.selection_set, objects, args, spreading)
 
     def object_type(self, parent: GraphQLObjectType, name: str) -> GraphQLObjectType:
         """The type a fragment's condition names when it is an object type, else ``parent``

@@ -19,7 +19,7 @@ from ..consolidation import ConsolidateReport
 from ..documents import DocumentFile
 from ..episodes import Episode
 from ..erasure import Erasure, PurgeReport
-from ..errors import Code
+from ..errors import Code, shown_url
 from ..graph import Path, Subgraph
 from ..models import Change, Fact, Link, MaintenanceRun, SearchHit, StoreResult
 from ..prune import PruneReport
@@ -236,7 +236,9 @@ class AsyncClient:
                 open_timeout=min(CONNECT_TIMEOUT_S, self.sync.timeout),
             )
         except (OSError, WebSocketException) as exc:
-            raise ServiceError(Code.UNAVAILABLE, f"cannot reach {feed.url}: {exc}") from exc
+            raise ServiceError(
+                Code.UNAVAILABLE, f"cannot reach {shown_url(feed.url)}: {exc}"
+            ) from exc
         async with socket:
             await socket.send(feed.opening)
             async for raw in socket:

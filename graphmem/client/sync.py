@@ -23,7 +23,7 @@ from ..consolidation import ConsolidateReport
 from ..documents import DocumentFile
 from ..episodes import Episode
 from ..erasure import Erasure, PurgeReport
-from ..errors import Code, GraphmemError, InvalidInput, NotFound
+from ..errors import Code, GraphmemError, InvalidInput, NotFound, shown_url
 from ..graph import (
     DEFAULT_MAX_NODES,
     Node,
@@ -926,7 +926,9 @@ class Client:
                 open_timeout=min(CONNECT_TIMEOUT_S, self.timeout),
             )
         except (OSError, WebSocketException) as exc:
-            raise ServiceError(Code.UNAVAILABLE, f"cannot reach {feed.url}: {exc}") from exc
+            raise ServiceError(
+                Code.UNAVAILABLE, f"cannot reach {shown_url(feed.url)}: {exc}"
+            ) from exc
         with socket:
             socket.send(feed.opening)
             for raw in socket:
@@ -992,12 +994,12 @@ class Client:
                 response = self._http.post("/graphql", json=body)
             except httpx.ConnectError as exc:
                 problem: GraphmemError = ServiceError(
-                    Code.UNAVAILABLE, f"cannot reach {self.url}: {exc}"
+                    Code.UNAVAILABLE, f"cannot reach {shown_url(self.url)}: {exc}"
                 )
             except httpx.TransportError as exc:
                 if not retry:  # sent, perhaps run: a write is not repeated
-                    raise ServiceError(Code.UNAVAILABLE, f"{self.url}: {exc}") from exc
-                problem = ServiceError(Code.UNAVAILABLE, f"{self.url}: {exc}")
+                    raise ServiceError(Code.UNAVAILABLE, f"{shown_url(self.url)}: {exc}") from exc
+                problem = ServiceError(Code.UNAVAILABLE, f"{shown_url(self.url)}: {exc}")
             else:
                 if response.status_code not in (429, 503):
                     try:

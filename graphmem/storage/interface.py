@@ -305,7 +305,7 @@ class Store(Protocol):
         self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int
     ) -> list[Fact]:
         """Visible facts of ``entity`` whose key starts with ``prefix``, unexpired at
-        ``unexpired_at``, the greatest key first."""
+        ``unexpired_at``, the newest written first."""
         ...
 
     def recent(

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import EmbedderError, InvalidInput
+from ..errors import EmbedderError, InvalidInput, shown_url
 from ..usage import Meter, reported_tokens
 
 if TYPE_CHECKING:
@@ -263,7 +263,7 @@ class OpenAIEmbedder:
         except self._openai.OpenAIError as exc:
             self.meter.record(inputs=len(batch), failed=True)
             raise EmbedderError(
-                f"embedding request to {self._client.base_url} failed: {exc}"
+                f"embedding request to {shown_url(self._client.base_url)} failed: {exc}"
             ) from exc
         except ValueError as exc:
             self.meter.record(inputs=len(batch), failed=True)

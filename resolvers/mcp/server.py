@@ -18,9 +18,11 @@ stay in the log); neither ends the server.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import AsyncIterator, Callable, Mapping
 from importlib.metadata import version
 from typing import Any, Final
 
@@ -46,11 +48,12 @@ from starlette.responses import PlainTextResponse
 from starlette.types import Receive, Scope, Send
 
 from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory
+from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code
 
-from ..cost import CostError
+from ..cost import HEAVY_COST, LANE_THREADS, CostError
 from ..inputs import check_arguments
-from .tools import BY_NAME, TOOLS, Result, Tool
+from .tools import BY_NAME, TOOLS, ConsolidateArgs, MaintainArgs, ReflectArgs, Result, Tool
 
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
@@ -66,6 +69,18 @@ INSTRUCTIONS: Final = (
 
 
 _log = logging.getLogger("graphmem.mcp")
+
+#: Tools whose work is far more than their results, with the points it counts as (as GraphQL's
+#: ``resolvers.cost.WORK``); a call of HEAVY_COST or more runs with at most LANE_THREADS others.
+TOOL_WORK: Final[Mapping[type[BaseModel], int]] = {
+    ConsolidateArgs: MAX_CONSIDERED,
+    MaintainArgs: MAX_CONSIDERED,
+    ReflectArgs: HEAVY_COST,
+}
+#: The heavy calls' limiter of each event loop (a limiter belongs to the loop it was made in).
+_heavy: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 #: Where a call's namespace comes from: the Memory to use and the API key (None: no key).
@@ -117,9 +132,11 @@ async def call(
         memory, key = caller(ctx)
         if tool.writes(args) and key is not None and key.read_only:
             raise Forbidden(f"API key {key.id} is read-only")
+        cost = tool_cost(args)
         if spend is not None and key is not None:
-            spend(key.id, tool_cost(args))
-        text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args)
+            spend(key.id, cost)
+        limiter = _heavy_limiter() if cost >= HEAVY_COST else None
+        text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args, limiter=limiter)
     except GraphmemError as exc:
         return _error(exc.code, exc.message)
     except CostError as exc:
@@ -134,9 +151,19 @@ async def call(
 
 def tool_cost(args: BaseModel) -> int:
     """What a tool call spends of its key's points: the most results it may return (its
-    ``limit`` or ``max_nodes``), at least 1."""
+    ``limit`` or ``max_nodes``), or its work (``TOOL_WORK``; listing maintenance runs is not
+    work), at least 1."""
     sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
-    return max([1, *(size for size in sizes if isinstance(size, int))])
+    work = 0 if getattr(args, "list_runs", False) else TOOL_WORK.get(type(args), 0)
+    return max([1, work, *(size for size in sizes if isinstance(size, int))])
+
+
+def _heavy_limiter() -> anyio.CapacityLimiter:
+    loop = asyncio.get_running_loop()
+    limiter = _heavy.get(loop)
+    if limiter is None:
+        limiter = _heavy[loop] = anyio.CapacityLimiter(LANE_THREADS)
+    return limiter
 
 
 def _limited(tool: Tool, memory: Memory, args: Any) -> Result:

@@ -41,7 +41,7 @@ from graphmem.limits import (
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
-from graphmem.maintenance import MaintenanceJob
+from graphmem.maintenance import JOBS, MaintenanceJob
 from graphmem.models import Tier
 from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORY_LIST
@@ -475,6 +475,7 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
 class MaintainArgs(_Args):
     jobs: list[MaintenanceJob] | None = Field(
         None,
+        max_length=len(JOBS),
         description="Which jobs: prune, classify (relabel facts of category other), reflect, "
         "consolidate. Default: every job that is due.",
     )

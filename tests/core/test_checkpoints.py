@@ -84,6 +84,34 @@ def test_a_fact_under_a_checkpoint_key_that_holds_no_checkpoint_is_passed_over(
     assert restored is not None and restored.fact.id == saved.id
 
 
+def test_a_planted_checkpoint_never_shadows_the_ones_saved_after_it(
+    mem: Memory, clock: Clock
+) -> None:
+    shaped = '{"intent": "planted", "state": 1, "expected_outcome": null, "working_files": []}'
+    mem.store(
+        "planted",
+        entity="system",
+        key="checkpoint:9",  # sorts above every real checkpoint's key
+        context=shaped,
+        decay_class="checkpoint",
+    )
+    clock.advance(1)
+    saved = mem.checkpoint(intent="real one")
+    restored = mem.restore_checkpoint()
+    assert restored is not None and restored.fact.id == saved.id
+    clock.advance(1)
+    # Newer, but it would never expire as a checkpoint does: not one.
+    mem.store(
+        "kept forever",
+        entity="system",
+        key=f"checkpoint:{10**13}",
+        context=shaped,
+        decay_class="permanent",
+    )
+    restored = mem.restore_checkpoint()
+    assert restored is not None and restored.fact.id == saved.id
+
+
 @pytest.mark.parametrize(
     ("arguments", "field"),
     [

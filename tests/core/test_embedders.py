@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from graphmem import Memory, Settings
-from graphmem.errors import EmbedderError, EmbedderMismatch
+from graphmem.errors import EmbedderError, EmbedderMismatch, LLMError
+from graphmem.llm import ChatClient
 from graphmem.vectors.embedders import HashEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder
 
 from ..support.openai_stub import OpenAIStub
@@ -215,6 +216,26 @@ def test_an_unreachable_endpoint_raises_embedder_error() -> None:
     )
     with pytest.raises(EmbedderError, match="failed"):
         embedder.embed(["anyone there?"])
+
+
+@pytest.mark.integration
+def test_a_failing_endpoint_is_named_without_the_credentials_its_url_carries() -> None:
+    stopped = OpenAIStub()
+    with stopped as base_url:
+        pass
+    secret_url = base_url.replace("http://", "http://svc-user:s3cretpass@")
+    embedder = OpenAIEmbedder(
+        base_url=secret_url, api_key="test", model="m", dimensions=8, max_retries=0, timeout=5
+    )
+    with pytest.raises(EmbedderError) as embedding:
+        embedder.embed(["anyone there?"])
+    chat = ChatClient(base_url=secret_url, api_key="test", model="m", max_retries=0, timeout=5)
+    with pytest.raises(LLMError) as chatting:
+        chat.complete_json("system", "user")
+    for caught in (embedding, chatting):
+        message = str(caught.value)
+        assert "127.0.0.1" in message  # which endpoint failed is still said
+        assert "s3cretpass" not in message and "svc-user" not in message
 
 
 @pytest.mark.integration

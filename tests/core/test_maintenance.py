@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from graphmem import InvalidInput, KeyStore, Memory, Settings
 from graphmem.cli import cli
-from graphmem.maintenance import LEASE_S, check_every, interval
+from graphmem.maintenance import LEASE_S, UNEXPECTED, check_every, interval
 from resolvers.app import create_app
 
 from ..support.clock import Clock
@@ -72,6 +72,9 @@ def test_settings_turn_jobs_on_and_off_and_force_runs_any_job(mem: Memory, clock
     assert [r.job for r in mem.maintain(["prune", "consolidate"])] == ["consolidate"]
     with pytest.raises(InvalidInput) as refused:
         mem.maintain(["defragment"])
+    assert refused.value.field == "jobs"
+    with pytest.raises(InvalidInput) as refused:
+        mem.maintain(["prune"] * 50_000)
     assert refused.value.field == "jobs"
     with pytest.raises(InvalidInput):
         mem.maintenance_runs(job="defragment")
@@ -143,6 +146,20 @@ def test_a_failed_job_records_why_changes_nothing_and_is_tried_at_its_next_perio
     assert mem.maintain() == []  # not before its next period
     clock.advance(600)
     assert [r.status for r in mem.maintain()] == ["failed"]
+
+
+def test_an_unexpected_failure_is_recorded_masked_and_logged_whole(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*_: object, **__: object) -> None:
+        raise OSError("/srv/graphmem/secret-path is not writable")
+
+    monkeypatch.setattr(Memory, "prune", broken)
+    with caplog.at_level("ERROR", logger="graphmem.maintenance"):
+        [run] = mem.maintain(["prune"], force=True)
+    assert run.status == "failed" and run.error == UNEXPECTED  # any key may read the run
+    assert [r.error for r in mem.maintenance_runs(job="prune")] == [UNEXPECTED]
+    assert "secret-path" in caplog.text  # the operator still sees what happened
 
 
 MAINTAIN = """mutation($jobs: [MaintenanceJob!], $force: Boolean) {

@@ -26,7 +26,7 @@ from graphmem.models import LINK_ORIGINS
 from graphmem.settings import ENV_PREFIX
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
 from resolvers.commands import cli  # the full command set, serve included
-from resolvers.cost import LIST_SIZES
+from resolvers.cost import LIST_SIZES, WORK
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 HEADER = f"""# CLI reference
@@ -184,6 +184,8 @@ def render_list_sizes() -> str:
         if size.unbounded:
             counts += "; no bound is known, so the document runs off the event loop"
         rows.append(f"| `{parent}.{field}` | {counts} |")
+    for (parent, field), work in WORK.items():
+        rows.append(f"| `{parent}.{field}` | its work, counted as {work:,} items, and its answer |")
     return "\n".join(["| field | counts as |", "|---|---|", *rows])
 
 

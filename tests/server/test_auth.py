@@ -369,6 +369,7 @@ def test_an_unreadable_key_store_is_an_outage_not_an_open_door(
     for headers in ({}, bearer(token)):
         status, body = service.post("{ canWrite }", None, headers)
         assert status == 503, body
+        assert str(data_dir) not in str(body) and "_keys.sqlite" not in str(body)
 
 
 def test_a_closed_key_store_opens_no_connection_again(keys: KeyStore, settings: Settings) -> None:

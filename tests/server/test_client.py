@@ -184,10 +184,14 @@ def test_a_server_of_another_version_is_named_with_the_clients(
     assert same.value.message == "Cannot query field 'statedTime' on type 'Fact'."
 
 
-def test_an_unreachable_service_is_unavailable(tmp_path: Path) -> None:
-    with Client("http://127.0.0.1:9", retries=1) as client, pytest.raises(ServiceError) as down:
+def test_an_unreachable_service_is_unavailable_and_named_without_credentials(
+    tmp_path: Path,
+) -> None:
+    url = "http://svc-user:s3cretpass@127.0.0.1:9"
+    with Client(url, retries=1) as client, pytest.raises(ServiceError) as down:
         client.get("x")
     assert down.value.code == "UNAVAILABLE"
+    assert "127.0.0.1:9" in down.value.message and "s3cretpass" not in down.value.message
 
 
 def test_the_graph_episodes_recall_and_erasure_verbs_answer_alike(api: Any, clock: Clock) -> None:

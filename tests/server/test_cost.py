@@ -5,6 +5,7 @@ off the event loop, the same as any other."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import logging
@@ -15,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -30,7 +32,10 @@ from graphql import (
 from graphql import build_schema as parse_sdl
 
 from graphmem import KeyStore, Memory, Settings
-from resolvers import cost, create_app, schema_sdl
+from graphmem.consolidation import MAX_CONSIDERED, ConsolidateReport
+from resolvers import cost, create_app, mcp, schema_sdl
+from resolvers.mcp import tool_cost
+from resolvers.mcp.tools import ConsolidateArgs, MaintainArgs, ReflectArgs
 
 from ..support.clock import Clock
 from ..support.graphql_clients import WS, WS_URL, InProcess, bearer
@@ -309,6 +314,57 @@ def test_a_batch_write_costs_its_inputs(service: InProcess) -> None:
     query = "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { error { code } } }"
     inputs = [{"text": f"Batch fact {n}"} for n in range(3)]
     assert service.post(query, {"i": inputs})[1]["extensions"]["cost"]["requested"] == 3
+
+
+def test_the_mutations_that_do_heavy_work_cost_it_over_graphql_and_mcp(
+    service: InProcess, mem: Memory
+) -> None:
+    mem.store_many([{"text": "Ana asked for French"}, {"text": "Ana wants French"}])
+    documents = {
+        "mutation { consolidate(dryRun: true) { clusters } }": MAX_CONSIDERED,
+        "mutation { maintain(jobs: [PRUNE], force: true) { runs { job } } }": MAX_CONSIDERED,
+        "mutation { reflect { error { code } } }": cost.HEAVY_COST,
+        "mutation { autoClassify { error { code } } }": cost.HEAVY_COST,
+    }
+    for document, work in documents.items():
+        spent = service.post(document)[1]["extensions"]["cost"]["requested"]
+        assert spent >= work >= cost.HEAVY_COST, document  # and so runs on the lane
+    assert tool_cost(ConsolidateArgs(dry_run=True)) == MAX_CONSIDERED
+    assert tool_cost(ReflectArgs()) == cost.HEAVY_COST
+    assert tool_cost(MaintainArgs(force=True)) == MAX_CONSIDERED
+    assert tool_cost(MaintainArgs(list_runs=True)) == 1  # listing runs is not work
+
+
+def test_heavy_tool_calls_run_at_most_lane_threads_at_once(
+    mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def slow(*_: object, **__: object) -> ConsolidateReport:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        time.sleep(0.2)
+        with lock:
+            running -= 1
+        return ConsolidateReport(dry_run=True)
+
+    monkeypatch.setattr(Memory, "consolidate", slow)
+
+    async def calls() -> list[bool]:
+        async def one() -> bool:
+            no_context: Any = None  # the caller below reads none
+            result = await mcp.call(
+                lambda _: (mem, None), no_context, "memory_consolidate", {"dry_run": True}
+            )
+            return bool(result.is_error)
+
+        return list(await asyncio.gather(*(one() for _ in range(6))))
+
+    assert asyncio.run(calls()) == [False] * 6
+    assert most == cost.LANE_THREADS
 
 
 def test_an_answer_too_large_is_refused_before_it_is_encoded(

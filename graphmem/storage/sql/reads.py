@@ -248,13 +248,13 @@ def newest_keyed(
     limit: int,
 ) -> list[Fact]:
     """The visible facts of ``entity`` (case-insensitive) whose key starts with ``prefix`` and
-    that have not expired at ``unexpired_at``, the greatest key first (keys that end in a time
-    of equal width sort by it)."""
+    that have not expired at ``unexpired_at``, the newest written first (a key that sorts high
+    cannot put an old fact first)."""
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f"
         " WHERE lower(f.entity) = lower(:entity) AND f.key >= :low AND f.key < :high"
         " AND (f.expires_at IS NULL OR f.expires_at > :now)"
-        f" AND {scope.fact_clause()} ORDER BY f.key DESC, f.seq DESC LIMIT :n",
+        f" AND {scope.fact_clause()} ORDER BY f.recorded_at DESC, f.seq DESC LIMIT :n",
         {
             "entity": entity,
             "low": prefix,
