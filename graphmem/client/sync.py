@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import os
 import re
 import time
@@ -87,6 +89,19 @@ UNKNOWN_TO_SERVICE: Final = re.compile(
 CONNECT_TIMEOUT_S: Final = 5.0
 #: The header that names the namespace (resolvers/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
+_log = logging.getLogger("graphmem.client")
+
+
+def in_clear_beyond_loopback(url: str) -> bool:
+    """Whether ``url`` is plain ``http://`` to a host other than this machine: anyone on the way
+    can read the API key a request carries there."""
+    parts = httpx.URL(url)
+    if parts.scheme != "http" or parts.host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(parts.host).is_loopback
+    except ValueError:  # a host name: it may resolve anywhere
+        return True
 
 
 class Client:
@@ -109,6 +124,11 @@ class Client:
         headers = {"accept": "application/json"}
         if key:
             headers["authorization"] = f"Bearer {key}"
+            if in_clear_beyond_loopback(self.url):
+                _log.warning(
+                    "the API key goes in clear text to %s: use https:// beyond this machine",
+                    shown_url(self.url),
+                )
         if name:
             headers[NAMESPACE_HEADER] = name
         self.retries = retries

@@ -184,6 +184,25 @@ def test_a_server_of_another_version_is_named_with_the_clients(
     assert same.value.message == "Cannot query field 'statedTime' on type 'Fact'."
 
 
+def test_a_key_sent_in_clear_beyond_this_machine_is_warned_of(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GRAPHMEM_API_KEY", raising=False)
+    for url, key, warned in [
+        ("http://10.1.2.3:8420", "secret-key", True),
+        ("http://memory.example", "secret-key", True),
+        ("https://memory.example", "secret-key", False),
+        ("http://127.0.0.1:8420", "secret-key", False),
+        ("http://localhost:8420", "secret-key", False),
+        ("http://10.1.2.3:8420", None, False),  # no key, nothing to read on the way
+    ]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="graphmem.client"), Client(url, api_key=key):
+            pass
+        assert ("clear text" in caplog.text) == warned, url
+        assert "secret-key" not in caplog.text
+
+
 def test_an_unreachable_service_is_unavailable_and_named_without_credentials(
     tmp_path: Path,
 ) -> None:
