@@ -54,10 +54,14 @@ _TRIGGERS: Final = re.compile(
     r"|email|phone|address|allergic"
     r"|forget|no longer|anymore|not true)\b"
     r"|\bmy\s+[\w -]{1,40}?\s+(?:is|are|was)\b|\byour\s+[\w -]{1,40}?\s+(?:is|are|was)\b"
-    r"|[\w.+-]+@[\w-]+\.[\w.]+|\+\d[\d\s().-]{7,}\d",
+    r"|(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.]{1,253}|\+\d[\d\s().-]{7,}\d",
     re.I,
 )
 
+#: The most characters of fillers a value may end with that are cut before its length is
+#: judged: past it the fillers' pattern, tried at each word of a long run, would cost the run's
+#: length squared.
+FILLER_ROOM: Final = 200
 _FILLERS = re.compile(
     r"(?:\s+(?:now|these days|nowadays|at the moment|currently|anymore|too|as well|recently"
     r"|yesterday|today|(?:last|this|next) (?:year|month|week)|in \d{4}))+$",
@@ -200,7 +204,7 @@ def extract(sentence: str, role: str) -> dict[str, str]:
         ),
         (r"\b(?:the )?user'?s ((?:[\w-]+ ){0,2}[\w-]+) (?:is|are|was) (.+)", None, "user"),
         (
-            r"\b([A-Z][\w-]+(?: [A-Z][\w-]+)?)'s ((?i:(?:[\w-]+ ){0,2}[\w-]+ (?:is|are|was))) (.+)",
+            r"\b([A-Z][\w-]{1,40}(?: [A-Z][\w-]{1,40})?)'s ((?i:(?:[\w-]+ ){0,2}[\w-]+ (?:is|are|was))) (.+)",
             None,
             None,
         ),
@@ -260,12 +264,12 @@ def _message_candidates(index: int, m: Message, max_chars: int) -> list[Candidat
     if m.role not in CAPTURED_ROLES:
         return skip(f"{m.role} messages are not captured")
     text = _BLOCKS.sub(" ", m.content).strip()
+    if len(text) > max_chars:  # before anything reads it: nothing of it is stored anyway
+        return skip(f"longer than {max_chars} characters (capture_max_chars)")
     if (what := sensitive(m.content)) is not None:
         return skip(f"sensitive content ({what}); nothing of this message is stored")
     if len(text) < MIN_CHARS:
         return skip(f"shorter than {MIN_CHARS} characters")
-    if len(text) > max_chars:
-        return skip(f"longer than {max_chars} characters (capture_max_chars)")
     out = []
     for raw in _SENTENCES.split(text):
         sentence = _BULLET.sub("", raw).strip()
@@ -308,7 +312,10 @@ def _key(words: str) -> str:
 
 
 def _value(raw: str) -> str:
-    value = _FILLERS.sub("", raw.strip().strip(_QUOTES).strip()).rstrip(",;:").strip()
+    value = raw.strip().strip(_QUOTES).strip()
+    if len(value) > FILLER_ROOM + MAX_VALUE_CHARS:  # too long whatever fillers it ends with
+        return ""
+    value = _FILLERS.sub("", value).rstrip(",;:").strip()
     return value if 0 < len(value) <= MAX_VALUE_CHARS else ""
 
 

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Callable, Iterable
@@ -56,7 +57,8 @@ _PATTERNS: Final = (
     ),
     (
         "credentials in a URL",
-        re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@", re.I),
+        # A scheme is short: unbounded, a long run of "a-a-a-…" costs its length squared.
+        re.compile(r"\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]+:(?P<secret>[^\s@/]+)@", re.I),
     ),
     ("a social security number", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
 )
@@ -184,28 +186,45 @@ def _credentials_in_words(text: str) -> list[Finding]:
     use the password hunter2-Quartz! for the staging box" and "log in with pw: Tr0ub4dor&3" are
     caught, while "I passed the driving test" and "the zip code is 90210" are not."""
     out = []
+    # The text's words once, so that each cue looks at its neighbours in time linear in the text
+    # (a text of cue words, "pw pw pw…", would otherwise cost its length squared).
+    words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    starts = [start for start, _ in words]
     for cue in _CREDENTIAL.finditer(text):
         digits_count = cue.group("code") is not None
-        before = list(_WORD.finditer(text, 0, cue.start()))
+        # The words before the cue: those that start before it, the last cut where it starts.
+        first_after = bisect.bisect_left(starts, cue.end())
+        last_before = bisect.bisect_left(starts, cue.start())
+        before = [
+            (s, min(e, cue.start())) for s, e in words[max(0, last_before - _BEFORE) : last_before]
+        ]
         if (
             cue.group().lower().startswith("code")
             and before
-            and before[-1].group().strip(_EDGES).lower() in _PUBLIC_CODES
+            and text[slice(*before[-1])].strip(_EDGES).lower() in _PUBLIC_CODES
         ):
             continue
         what = "a PIN or one-time code" if digits_count else "a password"
-        after = list(_WORD.finditer(text, cue.end()))[:_REACH]
-        for word in after:
-            token = word.group().strip(_EDGES)
+        for start, end in _after(text, words, first_after, cue.end()):
+            token = text[start:end].strip(_EDGES)
             if _secret_shaped(token) or (digits_count and re.fullmatch(r"\d{4,8}", token)):
-                out.append(Finding(what, word.start(), word.end()))
+                out.append(Finding(what, start, end))
         # "I use Pa$$w0rd as my password": the secret may also come just before the word.
         out += [
-            Finding("a password", word.start(), word.end())
-            for word in before[-_BEFORE:]
-            if _secret_shaped(word.group().strip(_EDGES))
+            Finding("a password", start, end)
+            for start, end in before
+            if _secret_shaped(text[start:end].strip(_EDGES))
         ]
     return out
+
+
+def _after(text: str, words: list[tuple[int, int]], first: int, at: int) -> list[tuple[int, int]]:
+    """The ``_REACH`` words from ``at`` on: a word the cue ends inside counts from ``at``."""
+    out = []
+    if first > 0 and words[first - 1][1] > at:  # "pw:hunter2" is one word holding the cue
+        out.append((at, words[first - 1][1]))
+    out += words[first : first + _REACH]
+    return out[:_REACH]
 
 
 def _secret_shaped(token: str) -> bool:

@@ -87,7 +87,9 @@ _CATEGORY_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
         ),
     ),
 )
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
+#: Anchored after a character an address cannot hold, and bounded as addresses are (64 for the
+#: local part): unanchored, a long run of word characters costs its length squared.
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[\w-]{1,63}\.[\w.]{1,253}")
 _PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
 
 

@@ -114,6 +114,10 @@ class TimeHint:
         }
 
 
+#: The characters of a query read for time words (:func:`understand`).
+TIME_WORDS_CHARS: Final = 300
+
+
 def understand(query: str, base: float) -> TimeHint | None:
     """The first time expression of ``query``, understood relative to ``base`` (epoch
     seconds), or None when the query names no time.
@@ -123,8 +127,12 @@ def understand(query: str, base: float) -> TimeHint | None:
     A month named without a year ("in June") is that month of any year. Only expressions that
     say a time are taken (:func:`_says_a_time`): a bare number or ordinal ("18th"), a weekday
     alone ("deploy friday"), a year naming an edition ("wimbledon 2017"), "may" the verb and
-    "march madness" are not dates.
+    "march madness" are not dates. Only the first ``TIME_WORDS_CHARS`` characters are read
+    (up to the last whole word): the parser's time grows with the text, and a question says its
+    time early.
     """
+    if len(query) > TIME_WORDS_CHARS:
+        query = query[: TIME_WORDS_CHARS + 1].rsplit(None, 1)[0]
     if not _YEAR.search(query) and not _words(query) & _TRIGGERS:
         return None  # most queries: no need to ask the parser
     decade = _DECADE.search(query)

@@ -87,12 +87,17 @@ class GraphmemStore(BaseStore):
     # ----------------------------------------------------------------------------- items
 
     def _current(self, namespace: tuple[str, ...], key: str) -> Fact | None:
-        found = self.memory.lookup(entity(namespace), key=key, limit=MAX_LIMIT)
-        return next((f for f in found if f.source == SOURCE and f.key == key), None)
+        # lookup matches entities whatever their case and outer spaces: ("Users", "ALICE") is
+        # another namespace than ("users", "alice"), so the entity must be the same exactly.
+        name = entity(namespace)
+        found = self.memory.lookup(name, key=key, limit=MAX_LIMIT)
+        return next(
+            (f for f in found if f.source == SOURCE and f.entity == name and f.key == key), None
+        )
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         fact = self._current(namespace, key)
-        return None if fact is None else self._item(fact)
+        return None if fact is None or _value(fact) is None else self._item(fact)
 
     def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None) -> None:
         current = self._current(namespace, key)
@@ -102,11 +107,15 @@ class GraphmemStore(BaseStore):
             return
         if not isinstance(value, Mapping):
             raise InvalidInput("an item's value must be a JSON object", field="value")
+        try:
+            context = json.dumps(dict(value), ensure_ascii=False, sort_keys=True)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidInput(f"an item's value must be JSON: {exc}", field="value") from None
         item = {
             "text": text_of(value),
             "entity": entity(namespace),
             "key": key,
-            "context": json.dumps(dict(value), ensure_ascii=False, sort_keys=True),
+            "context": context,
             "source": SOURCE,
             "classify": False,
             "dedup": False,  # another namespace's item may say the same
@@ -123,7 +132,7 @@ class GraphmemStore(BaseStore):
         return SearchItem(
             namespace_of(fact.entity or ""),
             fact.key or "",
-            json.loads(fact.context or "{}"),
+            _value(fact) or {},
             created,
             fact.recorded_at,
             score,
@@ -141,7 +150,7 @@ class GraphmemStore(BaseStore):
         kept = [
             (fact, score)
             for fact, score in found
-            if _matches(json.loads(fact.context or "{}"), op.filter or {})
+            if (value := _value(fact)) is not None and _matches(value, op.filter or {})
         ][op.offset : wanted]
         return [self._item(fact, score) for fact, score in kept]
 
@@ -207,3 +216,13 @@ def _meets(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
 
 
 __all__ = ["GraphmemStore"]
+
+
+def _value(fact: Fact) -> dict[str, Any] | None:
+    """The item's value a fact holds, or None when its context is not a JSON object (a fact
+    written with this store's source by other means)."""
+    try:
+        value = json.loads(fact.context or "{}")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -144,7 +144,7 @@ class KeyStore:
             return [_record(r) for r in conn.execute("SELECT * FROM api_keys ORDER BY created_at")]
 
     def close(self) -> None:
-        """Release what the store holds open (nothing for the key file: each check opens it)."""
+        """Release what the store holds open (its connections)."""
 
     def _exists(self) -> bool:
         """Whether any key was ever made (else there is nothing to read)."""

@@ -74,6 +74,12 @@ def test_importing_again_skips_existing_ids(populated: Memory) -> None:
     assert (report.facts, report.links, report.skipped_existing) == (0, 0, 5)
 
 
+def _another_fact(lines: list[str], **fields: object) -> str:
+    """A fact line of the export under a new id, with ``fields`` changed."""
+    fact = json.loads(next(x for x in lines if '"kind": "fact"' in x))
+    return json.dumps({**fact, "id": "another", **fields})
+
+
 @pytest.mark.parametrize(
     ("mutate", "message"),
     [
@@ -107,6 +113,10 @@ def test_importing_again_skips_existing_ids(populated: Memory) -> None:
             ],
             "not a known fact",
         ),
+        (lambda ls: [*ls, "[" * 100_000 + "]" * 100_000], "nested too deeply"),
+        (lambda ls: [*ls, _another_fact(ls, id={"an": "object"})], "id must be text"),
+        (lambda ls: [*ls, _another_fact(ls, entity="Ana\u0000")], "entity holds a NUL"),
+        (lambda ls: [*ls, _another_fact(ls, importance=2**70)], "importance"),
     ],
 )
 def test_a_bad_line_rejects_the_whole_import_naming_the_line(

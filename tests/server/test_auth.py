@@ -372,9 +372,30 @@ def test_an_unreadable_key_store_is_an_outage_not_an_open_door(
         assert str(data_dir) not in str(body) and "_keys.sqlite" not in str(body)
 
 
-def test_a_closed_key_store_opens_no_connection_again(keys: KeyStore, settings: Settings) -> None:
-    if settings.store is None:
-        pytest.skip("the key file holds no connection open (PostgreSQL's key store does)")
+def test_a_subscriptions_key_check_reads_each_revocation_at_once_and_never_an_old_file(
+    keys: KeyStore, settings: Settings, data_dir: Path
+) -> None:
+    """The check each subscription event makes: read afresh every time (another process's
+    revocation is seen by the next call), and never through a connection to a key file that
+    was removed or replaced."""
+    _, key = keys.create(["default"])
+    other_process = open_keys(settings)
+    try:
+        assert keys.is_active(key.id)
+        other_process.revoke(key.id)
+        assert not keys.is_active(key.id)  # the very next check
+        _, second = other_process.create(["default"])
+        assert keys.is_active(second.id)
+        if settings.store is None:
+            (data_dir / "_keys.sqlite").unlink()
+            assert not keys.is_active(second.id)  # removed: no key is live
+            _, third = KeyFile(data_dir).create(["default"])  # a new file in its place
+            assert not keys.is_active(second.id) and keys.is_active(third.id)
+    finally:
+        other_process.close()
+
+
+def test_a_closed_key_store_opens_no_connection_again(keys: KeyStore) -> None:
     keys.close()  # as the server stops, while a socket's last check may still come
     with pytest.raises(StorageError, match="closed"):
         keys.is_active("0123456789ab")

@@ -100,6 +100,30 @@ def test_the_store_operations(store: GraphmemStore, clock: Clock) -> None:
         store.put(("users", "a/b"), "k", {"text": "x"})
 
 
+def test_namespaces_differing_in_case_or_spaces_are_apart_and_odd_facts_are_passed_over(
+    store: GraphmemStore,
+) -> None:
+    alice = ("users", "alice")
+    store.put(alice, "food", {"text": "likes pizza"})
+    for other in [("Users", "ALICE"), (" users", "alice"), ("users", "alice ")]:
+        assert store.get(other, "food") is None
+        store.delete(other, "food")  # deletes nothing of alice's
+    store.put(("Users", "Alice"), "food", {"text": "likes soup"})
+    item = store.get(alice, "food")
+    assert item is not None and item.value == {"text": "likes pizza"}
+    # A fact written with the store's source by other means, its context no JSON object.
+    store.memory.store(
+        "planted", entity="users/carol", key="food", source="langgraph", context="[1]"
+    )
+    assert store.get(("users", "carol"), "food") is None
+    assert [i.namespace for i in store.search(("users",))] == [alice]
+    nested: dict[str, Any] = {}
+    for _ in range(5_000):
+        nested = {"n": nested}
+    with pytest.raises(InvalidInput):
+        store.put(alice, "deep", nested)
+
+
 def test_the_async_forms(store: GraphmemStore) -> None:
     import asyncio
 

@@ -26,7 +26,7 @@ from ...decay import DECAY_CLASSES
 from ...episodes import EPISODE_KINDS
 from ...errors import InvalidInput
 from ...limits import MAX_TEXT_LENGTH
-from ...models import LINK_TYPES
+from ...models import LINK_TYPES, not_text
 from ...tagging import CATEGORIES
 from ...temporal import parse_time, to_iso
 from ..interface import ImportReport
@@ -165,6 +165,8 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
             item = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"line {number}: not JSON ({exc.msg})") from None
+        except RecursionError:
+            raise InvalidInput(f"line {number}: nested too deeply") from None
         if not isinstance(item, dict):
             raise InvalidInput(f"line {number}: expected a JSON object")
         kind = item.pop("kind", None)
@@ -185,7 +187,7 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
             if row["kind"] not in EPISODE_KINDS:
                 raise InvalidInput(f"line {number}: unknown episode kind {row['kind']!r}")
             row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
-            if not _insert(conn, "episodes", row):
+            if not _insert(conn, "episodes", row, number):
                 skipped += 1
         elif kind == "fact":
             row = _fact_row(item, fact_columns, number)
@@ -195,7 +197,7 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
                 and not conn.execute("SELECT 1 FROM episodes WHERE id = ?", [episode]).fetchone()
             ):
                 raise InvalidInput(f"line {number}: episode_id {episode!r} is not a known episode")
-            if _insert(conn, "facts", row):
+            if _insert(conn, "facts", row, number):
                 inserted.append(row["id"])
             else:
                 skipped += 1
@@ -204,13 +206,13 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
             for end in ("source_id", "target_id"):
                 if conn.execute("SELECT 1 FROM facts WHERE id = ?", [row[end]]).fetchone() is None:
                     raise InvalidInput(f"line {number}: {end} {row[end]!r} is not a known fact")
-            if _insert(conn, "links", row):
+            if _insert(conn, "links", row, number):
                 links += 1
             else:
                 skipped += 1
         elif kind == "file":
             row = _file_row(item, file_columns, number)
-            if not _insert(conn, "files", row):
+            if not _insert(conn, "files", row, number):
                 skipped += 1
         else:
             raise InvalidInput(f"line {number}: unknown kind {kind!r}")
@@ -284,7 +286,14 @@ def _common(
     return row
 
 
-def _insert(conn: SQLConnection, table: str, row: dict[str, Any]) -> bool:
+def _insert(conn: SQLConnection, table: str, row: dict[str, Any], number: int) -> bool:
+    for name, value in row.items():  # what the database could not take, said as bad input
+        if not (value is None or isinstance(value, str | int | float)):
+            raise InvalidInput(f"line {number}: {name} must be text, a number or null")
+        if isinstance(value, str) and (problem := not_text(value)) is not None:
+            raise InvalidInput(f"line {number}: {name} holds {problem}")
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            raise InvalidInput(f"line {number}: {name} is out of range")
     names = list(row)
     cursor = conn.execute(
         f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"

@@ -4,6 +4,7 @@ names start with a letter or digit)."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -35,6 +36,69 @@ class KeyFile(KeyStore):
         self.path = Path(data_dir) / KEYS_FILE
         #: The key file's state when ``any_active`` last read it, and what it found then.
         self._seen: tuple[tuple[int, int, int] | None, bool] | None = None
+        #: Each thread's read connection for ``is_active``, with the file it reads (device,
+        #: inode and change time: a file made anew may reuse the inode of one removed).
+        self._readers = threading.local()
+        self._opened: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def is_active(self, key_id: str) -> bool:
+        """Whether the key with this id exists and is not revoked, read afresh each call (a
+        subscription asks at every event) on a connection the thread keeps open: SQLite reads
+        what was committed since, by any process. A key file removed or replaced is never read
+        through a connection to the old one."""
+        if self._closed:  # as the server stops, while a socket's last check may still come
+            raise StorageError("the key store is closed")
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return False
+        try:
+            conn = self._reader((stat.st_dev, stat.st_ino, stat.st_ctime_ns))
+            row = conn.execute(
+                "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", [key_id]
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot use the key file {self.path}: {exc}") from exc
+        return row is not None
+
+    def close(self) -> None:
+        """Close the threads' read connections; ``is_active`` opens none again."""
+        with self._lock:
+            self._closed = True
+            opened, self._opened = self._opened, []
+        for conn in opened:
+            conn.close()
+
+    def _reader(self, file: tuple[int, int, int]) -> sqlite3.Connection:
+        held: tuple[tuple[int, int, int], sqlite3.Connection] | None = getattr(
+            self._readers, "held", None
+        )
+        if held is not None and held[0] == file:
+            return held[1]
+        if held is not None:  # the file was written or replaced: read it afresh
+            with self._lock:
+                if held[1] in self._opened:
+                    self._opened.remove(held[1])
+            held[1].close()
+        with self._connect():  # the table, as any first use makes it
+            pass
+        # Read only and autocommit: each statement is its own read of the committed file.
+        conn = sqlite3.connect(
+            f"{self.path.resolve().as_uri()}?mode=ro",
+            uri=True,
+            timeout=30,
+            check_same_thread=False,
+            isolation_level=None,
+        )
+        self._readers.held = (file, conn)
+        with self._lock:
+            if self._closed:  # closed meanwhile
+                conn.close()
+                raise StorageError("the key store is closed")
+            self._opened.append(conn)
+        return conn
 
     def any_active(self) -> bool:
         """Whether at least one unrevoked key exists (then every request needs one)."""
