@@ -74,6 +74,12 @@ def test_importing_again_skips_existing_ids(populated: Memory) -> None:
     assert (report.facts, report.links, report.skipped_existing) == (0, 0, 5)
 
 
+def _another_link(lines: list[str], **fields: object) -> str:
+    """A link line of the export under a new id, with ``fields`` changed."""
+    link = json.loads(next(x for x in lines if '"kind": "link"' in x))
+    return json.dumps({**link, "id": "another", **fields})
+
+
 def _another_fact(lines: list[str], **fields: object) -> str:
     """A fact line of the export under a new id, with ``fields`` changed."""
     fact = json.loads(next(x for x in lines if '"kind": "fact"' in x))
@@ -117,6 +123,12 @@ def _another_fact(lines: list[str], **fields: object) -> str:
         (lambda ls: [*ls, _another_fact(ls, id={"an": "object"})], "id must be text"),
         (lambda ls: [*ls, _another_fact(ls, entity="Ana\u0000")], "entity holds a NUL"),
         (lambda ls: [*ls, _another_fact(ls, importance=2**70)], "importance"),
+        (lambda ls: [*ls, _another_fact(ls, entity="x" * 1_001)], "entity is longer"),
+        (lambda ls: [*ls, _another_fact(ls, superseded_by="nowhere")], "not a known fact"),
+        (lambda ls: [*ls, _another_link(ls, metadata=[1, 2])], "metadata must be"),
+        (lambda ls: [*ls, _another_link(ls, strength=7)], "strength"),
+        (lambda ls: [*ls, _another_link(ls, origin="gossip")], "origin"),
+        (lambda ls: [*ls, _another_link(ls, metadata={"x": "y" * 20_000})], "metadata is over"),
     ],
 )
 def test_a_bad_line_rejects_the_whole_import_naming_the_line(

@@ -25,13 +25,15 @@ from ... import documents
 from ...decay import DECAY_CLASSES
 from ...episodes import EPISODE_KINDS
 from ...errors import InvalidInput
-from ...limits import MAX_TEXT_LENGTH
-from ...models import LINK_TYPES, not_text
+from ...limits import MAX_FIELD_LENGTH, MAX_METADATA_BYTES, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
+from ...models import LINK_ORIGINS, LINK_TYPES, not_text
 from ...tagging import CATEGORIES
 from ...temporal import parse_time, to_iso
 from ..interface import ImportReport
 from . import keyword_index
 from .connections import SQLConnection
+from .params import id_list
+from .reads import IN_IDS
 
 FORMAT: Final = "graphmem-export"
 
@@ -218,7 +220,27 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
             raise InvalidInput(f"line {number}: unknown kind {kind!r}")
     if not header_seen:
         raise InvalidInput("empty input: not a graphmem export")
+    _check_references(conn, inserted)
     return ImportReport(len(inserted), links, skipped), inserted
+
+
+#: The columns of a fact that name another fact.
+_REFERENCES: Final = ("superseded_by", "supersedes_id", "vector_of")
+
+
+def _check_references(conn: SQLConnection, inserted: list[str]) -> None:
+    """InvalidInput when an imported fact names a fact that neither the import nor the store
+    holds (a version chain or a shared vector that would lead nowhere)."""
+    for start in range(0, len(inserted), 500):
+        for column in _REFERENCES:
+            row = conn.execute(
+                f"SELECT f.id, f.{column} FROM facts f WHERE f.id IN {IN_IDS}"
+                f" AND f.{column} IS NOT NULL"
+                f" AND NOT EXISTS (SELECT 1 FROM facts g WHERE g.id = f.{column})",
+                {"ids": id_list(inserted[start : start + 500])},
+            ).fetchone()
+            if row is not None:
+                raise InvalidInput(f"fact {row[0]}: {column} {row[1]!r} is not a known fact")
 
 
 def _out(row: sqlite3.Row, times: frozenset[str]) -> dict[str, Any]:
@@ -229,12 +251,22 @@ def _columns(conn: SQLConnection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")} - {"seq"}
 
 
+#: The longest each text field of a fact may be, as a write allows (graphmem.limits).
+_FIELD_LIMITS: Final = {
+    **dict.fromkeys(("entity", "key", "value", "source"), MAX_FIELD_LENGTH),
+    **dict.fromkeys(("summary", "why", "context"), MAX_NOTE_LENGTH),
+}
+
+
 def _fact_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
     row = _common(item, columns, _REQUIRED_FACT, FACT_TIMES, number)
     if not isinstance(row["text"], str) or not 0 < len(row["text"]) <= MAX_TEXT_LENGTH:
         raise InvalidInput(f"line {number}: text must be 1-{MAX_TEXT_LENGTH} characters")
     if row["category"] not in CATEGORIES:
         raise InvalidInput(f"line {number}: unknown category {row['category']!r}")
+    for name, limit in _FIELD_LIMITS.items():
+        if isinstance(row.get(name), str) and len(row[name]) > limit:
+            raise InvalidInput(f"line {number}: {name} is longer than {limit:,} characters")
     if row["decay_class"] not in DECAY_CLASSES:
         raise InvalidInput(f"line {number}: unknown decay class {row['decay_class']!r}")
     for name in ("importance", "confidence"):
@@ -252,7 +284,22 @@ def _link_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str,
     row = _common(item, columns, _REQUIRED_LINK, LINK_TIMES, number)
     if row["type"] not in LINK_TYPES:
         raise InvalidInput(f"line {number}: unknown link type {row['type']!r}")
-    row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
+    # Checked here: the store's own checks would make INSERT OR IGNORE skip the line unsaid.
+    if row["origin"] not in LINK_ORIGINS:
+        raise InvalidInput(f"line {number}: unknown link origin {row['origin']!r}")
+    strength = row["strength"]
+    if (
+        isinstance(strength, bool)
+        or not isinstance(strength, int | float)
+        or not 0 <= strength <= 1
+    ):
+        raise InvalidInput(f"line {number}: strength must be a number from 0 to 1")
+    metadata = row.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise InvalidInput(f"line {number}: a link's metadata must be a JSON object")
+    row["metadata"] = json.dumps(metadata, sort_keys=True)
+    if len(row["metadata"].encode()) > MAX_METADATA_BYTES:
+        raise InvalidInput(f"line {number}: metadata is over {MAX_METADATA_BYTES:,} bytes")
     return row
 
 
