@@ -36,7 +36,8 @@ cluster-stop: $(STAMP)
 # The suites whose Memory and service fixtures run again on the scale-out engines: a PostgreSQL
 # store (--store postgresql: Debian's postgresql package, started by the tests) and vectors on
 # an S3-compatible store (--vectors s3: moto on loopback); skipped, saying why, without them.
-# `make test` runs three of them on both engines together, within its ten minutes;
+# `make test` runs two of them on both engines together (the time rule and windows of turns),
+# within its ten minutes;
 # `make test-engines` runs all of them on every combination (about 13 minutes), and CI
 # (.ci/run) runs both.
 STORE_TESTS := tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
@@ -47,8 +48,7 @@ STORE_TESTS := tests/core/test_maintenance.py tests/core/test_reflection.py test
 	tests/core/test_write_path.py tests/core/test_erasure.py tests/core/test_documents.py \
 	tests/server/test_graphql.py tests/server/test_mcp.py tests/server/test_auth.py \
 	tests/server/test_subscriptions.py tests/core/test_windows.py
-QUICK_STORE_TESTS := tests/core/test_time_reads.py tests/core/test_search.py \
-	tests/core/test_write_path.py tests/core/test_windows.py
+QUICK_STORE_TESTS := tests/core/test_time_reads.py tests/core/test_windows.py
 # The Memory suites that also run over `graphmem.Client` against a live service (--api client:
 # the same tests, the same answers; tests marked in_process say why they cannot). `make test`
 # runs a few of them, `make test-engines` all.
@@ -60,13 +60,10 @@ CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/te
 	tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
 	tests/core/test_auto_classify.py tests/core/test_windows.py
 QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.py
-# Each write to an S3 table costs about 0.2 s (several requests): the test that writes 300
-# versions of one fact one by one runs on local vectors in `make test`.
-SLOW_ON_S3 := -k 'not hundreds_of_superseded_versions'
 
 test: $(STAMP)
 	$(PY) -m pytest
-	$(PY) -m pytest --store postgresql --vectors s3 $(SLOW_ON_S3) $(QUICK_STORE_TESTS)
+	$(PY) -m pytest --store postgresql --vectors s3 $(QUICK_STORE_TESTS)
 	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
 
 test-engines: $(STAMP)
