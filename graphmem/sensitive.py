@@ -205,7 +205,7 @@ def _credentials_in_words(text: str) -> list[Finding]:
         ):
             continue
         what = "a PIN or one-time code" if digits_count else "a password"
-        for start, end in _after(text, words, first_after, cue.end()):
+        for start, end in _after(words, first_after, cue.end()):
             token = text[start:end].strip(_EDGES)
             if _secret_shaped(token) or (digits_count and re.fullmatch(r"\d{4,8}", token)):
                 out.append(Finding(what, start, end))
@@ -218,7 +218,7 @@ def _credentials_in_words(text: str) -> list[Finding]:
     return out
 
 
-def _after(text: str, words: list[tuple[int, int]], first: int, at: int) -> list[tuple[int, int]]:
+def _after(words: list[tuple[int, int]], first: int, at: int) -> list[tuple[int, int]]:
     """The ``_REACH`` words from ``at`` on: a word the cue ends inside counts from ``at``."""
     out = []
     if first > 0 and words[first - 1][1] > at:  # "pw:hunter2" is one word holding the cue

@@ -47,6 +47,7 @@ from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.maintenance import check_every
+from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
 
@@ -59,7 +60,6 @@ from .auth import (
     AuthMiddleware,
     Denied,
     LoopbackOnly,
-    is_loopback,
 )
 from .context import Context
 from .events import Broadcaster

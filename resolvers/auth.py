@@ -16,7 +16,6 @@ refuses, on every route, requests whose Host or Origin names another site (``Loo
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
 import logging
 import urllib.parse
@@ -30,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory
 from graphmem.errors import Code
+from graphmem.settings import is_loopback
 
 from .namespaces import Namespaces
 
@@ -266,16 +266,6 @@ class AuthMiddleware:
             return {"type": "http.request", "body": body, "more_body": False}
 
         return replay
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address to bind) is this machine's loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _check_json(data: bytes) -> None:

@@ -59,8 +59,9 @@ def serve(
     """
     import uvicorn
 
+    from graphmem.settings import is_loopback
+
     from .app import SETTINGS_ENV, create_app, tune_process
-    from .auth import is_loopback
 
     given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(

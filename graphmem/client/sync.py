@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import os
 import re
@@ -41,6 +40,7 @@ from ..models import Change, Fact, FactInput, Link, MaintenanceRun, SearchHit, S
 from ..prune import PruneReport
 from ..recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
 from ..reflection import ReflectReport
+from ..settings import is_loopback
 from ..stats import Stats
 from ..storage.interface import FactPage
 from ..temporal import TimeInput
@@ -96,12 +96,7 @@ def in_clear_beyond_loopback(url: str) -> bool:
     """Whether ``url`` is plain ``http://`` to a host other than this machine: anyone on the way
     can read the API key a request carries there."""
     parts = httpx.URL(url)
-    if parts.scheme != "http" or parts.host == "localhost":
-        return False
-    try:
-        return not ipaddress.ip_address(parts.host).is_loopback
-    except ValueError:  # a host name: it may resolve anywhere
-        return True
+    return parts.scheme == "http" and not is_loopback(parts.host)
 
 
 class Client:

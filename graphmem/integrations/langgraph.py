@@ -97,7 +97,8 @@ class GraphmemStore(BaseStore):
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         fact = self._current(namespace, key)
-        return None if fact is None or _value(fact) is None else self._item(fact)
+        value = None if fact is None else _value(fact)
+        return None if fact is None or value is None else self._item(fact, value)
 
     def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None) -> None:
         current = self._current(namespace, key)
@@ -124,7 +125,7 @@ class GraphmemStore(BaseStore):
             item["supersedes"] = current.id
         self.memory.store_many([item])
 
-    def _item(self, fact: Fact, score: float | None = None) -> SearchItem:
+    def _item(self, fact: Fact, value: dict[str, Any], score: float | None = None) -> SearchItem:
         created = fact.recorded_at
         if fact.supersedes_id is not None:  # a later version: created with the first
             versions = self.memory.history(fact.id)
@@ -132,7 +133,7 @@ class GraphmemStore(BaseStore):
         return SearchItem(
             namespace_of(fact.entity or ""),
             fact.key or "",
-            _value(fact) or {},
+            value,
             created,
             fact.recorded_at,
             score,
@@ -148,11 +149,11 @@ class GraphmemStore(BaseStore):
         else:
             found = [(f, None) for f in self._items() if _under(f, prefix)]
         kept = [
-            (fact, score)
+            (fact, value, score)
             for fact, score in found
             if (value := _value(fact)) is not None and _matches(value, op.filter or {})
         ][op.offset : wanted]
-        return [self._item(fact, score) for fact, score in kept]
+        return [self._item(fact, value, score) for fact, value, score in kept]
 
     def _items(self) -> list[Fact]:
         out: list[Fact] = []
@@ -215,9 +216,6 @@ def _meets(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
     return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
 
 
-__all__ = ["GraphmemStore"]
-
-
 def _value(fact: Fact) -> dict[str, Any] | None:
     """The item's value a fact holds, or None when its context is not a JSON object (a fact
     written with this store's source by other means)."""
@@ -226,3 +224,6 @@ def _value(fact: Fact) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+__all__ = ["GraphmemStore"]
