@@ -18,7 +18,7 @@ from __future__ import annotations
 import calendar
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import MAXYEAR, UTC, datetime, timedelta
 from typing import Any, Final
 
 from .temporal import to_iso
@@ -53,6 +53,9 @@ _TRIGGERS: Final = _RELATIVE | _MONTH_WORDS
 _DECADE: Final = re.compile(r"(?<![\w'])(?:the )?(1[5-9]\d0|2[01]\d0)s\b", re.IGNORECASE)
 _YEAR: Final = re.compile(r"(?<!\d)(1[5-9]\d\d|2[01]\d\d)(?!\d)")
 _WORD: Final = re.compile(r"[a-z]+")
+#: The last word of a text, if the text does not end in whitespace: the word a cut went
+#: through (tried at word starts only, so in time linear in the text).
+_PARTIAL_WORD: Final = re.compile(r"(?<!\S)\S*\Z")
 _BEFORE: Final = frozenset({"before", "until", "till", "prior"})
 _AFTER: Final = frozenset({"after", "since"})
 _SETTINGS: Final = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
@@ -131,8 +134,8 @@ def understand(query: str, base: float) -> TimeHint | None:
     (up to the last whole word): the parser's time grows with the text, and a question says its
     time early.
     """
-    if len(query) > TIME_WORDS_CHARS:
-        query = query[: TIME_WORDS_CHARS + 1].rsplit(None, 1)[0]
+    if len(query) > TIME_WORDS_CHARS:  # up to the last whole word: the word cut, if any, left out
+        query = _PARTIAL_WORD.sub("", query[: TIME_WORDS_CHARS + 1])
     if not _YEAR.search(query) and not _words(query) & _TRIGGERS:
         return None  # most queries: no need to ask the parser
     decade = _DECADE.search(query)
@@ -154,7 +157,9 @@ def understand(query: str, base: float) -> TimeHint | None:
         if not _says_a_time(text, query):
             continue
         parsed = parser.get_date_data(text)
-        if parsed.date_obj is None or (
+        if parsed.date_obj is None or parsed.date_obj.year >= MAXYEAR:
+            continue  # nothing, or a date in year 9999, whose period may end past the last one
+        if (
             abs(parsed.date_obj - moment) < timedelta(days=1)
             and not _words(text) & _RELATIVE
             and not _YEAR.search(text)

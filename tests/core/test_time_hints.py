@@ -255,3 +255,26 @@ def test_before_or_after_an_event_ranks_by_the_date_of_the_fact_that_names_it(
     assert all(h.time_hint is None for h in plain)
     unknown = mem.search("Where did Ana live before the earthquake?", limit=3)
     assert all(h.time_hint is None for h in unknown)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        " " * 301 + "where is the staging database",  # all whitespace where time words are read
+        "\t\n" * 200 + "staging database",
+        "\u3000" * 400 + "staging",  # whitespace beyond ASCII
+        "staging database in December 9999",  # a period that would end past year 9999
+        "staging database on 9999 December 31",
+    ],
+    ids=["spaces", "tabs-and-newlines", "ideographic-spaces", "year-9999", "last-day"],
+)
+def test_a_query_of_whitespace_or_an_unrepresentable_date_searches_normally(
+    mem: Memory, query: str
+) -> None:
+    """Once an INTERNAL_ERROR: 301 spaces left no word to keep, and a period ending past
+    year 9999 overflowed; now the query is searched with no time understood from it."""
+    mem.store("The staging database runs Postgres 16")
+    hits = mem.search(query)
+    assert [h.fact.text for h in hits] == ["The staging database runs Postgres 16"]
+    assert all(h.time_hint is None for h in hits)
+    assert "Postgres 16" in mem.recall(query).context
