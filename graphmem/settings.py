@@ -228,10 +228,12 @@ class Settings(BaseModel):
         0,
         ge=0,
         le=256,
-        description="Reads `graphmem serve` runs at once in worker threads (one process); the "
-        "others wait their turn. 0: one per CPU core. More threads do not make Python faster, "
-        "and a write's group commit shares the interpreter with every one of them: under "
-        "mixed load, fewer let writes through (docs/operations.md).",
+        description="Reads one API key (or the keyless callers) runs at once in `graphmem "
+        "serve`'s worker threads; the process runs twice that in all, serving keys in turn, so "
+        "another key always finds threads free (docs/security.md#fair-shares). 0: one per CPU "
+        "core. More threads do not make Python faster, and a write's group commit shares the "
+        "interpreter with every one of them: under mixed load, fewer let writes through "
+        "(docs/operations.md).",
     )
     switch_interval_ms: float = Field(
         0.5,
@@ -343,6 +345,30 @@ class Settings(BaseModel):
         "continuously; a GraphQL document spends its cost, an MCP tool call its result count); "
         "past it requests get HTTP 429 with `Retry-After`. `0`: no limit. Counted per server "
         "process.",
+    )
+    server_seconds_per_minute: float = Field(
+        120.0,
+        ge=0,
+        description="Seconds of the server's threads each API key may use per minute, whatever "
+        "its requests cost by estimate: each call's time is charged when it ends (refilled "
+        "continuously); past it requests get HTTP 429 with `Retry-After`, over GraphQL and "
+        "MCP alike. `0`: no limit. Counted per server process.",
+    )
+    request_timeout: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds one GraphQL query or mutation, or one MCP tool call, may take in "
+        "all, waiting included; past it the caller is answered `TIMEOUT` (work already "
+        "running in a thread finishes there, holding its key's share, stopped by "
+        "`sql_time_limit` and `llm_timeout`).",
+    )
+    subscription_events_per_second: float = Field(
+        200.0,
+        ge=0,
+        description="Subscription events delivered per second to each API key, all its "
+        "subscriptions together; events beyond wait their turn, and a subscription that falls "
+        "`SUBSCRIBER_BACKLOG` behind is ended. `0`: no limit.",
     )
     cors_origins: tuple[str, ...] = Field(
         (),

@@ -22,7 +22,6 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final
 
 import orjson
-from anyio import CapacityLimiter
 from cross_web import HTTPException
 from graphql import GraphQLError
 from prometheus_client import generate_latest
@@ -131,15 +130,15 @@ def create_app(
     schema = build_schema(settings)
     graphql = GraphQLApp(
         gate,
-        settings.read_threads or os.cpu_count() or 1,
         max_response_bytes=settings.graphql_max_response_bytes,
         schema=schema,
         graphql_ide="graphiql",
     )
     mcp = HttpEndpoint(
-        build_server(_admitted, spend=schema.admission.buckets.spend),
+        build_server(_admitted, admission=schema.admission),
         loopback=is_loopback(settings.host),
         max_body_bytes=settings.max_body_bytes,
+        admission=schema.admission,
     )
     metrics = Metrics(namespaces)
 
@@ -183,6 +182,7 @@ def create_app(
                     await task
             await run_in_threadpool(namespaces.close)
             gate.keys.close()
+            schema.admission.close()
 
     middleware = [
         Middleware(Timing, metrics=metrics),
@@ -222,9 +222,7 @@ class GraphQLApp(GraphQL[Context, None]):
 
     graphql_transport_ws_handler_class = SocketHandler
 
-    def __init__(
-        self, gate: Authenticator, readers: int, *, max_response_bytes: int, **kwargs: Any
-    ) -> None:
+    def __init__(self, gate: Authenticator, *, max_response_bytes: int, **kwargs: Any) -> None:
         super().__init__(
             subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
             max_subscriptions_per_connection=MAX_SUBSCRIPTIONS_PER_SOCKET,
@@ -233,8 +231,6 @@ class GraphQLApp(GraphQL[Context, None]):
         )
         self.gate = gate
         self.sockets = Sockets(gate)
-        # Reads in worker threads, at most ``read_threads`` at once (see Settings).
-        self.readers = CapacityLimiter(readers)
         self.max_response_bytes = max_response_bytes
 
     async def run(  # type: ignore[override]  # strawberry's overloads, one implementation
@@ -372,7 +368,7 @@ class GraphQLApp(GraphQL[Context, None]):
             request,
             broadcaster,
             keys=self.gate.keys,
-            readers=self.readers,
+            admission=self.schema.admission if isinstance(self.schema, Schema) else None,
             response=response,
             answer_limit=self.max_response_bytes,
         )

@@ -10,6 +10,7 @@ of 50 facts with their links and neighbours costs a few queries, not 50 of each.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import time
@@ -21,7 +22,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio.to_thread
-from anyio import CapacityLimiter
 from graphql import GraphQLError
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -35,6 +35,7 @@ from .cost import CostError
 
 if TYPE_CHECKING:
     from .events import Broadcaster
+    from .fairness import Admission, Turns
 
 #: A read's time scope as the client gave it: (as_of, known_at), None = now.
 Scope = tuple[datetime | None, datetime | None]
@@ -58,8 +59,9 @@ class Context:
     connection_params: dict[str, Any] | None = None
     #: The server's key store, to see a key revoked while a subscription is open.
     keys: KeyStore | None = None
-    #: The worker threads reads may use at once (None: anyio's default pool of threads).
-    readers: CapacityLimiter | None = None
+    #: The pools of threads the request's reads and writes run in, shared fairly between keys
+    #: (None: anyio's default pool of threads).
+    admission: Admission | None = None
     #: The HTTP response whose status and headers the answer takes (a rate limit's 429).
     response: Any = None
     #: Reads run in the calling thread (a thread of the cost lane, itself off the event loop).
@@ -68,6 +70,9 @@ class Context:
     answer_limit: int | None = None
     #: What each event of a subscription spends from its key's points (None: nothing).
     per_event: Callable[[], object] | None = None
+    #: Closes the caller's socket without waiting for it to read (a WebSocket's: set by its
+    #: handler), for a subscription ended because its subscriber fell behind.
+    close_socket: Callable[[], None] | None = None
     _deadline: float | None = field(default=None, init=False)
 
     # The request's DataLoaders are made on first use: most requests need none of them, and
@@ -114,26 +119,28 @@ class Context:
         ``own_loop`` (an operation on the cost lane, which runs on an event loop of its own,
         where this one's limiter cannot wait) its reads run in the lane's thread instead."""
         if own_loop:
-            return dataclasses.replace(self, readers=None, inline=True)
+            return dataclasses.replace(self, admission=None, inline=True)
         return dataclasses.replace(self)
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``fn(*args, **kwargs)``, a read, in a worker thread (Memory's calls block) once one
-        of the ``readers`` is free; its reads limited by the request's time budget
-        (``sql_time_limit``; shared by every field of an HTTP request from its first read on,
-        counted afresh per call on a WebSocket, where a subscription lives on)."""
-        return await self._call(functools.partial(fn, *args, **kwargs), self.readers)
+        """``fn(*args, **kwargs)``, a read, in a read thread (Memory's calls block) once the
+        caller's key has its turn (``resolvers.fairness``); its reads limited by the request's
+        time budget (``sql_time_limit``; shared by every field of an HTTP request from its first
+        read on, counted afresh per call on a WebSocket, where a subscription lives on)."""
+        pool = None if self.admission is None else self.admission.reads
+        return await self._call(functools.partial(fn, *args, **kwargs), pool)
 
     async def write(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """``run`` for a write: it does not wait for a reader's thread (writes wait for their
-        group commit, in the writer's queue)."""
-        return await self._call(functools.partial(fn, *args, **kwargs), None)
+        """``run`` for a write, in a write thread: it does not wait for a reader's (writes wait
+        for their group commit, in the writer's queue)."""
+        pool = None if self.admission is None else self.admission.writes
+        return await self._call(functools.partial(fn, *args, **kwargs), pool)
 
-    async def _call(self, call: Callable[[], T], limiter: CapacityLimiter | None) -> T:
+    async def _call(self, call: Callable[[], T], pool: Turns | None) -> T:
         memory = self._memory
         limit = 0.0 if memory is None else memory.settings.sql_time_limit
         if memory is None or not limit:
-            return call() if self.inline else await anyio.to_thread.run_sync(call, limiter=limiter)
+            return call() if self.inline else await self._in_thread(call, pool)
 
         def limited() -> T:
             if isinstance(self.request, WebSocket):
@@ -147,7 +154,21 @@ class Context:
 
         if self.inline:
             return limited()
-        return await anyio.to_thread.run_sync(limited, limiter=limiter)
+        return await self._in_thread(limited, pool)
+
+    async def _in_thread(self, call: Callable[[], T], pool: Turns | None) -> T:
+        if pool is None:
+            return await anyio.to_thread.run_sync(call)
+        try:
+            return await pool.run(None if self.key is None else self.key.id, call)
+        except CostError as exc:  # too many of the key's calls waiting already
+            raise GraphQLError(exc.message, extensions={"code": exc.code}) from None
+
+    @property
+    def request_timeout(self) -> float | None:
+        """Seconds the request may take in all (the ``request_timeout`` setting; None before a
+        socket has presented its key)."""
+        return None if self._memory is None else self._memory.settings.request_timeout
 
     @property
     def may_write(self) -> bool:
@@ -163,6 +184,20 @@ class Context:
             and not await run_in_threadpool(keys.is_active, key.id)
         ):
             raise Forbidden(f"API key {key.id} has been revoked")
+
+    async def pace_event(self) -> None:
+        """Wait until the caller's key may be sent one more subscription event (the setting
+        subscription_events_per_second, all the key's subscriptions together)."""
+        if self.admission is None:
+            return
+        wait = self.admission.events.wait(None if self.key is None else self.key.id)
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    def end_socket(self) -> None:
+        """Close the caller's socket: one of its subscriptions fell too far behind."""
+        if self.close_socket is not None:
+            self.close_socket()
 
     def charge_event(self) -> None:
         """Spend one subscription event's cost from the caller's points: RATE_LIMITED (which

@@ -6,25 +6,21 @@
 2. **Spending** (:class:`Buckets`): each API key has ``rate_limit_per_minute`` cost points,
    refilled continuously; a request that finds too few is refused with ``RATE_LIMITED`` (HTTP
    429 and ``Retry-After``). Buckets live in the server process.
-3. **Heavy documents off the event loop** (:class:`Lane`): a document of :data:`HEAVY_COST` or
-   more, or with a list of no knowable bound, runs on a thread with its own event loop, so a
-   large answer never holds up another tenant's request.
+3. **Heavy documents**: a document of :data:`HEAVY_COST` or more, or with a list of no knowable
+   bound, runs off the event loop, on the lane (``resolvers.fairness``), so a large answer never
+   holds up another tenant's request.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-import anyio.to_thread
-from anyio import CapacityLimiter
 from graphql import (
-    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -59,8 +55,6 @@ from graphmem.limits import (
 from graphmem.maintenance import JOBS, MAX_CHANGED_KINDS
 from graphmem.reflection import MAX_FOUND
 from graphmem.tagging import CATEGORIES
-
-T = TypeVar("T")
 
 #: Documents of at least this cost run on a thread of their own (``Lane``): completing a few
 #: thousand items takes tens of ms of the event loop, which every other request would wait for.
@@ -393,29 +387,6 @@ class Buckets:
                 del self._buckets[key_id]
 
 
-class Lane:
-    """Where heavy documents run: each on a worker thread with an event loop of its own, at
-    most ``threads`` at once."""
-
-    def __init__(self, threads: int = LANE_THREADS) -> None:
-        self.threads = threads
-        self._limiter: CapacityLimiter | None = None
-
-    async def run(self, fn: Callable[[], Awaitable[T]]) -> T:
-        """``await fn()`` on the lane; the caller's event loop is free meanwhile."""
-        if self._limiter is None:  # made in the event loop that uses it
-            self._limiter = CapacityLimiter(self.threads)
-
-        def on_own_loop() -> T:
-            return asyncio.run(_awaited(fn))
-
-        return await anyio.to_thread.run_sync(on_own_loop, limiter=self._limiter)
-
-
-async def _awaited(fn: Callable[[], Awaitable[T]]) -> T:
-    return await fn()
-
-
 @dataclass(frozen=True, slots=True)
 class Cost:
     """An admitted document's cost, what its key has left of the minute's points (None: no
@@ -437,53 +408,6 @@ class Cost:
         if self.remaining is not None:
             found["remaining"] = int(self.remaining)
         return found
-
-
-class Admission:
-    """A schema's cost budget, its keys' buckets and its lane."""
-
-    def __init__(self, budget: int, per_minute: int) -> None:
-        self.budget = budget
-        self.buckets = Buckets(per_minute)
-        self.lane = Lane()
-
-    def admit(
-        self,
-        schema: GraphQLSchema,
-        document: DocumentNode,
-        operation: OperationDefinitionNode,
-        variables: Mapping[str, Any] | None,
-        key_id: str | None,
-    ) -> Cost:
-        """The document's cost, spent from ``key_id``'s bucket (None: a keyless caller, who
-        spends nothing); CostError when over the budget or the bucket."""
-        fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
-        cost, unbounded = cost_of(schema, operation, fragments, variables)
-        budget = self.budget
-        if operation.operation is OperationType.SUBSCRIPTION:
-            # Each event is answered on the server's event loop, where every request waits.
-            budget = min(budget, SUBSCRIPTION_MAX_COST)
-            if unbounded:
-                raise CostError(
-                    Code.TOO_COSTLY,
-                    "a subscription's events may not select a list of no bound (a version "
-                    "chain, an episode's facts, a traversal): read those with a query when an "
-                    "event says something changed",
-                )
-        if cost > budget:
-            raise CostError(
-                Code.TOO_COSTLY,
-                f"this document may cost {cost:,} (the most list items its answer may hold: "
-                f"each list's page size times the items above it), more than the budget of "
-                f"{budget:,} (setting graphql_max_cost; a subscription {SUBSCRIPTION_MAX_COST}"
-                "): ask for smaller pages, fewer aliases or less nesting",
-            )
-        remaining = None
-        if key_id is not None and self.buckets.per_minute > 0:
-            remaining = self.buckets.spend(key_id, cost)
-        return Cost(cost, budget, remaining, unbounded)
 
 
 def larger_than(data: object, limit: int) -> bool:

@@ -4,17 +4,20 @@ Memory announces each committed write in the writing thread; the broadcaster han
 to the event loop, which puts them in every subscriber's queue for that namespace. The changes
 other processes commit (other workers, other servers on the data directory or the database, a
 CLI) are read from the namespace's change log every FOLLOW_CHANGES_EVERY seconds while it has
-subscribers (``follow``). A subscriber that falls more than SUBSCRIBER_BACKLOG changes behind,
-or whose namespace's log dropped changes before they were read, is ended with an error rather
-than let the server's memory grow or changes go unheard.
+subscribers (``follow``). A subscriber that falls more than SUBSCRIBER_BACKLOG changes behind (or
+whose key's subscriptions hold that many changes waiting between them), or whose namespace's
+log dropped changes before they were read, is ended with an error rather than let the server's
+memory grow or changes go unheard; its ``on_end`` is called then, so that a subscriber that does
+not read is closed, not left holding its changes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import defaultdict
-from collections.abc import AsyncIterator
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from typing import Final
 
 from starlette.concurrency import run_in_threadpool
@@ -29,13 +32,28 @@ _log = logging.getLogger("graphmem")
 FOLLOW_CHANGES_EVERY: Final = 0.25
 
 
+@dataclass(eq=False)
+class _Subscriber:
+    """One subscription's queue of changes, the key it is counted against, and what to do when
+    it is ended for falling behind."""
+
+    key: str | None
+    on_end: Callable[[], None] | None
+    queue: asyncio.Queue[Change | None] = field(
+        default_factory=lambda: asyncio.Queue(SUBSCRIBER_BACKLOG)
+    )
+    ended: bool = False
+
+
 class Broadcaster:
     """Subscribers per namespace, fed from the Memory listeners this registers and from the
     namespaces' change logs."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._queues: dict[str, set[asyncio.Queue[Change | None]]] = defaultdict(set)
+        self._queues: dict[str, set[_Subscriber]] = defaultdict(set)
+        #: Changes waiting in the queues of each key's subscriptions (None: keyless).
+        self._backlog: Counter[str | None] = Counter()
         self._memories: dict[str, Memory] = {}
         #: Per namespace with subscribers: how far its change log has been read.
         self._positions: dict[str, int] = {}
@@ -55,18 +73,28 @@ class Broadcaster:
 
         memory.subscribe(forward)
 
-    async def changes(self, namespace: str) -> AsyncIterator[Change]:
-        """The changes committed in ``namespace`` from now on, until the caller stops."""
-        queue: asyncio.Queue[Change | None] = asyncio.Queue(SUBSCRIBER_BACKLOG)
+    async def changes(
+        self,
+        namespace: str,
+        *,
+        key: str | None = None,
+        on_end: Callable[[], None] | None = None,
+    ) -> AsyncIterator[Change]:
+        """The changes committed in ``namespace`` from now on, until the caller stops; counted
+        against ``key``'s backlog; ``on_end`` called if it is ended for falling behind."""
+        subscriber = _Subscriber(key, on_end)
+        queue = subscriber.queue
         if namespace not in self._positions:
             # Where the other processes' changes are read from: the log as the subscription
             # starts (read before the queue is added, so none committed after it is missed).
             position = await run_in_threadpool(self._memories[namespace].change_position)
             self._positions.setdefault(namespace, position)
-        self._queues[namespace].add(queue)
+        self._queues[namespace].add(subscriber)
         try:
             while True:
                 change = await queue.get()
+                if change is not None:
+                    self._backlog[key] -= 1
                 if change is None:
                     raise SubscriberTooSlow(
                         "this subscription fell behind the changes and was ended (more than "
@@ -75,7 +103,8 @@ class Broadcaster:
                     )
                 yield change
         finally:
-            self._queues[namespace].discard(queue)
+            self._drop(subscriber)
+            self._queues[namespace].discard(subscriber)
             if not self._queues[namespace]:
                 self._positions.pop(namespace, None)
 
@@ -109,17 +138,41 @@ class Broadcaster:
 
     def _end_all(self, namespace: str) -> None:
         """End every subscription of ``namespace`` with the error of one that fell behind."""
-        for queue in list(self._queues.get(namespace, ())):
-            while not queue.empty():
-                queue.get_nowait()
-            queue.put_nowait(None)
+        for subscriber in list(self._queues.get(namespace, ())):
+            self._end(subscriber)
 
     def _deliver(self, changes: list[Change]) -> None:
         for change in changes:
-            for queue in list(self._queues.get(change.namespace, ())):
-                if queue.full():
-                    continue  # already cut off: its last slot holds the end marker
-                if queue.qsize() == SUBSCRIBER_BACKLOG - 1:
-                    queue.put_nowait(None)
+            for subscriber in list(self._queues.get(change.namespace, ())):
+                if subscriber.ended:
                     continue
-                queue.put_nowait(change)
+                if (
+                    subscriber.queue.qsize() >= SUBSCRIBER_BACKLOG - 1
+                    or self._backlog[subscriber.key] >= SUBSCRIBER_BACKLOG
+                ):
+                    self._end(subscriber)
+                    continue
+                subscriber.queue.put_nowait(change)
+                self._backlog[subscriber.key] += 1
+
+    def _end(self, subscriber: _Subscriber) -> None:
+        """Empty ``subscriber``'s queue but for the end marker, and say so to its ``on_end``."""
+        if subscriber.ended:
+            return
+        self._drop(subscriber)
+        subscriber.queue.put_nowait(None)
+        subscriber.ended = True
+        if subscriber.on_end is not None:
+            try:
+                subscriber.on_end()
+            except Exception:  # the subscription ends all the same, when it next reads
+                _log.warning("ending a subscription that fell behind failed", exc_info=True)
+
+    def _drop(self, subscriber: _Subscriber) -> None:
+        """Take the changes left in ``subscriber``'s queue (and out of its key's backlog)."""
+        queue = subscriber.queue
+        while not queue.empty():
+            if queue.get_nowait() is not None:
+                self._backlog[subscriber.key] -= 1
+        if subscriber.key in self._backlog and self._backlog[subscriber.key] <= 0:
+            del self._backlog[subscriber.key]

@@ -7,9 +7,12 @@ anything unexpected is masked as ``INTERNAL_ERROR`` ("Unexpected error.") and lo
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import operator
+import os
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
 from inspect import isawaitable
@@ -52,7 +55,8 @@ from graphmem.errors import Code
 
 from .completion import LeanExecutor, lean_inputs
 from .context import Context
-from .cost import Admission, Cost, CostError, larger_than
+from .cost import Cost, CostError, larger_than
+from .fairness import Admission
 from .inputs import TextArguments, refusal
 from .mutations import Mutation
 from .queries import Query
@@ -346,7 +350,13 @@ def build_schema(settings: Settings | None = None) -> Schema:
         alias_limit(settings.graphql_max_aliases),
     ]
     prepared = Prepared()
-    admission = Admission(settings.graphql_max_cost, settings.rate_limit_per_minute)
+    admission = Admission(
+        settings.graphql_max_cost,
+        settings.rate_limit_per_minute,
+        read_threads=settings.read_threads or os.cpu_count() or 1,
+        server_seconds_per_minute=settings.server_seconds_per_minute,
+        events_per_second=settings.subscription_events_per_second,
+    )
     schema = Schema(
         query=Query,
         mutation=Mutation,
@@ -406,16 +416,36 @@ async def run_admitted(
 ) -> GraphQLExecutionResult:
     """The admitted operation's result: run on the event loop, or on the lane when ``cost``
     is heavy; an answer that would encode to more than the context's ``answer_limit`` bytes
-    replaced by a TOO_COSTLY error (found where it ran, before it is encoded)."""
+    replaced by a TOO_COSTLY error (found where it ran, before it is encoded); one that takes
+    longer than the ``request_timeout`` setting by a TIMEOUT error (what already runs in a
+    thread finishes there, holding its key's turn)."""
     limit = context.answer_limit
-    if not cost.heavy:
-        return _within(await _execute(schema, document, variables, operation_name, context), limit)
-    own = context.for_operation(own_loop=True)
+    timeout = context.request_timeout
+    try:
+        if not cost.heavy:
+            return _within(
+                await asyncio.wait_for(
+                    _execute(schema, document, variables, operation_name, context), timeout
+                ),
+                limit,
+            )
+        own = context.for_operation(own_loop=True)
+        deadline = None if timeout is None else time.monotonic() + timeout
 
-    async def on_lane() -> GraphQLExecutionResult:
-        return _within(await _execute(schema, document, variables, operation_name, own), limit)
+        async def on_lane() -> GraphQLExecutionResult:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            executed = _execute(schema, document, variables, operation_name, own)
+            return _within(await asyncio.wait_for(executed, left), limit)
 
-    return await admission.lane.run(on_lane)
+        key_id = None if context.key is None else context.key.id
+        return await asyncio.wait_for(admission.on_lane(key_id, on_lane), timeout)
+    except TimeoutError:
+        error = GraphQLError(
+            f"the request took longer than {timeout:g} s (setting request_timeout): ask for "
+            "less, or narrow the search",
+            extensions={"code": Code.TIMEOUT},
+        )
+        return GraphQLExecutionResult(data=None, errors=[error])
 
 
 def _within(result: GraphQLExecutionResult, limit: int | None) -> GraphQLExecutionResult:

@@ -16,9 +16,11 @@ class Subscription:
     @strawberry.subscription(
         description="Every change committed in this namespace from now on: facts stored, "
         "superseded, forgotten or purged, links made or removed. Each event spends the "
-        "document's cost from the API key's points per minute. Ends with FORBIDDEN at the "
-        "first change after the caller's API key is revoked, or RATE_LIMITED when its points "
-        "run out."
+        "document's cost from the API key's points per minute, and a key's events are "
+        "delivered at most `subscription_events_per_second` a second. Ends with FORBIDDEN at "
+        "the first change after the caller's API key is revoked, RATE_LIMITED when its points "
+        "run out, or UNAVAILABLE when it falls too far behind (a socket that does not read is "
+        "then closed)."
     )
     async def memory_changed(
         self,
@@ -29,11 +31,17 @@ class Subscription:
         ] = None,
     ) -> AsyncGenerator[MemoryChange, None]:
         wanted = None if kinds is None else {k.name for k in kinds}
-        async for change in info.context.broadcaster.changes(info.context.memory.namespace):
+        context = info.context
+        key_id = None if context.key is None else context.key.id
+        changes = context.broadcaster.changes(
+            context.memory.namespace, key=key_id, on_end=context.end_socket
+        )
+        async for change in changes:
             if wanted is None or change.kind in wanted:
-                await info.context.require_live_key()  # a revoked key hears nothing more
-                info.context.charge_event()
-                info.context.forget_reads()  # the event shows the facts as they are now
+                await context.pace_event()  # the key's events per second
+                await context.require_live_key()  # a revoked key hears nothing more
+                context.charge_event()
+                context.forget_reads()  # the event shows the facts as they are now
                 yield MemoryChange(
                     kind=ChangeKind(change.kind),
                     id=strawberry.ID(change.id),

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from importlib.metadata import version
@@ -44,14 +46,16 @@ from pydantic import (
     BaseModel,
     ValidationError,
 )
-from starlette.responses import PlainTextResponse
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory
+from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Settings
 from graphmem.consolidation import MAX_CONSIDERED
-from graphmem.errors import Code
+from graphmem.errors import Code, QueryTimeout
 
-from ..cost import HEAVY_COST, LANE_THREADS, CostError
+from ..auth import ADMITTED, INVALID_REQUEST
+from ..cost import HEAVY_COST, CostError
+from ..fairness import Admission
 from ..inputs import check_arguments
 from .tools import BY_NAME, TOOLS, ConsolidateArgs, MaintainArgs, ReflectArgs, Result, Tool
 
@@ -71,14 +75,19 @@ INSTRUCTIONS: Final = (
 _log = logging.getLogger("graphmem.mcp")
 
 #: Tools whose work is far more than their results, with the points it counts as (as GraphQL's
-#: ``resolvers.cost.WORK``); a call of HEAVY_COST or more runs with at most LANE_THREADS others.
+#: ``resolvers.cost.WORK``); a call of HEAVY_COST or more runs on the lane, as heavy GraphQL
+#: documents do.
 TOOL_WORK: Final[Mapping[type[BaseModel], int]] = {
     ConsolidateArgs: MAX_CONSIDERED,
     MaintainArgs: MAX_CONSIDERED,
     ReflectArgs: HEAVY_COST,
 }
-#: The heavy calls' limiter of each event loop (a limiter belongs to the loop it was made in).
-_heavy: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimiter] = (
+#: Arguments whose items a call does work for, each counting a point (as GraphQL counts
+#: ``captureMessages``' messages): a capture of 1,000 messages costs 1,000 over either face.
+COUNTED_ITEMS: Final = ("messages", "ids", "working_files")
+#: The admission of each event loop for calls made without one (the pools' turns belong to
+#: the loop they are used in).
+_unshared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Admission] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -87,13 +96,11 @@ _heavy: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, anyio.CapacityLimit
 Caller = Callable[[ServerRequestContext[Any, Any]], tuple[Memory, ApiKey | None]]
 
 
-#: Takes a call's cost from its key's points, or raises CostError (``Buckets.spend``).
-Spend = Callable[[str, int], object]
-
-
-def build_server(caller: Caller, *, spend: Spend | None = None) -> Server[Any]:
-    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names, and
-    paid for from its key's points by ``spend`` when given (``resolvers.cost.Buckets``)."""
+def build_server(caller: Caller, *, admission: Admission | None = None) -> Server[Any]:
+    """The MCP server offering ``TOOLS``, each call on the Memory that ``caller`` names, paid
+    for from its key's points and server time and run in its key's share of the threads of
+    ``admission`` (the GraphQL schema's, so both faces share one per key; None: one of this
+    server's own)."""
     specs = [tool.spec() for tool in TOOLS]
 
     async def list_tools(
@@ -104,7 +111,7 @@ def build_server(caller: Caller, *, spend: Spend | None = None) -> Server[Any]:
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        return await call(caller, ctx, params.name, params.arguments or {}, spend=spend)
+        return await call(caller, ctx, params.name, params.arguments or {}, admission=admission)
 
     return Server(
         SERVER_NAME,
@@ -121,9 +128,11 @@ async def call(
     name: str,
     arguments: dict[str, Any],
     *,
-    spend: Spend | None = None,
+    admission: Admission | None = None,
 ) -> CallToolResult:
-    """Run one tool call; every failure becomes a tool error (see the module docstring)."""
+    """Run one tool call; every failure becomes a tool error (see the module docstring). The
+    call is answered ``TIMEOUT`` past the ``request_timeout`` setting (its work, already in a
+    thread, finishes there)."""
     tool = BY_NAME.get(name)
     try:
         if tool is None:
@@ -132,11 +141,20 @@ async def call(
         memory, key = caller(ctx)
         if tool.writes(args) and key is not None and key.read_only:
             raise Forbidden(f"API key {key.id} is read-only")
+        admission = admission or _own_admission(memory.settings)
+        key_id = None if key is None else key.id
         cost = tool_cost(args)
-        if spend is not None and key is not None:
-            spend(key.id, cost)
-        limiter = _heavy_limiter() if cost >= HEAVY_COST else None
-        text, data = await anyio.to_thread.run_sync(_limited, tool, memory, args, limiter=limiter)
+        admission.spend(key_id, cost)
+        pool = admission.lane if cost >= HEAVY_COST else admission.reads
+        timeout = memory.settings.request_timeout
+        try:
+            text, data = await asyncio.wait_for(
+                pool.run(key_id, lambda: _limited(tool, memory, args)), timeout
+            )
+        except TimeoutError:
+            raise QueryTimeout(
+                f"the call took longer than {timeout:g} s (setting request_timeout)"
+            ) from None
     except GraphmemError as exc:
         return _error(exc.code, exc.message)
     except CostError as exc:
@@ -151,19 +169,33 @@ async def call(
 
 def tool_cost(args: BaseModel) -> int:
     """What a tool call spends of its key's points: the most results it may return (its
-    ``limit`` or ``max_nodes``), or its work (``TOOL_WORK``; listing maintenance runs is not
-    work), at least 1."""
+    ``limit`` or ``max_nodes``), the items it works on (``COUNTED_ITEMS``), or its work
+    (``TOOL_WORK``; listing maintenance runs is not work), at least 1."""
     sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
+    items = [getattr(args, name, None) for name in COUNTED_ITEMS]
     work = 0 if getattr(args, "list_runs", False) else TOOL_WORK.get(type(args), 0)
-    return max([1, work, *(size for size in sizes if isinstance(size, int))])
+    return max(
+        [
+            1,
+            work,
+            *(size for size in sizes if isinstance(size, int)),
+            *(len(listed) for listed in items if isinstance(listed, list)),
+        ]
+    )
 
 
-def _heavy_limiter() -> anyio.CapacityLimiter:
+def _own_admission(settings: Settings) -> Admission:
+    """The admission of calls made without the service's (``graphmem mcp`` on stdio, tests):
+    the same pools and deadlines, no cost points (the caller has no key)."""
     loop = asyncio.get_running_loop()
-    limiter = _heavy.get(loop)
-    if limiter is None:
-        limiter = _heavy[loop] = anyio.CapacityLimiter(LANE_THREADS)
-    return limiter
+    admission = _unshared.get(loop)
+    if admission is None:
+        admission = _unshared[loop] = Admission(
+            settings.graphql_max_cost,
+            0,
+            read_threads=settings.read_threads or os.cpu_count() or 1,
+        )
+    return admission
 
 
 def _limited(tool: Tool, memory: Memory, args: Any) -> Result:
@@ -198,9 +230,17 @@ class HttpEndpoint:
     nothing stays open to outlive its key.
     """
 
-    def __init__(self, server: Server[Any], *, loopback: bool, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        server: Server[Any],
+        *,
+        loopback: bool,
+        max_body_bytes: int,
+        admission: Admission | None = None,
+    ) -> None:
         self.server = server
         self.max_body_bytes = max_body_bytes
+        self.admission = admission
         self.security = _rebinding_protection(loopback)
         self._manager: StreamableHTTPSessionManager | None = None
 
@@ -234,7 +274,38 @@ class HttpEndpoint:
                 headers={"Allow": "POST"},
             )(scope, receive, send)
             return
+        refused = self._over_budget(scope)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
         await self._manager.handle_request(scope, receive, send)
+
+    def _over_budget(self, scope: Scope) -> Response | None:
+        """HTTP 429 with ``Retry-After`` for a key that has used its server time, as GraphQL
+        answers it (the call's own points are spent, or refused, as it is made)."""
+        admitted = scope.get(ADMITTED)
+        key = admitted[1] if admitted else None
+        if self.admission is None or key is None:
+            return None
+        try:
+            self.admission.server_time.check(key.id)
+        except CostError as exc:
+            body = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {
+                    "code": INVALID_REQUEST,
+                    "message": exc.message,
+                    "data": {"code": exc.code},
+                },
+            }
+            return Response(
+                json.dumps(body),
+                429,
+                headers={"Retry-After": str(exc.retry_after or 1)},
+                media_type="application/json",
+            )
+        return None
 
 
 def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:

@@ -14,7 +14,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +33,9 @@ from graphql import (
 )
 from graphql import build_schema as parse_sdl
 
-from graphmem import KeyStore, Memory, Settings
+from graphmem import ApiKey, KeyStore, Memory, Settings
 from graphmem.consolidation import MAX_CONSIDERED, ConsolidateReport
-from resolvers import cost, create_app, mcp, schema_sdl
+from resolvers import cost, create_app, fairness, mcp, schema_sdl
 from resolvers.mcp import tool_cost
 from resolvers.mcp.tools import ConsolidateArgs, MaintainArgs, ReflectArgs
 
@@ -129,13 +131,13 @@ def test_a_heavy_document_answers_the_same_off_the_event_loop(
     light = service.data(query, {"id": linked[0]})
     monkeypatch.setattr(cost, "HEAVY_COST", 1)
     calls = []
-    run = cost.Lane.run
+    run = fairness.Admission.on_lane
 
-    async def counted(self: cost.Lane, fn: object) -> object:
+    async def counted(self: fairness.Admission, key_id: str | None, fn: object) -> object:
         calls.append(1)
-        return await run(self, fn)  # type: ignore[arg-type]
+        return await run(self, key_id, fn)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cost.Lane, "run", counted)
+    monkeypatch.setattr(fairness.Admission, "on_lane", counted)
     for _ in range(2):  # once through strawberry's pipeline, once as a prepared document
         assert service.data(query, {"id": linked[0]}) == light
     assert len(calls) == 2
@@ -335,36 +337,49 @@ def test_the_mutations_that_do_heavy_work_cost_it_over_graphql_and_mcp(
     assert tool_cost(MaintainArgs(list_runs=True)) == 1  # listing runs is not work
 
 
-def test_heavy_tool_calls_run_at_most_lane_threads_at_once(
+def test_heavy_tool_calls_run_at_most_lane_threads_at_once_and_one_per_key(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    running, most = 0, 0
+    running: Counter[str] = Counter()
+    most, most_of_one = 0, 0
     lock = threading.Lock()
 
+    calling: ContextVar[str] = ContextVar("calling")  # the call's context reaches its thread
+
     def slow(*_: object, **__: object) -> ConsolidateReport:
-        nonlocal running, most
+        nonlocal most, most_of_one
+        key = calling.get()
         with lock:
-            running += 1
-            most = max(most, running)
+            running[key] += 1
+            most = max(most, running.total())
+            most_of_one = max(most_of_one, running[key])
         time.sleep(0.2)
         with lock:
-            running -= 1
+            running[key] -= 1
         return ConsolidateReport(dry_run=True)
 
     monkeypatch.setattr(Memory, "consolidate", slow)
+    keys = [ApiKey(f"k{n}", ("default",), False, None, 0.0, None) for n in range(3)]
+    admission = fairness.Admission(500_000, 0)
 
     async def calls() -> list[bool]:
-        async def one() -> bool:
+        async def one(key: ApiKey) -> bool:
             no_context: Any = None  # the caller below reads none
+            calling.set(key.id)
             result = await mcp.call(
-                lambda _: (mem, None), no_context, "memory_consolidate", {"dry_run": True}
+                lambda _: (mem, key),
+                no_context,
+                "memory_consolidate",
+                {"dry_run": True},
+                admission=admission,
             )
             return bool(result.is_error)
 
-        return list(await asyncio.gather(*(one() for _ in range(6))))
+        return list(await asyncio.gather(*(one(k) for k in keys for _ in range(3))))
 
-    assert asyncio.run(calls()) == [False] * 6
-    assert most == cost.LANE_THREADS
+    assert asyncio.run(calls()) == [False] * 9
+    assert most == fairness.LANE_THREADS
+    assert most_of_one == fairness.LANE_PER_KEY
 
 
 def test_an_answer_too_large_is_refused_before_it_is_encoded(
