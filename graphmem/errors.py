@@ -117,7 +117,8 @@ CODES: Final[Mapping[str, CodeUse]] = {
         http_status=503,
     ),
     Code.TIMEOUT: CodeUse(
-        "the request's reads ran past the `sql_time_limit` setting and were stopped"
+        "the request's reads ran past the `sql_time_limit` setting and were stopped, or the "
+        "whole request past `request_timeout`"
     ),
     Code.UNAVAILABLE: CodeUse(
         f"a `memoryChanged` subscription fell more than {SUBSCRIBER_BACKLOG:,} changes behind "
@@ -145,8 +146,9 @@ CODES: Final[Mapping[str, CodeUse]] = {
         mcp=False,
     ),
     Code.RATE_LIMITED: CodeUse(
-        "the API key has spent its `rate_limit_per_minute` cost points; HTTP 429 with "
-        "`Retry-After` (the seconds until enough are back)",
+        "the API key has spent its `rate_limit_per_minute` cost points or its "
+        "`server_seconds_per_minute` of server time, or has too many calls waiting for its "
+        "turn; HTTP 429 with `Retry-After` (the seconds until enough are back)",
         http_status=429,
     ),
     Code.INTERNAL_ERROR: CodeUse(

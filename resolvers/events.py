@@ -137,8 +137,10 @@ class Broadcaster:
                 return
 
     def _end_all(self, namespace: str) -> None:
-        """End every subscription of ``namespace`` with the error of one that fell behind."""
+        """End every subscription of ``namespace`` with the error of one that fell behind (the
+        changes they hold are dropped: they missed others)."""
         for subscriber in list(self._queues.get(namespace, ())):
+            self._drop(subscriber)
             self._end(subscriber)
 
     def _deliver(self, changes: list[Change]) -> None:
@@ -156,10 +158,10 @@ class Broadcaster:
                 self._backlog[subscriber.key] += 1
 
     def _end(self, subscriber: _Subscriber) -> None:
-        """Empty ``subscriber``'s queue but for the end marker, and say so to its ``on_end``."""
+        """Queue the end marker after the changes ``subscriber`` holds (its queue keeps a slot
+        for it), and say so to its ``on_end``."""
         if subscriber.ended:
             return
-        self._drop(subscriber)
         subscriber.queue.put_nowait(None)
         subscriber.ended = True
         if subscriber.on_end is not None:
