@@ -1,9 +1,12 @@
-"""How often ordinary conversation is taken for a secret: the secret detector (graphmem's
-``sensitive``, which capture uses to skip a message) over every LoCoMo turn.
+"""The secret detector (graphmem's ``sensitive``, which every write and capture runs): how often
+ordinary conversation is taken for a secret, and how long adversarial texts take to check.
 
-A flagged turn is a false positive: LoCoMo's conversations hold no credentials. Reports the
-share flagged per half (conversations 0-4 and 5-9) and overall, and lists every flagged turn
-with what it was taken for.
+1. Every LoCoMo turn: a flagged turn is a false positive (LoCoMo's conversations hold no
+   credentials). Reports the share flagged per half (conversations 0-4 and 5-9) and overall,
+   and lists every flagged turn with what it was taken for.
+2. Texts of ``ADVERSARIAL_CHARS`` characters, each one short piece repeated (``ADVERSARIAL``:
+   the prefix of each pattern that once cost its length squared, and the cue words): the best
+   of three times of ``findings``, the slowest first. Needs no data set.
 
     python -m bench.secrets [--out PATH]
 """
@@ -12,16 +15,61 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from graphmem.sensitive import sensitive
+from graphmem.sensitive import findings, sensitive
 
 from .common import dataset
 from .locomo import _sessions
 
 HALVES = {"conversations 0-4": range(0, 5), "conversations 5-9": range(5, 10)}
+#: The length of each adversarial text: twice the longest field a write takes (MAX_TEXT_LENGTH),
+#: the size the attack run measured.
+ADVERSARIAL_CHARS = 20_000
+#: The pieces repeated: the prefixes of detect-secrets' OpenAI, JWT and npm patterns and of
+#: graphmem's own token pattern, cue words of the credentials-in-words layer, and a few others.
+ADVERSARIAL = (
+    "sk-",
+    "sk-a",
+    "eyJ",
+    "eyJ-",
+    "//",
+    "//a/",
+    "://",
+    "a://b:",
+    "pw:",
+    "pw-",
+    "password:",
+    "token=",
+    "api_key=",
+    "secret ",
+    "code ",
+    "pin 1234 ",
+    "aws key '",
+    "glagent-",
+    "xoxb-1-",
+    "1 ",
+    "a-",
+    "hello world ",
+)
+
+
+def adversarial_times() -> list[tuple[str, float]]:
+    """(the piece repeated, milliseconds) for each of ``ADVERSARIAL``, the slowest first."""
+    findings("warm up: detect-secrets is imported on first use")
+    times = []
+    for piece in ADVERSARIAL:
+        text = (piece * (ADVERSARIAL_CHARS // len(piece) + 1))[:ADVERSARIAL_CHARS]
+        best = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            findings(text)
+            best = min(best, time.perf_counter() - started)
+        times.append((piece, best * 1000))
+    return sorted(times, key=lambda row: -row[1])
 
 
 def flagged_turns(samples: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -50,12 +98,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.secrets", description=__doc__)
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = parser.parse_args(argv)
+    times = adversarial_times()
+    print(f"| {ADVERSARIAL_CHARS:,} characters of | findings (ms, best of 3) |\n|---|---|")
+    print("\n".join(f"| {piece!r} repeated | {ms:.1f} |" for piece, ms in times))
+    print()
     folder = dataset("locomo")
     if folder is None:
         return 0
     samples = json.loads((folder / "locomo10.json").read_text(encoding="utf-8"))
     rows = []
-    report: dict[str, Any] = {}
+    report: dict[str, Any] = {"adversarial_ms": dict(times)}
     for name, indexes in {**HALVES, "all": range(len(samples))}.items():
         found, total = flagged_turns([samples[i] for i in indexes])
         report[name] = {"turns": total, "flagged": len(found)}

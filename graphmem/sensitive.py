@@ -9,8 +9,12 @@
 3. **Provider formats** from detect-secrets (``_PLUGINS``): AWS, GitHub, Slack, Stripe and more.
 4. **Card numbers**: 13 to 19 digits passing the Luhn check.
 
-``bench/secrets.py`` measures how often ordinary conversation is flagged (bench/REPORT.md,
-"Secrets").
+Every layer reads a text in time linear in its length, whatever it holds: the provider formats
+whose patterns would rescan a run of their prefix from each repetition ("sk-sk-sk-…") are tried
+only where detect-secrets' own search could first match (:data:`_FIRST_IN_RUN`), a word is
+judged by its first ``_WORD_READ`` characters, and a word holding cue word after cue word by
+its first ``_REACH`` cues. ``bench/secrets.py`` measures how often ordinary conversation is
+flagged (bench/REPORT.md, "Secrets") and how long the adversarial texts take.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 #: (what it is, how it reads) for each secret kind found by a pattern of ours.
 _PATTERNS: Final = (
@@ -43,7 +47,9 @@ _PATTERNS: Final = (
         "a token",
         re.compile(
             r"\bgh[pousr]_[A-Za-z0-9]{30,}|\bgithub_pat_\w{20,}|\bxox[abposr]-[A-Za-z0-9-]{10,}"
-            r"|\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}|\bbearer\s+[\w.~+/-]{16,}",
+            # At the start of a run of [\w-] only: tried after each "-" of "eyJ-eyJ-…", it would
+            # read the rest of the run each time (a JWT glued after a "-" is the plugin's).
+            r"|(?<![\w-])eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}|\bbearer\s+[\w.~+/-]{16,}",
             re.I,
         ),
     ),
@@ -101,7 +107,20 @@ _REACH: Final = 6
 _BEFORE: Final = 4
 _WORD: Final = re.compile(r"\S+")
 _EDGES: Final = "\"'()[]{}<>,.;:!?\u201c\u201d\u2018\u2019"
+#: How much of a word is read to judge whether it is shaped like a secret (a word of
+#: thousands of characters is judged by its start).
+_WORD_READ: Final = 64
 _CARD: Final = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
+_DIGITS: Final = re.compile(r"\d{4,8}")
+#: What ``_secret_shaped`` looks for in a word, and the words with digits it does not take.
+_LETTER: Final = re.compile(r"[A-Za-z]")
+_DIGIT: Final = re.compile(r"\d")
+_SYMBOL: Final = re.compile(r"[^A-Za-z\d'-]")
+_LOWER: Final = re.compile(r"[a-z]")
+_UPPER: Final = re.compile(r"[A-Z]")
+_NOT_MADE_UP: Final = re.compile(
+    r"[A-Za-z]+-\d+|[\d:.,/-]*\d(?:st|nd|rd|th|s|am|pm|k|km|kg|m|h|min)?", re.I
+)
 
 #: The detect-secrets plugins used (module, class): formats of providers, never guesses. Its
 #: keyword and high-entropy plugins are not used: they are written for source code and flag
@@ -126,6 +145,17 @@ _PLUGINS: Final = (
     ("telegram_token", "TelegramBotTokenDetector"),
     ("twilio", "TwilioKeyDetector"),
 )
+#: The plugins whose pattern is a prefix, then a run of characters it reads to its end before
+#: deciding (module: prefix, the run's characters). Searched as detect-secrets searches, a run of
+#: the prefix repeated ("sk-sk-…", "eyJeyJ…", "////…") is read again from each repetition: its
+#: length squared. But where a later prefix in a run matches, the first one in it matches too
+#: (it reads the same run, only longer), and a match ends past every later one, so trying the
+#: first prefix of each run, from the end of the last match on, finds exactly the same matches.
+_FIRST_IN_RUN: Final = {
+    "openai": ("sk-", re.compile(r"[A-Za-z0-9_-]+")),
+    "jwt": ("eyJ", re.compile(r"[A-Za-z0-9_=-]+")),
+    "npm": ("//", re.compile(r"[^\n]+")),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,11 +181,7 @@ def findings(text: str) -> list[Finding]:
         for m in pattern.finditer(text)
     ]
     out += _credentials_in_words(text)
-    for what, analyze in _detectors():
-        for secret in analyze(text):
-            at = text.find(secret) if secret else -1
-            if at >= 0:
-                out.append(Finding(what, at, at + len(secret)))
+    out += _provider_formats(text)
     out += [
         Finding("a card number", m.start(), m.end())
         for m in _CARD.finditer(text)
@@ -190,7 +216,24 @@ def _credentials_in_words(text: str) -> list[Finding]:
     # (a text of cue words, "pw pw pw…", would otherwise cost its length squared).
     words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
     starts = [start for start, _ in words]
+    judged: dict[tuple[int, int], tuple[bool, bool]] = {}
+
+    def judge(start: int, end: int) -> tuple[bool, bool]:
+        """Whether the word is shaped like a secret, and whether it is 4 to 8 digits: each
+        word judged once, however many cues reach it."""
+        if (start, end) not in judged:
+            token = _read(text, start, end)
+            judged[start, end] = (_secret_shaped(token), bool(_DIGITS.fullmatch(token)))
+        return judged[start, end]
+
+    word = cues = 0  # the word the last cue is in, and how many cues it holds so far
     for cue in _CREDENTIAL.finditer(text):
+        # A word holding cue after cue ("pw-pw-pw-…") is judged by its first few: each would
+        # judge the rest of that word again.
+        holder = bisect.bisect_right(starts, cue.start()) - 1
+        word, cues = holder, (cues + 1 if holder == word else 1)
+        if cues > _REACH:
+            continue
         digits_count = cue.group("code") is not None
         # The words before the cue: those that start before it, the last cut where it starts.
         first_after = bisect.bisect_left(starts, cue.end())
@@ -201,21 +244,23 @@ def _credentials_in_words(text: str) -> list[Finding]:
         if (
             cue.group().lower().startswith("code")
             and before
-            and text[slice(*before[-1])].strip(_EDGES).lower() in _PUBLIC_CODES
+            and _read(text, *before[-1]).lower() in _PUBLIC_CODES
         ):
             continue
         what = "a PIN or one-time code" if digits_count else "a password"
         for start, end in _after(words, first_after, cue.end()):
-            token = text[start:end].strip(_EDGES)
-            if _secret_shaped(token) or (digits_count and re.fullmatch(r"\d{4,8}", token)):
+            shaped, digits = judge(start, end)
+            if shaped or (digits_count and digits):
                 out.append(Finding(what, start, end))
         # "I use Pa$$w0rd as my password": the secret may also come just before the word.
-        out += [
-            Finding("a password", start, end)
-            for start, end in before
-            if _secret_shaped(text[start:end].strip(_EDGES))
-        ]
+        out += [Finding("a password", s, e) for s, e in before if judge(s, e)[0]]
     return out
+
+
+def _read(text: str, start: int, end: int) -> str:
+    """The word ``text[start:end]`` as it is judged: its first ``_WORD_READ`` characters, without
+    the quotes and punctuation at its edges."""
+    return text[start : min(end, start + _WORD_READ)].strip(_EDGES)
 
 
 def _after(words: list[tuple[int, int]], first: int, at: int) -> list[tuple[int, int]]:
@@ -231,30 +276,83 @@ def _secret_shaped(token: str) -> bool:
     """Whether a word looks made up to be hard to guess: 6 or more characters with letters and
     digits ("hunter2", "Tr0ub4dor&3"; not "covid-19", a date, a time or an amount), or with
     upper and lower case and a symbol ("Pa$$word")."""
-    if len(token) < 6 or not re.search(r"[A-Za-z]", token):
+    if len(token) < 6 or not _LETTER.search(token):
         return False
-    if re.search(r"\d", token):
-        return not re.fullmatch(
-            r"[A-Za-z]+-\d+|[\d:.,/-]*\d(?:st|nd|rd|th|s|am|pm|k|km|kg|m|h|min)?", token, re.I
-        )
-    return bool(
-        re.search(r"[^A-Za-z\d'-]", token)
-        and re.search(r"[a-z]", token)
-        and re.search(r"[A-Z]", token)
-    )
+    if _DIGIT.search(token):
+        return not _NOT_MADE_UP.fullmatch(token)
+    return bool(_SYMBOL.search(token) and _LOWER.search(token) and _UPPER.search(token))
+
+
+def _provider_formats(text: str) -> list[Finding]:
+    """What detect-secrets' provider plugins find in ``text``, as their ``analyze_string``
+    finds it (each non-empty group of a match, else the match; a JWT only if well formed), but
+    with where each is: so every copy of a secret that is written twice is found."""
+    out = []
+    for what, plugin, first_in_run, check in _detectors():
+        for pattern in plugin.denylist:
+            found = (
+                pattern.finditer(text)
+                if first_in_run is None
+                else _first_in_run(pattern, text, *first_in_run)
+            )
+            for match in found:
+                if pattern.groups:
+                    spans = [match.span(g) for g in range(1, pattern.groups + 1) if match.group(g)]
+                else:
+                    spans = [match.span()]
+                out += [
+                    Finding(what, start, end)
+                    for start, end in spans
+                    if check is None or check(text[start:end])
+                ]
+    return out
+
+
+def _first_in_run(
+    pattern: re.Pattern[str], text: str, prefix: str, run: re.Pattern[str]
+) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` in ``text`` (see :data:`_FIRST_IN_RUN`), each tried at the
+    first ``prefix`` of a run of ``run``'s characters after the last match; a run where it
+    does not match is passed over whole."""
+    at = text.find(prefix)
+    while at >= 0:
+        match = pattern.match(text, at)
+        if match is not None:
+            yield match
+            done = match.end()
+        else:
+            chars = run.match(text, at)
+            done = at + 1 if chars is None else chars.end()
+        at = text.find(prefix, done)
 
 
 @functools.cache
-def _detectors() -> tuple[tuple[str, Callable[[str], Iterable[str]]], ...]:
-    """detect-secrets' provider plugins, imported on first use (a quarter of a second)."""
+def _detectors() -> tuple[
+    tuple[str, Any, tuple[str, re.Pattern[str]] | None, Callable[[str], bool] | None], ...
+]:
+    """detect-secrets' provider plugins, imported on first use (a quarter of a second): what
+    each finds, the plugin, how its pattern is searched (:data:`_FIRST_IN_RUN`; None: as
+    usual) and the check its ``analyze_string`` makes of a match (the JWT plugin's)."""
     import importlib
+
+    from detect_secrets.plugins.base import RegexBasedDetector
 
     out = []
     for module, cls in _PLUGINS:
         plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)()
         name = plugin.secret_type
-        out.append((f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}", plugin.analyze_string))
+        what = f"{'an' if name[0].lower() in 'aeiou' else 'a'} {name}"
+        check = None
+        if type(plugin).analyze_string is not RegexBasedDetector.analyze_string:
+            # It filters what the patterns find (JWT: a well-formed token); asked of one match,
+            # it gives that match back if it keeps it.
+            check = functools.partial(_kept_by, plugin)
+        out.append((what, plugin, _FIRST_IN_RUN.get(module), check))
     return tuple(out)
+
+
+def _kept_by(plugin: Any, secret: str) -> bool:
+    return secret in plugin.analyze_string(secret)
 
 
 def _luhn(digits: str) -> bool:

@@ -1,13 +1,16 @@
-"""Capture never stores a secret, whatever the phrasing; ordinary sentences still go in."""
+"""Capture never stores a secret, whatever the phrasing; ordinary sentences still go in; any text
+is checked in time linear in its length."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from graphmem import InvalidInput, Memory, Settings
-from graphmem.sensitive import sensitive
+from graphmem.sensitive import findings, redact, sensitive
 
 from ..support.clock import Clock
 
@@ -108,3 +111,76 @@ def test_direct_writes_store_refuse_or_redact_secrets_as_configured(
         assert mem.search("hunter2", mode="fts") == []
         files = [p for p in (data_dir / "redact").rglob("*") if p.is_file()]
         assert not any(b"hunter2" in p.read_bytes() for p in files)
+
+
+# ------------------------------------------------------------------------ adversarial texts
+
+#: The length of the texts below: twice the longest field a write takes (the attack run's size).
+LONG = 20_000
+#: Linear code checks such a text in a few tens of milliseconds; the patterns that read a run
+#: again from each repetition of its prefix took 350 ms to 1.7 s.
+BOUND_S = 0.1
+OPENAI_KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" + "T3BlbkFJ" + "k1L2m3N4o5P6q7R8s9T0"
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"
+NPM_LINE = "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789"
+SENDGRID_KEY = "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG"
+
+
+def _repeated(piece: str, length: int = LONG) -> str:
+    return (piece * (length // len(piece) + 1))[:length]
+
+
+def _fastest(check: Callable[[], object]) -> float:
+    """The best of three timings of ``check()``, in seconds (the machine is shared)."""
+    times = []
+    for _ in range(3):
+        started = time.perf_counter()
+        check()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+@pytest.mark.parametrize(
+    "piece",
+    ["sk-", "sk-a", "eyJ-", "//", "//a/", "://", "pw:", "pw-", "password:", "token=", "api_key="],
+)
+def test_a_long_text_of_one_prefix_repeated_is_checked_in_well_under_a_tenth_of_a_second(
+    piece: str,
+) -> None:
+    """Once 0.35 to 1.7 s each, five such fields a fact: the OpenAI, JWT and npm patterns and
+    graphmem's own token pattern read the rest of the run again from each repetition, and each
+    credential word in one long word read the rest of that word."""
+    text = _repeated(piece)
+    findings("warm up")
+    assert _fastest(lambda: findings(text)) < BOUND_S
+
+
+@pytest.mark.parametrize(
+    ("junk", "secret", "what"),
+    [
+        ("sk-", OPENAI_KEY, "an OpenAI Token"),
+        ("eyJ", JWT, "a JSON Web Token"),
+        ("eyJ-", JWT, "a token"),
+        ("//", NPM_LINE, "a NPM tokens"),
+        ("pw:", "pw: Tr0ub4dor&3", "a password"),
+    ],
+    ids=["openai", "jwt", "graphmem-jwt", "npm", "credential-word"],
+)
+def test_a_secret_after_a_long_run_of_its_prefix_is_found_and_redacted_in_time(
+    junk: str, secret: str, what: str
+) -> None:
+    separator = "\n" if junk == "//" else " "
+    text = _repeated(junk, LONG - len(secret) - 1) + separator + secret
+    found: list[str] = []
+    assert _fastest(lambda: found.extend(f.what for f in findings(text))) < BOUND_S
+    assert what in found
+    assert secret.split()[-1][-12:] not in redact(text)
+
+
+def test_every_copy_of_a_secret_written_twice_is_found_and_redacted() -> None:
+    """A provider format's finding was placed at the first copy of the text found, so the second
+    copy of a key written twice was left in the redacted text."""
+    text = f"the key {SENDGRID_KEY} again: {SENDGRID_KEY}"
+    spans = [(f.start, f.end) for f in findings(text) if f.what == "a SendGrid API Key"]
+    assert [text[a:b] for a, b in spans] == [SENDGRID_KEY, SENDGRID_KEY] and len(set(spans)) == 2
+    assert redact(text) == "the key [secret] again: [secret]"
