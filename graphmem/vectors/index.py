@@ -11,6 +11,10 @@ The store stays the source of truth: writes reach this index through the outbox
 2. Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
    server): one writes at a time (:meth:`VectorIndex.writing`), each write is logged in the
    store's vector log, and every process follows the log (:meth:`VectorIndex.catch_up`).
+3. LanceDB makes its files with the process's umask; after each write (and on opening) the
+   files and folders of a local table are given the data directory's modes, 0600 and 0700
+   (:func:`made_private`). Its folder is 0700 from the start, so no one else could reach
+   them in between.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 import queue
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import threading
@@ -39,7 +44,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from ..errors import StorageError
-from ..files import private_folder, private_opener
+from ..files import PRIVATE_FILE, PRIVATE_FOLDER, private_folder, private_opener
 from .embedders import Vectors
 from .mirror import Mirror, columns
 
@@ -179,6 +184,7 @@ class VectorIndex:
                 f"the vector index at {path} holds {stored.list_size}-dimensional vectors, "
                 f"the embedder makes {dimensions}"
             )
+        self._made_private()  # what it made, and what an older graphmem left
 
     def _opened(self) -> Any:
         """The table, opened. It may be listed before it can be opened: another process (in
@@ -463,6 +469,7 @@ class VectorIndex:
         with self._lock:
             self._db.drop_table(TABLE)
             self._table = self._db.create_table(TABLE, schema=self._schema)
+            self._made_private()
             self._mirror = Mirror(self.dimensions)
 
     def compact(self, *, erase: bool = False) -> None:
@@ -474,6 +481,7 @@ class VectorIndex:
         with self._lock, warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # lancedb warns about erase's risk
             self._table.optimize(cleanup_older_than=timedelta(0) if erase else OLD_VERSIONS_KEPT)
+            self._made_private()
             self._commits = 0
 
     def optimize(self) -> dict[str, Any]:
@@ -493,6 +501,7 @@ class VectorIndex:
                 with warnings.catch_warnings(), native_output_logged():
                     warnings.simplefilter("ignore", DeprecationWarning)
                     self._table.create_index("vector", config=IvfPq(distance_type="cosine"))
+                self._made_private()
                 indexed = True
             return {"rows": rows, "ann_index": indexed, **self.prepare()}
 
@@ -522,6 +531,35 @@ class VectorIndex:
         due = min(COMPACT_EVERY_MAX, max(COMPACT_EVERY, rows // COMPACT_ROWS_PER_WRITE))
         if self._commits >= due:
             self.compact()
+        else:
+            self._made_private()
+
+    def _made_private(self) -> None:
+        """Give what LanceDB wrote of a local table the data directory's modes."""
+        if self.location.uri is None:
+            made_private(self.location.path)
+
+
+def made_private(folder: Path) -> None:
+    """Every file under ``folder`` PRIVATE_FILE and every folder PRIVATE_FOLDER, as graphmem's
+    own files are (graphmem.files), where LanceDB's umask-given modes differ. A file removed
+    meanwhile (another process's compaction) is passed over; a link is left alone (LanceDB
+    makes none)."""
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        try:
+            mode = entry.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                if stat.S_IMODE(mode) != PRIVATE_FOLDER:
+                    os.chmod(entry.path, PRIVATE_FOLDER)
+                made_private(Path(entry.path))
+            elif stat.S_ISREG(mode) and stat.S_IMODE(mode) != PRIVATE_FILE:
+                os.chmod(entry.path, PRIVATE_FILE)
+        except FileNotFoundError:
+            continue
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from graphmem import Memory
+from graphmem import Memory, Settings
 from graphmem.errors import StorageError
 from graphmem.vectors import index as vectors
 from graphmem.vectors import kernels, partitions, projection
@@ -480,3 +481,30 @@ def test_a_table_listed_before_it_can_be_opened_is_waited_for(
     failures.update(left=1, message="the table's files are damaged")
     with pytest.raises(StorageError, match="damaged"):
         vectors.VectorIndex(tmp_path / "vectors", 8)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX permissions")
+def test_every_file_of_the_vector_index_is_its_owners_alone_whatever_the_umask(
+    tmp_path: Path,
+) -> None:
+    """LanceDB writes with the process's umask: under 022 its data, manifests, transactions
+    and folders were once 0644 and 0755 (35 of them), against the data directory's 0600/0700."""
+    data_dir = tmp_path / "data"
+    umask = os.umask(0o022)  # the usual umask, which leaves new files readable by everyone
+    try:
+        with Memory.open(data_dir, settings=Settings(embedder="hash")) as mem:
+            for n in range(3):  # a fragment, a manifest and a transaction each
+                mem.store_many([{"text": f"fact {n}.{m} about the garden"} for m in range(5)])
+            gone = mem.store("Ana's phone is in the drawer").fact
+            assert gone is not None
+            mem.forget(gone.id)
+            mem.purge(gone.id)  # deletes its row, then every older version of the table
+            mem.optimize()  # compacts: new fragments, a new manifest, older versions removed
+    finally:
+        os.umask(umask)
+    paths = list(data_dir.rglob("*"))
+    table = [p.relative_to(data_dir).as_posix() for p in paths if "facts.lance" in p.parts]
+    assert any("/data/" in p for p in table) and any("/_versions/" in p for p in table)
+    modes = {p.relative_to(data_dir).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in paths}
+    wanted = {p.relative_to(data_dir).as_posix(): 0o700 if p.is_dir() else 0o600 for p in paths}
+    assert modes == wanted
