@@ -8,7 +8,9 @@ WebSocket, MCP over HTTP or stdio):
    ``per_key`` calls at once and queues at most ``queue_per_key`` more (beyond them:
    ``RATE_LIMITED``, try again in a second). When a thread frees, the waiting keys are served in
    turn (the key given a thread longest ago first), so a key with a hundred calls waiting delays
-   another key's call by at most one call, never by the hundred.
+   another key's call by at most one call, never by the hundred. The same turns, without
+   threads, bound the requests one key has running at once (``REQUESTS_PER_KEY``), so that the
+   short parts requests run on the event loop never line up a thousand deep.
 2. **Server time** (:class:`ServerTime`): each key may use ``seconds_per_minute`` of the pools'
    threads, refilled continuously like the cost points (GitHub's secondary rate limits are the
    model). Each call's time is charged to its key when it ends, whatever it cost by estimate; a
@@ -27,7 +29,7 @@ import math
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, TypeVar
 
@@ -58,6 +60,12 @@ LANE_PER_KEY: Final = 1
 #: Threads for writes: a write's thread mostly waits for its group commit, so several run at
 #: once to be committed together; one key may hold half of them.
 WRITE_THREADS: Final = 32
+#: Requests (GraphQL queries and mutations on any face, MCP calls) one key may have running at
+#: once in a process, and all keys together; the others wait their turn. A request's own part
+#: on the event loop (completing its answer) is short, but a thousand of one key's at once
+#: would each hold every other request up by as much.
+REQUESTS_PER_KEY: Final = 32
+REQUESTS: Final = 512
 
 
 class Admission:
@@ -83,6 +91,7 @@ class Admission:
         self.reads = Turns("read", 2 * read_threads, read_threads, server_time=used)
         self.writes = Turns("write", WRITE_THREADS, WRITE_THREADS // 2, server_time=used)
         self.lane = Turns("lane", LANE_THREADS, LANE_PER_KEY, server_time=used)
+        self.requests = Turns("request", REQUESTS, REQUESTS_PER_KEY)
         self.events = EventRate(events_per_second)
 
     def admit(
@@ -137,7 +146,7 @@ class Admission:
         return await self.lane.run(key_id, lambda: asyncio.run(_awaited(fn)))
 
     def close(self) -> None:
-        for pool in (self.reads, self.writes, self.lane):
+        for pool in (self.reads, self.writes, self.lane, self.requests):
             pool.close()
 
 
@@ -250,7 +259,7 @@ class Turns:
         self.per_key = min(per_key, slots)
         self.queue_per_key = queue_per_key
         self.server_time = server_time
-        self._executor = ThreadPoolExecutor(slots, thread_name_prefix=f"graphmem-{name}")
+        self._executor: ThreadPoolExecutor | None = None  # made when first needed
         self._free = slots
         self._running: Counter[str] = Counter()
         #: The keys with calls waiting, and when each running or waiting key was last given a
@@ -275,12 +284,27 @@ class Turns:
                 loop.call_soon_threadsafe(self._release, key, key_id, elapsed)
 
         try:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    self.slots, thread_name_prefix=f"graphmem-{self.name}"
+                )
             future = self._executor.submit(contextvars.copy_context().run, fn)
         except BaseException:
             self._release(key, key_id, 0.0)
             raise
         future.add_done_callback(ended)
         return await asyncio.wrap_future(future)
+
+    @contextlib.asynccontextmanager
+    async def held(self, key_id: str | None) -> AsyncIterator[None]:
+        """A turn without a thread, for the block: for the part of a request done on the event
+        loop (counted, not charged as server time)."""
+        key = KEYLESS if key_id is None else key_id
+        await self._turn(key)
+        try:
+            yield
+        finally:
+            self._release(key, None, 0.0)
 
     def busy(self, key_id: str | None) -> int:
         """The calls of ``key_id`` running now."""
@@ -291,7 +315,8 @@ class Turns:
 
     def close(self) -> None:
         """Stop the threads once their calls return (the server is stopping)."""
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def _turn(self, key: str) -> None:
         if self._free > 0 and self._running[key] < self.per_key and key not in self._waiting:

@@ -148,9 +148,10 @@ async def call(
         pool = admission.lane if cost >= HEAVY_COST else admission.reads
         timeout = memory.settings.request_timeout
         try:
-            text, data = await asyncio.wait_for(
-                pool.run(key_id, lambda: _limited(tool, memory, args)), timeout
-            )
+            async with admission.requests.held(key_id):
+                text, data = await asyncio.wait_for(
+                    pool.run(key_id, lambda: _limited(tool, memory, args)), timeout
+                )
         except TimeoutError:
             raise QueryTimeout(
                 f"the call took longer than {timeout:g} s (setting request_timeout)"

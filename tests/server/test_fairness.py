@@ -291,3 +291,27 @@ def test_events_of_a_key_are_paced_to_its_rate() -> None:
     assert waits[:100] == [0.0] * 100  # a second's worth at once
     assert waits[299] == pytest.approx(2.0)  # then 100 a second
     assert rate.wait("other") == 0.0  # each key its own
+
+
+def test_a_keys_requests_beyond_its_share_wait_for_one_of_its_own_to_end() -> None:
+    requests = fairness.Turns("request", 8, 2)
+
+    async def run() -> list[str]:
+        order: list[str] = []
+        release = asyncio.Event()
+
+        async def request(key: str, name: str) -> None:
+            async with requests.held(key):
+                order.append(name)
+                if name != "other":
+                    await release.wait()
+
+        mine = [asyncio.create_task(request("a", f"a{n}")) for n in range(3)]
+        await asyncio.sleep(0.01)
+        await request("b", "other")  # another key goes in at once
+        assert requests.busy("a") == 2 and order[:2] == ["a0", "a1"]
+        release.set()
+        await asyncio.gather(*mine)
+        return order
+
+    assert asyncio.run(run()) == ["a0", "a1", "other", "a2"]
