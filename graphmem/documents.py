@@ -9,7 +9,15 @@ The files are the source of truth; memory holds an index of them. ``Memory.sync_
 3. forgets the chunks of a file gone from a synced folder, and drops its record.
 
 A chunk's ``source`` is ``{path}:{first line}-{last line}``, so :func:`read_lines` gives back the
-lines a hit came from. Files are opened without following any symbolic link (:func:`_open_file`).
+lines a hit came from, from the file the sync read and no other:
+
+- files are opened without following any symbolic link (:func:`_open_file`);
+- a file with more than one name (a hard link: its link count above 1) is neither synced nor
+  read back, since its other name may be anywhere, another namespace's database included;
+- a sync records the file's device and inode numbers (``DocumentFile.inode``), and read-back
+  refuses a file at that path that is another one (replaced, by a link or by an editor that
+  saves to a new file) until a sync records it: NotFound saying to sync again. So does a
+  record from before graphmem recorded them; the next sync records them, unchanged or not.
 """
 
 from __future__ import annotations
@@ -48,6 +56,17 @@ _FOLDER_FLAGS: Final = (
     getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 )
 
+#: Why a file is refused: it has other names; it is not the file its sync read; its record
+#: does not say which file that was.
+_HARD_LINK: Final = "a hard link (the file has another name, which may be anyone's file)"
+_REPLACED: Final = (
+    "it is another file than the one synced (replaced, or a link to another file): sync it "
+    "again to read it back"
+)
+_UNRECORDED: Final = (
+    "it was synced before graphmem recorded which file it is: sync it again to read it back"
+)
+
 _HEADING: Final = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
 _FENCE: Final = re.compile(r"^ {0,3}(```|~~~)")
 _NAME_DATE: Final = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
@@ -75,6 +94,9 @@ class DocumentFile:
     #: Loaded by an import and not synced on this machine since: not read back (the path is
     #: another machine's) until a sync here finds the file.
     imported: bool = False
+    #: Which file the sync read: its device and inode numbers (``"2049:1234"``); read-back
+    #: opens that file only. None: recorded by an import, or before graphmem recorded it.
+    inode: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +119,8 @@ class Snapshot:
     hash: str
     mtime: float
     size: int
+    #: The file's device and inode numbers (see ``DocumentFile.inode``).
+    inode: str
 
     @property
     def date(self) -> float | None:
@@ -243,7 +267,13 @@ def read(path: Path) -> Snapshot | str:
         hashlib.sha256(data).hexdigest(),
         after.st_mtime,
         after.st_size,
+        inode_of(after),
     )
+
+
+def inode_of(status: os.stat_result) -> str:
+    """A file's device and inode numbers, as ``DocumentFile.inode`` records them."""
+    return f"{status.st_dev}:{status.st_ino}"
 
 
 def lines_of(text: str) -> list[str]:
@@ -323,7 +353,8 @@ def read_lines(recorded: DocumentFile | None, path: str, start: int, end: int | 
     """Lines ``start`` to ``end`` (1-based, inclusive; None: to the end, at most
     ``MAX_READ_LINES``) of a synced file as it is on disk now. NotFound for a file no sync on
     this machine recorded (only synced files can be read back; an imported record is not), or
-    one gone, now a symbolic link (or under one) or not a regular file; InvalidInput for a bad
+    one gone, now a symbolic link (or under one), not a regular file, a hard link, or another
+    file than the one the sync read (or recorded before its inode was); InvalidInput for a bad
     range, one starting past the end of the file, or a file grown past ``MAX_DOCUMENT_BYTES``."""
     for name, value in (("start", start), ("end", end)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -343,7 +374,7 @@ def read_lines(recorded: DocumentFile | None, path: str, start: int, end: int | 
             "this machine to read it back"
         )
     try:
-        data, _, _ = _load(recorded.path)
+        data, _, _ = _load(recorded.path, recorded)
     except _TooLarge as refused:
         raise InvalidInput(f"{path!r} is {refused.reason} (see sync_files)", field="path") from None
     except _Refused as refused:
@@ -367,17 +398,25 @@ class _TooLarge(_Refused):
     """The file is larger than ``MAX_DOCUMENT_BYTES``."""
 
 
-def _load(path: str) -> tuple[bytes, os.stat_result, os.stat_result]:
+def _load(
+    path: str, recorded: DocumentFile | None = None
+) -> tuple[bytes, os.stat_result, os.stat_result]:
     """The bytes of the markdown file at ``path`` (absolute, normalised) with its status before
     and after they were read. _Refused if it is no such file, if it or a folder on its path is
-    a symbolic link, or if it is not a regular file; _TooLarge past ``MAX_DOCUMENT_BYTES`` (at
-    most one byte more is read, whatever its size says)."""
+    a symbolic link, if it is not a regular file, if it has another name (a hard link) or, for
+    a read-back of ``recorded``, if it is not the file that record's sync read; _TooLarge past
+    ``MAX_DOCUMENT_BYTES`` (at most one byte more is read, whatever its size says). Nothing is
+    read from a file refused."""
     if not path.lower().endswith(MARKDOWN_SUFFIXES):
         raise _Refused("not a markdown file")
     with open(_open_file(path), "rb") as file:
         before = os.fstat(file.fileno())
         if not stat.S_ISREG(before.st_mode):
             raise _Refused("not a regular file")
+        if before.st_nlink > 1:
+            raise _Refused(_HARD_LINK)
+        if recorded is not None and recorded.inode != inode_of(before):
+            raise _Refused(_UNRECORDED if recorded.inode is None else _REPLACED)
         if before.st_size > MAX_DOCUMENT_BYTES:
             raise _TooLarge(f"larger than {MAX_DOCUMENT_BYTES:,} bytes")
         data = file.read(MAX_DOCUMENT_BYTES + 1)

@@ -154,8 +154,11 @@ class Writer:
                 report.skipped.append((path, snapshot))
                 continue
             if before is not None and before.hash == snapshot.hash:
-                if before.imported:  # its chunks came with the import; now read back here too
-                    self._found_here(before, snapshot)
+                # Its chunks came with an import, or it is another file of the same text (an
+                # editor's save to a new file), or its record predates inodes: recorded anew,
+                # so that read-back opens it.
+                if before.imported or before.inode != snapshot.inode:
+                    self._recorded_again(before, snapshot)
                 report.unchanged.append(path)
                 continue
             report.chunks += self.sync_document(snapshot, documents.chunk_markdown(snapshot.text))
@@ -231,7 +234,13 @@ class Writer:
             _link_in_episode(tx, [(b.id, a.id) for a, b in itertools.pairwise(new)])
             tx.put_document(
                 documents.DocumentFile(
-                    path, snapshot.hash, snapshot.mtime, snapshot.size, len(new), tx.now
+                    path,
+                    snapshot.hash,
+                    snapshot.mtime,
+                    snapshot.size,
+                    len(new),
+                    tx.now,
+                    inode=snapshot.inode,
                 )
             )
             self._cache.keep(tx, fresh)
@@ -258,8 +267,10 @@ class Writer:
         self._announce_committed(tx, changes)
         return len(old)
 
-    def _found_here(self, imported: documents.DocumentFile, snapshot: documents.Snapshot) -> None:
-        """Record that a sync on this machine found the file an import recorded, as it was."""
+    def _recorded_again(
+        self, recorded: documents.DocumentFile, snapshot: documents.Snapshot
+    ) -> None:
+        """Record the file this sync read, of the text ``recorded`` names (its chunks stand)."""
         with self._store.transaction() as tx:
             tx.put_document(
                 documents.DocumentFile(
@@ -267,8 +278,9 @@ class Writer:
                     snapshot.hash,
                     snapshot.mtime,
                     snapshot.size,
-                    imported.chunks,
+                    recorded.chunks,
                     tx.now,
+                    inode=snapshot.inode,
                 )
             )
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -355,6 +357,90 @@ def test_a_synced_file_swapped_for_a_symbolic_link_is_not_read_through_it(
         documents.read_lines(record, record.path, 1, 1)
 
 
+def _other_tenants_database(folder: Path) -> Path:
+    """A SQLite database holding another tenant's secret, as another namespace's file is."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "graphmem.sqlite3"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE facts (text TEXT)")
+        conn.execute("INSERT INTO facts VALUES ('the other tenant''s secret')")
+    conn.close()
+    return path
+
+
+def test_a_synced_note_swapped_for_a_hard_link_to_another_file_is_refused_for_a_reader(
+    app: Starlette, settings: Settings, clock: Clock, keys: KeyStore, notes: Path, tmp_path: Path
+) -> None:
+    """A hard link is the file itself under a second name: it was read back as the note, so a
+    read-only key of one namespace read another namespace's SQLite file."""
+    memory_md = notes / "MEMORY.md"
+    with Memory.open(settings=settings, clock=clock) as mem:
+        mem.sync_files([memory_md])
+        other = _other_tenants_database(tmp_path / "elsewhere" / "other")
+        memory_md.unlink()
+        os.link(other, memory_md)
+        with pytest.raises(NotFound, match="a hard link"):
+            mem.read_lines(memory_md, 1, 5)
+        assert mem.sync_files([memory_md]).skipped == [(str(memory_md), documents._HARD_LINK)]
+    reader, _ = keys.create(["default"], read_only=True)
+    query = "query($p: String!) { documentLines(path: $p) }"
+    with InProcess(app) as api:
+        status, body = api.post(query, {"p": str(memory_md)}, bearer(reader))
+    assert status == 200 and body["errors"][0]["extensions"]["code"] == "NOT_FOUND"
+    assert "hard link" in body["errors"][0]["message"] and "secret" not in json.dumps(body)
+
+
+def test_a_synced_note_replaced_by_another_file_is_read_back_only_after_the_next_sync(
+    mem: Memory, notes: Path, tmp_path: Path
+) -> None:
+    """Read-back opens the file the sync read (its device and inode), not whatever is at its
+    path now: another file moved there, or an editor's save to a new file, waits for a sync."""
+    memory_md = notes / "MEMORY.md"
+    mem.sync_files([memory_md])
+    assert mem.read_lines(memory_md, 1, 1) == "# Preferences"
+    # Both made while the note exists, so that neither reuses its inode number once it is gone.
+    other = _other_tenants_database(tmp_path / "elsewhere" / "other")
+    saved = tmp_path / "saved.md"  # an editor's save: the same text, in a new file
+    saved.write_text("# Preferences\n\nThe user prefers dark mode and vim.\n", encoding="utf-8")
+    other.replace(memory_md)  # one name only: a rename, not a link
+    with pytest.raises(NotFound, match="another file than the one synced") as refused:
+        mem.read_lines(memory_md, 1, 5)
+    assert "secret" not in refused.value.message
+    saved.replace(memory_md)
+    with pytest.raises(NotFound, match="sync it again"):
+        mem.read_lines(memory_md, 1, 1)
+    report = mem.sync_files([memory_md])
+    assert report.unchanged == [str(memory_md)] and report.chunks == 0  # nothing re-indexed
+    assert mem.read_lines(memory_md, 1, 1) == "# Preferences"
+
+
+def test_a_note_with_another_name_is_not_synced(mem: Memory, notes: Path, tmp_path: Path) -> None:
+    """Its other name may be anywhere, another tenant's file included: it is skipped, saying
+    why, and a synced note given a second name later is no longer read back."""
+    memory_md, daily = notes / "MEMORY.md", notes / "2024-05-01.md"
+    os.link(daily, tmp_path / "second-name.md")
+    report = mem.sync_files([notes])
+    assert report.added == [str(memory_md)]
+    assert report.skipped == [(str(daily), documents._HARD_LINK)]
+    os.link(memory_md, tmp_path / "another-name.md")
+    with pytest.raises(NotFound, match="a hard link"):
+        mem.read_lines(memory_md, 1, 1)
+
+
+def test_a_record_synced_before_inodes_were_recorded_is_read_back_after_the_next_sync(
+    mem: Memory, notes: Path
+) -> None:
+    memory_md = notes / "MEMORY.md"
+    mem.sync_files([memory_md])
+    [record] = mem.documents()
+    with mem._store.transaction() as tx:  # as migration 23 leaves a record made before it
+        tx.put_document(dataclasses.replace(record, inode=None))
+    with pytest.raises(NotFound, match="synced before graphmem recorded which file it is"):
+        mem.read_lines(memory_md, 1, 1)
+    assert mem.sync_files([memory_md]).unchanged == [str(memory_md)]
+    assert mem.read_lines(memory_md, 1, 1) == "# Preferences"
+
+
 @pytest.mark.parametrize("swapped", ["the file", "a folder on its path"])
 def test_a_link_swapped_in_while_reading_never_reads_what_it_points_to(
     mem: Memory, notes: Path, tmp_path: Path, swapped: str
@@ -371,9 +457,9 @@ def test_a_link_swapped_in_while_reading_never_reads_what_it_points_to(
     def swap_the_file() -> None:
         note, link = tmp_path / "note.md", tmp_path / "link.md"
         while not stop.is_set():
+            memory_md.rename(note)  # the synced file itself comes back: another one is refused
             link.symlink_to(outside / "MEMORY.md")
             link.replace(memory_md)
-            note.write_text("# Preferences\n", encoding="utf-8")
             note.replace(memory_md)
 
     def swap_the_folder() -> None:

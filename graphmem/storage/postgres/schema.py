@@ -636,6 +636,14 @@ ALTER TABLE gm_window_postings FORCE ROW LEVEL SECURITY;
 """
 
 
+#: Migration 15: which file each sync read (see the SQLite migration 23).
+FILES_INODE: Final = f"""
+ALTER TABLE gm_files ADD COLUMN inode text;
+CREATE OR REPLACE VIEW files AS SELECT path, hash, mtime, size, chunks, synced_at, namespace,
+    imported, inode FROM gm_files WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+"""
+
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -651,6 +659,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     _stated(),
     WINDOWS,
     WINDOW_POSTINGS,
+    FILES_INODE,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

@@ -65,7 +65,7 @@ D = TypeVar("D", bound="Connections[Any]")
 VECTOR_LOG_KEPT: Final = 100_000
 
 
-_FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at, imported"
+_FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at, imported, inode"
 
 
 #: The condition under which an ageing fact loses confidence (soft decay), on ``facts``.
@@ -446,7 +446,7 @@ class SQLTransaction:
     def put_document(self, document: DocumentFile) -> None:
         """Record what a file was at this sync (replacing the record of the last one)."""
         self.conn.execute(
-            f"INSERT OR REPLACE INTO files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT OR REPLACE INTO files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 document.path,
                 document.hash,
@@ -455,6 +455,7 @@ class SQLTransaction:
                 document.chunks,
                 document.synced_at,
                 int(document.imported),
+                document.inode,
             ],
         )
 
@@ -1115,5 +1116,5 @@ def _decay_args(now: float) -> dict[str, float]:
 
 
 def _document(row: Sequence[Any]) -> DocumentFile:
-    path, hash, mtime, size, chunks, synced_at, imported = row
-    return DocumentFile(path, hash, mtime, size, chunks, synced_at, bool(imported))
+    path, hash, mtime, size, chunks, synced_at, imported, inode = row
+    return DocumentFile(path, hash, mtime, size, chunks, synced_at, bool(imported), inode)

@@ -11,7 +11,8 @@ A file line names a path on the machine that synced it, which an export file can
 about: an imported file record is kept (its document's chunks came with the import, and a sync
 that finds the file unchanged writes nothing) but marked ``imported``, and the file is not read
 back until a sync on this machine has found it (:func:`graphmem.documents.read_lines`). The
-mark is this store's, not the export's: it is neither exported nor accepted.
+mark, like the file's inode (which file a sync here read), is this store's, not the export's:
+neither is exported nor accepted.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ FILE_TIMES: Final = frozenset({"mtime", "synced_at"})
 
 #: A file record's column that is the importing store's own (see above).
 FILE_IMPORTED: Final = "imported"
+#: A file record's columns that are this store's alone, never exported nor imported.
+FILE_LOCAL: Final = frozenset({FILE_IMPORTED, "inode"})
 
 
 LINK_TIMES: Final = frozenset(
@@ -129,7 +132,8 @@ def export_lines(conn: SQLConnection, namespace: str) -> Iterator[str]:
         yield json.dumps({"kind": "link", **item}, ensure_ascii=False)
     for row in conn.execute("SELECT * FROM files ORDER BY path"):
         item = _out(row, FILE_TIMES)
-        item.pop(FILE_IMPORTED, None)
+        for name in FILE_LOCAL:
+            item.pop(name, None)
         yield json.dumps({"kind": "file", **item}, ensure_ascii=False)
 
 
@@ -156,7 +160,7 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
-    file_columns = _columns(conn, "files") - {FILE_IMPORTED}
+    file_columns = _columns(conn, "files") - FILE_LOCAL
     inserted: list[str] = []
     links = skipped = 0
     header_seen = False

@@ -426,6 +426,11 @@ MIGRATIONS: Final[tuple[str, ...]] = (
         INSERT INTO windows_fts(windows_fts, rowid, text) VALUES ('delete', old.seq, old.text);
     END;
     """,
+    # 23: which file each sync read, 'device:inode': read-back opens that file only
+    # (graphmem.documents). NULL for the records made before, until the next sync.
+    """
+    ALTER TABLE files ADD COLUMN inode TEXT;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
