@@ -37,6 +37,16 @@ MAX_DOCUMENT_BYTES: Final = 10_000_000
 MAX_SUBSCRIPTIONS_PER_SOCKET: Final = 20
 MAX_SOCKETS_PER_KEY: Final = 50
 MAX_CHECKPOINT_FILES: Final = 100
+#: A model's longest answer (about 128,000 tokens, some 500 KB of text) even with every
+#: character escaped in the JSON around it (six bytes for one at worst) fits 4 MiB.
+MAX_CHAT_ANSWER_BYTES: Final = 4_194_304
+#: A float32 written as JSON takes at most 25 bytes with its separator
+#: ("-1.2345678918063641e-05, "); 48 leaves room for an answer laid out with indentation.
+EMBEDDING_VALUE_BYTES: Final = 48
+EMBEDDING_ANSWER_BYTES: Final = 1_048_576
+#: A quarter of Python's recursion limit, so that code walking an answer recursively (repr,
+#: json.dumps, copy.deepcopy) still has room.
+MAX_ANSWER_NESTING: Final = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,5 +161,32 @@ LIMITS: Final = (
         "paths",
         "the working files one checkpoint names (the whole checkpoint is also at most "
         "MAX_NOTE_LENGTH characters as JSON)",
+    ),
+    Limit(
+        "MAX_CHAT_ANSWER_BYTES",
+        MAX_CHAT_ANSWER_BYTES,
+        "bytes",
+        "read of a chat endpoint's answer; the request stops there and fails with `LLM_ERROR`",
+    ),
+    Limit(
+        "EMBEDDING_VALUE_BYTES",
+        EMBEDDING_VALUE_BYTES,
+        "bytes",
+        "an embedding endpoint's answer may spend on each value of its vectors, besides "
+        "EMBEDDING_ANSWER_BYTES; the request stops there and fails with `EMBEDDER_ERROR`",
+    ),
+    Limit(
+        "EMBEDDING_ANSWER_BYTES",
+        EMBEDDING_ANSWER_BYTES,
+        "bytes",
+        "an embedding answer may have besides its values (the whole answer of the probe that "
+        "learns the vector size)",
+    ),
+    Limit(
+        "MAX_ANSWER_NESTING",
+        MAX_ANSWER_NESTING,
+        "levels",
+        "of JSON nesting read from a chat or embedding endpoint, or by the Python `Client` from "
+        "the service; deeper is refused as a malformed answer",
     ),
 )

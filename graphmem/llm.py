@@ -1,19 +1,22 @@
 """A client for OpenAI-compatible chat endpoints (OpenAI, Ollama, vLLM, llama.cpp…), asking for
 JSON answers.
 
-The openai package sends the request and retries 429, 5xx and timeouts with exponential backoff
-(honouring ``retry-after``); this module checks the answer and counts the call in its meter.
+The openai package sends the request; ``openai_answer`` retries 429, 5xx and timeouts with
+exponential backoff (honouring ``retry-after``), all within ``timeout`` seconds for the whole
+request, and reads at most MAX_CHAT_ANSWER_BYTES of JSON nested at most MAX_ANSWER_NESTING deep;
+this module checks the answer and counts the call in its meter.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from .bounded_http import BadAnswer, parse_json
 from .errors import InvalidInput, LLMError, shown_url
+from .limits import MAX_CHAT_ANSWER_BYTES
 from .settings import Settings
 from .usage import Meter, reported_tokens
-from .vectors.embedders import openai_client
+from .vectors.embedders import openai_answer, openai_client
 
 
 class ChatClient:
@@ -33,7 +36,9 @@ class ChatClient:
         import openai
 
         self._openai = openai
-        self._client = openai_client(base_url, api_key, timeout, max_retries)
+        self._client = openai_client(base_url, api_key)
+        self._timeout = timeout
+        self._max_retries = max_retries
         self.model = model
         self.meter = Meter("llm", self.provider, model)
 
@@ -61,25 +66,33 @@ class ChatClient:
 
     def complete_json(self, system: str, user: str) -> str:
         """The model's answer to ``system`` + ``user``, asked for as a JSON object at
-        temperature 0; LLMError if the endpoint fails or the answer has no text."""
+        temperature 0; LLMError if the endpoint fails, does not answer in time, or answers
+        something unusable (too large, too deep, not JSON, no text)."""
         try:
-            raw = self._client.chat.completions.with_raw_response.create(
-                model=self.model,
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                response_format={"type": "json_object"},
-                temperature=0,
+            body, retries = openai_answer(
+                lambda: self._client.chat.completions.with_raw_response.create(
+                    model=self.model,
+                    messages=[
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": user},
+                    ],
+                    response_format={"type": "json_object"},
+                    temperature=0,
+                ),
+                seconds=self._timeout,
+                max_bytes=MAX_CHAT_ANSWER_BYTES,
+                max_retries=self._max_retries,
             )
-            body = raw.http_response.json()
-        except self._openai.OpenAIError as exc:
+        except (self._openai.OpenAIError, TimeoutError) as exc:
             self.meter.record(inputs=1, failed=True)
             raise LLMError(f"chat request to {self.endpoint} failed: {exc}") from exc
-        except ValueError as exc:
+        except BadAnswer as exc:
             self.meter.record(inputs=1, failed=True)
-            raise LLMError(f"chat endpoint answered something other than JSON: {exc}") from exc
+            raise LLMError(f"the chat endpoint's answer is {exc}") from exc
         usage = body.get("usage") if isinstance(body, dict) else None
         self.meter.record(
             inputs=1,
-            retries=raw.retries_taken,
+            retries=retries,
             prompt_tokens=reported_tokens(usage, "prompt_tokens"),
             completion_tokens=reported_tokens(usage, "completion_tokens"),
         )
@@ -105,9 +118,9 @@ def answer_object(answer: str) -> dict[str, Any]:
     if text.startswith("```") and text.endswith("```"):  # a fenced block despite JSON mode
         text = text.removeprefix("```json").removeprefix("```").removesuffix("```").strip()
     try:
-        parsed = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise LLMError(f"the answer is not valid JSON ({exc.msg})") from None
+        parsed = parse_json(text)
+    except BadAnswer as exc:
+        raise LLMError(f"the answer is {exc}") from None
     if not isinstance(parsed, dict):
         raise LLMError("the answer is not a JSON object")
     return parsed

@@ -97,7 +97,13 @@ class Settings(BaseModel):
         "`base64` (little-endian float32, about a third of the bytes). Answers in either form "
         "are accepted whatever was asked.",
     )
-    embed_timeout: float = Field(30.0, gt=0, description="Seconds per embedding request.")
+    embed_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds one embedding request (a batch) may take in all: connecting, "
+        "waiting, reading the answer, its retries and their waits; past it the request fails "
+        "with `EMBEDDER_ERROR`, whatever pace the endpoint answers at.",
+    )
     embed_max_retries: int = Field(
         4,
         ge=0,
@@ -169,7 +175,14 @@ class Settings(BaseModel):
         "gpt-4o-mini",
         description="Chat model that classifies writes (a small, cheap one is enough).",
     )
-    llm_timeout: float = Field(60.0, gt=0, description="Seconds per chat request.")
+    llm_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds one chat request may take in all: connecting, waiting, reading "
+        "the answer, its retries and their waits; past it the request fails (`LLM_ERROR`: "
+        "classification adds the facts, other jobs store nothing), whatever pace the endpoint "
+        "answers at.",
+    )
     llm_max_retries: int = Field(
         4,
         ge=0,

@@ -4,7 +4,9 @@
   by onnxruntime with the model's WordPiece tokenizer (vendored in ``graphmem/data``); mean
   pooling over the attention mask; 384 dimensions; offline.
 - ``openai``: any OpenAI-compatible embeddings endpoint, batched, retried with backoff; answers
-  in JSON floats or base64 float32 are both accepted, and their size is checked.
+  in JSON floats or base64 float32 are both accepted, and their size is checked. Each request,
+  retries included, ends within ``embed_timeout`` and reads at most what its vectors can take
+  (graphmem.bounded_http).
 - ``hash``: deterministic feature hashing of words, for fast tests only.
 
 Each embedder's ``meter`` counts its calls (graphmem.usage); :mod:`graphmem.vectors.cache` keeps the
@@ -17,15 +19,20 @@ import base64
 import binascii
 import hashlib
 import os
+import random
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+import httpx
 import numpy as np
 import numpy.typing as npt
 
+from ..bounded_http import BadAnswer, BoundedTransport, bounds, parse_json
 from ..errors import EmbedderError, InvalidInput, shown_url
+from ..limits import EMBEDDING_ANSWER_BYTES, EMBEDDING_VALUE_BYTES
 from ..usage import Meter, reported_tokens
 
 if TYPE_CHECKING:
@@ -190,26 +197,91 @@ class HashEmbedder:
         return _normalize(sums.reshape(len(texts), self.dimensions).astype(np.float32))
 
 
-def openai_client(
-    base_url: str | None, api_key: str | None, timeout: float, max_retries: int
-) -> Any:
-    """An ``openai.OpenAI`` client for an OpenAI-compatible endpoint. Endpoints that take no key
-    (Ollama, vLLM, llama.cpp…) get a placeholder, which the client insists on."""
+def openai_client(base_url: str | None, api_key: str | None) -> Any:
+    """An ``openai.OpenAI`` client for an OpenAI-compatible endpoint, whose requests keep to the
+    bounds ``openai_answer`` sets. Endpoints that take no key (Ollama, vLLM, llama.cpp…) get a
+    placeholder, which the client insists on."""
     import openai
 
     return openai.OpenAI(
         base_url=base_url,
         api_key=api_key or "not-needed",
-        timeout=timeout,
-        max_retries=max_retries,
+        max_retries=0,  # openai_answer retries, within the deadline
+        # openai types it as httpx2's client, and takes httpx's as well (its legacy support).
+        http_client=_ClosingClient(transport=BoundedTransport()),  # type: ignore[arg-type]
     )
+
+
+class _ClosingClient(httpx.Client):
+    """An httpx client that closes its connections when it is collected, as the one openai
+    makes itself does (nothing closes a chat client or an embedder)."""
+
+    def __del__(self) -> None:
+        self.close()
+
+
+#: Statuses asked again (as the openai package would), besides every 5xx.
+RETRIED_STATUSES: Final = frozenset({408, 409, 429})
+#: The first wait before a retry, doubled each time up to LONGEST_RETRY_WAIT_S.
+FIRST_RETRY_WAIT_S: Final = 0.5
+LONGEST_RETRY_WAIT_S: Final = 8.0
+
+
+def openai_answer(
+    send: Callable[[], Any], *, seconds: float, max_bytes: int, max_retries: int
+) -> tuple[Any, int]:
+    """The JSON answer of ``send`` (one ``with_raw_response`` request of an ``openai_client``)
+    and the retries it took. A 408, 409, 429, 5xx, timeout or lost connection is asked again up
+    to ``max_retries`` times, after the server's ``retry-after`` or a backoff doubling from
+    FIRST_RETRY_WAIT_S, as long as the wait ends before the deadline: the whole call, waits
+    included, takes at most ``seconds``; its answer at most ``max_bytes``.
+
+    Raises the openai error of the last try, TimeoutError once the deadline passed, BadAnswer
+    for an answer too large, too deep or not JSON."""
+    import openai
+
+    with bounds(seconds=seconds, max_bytes=max_bytes) as limit:
+        for retries in range(max_retries + 1):
+            wait = None
+            try:
+                return parse_json(send().http_response.content), retries
+            except openai.APIStatusError as exc:
+                status = exc.response.status_code
+                if status not in RETRIED_STATUSES and status < 500:
+                    raise
+                failure: Exception = exc
+                wait = _retry_after(exc.response.headers)
+            except openai.APIConnectionError as exc:  # timeouts included
+                failure = exc
+            if limit.left() <= 0:
+                raise TimeoutError(f"timed out: no complete answer in {seconds:g} s") from failure
+            if wait is None:
+                backoff = min(FIRST_RETRY_WAIT_S * 2**retries, LONGEST_RETRY_WAIT_S)
+                wait = backoff * (1 - 0.25 * random.random())
+            if retries == max_retries or wait >= limit.left():
+                raise failure
+            time.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The wait a server asks for (``retry-after-ms``, else ``retry-after`` in seconds)."""
+    for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            wait = float(headers.get(name, ""))
+        except ValueError:
+            continue
+        if 0 <= wait < float("inf"):
+            return wait * unit
+    return None
 
 
 class OpenAIEmbedder:
     """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …).
 
-    The openai client retries 429, 5xx and timeouts with exponential backoff (honouring
-    ``retry-after``). Each answer is checked before use: one vector per text, matched by
+    ``openai_answer`` retries 429, 5xx and timeouts with exponential backoff (honouring
+    ``retry-after``) within ``timeout`` for the whole request. Each answer is checked before
+    use: one vector per text, matched by
     ``index``, each of the expected size and finite; floats and base64 are both decoded, whatever
     was asked for (some servers ignore ``encoding_format``).
     """
@@ -231,7 +303,9 @@ class OpenAIEmbedder:
         import openai
 
         self._openai = openai
-        self._client = openai_client(base_url, api_key, timeout, max_retries)
+        self._client = openai_client(base_url, api_key)
+        self._timeout = timeout
+        self._max_retries = max_retries
         self.model = model
         self.meter = Meter("embedding", self.provider, model)
         self._requested_dimensions = dimensions
@@ -257,21 +331,27 @@ class OpenAIEmbedder:
         }
         if self._requested_dimensions:
             kwargs["dimensions"] = self._requested_dimensions
+        # What the vectors may take as JSON (none known yet for the probe that learns their size).
+        values = len(batch) * getattr(self, "dimensions", 0)
         try:
-            raw = self._client.embeddings.with_raw_response.create(**kwargs)
-            body = raw.http_response.json()
-        except self._openai.OpenAIError as exc:
+            body, retries = openai_answer(
+                lambda: self._client.embeddings.with_raw_response.create(**kwargs),
+                seconds=self._timeout,
+                max_bytes=EMBEDDING_ANSWER_BYTES + values * EMBEDDING_VALUE_BYTES,
+                max_retries=self._max_retries,
+            )
+        except (self._openai.OpenAIError, TimeoutError) as exc:
             self.meter.record(inputs=len(batch), failed=True)
             raise EmbedderError(
                 f"embedding request to {shown_url(self._client.base_url)} failed: {exc}"
             ) from exc
-        except ValueError as exc:
+        except BadAnswer as exc:
             self.meter.record(inputs=len(batch), failed=True)
-            raise EmbedderError(f"endpoint answered something other than JSON: {exc}") from exc
+            raise EmbedderError(f"the endpoint's answer is {exc}") from exc
         usage = body.get("usage") if isinstance(body, dict) else None
         self.meter.record(
             inputs=len(batch),
-            retries=raw.retries_taken,
+            retries=retries,
             prompt_tokens=reported_tokens(usage, "prompt_tokens"),
         )
         matrix = self._vectors(body, len(batch))

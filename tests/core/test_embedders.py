@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 
 from graphmem import Memory, Settings
 from graphmem.errors import EmbedderError, EmbedderMismatch, LLMError
+from graphmem.limits import EMBEDDING_ANSWER_BYTES, EMBEDDING_VALUE_BYTES, MAX_ANSWER_NESTING
 from graphmem.llm import ChatClient
 from graphmem.vectors.embedders import HashEmbedder, LocalEmbedder, OpenAIEmbedder, create_embedder
 
@@ -288,6 +290,39 @@ def test_an_answer_that_is_not_json_raises_embedder_error(stub: OpenAIStub) -> N
     with pytest.raises(EmbedderError, match="JSON"):
         embedder.embed(["anything"])
     assert embedder.meter.snapshot().failed_calls == 1
+
+
+@pytest.mark.integration
+def test_an_endpoint_that_drips_its_answer_fails_once_embed_timeout_has_passed(
+    stub: OpenAIStub,
+) -> None:
+    embedder = openai_embedder(stub, embed_timeout=0.5, embed_max_retries=2)
+    stub.drip_next(0.05, lasting=3.0, times=3)  # each byte soon, the whole answer in 3 s
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="timed out"):
+        embedder.embed(["slowly"])
+    assert time.monotonic() - started < 1.5
+    assert embedder.meter.snapshot().failed_calls == 1
+
+
+@pytest.mark.integration
+def test_an_answer_larger_than_its_vectors_can_take_raises_embedder_error(
+    stub: OpenAIStub,
+) -> None:
+    embedder = openai_embedder(stub)
+    allowed = EMBEDDING_ANSWER_BYTES + 2 * STUB_DIMS * EMBEDDING_VALUE_BYTES
+    stub.huge_next(allowed + 1)
+    with pytest.raises(EmbedderError, match=f"larger than {allowed:,} bytes"):
+        embedder.embed(["one", "two"])
+    assert np.allclose(embedder.embed(["one"]), expected(stub, ["one"]), atol=1e-5)
+
+
+@pytest.mark.integration
+def test_an_answer_nested_too_deep_raises_embedder_error(stub: OpenAIStub) -> None:
+    embedder = openai_embedder(stub)
+    stub.deep_next(100_000)
+    with pytest.raises(EmbedderError, match=f"nested deeper than {MAX_ANSWER_NESTING} levels"):
+        embedder.embed(["anything"])
 
 
 @pytest.mark.integration

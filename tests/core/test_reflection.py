@@ -1,11 +1,13 @@
 """Reflection: patterns among recent facts, each backed by at least two of them, then rules from
 the patterns, one chat request each (the OpenAI stub over real HTTP), stored as facts linked to
 their evidence — through Python, GraphQL, MCP and the CLI, on the store ``--store`` names. A
-failed or malformed answer stores nothing; no facts, no request."""
+failed or malformed answer stores nothing (a late, huge or deeply nested one too); no facts, no
+request."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,6 +16,7 @@ from click.testing import CliRunner
 
 from graphmem import InvalidInput, Memory, Settings
 from graphmem.cli import cli
+from graphmem.limits import MAX_ANSWER_NESTING, MAX_CHAT_ANSWER_BYTES
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
@@ -225,3 +228,59 @@ def test_a_late_answer_stores_nothing(settings: Settings, stub: OpenAIStub, cloc
         report = mem.reflect()
         assert report.patterns == [] and report.error is not None
         assert mem.stats().facts == before
+
+
+# --------------------------------------------------------------------------------- bounded answers
+
+
+def test_a_dripped_answer_is_given_up_when_llm_timeout_has_passed_retries_included(
+    settings: Settings, stub: OpenAIStub, clock: Clock
+) -> None:
+    # Each byte comes well within the timeout; the whole answer would take 3 s.
+    late = settings.model_copy(update={"llm_timeout": 0.5, "llm_max_retries": 2})
+    with Memory.open(settings.data_dir, settings=late, clock=clock) as mem:
+        mem.store_many([{"text": t} for t in FACTS])
+        stub.drip_next(0.05, lasting=3.0, times=3, route="chat")
+        stub.reply_next(patterns_answer(("Ana prefers French", ["E1", "E2"])))
+        before = mem.stats().facts
+        started = time.monotonic()
+        report = mem.reflect()
+        took = time.monotonic() - started
+        assert report.patterns == [] and "timed out" in (report.error or "")
+        assert mem.stats().facts == before
+    assert took < 1.5
+
+
+def test_an_answer_larger_than_the_chat_cap_is_refused_and_stores_nothing(
+    mem: Memory, stub: OpenAIStub, stored: list[str]
+) -> None:
+    stub.huge_next(2 * MAX_CHAT_ANSWER_BYTES, route="chat")
+    stub.reply_next(patterns_answer(("Ana prefers French", ["E1", "E2"])))
+    before = mem.stats().facts
+    report = mem.reflect()
+    assert report.patterns == [] and f"larger than {MAX_CHAT_ANSWER_BYTES:,} bytes" in (
+        report.error or ""
+    )
+    assert mem.stats().facts == before
+
+
+def test_an_answer_nested_too_deep_is_refused_whether_the_body_or_its_content(
+    mem: Memory, stub: OpenAIStub, stored: list[str]
+) -> None:
+    before = mem.stats().facts
+    stub.deep_next(100_000, route="chat")
+    body = mem.reflect()
+    stub.reply_next("[" * 100_000 + "]" * 100_000)
+    content = mem.reflect()
+    for report in (body, content):
+        assert report.patterns == [] and report.requests == 1
+        assert f"nested deeper than {MAX_ANSWER_NESTING} levels" in (report.error or "")
+    assert mem.stats().facts == before
+
+
+def test_graphql_answers_a_deep_chat_answer_as_the_reflections_problem(
+    service: InProcess, stub: OpenAIStub, stored: list[str]
+) -> None:
+    stub.deep_next(100_000, route="chat")
+    data = service.data(REFLECT)["reflect"]  # no INTERNAL_ERROR
+    assert data["patterns"] == [] and "nested deeper" in data["problem"]

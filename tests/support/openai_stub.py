@@ -23,7 +23,8 @@ Scripted faults apply to the next requests of a route (or of any route), in the 
 scripted: ``fail_next`` (an HTTP error status, with ``retry-after-ms: 10`` so client retries are
 quick), ``delay_next`` (answer late, for timeouts), ``wrong_count_next`` (one vector too few),
 ``wrong_dimensions_next`` (vectors of another size) and ``garbage_next`` (a body that is not
-JSON).
+JSON); and hostile answers: ``drip_next`` (the answer after spaces sent one at a time),
+``huge_next`` (the answer padded to a size, streamed) and ``deep_next`` (JSON nested deep).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import json
 import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -45,7 +47,7 @@ import numpy.typing as npt
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 Reply = str | Callable[[dict[str, Any]], str]
@@ -81,9 +83,10 @@ class StubRequest:
 
 @dataclass(frozen=True)
 class _Fault:
-    kind: str  # "ok", "status", "delay", "count", "dimensions" or "garbage"
+    kind: str  # "ok", "status", "delay", "count", "dimensions", "garbage", "drip", "huge", "deep"
     value: float
     route: str | None  # "embeddings", "chat", or None for any
+    seconds: float = 0.0  # how long a drip lasts
 
 
 class OpenAIStub:
@@ -125,6 +128,23 @@ class OpenAIStub:
     def garbage_next(self, times: int = 1, *, route: str | None = None) -> None:
         """Answer ``times`` requests with status 200 and a body that is not JSON."""
         self._script(_Fault("garbage", 0, route), times, 0)
+
+    def drip_next(
+        self, interval: float, lasting: float, times: int = 1, *, route: str | None = None
+    ) -> None:
+        """Answer ``times`` requests at once with status 200, then send a space every
+        ``interval`` seconds for ``lasting`` seconds, then the answer (valid JSON, if waited
+        for): a read never waits long, the whole answer does."""
+        self._script(_Fault("drip", interval, route, lasting), times, 0)
+
+    def huge_next(self, size: int, times: int = 1, *, route: str | None = None) -> None:
+        """Answer ``times`` requests with the answer padded to ``size`` bytes (an extra
+        ``padding`` field), streamed as it is made."""
+        self._script(_Fault("huge", size, route), times, 0)
+
+    def deep_next(self, levels: int, times: int = 1, *, route: str | None = None) -> None:
+        """Answer ``times`` requests with status 200 and a JSON array nested ``levels`` deep."""
+        self._script(_Fault("deep", levels, route), times, 0)
 
     def wrong_count_next(self, times: int = 1, *, after: int = 0) -> None:
         """Answer ``times`` embedding requests with one vector fewer than texts sent."""
@@ -233,6 +253,7 @@ class OpenAIStub:
                 "model": body.get("model", "stub"),
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             },
+            fault,
         )
 
     async def _chat(self, request: Request) -> Response:
@@ -268,6 +289,7 @@ class OpenAIStub:
                     "total_tokens": prompt + completion,
                 },
             },
+            fault,
         )
 
     async def _begin(self, request: Request, route: str) -> tuple[dict[str, Any], _Fault | None]:
@@ -299,9 +321,28 @@ class OpenAIStub:
             headers={"retry-after-ms": "10"},
         )
 
-    def _ok(self, request: Request, body: dict[str, Any], payload: dict[str, Any]) -> Response:
+    def _ok(
+        self,
+        request: Request,
+        body: dict[str, Any],
+        payload: dict[str, Any],
+        fault: _Fault | None = None,
+    ) -> Response:
         self._record(request, body, 200)
-        return JSONResponse(payload)
+        kind = None if fault is None else fault.kind
+        if fault is None or kind not in ("drip", "huge", "deep"):
+            return JSONResponse(payload)
+        if kind == "deep":
+            levels = int(fault.value)
+            return Response(b"[" * levels + b"]" * levels, media_type="application/json")
+        encoded = json.dumps(payload).encode()
+        if kind == "huge":
+            return StreamingResponse(
+                _padded(encoded, int(fault.value)), media_type="application/json"
+            )
+        return StreamingResponse(
+            _dripped(encoded, fault.value, fault.seconds), media_type="application/json"
+        )
 
     def _record(self, request: Request, body: dict[str, Any], status: int) -> None:
         with self._lock:
@@ -313,6 +354,28 @@ class OpenAIStub:
                     {k.lower(): v for k, v in request.headers.items()},
                 )
             )
+
+
+async def _padded(encoded: bytes, size: int) -> AsyncIterator[bytes]:
+    """``encoded`` (a JSON object) with a ``padding`` field that brings it to ``size`` bytes."""
+    head = b'{"padding": "'
+    tail = b'", ' + encoded[1:]
+    yield head
+    left = max(size - len(head) - len(tail), 0)
+    chunk = b"x" * 65_536
+    while left > 0:
+        yield chunk[:left]
+        left -= len(chunk)
+    yield tail
+
+
+async def _dripped(encoded: bytes, interval: float, lasting: float) -> AsyncIterator[bytes]:
+    """Spaces, one every ``interval`` seconds for ``lasting`` seconds, then ``encoded``."""
+    deadline = time.monotonic() + lasting
+    while time.monotonic() < deadline:
+        yield b" "
+        await asyncio.sleep(interval)
+    yield encoded
 
 
 class LoopbackServer:
