@@ -15,9 +15,11 @@ lines a hit came from, from the file the sync read and no other:
 - a file with more than one name (a hard link: its link count above 1) is neither synced nor
   read back, since its other name may be anywhere, another namespace's database included;
 - a sync records the file's device and inode numbers (``DocumentFile.inode``), and read-back
-  refuses a file at that path that is another one (replaced, by a link or by an editor that
-  saves to a new file) until a sync records it: NotFound saying to sync again. So does a
-  record from before graphmem recorded them; the next sync records them, unchanged or not.
+  refuses another file at that path (a link or a rename put there, an editor's save to a new
+  file) until a sync records it: NotFound saying to sync again. So does a record from before
+  graphmem recorded them; the next sync records them, unchanged or not. (A file system gives
+  a deleted file's inode number to a later file: a file made after the synced one was deleted
+  may get it, and is read back; it has no other name.)
 """
 
 from __future__ import annotations
