@@ -19,6 +19,11 @@
    ``retries`` times, waiting the answer's ``Retry-After`` or a backoff doubling from
    ``BACKOFF_S``; a write is retried only when the service certainly did not run it (429, 503,
    a connection refused before it was sent).
+4. Bounds: a call, its retries and their waits included, takes at most ``timeout`` seconds in
+   all, however slowly the service answers (then ``UNAVAILABLE``); an answer is read up to
+   ``max_answer_bytes`` (``DEFAULT_MAX_ANSWER_BYTES``, then ``TOO_COSTLY``); one that is not a
+   GraphQL answer of the shape asked for, or nests deeper than ``MAX_ANSWER_NESTING``, is a
+   ``ServiceError`` with code ``INTERNAL_ERROR`` (graphmem.bounded_http).
 """
 
 from .aio import AsyncClient

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 import re
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 import httpx
 from websockets.exceptions import WebSocketException
@@ -17,6 +20,7 @@ from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
 from .. import checkpoints
+from ..bounded_http import AnswerTooLarge, BadAnswer, BoundedTransport, bounds
 from ..capture import CaptureResult, parse_messages
 from ..categorize import CategoryInfo, ClassifyReport
 from ..checkpoints import Checkpoint
@@ -40,7 +44,7 @@ from ..models import Change, Fact, FactInput, Link, MaintenanceRun, SearchHit, S
 from ..prune import PruneReport
 from ..recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
 from ..reflection import ReflectReport
-from ..settings import is_loopback
+from ..settings import Settings, is_loopback
 from ..stats import Stats
 from ..storage.interface import FactPage
 from ..temporal import TimeInput
@@ -67,6 +71,7 @@ from .wire import (
     hint_of,
     link_filter,
     link_of,
+    malformed,
     parsed,
     refused,
     retry_after,
@@ -87,6 +92,9 @@ UNKNOWN_TO_SERVICE: Final = re.compile(
 )
 #: Seconds to connect to the service.
 CONNECT_TIMEOUT_S: Final = 5.0
+#: The most bytes of one answer a client reads unless told otherwise: the service's own default
+#: largest answer (``graphql_max_response_bytes``), so that none it sends is refused.
+DEFAULT_MAX_ANSWER_BYTES: Final[int] = Settings.model_fields["graphql_max_response_bytes"].default
 #: The header that names the namespace (resolvers/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
 _log = logging.getLogger("graphmem.client")
@@ -111,6 +119,7 @@ class Client:
         namespace: str | None = None,
         timeout: float = 30.0,
         retries: int = 3,
+        max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or os.environ.get("GRAPHMEM_URL") or DEFAULT_URL).rstrip("/")
@@ -127,12 +136,17 @@ class Client:
         if name:
             headers[NAMESPACE_HEADER] = name
         self.retries = retries
+        #: The most seconds one call takes in all, its retries included: long enough for a
+        #: model request the service makes for it (reflect, consolidate).
         self.timeout = timeout
-        # A service that does not answer fails in seconds; an answer may take as long as a
-        # model request the service makes for it (reflect, consolidate).
+        self.max_answer_bytes = max_answer_bytes
+        # A service that does not take the connection fails in seconds.
         limits = httpx.Timeout(timeout, connect=min(CONNECT_TIMEOUT_S, timeout))
         self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=limits, transport=transport
+            base_url=self.url,
+            headers=headers,
+            timeout=limits,
+            transport=BoundedTransport(transport),
         )
 
     def close(self) -> None:
@@ -1001,30 +1015,89 @@ class Client:
     ) -> dict[str, Any]:
         """``data`` of one GraphQL request; errors raised as their exceptions. A read is
         retried after any answer of 429 or 503 or a failed connection; a write only when the
-        service did not run it (429, 503, a connection refused)."""
+        service did not run it (429, 503, a connection refused). All of it, retries and their
+        waits included, within ``timeout``; each answer at most ``max_answer_bytes``."""
         body = {"query": document, "variables": dict(variables)}
         wait = BACKOFF_S
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.post("/graphql", json=body)
-            except httpx.ConnectError as exc:
-                problem: GraphmemError = ServiceError(
-                    Code.UNAVAILABLE, f"cannot reach {shown_url(self.url)}: {exc}"
-                )
-            except httpx.TransportError as exc:
-                if not retry:  # sent, perhaps run: a write is not repeated
-                    raise ServiceError(Code.UNAVAILABLE, f"{shown_url(self.url)}: {exc}") from exc
-                problem = ServiceError(Code.UNAVAILABLE, f"{shown_url(self.url)}: {exc}")
-            else:
-                if response.status_code not in (429, 503):
-                    try:
-                        return data_of(response)
-                    except ServiceError as exc:
-                        raise self._explained(exc) from None
-                problem = refused(response)
-                wait = retry_after(response, wait)
-            if attempt == self.retries:
-                raise problem
-            time.sleep(wait)
-            wait *= 2
+        with bounds(seconds=self.timeout, max_bytes=self.max_answer_bytes) as limit:
+            for attempt in range(self.retries + 1):
+                try:
+                    response = self._http.post("/graphql", json=body)
+                except AnswerTooLarge:
+                    raise ServiceError(
+                        Code.TOO_COSTLY,
+                        f"the service's answer is larger than max_answer_bytes "
+                        f"({self.max_answer_bytes:,}): ask for smaller pages or fewer fields",
+                    ) from None
+                except BadAnswer as exc:
+                    raise malformed(f"the service's answer is {exc}") from None
+                except httpx.TransportError as exc:
+                    if limit.left() <= 0:
+                        raise ServiceError(
+                            Code.UNAVAILABLE,
+                            f"{shown_url(self.url)}: no complete answer within the client's "
+                            f"timeout ({self.timeout:g} s)",
+                        ) from exc
+                    if isinstance(exc, httpx.ConnectError):
+                        problem: GraphmemError = ServiceError(
+                            Code.UNAVAILABLE, f"cannot reach {shown_url(self.url)}: {exc}"
+                        )
+                    elif not retry:  # sent, perhaps run: a write is not repeated
+                        raise ServiceError(
+                            Code.UNAVAILABLE, f"{shown_url(self.url)}: {exc}"
+                        ) from exc
+                    else:
+                        problem = ServiceError(Code.UNAVAILABLE, f"{shown_url(self.url)}: {exc}")
+                else:
+                    if response.status_code not in (429, 503):
+                        try:
+                            data = data_of(response)
+                        except ServiceError as exc:
+                            raise self._explained(exc) from None
+                        if _ANSWERED.get() is False:  # inside a verb
+                            _ANSWERED.set(True)
+                        return data
+                    problem = refused(response)
+                    wait = retry_after(response, wait)
+                if attempt == self.retries or wait >= limit.left():  # no wait past the deadline
+                    raise problem
+                time.sleep(wait)
+                wait *= 2
         raise AssertionError("unreachable")
+
+
+#: Set while a verb runs: whether the service has answered it yet, so that an AttributeError,
+#: KeyError, TypeError or ValueError raised after that is known to come from reading the answer.
+_ANSWERED: ContextVar[bool | None] = ContextVar("graphmem_client_answered", default=None)
+_Verb = TypeVar("_Verb", bound=Callable[..., Any])
+
+
+def _reading_answers(verb: _Verb) -> _Verb:
+    """``verb``, raising ServiceError (INTERNAL_ERROR) instead of the exception that reading an
+    answer of the wrong shape gives (a field missing, a list where an object was due…)."""
+
+    @functools.wraps(verb)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        if _ANSWERED.get() is not None:  # a verb run by another (store by store_many)
+            return verb(*args, **kwargs)
+        token = _ANSWERED.set(False)
+        try:
+            return verb(*args, **kwargs)
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, GraphmemError) or not _ANSWERED.get():
+                raise  # the caller's arguments, or the service's own error
+            raise malformed(f"the service's answer lacks what it should hold ({exc!r})") from exc
+        finally:
+            _ANSWERED.reset(token)
+
+    return cast(_Verb, checked)
+
+
+# Every verb but ``changes`` (a generator: its ChangeFeed reads each message itself).
+for _name, _verb in list(vars(Client).items()):
+    if (
+        inspect.isfunction(_verb)
+        and not _name.startswith("_")
+        and _name not in ("close", "changes")
+    ):
+        setattr(Client, _name, _reading_answers(_verb))

@@ -1,6 +1,6 @@
 """What travels between a ``Client`` and the service: GraphQL selections of graphmem's types and
 the types built back from the answers, the inputs sent, and errors raised as ``Memory`` raises
-them."""
+them (an answer that cannot be read as ``ServiceError``)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import httpx
 
+from ..bounded_http import BadAnswer, parse_json
 from ..checkpoints import Checkpoint
 from ..episodes import Episode, EpisodeInput
 from ..errors import (
@@ -179,8 +180,16 @@ class ChangeFeed:
         )
 
     def receive(self, raw: str | bytes) -> tuple[list[str], Change | None, bool]:
-        """What to do with a message: raises the exception of an error the service sends."""
-        message = json.loads(raw)
+        """What to do with a message: raises the exception of an error the service sends, and
+        ServiceError for a message that cannot be read."""
+        try:
+            return self._received(parse_json(raw))
+        except BadAnswer as exc:
+            raise malformed(f"a message is {exc}") from None
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise malformed(f"a message lacks what it should hold ({exc!r})") from None
+
+    def _received(self, message: Any) -> tuple[list[str], Change | None, bool]:
         kind = message.get("type")
         if kind == "connection_ack":
             return [self._subscribe], None, False
@@ -293,7 +302,8 @@ def episode_input(episode: str | Mapping[str, Any]) -> dict[str, Any]:
 def epoch(text: str) -> float:
     """A time the service answered, as epoch seconds."""
     seconds = parse_time(text)
-    assert seconds is not None
+    if seconds is None:
+        raise malformed("the service answered no time where one was due")
     return seconds
 
 
@@ -304,19 +314,26 @@ def time_text(value: TimeInput | None) -> str | None:
 
 
 def data_of(response: httpx.Response) -> dict[str, Any]:
+    """The ``data`` of an answer; the exception of its first error; ServiceError for an answer
+    that is not a GraphQL answer."""
     try:
-        body = response.json()
-    except ValueError:
-        raise ServiceError(
-            Code.INTERNAL_ERROR, f"HTTP {response.status_code}: {response.text[:200]}"
-        ) from None
-    errors = body.get("errors") if isinstance(body, dict) else None
+        body = parse_json(response.content)
+    except BadAnswer as exc:
+        raise malformed(f"HTTP {response.status_code}: the answer is {exc}") from None
+    if not isinstance(body, dict):
+        raise malformed(f"HTTP {response.status_code}: the answer is not a JSON object")
+    errors = body.get("errors")
     if errors:
-        raise graphql_error(errors)
+        raise graphql_error(errors if isinstance(errors, list) else [])
     if response.status_code >= 400 or not isinstance(body.get("data"), dict):
-        raise ServiceError(Code.INTERNAL_ERROR, f"HTTP {response.status_code}")
+        raise malformed(f"HTTP {response.status_code}")
     data: dict[str, Any] = body["data"]
     return data
+
+
+def malformed(message: str) -> ServiceError:
+    """The error of an answer the client cannot read."""
+    return ServiceError(Code.INTERNAL_ERROR, message)
 
 
 def refused(response: httpx.Response) -> GraphmemError:
@@ -346,8 +363,10 @@ def graphql_error(errors: list[Any]) -> GraphmemError:
     writes every document itself, so a variable the schema refuses (an unknown enum value, a
     fraction for an Int) is the caller's argument: InvalidInput naming it, as Memory raises."""
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
-    code = (first.get("extensions") or {}).get("code") or Code.INTERNAL_ERROR
-    message = first.get("message", "")
+    extensions = first.get("extensions")
+    code = extensions.get("code") if isinstance(extensions, dict) else None
+    code = code if isinstance(code, str) and code else Code.INTERNAL_ERROR
+    message = str(first.get("message", ""))
     bad = _BAD_VARIABLE.match(message) if code == Code.INVALID_QUERY else None
     if bad:
         variable, inside = bad.groups()

@@ -218,10 +218,10 @@ def _meets(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
 
 def _value(fact: Fact) -> dict[str, Any] | None:
     """The item's value a fact holds, or None when its context is not a JSON object (a fact
-    written with this store's source by other means)."""
+    written with this store's source by other means, perhaps nested too deep to parse)."""
     try:
         value = json.loads(fact.context or "{}")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

@@ -124,6 +124,19 @@ def test_namespaces_differing_in_case_or_spaces_are_apart_and_odd_facts_are_pass
         store.put(alice, "deep", nested)
 
 
+def test_a_planted_context_nested_deeper_than_json_parses_is_passed_over(
+    store: GraphmemStore,
+) -> None:
+    alice = ("users", "alice")
+    store.put(alice, "food", {"text": "likes pizza"})
+    deep = "[" * 5_000 + "]" * 5_000  # within a context's 10,000 characters
+    store.memory.store(
+        "planted", entity="users/carol", key="food", source="langgraph", context=deep
+    )
+    assert store.get(("users", "carol"), "food") is None
+    assert [i.namespace for i in store.search(("users",))] == [alice]
+
+
 def test_the_async_forms(store: GraphmemStore) -> None:
     import asyncio
 
