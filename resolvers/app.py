@@ -236,11 +236,25 @@ class GraphQLApp(GraphQL[Context, None]):
     async def run(  # type: ignore[override]  # strawberry's overloads, one implementation
         self, request: Request | WebSocket, context: Any = UNSET, root_value: Any = UNSET
     ) -> Response | WebSocket:
-        if isinstance(request, Request) and request.method == "POST":
+        if isinstance(request, WebSocket):
+            return await self._socket(request, context, root_value)
+        if request.method == "POST":
             response = await self._prepared(request)
             if response is not None:
                 return response
         return await super().run(request, context, root_value)
+
+    async def _socket(self, websocket: WebSocket, context: Any, root_value: Any) -> WebSocket:
+        """strawberry's run of a socket, if the sockets that have not presented a key yet
+        leave room for one more (``Sockets.arrive``); else its upgrade refused."""
+        refusal = self.sockets.arrive(websocket.scope)
+        if refusal is not None:
+            await websocket.send_denial_response(refusal)
+            return websocket
+        try:
+            return await super().run(websocket, context, root_value)
+        finally:
+            self.sockets.acknowledged(websocket.scope)  # closed before it was: waits no more
 
     async def _prepared(self, request: Request) -> Response | None:
         """The answer to a POSTed JSON query or mutation whose document the schema has
@@ -319,6 +333,8 @@ class GraphQLApp(GraphQL[Context, None]):
             return json.loads(data)
         except json.JSONDecodeError:
             raise  # strawberry's view answers it (HTTP 400)
+        except RecursionError:  # a socket's message (bodies were checked by the gate): 4400
+            raise json.JSONDecodeError("nested too deep to be parsed", "", 0) from None
         except ValueError as exc:  # an integer of more digits than Python converts (4,300)
             raise HTTPException(400, f"Unable to parse request body as JSON: {exc}") from None
 

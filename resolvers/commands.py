@@ -19,6 +19,11 @@ from graphmem.memory import Memory
 from graphmem.settings import Settings
 from graphmem.storage import open_keys
 
+#: The WebSocket protocol uvicorn serves sockets with: websockets-sansio, bounded for clients
+#: that do not read (``sockets.WebSocketProtocol``). Named from this package, whichever name it
+#: was imported by (``graphmem.server`` installed, ``resolvers`` in the repository).
+WEBSOCKETS: Final = f"{__package__}.sockets:WebSocketProtocol"
+
 
 @click.command()
 @click.option("--host", help="Address to bind [default: 127.0.0.1, or GRAPHMEM_HOST].")
@@ -90,7 +95,8 @@ def serve(
             host=settings.host,
             port=settings.port,
             log_level=log_level,
-            ws="websockets-sansio",
+            ws=WEBSOCKETS,
+            ws_max_size=settings.max_body_bytes,
         )
         return
     os.environ[SETTINGS_ENV] = settings.model_dump_json()  # for the workers' create_app
@@ -101,7 +107,8 @@ def serve(
         host=settings.host,
         port=settings.port,
         log_level=log_level,
-        ws="websockets-sansio",
+        ws=WEBSOCKETS,
+        ws_max_size=settings.max_body_bytes,
     )
 
 

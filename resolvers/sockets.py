@@ -11,6 +11,12 @@
 4. Limits: ``MAX_SUBSCRIPTIONS_PER_SOCKET`` operations at once per socket; ``MAX_SOCKETS_PER_KEY``
    sockets per key in a process (one more is closed with 4429); ``INIT_WAIT_S`` to present the
    key (4408).
+5. Before its key is acknowledged a socket is cheap to open and costs nobody, so such sockets
+   are bounded apart: ``MAX_UNACKNOWLEDGED_SOCKETS`` in a process and
+   ``MAX_UNACKNOWLEDGED_PER_ADDRESS`` from one client address (one more is refused at the
+   upgrade with HTTP 503 or 429), and ``WebSocketProtocol`` (what ``graphmem serve`` runs) holds
+   their messages to ``MAX_INIT_MESSAGE_BYTES`` and ends them at their deadline even when they
+   do not read.
 """
 
 from __future__ import annotations
@@ -18,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections import defaultdict
-from typing import TYPE_CHECKING, Final
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any, Final
 
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import Scope
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
@@ -32,6 +40,7 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     SubscribeMessage,
 )
 from strawberry.utils.aio import aclosing
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from graphmem import ApiKey
 from graphmem.limits import MAX_SOCKETS_PER_KEY
@@ -39,6 +48,9 @@ from graphmem.limits import MAX_SOCKETS_PER_KEY
 from .context import Context
 
 if TYPE_CHECKING:
+    from uvicorn._types import ASGIReceiveEvent, ASGISendEvent
+    from websockets.http11 import Request
+
     from .auth import Authenticator
 
 _log = logging.getLogger("graphmem.server")
@@ -52,16 +64,57 @@ CLOSE_TOO_MANY: Final = 4429
 CLOSE_WAIT_S: Final = 5.0
 #: Seconds a socket may stay open before it presents its key (connection_init).
 INIT_WAIT_S: Final = 10.0
+#: Sockets not yet acknowledged (connection_init not yet answered with connection_ack) in one
+#: server process, and from one client address: one more is refused at the upgrade with HTTP
+#: 503 or 429 respectively, with Retry-After.
+MAX_UNACKNOWLEDGED_SOCKETS: Final = 512
+MAX_UNACKNOWLEDGED_PER_ADDRESS: Final = 32
+#: Bytes a message may hold before its socket is acknowledged (connection_init needs a few
+#: hundred); a larger one closes the socket with 1009 before its payload is read. After the
+#: acknowledgement the server's ``ws_max_size`` holds (``graphmem serve``: ``max_body_bytes``).
+MAX_INIT_MESSAGE_BYTES: Final = 65_536
+#: The ASGI scope extension by which ``WebSocketProtocol`` lets the app lift the limit above.
+ACKNOWLEDGED_EXTENSION: Final = "graphmem.websocket.acknowledged"
+#: Where ``Sockets.arrive`` marks, in the scope, a socket it counts as unacknowledged.
+_WAITING: Final = "graphmem.waiting"
 
 
 class Sockets:
-    """The open sockets of one server process, by the key that admitted them (None: none)."""
+    """The open sockets of one server process: by the key that admitted them (None: none),
+    and, by client address, those whose key is not acknowledged yet."""
 
     def __init__(self, gate: Authenticator, per_key: int | None = None) -> None:
         self.gate = gate
         self.per_key = MAX_SOCKETS_PER_KEY if per_key is None else per_key
+        self.unacknowledged = MAX_UNACKNOWLEDGED_SOCKETS
+        self.per_address = MAX_UNACKNOWLEDGED_PER_ADDRESS
         self._by_key: dict[ApiKey | None, set[SocketHandler]] = defaultdict(set)
+        self._waiting: Counter[str] = Counter()
         self._closing: set[asyncio.Task[None]] = set()
+
+    def arrive(self, scope: Scope) -> Response | None:
+        """Count the socket of ``scope`` as waiting for its acknowledgement, until
+        ``acknowledged``; or, counting nothing, the HTTP answer that refuses its upgrade when
+        the process (503) or its client address (429) holds as many such sockets as it may."""
+        address = scope["client"][0] if scope.get("client") else ""
+        if self._waiting.total() >= self.unacknowledged:
+            held = f"this server holds {self.unacknowledged} sockets that have not presented a key"
+            return _busy(503, held)
+        if self._waiting[address] >= self.per_address:
+            held = f"{self.per_address} sockets from {address} have not presented a key yet"
+            return _busy(429, held)
+        self._waiting[address] += 1
+        scope[_WAITING] = address
+        return None
+
+    def acknowledged(self, scope: Scope) -> None:
+        """The socket of ``scope`` no longer waits (acknowledged, or closed); once only."""
+        address = scope.pop(_WAITING, None)
+        if address is None:
+            return
+        self._waiting[address] -= 1
+        if not self._waiting[address]:
+            del self._waiting[address]
 
     def add(self, socket: SocketHandler, key: ApiKey | None) -> bool:
         """Count ``socket`` as open with ``key``; False (nothing counted) when the key holds
@@ -118,11 +171,19 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
         await super().handle_connection_init(message)
-        if self.connection_acknowledged and not self.sockets.add(self, self.context.key):
+        if not self.connection_acknowledged:
+            return
+        scope = self.context.request.scope
+        self.sockets.acknowledged(scope)
+        if not self.sockets.add(self, self.context.key):
             await self.refuse(
                 f"this API key has {self.sockets.per_key} sockets open already",
                 code=CLOSE_TOO_MANY,
             )
+            return
+        lift = (scope.get("extensions") or {}).get(ACKNOWLEDGED_EXTENSION)
+        if lift is not None:  # served by WebSocketProtocol: messages up to ws_max_size now
+            lift["lift"]()
 
     async def handle_subscribe(self, message: SubscribeMessage) -> None:
         key = self.context.key
@@ -170,6 +231,79 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
             await asyncio.wait_for(
                 self.websocket.close(code=code, reason=reason[:120]), CLOSE_WAIT_S
             )
+
+
+class WebSocketProtocol(WebSocketsSansIOProtocol):
+    """uvicorn's websockets-sansio protocol (``ws=`` of ``graphmem serve``), made to hold
+    against a client that sends without reading:
+
+    1. While the socket's write buffer is over its high-water mark (the client is not reading
+       the pongs of its pings, or the answers it asked for), nothing more is read from it: its
+       frames wait in its own kernel buffers, not in the server's memory. uvicorn's answers
+       every ping whatever the buffer holds.
+    2. A close the client cannot take (its writes are paused) aborts the connection at once,
+       and one it has not finished ``CLOSE_WAIT_S`` after the app ended is aborted then (as is
+       a socket that failed uvicorn's keepalive): a deadline (connection_init's 4408, a
+       revoked key's 4403) ends the socket whether or not the client reads.
+    3. Until the app says the socket is acknowledged (``ACKNOWLEDGED_EXTENSION``), a message may
+       hold at most ``MAX_INIT_MESSAGE_BYTES``: a larger one is refused with 1009 from its
+       frame's header, before its payload is read. Then ``ws_max_size`` holds.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn.max_message_size = min(MAX_INIT_MESSAGE_BYTES, self.config.ws_max_size)
+
+    def handle_connect(self, event: Request) -> None:
+        super().handle_connect(event)
+        if self.response.status_code == 101:  # the app runs (not yet: the task is scheduled)
+            extensions = self.scope["extensions"]
+            assert extensions is not None
+            extensions[ACKNOWLEDGED_EXTENSION] = {"lift": self._lift}
+
+    def _lift(self) -> None:
+        self.conn.max_message_size = self.config.ws_max_size
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if not self.read_paused:  # else the app has a message to take first
+            self.transport.resume_reading()
+
+    async def receive(self) -> ASGIReceiveEvent:
+        message = await super().receive()
+        if not self.writable.is_set():  # uvicorn's resumed reading for the app, not the client
+            self.transport.pause_reading()
+        return message
+
+    async def send(self, message: ASGISendEvent) -> None:
+        if (
+            message["type"] == "websocket.close"
+            and self.handshake_complete
+            and not self.writable.is_set()
+        ):
+            self.close_sent = True
+            self.transport.abort()  # the close frame would wait behind what it does not read
+            return
+        await super().send(message)
+
+    async def run_asgi(self) -> None:
+        await super().run_asgi()
+        self.loop.call_later(CLOSE_WAIT_S, self.transport.abort)  # no-op once it has closed
+
+    def keepalive_timeout(self) -> None:
+        super().keepalive_timeout()
+        self.transport.abort()  # unanswered pings for ws_ping_timeout: nothing left to flush
+
+
+def _busy(status: int, problem: str) -> Response:
+    """The refusal of an upgrade (a page a browser never shows: it sees the socket fail), to be
+    tried again once the sockets waiting now have presented their key or been closed."""
+    retry = {"Retry-After": str(int(INIT_WAIT_S))}
+    return PlainTextResponse(f"{problem}: retry later", status_code=status, headers=retry)
 
 
 def _refusal(key: ApiKey | None) -> str:

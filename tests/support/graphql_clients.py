@@ -17,6 +17,8 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from resolvers.sockets import WebSocketProtocol
+
 #: What most service tests send: a fact stored from its text alone, and a search for texts.
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
 SEARCH = "query($q: String!) { search(query: $q) { fact { text } } }"
@@ -85,7 +87,7 @@ class LiveServer(Api):
         port = self.sock.getsockname()[1]
         self.base_url = f"http://127.0.0.1:{port}"
         self.server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", ws="websockets-sansio", lifespan="on")
+            uvicorn.Config(app, log_level="warning", ws=WebSocketProtocol, lifespan="on")
         )
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
