@@ -117,9 +117,9 @@ def test_direct_writes_store_refuse_or_redact_secrets_as_configured(
 
 #: The length of the texts below: twice the longest field a write takes (the attack run's size).
 LONG = 20_000
-#: Linear code checks such a text in a few tens of milliseconds; the patterns that read a run
-#: again from each repetition of its prefix took 350 ms to 1.7 s.
-BOUND_S = 0.1
+#: Linear code checks such a text in a few tens of milliseconds (the bound leaves room for a
+#: loaded machine); the patterns that read a run again from each repetition took 0.35-1.7 s.
+BOUND_S = 0.2
 OPENAI_KEY = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" + "T3BlbkFJ" + "k1L2m3N4o5P6q7R8s9T0"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"
 NPM_LINE = "//registry.npmjs.org/:_authToken=npm_abcdefghijklmnopqrstuvwxyz0123456789"
