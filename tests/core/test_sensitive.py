@@ -144,7 +144,7 @@ def _fastest(check: Callable[[], object]) -> float:
     "piece",
     ["sk-", "sk-a", "eyJ-", "//", "//a/", "://", "pw:", "pw-", "password:", "token=", "api_key="],
 )
-def test_a_long_text_of_one_prefix_repeated_is_checked_in_well_under_a_tenth_of_a_second(
+def test_a_long_text_of_one_prefix_repeated_is_checked_in_tens_of_milliseconds(
     piece: str,
 ) -> None:
     """Once 0.35 to 1.7 s each, five such fields a fact: the OpenAI, JWT and npm patterns and
