@@ -306,6 +306,16 @@ def test_an_endpoint_that_drips_its_answer_fails_once_embed_timeout_has_passed(
 
 
 @pytest.mark.integration
+def test_a_retry_after_longer_than_embed_timeout_is_not_waited_for(stub: OpenAIStub) -> None:
+    embedder = openai_embedder(stub, embed_timeout=0.5, embed_max_retries=2)
+    stub.fail_next(status=429, times=3, retry_after=3.0)
+    started = time.monotonic()
+    with pytest.raises(EmbedderError, match="429"):
+        embedder.embed(["later"])
+    assert time.monotonic() - started < 0.5 and len(stub.requests) == 1
+
+
+@pytest.mark.integration
 def test_an_answer_larger_than_its_vectors_can_take_raises_embedder_error(
     stub: OpenAIStub,
 ) -> None:

@@ -21,7 +21,7 @@ tokens counted as words.
 
 Scripted faults apply to the next requests of a route (or of any route), in the order they were
 scripted: ``fail_next`` (an HTTP error status, with ``retry-after-ms: 10`` so client retries are
-quick), ``delay_next`` (answer late, for timeouts), ``wrong_count_next`` (one vector too few),
+quick, or the wait given), ``delay_next`` (answer late, for timeouts), ``wrong_count_next`` (one vector too few),
 ``wrong_dimensions_next`` (vectors of another size) and ``garbage_next`` (a body that is not
 JSON); and hostile answers: ``drip_next`` (the answer after spaces sent one at a time),
 ``huge_next`` (the answer padded to a size, streamed) and ``deep_next`` (JSON nested deep).
@@ -86,7 +86,7 @@ class _Fault:
     kind: str  # "ok", "status", "delay", "count", "dimensions", "garbage", "drip", "huge", "deep"
     value: float
     route: str | None  # "embeddings", "chat", or None for any
-    seconds: float = 0.0  # how long a drip lasts
+    seconds: float = 0.0  # how long a drip lasts, or the retry-after of a status
 
 
 class OpenAIStub:
@@ -112,14 +112,21 @@ class OpenAIStub:
     # ----------------------------------------------------------------------------- scripting
 
     def fail_next(
-        self, status: int = 500, times: int = 1, *, after: int = 0, route: str | None = None
+        self,
+        status: int = 500,
+        times: int = 1,
+        *,
+        after: int = 0,
+        route: str | None = None,
+        retry_after: float = 0.01,
     ) -> None:
         """Answer ``times`` requests with HTTP ``status`` and an OpenAI error body.
 
         ``after``: answer that many requests normally first. ``route``: only requests to
-        "embeddings" or "chat" (default: any).
+        "embeddings" or "chat" (default: any). ``retry_after``: the seconds the answer asks the
+        client to wait (as ``retry-after-ms``).
         """
-        self._script(_Fault("status", status, route), times, after)
+        self._script(_Fault("status", status, route, retry_after), times, after)
 
     def delay_next(self, seconds: float, times: int = 1, *, route: str | None = None) -> None:
         """Answer ``times`` requests only after ``seconds`` (a client timeout gives up first)."""
@@ -310,15 +317,22 @@ class OpenAIStub:
             self._record(request, body, 200)
             return Response("<html>not json</html>", media_type="text/html")
         status = int(fault.value)
-        return self._error(request, body, status, f"scripted failure {status}")
+        return self._error(request, body, status, f"scripted failure {status}", fault.seconds)
 
-    def _error(self, request: Request, body: dict[str, Any], status: int, message: str) -> Response:
+    def _error(
+        self,
+        request: Request,
+        body: dict[str, Any],
+        status: int,
+        message: str,
+        retry_after: float = 0.01,
+    ) -> Response:
         self._record(request, body, status)
         kind = "rate_limit_exceeded" if status == 429 else "server_error"
         return JSONResponse(
             {"error": {"message": message, "type": kind, "code": kind}},
             status_code=status,
-            headers={"retry-after-ms": "10"},
+            headers={"retry-after-ms": f"{retry_after * 1000:g}"},
         )
 
     def _ok(
