@@ -223,7 +223,9 @@ class AuthMiddleware:
         except Denied as exc:
             if scope["type"] == "websocket":
                 if exc.status == 401 and "authorization" not in headers:
-                    await self.app(scope, receive, send)  # may authenticate in connection_init
+                    # It may authenticate in connection_init; until then it is bounded as a
+                    # socket without a key (resolvers.sockets: how many, how large, how long).
+                    await self.app(scope, receive, send)
                 else:
                     await send(
                         {"type": "websocket.close", "code": 4403, "reason": exc.message[:120]}

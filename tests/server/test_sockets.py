@@ -53,7 +53,7 @@ def test_a_socket_that_pings_without_reading_holds_little_memory_and_ends_at_its
     started = time.monotonic()
     buffered = 0
     ended = None
-    while time.monotonic() - started < DEADLINE_S + 3:
+    while time.monotonic() - started < DEADLINE_S + 4:
         try:
             client.sendall(pings)
         except TimeoutError:
@@ -64,7 +64,7 @@ def test_a_socket_that_pings_without_reading_holds_little_memory_and_ends_at_its
         buffered = max([buffered, *(_buffered(keyed))])
     client.close()
     assert buffered < 1_048_576, f"{buffered:,} bytes of pongs held for one socket"
-    assert ended is not None and ended < DEADLINE_S + 1.5, "the deadline did not end the socket"
+    assert ended is not None and ended < DEADLINE_S + 3, "the deadline did not end the socket"
     assert not _buffered(keyed)
 
 
@@ -85,9 +85,9 @@ def test_a_large_message_before_the_key_is_refused_from_its_header_and_allowed_a
     init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}
     client.sendall(_frame(0x1, json.dumps(init).encode()))
     assert json.loads(_message(client))["type"] == "connection_ack"
-    query = "{ namespace }" + " " * 100_000  # beyond the limit before the key, not after
-    subscribe = {"type": "subscribe", "id": "1", "payload": {"query": query}}
-    client.sendall(_frame(0x1, json.dumps(subscribe).encode()))
+    subscribe = {"type": "subscribe", "id": "1", "payload": {"query": "{ namespace }"}}
+    padded = json.dumps(subscribe) + " " * 100_000  # beyond the limit before the key
+    client.sendall(_frame(0x1, padded.encode()))
     answer = json.loads(_message(client))
     assert answer["payload"]["data"] == {"namespace": "default"}
     client.close()
