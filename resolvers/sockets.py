@@ -275,7 +275,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
 
     async def receive(self) -> ASGIReceiveEvent:
         message = await super().receive()
-        if not self.writable.is_set():  # uvicorn's resumed reading for the app, not the client
+        if not self.writable.is_set():  # uvicorn resumed reading for the app: not while writes wait
             self.transport.pause_reading()
         return message
 
