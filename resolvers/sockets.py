@@ -27,6 +27,7 @@ import logging
 from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, Final
 
+from cross_web import HTTPException
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Scope
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -166,6 +167,9 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
     async def handle(self) -> None:
         try:
             await super().handle()
+        except HTTPException:  # JSON that json cannot convert (GraphQLApp.decode_json)
+            with contextlib.suppress(Exception):  # already closed by the client
+                await self.handle_invalid_message("WebSocket message must be valid JSON")
         finally:
             self.sockets.discard(self)
 

@@ -93,15 +93,19 @@ def test_a_large_message_before_the_key_is_refused_from_its_header_and_allowed_a
     client.close()
 
 
-def test_a_connection_init_nested_too_deep_closes_its_socket_cleanly(
-    service: InProcess, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize(
+    "value",
+    ["[" * 30_000 + "]" * 30_000, "1" * 5_000],
+    ids=["nested deeper than json parses", "an integer of more digits than Python converts"],
+)
+def test_a_connection_init_json_cannot_read_closes_its_socket_cleanly(
+    service: InProcess, caplog: pytest.LogCaptureFixture, value: str
 ) -> None:
-    nested = "[" * 30_000 + "]" * 30_000
     with (
         caplog.at_level(logging.ERROR),
         service.client.websocket_connect(WS_URL, subprotocols=[WS]) as ws,
     ):
-        ws.send_text(f'{{"type": "connection_init", "payload": {{"deep": {nested}}}}}')
+        ws.send_text(f'{{"type": "connection_init", "payload": {{"value": {value}}}}}')
         with pytest.raises(WebSocketDisconnect) as closed:
             ws.receive_json()
     assert closed.value.code == 4400
