@@ -7,8 +7,9 @@ CLI) are read from the namespace's change log every FOLLOW_CHANGES_EVERY seconds
 subscribers (``follow``). A subscriber that falls more than SUBSCRIBER_BACKLOG changes behind (or
 whose key's subscriptions hold that many changes waiting between them), or whose namespace's
 log dropped changes before they were read, is ended with an error rather than let the server's
-memory grow or changes go unheard; its ``on_end`` is called then, so that a subscriber that does
-not read is closed, not left holding its changes.
+memory grow or changes go unheard: the changes it holds are dropped and the error is next. One
+that has not taken the error END_WAIT_S later is not reading (its socket's writes wait on the
+client): its ``on_end`` is called then, which closes its socket.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ _log = logging.getLogger("graphmem")
 
 #: Seconds between two reads of the change log of a namespace with subscribers.
 FOLLOW_CHANGES_EVERY: Final = 0.25
+#: Seconds a subscription ended for falling behind has to take its error before its ``on_end``
+#: is called (its client is not reading).
+END_WAIT_S: Final = 5.0
 
 
 @dataclass(eq=False)
@@ -43,6 +47,8 @@ class _Subscriber:
         default_factory=lambda: asyncio.Queue(SUBSCRIBER_BACKLOG)
     )
     ended: bool = False
+    #: It has taken its end marker.
+    told: bool = False
 
 
 class Broadcaster:
@@ -96,6 +102,7 @@ class Broadcaster:
                 if change is not None:
                     self._backlog[key] -= 1
                 if change is None:
+                    subscriber.told = True
                     raise SubscriberTooSlow(
                         "this subscription fell behind the changes and was ended (more than "
                         f"{SUBSCRIBER_BACKLOG} waiting, or dropped from the namespace's change log "
@@ -103,6 +110,7 @@ class Broadcaster:
                     )
                 yield change
         finally:
+            subscriber.told = True  # gone: nothing left to close
             self._drop(subscriber)
             self._queues[namespace].discard(subscriber)
             if not self._queues[namespace]:
@@ -137,10 +145,8 @@ class Broadcaster:
                 return
 
     def _end_all(self, namespace: str) -> None:
-        """End every subscription of ``namespace`` with the error of one that fell behind (the
-        changes they hold are dropped: they missed others)."""
+        """End every subscription of ``namespace`` with the error of one that fell behind."""
         for subscriber in list(self._queues.get(namespace, ())):
-            self._drop(subscriber)
             self._end(subscriber)
 
     def _deliver(self, changes: list[Change]) -> None:
@@ -158,17 +164,23 @@ class Broadcaster:
                 self._backlog[subscriber.key] += 1
 
     def _end(self, subscriber: _Subscriber) -> None:
-        """Queue the end marker after the changes ``subscriber`` holds (its queue keeps a slot
-        for it), and say so to its ``on_end``."""
+        """Drop the changes ``subscriber`` holds (it missed others: it must read afresh) and
+        queue its end marker; END_WAIT_S later, call its ``on_end`` unless it has taken it."""
         if subscriber.ended:
             return
+        self._drop(subscriber)
         subscriber.queue.put_nowait(None)
         subscriber.ended = True
         if subscriber.on_end is not None:
-            try:
-                subscriber.on_end()
-            except Exception:  # the subscription ends all the same, when it next reads
-                _log.warning("ending a subscription that fell behind failed", exc_info=True)
+            self._loop.call_later(END_WAIT_S, self._not_reading, subscriber)
+
+    def _not_reading(self, subscriber: _Subscriber) -> None:
+        if subscriber.told or subscriber.on_end is None:
+            return
+        try:
+            subscriber.on_end()
+        except Exception:  # its socket closes when it next reads or writes
+            _log.warning("closing a subscriber that does not read failed", exc_info=True)
 
     def _drop(self, subscriber: _Subscriber) -> None:
         """Take the changes left in ``subscriber``'s queue (and out of its key's backlog)."""

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from graphmem import ApiKey, Change, KeyStore, Memory, Settings
+from graphmem.errors import SubscriberTooSlow
 from resolvers import create_app, events, fairness, mcp
 from resolvers.events import Broadcaster
 from resolvers.mcp import tool_cost
@@ -256,32 +257,46 @@ def _change(n: int) -> Change:
     return Change(namespace="default", kind="FACT_STORED", id=f"f{n}", at=0.0)
 
 
-def test_a_keys_subscriptions_share_one_backlog_and_a_socket_that_falls_behind_is_closed(
+def test_a_keys_subscriptions_share_one_backlog_and_one_that_does_not_read_is_closed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Twenty subscriptions of one key that never read hold at most SUBSCRIBER_BACKLOG changes
-    between them; each one ended is handed to its ``on_end`` (which closes its socket)."""
-    monkeypatch.setattr(events, "SUBSCRIBER_BACKLOG", 10)
-    ended: list[int] = []
+    """Twenty subscriptions of one key, each stuck sending its first change (its client does
+    not read), hold at most SUBSCRIBER_BACKLOG changes between them; each is ended, and its
+    ``on_end`` (which closes its socket) is called once it has not taken the end for
+    END_WAIT_S. One that reads is told, and not closed."""
+    monkeypatch.setattr(events, "SUBSCRIBER_BACKLOG", 30)
+    monkeypatch.setattr(events, "END_WAIT_S", 0.05)
+    closed: list[str] = []
 
-    async def run() -> tuple[int, list[int]]:
+    async def run() -> tuple[int, str]:
         broadcaster = Broadcaster(asyncio.get_running_loop())
         broadcaster._positions["default"] = 0  # no change log to read in this test
-        streams = [
-            broadcaster.changes("default", key="k", on_end=functools.partial(ended.append, n))
-            for n in range(20)
+        stuck = [
+            broadcaster.changes("default", key="k", on_end=functools.partial(closed.append, "k"))
+            for _ in range(20)
         ]
-        firsts = [asyncio.ensure_future(anext(stream)) for stream in streams]
+        reader = broadcaster.changes(
+            "default", key="r", on_end=functools.partial(closed.append, "r")
+        )
+        firsts = [asyncio.ensure_future(anext(stream)) for stream in [*stuck, reader]]
         await asyncio.sleep(0)  # every subscription is waiting for its first change
-        broadcaster._deliver([_change(n) for n in range(100)])
+        broadcaster._deliver([_change(0)])
+        await asyncio.gather(*firsts)  # each has its first change: "sending" it
+        broadcaster._deliver([_change(n) for n in range(1, 100)])
         waiting = broadcaster._backlog["k"]
-        for first in firsts:
-            first.cancel()
-        return waiting, sorted(ended)
+        told = ""
+        try:
+            while True:
+                await anext(reader)
+        except SubscriberTooSlow as exc:
+            told = exc.code
+        await asyncio.sleep(0.2)
+        return waiting, told
 
-    waiting, closed = asyncio.run(run())
-    assert waiting <= 10
-    assert closed == list(range(20))
+    waiting, told = asyncio.run(run())
+    assert waiting <= 30
+    assert told == "UNAVAILABLE"
+    assert closed == ["k"] * 20
 
 
 def test_events_of_a_key_are_paced_to_its_rate() -> None:
