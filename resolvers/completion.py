@@ -12,12 +12,18 @@ traversal. :class:`LeanExecutor`:
 3. leaves the rest to graphql-core: a field with a resolver, an abstract type, a middleware,
    deferred fragments. An object whose plain completion meets something irregular (a null in a
    non-null field, a value its type cannot coerce, a missing attribute) is completed again from
-   the start by graphql-core, which reports the error at its path.
+   the start by graphql-core, which reports the error at its path;
+4. counts the bytes the answer will take as it completes it (an estimate: strings' lengths
+   and a few bytes for every other value and key), and stops the whole execution with
+   :class:`AnswerTooLarge` as soon as they pass the context's ``answer_limit``: an answer too
+   large is refused where it is being built, not measured once it exists.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import operator
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -26,6 +32,9 @@ from graphql import (
     GRAPHQL_MAX_INT,
     GRAPHQL_MIN_INT,
     GraphQLBoolean,
+    GraphQLEnumType,
+    GraphQLError,
+    GraphQLFloat,
     GraphQLID,
     GraphQLInt,
     GraphQLLeafType,
@@ -34,6 +43,7 @@ from graphql import (
     GraphQLOutputType,
     GraphQLResolveInfo,
     GraphQLString,
+    get_named_type,
     is_leaf_type,
     is_list_type,
     is_non_null_type,
@@ -52,6 +62,8 @@ from strawberry.types.base import (
 )
 from strawberry.types.field import StrawberryField
 
+from graphmem.errors import Code
+
 #: Where strawberry keeps a GraphQL field's own definition.
 _DEFINITION: Final = "strawberry-definition"
 
@@ -65,8 +77,21 @@ class _Irregular(Exception):
     """Plain completion met something only graphql-core's own completion reports correctly."""
 
 
+class AnswerTooLarge(GraphQLError):
+    """The answer being completed has passed its limit of bytes: raised through every field
+    (none catches it as a field error), so the execution ends with this one error."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"the answer would come to more than the limit of {limit:,} bytes (setting "
+            "graphql_max_response_bytes): ask for smaller pages or fewer fields",
+            extensions={"code": Code.TOO_COSTLY},
+        )
+
+
 class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor, completing plain objects by a compiled plan."""
+    """graphql-core's executor, completing plain objects by a compiled plan, the answer's
+    size bounded by the context's ``answer_limit`` (bytes; None: no limit)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -74,6 +99,53 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
         # the plan so that its id cannot be reused within the request.
         # (the field list, its plan, whether the plan was compiled).
         self._plans: dict[tuple[GraphQLObjectType, int], tuple[Any, Completer | None, bool]] = {}
+        limit = getattr(self.context_value, "answer_limit", None)
+        self._room: float = math.inf if limit is None else limit
+        #: The bytes of the answer completed so far (``_spend``).
+        self.answer_bytes = 0
+
+    def build_per_event_executor(self, payload: Any) -> LeanExecutor:
+        # Each event of a subscription is an answer of its own: its own count, and plans
+        # that count to it.
+        executor = super().build_per_event_executor(payload)
+        assert isinstance(executor, LeanExecutor)
+        executor._plans = {}
+        executor.answer_bytes = 0
+        return executor
+
+    def _spend(self, size: int) -> None:
+        self.answer_bytes += size
+        if self.answer_bytes > self._room:
+            raise AnswerTooLarge(int(self._room))
+
+    def handle_field_error(
+        self,
+        raw_error: Exception,
+        return_type: GraphQLOutputType,
+        field_details_list: FieldDetailsList,
+        path: Path,
+    ) -> None:
+        if isinstance(raw_error, AnswerTooLarge):
+            raise raw_error  # not a field's error: the whole answer's
+        super().handle_field_error(raw_error, return_type, field_details_list, path)
+
+    def execute_fields(
+        self,
+        parent_type: GraphQLObjectType,
+        source_value: Any,
+        path: Path | None,
+        grouped_field_set: Any,
+        position_context: Any,
+    ) -> AwaitableOrValue[dict[str, Any]]:
+        self._spend(sum(len(name) + _PER_KEY for name in grouped_field_set))
+        return super().execute_fields(
+            parent_type, source_value, path, grouped_field_set, position_context
+        )
+
+    def complete_leaf_value(self, return_type: GraphQLLeafType, result: Any) -> Any:  # type: ignore[override]
+        completed = super().complete_leaf_value(return_type, result)
+        self._spend(_value_size(completed))
+        return completed
 
     def complete_object_value(
         self,
@@ -86,10 +158,11 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
     ) -> AwaitableOrValue[dict[str, Any]]:
         plan = self._plan(return_type, field_details_list, now=False)
         if plan is not None:
+            spent = self.answer_bytes
             try:
                 completed: dict[str, Any] = plan(result)
             except _Irregular:
-                pass
+                self.answer_bytes = spent  # graphql-core completes and counts it again
             else:
                 return completed
         return super().complete_object_value(
@@ -105,6 +178,7 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
         result: Any,
         position_context: Any,
     ) -> AwaitableOrValue[list[Any]]:
+        self._spend(_PER_LIST + len(result) if isinstance(result, list | tuple) else _PER_LIST)
         # A list of plain objects in one go, not item by item through graphql-core.
         item_type = return_type.of_type
         inner = item_type.of_type if is_non_null_type(item_type) else item_type
@@ -116,10 +190,11 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             plan = self._plan(inner, field_details_list, now=len(result) > 1)
             if plan is not None:
                 required = is_non_null_type(item_type)
+                spent = self.answer_bytes
                 try:
                     return [_item(plan, value, required) for value in result]
                 except _Irregular:
-                    pass
+                    self.answer_bytes = spent
         return super().complete_list_value(
             return_type, field_details_list, info, path, result, position_context
         )
@@ -152,11 +227,19 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
         if defer_usages:
             return None
         fields: list[tuple[str, str | None, Any]] = []
+        # What the answer's size counts for the object: its keys and the leaves of fixed size,
+        # then its texts, other leaves and lists of leaves by their values (an object below
+        # counts its own, and a list of objects its items).
+        fixed = 0
+        texts: list[str] = []
+        values: list[tuple[str, Callable[[Any], int]]] = []
         for response_name, details in grouped.items():
             node = details[0].node
             name = node.name.value
+            fixed += len(response_name) + _PER_KEY
             if name == "__typename":
                 fields.append((response_name, None, return_type.name))
+                fixed += len(return_type.name) + _PER_STRING
                 continue
             field_def = self.schema.get_field(return_type, name)
             if field_def is None:
@@ -168,6 +251,21 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             if finish is None:
                 return None
             fields.append((response_name, attribute, finish))
+            kind = field_def.type.of_type if is_non_null_type(field_def.type) else field_def.type
+            if is_leaf_type(kind):
+                sized = _sized(kind)
+                if sized is _FIXED:
+                    fixed += _PER_VALUE
+                elif sized is _TEXT:
+                    texts.append(response_name)
+                    fixed += _PER_STRING
+                else:
+                    values.append((response_name, _value_size))
+            elif is_list_type(kind) and is_leaf_type(get_named_type(kind)):
+                of_texts = is_leaf_type(kind.of_type) and _sized(kind.of_type) is _TEXT
+                values.append((response_name, _texts_size if of_texts else _value_size))
+        texts_of = _getter(texts)
+        spend = self._spend
 
         def complete(value: Any) -> dict[str, Any]:
             out: dict[str, Any] = {}
@@ -176,10 +274,16 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
                     out[response_name] = (
                         finish if attribute is None else finish(getattr(value, attribute))
                     )
-            except _Irregular:
+            except (_Irregular, AnswerTooLarge):
                 raise
             except Exception as exc:  # graphql-core says where and why
                 raise _Irregular from exc
+            size = fixed
+            if texts_of is not None:  # in C: a dozen texts cost what one would in Python
+                size += sum(map(len, filter(None, texts_of(out))))
+            for response_name, size_of in values:
+                size += size_of(out[response_name])
+            spend(size)
             return out
 
         return complete
@@ -205,13 +309,20 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             item = self._completer(type_.of_type, field_details_list)
             if item is None:
                 return None
+            # A list of objects counts its brackets and commas here; one of leaves is counted
+            # whole by the object holding it.
+            of_objects = not is_leaf_type(get_named_type(type_))
+            spend = self._spend
 
             def listed(value: Any) -> Any:
                 if value is None or value is Undefined:
                     return None
                 if not isinstance(value, list | tuple):
                     raise _Irregular
-                return [item(x) for x in value]
+                items = [item(x) for x in value]
+                if of_objects:
+                    spend(_PER_LIST + len(items))
+                return items
 
             return listed
         if is_leaf_type(type_):
@@ -226,6 +337,72 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
 
             return nested
         return None  # interfaces and unions: graphql-core resolves the runtime type
+
+
+#: What the answer's size counts, about as JSON writes it without escapes: a string's
+#: characters and its quotes; a key's characters, its quotes, colon and comma; a few bytes for
+#: any other leaf (``true``, ``null``, ``0.25``); a list's brackets and a comma for each item.
+#: An object's braces count nothing (its last key has no comma).
+_PER_STRING: Final = 2
+_PER_KEY: Final = 4
+_PER_VALUE: Final = 4
+_PER_LIST: Final = 2
+
+#: How a leaf type's values are sized: texts (String, ID, enums) by their length, numbers and
+#: booleans as a few bytes, any other scalar (a date, JSON) by its value (``_value_size``).
+_TEXT: Final = "text"
+_FIXED: Final = "fixed"
+_VALUE: Final = "value"
+
+
+def _sized(type_: Any) -> str:
+    if type_ in (GraphQLString, GraphQLID) or isinstance(type_, GraphQLEnumType):
+        return _TEXT
+    if type_ in (GraphQLInt, GraphQLFloat, GraphQLBoolean):
+        return _FIXED
+    return _VALUE
+
+
+def _getter(names: list[str]) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
+    """What takes the values of ``names`` from a dict, as a tuple (None: no names)."""
+    if not names:
+        return None
+    if len(names) == 1:
+        [name] = names
+        return lambda out: (out[name],)
+    return operator.itemgetter(*names)
+
+
+def _texts_size(texts: list[str | None] | None) -> int:
+    """The bytes of a list of texts (or of none) as JSON."""
+    if texts is None:
+        return _PER_VALUE
+    try:
+        return _PER_LIST + (1 + _PER_STRING) * len(texts) + sum(map(len, texts))  # type: ignore[arg-type]
+    except TypeError:  # a null among them
+        return _value_size(texts)
+
+
+def _value_size(value: Any) -> int:
+    """About the bytes a leaf's value takes as JSON (a JSON scalar's objects and lists too)."""
+    if type(value) is str:
+        return len(value) + _PER_STRING
+    size = 0
+    stack = [value]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str:
+            size += len(value) + _PER_STRING
+        elif kind is dict:
+            size += sum(len(str(name)) + _PER_KEY for name in value)
+            stack.extend(value.values())
+        elif kind is list or kind is tuple:
+            size += _PER_LIST + len(value)
+            stack.extend(value)
+        else:
+            size += _PER_VALUE
+    return size
 
 
 def _leaf(type_: GraphQLLeafType, *, required: bool) -> Completer:

@@ -1,8 +1,9 @@
 """What a GraphQL document may cost, worked out before it runs, and what each key may spend.
 
 1. **Cost** (:func:`cost_of`): the most list items the document's answer may hold, as GitHub's
-   node limit counts them. A document over the ``graphql_max_cost`` setting is refused before
-   anything runs (``TOO_COSTLY``, naming both).
+   node limit counts them, introspection's included (its lists sized from the schema itself,
+   :func:`introspection_sizes`). A document over the ``graphql_max_cost`` setting is refused
+   before anything runs (``TOO_COSTLY``, naming both).
 2. **Spending** (:class:`Buckets`): each API key has ``rate_limit_per_minute`` cost points,
    refilled continuously; a request that finds too few is refused with ``RATE_LIMITED`` (HTTP
    429 and ``Retry-After``). Buckets live in the server process.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -24,7 +26,10 @@ from graphql import (
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
+    GraphQLEnumType,
     GraphQLField,
+    GraphQLInputObjectType,
+    GraphQLInterfaceType,
     GraphQLObjectType,
     GraphQLSchema,
     InlineFragmentNode,
@@ -36,6 +41,7 @@ from graphql import (
     ValueNode,
     VariableNode,
     get_named_type,
+    is_abstract_type,
     is_leaf_type,
     is_list_type,
     is_non_null_type,
@@ -183,8 +189,9 @@ def cost_of(
     it, and every alias counts again; an object outside a list is part of the item that holds
     it. So ``fact(id) { links(first: 100) { edges { neighbour { links(first: 10) { edges {
     neighbourId } } } } } }`` costs 100 + 100 x 10 = 1,100. Lists without a page size count
-    the bound in ``LIST_SIZES``; the mutations of ``WORK`` count their work too; introspection
-    is bounded by the schema and not counted; every document costs at least 1.
+    the bound in ``LIST_SIZES``, introspection's lists the sizes of the schema itself
+    (:func:`introspection_sizes`); the mutations of ``WORK`` count their work too; every
+    document costs at least 1.
     """
     root = {
         OperationType.QUERY: schema.query_type,
@@ -211,7 +218,9 @@ class _Walk:
         variables: Mapping[str, Any],
         defaults: Mapping[str, ValueNode],
     ) -> None:
+        self.schema = schema
         self.types = schema.type_map
+        self.introspection = introspection_sizes(schema)
         self.fragments = fragments
         self.unbounded = False
         #: A fragment's cost for one item where it is spread, by (name, type, arguments
@@ -265,9 +274,8 @@ class _Walk:
         spreading: set[str],
     ) -> int:
         name = node.name.value
-        if name.startswith("__"):
-            return 0
-        definition = parent.fields.get(name)
+        # The root's __schema and __type too, which are no field of the type itself.
+        definition = self.schema.get_field(parent, name)
         if definition is None:  # validation refuses it
             return 0
         named = get_named_type(definition.type)
@@ -275,7 +283,7 @@ class _Walk:
             return 0
         args = self.arguments(definition, node)
         work = times * WORK.get((parent.name, name), 0)
-        size = LIST_SIZES.get((parent.name, name))
+        size = LIST_SIZES.get((parent.name, name)) or self.introspection.get((parent.name, name))
         if size is None and _is_list(definition):
             size = Size(fixed=MAX_LIMIT)
         listed = 0
@@ -314,6 +322,46 @@ class _Walk:
         if isinstance(node, ListValueNode):
             return len(node.values)
         return None
+
+
+def introspection_sizes(schema: GraphQLSchema) -> Mapping[tuple[str, str], Size]:
+    """How many objects each list of the introspection types may hold in ``schema``: its
+    number of types and of directives, and for a type's fields (arguments, enum values…) the
+    most that any one of them has. Worked out once per schema."""
+    found = _INTROSPECTION_SIZES.get(schema)
+    if found is None:
+        found = _INTROSPECTION_SIZES[schema] = _introspection_sizes(schema)
+    return found
+
+
+_INTROSPECTION_SIZES: weakref.WeakKeyDictionary[GraphQLSchema, Mapping[tuple[str, str], Size]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _introspection_sizes(schema: GraphQLSchema) -> Mapping[tuple[str, str], Size]:
+    kinds = list(schema.type_map.values())
+    composite = [k for k in kinds if isinstance(k, GraphQLObjectType | GraphQLInterfaceType)]
+    counts = {
+        ("__Schema", "types"): len(kinds),
+        ("__Schema", "directives"): len(schema.directives),
+        ("__Type", "fields"): max((len(k.fields) for k in composite), default=0),
+        ("__Type", "interfaces"): max((len(k.interfaces) for k in composite), default=0),
+        ("__Type", "possibleTypes"): max(
+            (len(schema.get_possible_types(k)) for k in kinds if is_abstract_type(k)), default=0
+        ),
+        ("__Type", "enumValues"): max(
+            (len(k.values) for k in kinds if isinstance(k, GraphQLEnumType)), default=0
+        ),
+        ("__Type", "inputFields"): max(
+            (len(k.fields) for k in kinds if isinstance(k, GraphQLInputObjectType)), default=0
+        ),
+        ("__Field", "args"): max(
+            (len(f.args) for k in composite for f in k.fields.values()), default=0
+        ),
+        ("__Directive", "args"): max((len(d.args) for d in schema.directives), default=0),
+    }
+    return {key: Size(fixed=count) for key, count in counts.items()}
 
 
 def _is_list(definition: GraphQLField) -> bool:
@@ -408,29 +456,3 @@ class Cost:
         if self.remaining is not None:
             found["remaining"] = int(self.remaining)
         return found
-
-
-def larger_than(data: object, limit: int) -> bool:
-    """Whether ``data`` (an answer's plain JSON values) would encode to more than ``limit``
-    bytes, found without encoding it: its strings' lengths and a few bytes for every other
-    value, summed until past the limit (a string's characters may take more bytes: the exact
-    size is checked again once encoded)."""
-    total = 0
-    stack = [data]
-    while stack:
-        value = stack.pop()
-        kind = type(value)
-        if kind is str:
-            total += len(value) + 3  # type: ignore[arg-type]
-        elif kind is dict:
-            for name, item in value.items():  # type: ignore[attr-defined]
-                total += len(name) + 4
-                stack.append(item)
-        elif kind is list:
-            total += 2 + len(value)  # type: ignore[arg-type]
-            stack.extend(value)  # type: ignore[arg-type]
-        else:
-            total += 8
-        if total > limit:
-            return True
-    return False

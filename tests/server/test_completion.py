@@ -5,6 +5,7 @@ when a value does not fit its type."""
 from __future__ import annotations
 
 import asyncio
+import json
 from enum import Enum
 from typing import Any
 
@@ -244,3 +245,60 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
+
+
+class Limited:
+    """A context saying how many bytes the answer may come to."""
+
+    def __init__(self, answer_limit: int | None) -> None:
+        self.answer_limit = answer_limit
+
+
+#: The items whose ``shout`` was resolved.
+SHOUTED: list[int] = []
+
+
+@strawberry.type
+class Big:
+    text: str
+
+    @strawberry.field
+    def shout(self) -> str:
+        SHOUTED.append(1)
+        return self.text.upper()
+
+
+@strawberry.type
+class BigQuery:
+    @strawberry.field
+    def bigs(self) -> list[Big]:
+        return [Big(text=f"{n} " + "x" * 1_000) for n in range(1_000)]
+
+
+def test_completion_stops_once_the_answer_passes_its_limit() -> None:
+    shouted = SHOUTED
+    shouted.clear()
+    schema = strawberry.Schema(query=BigQuery, execution_context_class=LeanExecutor)
+    query = "{ bigs { text shout } }"  # about 2 MB
+    whole = schema.execute_sync(query, context_value=Limited(None))
+    assert whole.errors is None and len(shouted) == 1_000
+    assert len(json.dumps(whole.data)) > 2_000_000
+    shouted.clear()
+    stopped = schema.execute_sync(query, context_value=Limited(65_536))
+    assert stopped.data is None
+    [error] = stopped.errors or []
+    assert error.extensions == {"code": "TOO_COSTLY"} and "65,536" in error.message
+    assert 20 < len(shouted) < 40  # 2 KB an item: stopped at the 32nd
+
+
+def test_an_answer_is_refused_for_its_size_only_near_what_it_encodes_to() -> None:
+    schema = strawberry.Schema(query=Query, execution_context_class=LeanExecutor)
+
+    def answer(limit: int | None) -> ExecutionResult:
+        variables = {"case": "regular", "withNote": True}
+        return schema.execute_sync(QUERY, variables, context_value=Limited(limit))
+
+    encoded = len(json.dumps(answer(None).data, separators=(",", ":")))
+    assert answer(encoded).errors is None
+    [error] = answer(int(0.8 * encoded)).errors or []
+    assert error.extensions == {"code": "TOO_COSTLY"}

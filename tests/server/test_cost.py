@@ -24,7 +24,10 @@ import httpx
 import pytest
 from graphql import (
     FragmentDefinitionNode,
+    GraphQLInterfaceType,
+    GraphQLObjectType,
     OperationDefinitionNode,
+    get_introspection_query,
     get_named_type,
     is_leaf_type,
     is_list_type,
@@ -481,3 +484,123 @@ def test_each_event_of_a_subscription_spends_its_cost(
         service.post(mem, {"t": "The second change"}, bearer(token))
         ended = ws.receive_json()
         assert ended["payload"]["errors"][0]["extensions"]["code"] == "RATE_LIMITED", ended
+
+
+# ------------------------------------------------------------------ introspection, answer size
+
+#: Six small fragments fanning out over the schema's types, fields, arguments, enum values and
+#: ``ofType`` chains (issue 58, row 1): at cost 1 its answer took seconds of the event loop.
+FANNING = (
+    "fragment T on __Type { kind name fields(includeDeprecated: true) { ...F } "
+    "inputFields { ...V } interfaces { ...R } enumValues(includeDeprecated: true) { ...E } "
+    "possibleTypes { ...R } } "
+    "fragment F on __Field { name args { ...V } type { ...R } } "
+    "fragment V on __InputValue { name defaultValue type { ...R } } "
+    "fragment E on __EnumValue { name isDeprecated } "
+    "fragment R on __Type { kind name fields { name description args { name } type { kind name "
+    "} } ofType { ...S } } "
+    "fragment S on __Type { kind name fields { name } ofType { kind name ofType { kind name } } }"
+)
+INTROSPECTION_ATTACK = (
+    "{ " + " ".join(f"a{n}: __schema {{ types {{ ...T }} }}" for n in range(30)) + " } " + FANNING
+)
+
+
+def test_introspection_fanning_out_over_the_schema_is_refused_before_it_runs(
+    service: InProcess,
+) -> None:
+    for _ in range(2):  # through strawberry's pipeline, then as a prepared document
+        start = time.monotonic()
+        status, body = service.post(INTROSPECTION_ATTACK)
+        assert time.monotonic() - start < 0.5
+        assert status == 200 and body.get("data") is None, str(body)[:300]
+        [error] = body["errors"]
+        assert error["extensions"]["code"] == "TOO_COSTLY"
+        assert "500,000" in error["message"]
+
+
+def test_introspection_costs_its_lists_as_the_schema_sizes_them(service: InProcess) -> None:
+    types = len(SCHEMA.type_map)
+    composite = [
+        k
+        for k in SCHEMA.type_map.values()
+        if isinstance(k, GraphQLObjectType | GraphQLInterfaceType)
+    ]
+    most_fields = max(len(k.fields) for k in composite)
+    most_args = max(len(f.args) for k in composite for f in k.fields.values())
+    query = '{ __schema { types { fields { args { name } } } } __type(name: "Fact") { name } }'
+    body = service.post(query)[1]
+    assert not body.get("errors"), body
+    assert body["extensions"]["cost"]["requested"] == (
+        types + types * most_fields + types * most_fields * most_args
+    )
+    assert service.post("{ __typename }")[1]["extensions"]["cost"]["requested"] == 1
+
+
+def test_every_list_of_objects_of_introspection_has_a_size_from_the_schema() -> None:
+    sizes = cost.introspection_sizes(SCHEMA)
+    missing = []
+    for name, kind in SCHEMA.type_map.items():
+        if not name.startswith("__") or not hasattr(kind, "fields"):
+            continue
+        for field_name, field in kind.fields.items():
+            inner = field.type.of_type if is_non_null_type(field.type) else field.type
+            listed = is_list_type(inner) and not is_leaf_type(get_named_type(field.type))
+            if listed and (name, field_name) not in sizes:
+                missing.append(f"{name}.{field_name}")
+    assert missing == []
+    assert sizes[("__Schema", "types")].fixed == len(SCHEMA.type_map)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},  # graphql-core's and strawberry's, as GraphiQL sends it
+        {"type_depth": 7},  # graphql-js 15's, which Apollo's tools send
+        {  # gql's with every option it can ask for
+            "specified_by_url": True,
+            "directive_is_repeatable": True,
+            "schema_description": True,
+            "input_value_deprecation": True,
+            "one_of": True,
+        },
+    ],
+)
+def test_clients_introspection_queries_are_answered_off_the_event_loop(
+    service: InProcess, options: dict[str, Any]
+) -> None:
+    query = get_introspection_query(descriptions=True, **options)
+    status, body = service.post(query)
+    assert status == 200 and not body.get("errors"), str(body)[:300]
+    names = {t["name"] for t in body["data"]["__schema"]["types"]}
+    assert {"Query", "Fact", "__Type"} <= names
+    # Heavy, so it runs on the lane; well within the budget.
+    assert cost.HEAVY_COST <= body["extensions"]["cost"]["requested"] <= 100_000
+
+
+def test_an_answer_past_the_size_limit_stops_being_built_at_the_limit(
+    settings: Settings, clock: Clock, mem: Memory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mem.store_many([{"text": f"{n} " + "long words " * 800} for n in range(20)])
+    pages = []
+    links_page = Memory.links_page
+
+    def counted(self: Memory, *args: Any, **kwargs: Any) -> Any:
+        pages.append(1)
+        return links_page(self, *args, **kwargs)
+
+    monkeypatch.setattr(Memory, "links_page", counted)
+    texts = " ".join(f"t{n}: text" for n in range(10))  # 88 KB a fact: past 64 KB at the first
+    query = (
+        "{ facts(first: 20) { edges { node { " + texts + " links(first: 5) { edges { "
+        "neighbourId } } } } } }"
+    )
+    small = settings.model_copy(update={"graphql_max_response_bytes": 65_536})
+    with InProcess(create_app(small, clock=clock)) as service:
+        [error] = service.post(query)[1]["errors"]
+        assert error["extensions"]["code"] == "TOO_COSTLY"
+        assert "65,536" in error["message"]
+        # Stopped at the first fact's texts: no fact's links were ever read.
+        assert pages == []
+        assert service.post(query.replace(texts, "id"))[1]["data"]["facts"]["edges"]
+        assert pages != []
