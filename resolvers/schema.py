@@ -2,7 +2,9 @@
 
 Every GraphQL error carries ``extensions.code``: a graphmem error keeps its code and message
 (``INVALID_INPUT``, ``NOT_FOUND``…); a malformed or over-limit document is ``INVALID_QUERY``;
-anything unexpected is masked as ``INTERNAL_ERROR`` ("Unexpected error.") and logged.
+anything unexpected is masked as ``INTERNAL_ERROR`` ("Unexpected error.") and logged, its
+traceback once a minute for each kind (:class:`UnexpectedLog`). An answer carries at most
+:data:`MAX_ANSWER_ERRORS` errors.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import functools
 import logging
 import operator
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -26,6 +29,8 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
+    GraphQLInputObjectType,
+    GraphQLObjectType,
     InlineFragmentNode,
     OperationDefinitionNode,
     OperationType,
@@ -68,21 +73,78 @@ _log = logging.getLogger("graphmem.graphql")
 #: Parsed and validated documents kept (per distinct query text): agents repeat a few documents,
 #: and parsing plus validating one costs milliseconds.
 DOCUMENT_CACHE_SIZE = 256
+#: Most errors one answer carries; the rest are said in one more error (graphql-core stops
+#: validation at as many).
+MAX_ANSWER_ERRORS = 100
+#: Seconds in which each kind of unexpected error has its traceback logged once.
+UNEXPECTED_LOG_INTERVAL = 60.0
+#: Most tracebacks of unexpected errors logged in one interval, whatever their kinds.
+UNEXPECTED_LOG_KINDS = 20
+
+
+class UnexpectedLog:
+    """Which unexpected errors have their traceback logged: the first of each kind (its
+    exception's type and the line that raised it) in an interval, at most ``kinds`` of them;
+    the others are only counted, so that one request failing 10,000 times logs one traceback.
+    Thread-safe (documents on the lane finish in other threads)."""
+
+    def __init__(
+        self,
+        interval: float = UNEXPECTED_LOG_INTERVAL,
+        kinds: int = UNEXPECTED_LOG_KINDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.interval = interval
+        self.kinds = kinds
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._since = -interval
+        self._logged: set[tuple[str, str, int]] = set()
+        #: Unexpected errors not logged, since the process started.
+        self.suppressed = 0
+
+    def first(self, exc: BaseException | None) -> bool:
+        """Whether ``exc`` is the first of its kind in this interval (its traceback is to be
+        logged); if not, it is counted in ``suppressed``."""
+        kind = _kind_of(exc)
+        now = self.clock()
+        with self._lock:
+            if now - self._since >= self.interval:
+                self._since = now
+                self._logged.clear()
+            if kind in self._logged or len(self._logged) >= self.kinds:
+                self.suppressed += 1
+                return False
+            self._logged.add(kind)
+            return True
+
+
+#: The server process's log of unexpected errors.
+unexpected_log = UnexpectedLog()
 
 
 class ErrorCodes(MaskErrors):
-    """Give every error a code; mask the unexpected ones (their details only go to the log)."""
+    """Give every error a code; mask the unexpected ones (their details only go to the log,
+    by ``unexpected_log``); keep the first MAX_ANSWER_ERRORS."""
 
     def __init__(self) -> None:
         super().__init__(should_mask_error=_unexpected)
+        self._not_logged = 0
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
-        _log.error("unexpected error in %s", error.path, exc_info=error.original_error)
+        self._log_unexpected(error)
         return _with_code(error, Code.INTERNAL_ERROR, self.error_message)
 
+    def _log_unexpected(self, error: GraphQLError) -> None:
+        if unexpected_log.first(error.original_error):
+            _log.error("unexpected error in %s", error.path, exc_info=error.original_error)
+        else:
+            self._not_logged += 1
+
     def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        self._not_logged = 0
         out = []
-        for error in errors:
+        for error in errors[:MAX_ANSWER_ERRORS]:
             original = error.original_error
             if _unexpected(error):
                 out.append(self.anonymise_error(error))
@@ -90,6 +152,27 @@ class ErrorCodes(MaskErrors):
                 out.append(_with_code(error, original.code, error.message))
             else:  # a refusal that has its code already, or a document refused by a rule
                 out.append(_with_code(error, _code_of(error), error.message))
+        left_out = errors[MAX_ANSWER_ERRORS:]
+        for error in left_out:
+            if _unexpected(error):
+                self._log_unexpected(error)
+        if self._not_logged:
+            _log.error(
+                "%s more unexpected errors in this answer not logged (a traceback is logged "
+                "for the first of each kind in %g s)",
+                f"{self._not_logged:,}",
+                unexpected_log.interval,
+            )
+        if left_out:
+            first = left_out[0]
+            code = Code.INTERNAL_ERROR if _unexpected(first) else _code_of(first)
+            out.append(
+                GraphQLError(
+                    f"{len(left_out):,} more errors left out of this answer (it carries at "
+                    f"most {MAX_ANSWER_ERRORS}); the first of them is {code}",
+                    extensions={"code": code},
+                )
+            )
         return out
 
 
@@ -306,10 +389,18 @@ class Schema(strawberry.Schema):
         self.prepared = prepared
         self.admission = admission
 
+    def _extend_introspection(self) -> None:
+        # strawberry's isOneOf reads the extensions of whatever type it is asked of, and a
+        # non-null or list wrapper has none: an INTERNAL_ERROR for each wrapped type.
+        super()._extend_introspection()
+        introspected = self._schema.type_map["__Type"]
+        assert isinstance(introspected, GraphQLObjectType)
+        introspected.fields["isOneOf"].resolve = _is_one_of
+
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
-        """Log an expected error (a graphmem error: an unknown id, bad input) as one line;
-        ErrorCodes logs an unexpected one with its traceback as it masks it."""
-        for error in errors:
+        """Log an expected error (a graphmem error: an unknown id, bad input) as one line, for
+        those the answer carries; ErrorCodes logs the unexpected ones as it masks them."""
+        for error in errors[:MAX_ANSWER_ERRORS]:
             if not _unexpected(error):  # the unexpected ones are logged as they are masked
                 _log.info("%s: %s", _code_of(error), error.message)
 
@@ -483,6 +574,27 @@ async def _execute(
     if isawaitable(result):
         result = await result
     return result
+
+
+def _is_one_of(kind: Any, _info: Any) -> bool | None:
+    """``__Type.isOneOf`` as the spec says: whether an input object is ``@oneOf``, null for
+    any other type (a wrapper included)."""
+    if not isinstance(kind, GraphQLInputObjectType):
+        return None
+    definition = kind.extensions.get("strawberry-definition")
+    return kind.is_one_of if definition is None else bool(definition.is_one_of)
+
+
+def _kind_of(exc: BaseException | None) -> tuple[str, str, int]:
+    """An unexpected error's kind: its type and the file and line that raised it."""
+    if exc is None:
+        return ("", "", 0)
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return (type(exc).__qualname__, "", 0)
+    return (type(exc).__qualname__, tb.tb_frame.f_code.co_filename, tb.tb_lineno)
 
 
 def _code_of(error: GraphQLError) -> str:

@@ -1,14 +1,18 @@
 """The GraphQL schema: schema.graphql is the code's, every type, field, argument and enum value is
-described, and `graphmem export-schema` prints it; introspection is held to the depth limit."""
+described, and `graphmem export-schema` prints it; introspection answers as the spec says and is
+held to the depth limit; unexpected errors are masked, each kind's traceback logged once."""
 
 from __future__ import annotations
 
+import json
+import logging
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from graphql import GraphQLArgument, GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType
 
-from graphmem import Settings
+from graphmem import Fact, Memory, Settings
 from resolvers import build_schema, create_app, schema_sdl
 from resolvers.commands import cli
 
@@ -47,6 +51,76 @@ def test_every_type_field_and_argument_has_a_description() -> None:
 def test_export_schema_prints_the_sdl() -> None:
     result = CliRunner().invoke(cli, ["export-schema"])
     assert result.exit_code == 0 and result.output == schema_sdl()
+
+
+#: isOneOf asked of every field's type and argument's type, wrapped or not, 30 times (issue 58,
+#: row 6): strawberry's own answer failed on every non-null and list wrapper.
+IS_ONE_OF = (
+    "{ "
+    + " ".join(
+        f'a{n}: __type(name: "Query") {{ fields {{ type {{ isOneOf ofType {{ isOneOf ofType {{ '
+        "isOneOf } } } args { type { kind isOneOf ofType { isOneOf } } } } }"
+        for n in range(30)
+    )
+    + " }"
+)
+
+
+def test_is_one_of_answers_null_for_every_type_but_an_input_object(service: InProcess) -> None:
+    body = service.post(IS_ONE_OF)[1]
+    assert not body.get("errors"), str(body.get("errors"))[:300]
+    answers = {
+        (arg["type"]["kind"], arg["type"]["isOneOf"])
+        for field in body["data"]["a0"]["fields"]
+        for arg in field["args"]
+    }
+    assert ("INPUT_OBJECT", False) in answers and ("NON_NULL", None) in answers
+    assert all(is_one_of is None for kind, is_one_of in answers if kind != "INPUT_OBJECT")
+    fact_input = service.data('{ __type(name: "FactInput") { isOneOf } }')
+    assert fact_input == {"__type": {"isOneOf": False}}
+
+
+def test_many_unexpected_errors_of_one_kind_log_one_traceback(
+    service: InProcess,
+    mem: Memory,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mem.store_many([{"text": f"Fact {n} for the log"} for n in range(20)])
+
+    def failing(*_: object, **__: object) -> dict[str, Fact]:
+        raise RuntimeError("the disk is on fire")
+
+    monkeypatch.setattr(Memory, "known_now", failing)
+    query = (
+        "{ "
+        + " ".join(
+            f"a{n}: facts(first: 20) {{ edges {{ node {{ knownNow {{ id }} }} }} }}"
+            for n in range(30)
+        )
+        + " }"
+    )
+    caplog.set_level(logging.INFO)
+    for _ in range(2):  # through strawberry's pipeline, then as a prepared document
+        status, body = service.post(query)
+        assert status == 200
+        # 600 failures: the answer carries the first 100, and one error counting the others.
+        *errors, rest = body["errors"]
+        assert len(errors) == 100
+        assert {e["extensions"]["code"] for e in errors} == {"INTERNAL_ERROR"}
+        assert rest["extensions"]["code"] == "INTERNAL_ERROR" and "500 more" in rest["message"]
+        assert "disk" not in json.dumps(body)
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1, len(tracebacks)
+    assert "the disk is on fire" in caplog.text
+    counted = [r.getMessage() for r in caplog.records if "not logged" in r.getMessage()]
+    assert counted == [
+        "599 more unexpected errors in this answer not logged (a traceback is logged for the "
+        "first of each kind in 60 s)",
+        "600 more unexpected errors in this answer not logged (a traceback is logged for the "
+        "first of each kind in 60 s)",
+    ]
+    assert len(caplog.text) < 20_000
 
 
 def test_introspection_nested_past_the_depth_limit_is_refused(settings: Settings) -> None:
