@@ -58,9 +58,11 @@ _log = logging.getLogger("graphmem.server")
 
 #: Seconds between two looks at the keys of the open sockets.
 REVOCATION_CHECK_EVERY: Final = 0.5
-#: WebSocket close codes: the key no longer admits the socket; too many sockets for its key.
+#: WebSocket close codes: the key no longer admits the socket; too many sockets for its key; a
+#: subscription on it fell too far behind and its client is not reading.
 CLOSE_FORBIDDEN: Final = 4403
 CLOSE_TOO_MANY: Final = 4429
+CLOSE_NOT_READING: Final = 4413
 #: Seconds a socket being closed may take to take its close frame.
 CLOSE_WAIT_S: Final = 5.0
 #: Seconds a socket may stay open before it presents its key (connection_init).
@@ -165,6 +167,9 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
         return sockets
 
     async def handle(self) -> None:
+        # Each operation's context is a copy of this one: a subscription that falls behind
+        # while its client does not read closes the socket (resolvers.events).
+        self.context.close_socket = self._not_reading
         try:
             await super().handle()
         except HTTPException:  # JSON that json cannot convert (GraphQLApp.decode_json)
@@ -223,6 +228,16 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
 
     #: The server closed the socket: it starts nothing more.
     refused = False
+    _closing: asyncio.Task[None] | None = None
+
+    def _not_reading(self) -> None:
+        if self._closing is None and not self.refused:
+            self._closing = asyncio.create_task(
+                self.refuse(
+                    "a subscription fell too far behind while the client read nothing",
+                    code=CLOSE_NOT_READING,
+                )
+            )
 
     async def refuse(self, reason: str, *, code: int = CLOSE_FORBIDDEN) -> None:
         """Close the socket with ``code``, ending every operation on it (at most

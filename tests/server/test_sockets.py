@@ -20,10 +20,10 @@ from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIO
 
 from graphmem import KeyStore, Settings
 from resolvers import app as app_module
-from resolvers import create_app, sockets
+from resolvers import create_app, events, sockets
 
 from ..support.clock import Clock
-from ..support.graphql_clients import WS, WS_URL, InProcess, LiveServer
+from ..support.graphql_clients import WS, WS_URL, InProcess, LiveServer, bearer
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A connection_init deadline short enough for a test.
@@ -154,6 +154,43 @@ def test_the_bounds_of_a_socket_before_its_key_are_documented() -> None:
     assert f"| {sockets.MAX_UNACKNOWLEDGED_SOCKETS} |" in documented
     assert f"| {sockets.MAX_UNACKNOWLEDGED_PER_ADDRESS} |" in documented
     assert f"`Retry-After: {sockets.INIT_WAIT_S:g}`" in documented
+
+
+@pytest.mark.integration
+def test_a_socket_whose_subscriptions_fall_behind_while_it_reads_nothing_is_dropped(
+    settings: Settings, keys: KeyStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client that subscribes and then reads nothing: once what it was sent fills the network
+    and its subscriptions fall behind, the server drops the socket rather than hold it with its
+    changes waiting."""
+    # Room for a batch's changes, so that the subscriptions fall behind only once their
+    # socket's writes wait on the client.
+    monkeypatch.setattr(events, "SUBSCRIBER_BACKLOG", 1_000)
+    monkeypatch.setattr(events, "END_WAIT_S", 0.2)
+    token, _ = keys.create(["default"])
+    unpaced = settings.model_copy(update={"subscription_events_per_second": 0})
+    store = "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { results { action } } }"
+    with LiveServer(create_app(unpaced)) as server:
+        client = _upgrade(server)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # it takes little at once
+        init = {"type": "connection_init", "payload": {"Authorization": f"Bearer {token}"}}
+        client.sendall(_frame(0x1, json.dumps(init).encode()))
+        assert json.loads(_message(client))["type"] == "connection_ack"
+        query = "subscription { memoryChanged { id fact { text } } }"
+        for n in range(20):
+            subscribe = {"type": "subscribe", "id": str(n), "payload": {"query": query}}
+            client.sendall(_frame(0x1, json.dumps(subscribe).encode()))
+        time.sleep(0.5)  # the subscriptions start
+        text = "a long fact " * 800
+        for batch in range(8):  # 20 x 96 events of 10 KB: far more than the network holds
+            inputs = [{"text": f"{text} {batch} {n}"} for n in range(12)]
+            assert server.post(store, {"i": inputs}, bearer(token))[0] == 200
+        deadline = time.monotonic() + 10
+        while _buffered(server) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        held = _buffered(server)
+        client.close()
+    assert not held, f"the socket that reads nothing still holds {held} bytes"
 
 
 def _upgrade(server: LiveServer) -> socket.socket:
