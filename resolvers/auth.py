@@ -19,11 +19,12 @@ import functools
 import json
 import logging
 import urllib.parse
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio.to_thread
+from anyio import CapacityLimiter
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -44,6 +45,9 @@ ADMITTED: Final = "graphmem.admitted"
 #: JSON-RPC's "Invalid Request" error code, for refusals at /mcp.
 INVALID_REQUEST: Final = -32600
 _GUARDED: Final = (GRAPHQL_PATH, MCP_PATH)
+#: Threads the gate's checks may use at once.
+GATE_THREADS: Final = 8
+T = TypeVar("T")
 _log = logging.getLogger("graphmem.server")
 #: What a caller hears when the keys cannot be checked: the reason (a path, a database error)
 #: is for the operator's log, not for callers who are not authenticated yet.
@@ -91,6 +95,14 @@ class Authenticator:
     keys: KeyStore
     namespaces: Namespaces
     keyless: bool = True
+    #: The threads the gate's own checks (keys, opening a namespace) run in: threads of their
+    #: own, so that a request is let in however busy the pools of admitted work are.
+    _threads: CapacityLimiter | None = field(default=None, init=False, repr=False)
+
+    async def _checked(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._threads is None:  # made in the event loop that uses it
+            self._threads = CapacityLimiter(GATE_THREADS)
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._threads)
 
     async def admit(
         self, authorization: str | None, requested: str | None
@@ -106,7 +118,7 @@ class Authenticator:
                         Code.UNAUTHENTICATED,
                         "an API key is required: Authorization: Bearer <key>",
                     )
-                key = await run_in_threadpool(self.keys.authenticate, token)
+                key = await self._checked(self.keys.authenticate, token)
                 if key is None:
                     raise Denied(401, Code.UNAUTHENTICATED, "unknown or revoked API key")
         except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
@@ -121,7 +133,7 @@ class Authenticator:
         try:
             memory = self.namespaces.if_open(name)
             if memory is None:
-                memory = await run_in_threadpool(self.namespaces.get, name)
+                memory = await self._checked(self.namespaces.get, name)
         except InvalidInput as exc:
             raise Denied(400, exc.code, exc.message) from None
         except GraphmemError as exc:  # the namespace's files cannot be opened (disk, damage)
@@ -136,7 +148,7 @@ class Authenticator:
             return True
         active = self.keys.known_any_active()  # one stat of the key file
         if active is None:
-            active = await run_in_threadpool(self.keys.any_active)
+            active = await self._checked(self.keys.any_active)
         return active
 
     async def still_admitted(self, key: ApiKey | None) -> bool:
@@ -146,7 +158,7 @@ class Authenticator:
         try:
             if key is None:
                 return not await self.keys_required()
-            return bool(await run_in_threadpool(self.keys.is_active, key.id))
+            return bool(await self._checked(self.keys.is_active, key.id))
         except (GraphmemError, OSError) as exc:
             _log.error("cannot check API keys: %s", exc)
             return False

@@ -101,7 +101,7 @@ def serve(
         return
     os.environ[SETTINGS_ENV] = settings.model_dump_json()  # for the workers' create_app
     uvicorn.run(
-        "resolvers.app:app_from_environment",
+        f"{__package__}.app:app_from_environment",  # graphmem.server once installed
         factory=True,
         workers=workers,
         host=settings.host,
