@@ -95,8 +95,10 @@ WRITE_BATCH: Final = 2_000
 STORE_FACTS: Final = "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { error { code } } }"
 #: Rows 11 and 12 are files on disk, not load: their regression tests hold them.
 SEE_TESTS: Final = {
-    11: "a synced note swapped for a hard link to another namespace's file",
-    12: "modes under the data directory (LanceDB's included) 0600/0700",
+    11: "a synced note swapped for a hard link to another namespace's file: tests/core/"
+    "test_documents.py::test_a_synced_note_swapped_for_a_hard_link_to_another_file_is_refused_for_a_reader",
+    12: "modes under the data directory, LanceDB's included: tests/storage/test_vectors.py::"
+    "test_every_file_of_the_vector_index_is_its_owners_alone_whatever_the_umask",
 }
 
 

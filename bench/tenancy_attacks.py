@@ -208,7 +208,7 @@ def graphql_outcome(response: httpx.Response) -> str:
 
 def _gist(text: str) -> str:
     """A message without its numbers, so that like outcomes count together."""
-    return re.sub(r"[0-9][0-9,.]*", "N", text)[:70]
+    return re.sub(r"[0-9][0-9,.]*", "N", re.sub(r"https?://\S+", "URL", text))[:70]
 
 
 def _post_loop(
@@ -389,14 +389,20 @@ def _mcp_recall(target: Target, stop: Event, tally: Tally) -> None:
         "memory_recall", {"query": "fact about topic", "limit": 1000, "graph_depth": 6}
     )
 
+    waiting = 0
+
     async def client(http: httpx.AsyncClient) -> None:
+        nonlocal waiting
         while not stop.is_set():
+            waiting += 1
             try:
                 response = await http.post("/mcp", json=body)
             except httpx.HTTPError as error:
                 tally.count(type(error).__name__)
                 await asyncio.sleep(0.1)
                 continue
+            finally:
+                waiting -= 1
             tally.count(mcp_outcome(response))
             if response.status_code == 429:
                 await asyncio.sleep(min(5.0, float(response.headers.get("retry-after", 1))))
@@ -408,6 +414,8 @@ def _mcp_recall(target: Target, stop: Event, tally: Tally) -> None:
         ) as http:
             tally.under_way()
             tasks = [asyncio.create_task(client(http)) for _ in range(48)]
+            await _stopping(stop)
+            tally.count("still waiting at the end", waiting)
             await _until_stop(stop, tasks)
 
     asyncio.run(main())
@@ -944,7 +952,7 @@ ATTACKS: Final = {
         Attack(
             1,
             "introspection",
-            "30 aliases of `__schema { types { ...T } }`",
+            "the heaviest `__schema { types { ...T } }` accepted (up to 30 aliases, six fragments)",
             _introspection,
             attacker="read-only key",
         ),
