@@ -64,6 +64,9 @@ from strawberry.types.field import StrawberryField
 
 from graphmem.errors import Code
 
+#: graphql-core's completion of a leaf (a static method).
+_complete_leaf_value: Final = StrawberryGraphQLCoreExecutionContext.complete_leaf_value
+
 #: Where strawberry keeps a GraphQL field's own definition.
 _DEFINITION: Final = "strawberry-definition"
 
@@ -99,6 +102,8 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
         # the plan so that its id cannot be reused within the request.
         # (the field list, its plan, whether the plan was compiled).
         self._plans: dict[tuple[GraphQLObjectType, int], tuple[Any, Completer | None, bool]] = {}
+        # The bytes of each selection's keys, keyed and kept alive as the plans are.
+        self._keys: dict[tuple[GraphQLObjectType, int], tuple[Any, int]] = {}
         limit = getattr(self.context_value, "answer_limit", None)
         self._room: float = math.inf if limit is None else limit
         #: The bytes of the answer completed so far (``_spend``).
@@ -110,6 +115,7 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
         executor = super().build_per_event_executor(payload)
         assert isinstance(executor, LeanExecutor)
         executor._plans = {}
+        executor._keys = {}
         executor.answer_bytes = 0
         return executor
 
@@ -129,22 +135,11 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             raise raw_error  # not a field's error: the whole answer's
         super().handle_field_error(raw_error, return_type, field_details_list, path)
 
-    def execute_fields(
-        self,
-        parent_type: GraphQLObjectType,
-        source_value: Any,
-        path: Path | None,
-        grouped_field_set: Any,
-        position_context: Any,
-    ) -> AwaitableOrValue[dict[str, Any]]:
-        self._spend(sum(len(name) + _PER_KEY for name in grouped_field_set))
-        return super().execute_fields(
-            parent_type, source_value, path, grouped_field_set, position_context
-        )
-
     def complete_leaf_value(self, return_type: GraphQLLeafType, result: Any) -> Any:  # type: ignore[override]
-        completed = super().complete_leaf_value(return_type, result)
-        self._spend(_value_size(completed))
+        completed = _complete_leaf_value(return_type, result)
+        self._spend(
+            len(completed) + _PER_STRING if type(completed) is str else _value_size(completed)
+        )
         return completed
 
     def complete_object_value(
@@ -165,6 +160,15 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
                 self.answer_bytes = spent  # graphql-core completes and counts it again
             else:
                 return completed
+        # Its keys, worked out once per selection (counted in an override of execute_fields
+        # instead, they made a large introspection answer take half as long again).
+        key = (return_type, id(field_details_list))
+        known = self._keys.get(key)
+        if known is None:
+            grouped = self.collect_subfields(return_type, field_details_list)[0]
+            known = (field_details_list, sum(len(name) + _PER_KEY for name in grouped))
+            self._keys[key] = known
+        self._spend(known[1])
         return super().complete_object_value(
             return_type, field_details_list, info, path, result, position_context
         )
