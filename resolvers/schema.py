@@ -497,10 +497,16 @@ def admit(
     try:
         return admission.admit(schema, document, operation, variables, key.id if key else None)
     except CostError as exc:
-        if exc.retry_after is not None and isinstance(context.response, Response):
-            context.response.status_code = 429
-            context.response.headers["Retry-After"] = str(exc.retry_after)
-        raise GraphQLError(exc.message, extensions={"code": exc.code}) from None
+        raise _refused(exc, context) from None
+
+
+def _refused(exc: CostError, context: Context) -> GraphQLError:
+    """A refusal as a GraphQL error with its code; for a rate limit over HTTP, status 429 and
+    ``Retry-After`` on the answer."""
+    if exc.retry_after is not None and isinstance(context.response, Response):
+        context.response.status_code = 429
+        context.response.headers["Retry-After"] = str(exc.retry_after)
+    return GraphQLError(exc.message, extensions={"code": exc.code})
 
 
 async def run_admitted(
@@ -518,23 +524,25 @@ async def run_admitted(
     answer is whole); one that takes longer than the ``request_timeout`` setting by a TIMEOUT
     error (what already runs in a thread finishes there, holding its key's turn)."""
     timeout = context.request_timeout
+    key_id = None if context.key is None else context.key.id
     try:
-        if not cost.heavy:
-            return _within(
-                await asyncio.wait_for(
-                    _execute(schema, document, variables, operation_name, context), timeout
+        # At most REQUESTS_PER_KEY of the key's operations run at once, on any face.
+        async with admission.requests.held(key_id):
+            if not cost.heavy:
+                return _within(
+                    await asyncio.wait_for(
+                        _execute(schema, document, variables, operation_name, context), timeout
+                    )
                 )
-            )
-        own = context.for_operation(own_loop=True)
-        deadline = None if timeout is None else time.monotonic() + timeout
+            own = context.for_operation(own_loop=True)
+            deadline = None if timeout is None else time.monotonic() + timeout
 
-        async def on_lane() -> GraphQLExecutionResult:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            executed = _execute(schema, document, variables, operation_name, own)
-            return _within(await asyncio.wait_for(executed, left))
+            async def on_lane() -> GraphQLExecutionResult:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                executed = _execute(schema, document, variables, operation_name, own)
+                return _within(await asyncio.wait_for(executed, left))
 
-        key_id = None if context.key is None else context.key.id
-        return await asyncio.wait_for(admission.on_lane(key_id, on_lane), timeout)
+            return await asyncio.wait_for(admission.on_lane(key_id, on_lane), timeout)
     except TimeoutError:
         error = GraphQLError(
             f"the request took longer than {timeout:g} s (setting request_timeout): ask for "
@@ -542,6 +550,8 @@ async def run_admitted(
             extensions={"code": Code.TIMEOUT},
         )
         return GraphQLExecutionResult(data=None, errors=[error])
+    except CostError as exc:  # too many of the key's requests waiting already
+        return GraphQLExecutionResult(data=None, errors=[_refused(exc, context)])
 
 
 def _within(result: GraphQLExecutionResult) -> GraphQLExecutionResult:
