@@ -142,7 +142,8 @@ CODES: Final[Mapping[str, CodeUse]] = {
         "the document's worst-case cost (the most list items its answer may hold: each "
         "list's page size times the items above it, every alias again) exceeds "
         "`graphql_max_cost`, so it was refused before it ran; or its answer came to more than "
-        "`graphql_max_response_bytes`. The message names the cost and the budget",
+        "`graphql_max_response_bytes` (the Python `Client`: more than its `max_answer_bytes`). "
+        "The message names the cost and the budget",
         mcp=False,
     ),
     Code.RATE_LIMITED: CodeUse(
