@@ -12,8 +12,9 @@ Where a call's namespace comes from (``Caller``) is what differs:
 Expected failures (arguments the schema or graphmem refuses, unknown ids, conflicts, a
 read-only key) are tool results with ``isError`` set, text ``CODE: message`` and
 ``structuredContent`` ``{"error": {"code", "message"}}``, so a model can correct itself. An
-unexpected exception is logged and answered the same way, code ``INTERNAL_ERROR`` (its details
-stay in the log); neither ends the server.
+unexpected exception is answered the same way, code ``INTERNAL_ERROR``, and its traceback logged
+(once a minute for each kind, as GraphQL's: ``resolvers.schema.unexpected_log``); neither ends
+the server.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from ..auth import ADMITTED, INVALID_REQUEST
 from ..cost import HEAVY_COST, CostError
 from ..fairness import Admission
 from ..inputs import check_arguments
+from ..schema import unexpected_log
 from .tools import BY_NAME, TOOLS, ConsolidateArgs, MaintainArgs, ReflectArgs, Result, Tool
 
 #: The server's name in the MCP handshake.
@@ -160,8 +162,9 @@ async def call(
         return _error(exc.code, exc.message)
     except CostError as exc:
         return _error(exc.code, exc.message)
-    except Exception:
-        _log.exception("tool %s failed", name)
+    except Exception as exc:
+        if unexpected_log.first(exc):  # once a minute per kind: a loop of them floods nothing
+            _log.exception("tool %s failed", name)
         return _error(
             Code.INTERNAL_ERROR, "the tool failed unexpectedly; the server's log has the details"
         )

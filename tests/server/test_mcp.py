@@ -390,15 +390,25 @@ def test_an_unexpected_failure_is_a_tool_error_and_the_server_goes_on(
                 raise RuntimeError("disk on fire")
             return memory, None
 
+        def failing(*_: object, **__: object) -> None:
+            raise RuntimeError("disk still on fire")
+
         async def run() -> None:
             async with Client(build_server(caller)) as client:
                 code, text = await refused(client, "memory_recall", query="anything")
                 assert code == "INTERNAL_ERROR" and "disk on fire" not in text
                 await ok(client, "memory_store", text="The server survived its failure")
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(Memory, "search", failing)
+                    for _ in range(50):  # the same failure, over and over
+                        assert (await refused(client, "memory_recall", query="x"))[0] == (
+                            "INTERNAL_ERROR"
+                        )
 
         with caplog.at_level(logging.ERROR, logger="graphmem.mcp"):
             anyio.run(run)
     assert "tool memory_recall failed" in caplog.text and "disk on fire" in caplog.text
+    assert caplog.text.count("RuntimeError: disk still on fire") == 1  # once, then counted
 
 
 def test_every_tool_is_described_and_its_arguments_too() -> None:
