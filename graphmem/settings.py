@@ -327,7 +327,8 @@ class Settings(BaseModel):
         12,
         ge=2,
         le=50,
-        description="Deepest selection nesting of a GraphQL document (introspection excepted).",
+        description="Deepest selection nesting of a GraphQL document, introspection's included "
+        "(its `ofType` chains count no depth).",
     )
     graphql_max_tokens: int = Field(
         5000, ge=100, le=100_000, description="Most tokens in a GraphQL document."
