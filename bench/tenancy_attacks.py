@@ -112,7 +112,7 @@ class Attack:
     server: str = "keyed"
     #: What the chat endpoint the server is given does (a ``Hostile`` mode), if any.
     chat: str | None = None
-    #: The other tenant also stores 2,000 facts at a time, timed.
+    #: The other tenant also stores 2,000 facts at a time, timed (bench.tenancy.WRITE_EVERY_S).
     writes: bool = False
     #: Who attacks: "key", "read-only key" or "no key".
     attacker: str = "key"
