@@ -153,6 +153,8 @@ class VectorIndex:
         self._lock = threading.RLock()
         self._table: Any  # lancedb's query builders are only partly typed
         self._commits = 0
+        #: The table's entries given private modes already (``made_private``).
+        self._private: dict[str, set[tuple[str, int]]] = {}
         self._schema = pa.schema(
             [
                 pa.field("id", pa.string(), nullable=False),
@@ -469,6 +471,7 @@ class VectorIndex:
         with self._lock:
             self._db.drop_table(TABLE)
             self._table = self._db.create_table(TABLE, schema=self._schema)
+            self._private.clear()  # its files are new, perhaps with freed inode numbers
             self._made_private()
             self._mirror = Mirror(self.dimensions)
 
@@ -537,29 +540,39 @@ class VectorIndex:
     def _made_private(self) -> None:
         """Give what LanceDB wrote of a local table the data directory's modes."""
         if self.location.uri is None:
-            made_private(self.location.path)
+            made_private(self.location.path, self._private)
 
 
-def made_private(folder: Path) -> None:
+def made_private(folder: Path, seen: dict[str, set[tuple[str, int]]] | None = None) -> None:
     """Every file under ``folder`` PRIVATE_FILE and every folder PRIVATE_FOLDER, as graphmem's
-    own files are (graphmem.files), where LanceDB's umask-given modes differ. A file removed
-    meanwhile (another process's compaction) is passed over; a link is left alone (LanceDB
-    makes none)."""
+    own files are (graphmem.files), where LanceDB's umask-given modes differ. ``seen`` holds,
+    per folder, the files (name and inode) made private before: only new ones are looked at,
+    so that a write to a table of thousands of files costs a listing of its folders, not a
+    stat of each (a file replaced under its name has a new inode). A file removed meanwhile
+    (another process's compaction) is passed over; a link is left alone (LanceDB makes
+    none)."""
     try:
         entries = list(os.scandir(folder))
     except FileNotFoundError:
         return
+    before = set() if seen is None else seen.get(str(folder), set())
     for entry in entries:
         try:
-            mode = entry.stat(follow_symlinks=False).st_mode
-            if stat.S_ISDIR(mode):
-                if stat.S_IMODE(mode) != PRIVATE_FOLDER:
+            folder_entry = entry.is_dir(follow_symlinks=False)
+            # Folders are few and looked at every time (one made anew may get a freed inode
+            # number back); a file is looked at once.
+            if folder_entry or (entry.name, entry.inode()) not in before:
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode) and stat.S_IMODE(mode) != PRIVATE_FOLDER:
                     os.chmod(entry.path, PRIVATE_FOLDER)
-                made_private(Path(entry.path))
-            elif stat.S_ISREG(mode) and stat.S_IMODE(mode) != PRIVATE_FILE:
-                os.chmod(entry.path, PRIVATE_FILE)
+                elif stat.S_ISREG(mode) and stat.S_IMODE(mode) != PRIVATE_FILE:
+                    os.chmod(entry.path, PRIVATE_FILE)
+            if folder_entry:
+                made_private(Path(entry.path), seen)
         except FileNotFoundError:
             continue
+    if seen is not None:
+        seen[str(folder)] = {(entry.name, entry.inode()) for entry in entries}
 
 
 @contextmanager
