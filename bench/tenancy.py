@@ -414,6 +414,7 @@ def _attack_row(
         "server_cpu_s": round(cpu, 1),
         "log_bytes": len(logged),
         "tracebacks": logged.count(b"Traceback"),
+        "first_traceback": _first_traceback(logged),
         "log_commonest_line": Counter(
             line[:100].decode(errors="replace") for line in logged.splitlines()
         ).most_common(1),
@@ -749,6 +750,15 @@ def _one_line(row: dict[str, Any]) -> str:
         f"{row['attack']}: other tenant p50 {w['p50']:.1f} p99 {w['p99']:.1f} max {w['max']:.0f} ms; "
         f"RSS {row['rss_idle_mib']:.0f} -> {row['rss_peak_mib']:.0f} MiB; {_outcomes(row)}"
     )
+
+
+def _first_traceback(logged: bytes) -> str | None:
+    """The server log's first traceback, with the line before it (the error logged)."""
+    at = logged.find(b"Traceback")
+    if at < 0:
+        return None
+    start = logged.rfind(b"\n", 0, max(0, at - 1)) + 1
+    return logged[start : at + 4000].decode(errors="replace")
 
 
 def _uncommitted() -> list[str]:
