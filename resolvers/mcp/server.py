@@ -154,7 +154,9 @@ async def call(
                 text, data = await asyncio.wait_for(
                     pool.run(key_id, lambda: _limited(tool, memory, args)), timeout
                 )
-        except TimeoutError:
+        except QueryTimeout:  # the call's own reads, past sql_time_limit
+            raise
+        except TimeoutError:  # the whole call, past request_timeout
             raise QueryTimeout(
                 f"the call took longer than {timeout:g} s (setting request_timeout)"
             ) from None
