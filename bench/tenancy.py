@@ -18,25 +18,26 @@ holding 60 facts with every pair linked (1,770 links) in one namespace and one f
       (``KeyStore.revoke``, as ``graphmem revoke-key`` does) at a random moment, and the
       socket's close code and the delay until it closed are noted.
 
-2. ``python -m bench.tenancy --attack NAME|all|checks [--seconds 20]``: the rows of issue 58's
-   table and a control for row 7 (bench/tenancy_attacks.py; ``all`` runs every one), each
-   against a fresh server with default settings over a copy of the data with 3,000 more facts
-   (each linked to three others) in the attacked namespace. The server is bound to 127.0.0.1
-   with keys, to 0.0.0.0 with keys (contacted at 127.0.0.1) for the rows without a key, or to
-   127.0.0.1 with every key revoked (``keyless``: the probe names ``other`` by header and shares
-   the keyless callers' share with the attacker, so the p99 target does not apply). Per attack:
-   the other tenant's ``{ namespace }`` every 20 ms alone for 5 s, then for ``--seconds`` while
-   the attack runs in its own process (latency p50/p95/p99/max); the server's resident memory
-   (VmRSS of /proc/<pid>/status every 100 ms: idle, peak during the attack and its growth, 3 s
-   after), its CPU seconds and log growth (tracebacks counted); what the attacker was answered.
-   For the chat rows, a hostile chat endpoint on 127.0.0.1 (``tenancy_attacks.Hostile``); in
-   ``slow-chat`` the other tenant also stores 2,000 facts every 4 s (timed). Then the short
-   checks of rows 11-14.
+2. ``python -m bench.tenancy --attack NAME[,NAME...]|all|checks [--seconds 20]``: the rows of
+   issue 58's table and a control for row 7 (bench/tenancy_attacks.py; ``all`` runs every one),
+   each against a fresh server with default settings over a copy of the data with 3,000 more
+   facts (each linked to three others) in the attacked namespace. The server is bound to
+   127.0.0.1 with keys, to 0.0.0.0 with keys (contacted at 127.0.0.1) for the rows without a
+   key, or to 127.0.0.1 with every key revoked (``keyless``: the probe names ``other`` by header
+   and shares the keyless callers' share with the attacker, so the p99 target does not apply).
+   Per attack: the other tenant's ``{ namespace }`` every 20 ms alone for 5 s, then for
+   ``--seconds`` while the attack runs in its own process (latency p50/p95/p99/max); the
+   server's resident memory (VmRSS of /proc/<pid>/status every 100 ms: idle, peak during the
+   attack and its growth, 3 s after), the CPU seconds it, the attacker and any other process
+   used, its log's growth (tracebacks counted); what the attacker was answered. Each attack
+   waits for idle cores first. For the chat rows, a hostile chat endpoint on 127.0.0.1
+   (``tenancy_attacks.Hostile``); in ``slow-chat`` the other tenant also stores 2,000 facts
+   every 4 s (timed). Then the short checks of rows 11-14.
 
 Exit status 1 when an attack's probe p99 is over 100 ms (``keyless`` aside), the server died,
 or anything answered INTERNAL_ERROR.
 
-    python -m bench.tenancy [--seconds 30] [--revocations 20] [--attack NAME|all|checks]
+    python -m bench.tenancy [--seconds 30] [--revocations 20] [--attack NAME,...|all|checks]
                             [--out FILE]
 """
 
@@ -57,7 +58,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -93,6 +94,11 @@ ALONE_S: Final = 5.0
 #: The target of issue 58: another tenant's p99 while an attack runs.
 TARGET_P99_MS: Final = 100.0
 SAMPLE_EVERY_S: Final = 0.1
+#: Before each attack, other processes must use less than this many cores (waited for at
+#: most IDLE_WAIT_S): the figures are of this bench alone.
+IDLE_CORES: Final = 0.15
+IDLE_LOOK_S: Final = 5.0
+IDLE_WAIT_S: Final = 900.0
 WRITE_BATCH: Final = 2_000
 #: How often the other tenant stores WRITE_BATCH facts while attacked: an ordinary pace, not a
 #: load of its own.
@@ -115,18 +121,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--revocations", type=int, default=20)
     parser.add_argument(
         "--attack",
-        choices=[*ATTACKS, "checks", "all"],
+        metavar="NAME[,NAME...]|all|checks",
         default=None,
-        help="run issue 58's attack rows (one; all, then the checks of rows 11-14; or only the "
-        "checks) instead of the documents and revocations",
+        help="run issue 58's attack rows instead of the documents and revocations: the ones "
+        f"named ({', '.join(ATTACKS)}), all of them and then the checks of rows 11-14, or only "
+        "the checks",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = parser.parse_args(argv)
-    _wait_for_quiet()
     if args.attack is not None:
-        names = {"all": list(ATTACKS), "checks": []}.get(args.attack, [args.attack])
+        names = {"all": list(ATTACKS), "checks": []}.get(args.attack, args.attack.split(","))
+        if unknown := [n for n in names if n not in ATTACKS]:
+            parser.error(f"no attack named {', '.join(unknown)}")
         seconds = 20.0 if args.seconds is None else args.seconds
+        _wait_for_quiet()
         return _attack_rows(names, seconds, args.out, checks=args.attack in ("all", "checks"))
+    _wait_for_quiet()
     return _documents(30.0 if args.seconds is None else args.seconds, args.revocations, args.out)
 
 
@@ -354,6 +364,7 @@ def _attack_row(
     tmp: Path,
 ) -> dict[str, Any]:
     """One attack against a fresh server on a copy of ``template``: what it measured."""
+    waited = _wait_for_idle_cores()
     data = tmp / attack.name
     shutil.copytree(template, data)
     keyless = attack.server == "keyless"
@@ -383,12 +394,9 @@ def _attack_row(
         alone = _probe(target.url, probe, ALONE_S)
         writes_alone = [_store_batch(target.url, probe) for _ in range(2)] if attack.writes else []
         idle = memory.reset()
-        log_start, cpu_start = log.stat().st_size, _cpu_seconds(process.pid)
-        result, probed, writes = _while_attacked(
-            attack, target, probe, seconds, on_stop=lambda: _cpu_seconds(process.pid)
-        )
+        log_start = log.stat().st_size
+        result, probed, writes = _while_attacked(attack, target, probe, seconds, server=process.pid)
         peak = memory.reset()
-        cpu = result.pop("cpu_at_stop") - cpu_start
         time.sleep(3.0)
         after = memory.reset()
         exited = process.poll()
@@ -396,6 +404,7 @@ def _attack_row(
     return {
         "row": attack.row,
         "attack": attack.name,
+        "waited_for_idle_cores_s": waited,
         "what": attack.what,
         "server": attack.server,
         "attacker": attack.attacker,
@@ -411,7 +420,7 @@ def _attack_row(
         "rss_growth_mib": round(peak["rss"] - idle["rss"], 1),
         "rss_after_mib": after["last"],
         "hwm_mib": peak["hwm"],
-        "server_cpu_s": round(cpu, 1),
+        "cpu_s": result["cpu_s"],
         "log_bytes": len(logged),
         "tracebacks": logged.count(b"Traceback"),
         "first_traceback": _first_traceback(logged),
@@ -430,11 +439,12 @@ def _while_attacked(
     probe: dict[str, str],
     seconds: float,
     *,
-    on_stop: Callable[[], float],
+    server: int,
 ) -> tuple[dict[str, Any], _Probed, list[tuple[float, str]]]:
     """Run ``attack`` in a process of its own; once it is under way, the probe (and the other
-    tenant's writes) for ``seconds``: the attacker's tally (with ``on_stop()`` as it was told
-    to stop, under ``cpu_at_stop``), the probe's, and each write's (seconds, outcome)."""
+    tenant's writes) for ``seconds``: the attacker's tally (with the CPU seconds the
+    ``server`` process, the attacker, this process and all others used meanwhile, under
+    ``cpu_s``), the probe's, and each write's (seconds, outcome)."""
     context = multiprocessing.get_context("spawn")
     stop, ready = context.Event(), context.Event()
     tallies: multiprocessing.Queue[dict[str, Any]] = context.Queue()
@@ -448,8 +458,9 @@ def _while_attacked(
     if attack.writes:
         writer = threading.Thread(target=_store_loop, args=(target.url, probe, seconds, writes))
         writer.start()
+    began = _cpu_use(server, attacker.pid)
     probed = _probe(target.url, probe, seconds)
-    at_stop = on_stop()
+    used = {k: v - began[k] for k, v in _cpu_use(server, attacker.pid).items()}
     stop.set()
     if writer is not None:
         writer.join()
@@ -460,7 +471,9 @@ def _while_attacked(
     attacker.join(30)
     if attacker.is_alive():
         attacker.kill()
-    return {**result, "cpu_at_stop": at_stop}, probed, writes
+    others = used.pop("machine") - sum(used.values())
+    cpu = {k: round(v, 1) for k, v in {**used, "others": others}.items()}
+    return {**result, "cpu_s": cpu}, probed, writes
 
 
 @dataclass
@@ -596,6 +609,40 @@ class _Sampler:
         self._peak = max(self._peak, self._last)
 
 
+def _wait_for_idle_cores() -> float:
+    """Wait (at most IDLE_WAIT_S) until other processes use less than IDLE_CORES of the CPU:
+    the cores are shared with whatever else runs on the machine (tests, other benches).
+    Seconds waited."""
+    began = time.monotonic()
+    while time.monotonic() < began + IDLE_WAIT_S:
+        before, mine = _machine_busy(), sum(os.times()[:2])
+        time.sleep(IDLE_LOOK_S)
+        others = (_machine_busy() - before - (sum(os.times()[:2]) - mine)) / IDLE_LOOK_S
+        if others < IDLE_CORES:
+            break
+        print(f"waiting for idle cores (others use {others:.1f} of them)", flush=True)
+    return round(time.monotonic() - began, 1)
+
+
+def _machine_busy() -> float:
+    """CPU seconds the machine has spent busy (every core, every process) since boot."""
+    busy = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in busy)
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_use(server: int, attacker: int | None) -> dict[str, float]:
+    """CPU seconds used so far by the whole machine, the server, the attacker and this
+    process: what none of them used shows that something else shared the cores."""
+    mine = os.times()
+    return {
+        "machine": _machine_busy(),
+        "server": _cpu_seconds(server),
+        "attacker": _cpu_seconds(attacker) if attacker is not None else 0.0,
+        "bench": mine.user + mine.system,
+    }
+
+
 def _cpu_seconds(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -675,7 +722,7 @@ def attack_markdown(out: dict[str, Any]) -> str:
             "RSS idle → peak MiB",
             "growth",
             "3 s after",
-            "server CPU s",
+            "CPU s: server / attacker / others",
         ],
         [
             [
@@ -690,7 +737,7 @@ def attack_markdown(out: dict[str, Any]) -> str:
                 f"{r['rss_idle_mib']:.0f} → {r['rss_peak_mib']:.0f}",
                 f"+{r['rss_growth_mib']:.0f}",
                 f"{r['rss_after_mib']:.0f}",
-                f"{r['server_cpu_s']:.0f}",
+                "{server:.0f} / {attacker:.0f} / {others:.0f}".format(**r["cpu_s"]),
             ]
             for r in rows
         ],
@@ -733,6 +780,8 @@ def _notes(row: dict[str, Any]) -> str:
             f"{s} s {o}" if o != "ok" else f"{s} s" for s, o in row["store_2000_under_attack_s"]
         )
         parts.append(f"other tenant's 2,000-fact storeFacts: alone {alone}; attacked {under}")
+    if row["cpu_s"]["others"] > 2.0:
+        parts.append(f"**other processes used {row['cpu_s']['others']} CPU s meanwhile**")
     if row["server_exited"] is not None:
         parts.append(f"**server exited ({row['server_exited']})**")
     return "; ".join(parts)

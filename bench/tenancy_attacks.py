@@ -24,7 +24,6 @@ import contextlib
 import json
 import os
 import re
-import resource
 import select
 import socket
 import threading
@@ -129,8 +128,6 @@ def run(name: str, target: Target, stop: Event, ready: Event, out: Queue[dict[st
         tally.count(f"bench error {type(error).__name__}: {str(error)[:80]}")
     ready.set()
     tally.notes["seconds"] = round(time.monotonic() - began, 1)
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    tally.notes["attacker CPU s"] = round(used.ru_utime + used.ru_stime, 1)
     out.put({"outcomes": dict(tally.outcomes), "notes": tally.notes})
 
 
