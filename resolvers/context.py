@@ -117,7 +117,7 @@ class Context:
         """A context for one operation of this caller: its own DataLoaders (so nothing read
         by an earlier operation of a socket is served stale) and its own time budget. With
         ``own_loop`` (an operation on the cost lane, which runs on an event loop of its own,
-        where this one's limiter cannot wait) its reads run in the lane's thread instead."""
+        where this one's pools cannot be awaited) its reads run in the lane's thread instead."""
         if own_loop:
             return dataclasses.replace(self, admission=None, inline=True)
         return dataclasses.replace(self)
@@ -193,11 +193,6 @@ class Context:
         wait = self.admission.events.wait(None if self.key is None else self.key.id)
         if wait > 0:
             await asyncio.sleep(wait)
-
-    def end_socket(self) -> None:
-        """Close the caller's socket: one of its subscriptions fell too far behind."""
-        if self.close_socket is not None:
-            self.close_socket()
 
     def charge_event(self) -> None:
         """Spend one subscription event's cost from the caller's points: RATE_LIMITED (which

@@ -34,7 +34,7 @@ class Subscription:
         context = info.context
         key_id = None if context.key is None else context.key.id
         changes = context.broadcaster.changes(
-            context.memory.namespace, key=key_id, on_end=context.end_socket
+            context.memory.namespace, key=key_id, on_end=context.close_socket
         )
         async for change in changes:
             if wanted is None or change.kind in wanted:
