@@ -737,7 +737,11 @@ def attack_markdown(out: dict[str, Any]) -> str:
                 f"{r['rss_idle_mib']:.0f} → {r['rss_peak_mib']:.0f}",
                 f"+{r['rss_growth_mib']:.0f}",
                 f"{r['rss_after_mib']:.0f}",
-                "{server:.0f} / {attacker:.0f} / {others:.0f}".format(**r["cpu_s"]),
+                # Others' share is what the machine used less the three; it reads a second or
+                # two below zero when threads' ticks fall between the two looks.
+                "{:.0f} / {:.0f} / {:.0f}".format(
+                    r["cpu_s"]["server"], r["cpu_s"]["attacker"], max(0.0, r["cpu_s"]["others"])
+                ),
             ]
             for r in rows
         ],

@@ -319,6 +319,12 @@ def _reflect(clients: int) -> Callable[[Target, Event, Tally], None]:
     return attack
 
 
+def _nothing(target: Target, stop: Event, tally: Tally) -> None:
+    """No attacker: the control of the rows whose other tenant also writes."""
+    tally.under_way()
+    stop.wait()
+
+
 def _space_queries(target: Target, stop: Event, tally: Tally) -> None:
     """Row 10: search, recall and the MCP search and recall tools, each query 301 spaces then
     a word; outcomes per face."""
@@ -977,6 +983,14 @@ ATTACKS: Final = {
             chat="drip",
             writes=True,
             environment={"GRAPHMEM_LLM_TIMEOUT": "5"},
+        ),
+        Attack(
+            3,
+            "writes-alone",
+            "control: no attacker, the other tenant's writes of slow-chat alone",
+            _nothing,
+            writes=True,
+            attacker="nobody",
         ),
         Attack(
             4, "mcp-recall", "48 MCP clients: memory_recall limit 1,000, graph_depth 6", _mcp_recall
