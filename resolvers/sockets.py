@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from cross_web import HTTPException
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Scope
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
@@ -219,6 +220,9 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
             )
         except _OperationStreamClosed:
             return
+        except WebSocketDisconnected:  # the client went away mid-stream: nothing to say
+            self.operations.pop(operation.id, None)
+            return
         except Exception as error:
             await self.handle_task_exception(error)
             with contextlib.suppress(Exception):
@@ -272,6 +276,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn.max_message_size = min(MAX_INIT_MESSAGE_BYTES, self.config.ws_max_size)
+        self.logger = _Refusals(self.logger, self)  # type: ignore[assignment]
 
     def handle_connect(self, event: Request) -> None:
         super().handle_connect(event)
@@ -316,6 +321,30 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     def keepalive_timeout(self) -> None:
         super().keepalive_timeout()
         self.transport.abort()  # unanswered pings for ws_ping_timeout: nothing left to flush
+
+
+class _Refusals(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """uvicorn's log of a socket, without the error it logs for every upgrade the app refused
+    with an HTTP answer (a denial response, as ``Sockets.arrive``'s 429 and 503): that is not
+    an error, and a client refused in a loop would fill the log with it."""
+
+    def __init__(self, logger: logging.Logger, protocol: WebSocketProtocol) -> None:
+        super().__init__(logger, {})
+        self.protocol = protocol
+
+    @property
+    def level(self) -> int:  # uvicorn reads its logger's level
+        level: int = self.logger.level
+        return level
+
+    def error(self, msg: object, *args: Any, **kwargs: Any) -> None:
+        if self.protocol.initial_response is not None and msg == DENIED_WITHOUT_HANDSHAKE:
+            return
+        super().error(msg, *args, **kwargs)
+
+
+#: What uvicorn logs when the app answered an upgrade with HTTP instead of accepting it.
+DENIED_WITHOUT_HANDSHAKE: Final = "ASGI callable returned without completing handshake."
 
 
 def _busy(status: int, problem: str) -> Response:

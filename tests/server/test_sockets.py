@@ -147,6 +147,36 @@ def test_sockets_that_have_not_presented_a_key_are_bounded_per_address_and_in_al
             assert another.receive_json()["type"] == "connection_ack"
 
 
+@pytest.mark.integration
+def test_an_upgrade_refused_for_the_caps_logs_no_error(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uvicorn logs an error for every upgrade an app answers with HTTP; a client refused in a
+    loop would fill the log with it."""
+    monkeypatch.setattr(sockets, "MAX_UNACKNOWLEDGED_PER_ADDRESS", 1)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append  # type: ignore[method-assign]
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    try:
+        with LiveServer(create_app(settings)) as server:
+            uvicorn_log.addHandler(handler)  # after uvicorn has set its logging up
+            held = _upgrade(server)
+            for _ in range(5):
+                host, port = server.base_url.removeprefix("http://").split(":")
+                with socket.create_connection((host, int(port)), timeout=5) as refused:
+                    refused.sendall(
+                        f"GET /graphql HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                        f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {WS}\r\n\r\n".encode()
+                    )
+                    assert refused.recv(64).startswith(b"HTTP/1.1 429")
+            held.close()
+    finally:
+        uvicorn_log.removeHandler(handler)
+    assert [r.getMessage() for r in records] == []
+
+
 def test_the_bounds_of_a_socket_before_its_key_are_documented() -> None:
     documented = (ROOT / "docs" / "graphql.md").read_text(encoding="utf-8")
     assert f"| time to send `connection_init` | {sockets.INIT_WAIT_S:g} s |" in documented
