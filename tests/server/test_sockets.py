@@ -156,7 +156,7 @@ def test_an_upgrade_refused_for_the_caps_logs_no_error(
     monkeypatch.setattr(sockets, "MAX_UNACKNOWLEDGED_PER_ADDRESS", 1)
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.WARNING)
-    handler.emit = records.append  # type: ignore[method-assign]
+    handler.emit = records.append  # type: ignore[method-assign,assignment]
     uvicorn_log = logging.getLogger("uvicorn.error")
     try:
         with LiveServer(create_app(settings)) as server:
