@@ -18,8 +18,8 @@ holding 60 facts with every pair linked (1,770 links) in one namespace and one f
       (``KeyStore.revoke``, as ``graphmem revoke-key`` does) at a random moment, and the
       socket's close code and the delay until it closed are noted.
 
-2. ``python -m bench.tenancy --attack NAME[,NAME...]|all|checks [--seconds 20]``: the rows of
-   issue 58's table and a control for row 7 (bench/tenancy_attacks.py; ``all`` runs every one),
+2. ``python -m bench.tenancy --attack NAME[,NAME...]|all|checks [--seconds 20]``: the attacks of
+   docs/security.md's table (rows 26-39) and a control for row 7 (bench/tenancy_attacks.py; ``all`` runs every one),
    each against a fresh server with default settings over a copy of the data with 3,000 more
    facts (each linked to three others) in the attacked namespace. The server is bound to
    127.0.0.1 with keys, to 0.0.0.0 with keys (contacted at 127.0.0.1) for the rows without a
@@ -91,7 +91,7 @@ TRIVIAL: Final = "{ namespace }"
 TRIVIAL_EVERY_S: Final = 0.02
 #: The other tenant's trivial query alone, before each attack.
 ALONE_S: Final = 5.0
-#: The target of issue 58: another tenant's p99 while an attack runs.
+#: The bound another tenant's p99 is held to while an attack runs.
 TARGET_P99_MS: Final = 100.0
 SAMPLE_EVERY_S: Final = 0.1
 #: Before each attack, other processes must use less than this many cores (waited for at
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--attack",
         metavar="NAME[,NAME...]|all|checks",
         default=None,
-        help="run issue 58's attack rows instead of the documents and revocations: the ones "
+        help="run the attacks of docs/security.md (rows 26-39) instead of the documents and revocations: the ones "
         f"named ({', '.join(ATTACKS)}), all of them and then the checks of rows 11-14, or only "
         "the checks",
     )

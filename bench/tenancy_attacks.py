@@ -1,4 +1,5 @@
-"""The attacks of bench.tenancy, one per row of issue 58's table: each sends its row's request
+"""The attacks of bench.tenancy, one per attack of docs/security.md's
+table (rows 26-39): each sends its row's request
 shape in a loop until told to stop, and counts what the server answered.
 
 An attack runs in a process of its own (``run``), so that its work shares neither this
@@ -135,7 +136,7 @@ def run(name: str, target: Target, stop: Event, ready: Event, out: Queue[dict[st
 
 _TYPE_REF: Final = "kind name ofType { kind name ofType { kind name ofType { kind name } } }"
 #: Six small fragments fanning out over types, fields, arguments, ofType chains and enum
-#: values, as the issue's 2,209-byte document did.
+#: values, as the 2,209-byte document of the attack did.
 _FRAGMENTS: Final = f"""
 fragment R on __Type {{ {_TYPE_REF} }}
 fragment I on __InputValue {{ name description defaultValue type {{ ...R }} }}
