@@ -1,6 +1,5 @@
-"""The attacks of bench.tenancy, one per attack of docs/security.md's
-table (rows 26-39): each sends its row's request
-shape in a loop until told to stop, and counts what the server answered.
+"""The attacks of bench.tenancy, one per row 26-39 of docs/security.md's table: each sends its
+row's request shape in a loop until told to stop, and counts what the server answered.
 
 An attack runs in a process of its own (``run``), so that its work shares neither this
 process's interpreter nor the other tenant's probe's. Whatever the server does (an answer, a
