@@ -112,3 +112,8 @@ _.graphql_transport_ws_handler_class
 _.get_results
 _.process_errors
 _.run_operation
+
+# Read by the websockets library and uvicorn's protocol (resolvers/sockets.py): the message
+# size a connection takes, and that its close frame is on its way.
+_.max_message_size
+_.close_sent

@@ -85,7 +85,8 @@ UNEXPECTED_LOG_KINDS = 20
 class UnexpectedLog:
     """Which unexpected errors have their traceback logged: the first of each kind (its
     exception's type and the line that raised it) in an interval, at most ``kinds`` of them;
-    the others are only counted, so that one request failing 10,000 times logs one traceback.
+    the others are not (a GraphQL answer logs how many), so that one request failing 10,000
+    times logs one traceback.
     Thread-safe (documents on the lane finish in other threads)."""
 
     def __init__(
@@ -100,12 +101,10 @@ class UnexpectedLog:
         self._lock = threading.Lock()
         self._since = -interval
         self._logged: set[tuple[str, str, int]] = set()
-        #: Unexpected errors not logged, since the process started.
-        self.suppressed = 0
 
     def first(self, exc: BaseException | None) -> bool:
         """Whether ``exc`` is the first of its kind in this interval (its traceback is to be
-        logged); if not, it is counted in ``suppressed``."""
+        logged); the caller counts the others."""
         kind = _kind_of(exc)
         now = self.clock()
         with self._lock:
@@ -113,7 +112,6 @@ class UnexpectedLog:
                 self._since = now
                 self._logged.clear()
             if kind in self._logged or len(self._logged) >= self.kinds:
-                self.suppressed += 1
                 return False
             self._logged.add(kind)
             return True
