@@ -229,12 +229,17 @@ def _server(
             _wait_healthy(url, process, log)
             yield url, process.pid, time.perf_counter() - began
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server process: terminate, then kill if it has not ended within 30 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def _free_port() -> int:

@@ -72,7 +72,7 @@ from graphmem import KeyStore, Memory, Settings
 from graphmem.storage.sqlite.keys import KeyFile
 
 from .common import OUT_DIR, ROOT, machine, markdown_table, percentile, write_json
-from .http import NAMESPACE, _free_port, _server, _wait_for_quiet, _wait_healthy
+from .http import NAMESPACE, _free_port, _server, _wait_for_quiet, _wait_healthy, stop
 from .tenancy_attacks import (
     ATTACKS,
     HEAVIEST,
@@ -560,12 +560,7 @@ def _serve(
             _wait_healthy(f"http://127.0.0.1:{port}", process, log)
             yield port, process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 class _Sampler:
