@@ -1,33 +1,47 @@
-"""Auto-capture: the facts worth keeping in a turn's messages, found without an LLM.
+"""Auto-capture: a conversation kept as turns, with the facts worth knowing drawn on top.
 
 ``Memory.capture`` takes OpenAI-style chat messages (``{"role", "content"}``) and reads each
-``user`` and ``assistant`` message (:func:`_message_candidates`):
+``user`` and ``assistant`` message (:func:`plan`):
 
 1. recalled ``<memory-context>`` blocks and fenced code are removed, so memory never captures
    its own recall or pasted code;
-2. a message holding a secret anywhere (:mod:`graphmem.sensitive`), shorter than ``MIN_CHARS``
-   or longer than ``capture_max_chars`` is skipped whole;
-3. each sentence a trigger marks as memorable, and not a question, is a candidate, with a
-   category and, where a pattern fits, an entity, key and value (:func:`extract`).
+2. a message holding a secret anywhere (:mod:`graphmem.sensitive`) is skipped whole: nothing of
+   it is kept in any form;
+3. with ``keep="conversation"`` (the default), the message is kept as a **turn** of the
+   capture's episode, cut into parts of about a document chunk's size when long
+   (:func:`turn_parts`): searchable, in the episode's windows of turns, dated by the episode,
+   never deduplicated nor classified against other facts (a turn is an event);
+4. each sentence a trigger marks as memorable, and not a question, becomes a **fact** with a
+   category and, where a pattern fits, an entity, key and value (:func:`extract`), written
+   through the rules (dedup, supersession) and linked PART_OF the turn it came from (origin
+   ``capture``). A fact that is the whole message stands for the turn too: it is not stored
+   twice, unless the rules do not write it (a repeat, a retraction), and then the turn is
+   kept on its own. Facts are drawn only from messages of at least ``MIN_CHARS`` and at most
+   ``capture_max_chars`` characters.
 
-The candidates are stored in one ``store_many`` batch (one embedding pass, one classification):
-one result per candidate, and a SKIP for each message without one, in message order.
+Everything is written in one ``store_many`` batch (one embedding pass, one classification,
+one transaction). The results follow the messages: each message's turn (or a SKIP saying why
+nothing of it was kept), then its facts.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, get_args
 
+from . import documents
 from .errors import InvalidInput
-from .limits import MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
-from .models import Fact, StoreResult
+from .limits import MAX_BATCH, MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
+from .models import TURN_SOURCE, Fact, FactKind, StoreResult
 from .sensitive import sensitive
 from .tagging import detect_category
 
 CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
+#: What capture keeps: the conversation (its turns, facts drawn on top), or facts only.
+Keep = Literal["conversation", "facts"]
+KEEPS: Final[tuple[str, ...]] = get_args(Keep)
 
 #: Message roles accepted (others are an error).
 ROLES: Final = ("system", "developer", "user", "assistant", "tool")
@@ -37,6 +51,8 @@ CAPTURED_ROLES: Final = ("user", "assistant")
 MIN_CHARS: Final = 10
 #: Longest value an extracted entity/key/value may have; a longer one is not extracted.
 MAX_VALUE_CHARS: Final = 200
+#: Longest turn part, in characters: a document chunk's size (about 400 tokens).
+TURN_PART_CHARS: Final = documents.CHUNK_TOKENS * documents.CHARS_PER_TOKEN
 
 _BLOCKS = re.compile(r"<memory-context>.*?(</memory-context>|$)|```.*?(```|$)", re.I | re.S)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -97,23 +113,49 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
-    """A sentence to store (``item``, the write's fields) or a skip (``reason``), from message
-    number ``message``. ``text`` is None when a whole message is skipped."""
+class Entry:
+    """What capture means to do with a turn part or a sentence of message number ``message``:
+    write ``Plan.items[item]`` (a ``kind`` turn or fact), or skip it (``item`` None, ``reason``
+    says why; ``text`` None when a whole message is skipped)."""
 
+    kind: FactKind
     message: int
     role: str
     text: str | None
-    item: dict[str, Any] | None
+    item: int | None
     reason: str = ""
+
+
+@dataclass(slots=True)
+class Plan:
+    """A capture's writes: ``items`` for ``store_many``, in order, and one entry per result.
+
+    With turns kept, ``chained`` lists the items that make up the episode, in order (its turns,
+    and the whole-message facts standing for theirs); ``drawn`` maps each fact's item to the
+    turn item it was drawn from; ``standins`` maps a whole-message fact's item to the turn
+    written in its place when the rules do not write the fact (a repeat, a retraction). Without
+    turns, ``chained`` is None and every new fact joins the episode, as ``store_many``'s do."""
+
+    items: list[dict[str, Any]]
+    entries: list[Entry]
+    chained: list[int] | None = None
+    drawn: dict[int, int] = field(default_factory=dict)
+    standins: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: Filled by the write: the standins validated, and the results of those written.
+    parsed: dict[int, Any] = field(default_factory=dict)
+    written: dict[int, StoreResult] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
 class CaptureResult:
-    """What capture did with one candidate: ADD, UPDATE, DELETE or NOOP as the write path decided,
-    or SKIP (not stored, ``reason`` says why). ``fact`` is the fact stored, repeated (NOOP) or
-    retracted (DELETE); ``message`` the index of the message it came from; ``text`` the sentence
-    (None when a whole message was skipped, so a secret is never repeated)."""
+    """What capture did with a turn or a sentence: ADD, UPDATE, DELETE or NOOP as the write path
+    decided, or SKIP (not stored, ``reason`` says why). ``kind`` says whether it is a ``turn``
+    (a message, or a part of a long one, kept as said) or a ``fact`` drawn from one. ``fact``
+    is the fact stored, repeated (NOOP) or retracted (DELETE); ``message`` the index of the
+    message it came from; ``text`` the turn's or the sentence's text (None when a whole
+    message was skipped, so a secret is never repeated); ``turn_id`` the turn a fact was drawn
+    from (None for a turn, for a fact that is the whole message and so stands for its turn,
+    and without turns)."""
 
     action: CaptureAction
     fact: Fact | None
@@ -122,16 +164,20 @@ class CaptureResult:
     role: str
     text: str | None
     target_ids: tuple[str, ...] = ()
+    kind: FactKind = "fact"
+    turn_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "action": self.action,
+            "kind": self.kind,
             "fact": None if self.fact is None else self.fact.to_dict(),
             "reason": self.reason,
             "message": self.message,
             "role": self.role,
             "text": self.text,
             "target_ids": list(self.target_ids),
+            "turn_id": self.turn_id,
         }
 
 
@@ -163,12 +209,56 @@ def parse_messages(messages: Any) -> list[Message]:
     return out
 
 
-def candidates(messages: Sequence[Message], max_chars: int) -> list[Candidate]:
-    """The candidates of every message, in order (:func:`_message_candidates`)."""
-    out: list[Candidate] = []
+def plan(
+    messages: Sequence[Message],
+    *,
+    keep: Keep = "conversation",
+    max_chars: int,
+    turn_decay_class: str = "turn",
+) -> Plan:
+    """What capturing ``messages`` writes (see the module's steps). InvalidInput for an unknown
+    ``keep``, or for more turns and facts than one batch holds."""
+    if keep not in KEEPS:
+        raise InvalidInput(f"unknown keep {keep!r}; use conversation or facts", field="keep")
+    out = Plan([], [], [] if keep == "conversation" else None)
     for i, m in enumerate(messages):
-        out.extend(_message_candidates(i, m, max_chars))
+        _plan_message(out, i, m, max_chars, turn_decay_class)
+    if len(out.items) > MAX_BATCH:
+        raise InvalidInput(
+            f"a capture writes at most {MAX_BATCH} turns and facts, these messages make "
+            f"{len(out.items)}",
+            field="messages",
+        )
     return out
+
+
+def turn_parts(text: str, limit: int = TURN_PART_CHARS) -> list[str]:
+    """``text`` cut into parts of at most ``limit`` characters: at line ends, else at sentence
+    ends, else at spaces, as a document is chunked; ``[text]`` when it fits."""
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    for line in text.splitlines():
+        for sentence in _SENTENCES.split(line) if len(line) > limit else [line]:
+            while len(sentence) > limit:
+                cut = sentence.rfind(" ", limit // 2, limit)
+                cut = cut if cut > 0 else limit
+                pieces.append(sentence[:cut])
+                sentence = sentence[cut:].lstrip()
+            pieces.append(sentence)
+    parts: list[str] = []
+    current = ""
+    for piece in (p.strip() for p in pieces):
+        if not piece:
+            continue
+        if current and len(current) + 1 + len(piece) > limit:
+            parts.append(current)
+            current = piece
+        else:
+            current = f"{current}\n{piece}" if current else piece
+    if current:
+        parts.append(current)
+    return parts
 
 
 def extract(sentence: str, role: str) -> dict[str, str]:
@@ -253,36 +343,94 @@ def extract(sentence: str, role: str) -> dict[str, str]:
     return {}
 
 
-def _message_candidates(index: int, m: Message, max_chars: int) -> list[Candidate]:
-    """The candidates of message number ``index``, or one skip saying why it has none. The
-    result of a message skipped for a secret does not repeat its text. Each candidate's
-    category comes from fast regexes (:func:`graphmem.tagging.detect_category`)."""
+def _plan_message(out: Plan, index: int, m: Message, max_chars: int, decay_class: str) -> None:
+    """Add what capture keeps of message number ``index`` to ``out``: its turn parts (when turns
+    are kept) and the facts its sentences state, or one skip saying why nothing is kept. The
+    skip of a message holding a secret does not repeat its text. Each fact's category comes
+    from fast regexes (:func:`graphmem.tagging.detect_category`)."""
 
-    def skip(reason: str) -> list[Candidate]:
-        return [Candidate(index, m.role, None, None, reason)]
+    def skip(reason: str, kind: FactKind = "turn") -> None:
+        out.entries.append(Entry(kind, index, m.role, None, None, reason))
 
     if m.role not in CAPTURED_ROLES:
         return skip(f"{m.role} messages are not captured")
     text = _BLOCKS.sub(" ", m.content).strip()
-    if len(text) > max_chars:  # before anything reads it: nothing of it is stored anyway
+    keep_turns = out.chained is not None
+    if len(text) > max_chars and not keep_turns:  # nothing of it is stored: read no further
         return skip(f"longer than {max_chars} characters (capture_max_chars)")
     if (what := sensitive(m.content)) is not None:
         return skip(f"sensitive content ({what}); nothing of this message is stored")
-    if len(text) < MIN_CHARS:
+    if not text:
+        return skip("no text once recalled context and code are removed")
+    if len(text) < MIN_CHARS and not keep_turns:
         return skip(f"shorter than {MIN_CHARS} characters")
+    sentences = _memorable(text) if MIN_CHARS <= len(text) <= max_chars else []
+    parts = turn_parts(text) if keep_turns else []
+    whole = len(sentences) == 1 and len(parts) == 1 and _same(sentences[0], text)
+    turns: list[int] = []
+    for part in [] if whole else parts:
+        turns.append(len(out.items))
+        out.items.append(_turn_item(part, m.role, decay_class))
+        out.entries.append(Entry("turn", index, m.role, part, turns[-1]))
+    for sentence in sentences:
+        position = len(out.items)
+        out.items.append(
+            {
+                "text": sentence,
+                "category": detect_category(sentence),
+                "source": f"capture:{m.role}",
+                **extract(sentence, m.role),
+            }
+        )
+        out.entries.append(Entry("fact", index, m.role, sentence, position))
+        if whole:  # it stands for the turn, unless the rules do not write it
+            out.standins[position] = _turn_item(text, m.role, decay_class)
+            turns.append(position)
+        elif turns:
+            out.drawn[position] = next(
+                (t for t in turns if sentence in out.items[t]["text"]), turns[0]
+            )
+    if out.chained is not None:
+        out.chained.extend(turns)
+    if not sentences and not turns:
+        skip(
+            f"shorter than {MIN_CHARS} characters"
+            if len(text) < MIN_CHARS
+            else f"longer than {max_chars} characters (capture_max_chars)"
+            if len(text) > max_chars
+            else "nothing memorable (no trigger in any sentence)",
+            "fact",
+        )
+    return None
+
+
+def _turn_item(text: str, role: str, decay_class: str) -> dict[str, Any]:
+    """A turn's write: never a repeat of anything, never classified, linked only in its
+    episode (see :func:`plan`)."""
+    return {
+        "text": text,
+        "source": f"{TURN_SOURCE}{role}",
+        "decay_class": decay_class,
+        "classify": False,
+        "dedup": False,
+        "autolink": False,
+        "entity_links": False,
+    }
+
+
+def _memorable(text: str) -> list[str]:
+    """The sentences of ``text`` a trigger marks as memorable, questions left out."""
     out = []
     for raw in _SENTENCES.split(text):
         sentence = _BULLET.sub("", raw).strip()
-        if len(sentence) < MIN_CHARS or sentence.endswith("?") or not _TRIGGERS.search(sentence):
-            continue
-        item: dict[str, Any] = {
-            "text": sentence,
-            "category": detect_category(sentence),
-            "source": f"capture:{m.role}",
-            **extract(sentence, m.role),
-        }
-        out.append(Candidate(index, m.role, sentence, item))
-    return out or skip("nothing memorable (no trigger in any sentence)")
+        if len(sentence) >= MIN_CHARS and not sentence.endswith("?") and _TRIGGERS.search(sentence):
+            out.append(sentence)
+    return out
+
+
+def _same(sentence: str, text: str) -> bool:
+    """Whether a sentence is the whole of a message, spacing and case aside."""
+    return " ".join(sentence.split()).casefold() == " ".join(text.split()).casefold()
 
 
 def _text(content: Any, index: int) -> str:
@@ -319,18 +467,30 @@ def _value(raw: str) -> str:
     return value if 0 < len(value) <= MAX_VALUE_CHARS else ""
 
 
-def results(found: Sequence[Candidate], stored: Sequence[StoreResult]) -> list[CaptureResult]:
-    """One result per candidate, in order: what the write path did with each stored one (the
-    ``stored`` results are those of the candidates with an item, in order), a SKIP for the
-    others."""
-    written = iter(stored)
+def results(
+    planned: Plan, stored: Sequence[StoreResult], standins: Mapping[int, StoreResult]
+) -> list[CaptureResult]:
+    """One result per entry, in order: what the write path did with each item (``stored``, in
+    item order) or a SKIP. A whole-message fact the rules did not write is preceded by the
+    result of the turn written in its place (``standins``, by the fact's item); a fact drawn
+    from a turn names it (``turn_id``)."""
     out = []
-    for c in found:
-        if c.item is None:
-            out.append(CaptureResult("SKIP", None, c.reason, c.message, c.role, None))
+    for e in planned.entries:
+        if e.item is None:
+            out.append(
+                CaptureResult("SKIP", None, e.reason, e.message, e.role, None, kind=e.kind)
+            )
             continue
-        r = next(written)
-        out.append(
-            CaptureResult(r.action, r.fact, r.reason, c.message, c.role, c.text, r.target_ids)
-        )
+        if (standin := standins.get(e.item)) is not None:
+            out.append(_result(standin, e, "turn", None))
+        r = stored[e.item]
+        turn = planned.drawn.get(e.item)
+        turn_fact = None if turn is None else stored[turn].fact
+        out.append(_result(r, e, e.kind, None if turn_fact is None else turn_fact.id))
     return out
+
+
+def _result(r: StoreResult, e: Entry, kind: FactKind, turn_id: str | None) -> CaptureResult:
+    return CaptureResult(
+        r.action, r.fact, r.reason, e.message, e.role, e.text, r.target_ids, kind, turn_id
+    )

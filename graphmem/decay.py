@@ -1,6 +1,6 @@
 """Decay classes: how long a fact stays fresh, and which heuristics pick the class.
 
-Nine classes with fixed TTLs, described in ``DECAY_RULES``: the decay table of docs/concepts.md
+Ten classes with fixed TTLs, described in ``DECAY_RULES``: the decay table of docs/concepts.md
 and the GraphQL, MCP and CLI descriptions of a decay class are built from it. A TTL counts from
 when memory stored or last confirmed the fact, never from its ``valid_from``. Recall of a fact in
 a refreshable class extends its expiry; ``prune`` hard-deletes expired facts and soft-decays
@@ -25,6 +25,7 @@ DecayClass = Literal[
     "active",
     "session",
     "checkpoint",
+    "turn",
 ]
 DECAY_CLASSES: Final[tuple[str, ...]] = get_args(DecayClass)
 
@@ -119,6 +120,13 @@ DECAY_RULES: Final = (
         4 * HOUR,
         False,
         f"the key or the text contains {_listed(CHECKPOINT_WORDS)}",
+    ),
+    DecayRule(
+        "turn",
+        180 * DAY,
+        True,
+        "for the turns `capture` keeps of a conversation (the `turn_decay_class` setting's "
+        "default); never by the heuristics",
     ),
 )
 

@@ -26,7 +26,7 @@ from . import statedtime
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
 from .ids import new_id
-from .models import Action, Fact, FactInput, StoreResult, Verdict
+from .models import Action, Fact, FactInput, StoreResult, Verdict, is_turn
 from .settings import Settings
 from .storage.interface import BatchChanges, Transaction
 from .tagging import detect_category, extract_tags
@@ -177,10 +177,11 @@ def _decide(
                 field="valid_from",
             )
 
+    # A turn is what was said when: a fact saying the same is no repeat of it.
     duplicates = [
         r
         for r in batch.current(batch.by_hash[norm_hash] if x.dedup else ())
-        if r["id"] != (x.supersedes or "")
+        if r["id"] != (x.supersedes or "") and not is_turn(r["source"])
     ]
     duplicate = next((r for r in duplicates if r["text"] == x.text), None)
     if duplicate is None and duplicates and settings.fuzzy_dedup:

@@ -378,22 +378,29 @@ class Memory:
         messages: Sequence[Mapping[str, Any]],
         *,
         episode: str | Mapping[str, Any] | None = None,
+        keep: captures.Keep = "conversation",
     ) -> list[captures.CaptureResult]:
-        """Store what a turn's messages say that is worth remembering (auto-capture).
+        """Keep a conversation's messages, and the facts they state (auto-capture).
 
-        ``messages`` are ``{"role", "content"}`` objects (OpenAI chat format). Sentences that a
-        trigger marks as memorable, from messages without sensitive content, go through the
-        write path in one batch; see :mod:`graphmem.capture`. Returns one result per candidate
-        (and a SKIP for each message without one), in order. InvalidInput, with nothing stored,
-        for messages that are not a list of role/content objects or have an unknown role.
-        ``episode`` as for ``store_many`` (recorded when something is stored).
+        ``messages`` are ``{"role", "content"}`` objects (OpenAI chat format). Each user and
+        assistant message without sensitive content is kept as a turn of ``episode`` (a long
+        one in parts), and the sentences a trigger marks as memorable are drawn from it as
+        facts through the write rules, each linked to its turn; ``keep="facts"`` keeps the
+        facts only. One batch; see :mod:`graphmem.capture`. Returns, per message, its turn (or
+        a SKIP saying why nothing of it was kept) then its facts. InvalidInput, with nothing
+        stored, for messages that are not a list of role/content objects or have an unknown
+        role, or an unknown ``keep``. ``episode`` as for ``store_many`` (recorded when
+        something is stored): give the conversation's session, so that its turns are read
+        together (windows of turns).
         """
-        found = captures.candidates(
-            captures.parse_messages(messages), self.settings.capture_max_chars
+        planned = captures.plan(
+            captures.parse_messages(messages),
+            keep=keep,
+            max_chars=self.settings.capture_max_chars,
+            turn_decay_class=self.settings.turn_decay_class,
         )
-        items = [c.item for c in found if c.item is not None]
-        stored = self.store_many(items, episode=episode) if items else []
-        return captures.results(found, stored)
+        stored, standins = self._writer.capture(planned, episode) if planned.items else ([], {})
+        return captures.results(planned, stored, standins)
 
     def subscribe(self, listener: Callable[[list[Change]], None]) -> Callable[[], None]:
         """Call ``listener`` with the changes of each write once it has committed (in the
@@ -690,6 +697,7 @@ class Memory:
         # visible together, so a supersession between them never puts both versions in.
         shown = self._store.visible([c.fact.id for c in ranked], scope, Filters())
         ranked = [c for c in ranked if c.fact.id in shown]
+        ranked = recalls.merged(ranked, self._store.drawn_from([c.fact.id for c in ranked]))
         result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())
         self._accessed(scope, result.facts)
         return result

@@ -43,6 +43,7 @@ class LinkOrigin(StrEnum):
     EPISODE = "episode"
     REFLECTION = "reflection"
     CLASSIFIER = "classifier"
+    CAPTURE = "capture"
 
 
 #: What each link origin means (Markdown); the GraphQL ``Link.origin`` description and the
@@ -65,6 +66,9 @@ LINK_ORIGINS: Final[Mapping[str, str]] = {
     LinkOrigin.CLASSIFIER: "a CAUSED_BY, DEPENDS_ON or PART_OF link the LLM classifier drew from "
     "a new fact to a listed fact in its one request (`classifier = llm`), its reason in the "
     "link's metadata",
+    LinkOrigin.CAPTURE: "a PART_OF link from a fact `capture` drew from a message to the turn "
+    "that keeps the message (strength 1): recall shows one of the two, and a purge of either "
+    "takes the other",
 }
 
 
@@ -216,6 +220,18 @@ Tier = Literal["pinned", "normal", "cold"]
 TIERS: Final[tuple[str, ...]] = get_args(Tier)
 
 
+#: What a stored fact is: a ``turn`` keeps a message of a conversation as it was said (``capture``
+#: keeps one per message part, its source ``turn:<role>``), a ``fact`` is anything else.
+FactKind = Literal["fact", "turn"]
+#: The source prefix of a turn: ``turn:user``, ``turn:assistant``.
+TURN_SOURCE: Final = "turn:"
+
+
+def is_turn(source: str | None) -> bool:
+    """Whether a fact of this source is a turn of a conversation (see ``FactKind``)."""
+    return source is not None and source.startswith(TURN_SOURCE)
+
+
 class Row(Protocol):
     """A row whose columns are read by name: a store's row, or a dict of the same columns."""
 
@@ -261,6 +277,11 @@ class Fact:
     stated_start: datetime | None = None
     stated_end: datetime | None = None
     stated_text: str | None = None
+
+    @property
+    def kind(self) -> FactKind:
+        """``turn`` for a message ``capture`` kept of a conversation, else ``fact``."""
+        return "turn" if is_turn(self.source) else "fact"
 
     @property
     def stated_time(self) -> StatedTime | None:

@@ -22,7 +22,14 @@ FTS_COLUMN_WEIGHTS: Final = (1.0, 0.2, 0.6, 0.6, 0.6, 0.4, 0.3, 0.3)
 #: Share of the final score that comes from importance, confidence and freshness.
 QUALITY_WEIGHT: Final = 0.3
 #: Multipliers favouring long-lived knowledge: permanent facts first, then durable and stable.
-CLASS_BOOST: Final[Mapping[str, float]] = {"permanent": 1.1, "durable": 1.05, "stable": 1.05}
+#: A turn is boosted as a stable fact is: a conversation stored whole (its turns in the default
+#: class) and the same conversation captured rank its turns alike.
+CLASS_BOOST: Final[Mapping[str, float]] = {
+    "permanent": 1.1,
+    "durable": 1.05,
+    "stable": 1.05,
+    "turn": 1.05,
+}
 
 STOPWORDS: Final = frozenset(
     [

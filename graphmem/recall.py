@@ -5,8 +5,11 @@ facts, ``graph_depth``), adjusted for importance, confidence, freshness and deca
 facts of each entity the prompt names (:func:`entity_names`). This module makes the block:
 
 1. candidates best first, hits far below the best one dropped (:func:`ranked`);
-2. one line per fact in the chosen format, a long text shown as a summary (:func:`format_line`);
-3. lines added while the whole block, tags included, fits ``max_tokens`` (:func:`assemble`).
+2. a fact capture drew from a turn that is a candidate too is shown as that turn, once, at the
+   better of their places (:func:`merged`): the turn says what the fact says, and more;
+3. one line per fact in the chosen format, a long text shown as a summary, a turn with its
+   speaker and date (:func:`format_line`);
+4. lines added while the whole block, tags included, fits ``max_tokens`` (:func:`assemble`).
 
 Fact texts cannot break out of the block: line breaks become spaces and the block's own tags
 are removed from them. With nothing to show, the context is the empty string.
@@ -16,14 +19,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
 from .errors import InvalidInput
 from .limits import MAX_RECALL_TOKENS
-from .models import Fact, SearchHit
+from .models import TURN_SOURCE, Fact, FactKind, SearchHit
 
 Format = Literal["full", "short", "minimal"]
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
@@ -76,7 +79,8 @@ class Candidate:
 @dataclass(frozen=True, slots=True)
 class RecallItem:
     """A fact in the block: its score, how it was found, its line, and whether the line shows a
-    summary instead of the full text."""
+    summary instead of the full text. ``kind`` says whether it is a ``turn`` of a conversation
+    or a ``fact``."""
 
     fact: Fact
     score: float
@@ -84,8 +88,13 @@ class RecallItem:
     line: str
     summarized: bool
 
+    @property
+    def kind(self) -> FactKind:
+        return self.fact.kind
+
     def to_dict(self) -> dict[str, Any]:
         return {
+            "kind": self.kind,
             "fact": self.fact.to_dict(),
             "score": self.score,
             "source": self.source,
@@ -187,6 +196,22 @@ def ranked(
     return sorted([*hits, *{c.fact.id: c for c in extra}.values()], key=lambda c: -c.score)
 
 
+def merged(candidates: Sequence[Candidate], drawn: Mapping[str, str]) -> list[Candidate]:
+    """``candidates`` with each fact drawn from a turn that is a candidate too (``drawn``: fact
+    id to turn id) replaced by that turn, at the better of their two places and with the
+    better score, so that the budget is never spent twice on one message."""
+    at = {c.fact.id: c for c in candidates}
+    out: list[Candidate] = []
+    placed: set[str] = set()
+    for c in candidates:
+        turn = at.get(drawn.get(c.fact.id, ""))
+        shown = c if turn is None else Candidate(turn.fact, max(c.score, turn.score), turn.source)
+        if shown.fact.id not in placed:
+            placed.add(shown.fact.id)
+            out.append(shown)
+    return out
+
+
 def assemble(
     candidates: Sequence[Candidate], max_tokens: int, format: Format, count: TokenCounter
 ) -> RecallResult:
@@ -226,12 +251,31 @@ def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
     summarized = len(text) > SUMMARY_CHARS
     if summarized:
         text = shorten(_clean(fact.summary or "") or text, SUMMARY_CHARS)
+    if fact.kind == "turn":
+        return _turn_line(fact, source, format, text), summarized
     if format == "full":
         return f"[{source}/{fact.category}] {text}", summarized
     pinned = "pinned " if source == "pinned" else ""
     if format == "short":
         return f"{pinned}{fact.category}: {text}", summarized
     return (f"pinned: {text}" if pinned else text), summarized
+
+
+def _turn_line(fact: Fact, source: Source, format: Format, text: str) -> str:
+    """A turn's line: its date and speaker before what was said::
+
+        full     [sqlite/turn] 2023-05-08 user: I moved to Lisbon last week
+        short    turn 2023-05-08 user: I moved to Lisbon last week
+        minimal  2023-05-08 user: I moved to Lisbon last week
+    """
+    when = (fact.source_date or fact.valid_from).strftime("%Y-%m-%d")
+    said = f"{when} {_clean((fact.source or '').removeprefix(TURN_SOURCE))}: {text}"
+    pinned = "pinned " if source == "pinned" else ""
+    if format == "full":
+        return f"[{source}/turn] {said}"
+    if format == "short":
+        return f"{pinned}turn {said}"
+    return f"pinned: {said}" if pinned else said
 
 
 def shorten(text: str, limit: int) -> str:

@@ -16,6 +16,7 @@ from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .decay import DecayClass
 from .errors import InvalidInput
 
 
@@ -307,8 +308,14 @@ class Settings(BaseModel):
         5000,
         ge=10,
         le=10_000,
-        description="Longest message `capture` reads, in characters; a longer one is skipped "
-        "whole.",
+        description="Longest message `capture` draws facts from, in characters; a longer one "
+        "is still kept as turns (cut into parts), no fact is drawn from it.",
+    )
+    turn_decay_class: DecayClass = Field(
+        "turn",
+        description="Decay class of the turns `capture` keeps of a conversation (any class of "
+        "[concepts.md](concepts.md#decay)): the default, `turn`, keeps a turn 180 days "
+        "from when it was stored, each recall that shows it starting the 180 days again.",
     )
 
     host: str = Field(

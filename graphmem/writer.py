@@ -24,6 +24,7 @@ from typing import Any, Final, TypeVar, cast
 import numpy as np
 
 from . import autolink as autolinks
+from . import capture as captures
 from . import categorize, classify, dedup, documents, episodes, sensitive
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput
@@ -101,10 +102,12 @@ class Writer:
         episode: str | Mapping[str, Any] | None = None,
         merges: Sequence[Sequence[str]] | None = None,
         then: Callable[[Transaction, list[StoreResult]], None] | None = None,
+        plan: captures.Plan | None = None,
     ) -> list[StoreResult]:
         """See ``Memory.store_many``; ``merges[i]``: further live facts item i supersedes
         (see ``dedup.write_batch``); ``then(tx, results)`` writes more in the same transaction
-        (the links reflection draws to what it stored)."""
+        (the links reflection draws to what it stored); ``plan``: the capture these items are
+        (see ``capture``)."""
         given = None if episode is None else episodes.EpisodeInput.parse(episode)
         if isinstance(items, Mapping | str | bytes):
             raise InvalidInput("store_many takes a list of facts")
@@ -113,6 +116,8 @@ class Writer:
         inputs = [FactInput.parse(item, index=i) for i, item in enumerate(items)]
         if not inputs:
             return []
+        if plan is not None:
+            plan.parsed = {i: FactInput.parse(x, index=i) for i, x in plan.standins.items()}
         if any(x.category and x.category not in CATEGORIES for x in inputs):
             registry = categorize.discovered(self._store)
             if bad := categorize.unknown([x.category for x in inputs], registry):
@@ -129,12 +134,21 @@ class Writer:
                 for x in inputs
             ]
         write = _Write(self._store_batch, len(inputs), facts=inputs, episode=given)
-        write.merges, write.then = merges, then
+        write.merges, write.then, write.plan = merges, then, plan
         if self.settings.classifier == "llm":  # the chat model is asked before queuing
             write.embedded_as(*self._cache.embed(self._store, [x.text for x in inputs]))
             write.verdicts = self._classify(inputs, write.vectors)
         results: list[StoreResult] = self._submit(write)
         return results
+
+    def capture(
+        self, planned: captures.Plan, episode: str | Mapping[str, Any] | None
+    ) -> tuple[list[StoreResult], dict[int, StoreResult]]:
+        """Write what a capture planned (:func:`graphmem.capture.plan`) as one ``store_many``:
+        its items' results, and the results of the turns written in place of whole-message
+        facts the rules did not write (by the fact's item)."""
+        results = self.store_many(planned.items, autolink=None, episode=episode, plan=planned)
+        return results, planned.written
 
     def sync_files(
         self, paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] | None
@@ -491,6 +505,10 @@ class Writer:
             episode_id=episode_id,
             merges=w.merges,
         )
+        w.known = _new_vectors(results, w.vectors)
+        chained = results
+        if w.plan is not None:
+            chained = self._captured(tx, w, w.plan, episode, results, touched)
         similar = [
             [(t, score) for hit, score in hits if (t := w.local(hit)) is not None]
             for hits in w.similar
@@ -500,13 +518,12 @@ class Writer:
         if w.verdicts is not None:
             _link_as_classified(tx, results, w.verdicts)
         if episode_id is not None:
-            _chain_episode(tx, episode_id, results)
+            _chain_episode(tx, episode_id, chained)
         if w.then is not None:
             w.then(tx, results)
         self._cache.keep(tx, w.fresh)
         w.touched = touched
-        w.known = _new_vectors(results, w.vectors)
-        for r in results:
+        for r in [*results, *(w.plan.written.values() if w.plan is not None else ())]:
             if r.action in ("ADD", "UPDATE") and r.fact is not None:
                 w.changes.append(("FACT_STORED", r.fact.id))
             kind: ChangeKind = "FACT_FORGOTTEN" if r.action == "DELETE" else "FACT_SUPERSEDED"
@@ -515,6 +532,54 @@ class Writer:
         for i, r in enumerate(results):
             w.positions[w.offset + i] = None if r.fact is None else r.fact.id
         return results
+
+    def _captured(
+        self,
+        tx: Transaction,
+        w: _Write,
+        planned: captures.Plan,
+        episode: episodes.Episode | None,
+        results: list[StoreResult],
+        touched: set[str],
+    ) -> list[StoreResult]:
+        """A capture's turns, once its items are written: the turn written in place of each
+        whole-message fact the rules did not write (a repeat, a retraction: the conversation
+        still said it), and each new fact's PART_OF link to the turn it was drawn from.
+        Returns the results that make up the episode, in its order (see ``capture.Plan``)."""
+        missing = [i for i in planned.standins if results[i].action not in ("ADD", "UPDATE")]
+        if missing:
+            standins = [planned.parsed[i] for i in missing]
+            written, more = dedup.write_batch(
+                tx,
+                standins if episode is None else _dated_by(episode, standins),
+                [None] * len(missing),
+                self.settings,
+                episode_id=None if episode is None else episode.id,
+            )
+            touched |= more
+            planned.written = dict(zip(missing, written, strict=True))
+            w.known |= {
+                r.fact.id: w.vectors[i]
+                for i, r in planned.written.items()
+                if r.fact is not None
+            }
+        drawn = [
+            (fact.id, turn.id, max(fact.valid_from, turn.valid_from).timestamp())
+            for f, t in planned.drawn.items()
+            if results[f].action in ("ADD", "UPDATE")
+            and (fact := results[f].fact) is not None
+            and (turn := results[t].fact) is not None
+        ]
+        if drawn:
+            tx.add_links(
+                [
+                    (fact, turn, "PART_OF", 1.0, LinkOrigin.CAPTURE.value, start)
+                    for fact, turn, start in drawn
+                ]
+            )
+        if planned.chained is None:
+            return results
+        return [planned.written.get(i) or results[i] for i in planned.chained]
 
     def _announce_committed(
         self, tx: Transaction, changes: Sequence[tuple[ChangeKind, str]]
@@ -648,6 +713,7 @@ class _Write(Pending[Any]):
         self.verdicts: Sequence[Verdict | None] | None = None
         self.merges: Sequence[Sequence[str]] | None = None
         self.then: Callable[[Transaction, list[StoreResult]], None] | None = None
+        self.plan: captures.Plan | None = None
         self.options: autolinks.Options | None = None
         self.offset = 0  # of its first fact among the group's
         self.positions: list[str | None] = []  # the group's facts' ids, as their writes land

@@ -301,6 +301,11 @@ class Store(Protocol):
         """Visible pinned facts, the earliest pinned first."""
         ...
 
+    def drawn_from(self, ids: Sequence[str]) -> dict[str, str]:
+        """The turn each of ``ids`` that capture drew from a message keeps that message in (its
+        live PART_OF link of origin ``capture``), by fact id; ids drawn from none are absent."""
+        ...
+
     def newest_keyed(
         self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int
     ) -> list[Fact]:

@@ -532,6 +532,16 @@ ALTER TABLE gm_links ADD CONSTRAINT gm_links_origin_check CHECK (origin IN ('exp
 """
 
 
+#: Migration 16: the origin of the link from a fact capture drew to its turn (see the SQLite
+#: migration 24).
+LINK_ORIGINS_V16: Final = """
+ALTER TABLE gm_links DROP CONSTRAINT gm_links_origin_check;
+ALTER TABLE gm_links ADD CONSTRAINT gm_links_origin_check CHECK (origin IN ('explicit',
+    'auto_similarity', 'auto_entity', 'supersession', 'import', 'episode', 'reflection',
+    'classifier', 'capture'));
+"""
+
+
 def _stated() -> str:
     """Migration 12: the time a fact's text states (see the SQLite migration 21), and the facts
     view showing it."""
@@ -660,6 +670,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     WINDOWS,
     WINDOW_POSTINGS,
     FILES_INODE,
+    LINK_ORIGINS_V16,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

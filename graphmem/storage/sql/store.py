@@ -745,6 +745,16 @@ class SQLStore(Generic[D]):
     def pinned(self, scope: TimeScope, *, limit: int) -> list[Fact]:
         return reads.pinned(self._read(), scope, limit=limit)
 
+    def drawn_from(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        rows = self._read().execute(
+            f"SELECT source_id, target_id FROM links WHERE source_id IN {IN_IDS}"
+            " AND origin = :origin AND retracted_at IS NULL",
+            {"ids": id_list(ids), "origin": LinkOrigin.CAPTURE.value},
+        )
+        return {source: target for source, target in rows}
+
     def newest_keyed(
         self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int
     ) -> list[Fact]:

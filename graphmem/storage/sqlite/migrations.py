@@ -431,6 +431,45 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """
     ALTER TABLE files ADD COLUMN inode TEXT;
     """,
+    # 24: the PART_OF link from a fact capture drew to the turn it came from has an origin of
+    # its own ('capture'): the links table is rebuilt as in 20.
+    """
+    CREATE TABLE links_v24 (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        source_id TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN
+            ('SUPERSEDES', 'CAUSED_BY', 'PART_OF', 'RELATED_TO', 'DEPENDS_ON')),
+        strength REAL NOT NULL CHECK (strength >= 0 AND strength <= 1),
+        origin TEXT NOT NULL CHECK (origin IN
+            ('explicit', 'auto_similarity', 'auto_entity', 'supersession', 'import', 'episode',
+             'reflection', 'classifier', 'capture')),
+        recorded_at REAL NOT NULL,
+        valid_from REAL NOT NULL,
+        valid_until REAL,
+        valid_until_recorded_at REAL,
+        retracted_at REAL,
+        metadata TEXT NOT NULL DEFAULT '{}'
+    );
+    INSERT INTO links_v24 SELECT seq, id, source_id, target_id, type, strength, origin,
+        recorded_at, valid_from, valid_until, valid_until_recorded_at, retracted_at, metadata
+        FROM links;
+    DROP TABLE links;
+    ALTER TABLE links_v24 RENAME TO links;
+    CREATE UNIQUE INDEX links_one_live ON links(source_id, target_id, type)
+        WHERE retracted_at IS NULL;
+    CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
+    CREATE INDEX links_target_strength ON links(target_id, strength DESC);
+    CREATE TRIGGER links_graph_update AFTER UPDATE OF source_id, target_id, type, strength,
+        origin, recorded_at, retracted_at, valid_from, valid_until, valid_until_recorded_at
+        ON links BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (1, new.seq);
+    END;
+    CREATE TRIGGER links_graph_delete AFTER DELETE ON links BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
+    END;
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
