@@ -237,25 +237,27 @@ def turn_parts(text: str, limit: int = TURN_PART_CHARS) -> list[str]:
     ends, else at spaces, as a document is chunked; ``[text]`` when it fits."""
     if len(text) <= limit:
         return [text]
-    pieces: list[str] = []
+    pieces: list[tuple[str, str]] = []  # (text, what joins it to the piece before)
     for line in text.splitlines():
+        joiner = "\n"
         for sentence in _SENTENCES.split(line) if len(line) > limit else [line]:
             while len(sentence) > limit:
                 cut = sentence.rfind(" ", limit // 2, limit)
                 cut = cut if cut > 0 else limit
-                pieces.append(sentence[:cut])
-                sentence = sentence[cut:].lstrip()
-            pieces.append(sentence)
+                pieces.append((sentence[:cut].strip(), joiner))
+                sentence, joiner = sentence[cut:], " "
+            pieces.append((sentence.strip(), joiner))
+            joiner = " "
     parts: list[str] = []
     current = ""
-    for piece in (p.strip() for p in pieces):
+    for piece, joiner in pieces:
         if not piece:
             continue
         if current and len(current) + 1 + len(piece) > limit:
             parts.append(current)
             current = piece
         else:
-            current = f"{current}\n{piece}" if current else piece
+            current = f"{current}{joiner}{piece}" if current else piece
     if current:
         parts.append(current)
     return parts
@@ -477,9 +479,7 @@ def results(
     out = []
     for e in planned.entries:
         if e.item is None:
-            out.append(
-                CaptureResult("SKIP", None, e.reason, e.message, e.role, None, kind=e.kind)
-            )
+            out.append(CaptureResult("SKIP", None, e.reason, e.message, e.role, None, kind=e.kind))
             continue
         if (standin := standins.get(e.item)) is not None:
             out.append(_result(standin, e, "turn", None))

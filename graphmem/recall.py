@@ -264,9 +264,9 @@ def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
 def _turn_line(fact: Fact, source: Source, format: Format, text: str) -> str:
     """A turn's line: its date and speaker before what was said::
 
-        full     [sqlite/turn] 2023-05-08 user: I moved to Lisbon last week
-        short    turn 2023-05-08 user: I moved to Lisbon last week
-        minimal  2023-05-08 user: I moved to Lisbon last week
+    full     [sqlite/turn] 2023-05-08 user: I moved to Lisbon last week
+    short    turn 2023-05-08 user: I moved to Lisbon last week
+    minimal  2023-05-08 user: I moved to Lisbon last week
     """
     when = (fact.source_date or fact.valid_from).strftime("%Y-%m-%d")
     said = f"{when} {_clean((fact.source or '').removeprefix(TURN_SOURCE))}: {text}"

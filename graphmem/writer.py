@@ -559,9 +559,7 @@ class Writer:
             touched |= more
             planned.written = dict(zip(missing, written, strict=True))
             w.known |= {
-                r.fact.id: w.vectors[i]
-                for i, r in planned.written.items()
-                if r.fact is not None
+                r.fact.id: w.vectors[i] for i, r in planned.written.items() if r.fact is not None
             }
         drawn = [
             (fact.id, turn.id, max(fact.valid_from, turn.valid_from).timestamp())

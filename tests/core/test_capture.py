@@ -61,14 +61,40 @@ def test_memorable_sentences_are_stored_with_category_and_fields(mem: Memory) ->
             assistant("Sure. We decided to use PostgreSQL because of its JSONB support."),
         ]
     )
-    assert [(r.action, r.message, r.role, r.text) for r in results] == [
-        ("ADD", 0, "user", "My favourite editor is vim."),
-        ("ADD", 1, "assistant", "We decided to use PostgreSQL because of its JSONB support."),
+    assert [(r.kind, r.action, r.message, r.role, r.text) for r in results] == [
+        (
+            "turn",
+            "ADD",
+            0,
+            "user",
+            "Hi! My favourite editor is vim. Can you help me with a bug in the parser?",
+        ),
+        ("fact", "ADD", 0, "user", "My favourite editor is vim."),
+        (
+            "turn",
+            "ADD",
+            1,
+            "assistant",
+            "Sure. We decided to use PostgreSQL because of its JSONB support.",
+        ),
+        (
+            "fact",
+            "ADD",
+            1,
+            "assistant",
+            "We decided to use PostgreSQL because of its JSONB support.",
+        ),
     ]
-    editor, decision = (r.fact for r in results)
-    assert editor is not None and decision is not None
+    first, editor, second, decision = (r.fact for r in results)
+    assert first is not None and editor is not None and second is not None
+    assert decision is not None
+    assert (first.kind, first.source, first.decay_class) == ("turn", "turn:user", "turn")
+    assert (first.entity, first.key) == (None, None)
     assert (editor.entity, editor.key, editor.value) == ("user", "favourite_editor", "vim")
-    assert editor.source == "capture:user"
+    assert (editor.kind, editor.source) == ("fact", "capture:user")
+    assert [r.turn_id for r in results] == [None, first.id, None, second.id]
+    [drawn] = [k for k in mem.links(editor.id) if k.type == "PART_OF"]
+    assert (drawn.target_id, drawn.origin) == (first.id, "capture")
     assert (decision.category, decision.entity, decision.value, decision.why) == (
         "decision",
         "decision",
@@ -112,8 +138,11 @@ def test_a_later_capture_supersedes_by_entity_and_key(mem: Memory, clock: Clock)
     assert [f.value for f in mem.lookup("user", key="favourite_editor")] == ["helix"]
     earlier = datetime_iso(clock.now - 3600)
     assert [f.value for f in mem.lookup("user", key="favourite_editor", as_of=earlier)] == ["vim"]
-    [again] = mem.capture([assistant("Your favourite editor is helix.")])
-    assert again.action == "NOOP"
+    # A repeat is stored as this conversation's turn, the fact it repeats left as it is.
+    turn, again = mem.capture([assistant("Your favourite editor is helix.")])
+    assert (again.kind, again.action, again.target_ids) == ("fact", "NOOP", (helix.fact.id,))
+    assert turn.kind == "turn" and turn.fact is not None
+    assert turn.fact.text == "Your favourite editor is helix."
 
 
 def datetime_iso(seconds: float) -> str:
@@ -124,16 +153,37 @@ def datetime_iso(seconds: float) -> str:
     return iso
 
 
-def test_questions_small_talk_and_other_roles_are_skipped_with_reasons(mem: Memory) -> None:
-    results = mem.capture(
-        [
-            {"role": "system", "content": "You are a helpful assistant. Always answer briefly."},
-            user("Do you prefer dark mode or light mode?"),
-            assistant("Here is the diff you asked for, take a look."),
-            {"role": "tool", "content": '{"status": "I always win"}'},
-            user("ok"),
-        ]
-    )
+SMALL_TALK = [
+    {"role": "system", "content": "You are a helpful assistant. Always answer briefly."},
+    user("Do you prefer dark mode or light mode?"),
+    assistant("Here is the diff you asked for, take a look."),
+    {"role": "tool", "content": '{"status": "I always win"}'},
+    user("ok"),
+]
+
+
+def test_questions_and_small_talk_are_kept_as_turns_other_roles_skipped(mem: Memory) -> None:
+    results = mem.capture(SMALL_TALK, episode="s1")
+    assert [(r.kind, r.action, r.message) for r in results] == [
+        ("turn", "SKIP", 0),
+        ("turn", "ADD", 1),
+        ("turn", "ADD", 2),
+        ("turn", "SKIP", 3),
+        ("turn", "ADD", 4),
+    ]
+    assert [r.reason for r in results if r.action == "SKIP"] == [
+        "system messages are not captured",
+        "tool messages are not captured",
+    ]
+    assert [f.text for f in mem.episode_facts("s1")] == [
+        "Do you prefer dark mode or light mode?",
+        "Here is the diff you asked for, take a look.",
+        "ok",
+    ]
+
+
+def test_with_keep_facts_only_memorable_sentences_are_stored(mem: Memory) -> None:
+    results = mem.capture(SMALL_TALK, keep="facts")
     assert [(r.action, r.message) for r in results] == [("SKIP", n) for n in range(5)]
     assert [r.reason for r in results] == [
         "system messages are not captured",
@@ -143,16 +193,42 @@ def test_questions_small_talk_and_other_roles_are_skipped_with_reasons(mem: Memo
         f"shorter than {captures.MIN_CHARS} characters",
     ]
     assert mem.stats().facts == 0
+    [fact] = mem.capture([user("Hi there. I live in Porto.")], keep="facts")
+    assert (fact.kind, fact.action, fact.text, fact.turn_id) == (
+        "fact",
+        "ADD",
+        "I live in Porto.",
+        None,
+    )
+    with pytest.raises(InvalidInput, match="unknown keep"):
+        mem.capture([user("I live in Porto.")], keep="turns")  # type: ignore[arg-type]
 
 
-def test_messages_longer_than_capture_max_chars_are_skipped(tmp_path: Path, clock: Clock) -> None:
+def test_messages_longer_than_capture_max_chars_are_kept_as_turns_without_facts(
+    tmp_path: Path, clock: Clock
+) -> None:
     settings = Settings(embedder="hash", capture_max_chars=200)
     with Memory.open(tmp_path, settings=settings, clock=clock) as mem:
         long = "I always use vim. " + "This is filler text. " * 12
-        [result] = mem.capture([user(long)])
+        [result] = mem.capture([user(long)], keep="facts")
         assert result.action == "SKIP" and "longer than 200" in result.reason
-        [short] = mem.capture([user(long[:150])])
-        assert short.action == "ADD"
+        [turn] = mem.capture([user(long)])
+        assert (turn.kind, turn.action, turn.text) == ("turn", "ADD", long.strip())
+        turn, fact = mem.capture([user(long[:150])])
+        assert (turn.kind, fact.kind, fact.action) == ("turn", "fact", "ADD")
+
+
+def test_a_long_message_is_kept_in_parts_cut_at_sentences(mem: Memory) -> None:
+    sentences = [
+        f"Sentence {i} tells part {i} of a long story about the garden." for i in range(80)
+    ]
+    long = " ".join(sentences)
+    results = mem.capture([user(long)], episode="long")
+    parts = [r.text or "" for r in results if r.kind == "turn"]
+    assert len(parts) > 1 and all(len(p) <= captures.TURN_PART_CHARS for p in parts)
+    assert " ".join(parts) == long  # nothing lost, cut between sentences
+    assert all(p.endswith("garden.") for p in parts)
+    assert [f.text for f in mem.episode_facts("long")] == parts
 
 
 def test_recalled_context_and_code_are_not_captured_again(mem: Memory) -> None:
@@ -164,11 +240,13 @@ def test_recalled_context_and_code_are_not_captured_again(mem: Memory) -> None:
             assistant("```python\n# always use tabs\nprint('I love pasta')\n```\nDone, it runs."),
         ]
     )
-    assert [(r.action, r.text) for r in results] == [
-        ("ADD", "I live in Porto."),
-        ("SKIP", None),
+    # The first message is one fact standing for its turn; the second says nothing once its
+    # code is removed but that it ran.
+    assert [(r.kind, r.action, r.text) for r in results] == [
+        ("fact", "ADD", "I live in Porto."),
+        ("turn", "ADD", "Done, it runs."),
     ]
-    assert mem.stats().facts == 2
+    assert mem.stats().facts == 3
 
 
 def test_content_given_as_parts_is_read(mem: Memory) -> None:
@@ -186,9 +264,26 @@ def test_content_given_as_parts_is_read(mem: Memory) -> None:
     assert result.fact.value == "Oslo"
 
 
-def test_a_sentence_repeated_in_one_capture_is_stored_once(mem: Memory) -> None:
-    results = mem.capture([user("I hate cilantro."), assistant("I hate cilantro.")])
-    assert [r.action for r in results] == ["ADD", "NOOP"]
+def test_a_sentence_repeated_in_one_capture_is_one_fact_and_two_turns(mem: Memory) -> None:
+    results = mem.capture([user("I hate cilantro."), assistant("I hate cilantro.")], episode="s1")
+    assert [(r.kind, r.action) for r in results] == [
+        ("fact", "ADD"),
+        ("turn", "ADD"),
+        ("fact", "NOOP"),
+    ]
+    fact, turn, _ = (r.fact for r in results)
+    assert fact is not None and turn is not None
+    assert [f.id for f in mem.episode_facts("s1")] == [fact.id, turn.id]
+
+
+def test_a_turn_repeated_in_another_session_is_that_sessions_turn(mem: Memory) -> None:
+    for session in ("s1", "s2"):
+        mem.capture(
+            [user("Good morning!"), assistant("Morning! How did the race go?")], episode=session
+        )
+    first, second = (mem.episode_facts(s) for s in ("s1", "s2"))
+    assert [f.text for f in first] == [f.text for f in second]
+    assert {f.id for f in first}.isdisjoint(f.id for f in second)
 
 
 @pytest.mark.parametrize(
@@ -250,4 +345,9 @@ def test_with_the_llm_classifier_a_whole_capture_is_one_chat_request(
             ]
         )
     assert len(stub.chat_requests) == 1
-    assert [r.action for r in results] == ["UPDATE", "ADD", "ADD"]
+    assert [(r.kind, r.action) for r in results] == [
+        ("turn", "ADD"),
+        ("fact", "UPDATE"),
+        ("fact", "ADD"),
+        ("fact", "ADD"),
+    ]

@@ -264,3 +264,59 @@ def test_any_facts_in_any_budget_make_a_block_within_it(
         assert all(len(item.line) <= recalls.SUMMARY_CHARS + 20 for item in r.items)
     else:
         assert r.context == ""
+
+
+def conversation(mem: Memory) -> None:
+    mem.capture(
+        [
+            {"role": "user", "content": "We got back from the trip. I moved to Lisbon last week."},
+            {"role": "assistant", "content": "Welcome back! How is the new flat in Lisbon?"},
+            {"role": "user", "content": "Small, but the tram stops right outside."},
+        ],
+        episode={"id": "s1", "time": "2023-05-08T14:00:00Z"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("format", "line"),
+    [
+        (
+            "full",
+            "[sqlite/turn] 2023-05-08 user: We got back from the trip. I moved to Lisbon last week.",
+        ),
+        ("short", "turn 2023-05-08 user: We got back from the trip. I moved to Lisbon last week."),
+        ("minimal", "2023-05-08 user: We got back from the trip. I moved to Lisbon last week."),
+    ],
+)
+def test_a_turn_is_shown_with_its_date_and_speaker(mem: Memory, format: str, line: str) -> None:
+    conversation(mem)
+    r = mem.recall("where did the user move to?", format=format)  # type: ignore[arg-type]
+    assert lines(r)[0] == line
+    assert r.items[0].kind == "turn" and r.items[0].to_dict()["kind"] == "turn"
+
+
+def test_a_fact_and_the_turn_it_came_from_are_never_both_in_the_block(mem: Memory) -> None:
+    conversation(mem)
+    [moved] = [f for _, f in mem.facts().items if f.kind == "fact"]
+    assert moved.text == "I moved to Lisbon last week."
+    r = mem.recall("moved to Lisbon", max_tokens=2000)
+    messages = [f.text for f in r.facts]
+    assert "We got back from the trip. I moved to Lisbon last week." in messages
+    assert moved.id not in [f.id for f in r.facts]  # its turn says it, and more
+    assert len(set(messages)) == len(messages)
+    # Where only the fact is found, the fact is shown.
+    mem.capture([{"role": "user", "content": "Remember that my cat is called Miso."}])
+    r = mem.recall("what is my cat called?")
+    assert [(i.kind, i.fact.text) for i in r.items][:1] == [
+        ("fact", "Remember that my cat is called Miso.")
+    ]
+
+
+def test_pinned_facts_still_lead_a_block_of_turns(mem: Memory) -> None:
+    conversation(mem)
+    pinned = mem.store("The user's name is Ana", category="entity")
+    assert pinned.fact is not None
+    mem.pin(pinned.fact.id)
+    r = mem.recall("tram in Lisbon")
+    assert r.items[0].fact.id == pinned.fact.id and r.items[0].source == "pinned"
+    assert "turn" in [i.kind for i in r.items[1:]]
