@@ -52,8 +52,8 @@ def test_every_class_expires_after_its_ttl(
     assert mem.get(fact.id, known_at=clock.now - 3) is not None
 
 
-def test_there_are_nine_classes() -> None:
-    assert len(DECAY_CLASSES) == 9 and set(TTL_SECONDS) == set(DECAY_CLASSES)
+def test_there_are_ten_classes() -> None:
+    assert len(DECAY_CLASSES) == 10 and set(TTL_SECONDS) == set(DECAY_CLASSES)
 
 
 @pytest.mark.parametrize(

@@ -138,6 +138,7 @@ def test_the_link_origins_are_those_links_get_and_the_only_ones_described(
         mem.store_many(
             [{"text": "Bo asked about the tram"}, {"text": "The tram runs hourly"}], episode="chat"
         )  # consecutive facts of an episode: an episode link
+        mem.capture([{"role": "user", "content": "Hello again. I moved to Porto."}])
         made = {
             k.origin for f in mem.facts(include_superseded=True).items for k in mem.links(f[1].id)
         }
