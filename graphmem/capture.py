@@ -22,6 +22,12 @@
 Everything is written in one ``store_many`` batch (one embedding pass, one classification,
 one transaction). The results follow the messages: each message's turn (or a SKIP saying why
 nothing of it was kept), then its facts.
+
+With the LLM classifier, the chat model draws the facts instead of the triggers, in the one
+request that classifies them (:func:`graphmem.classify.draw`): :func:`plan` is given what it
+drew, and each drawn fact takes a trigger fact's place (linked to its turn, standing for it
+when it is the whole message). Only what a plan's ``said`` holds is ever sent: never a message
+skipped for a secret.
 """
 
 from __future__ import annotations
@@ -29,14 +35,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from . import documents
 from .errors import InvalidInput
 from .limits import MAX_BATCH, MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
-from .models import TURN_SOURCE, Fact, FactKind, StoreResult
+from .models import TURN_SOURCE, Fact, FactKind, StoreResult, Verdict
 from .sensitive import sensitive
 from .tagging import detect_category
+
+if TYPE_CHECKING:
+    from .classify import Drawn
 
 CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
 #: What capture keeps: the conversation (its turns, facts drawn on top), or facts only.
@@ -134,13 +143,20 @@ class Plan:
     and the whole-message facts standing for theirs); ``drawn`` maps each fact's item to the
     turn item it was drawn from; ``standins`` maps a whole-message fact's item to the turn
     written in its place when the rules do not write the fact (a repeat, a retraction). Without
-    turns, ``chained`` is None and every new fact joins the episode, as ``store_many``'s do."""
+    turns, ``chained`` is None and every new fact joins the episode, as ``store_many``'s do.
+
+    ``said`` holds what each message read said (its text once recalled context and code are
+    removed), by message number: what an LLM may draw facts from. A message skipped for a
+    secret is never in it. ``verdicts`` holds, by item, the verdicts of the facts a chat model
+    drew (see :func:`plan`)."""
 
     items: list[dict[str, Any]]
     entries: list[Entry]
     chained: list[int] | None = None
     drawn: dict[int, int] = field(default_factory=dict)
     standins: dict[int, dict[str, Any]] = field(default_factory=dict)
+    said: dict[int, Message] = field(default_factory=dict)
+    verdicts: dict[int, Verdict] = field(default_factory=dict)
     #: Filled by the write: the standins validated, and the results of those written.
     parsed: dict[int, Any] = field(default_factory=dict)
     written: dict[int, StoreResult] = field(default_factory=dict)
@@ -215,14 +231,18 @@ def plan(
     keep: Keep = "conversation",
     max_chars: int,
     turn_decay_class: str = "turn",
+    drawn: Sequence[Drawn] | None = None,
 ) -> Plan:
-    """What capturing ``messages`` writes (see the module's steps). InvalidInput for an unknown
-    ``keep``, or for more turns and facts than one batch holds."""
+    """What capturing ``messages`` writes (see the module's steps). ``drawn``: the facts a chat
+    model drew from them (:func:`graphmem.classify.draw`), written in place of the trigger
+    facts, each from its message, with its verdict. InvalidInput for an unknown ``keep``, or
+    for more turns and facts than one batch holds."""
     if keep not in KEEPS:
         raise InvalidInput(f"unknown keep {keep!r}; use conversation or facts", field="keep")
     out = Plan([], [], [] if keep == "conversation" else None)
     for i, m in enumerate(messages):
-        _plan_message(out, i, m, max_chars, turn_decay_class)
+        given = None if drawn is None else [d for d in drawn if d.message == i]
+        _plan_message(out, i, m, max_chars, turn_decay_class, given)
     if len(out.items) > MAX_BATCH:
         raise InvalidInput(
             f"a capture writes at most {MAX_BATCH} turns and facts, these messages make "
@@ -345,11 +365,19 @@ def extract(sentence: str, role: str) -> dict[str, str]:
     return {}
 
 
-def _plan_message(out: Plan, index: int, m: Message, max_chars: int, decay_class: str) -> None:
+def _plan_message(
+    out: Plan,
+    index: int,
+    m: Message,
+    max_chars: int,
+    decay_class: str,
+    drawn: Sequence[Drawn] | None,
+) -> None:
     """Add what capture keeps of message number ``index`` to ``out``: its turn parts (when turns
-    are kept) and the facts its sentences state, or one skip saying why nothing is kept. The
-    skip of a message holding a secret does not repeat its text. Each fact's category comes
-    from fast regexes (:func:`graphmem.tagging.detect_category`)."""
+    are kept) and the facts its sentences state (or those ``drawn`` from it), or one skip
+    saying why nothing is kept. The skip of a message holding a secret does not repeat its
+    text. Each trigger fact's category comes from fast regexes
+    (:func:`graphmem.tagging.detect_category`)."""
 
     def skip(reason: str, kind: FactKind = "turn") -> None:
         out.entries.append(Entry(kind, index, m.role, None, None, reason))
@@ -366,41 +394,50 @@ def _plan_message(out: Plan, index: int, m: Message, max_chars: int, decay_class
         return skip("no text once recalled context and code are removed")
     if len(text) < MIN_CHARS and not keep_turns:
         return skip(f"shorter than {MIN_CHARS} characters")
-    sentences = _memorable(text) if MIN_CHARS <= len(text) <= max_chars else []
+    out.said[index] = Message(m.role, text)
+    if drawn is not None:
+        facts = [{"category": detect_category(d.fields["text"]), **d.fields} for d in drawn]
+    elif MIN_CHARS <= len(text) <= max_chars:
+        facts = [
+            {"text": sentence, "category": detect_category(sentence), **extract(sentence, m.role)}
+            for sentence in _memorable(text)
+        ]
+    else:
+        facts = []
     parts = turn_parts(text) if keep_turns else []
-    whole = len(sentences) == 1 and len(parts) == 1 and _same(sentences[0], text)
+    whole = next(
+        (k for k, f in enumerate(facts) if len(parts) == 1 and _same(f["text"], text)), None
+    )
     turns: list[int] = []
-    for part in [] if whole else parts:
+    for part in [] if whole is not None else parts:
         turns.append(len(out.items))
         out.items.append(_turn_item(part, m.role, decay_class))
         out.entries.append(Entry("turn", index, m.role, part, turns[-1]))
-    for sentence in sentences:
-        position = len(out.items)
-        out.items.append(
-            {
-                "text": sentence,
-                "category": detect_category(sentence),
-                "source": f"capture:{m.role}",
-                **extract(sentence, m.role),
-            }
-        )
-        out.entries.append(Entry("fact", index, m.role, sentence, position))
-        if whole:  # it stands for the turn, unless the rules do not write it
-            out.standins[position] = _turn_item(text, m.role, decay_class)
-            turns.append(position)
-        elif turns:
-            out.drawn[position] = next(
-                (t for t in turns if sentence in out.items[t]["text"]), turns[0]
+    first = len(out.items)
+    if whole is not None:  # it stands for the turn, unless the rules do not write it
+        out.standins[first + whole] = _turn_item(text, m.role, decay_class)
+        turns.append(first + whole)
+    for k, fact in enumerate(facts):
+        out.items.append({**fact, "source": f"capture:{m.role}"})
+        out.entries.append(Entry("fact", index, m.role, fact["text"], first + k))
+        if drawn is not None:
+            out.verdicts[first + k] = drawn[k].verdict
+    for k, fact in enumerate(facts):
+        if k != whole and turns:
+            out.drawn[first + k] = next(
+                (t for t in turns if fact["text"] in out.items[t]["text"]), turns[0]
             )
     if out.chained is not None:
         out.chained.extend(turns)
-    if not sentences and not turns:
+    if not facts and not turns:
         skip(
             f"shorter than {MIN_CHARS} characters"
             if len(text) < MIN_CHARS
             else f"longer than {max_chars} characters (capture_max_chars)"
             if len(text) > max_chars
-            else "nothing memorable (no trigger in any sentence)",
+            else "nothing memorable (no trigger in any sentence)"
+            if drawn is None
+            else "the chat model drew no fact from it",
             "fact",
         )
     return None
@@ -475,7 +512,8 @@ def results(
     """One result per entry, in order: what the write path did with each item (``stored``, in
     item order) or a SKIP. A whole-message fact the rules did not write is preceded by the
     result of the turn written in its place (``standins``, by the fact's item); a fact drawn
-    from a turn names it (``turn_id``)."""
+    from a turn names it (``turn_id``): the whole-message fact standing for it, or the turn
+    written in that fact's place."""
     out = []
     for e in planned.entries:
         if e.item is None:
@@ -485,7 +523,7 @@ def results(
             out.append(_result(standin, e, "turn", None))
         r = stored[e.item]
         turn = planned.drawn.get(e.item)
-        turn_fact = None if turn is None else stored[turn].fact
+        turn_fact = None if turn is None else standins.get(turn, stored[turn]).fact
         out.append(_result(r, e, e.kind, None if turn_fact is None else turn_fact.id))
     return out
 

@@ -386,21 +386,18 @@ class Memory:
         assistant message without sensitive content is kept as a turn of ``episode`` (a long
         one in parts), and the sentences a trigger marks as memorable are drawn from it as
         facts through the write rules, each linked to its turn; ``keep="facts"`` keeps the
-        facts only. One batch; see :mod:`graphmem.capture`. Returns, per message, its turn (or
-        a SKIP saying why nothing of it was kept) then its facts. InvalidInput, with nothing
-        stored, for messages that are not a list of role/content objects or have an unknown
-        role, or an unknown ``keep``. ``episode`` as for ``store_many`` (recorded when
-        something is stored): give the conversation's session, so that its turns are read
-        together (windows of turns).
+        facts only. One batch; see :mod:`graphmem.capture`. With ``classifier = "llm"``, the
+        one chat request that classifies the facts draws them too (the trigger facts are kept
+        if it fails). Returns, per message, its turn (or a SKIP saying why nothing of it was
+        kept) then its facts. InvalidInput, with nothing stored, for messages that are not a
+        list of role/content objects or have an unknown role, or an unknown ``keep``.
+        ``episode`` as for ``store_many`` (recorded when something is stored): give the
+        conversation's session, so that its turns are read together (windows of turns).
         """
-        planned = captures.plan(
-            captures.parse_messages(messages),
-            keep=keep,
-            max_chars=self.settings.capture_max_chars,
-            turn_decay_class=self.settings.turn_decay_class,
+        planned, stored = self._writer.capture(
+            captures.parse_messages(messages), keep=keep, episode=episode
         )
-        stored, standins = self._writer.capture(planned, episode) if planned.items else ([], {})
-        return captures.results(planned, stored, standins)
+        return captures.results(planned, stored, planned.written)
 
     def subscribe(self, listener: Callable[[list[Change]], None]) -> Callable[[], None]:
         """Call ``listener`` with the changes of each write once it has committed (in the

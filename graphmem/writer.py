@@ -19,6 +19,7 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, TypeVar, cast
 
 import numpy as np
@@ -27,7 +28,7 @@ from . import autolink as autolinks
 from . import capture as captures
 from . import categorize, classify, dedup, documents, episodes, sensitive
 from .erasure import PurgeFilter, PurgeReport
-from .errors import InvalidInput
+from .errors import InvalidInput, LLMError
 from .group_commit import GroupCommit, Pending
 from .limits import MAX_BATCH
 from .llm import ChatClient
@@ -103,11 +104,12 @@ class Writer:
         merges: Sequence[Sequence[str]] | None = None,
         then: Callable[[Transaction, list[StoreResult]], None] | None = None,
         plan: captures.Plan | None = None,
+        asked: _Asked | None = None,
     ) -> list[StoreResult]:
         """See ``Memory.store_many``; ``merges[i]``: further live facts item i supersedes
         (see ``dedup.write_batch``); ``then(tx, results)`` writes more in the same transaction
-        (the links reflection draws to what it stored); ``plan``: the capture these items are
-        (see ``capture``)."""
+        (the links reflection draws to what it stored); ``plan``: the capture these items are,
+        and ``asked`` what its chat request decided (see ``capture``)."""
         given = None if episode is None else episodes.EpisodeInput.parse(episode)
         if isinstance(items, Mapping | str | bytes):
             raise InvalidInput("store_many takes a list of facts")
@@ -135,20 +137,130 @@ class Writer:
             ]
         write = _Write(self._store_batch, len(inputs), facts=inputs, episode=given)
         write.merges, write.then, write.plan = merges, then, plan
-        if self.settings.classifier == "llm":  # the chat model is asked before queuing
+        if asked is not None:  # a capture whose chat request was made
+            write.embedded_as(*self._embedded(inputs, asked))
+            write.verdicts = asked.verdicts
+        elif self.settings.classifier == "llm":  # the chat model is asked before queuing
             write.embedded_as(*self._cache.embed(self._store, [x.text for x in inputs]))
             write.verdicts = self._classify(inputs, write.vectors)
         results: list[StoreResult] = self._submit(write)
         return results
 
     def capture(
-        self, planned: captures.Plan, episode: str | Mapping[str, Any] | None
-    ) -> tuple[list[StoreResult], dict[int, StoreResult]]:
-        """Write what a capture planned (:func:`graphmem.capture.plan`) as one ``store_many``:
-        its items' results, and the results of the turns written in place of whole-message
-        facts the rules did not write (by the fact's item)."""
-        results = self.store_many(planned.items, autolink=None, episode=episode, plan=planned)
-        return results, planned.written
+        self,
+        messages: Sequence[captures.Message],
+        *,
+        keep: captures.Keep,
+        episode: str | Mapping[str, Any] | None,
+    ) -> tuple[captures.Plan, list[StoreResult]]:
+        """Plan a capture of ``messages`` (:func:`graphmem.capture.plan`) and write it as one
+        ``store_many``: the plan, and its items' results (the turns written in place of
+        whole-message facts the rules did not write are the plan's ``written``). With the LLM
+        classifier, its one chat request draws the facts (see ``_drawn``)."""
+        planned = captures.plan(
+            messages,
+            keep=keep,
+            max_chars=self.settings.capture_max_chars,
+            turn_decay_class=self.settings.turn_decay_class,
+        )
+        asked = None
+        if self.settings.classifier == "llm":
+            planned, asked = self._drawn(messages, keep, episode, planned)
+        if not planned.items:
+            return planned, []
+        results = self.store_many(
+            planned.items, autolink=None, episode=episode, plan=planned, asked=asked
+        )
+        return planned, results
+
+    def _drawn(
+        self,
+        messages: Sequence[captures.Message],
+        keep: captures.Keep,
+        episode: str | Mapping[str, Any] | None,
+        planned: captures.Plan,
+    ) -> tuple[captures.Plan, _Asked | None]:
+        """A capture's plan with the facts the chat model drew in place of the triggers', and
+        what its one request decided (:func:`graphmem.classify.draw`). The request carries the
+        messages the plan read (``said``, so never one skipped for a secret) of at most
+        ``capture_max_chars`` each, with the live facts nearest to their turns' vectors and
+        those of the trigger facts' entity and key. If anything goes wrong, the trigger plan,
+        each of its facts an ADD saying why. A capture of more messages than one request
+        carries (``llm_batch_size``), or with none of MIN_CHARS, keeps the trigger plan,
+        classified as ``store_many`` classifies (None)."""
+        limit = self.settings.capture_max_chars
+        sent = [(i, m.role, m.content) for i, m in planned.said.items() if len(m.content) <= limit]
+        if len(sent) > self.settings.llm_batch_size or all(
+            len(text) < captures.MIN_CHARS for *_, text in sent
+        ):
+            return planned, None
+        given = None if episode is None else episodes.EpisodeInput.parse(episode)
+        texts = list(dict.fromkeys(p for *_, text in sent for p in captures.turn_parts(text)))
+        vectors, fresh = self._cache.embed(self._store, texts)
+        now = self._store.now()
+        neighbours = self._vectors.neighbours_many(vectors, classify.CANDIDATES, live_only=True)
+        keys = [(x["entity"], x["key"]) for x in planned.items if x.get("entity") and x.get("key")]
+        shown = classify.shown_facts(self._store, neighbours, keys, now)
+        asked = _Asked([], dict(zip(texts, vectors, strict=True)), fresh)
+        try:
+            drawn = classify.draw(
+                self._chat(),
+                sent,
+                shown,
+                date=self._dated(given, now),
+                categories=categorize.discovered(self._store),
+                max_chars=limit,
+            )
+            replanned = captures.plan(
+                messages,
+                keep=keep,
+                max_chars=limit,
+                turn_decay_class=self.settings.turn_decay_class,
+                drawn=drawn,
+            )
+        except (LLMError, InvalidInput) as exc:
+            why = exc.message
+            _log.warning("capture kept its trigger facts, added as ADD: %s", why)
+            asked.verdicts = [
+                classify.fallback(why) if x.get("classify", True) else None for x in planned.items
+            ]
+            return planned, asked
+        asked.verdicts = [replanned.verdicts.get(i) for i in range(len(replanned.items))]
+        if missing := [n for n, v in enumerate(asked.verdicts) if v is not None and v.fallback]:
+            _log.warning(
+                "classifier fell back to ADD for items %s of a capture: %s",
+                missing,
+                "; ".join({v.reason for v in asked.verdicts if v is not None and v.fallback}),
+            )
+        return replanned, asked
+
+    def _chat(self) -> ChatClient:
+        """The LLM classifier's chat model (made from the settings when first needed)."""
+        if self.llm is None:
+            self.llm = ChatClient.from_settings(self.settings)
+        return self.llm
+
+    def _dated(self, given: episodes.EpisodeInput | None, now: float) -> float:
+        """The time of a capture's conversation: its episode's, given or recorded, else now."""
+        if given is not None and given.time is not None:
+            return given.time
+        known = None if given is None else self._store.episode(given.id)
+        return now if known is None else known.time.timestamp()
+
+    def _embedded(
+        self, inputs: Sequence[FactInput], asked: _Asked
+    ) -> tuple[Vectors, list[tuple[str, Vectors]]]:
+        """The vectors of ``inputs`` (those embedded to ask the chat model, the others now), and
+        those newly computed among them, for the embedding cache."""
+        texts = [x.text for x in inputs]
+        missing = [t for t in dict.fromkeys(texts) if t not in asked.vectors]
+        known, fresh = dict(asked.vectors), list(asked.fresh)
+        if missing:
+            more, computed = self._cache.embed(self._store, missing)
+            known.update(zip(missing, more, strict=True))
+            fresh.extend(computed)
+        hashes = {text_hash(t) for t in texts}
+        return np.stack([known[t] for t in texts]), [f for f in fresh if f[0] in hashes]
 
     def sync_files(
         self, paths: Sequence[str | os.PathLike[str]], root: str | os.PathLike[str] | None
@@ -566,7 +678,7 @@ class Writer:
             for f, t in planned.drawn.items()
             if results[f].action in ("ADD", "UPDATE")
             and (fact := results[f].fact) is not None
-            and (turn := results[t].fact) is not None
+            and (turn := (planned.written.get(t) or results[t]).fact) is not None
         ]
         if drawn:
             tx.add_links(
@@ -612,14 +724,12 @@ class Writer:
         out: list[Verdict | None] = [None] * len(inputs)
         if not asked:
             return out
-        if self.llm is None:
-            self.llm = ChatClient.from_settings(self.settings)
         chosen = [inputs[i] for i in asked]
         neighbours = self._vectors.neighbours_many(
-            vectors[asked], classify.SIMILAR_FACTS, live_only=True
+            vectors[asked], classify.CANDIDATES, live_only=True
         )
         similar = classify.similar_facts(self._store, chosen, neighbours, now)
-        verdicts = classify.classify(self.llm, chosen, similar, self.settings.llm_batch_size)
+        verdicts = classify.classify(self._chat(), chosen, similar, self.settings.llm_batch_size)
         for i, verdict in zip(asked, verdicts, strict=True):
             out[i] = verdict
         return out
@@ -681,6 +791,16 @@ def _link_as_classified(
         ],
         [{"reason": reason} for *_, reason in kept],
     )
+
+
+@dataclass(slots=True)
+class _Asked:
+    """What a capture's chat request decided: a verdict per item (None for a turn), and the
+    vectors embedded to ask it, by text, with those newly computed (for the embedding cache)."""
+
+    verdicts: list[Verdict | None]
+    vectors: dict[str, Vectors]
+    fresh: list[tuple[str, Vectors]]
 
 
 class _Write(Pending[Any]):
