@@ -195,8 +195,10 @@ class Settings(BaseModel):
         50,
         ge=1,
         le=500,
-        description="Most new facts one classification request carries; a larger `store_many` "
-        "or capture takes one request per this many facts that have similar facts.",
+        description="Most new facts one classification request carries (a larger "
+        "`store_many` takes one request per this many facts that have similar facts), and most "
+        "messages a capture's one request carries (a larger capture's trigger facts are "
+        "classified as a `store_many`'s are).",
     )
     multi_valued_keys: tuple[str, ...] = Field(
         (

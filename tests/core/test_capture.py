@@ -15,7 +15,6 @@ from graphmem import capture as captures
 from graphmem.limits import MAX_CAPTURE_MESSAGES
 
 from ..support.clock import Clock
-from ..support.openai_stub import OpenAIStub
 
 SECRETS = [
     "my password is hunter2-Blue",
@@ -306,48 +305,3 @@ def test_malformed_messages_are_rejected_and_nothing_is_stored(
     with pytest.raises(InvalidInput, match=match):
         mem.capture(messages)
     assert mem.stats().facts == 0
-
-
-@pytest.mark.integration
-def test_with_the_llm_classifier_a_whole_capture_is_one_chat_request(
-    tmp_path: Path, stub: OpenAIStub
-) -> None:
-    settings = Settings(embedder="hash", classifier="llm", llm_base_url=stub.base_url)
-    with Memory.open(tmp_path, settings=settings) as mem:
-        mem.store_many(
-            [
-                {"text": "I live in Berlin", "classify": False},
-                {"text": "I like green tea", "classify": False},
-            ]
-        )
-
-        def reply(body: dict[str, Any]) -> str:
-            asked = json.loads(body["messages"][1]["content"])
-            berlin = next(e["id"] for e in asked["existing_facts"] if "Berlin" in e["text"])
-            return json.dumps(
-                {
-                    "decisions": [
-                        {
-                            "fact": f["fact"],
-                            "action": "UPDATE" if "Paris" in f["text"] else "ADD",
-                            "target": berlin if "Paris" in f["text"] else None,
-                        }
-                        for f in asked["new_facts"]
-                    ]
-                }
-            )
-
-        stub.reply_next(reply)
-        results = mem.capture(
-            [
-                user("I live in Paris now. I like black tea as well."),
-                assistant("Noted: you love hiking in the Alps."),
-            ]
-        )
-    assert len(stub.chat_requests) == 1
-    assert [(r.kind, r.action) for r in results] == [
-        ("turn", "ADD"),
-        ("fact", "UPDATE"),
-        ("fact", "ADD"),
-        ("fact", "ADD"),
-    ]

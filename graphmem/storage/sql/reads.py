@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ...errors import InvalidInput, NotFound
 from ...limits import MAX_LIMIT
-from ...models import FACT_COLUMNS, Fact, fact_columns
+from ...models import FACT_COLUMNS, TURN_SOURCE, Fact, fact_columns
 from ...temporal import TimeScope
 from ...timehints import TimeHint
 from ..interface import FactPage, Filters
@@ -299,12 +299,19 @@ def recent(
 def texts_by_hash(
     conn: SQLConnection, hashes: Sequence[str], scope: TimeScope
 ) -> dict[str, set[str]]:
-    """The texts of the visible facts with each normalised hash."""
+    """The texts of the visible facts with each normalised hash, turns left out (a fact is no
+    repeat of what was said in a conversation: see graphmem.models.FactKind)."""
     out: dict[str, set[str]] = {}
     for h, text in conn.execute(
         f"SELECT normalized_hash, text FROM facts f WHERE normalized_hash IN {IN_VALUES}"
-        f" AND {scope.fact_clause()}",
-        {"values": id_list(hashes), **scope.params},
+        f" AND {scope.fact_clause()}"
+        " AND (f.source IS NULL OR substr(f.source, 1, :turn_length) <> :turn_source)",
+        {
+            "values": id_list(hashes),
+            "turn_length": len(TURN_SOURCE),
+            "turn_source": TURN_SOURCE,
+            **scope.params,
+        },
     ):
         out.setdefault(h, set()).add(text)
     return out
