@@ -21,6 +21,7 @@ from typing import IO, Any, Final
 import click
 import watchfiles
 
+from .capture import KEEPS, Keep
 from .decay import DECAY_CLASSES
 from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
@@ -328,13 +329,25 @@ def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **op
 @click.command()
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.option("--episode", help=_EPISODE_HELP)
+@click.option(
+    "--keep",
+    type=click.Choice(KEEPS),
+    default="conversation",
+    show_default=True,
+    help="conversation: keep each message as a turn and draw its facts on top; facts: the "
+    "facts alone.",
+)
 @json_option
 @click.pass_context
-def capture(ctx: click.Context, /, path: str, episode: str | None, as_json: bool) -> None:
-    """Store the memorable sentences of chat messages (auto-capture).
+def capture(
+    ctx: click.Context, /, path: str, episode: str | None, keep: Keep, as_json: bool
+) -> None:
+    """Keep chat messages as turns, and the facts they state (auto-capture).
 
-    PATH (default: stdin) holds a JSON list of {"role", "content"} messages. Prints what was
-    stored, and what was skipped and why.
+    PATH (default: stdin) holds a JSON list of {"role", "content"} messages. Each user and
+    assistant message is kept as a turn of the episode (a long one in parts) and its memorable
+    sentences are drawn from it as facts, each linked to its turn; --keep facts keeps the facts
+    alone. Prints what was kept and stored (turn or fact), and what was skipped and why.
     """
     with click.open_file(path, "r", encoding="utf-8") as src:
         try:
@@ -342,12 +355,12 @@ def capture(ctx: click.Context, /, path: str, episode: str | None, as_json: bool
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{path}: not JSON ({exc.msg}, line {exc.lineno})") from None
     with _memory(ctx) as mem:
-        results = mem.capture(messages, episode=episode)
+        results = mem.capture(messages, episode=episode, keep=keep)
     _emit(
         [r.to_dict() for r in results],
         as_json,
         (
-            f"{r.action:<6} #{r.message} {r.role}: "
+            f"{r.action:<6} {r.kind:<4} #{r.message} {r.role}: "
             + (_fact_line(r.fact) if r.fact else r.text or "")
             + (f"\n       {r.reason}" if r.reason else "")
             for r in results

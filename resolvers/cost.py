@@ -18,7 +18,7 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -45,8 +45,10 @@ from graphql import (
     is_leaf_type,
     is_list_type,
     is_non_null_type,
+    value_from_ast_untyped,
 )
 
+from graphmem.capture import TURN_PART_CHARS
 from graphmem.categorize import ASSIGNABLE, MAX_DISCOVERED
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code
@@ -96,6 +98,9 @@ class Size:
     unbounded: bool = False
     #: What the docs say about the count (Markdown).
     note: str = ""
+    #: For a list argument of objects: each item counts once per this many characters begun
+    #: of its ``content`` (at least once) rather than once (:func:`capture_points`).
+    per_chars: int = 0
 
 
 #: Every list of objects in the schema, and every field whose items are counted where it is
@@ -121,7 +126,14 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("FactConnection", "edges"): Size(counted_above=True),
     ("LinkConnection", "edges"): Size(counted_above=True),
     ("Mutation", "storeFacts"): Size("inputs", MAX_BATCH),
-    ("Mutation", "captureMessages"): Size("messages", MAX_CAPTURE_MESSAGES),
+    ("Mutation", "captureMessages"): Size(
+        "messages",
+        MAX_CAPTURE_MESSAGES,
+        per_chars=TURN_PART_CHARS,
+        note=f"a point per {TURN_PART_CHARS:,} characters begun of each of its `messages` "
+        f"(at least one a message, at most {MAX_CAPTURE_MESSAGES:,} messages): the turn parts "
+        "capture embeds and stores",
+    ),
     ("StoreFactsPayload", "results"): Size(counted_above=True),
     ("CapturePayload", "results"): Size(counted_above=True),
     ("Query", "documents"): Size(
@@ -319,8 +331,8 @@ class _Walk:
             return None if default is None else self.value(default)
         if isinstance(node, IntValueNode):
             return int(node.value)
-        if isinstance(node, ListValueNode):
-            return len(node.values)
+        if isinstance(node, ListValueNode):  # its items, as a variable's: counted as listed
+            return value_from_ast_untyped(node, dict(self.variables))
         return None
 
 
@@ -371,21 +383,41 @@ def _is_list(definition: GraphQLField) -> bool:
     return is_list_type(kind)
 
 
-def _frozen(args: Mapping[str, Any]) -> Any:
-    """``args`` as a key of ``_Walk.units`` (a key never found again when a value cannot be
-    hashed)."""
-    try:
-        key = tuple(sorted(args.items()))
-        hash(key)
-    except TypeError:
-        return object()  # never found again: walked afresh
-    return key
+def _frozen(args: Mapping[str, Any]) -> tuple[tuple[str, int | None], ...]:
+    """``args`` as a key of ``_Walk.units``: what a fragment's sizes may read of the arguments
+    above it (numbers, and lists' lengths). Always a key, whatever the values (a list, an input
+    object): a fragment walked afresh at every spread would cost time exponential in its
+    nesting."""
+    return tuple(
+        sorted(
+            (name, len(value) if isinstance(value, list | tuple) else _number(value))
+            for name, value in args.items()
+        )
+    )
+
+
+def _number(value: Any) -> int | None:
+    """A number as ``_count`` reads it; None for what it does not (and so counts as the cap)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def capture_points(contents: Iterable[object], per_chars: int = TURN_PART_CHARS) -> int:
+    """What capturing messages of these contents counts as, over GraphQL and MCP alike: each
+    message one point per ``per_chars`` characters begun, at least one, as capture keeps it in
+    turn parts of at most that many characters, each embedded and stored."""
+    return sum(
+        max(1, -(-len(text) // per_chars)) if isinstance(text, str) else 1 for text in contents
+    )
 
 
 def _count(size: Size, args: Mapping[str, Any], parent_args: Mapping[str, Any]) -> int:
     if size.argument is None:
         return size.fixed * size.factor
     value = (parent_args if size.of_parent else args).get(size.argument)
+    if size.per_chars and isinstance(value, list | tuple):
+        items = value[: size.cap]  # more are refused before anything runs
+        contents = (item.get("content") if isinstance(item, Mapping) else None for item in items)
+        return capture_points(contents, size.per_chars) * size.factor
     if isinstance(value, list | tuple):
         value = len(value)
     if isinstance(value, bool) or not isinstance(value, int):

@@ -8,6 +8,7 @@ import strawberry
 from strawberry.types import Info
 
 import graphmem
+from graphmem.capture import TURN_PART_CHARS, Keep
 from graphmem.decay import DECAY_CLASSES
 from graphmem.dedup import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.episodes import DEFAULT_KIND, EPISODE_KINDS
@@ -26,9 +27,11 @@ from .types import (
     JSON,
     NOW,
     CaptureAction,
+    CaptureKeep,
     Checkpoint,
     DateTime,
     Fact,
+    FactKind,
     Link,
     LinkType,
     MaintenanceJob,
@@ -208,28 +211,42 @@ class MessageInput:
     content: str = strawberry.field(description="The message's text.")
 
 
-@strawberry.type(description="What capture did with one candidate (or one skipped message).")
+@strawberry.type(
+    description="What capture did with one turn (a message, or a part of a long one, kept as "
+    "it was said), one fact drawn from a sentence, or one skipped message."
+)
 class CaptureResult:
     action: CaptureAction = strawberry.field(description="ADD, UPDATE, DELETE, NOOP or SKIP.")
+    kind: FactKind = strawberry.field(
+        description="TURN for a message kept as it was said, or the SKIP of a message nothing "
+        "of which is kept (a secret, a role not captured, no text); FACT for a sentence drawn "
+        "from a message, or the SKIP of a message no fact is drawn from (`keep: FACTS`)."
+    )
     fact: Fact | None = strawberry.field(
-        description="The fact stored, repeated (NOOP) or retracted (DELETE)."
+        description="The turn or fact stored, repeated (NOOP) or retracted (DELETE)."
     )
     reason: str = strawberry.field(description="Why: the write rules' reason, or why skipped.")
     message: int = strawberry.field(description="The index of the message it came from.")
     role: str = strawberry.field(description="That message's role.")
     text: str | None = strawberry.field(
-        description="The sentence; null when a whole message was skipped (a secret is never "
-        "repeated)."
+        description="The turn's or the sentence's text; null when a whole message was skipped "
+        "(a secret is never repeated)."
     )
     target_ids: list[strawberry.ID] = strawberry.field(
         description="Facts superseded (UPDATE), retracted (DELETE) or repeated (NOOP)."
+    )
+    turn_id: strawberry.ID | None = strawberry.field(
+        description="For a fact, the turn it was drawn from (linked `fact -PART_OF-> turn`); "
+        "null for a turn, for a fact that is the whole message (it stands for the turn), and "
+        "with `keep: FACTS`."
     )
 
 
 @strawberry.type(description="The result of `captureMessages`.")
 class CapturePayload:
     results: list[CaptureResult] = strawberry.field(
-        description="One per candidate sentence, and one SKIP per message without any, in order."
+        description="Per message, in order: its turn (its parts, when long) or a SKIP saying "
+        "why nothing of it was kept, then the facts drawn from it."
     )
     error: UserError | None = strawberry.field(
         description="Set when the messages were refused (then nothing was stored)."
@@ -413,9 +430,11 @@ class Mutation:
         return await _guarded(info, store, lambda e: StoreFactsPayload(results=[], error=e))
 
     @strawberry.mutation(
-        description="Store what a turn's messages say that is worth remembering (auto-capture): "
-        "memorable sentences of user and assistant messages without sensitive content go "
-        "through the write rules in one batch (docs/agents.md)."
+        description="Keep a conversation's messages, and the facts they state (auto-capture): "
+        "each user and assistant message without sensitive content is kept as a turn of the "
+        f"episode (a long one in parts of at most {TURN_PART_CHARS:,} characters), and its "
+        "memorable sentences are drawn from it as facts through the write rules, each linked to "
+        "its turn; `keep: FACTS` keeps the facts alone. One batch (docs/agents.md)."
     )
     async def capture_messages(
         self,
@@ -425,25 +444,38 @@ class Mutation:
         ],
         episode: Annotated[
             EpisodeInput | None,
-            strawberry.argument(description="The episode (conversation session) of the turn."),
+            strawberry.argument(
+                description="The episode (conversation session) of the messages: give it, so "
+                "that its turns are read together (windows of turns)."
+            ),
         ] = None,
+        keep: Annotated[
+            CaptureKeep,
+            strawberry.argument(
+                description="CONVERSATION: the turns, with facts drawn on top; FACTS: the "
+                "facts alone."
+            ),
+        ] = CaptureKeep.CONVERSATION,
     ) -> CapturePayload:
         async def capture() -> CapturePayload:
             results = await info.context.write(
                 info.context.memory.capture,
                 [{"role": m.role, "content": m.content} for m in messages],
                 episode=_episode(episode),
+                keep=cast(Keep, keep.value),
             )
             return CapturePayload(
                 results=[
                     CaptureResult(
                         action=CaptureAction(r.action),
+                        kind=FactKind(r.kind),
                         fact=None if r.fact is None else Fact.of(r.fact, NOW),
                         reason=r.reason,
                         message=r.message,
                         role=r.role,
                         text=r.text,
                         target_ids=[strawberry.ID(i) for i in r.target_ids],
+                        turn_id=None if r.turn_id is None else strawberry.ID(r.turn_id),
                     )
                     for r in results
                 ],

@@ -112,9 +112,9 @@ class StoreAction(Enum):
     )
 
 
-@strawberry.enum(description="What capture did with a candidate sentence or message.")
+@strawberry.enum(description="What capture did with a turn, a sentence or a message.")
 class CaptureAction(Enum):
-    ADD = strawberry.enum_value("ADD", description="Stored as a new fact.")
+    ADD = strawberry.enum_value("ADD", description="Stored as a new turn or fact.")
     UPDATE = strawberry.enum_value(
         "UPDATE", description="Stored as the new version of the facts in `targetIds`."
     )
@@ -123,7 +123,43 @@ class CaptureAction(Enum):
         "NOOP", description="Nothing written: it repeats the fact in `targetIds`."
     )
     SKIP = strawberry.enum_value(
-        "SKIP", description="Not stored: sensitive, too short or long, or nothing memorable."
+        "SKIP",
+        description="Not stored: a message holding a secret, of a role not captured or without "
+        "text; with `keep: FACTS`, also one too short or long, or with nothing memorable.",
+    )
+
+
+@strawberry.enum(
+    description="What `captureMessages` keeps of a conversation: its turns (each message as "
+    "it was said) with facts drawn on top, or the facts alone."
+)
+class CaptureKeep(Enum):
+    CONVERSATION = strawberry.enum_value(
+        "conversation",
+        description="Every user and assistant message without a secret is kept as a turn of "
+        "the episode (a long one in parts), and the memorable sentences are drawn from it as "
+        "facts, each linked PART_OF its turn (origin `capture`).",
+    )
+    FACTS = strawberry.enum_value(
+        "facts",
+        description="Only the memorable sentences, as facts; the rest of each message is not kept.",
+    )
+
+
+@strawberry.enum(
+    description="What a stored fact is: a turn of a conversation kept as it was said, or a fact."
+)
+class FactKind(Enum):
+    FACT = strawberry.enum_value(
+        "fact",
+        description="A fact: stored, synced from a note, or drawn by `captureMessages` from a "
+        "sentence of a message.",
+    )
+    TURN = strawberry.enum_value(
+        "turn",
+        description="A message (or a part of a long one) `captureMessages` kept as it was said, "
+        "its `source` `turn:<role>`: an event of its episode, never deduplicated nor "
+        "superseded by other facts.",
     )
 
 
@@ -272,6 +308,10 @@ class LinkConnection:
 class Fact:
     id: strawberry.ID = strawberry.field(description="The fact's id.")
     text: str = strawberry.field(description="What the fact says.")
+    kind: FactKind = strawberry.field(
+        description="TURN for a message `captureMessages` kept as it was said (`source` "
+        "`turn:<role>`), else FACT."
+    )
     category: str = strawberry.field(description=f"{CATEGORY_LIST}.")
     importance: float = strawberry.field(description="How much it matters, 0 to 1.")
     entity: str | None = strawberry.field(description="What the fact is about.")
@@ -684,9 +724,14 @@ class TimeHint:
         )
 
 
-@strawberry.type(description="A fact in a recall block.")
+@strawberry.type(description="A fact or a turn in a recall block.")
 class RecallItem:
     fact: Fact = strawberry.field(description="The fact.")
+    kind: FactKind = strawberry.field(
+        description="TURN when the line shows a turn of a conversation (speaker and date, e.g. "
+        "`[sqlite/turn] 2023-05-08 user: …`), FACT otherwise. A fact and the turn it was "
+        "drawn from are never both in a block."
+    )
     score: float = strawberry.field(description="Its rank score; higher is better.")
     source: RecallSource = strawberry.field(description="How it was found.")
     line: str = strawberry.field(description="Its line in the block.")
@@ -716,6 +761,7 @@ class Recall:
             items=[
                 RecallItem(
                     fact=Fact.of(item.fact, scope),
+                    kind=FactKind(item.kind),
                     score=item.score,
                     source=RecallSource(item.source),
                     line=item.line,
@@ -759,6 +805,7 @@ class _FactView(_View, Fact):
     READS: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "tags": lambda fact: list(fact.tags),
         "superseded_by_id": lambda fact: fact.superseded_by,
+        "kind": lambda fact: FactKind(fact.kind),
         "stated_time": lambda fact: StatedTime.of(fact.stated_time),
     }
 

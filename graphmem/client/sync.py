@@ -21,7 +21,7 @@ from websockets.typing import Subprotocol
 
 from .. import checkpoints
 from ..bounded_http import AnswerTooLarge, BadAnswer, BoundedTransport, bounds
-from ..capture import CaptureResult, parse_messages
+from ..capture import KEEPS, CaptureResult, Keep, parse_messages
 from ..categorize import CategoryInfo, ClassifyReport
 from ..checkpoints import Checkpoint
 from ..consolidation import ConsolidateReport
@@ -664,17 +664,29 @@ class Client:
         messages: Sequence[Mapping[str, Any]],
         *,
         episode: str | Mapping[str, Any] | None = None,
+        keep: Keep = "conversation",
     ) -> list[CaptureResult]:
-        """See ``Memory.capture``: what a turn's messages say that is worth keeping, stored."""
+        """See ``Memory.capture``: the messages kept as turns of ``episode``, and the facts they
+        state drawn on top (``keep="facts"``: the facts alone)."""
         given = [{"role": m.role, "content": m.content} for m in parse_messages(messages)]
+        if keep not in KEEPS:  # as Memory refuses it, before anything is sent
+            raise InvalidInput(f"unknown keep {keep!r}; use conversation or facts", field="keep")
         data = self._mutate(
-            f"""mutation($messages: [MessageInput!]!, $episode: EpisodeInput) {{
-              captureMessages(messages: $messages, episode: $episode) {{
-                results {{ action reason message role text targetIds fact {{ {FACT_FIELDS} }} }}
+            f"""mutation($messages: [MessageInput!]!, $episode: EpisodeInput,
+                         $keep: CaptureKeep!) {{
+              captureMessages(messages: $messages, episode: $episode, keep: $keep) {{
+                results {{
+                  action kind reason message role text targetIds turnId
+                  fact {{ {FACT_FIELDS} }}
+                }}
                 error {{ code message field }}
               }}
             }}""",
-            {"messages": given, "episode": None if episode is None else episode_input(episode)},
+            {
+                "messages": given,
+                "episode": None if episode is None else episode_input(episode),
+                "keep": keep.upper(),
+            },
             "captureMessages",
         )
         return [
@@ -686,6 +698,8 @@ class Client:
                 r["role"],
                 r["text"],
                 tuple(r["targetIds"]),
+                kind=r["kind"].lower(),
+                turn_id=r["turnId"],
             )
             for r in data["results"]
         ]

@@ -55,11 +55,20 @@ from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code, QueryTimeout
 
 from ..auth import ADMITTED, INVALID_REQUEST
-from ..cost import HEAVY_COST, CostError
+from ..cost import HEAVY_COST, CostError, capture_points
 from ..fairness import Admission
 from ..inputs import check_arguments
 from ..schema import unexpected_log
-from .tools import BY_NAME, TOOLS, ConsolidateArgs, MaintainArgs, ReflectArgs, Result, Tool
+from .tools import (
+    BY_NAME,
+    TOOLS,
+    CaptureArgs,
+    ConsolidateArgs,
+    MaintainArgs,
+    ReflectArgs,
+    Result,
+    Tool,
+)
 
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
@@ -84,9 +93,10 @@ TOOL_WORK: Final[Mapping[type[BaseModel], int]] = {
     MaintainArgs: MAX_CONSIDERED,
     ReflectArgs: HEAVY_COST,
 }
-#: Arguments whose items a call does work for, each counting a point (as GraphQL counts
-#: ``captureMessages``' messages): a capture of 1,000 messages costs 1,000 over either face.
-COUNTED_ITEMS: Final = ("messages", "ids", "working_files")
+#: Arguments whose items a call does work for, each counting a point: a purge of 1,000 ids
+#: costs 1,000. A capture's ``messages`` count as GraphQL counts ``captureMessages``' (a point
+#: per turn part, ``resolvers.cost.capture_points``), the same over either face.
+COUNTED_ITEMS: Final = ("ids", "working_files")
 #: The admission of each event loop for calls made without one (the pools' turns belong to
 #: the loop they are used in).
 _unshared: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Admission] = (
@@ -175,11 +185,13 @@ async def call(
 
 def tool_cost(args: BaseModel) -> int:
     """What a tool call spends of its key's points: the most results it may return (its
-    ``limit`` or ``max_nodes``), the items it works on (``COUNTED_ITEMS``), or its work
-    (``TOOL_WORK``; listing maintenance runs is not work), at least 1."""
+    ``limit`` or ``max_nodes``), the items it works on (``COUNTED_ITEMS``; a capture's turn
+    parts), or its work (``TOOL_WORK``; listing maintenance runs is not work), at least 1."""
     sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
     items = [getattr(args, name, None) for name in COUNTED_ITEMS]
     work = 0 if getattr(args, "list_runs", False) else TOOL_WORK.get(type(args), 0)
+    if isinstance(args, CaptureArgs):
+        work = capture_points(m.content for m in args.messages)
     return max(
         [
             1,

@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from graphmem import InvalidInput, Memory
-from graphmem.capture import ROLES
+from graphmem.capture import ROLES, Keep
 from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from graphmem.dedup import DEFAULT_IMPORTANCE
 from graphmem.graph import DIRECTIONS, LINK_TYPES
@@ -589,19 +589,28 @@ class CaptureArgs(_Args):
         None,
         min_length=1,
         max_length=MAX_FIELD_LENGTH,
-        description=EPISODE,
+        description=EPISODE + " Give it, so that the session's turns are read together.",
+    )
+    keep: Keep = Field(
+        _default(Memory.capture, "keep"),
+        description="conversation: keep every message as a turn (a long one in parts) and draw "
+        "the memorable sentences from it as facts, each linked to its turn; facts: keep the "
+        "facts alone.",
     )
 
 
 def capture(memory: Memory, args: CaptureArgs) -> Result:
-    results = memory.capture(args.model_dump()["messages"], episode=args.episode)
-    stored = sum(r.action in ("ADD", "UPDATE") for r in results)
-    lines = [f"{stored} {plural(stored, 'fact')} stored:"]
+    results = memory.capture(args.model_dump()["messages"], episode=args.episode, keep=args.keep)
+    written = [r for r in results if r.action in ("ADD", "UPDATE")]
+    turns = sum(r.kind == "turn" for r in written)
+    facts = len(written) - turns
+    lines = [f"{turns} {plural(turns, 'turn')} kept, {facts} {plural(facts, 'fact')} stored:"]
     for r in results:
         if r.fact is None:
-            lines.append(f"{r.action} message {r.message} ({r.role}): {r.reason}")
+            lines.append(f"{r.action} {r.kind} of message {r.message} ({r.role}): {r.reason}")
         else:
-            lines.append(f"{r.action}: {fact_line(r.fact)}")
+            drawn = f" (from turn {r.turn_id})" if r.turn_id else ""
+            lines.append(f"{r.action} {r.kind} ({r.role}): {fact_line(r.fact)}{drawn}")
     return "\n".join(lines), {"results": [r.to_dict() for r in results]}
 
 
@@ -835,11 +844,14 @@ TOOLS: Final = (
     Tool(
         "memory_capture",
         "Capture a turn",
-        "Store what a conversation turn says that is worth remembering: memorable sentences "
-        "(preferences, decisions, personal details, contacts, conventions) of user and "
-        "assistant messages go through the same rules as memory_store; questions, small talk "
-        "and messages holding secrets (passwords, keys, card numbers) are skipped. Pass the "
-        "turn's messages in order. Returns what was done with each sentence.",
+        "Keep a conversation turn's messages, and what they state that is worth remembering: "
+        "each user and assistant message is kept as a turn of the episode (found again by "
+        "memory_recall and memory_context with its speaker and date), and its memorable "
+        "sentences (preferences, decisions, personal details, contacts, conventions) become "
+        "facts through the same rules as memory_store, each linked to its turn; keep='facts' "
+        "stores the facts alone. Messages holding secrets (passwords, keys, card numbers) are "
+        "skipped whole. Pass the turn's messages in order, with the session as episode. "
+        "Returns what was done with each turn and fact.",
         CaptureArgs,
         capture,
         read_only=False,

@@ -252,25 +252,63 @@ def test_capture_reads_messages_from_a_file_and_recall_prints_the_block(
         ),
         encoding="utf-8",
     )
-    results = gm("capture", str(turn), "--json")
-    assert [(r["action"], r["message"]) for r in results] == [("SKIP", 0), ("ADD", 1), ("SKIP", 2)]
+    results = gm("capture", str(turn), "--episode", "chat-1", "--json")
+    assert [(r["action"], r["kind"], r["message"]) for r in results] == [
+        ("SKIP", "turn", 0),
+        ("ADD", "turn", 1),
+        ("ADD", "fact", 1),
+        ("ADD", "turn", 2),
+    ]
     assert "sensitive content (a password)" in results[0]["reason"]
-    assert results[1]["fact"]["text"] == "I always use black for formatting."
-    block = gm("recall", "how should code be formatted?", "--format", "minimal")
-    assert block == "<memory-context>\nI always use black for formatting.\n</memory-context>\n"
+    assert results[1]["fact"]["text"] == "I always use black for formatting. Thanks!"
+    assert results[2]["fact"]["text"] == "I always use black for formatting."
+    assert results[2]["turn_id"] == results[1]["fact"]["id"]
+    out = gm("recall", "how should code be formatted?", "--json")
+    assert [i["kind"] for i in out["items"]] == ["turn"]  # the turn says more than its fact
+    assert out["items"][0]["fact"]["id"] == results[1]["fact"]["id"]
+    assert "user: I always use black for formatting. Thanks!" in out["context"]
     out = gm("recall", "formatting", "--max-tokens", "5", "--json")
-    assert (out["context"], out["items"], out["omitted"]) == ("", [], 1)
+    assert (out["context"], out["items"]) == ("", [])
     assert "hunter2" not in gm("export")
 
 
+def test_capture_with_keep_facts_stores_the_memorable_sentences_alone(
+    gm: Gm, tmp_path: Path
+) -> None:
+    turn = tmp_path / "turn.json"
+    turn.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "I always use black for formatting. Thanks!"},
+                {"role": "assistant", "content": "Glad to help."},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    results = gm("capture", str(turn), "--keep", "facts", "--json")
+    assert [(r["action"], r["kind"], r["message"]) for r in results] == [
+        ("ADD", "fact", 0),
+        ("SKIP", "fact", 1),
+    ]
+    assert results[0]["fact"]["text"] == "I always use black for formatting."
+    block = gm("recall", "how should code be formatted?", "--format", "minimal")
+    assert block == "<memory-context>\nI always use black for formatting.\n</memory-context>\n"
+
+
 def test_capture_reads_standard_input_and_prints_what_it_did(data: Path) -> None:
-    messages = json.dumps([{"role": "user", "content": "My favourite editor is helix."}])
+    messages = json.dumps(
+        [
+            {"role": "user", "content": "My favourite editor is helix."},
+            {"role": "assistant", "content": "Noted, helix it is."},
+        ]
+    )
     result = CliRunner().invoke(
         cli, ["--data-dir", str(data), "capture"], input=messages, env=HASH_ENV
     )
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("ADD    #0 user: ")
-    assert "user.favourite_editor=helix" in result.output
+    fact, turn = result.output.splitlines()
+    assert fact.startswith("ADD    fact #0 user: ") and "user.favourite_editor=helix" in fact
+    assert turn.startswith("ADD    turn #1 assistant: ") and "Noted, helix it is." in turn
 
 
 @pytest.mark.parametrize(
@@ -439,12 +477,11 @@ def test_prune_prints_what_it_would_remove_and_what_it_removed(gm: Gm, data: Pat
     assert "Our company was founded in 1999" in texts
 
 
-def test_stats_counts_live_facts_in_all_nine_decay_classes(gm: Gm) -> None:
+def test_stats_counts_live_facts_in_every_decay_class(gm: Gm) -> None:
     for n, decay_class in enumerate(["permanent", "session", "session", "checkpoint"]):
         gm("store", f"Fact number {n} about {decay_class}", "--decay-class", decay_class)
     stats = gm("stats", "--json")
     assert list(stats["by_decay_class"]) == list(DECAY_CLASSES)
-    assert len(stats["by_decay_class"]) == 9
     expected = dict.fromkeys(DECAY_CLASSES, 0) | {"permanent": 1, "session": 2, "checkpoint": 1}
     assert stats["by_decay_class"] == expected
     assert stats["facts"] == 4

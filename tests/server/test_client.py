@@ -254,6 +254,38 @@ def test_the_graph_episodes_recall_and_erasure_verbs_answer_alike(api: Any, cloc
     assert set(both) == {old.id, new.id} and both[old.id].superseded_by == new.id
 
 
+def test_capture_keeps_turns_and_draws_facts_alike_and_keep_facts_keeps_facts_alone(
+    api: Any,
+) -> None:
+    messages = [
+        {"role": "user", "content": "I prefer tea over coffee. What time is it?"},
+        {"role": "assistant", "content": "It is noon."},
+    ]
+    turn, fact, answer = api.capture(messages, episode="chat-1")
+    assert [(r.action, r.kind, r.message) for r in (turn, fact, answer)] == [
+        ("ADD", "turn", 0),
+        ("ADD", "fact", 0),
+        ("ADD", "turn", 1),
+    ]
+    assert turn.fact.kind == "turn" and turn.fact.source == "turn:user" and turn.turn_id is None
+    assert fact.turn_id == turn.fact.id and fact.fact.text == "I prefer tea over coffee."
+    assert [f.kind for f in api.episode_facts("chat-1")] == ["turn", "fact", "turn"]
+    recalled = api.recall("what time is it", max_tokens=200)
+    assert [(i.kind, i.fact.id) for i in recalled.items] == [  # the fact or its turn, once
+        ("turn", turn.fact.id),
+        ("turn", answer.fact.id),
+    ]
+    only = api.capture(
+        [{"role": "user", "content": "I always use black for formatting. Thanks!"}],
+        keep="facts",
+    )
+    assert [(r.action, r.kind, r.turn_id, r.fact.source) for r in only] == [
+        ("ADD", "fact", None, "capture:user")
+    ]
+    with pytest.raises(InvalidInput):
+        api.capture(messages, keep="everything")
+
+
 def test_capture_paging_documents_erasures_and_stats_answer_alike(api: Any, tmp_path: Path) -> None:
     results = api.capture(
         [
@@ -261,6 +293,7 @@ def test_capture_paging_documents_erasures_and_stats_answer_alike(api: Any, tmp_
             {"role": "assistant", "content": "It is noon."},
         ],
         episode="chat-1",
+        keep="facts",
     )
     assert results[0].action == "ADD" and results[0].fact.text == "I prefer tea over coffee."
     assert {r.action for r in results[1:]} == {"SKIP"}

@@ -40,7 +40,7 @@ from graphmem import ApiKey, KeyStore, Memory, Settings
 from graphmem.consolidation import MAX_CONSIDERED, ConsolidateReport
 from resolvers import cost, create_app, fairness, mcp, schema_sdl
 from resolvers.mcp import tool_cost
-from resolvers.mcp.tools import ConsolidateArgs, MaintainArgs, ReflectArgs
+from resolvers.mcp.tools import CaptureArgs, ConsolidateArgs, MaintainArgs, ReflectArgs
 
 from ..support.clock import Clock
 from ..support.graphql_clients import WS, WS_URL, InProcess, bearer
@@ -321,6 +321,19 @@ def test_a_batch_write_costs_its_inputs(service: InProcess) -> None:
     assert service.post(query, {"i": inputs})[1]["extensions"]["cost"]["requested"] == 3
 
 
+def test_a_capture_costs_a_point_per_turn_part_of_each_message_over_graphql_and_mcp(
+    service: InProcess,
+) -> None:
+    sizes = [0, 100, 1_600, 1_601, 4_000]  # parts of at most 1,600 characters: 1, 1, 1, 2, 3
+    messages = [{"role": "user", "content": ("word " * 1_000)[:n]} for n in sizes]
+    query = "mutation($m: [MessageInput!]!) { captureMessages(messages: $m) { error { code } } }"
+    assert service.post(query, {"m": messages})[1]["extensions"]["cost"]["requested"] == 8
+    literal = ", ".join(f'{{role: "user", content: "{m["content"]}"}}' for m in messages)
+    inline = f"mutation {{ captureMessages(messages: [{literal}]) {{ error {{ code }} }} }}"
+    assert service.post(inline)[1]["extensions"]["cost"]["requested"] == 8
+    assert tool_cost(CaptureArgs.model_validate({"messages": messages})) == 8
+
+
 def test_the_mutations_that_do_heavy_work_cost_it_over_graphql_and_mcp(
     service: InProcess, mem: Memory
 ) -> None:
@@ -411,6 +424,31 @@ def test_a_fragment_spread_many_times_is_counted_without_walking_it_each_time() 
     found, unbounded = cost.cost_of(SCHEMA, operation, fragments, None)
     assert time.monotonic() - start < 0.5
     assert (found, unbounded) == (2**19, False)
+
+
+@pytest.mark.parametrize(
+    ("types", "variables"),
+    [("[RELATED_TO]", None), ("$t", {"t": ["RELATED_TO"]})],
+    ids=["literal", "variable"],
+)
+def test_a_fragment_under_a_list_argument_is_counted_without_walking_it_each_time(
+    types: str, variables: dict[str, Any] | None
+) -> None:
+    parts = ["fragment G0 on LinkConnection { edges { neighbourId } }"]
+    parts += [
+        f"fragment G{n} on LinkConnection {{ ...G{n - 1} pageInfo {{ hasNextPage }} ...G{n - 1} }}"
+        for n in range(1, 20)
+    ]
+    text = (
+        f'query($t: [LinkType!]) {{ fact(id: "x") {{ links(first: 3, types: {types}) '
+        "{ ...G19 } } } " + " ".join(parts)
+    )
+    definitions = parse(text).definitions
+    fragments = {d.name.value: d for d in definitions if isinstance(d, FragmentDefinitionNode)}
+    [operation] = [d for d in definitions if isinstance(d, OperationDefinitionNode)]
+    start = time.monotonic()
+    assert cost.cost_of(SCHEMA, operation, fragments, variables) == (3, False)
+    assert time.monotonic() - start < 0.5  # 2^19 spreads (16 s walked one by one)
 
 
 def test_a_subscription_may_cost_little_and_select_no_unbounded_list(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -303,52 +304,102 @@ def test_health_metrics_and_graphiql_are_served(api: Api) -> None:
 RECALL = """
 query($prompt: String!, $maxTokens: Int, $format: RecallFormat, $asOf: DateTime) {
   recall(prompt: $prompt, maxTokens: $maxTokens, format: $format, asOf: $asOf) {
-    context tokens omitted facts { id text } items { source line summarized fact { id } }
+    context tokens omitted facts { id text } items { kind source line summarized fact { id } }
   }
 }"""
 CAPTURE = """
-mutation($messages: [MessageInput!]!) {
-  captureMessages(messages: $messages) {
-    results { action reason message role text targetIds fact { id entity key value } }
+mutation($messages: [MessageInput!]!, $keep: CaptureKeep) {
+  captureMessages(messages: $messages, keep: $keep) {
+    results {
+      action kind reason message role text targetIds turnId
+      fact { id kind source entity key value }
+    }
     error { code message field }
   }
 }"""
+TURN = [
+    {"role": "user", "content": "My favourite editor is vim. What's the weather like?"},
+    {"role": "assistant", "content": "Noted. My API key is sk-proj-4fT9xQ2mZk81LwPq7RbN3v."},
+]
 
 
-def test_capture_then_recall_round_trip_for_an_agent(api: Api, clock: Clock) -> None:
-    payload = api.data(
-        CAPTURE,
-        {
-            "messages": [
-                {"role": "user", "content": "My favourite editor is vim. What's the weather like?"},
-                {
-                    "role": "assistant",
-                    "content": "Noted. My API key is sk-proj-4fT9xQ2mZk81LwPq7RbN3v.",
-                },
-            ]
-        },
-    )["captureMessages"]
+def test_capture_keeps_each_message_as_a_turn_with_its_facts_drawn_on_top(
+    api: Api, clock: Clock
+) -> None:
+    day = datetime.fromtimestamp(clock.now, UTC).strftime("%Y-%m-%d")
+    payload = api.data(CAPTURE, {"messages": TURN})["captureMessages"]
     assert payload["error"] is None
-    stored, secret = payload["results"]
-    assert (stored["action"], stored["text"], stored["role"]) == (
+    turn, fact, secret = payload["results"]
+    assert (turn["action"], turn["kind"], turn["text"], turn["turnId"]) == (
         "ADD",
+        "TURN",
+        "My favourite editor is vim. What's the weather like?",
+        None,
+    )
+    assert (turn["fact"]["kind"], turn["fact"]["source"]) == ("TURN", "turn:user")
+    assert (fact["action"], fact["kind"], fact["text"], fact["role"]) == (
+        "ADD",
+        "FACT",
         "My favourite editor is vim.",
         "user",
     )
+    assert fact["turnId"] == turn["fact"]["id"] and fact["fact"]["kind"] == "FACT"
+    assert fact["fact"]["key"] == "favourite_editor" and fact["fact"]["value"] == "vim"
+    assert (secret["action"], secret["kind"], secret["text"], secret["message"]) == (
+        "SKIP",
+        "TURN",
+        None,
+        1,
+    )
+    assert "sk-proj" not in str(payload)
+    clock.advance(60)
+    recall = api.data(RECALL, {"prompt": "what editor does the user like?"})["recall"]
+    [item] = recall["items"]  # the fact or its turn, never both
+    assert item["kind"] == "TURN" and item["fact"]["id"] == turn["fact"]["id"]
+    assert recall["context"] == (
+        "<memory-context>\n[sqlite/turn] "
+        f"{day} user: My favourite editor is vim. What's the weather like?\n</memory-context>"
+    )
+    assert item["source"] == "SQLITE" and recall["tokens"] <= 800
+    kinds = api.data("{ facts { edges { node { kind source } } } }")["facts"]["edges"]
+    assert sorted((e["node"]["kind"], e["node"]["source"]) for e in kinds) == [
+        ("FACT", "capture:user"),
+        ("TURN", "turn:user"),
+    ]
+    before = api.data(RECALL, {"prompt": "editor", "asOf": "2020-01-01"})["recall"]
+    assert before["context"] == "" and before["facts"] == []
+
+
+def test_capture_with_keep_facts_stores_the_memorable_sentences_alone(
+    api: Api, clock: Clock
+) -> None:
+    payload = api.data(CAPTURE, {"messages": TURN, "keep": "FACTS"})["captureMessages"]
+    assert payload["error"] is None
+    stored, secret = payload["results"]
+    assert (stored["action"], stored["kind"], stored["text"], stored["turnId"]) == (
+        "ADD",
+        "FACT",
+        "My favourite editor is vim.",
+        None,
+    )
     assert stored["fact"]["key"] == "favourite_editor" and stored["fact"]["value"] == "vim"
     assert (secret["action"], secret["text"], secret["message"]) == ("SKIP", None, 1)
-    assert "sk-proj" not in str(payload)
     clock.advance(60)
     recall = api.data(RECALL, {"prompt": "what editor does the user like?"})["recall"]
     assert recall["context"] == (
         "<memory-context>\n[sqlite/preference] My favourite editor is vim.\n</memory-context>"
     )
     assert recall["facts"] == [{"id": stored["fact"]["id"], "text": "My favourite editor is vim."}]
-    assert recall["items"][0]["source"] == "SQLITE" and recall["tokens"] <= 800
+    assert recall["items"][0]["kind"] == "FACT"
     short = api.data(RECALL, {"prompt": "editor", "format": "SHORT"})["recall"]
     assert short["items"][0]["line"] == "preference: My favourite editor is vim."
-    before = api.data(RECALL, {"prompt": "editor", "asOf": "2020-01-01"})["recall"]
-    assert before["context"] == "" and before["facts"] == []
+
+
+def test_an_unknown_keep_is_refused_before_anything_is_stored(api: Api) -> None:
+    status, body = api.post(CAPTURE, {"messages": TURN, "keep": "EVERYTHING"})
+    assert status in (200, 400) and body["errors"][0]["extensions"]["code"] == "INVALID_QUERY"
+    assert "EVERYTHING" in body["errors"][0]["message"]
+    assert api.data("{ stats { data } }")["stats"]["data"]["facts"] == 0
 
 
 def test_agent_calls_with_bad_input_fail_clearly_and_store_nothing(api: Api) -> None:

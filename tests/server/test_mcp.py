@@ -183,12 +183,34 @@ async def _scenario(session: Session) -> None:
             client,
             "memory_capture",
             messages=[
-                {"role": "user", "content": "My favourite editor is helix."},
+                {"role": "user", "content": "Thanks for the tip. My favourite editor is helix."},
                 {"role": "assistant", "content": "Noted!"},
             ],
+            episode="chat-1/1",
         )
-        assert [r["action"] for r in captured["results"]] == ["ADD", "SKIP"]
-        assert text.startswith("1 fact stored:")
+        results = captured["results"]
+        assert [(r["action"], r["kind"], r["message"]) for r in results] == [
+            ("ADD", "turn", 0),
+            ("ADD", "fact", 0),
+            ("ADD", "turn", 1),
+        ]
+        turn_id = results[0]["fact"]["id"]
+        assert results[1]["turn_id"] == turn_id and results[1]["text"] == (
+            "My favourite editor is helix."
+        )
+        assert results[0]["turn_id"] is None and results[2]["fact"]["source"] == "turn:assistant"
+        assert text.startswith("2 turns kept, 1 fact stored:")
+        assert f"(from turn {turn_id})" in text
+        text, facts_only = await ok(
+            client,
+            "memory_capture",
+            messages=[{"role": "user", "content": "I always use black for formatting. Thanks!"}],
+            keep="facts",
+        )
+        assert [(r["action"], r["kind"], r["turn_id"]) for r in facts_only["results"]] == [
+            ("ADD", "fact", None)
+        ]
+        assert text.startswith("0 turns kept, 1 fact stored:")
 
         text, forgotten = await ok(client, "memory_forget", id=paris_id)
         assert forgotten["fact"]["id"] == paris_id and text.startswith(f"Forgot {paris_id}")
@@ -270,6 +292,12 @@ async def _refusals(client: Client, forgotten_id: str) -> None:
             {"messages": [{"role": "robot", "content": "beep"}]},
             "INVALID_INPUT",
             "robot",
+        ),
+        (
+            "memory_capture",
+            {"messages": [{"role": "user", "content": "I live in Rome"}], "keep": "everything"},
+            "INVALID_INPUT",
+            "keep: Input should be 'conversation' or 'facts'",
         ),
         ("memory_history", {"id": "no-such-fact"}, "NOT_FOUND", "no fact with id 'no-such-fact'"),
         ("memory_forget", {"id": forgotten_id}, "CONFLICT", "already forgotten"),

@@ -39,6 +39,7 @@ import {
   UnpinFactDocument,
   VersionDocument,
   type AutoClassifyMutation,
+  type CaptureKeep,
   type CaptureMessagesMutation,
   type CategoriesQuery,
   type ChangeKind,
@@ -193,14 +194,20 @@ export class GraphmemClient {
     return payload(data.storeFacts).results;
   }
 
-  /** What a turn's messages say that is worth keeping, stored. */
+  /** A turn's messages kept as turns of the episode, and the facts they state drawn on top,
+   * each with its `kind` (`TURN` or `FACT`) and a fact's `turnId`; `keep: 'FACTS'` stores the
+   * facts alone. */
   async capture(
     messages: readonly MessageInput[],
-    options: { episode?: string | EpisodeInput } = {},
+    options: { episode?: string | EpisodeInput; keep?: CaptureKeep } = {},
   ): Promise<CaptureResult[]> {
     const data = await this.#http.execute(
       CaptureMessagesDocument,
-      { messages: [...messages], episode: episodeInput(options.episode) },
+      {
+        messages: [...messages],
+        episode: episodeInput(options.episode),
+        keep: options.keep, // left out when not given: the service's default
+      },
       { write: true },
     );
     return payload(data.captureMessages).results;

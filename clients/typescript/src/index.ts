@@ -30,10 +30,12 @@ export { ChangeStream, type Change, type WebSocketImpl } from './changes.js';
 export { CODES, GraphmemError, type Code } from './errors.js';
 export type {
   CaptureAction,
+  CaptureKeep,
   ChangeKind,
   Direction,
   EpisodeInput,
   FactFilter,
+  FactKind,
   FactInput,
   LinkInput,
   LinkType,

@@ -146,6 +146,34 @@ describe('facts', { skip: NO_SERVICE }, () => {
     assert.equal(typeof stats.data.facts, 'number');
     assert.match(await memory.version(), /^\d+\.\d+\.\d+/);
   });
+
+  test('capture keeps each message as a turn, facts drawn on top; keep FACTS the facts alone', async () => {
+    const memory = client();
+    const word = unique('medlar');
+    const [turn, fact, answer] = await memory.capture(
+      [
+        { role: 'user', content: `Thanks. My favourite jam is ${word}. What is yours?` },
+        { role: 'assistant', content: 'Mine is apricot, today at least.' },
+      ],
+      { episode: unique('chat') },
+    );
+    assert.deepEqual([turn?.kind, fact?.kind, answer?.kind], ['TURN', 'FACT', 'TURN']);
+    assert.equal(turn?.fact?.kind, 'TURN');
+    assert.equal(fact?.turnId, turn?.fact?.id);
+    assert.equal(fact?.text, `My favourite jam is ${word}.`);
+    const recalled = await memory.recall(`favourite jam ${word}`, { maxTokens: 200 });
+    assert.ok(
+      recalled.items.some((item) => item.kind === 'TURN' && item.fact.id === turn?.fact?.id),
+    );
+    const only = await memory.capture(
+      [{ role: 'user', content: `I always use ${unique('black')} for formatting. Thanks!` }],
+      { keep: 'FACTS' },
+    );
+    assert.deepEqual(
+      only.map((r) => [r.action, r.kind, r.turnId]),
+      [['ADD', 'FACT', null]],
+    );
+  });
 });
 
 describe('links', { skip: NO_SERVICE }, () => {

@@ -3,18 +3,25 @@ type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
 /** Internal type. DO NOT USE DIRECTLY. */
 export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
 import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
-/** What capture did with a candidate sentence or message. */
+/** What capture did with a turn, a sentence or a message. */
 export type CaptureAction =
-  /** Stored as a new fact. */
+  /** Stored as a new turn or fact. */
   | 'ADD'
   /** Retracted the facts in `targetIds`. */
   | 'DELETE'
   /** Nothing written: it repeats the fact in `targetIds`. */
   | 'NOOP'
-  /** Not stored: sensitive, too short or long, or nothing memorable. */
+  /** Not stored: a message holding a secret, of a role not captured or without text; with `keep: FACTS`, also one too short or long, or with nothing memorable. */
   | 'SKIP'
   /** Stored as the new version of the facts in `targetIds`. */
   | 'UPDATE';
+
+/** What `captureMessages` keeps of a conversation: its turns (each message as it was said) with facts drawn on top, or the facts alone. */
+export type CaptureKeep =
+  /** Every user and assistant message without a secret is kept as a turn of the episode (a long one in parts), and the memorable sentences are drawn from it as facts, each linked PART_OF its turn (origin `capture`). */
+  | 'CONVERSATION'
+  /** Only the memorable sentences, as facts; the rest of each message is not kept. */
+  | 'FACTS';
 
 /** The kind of a change to memory. */
 export type ChangeKind =
@@ -103,7 +110,7 @@ export type FactInput = {
   confidence?: number | null | undefined;
   /** Surrounding context. */
   context?: string | null | undefined;
-  /** permanent, durable, normal, short, ephemeral, stable, active, session, checkpoint (default: detected from the key, entity and text; docs/concepts.md#decay). */
+  /** permanent, durable, normal, short, ephemeral, stable, active, session, checkpoint, turn (default: detected from the key, entity and text; docs/concepts.md#decay). */
   decayClass?: string | null | undefined;
   /** false: stored even when a live fact has the same text (an item of another entity that says the same). */
   dedup?: boolean;
@@ -138,6 +145,13 @@ export type FactInput = {
   /** Why it is stored. */
   why?: string | null | undefined;
 };
+
+/** What a stored fact is: a turn of a conversation kept as it was said, or a fact. */
+export type FactKind =
+  /** A fact: stored, synced from a note, or drawn by `captureMessages` from a sentence of a message. */
+  | 'FACT'
+  /** A message (or a part of a long one) `captureMessages` kept as it was said, its `source` `turn:<role>`: an event of its episode, never deduplicated nor superseded by other facts. */
+  | 'TURN';
 
 /** A link to make: `source -[type]-> target`. */
 export type LinkInput = {
@@ -248,13 +262,13 @@ export type TimeKind =
   /** Its date: its source date, else its valid time's start. */
   | 'VALID';
 
-export type FactFieldsFragment = { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null };
+export type FactFieldsFragment = { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null };
 
 export type LinkFieldsFragment = { id: string, sourceId: string, targetId: string, type: LinkType, strength: number, origin: string, recordedAt: string, validFrom: string, validUntil: string | null, retractedAt: string | null, metadata: unknown };
 
 export type EpisodeFieldsFragment = { id: string, kind: string, source: string | null, time: string, metadata: unknown, recordedAt: string | null };
 
-export type CheckpointFieldsFragment = { intent: string, state: unknown, expectedOutcome: string | null, workingFiles: Array<string>, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } };
+export type CheckpointFieldsFragment = { intent: string, state: unknown, expectedOutcome: string | null, workingFiles: Array<string>, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } };
 
 export type MaintenanceRunFieldsFragment = { id: number, job: string, startedAt: string, finishedAt: string | null, status: string, requests: number, error: string | null, changed: Array<{ kind: string, count: number }> };
 
@@ -266,22 +280,23 @@ export type StoreFactsMutationVariables = Exact<{
 }>;
 
 
-export type StoreFactsMutation = { storeFacts: { results: Array<{ action: StoreAction | null, reason: string | null, targetIds: Array<string>, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type StoreFactsMutation = { storeFacts: { results: Array<{ action: StoreAction | null, reason: string | null, targetIds: Array<string>, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type CaptureMessagesMutationVariables = Exact<{
   messages: Array<MessageInput> | MessageInput;
   episode?: EpisodeInput | null | undefined;
+  keep?: CaptureKeep | null | undefined;
 }>;
 
 
-export type CaptureMessagesMutation = { captureMessages: { results: Array<{ action: CaptureAction, reason: string, message: number, role: string, text: string | null, targetIds: Array<string>, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type CaptureMessagesMutation = { captureMessages: { results: Array<{ action: CaptureAction, kind: FactKind, reason: string, message: number, role: string, text: string | null, targetIds: Array<string>, turnId: string | null, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type ForgetFactMutationVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type ForgetFactMutation = { forgetFact: { fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type ForgetFactMutation = { forgetFact: { fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type PurgeFactsMutationVariables = Exact<{
   filter: PurgeFilter;
@@ -310,14 +325,14 @@ export type PinFactMutationVariables = Exact<{
 }>;
 
 
-export type PinFactMutation = { pinFact: { fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type PinFactMutation = { pinFact: { fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type UnpinFactMutationVariables = Exact<{
   id: string | number;
 }>;
 
 
-export type UnpinFactMutation = { unpinFact: { fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type UnpinFactMutation = { unpinFact: { fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type SetColdMutationVariables = Exact<{
   id: string | number;
@@ -325,14 +340,14 @@ export type SetColdMutationVariables = Exact<{
 }>;
 
 
-export type SetColdMutation = { setCold: { fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type SetColdMutation = { setCold: { fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type SaveCheckpointMutationVariables = Exact<{
   input: CheckpointInput;
 }>;
 
 
-export type SaveCheckpointMutation = { saveCheckpoint: { checkpoint: { intent: string, state: unknown, expectedOutcome: string | null, workingFiles: Array<string>, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type SaveCheckpointMutation = { saveCheckpoint: { checkpoint: { intent: string, state: unknown, expectedOutcome: string | null, workingFiles: Array<string>, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type PruneMutationVariables = Exact<{
   dryRun: boolean;
@@ -355,14 +370,14 @@ export type ReflectMutationVariables = Exact<{
 }>;
 
 
-export type ReflectMutation = { reflect: { requests: number, ignored: number, problem: string | null, patterns: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, rules: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type ReflectMutation = { reflect: { requests: number, ignored: number, problem: string | null, patterns: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, rules: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type ConsolidateMutationVariables = Exact<{
   dryRun: boolean;
 }>;
 
 
-export type ConsolidateMutation = { consolidate: { clusters: Array<Array<string>>, superseded: number, requests: number, dryRun: boolean, problem: string | null, merged: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type ConsolidateMutation = { consolidate: { clusters: Array<Array<string>>, superseded: number, requests: number, dryRun: boolean, problem: string | null, merged: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type AutoClassifyMutationVariables = Exact<{ [key: string]: never; }>;
 
@@ -386,7 +401,7 @@ export type GetFactQueryVariables = Exact<{
 }>;
 
 
-export type GetFactQuery = { fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null };
+export type GetFactQuery = { fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } | null };
 
 export type HistoryQueryVariables = Exact<{
   id: string | number;
@@ -395,7 +410,7 @@ export type HistoryQueryVariables = Exact<{
 }>;
 
 
-export type HistoryQuery = { history: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> };
+export type HistoryQuery = { history: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> };
 
 export type FactsQueryVariables = Exact<{
   filter?: FactFilter | null | undefined;
@@ -406,7 +421,7 @@ export type FactsQueryVariables = Exact<{
 }>;
 
 
-export type FactsQuery = { facts: { edges: Array<{ cursor: string, node: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
+export type FactsQuery = { facts: { edges: Array<{ cursor: string, node: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }>, pageInfo: { hasNextPage: boolean, endCursor: string | null } } };
 
 export type SearchQueryVariables = Exact<{
   query: string;
@@ -425,7 +440,7 @@ export type SearchQueryVariables = Exact<{
 }>;
 
 
-export type SearchQuery = { search: Array<{ score: number, ftsScore: number | null, vectorScore: number | null, depth: number, via: string | null, timeMatched: TimeKind | null, entityMatched: string | null, timeHint: { text: string, start: string | null, end: string | null, month: number | null, event: string | null } | null, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> };
+export type SearchQuery = { search: Array<{ score: number, ftsScore: number | null, vectorScore: number | null, depth: number, via: string | null, timeMatched: TimeKind | null, entityMatched: string | null, timeHint: { text: string, start: string | null, end: string | null, month: number | null, event: string | null } | null, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> };
 
 export type RecallQueryVariables = Exact<{
   prompt: string;
@@ -440,7 +455,7 @@ export type RecallQueryVariables = Exact<{
 }>;
 
 
-export type RecallQuery = { recall: { context: string, tokens: number, omitted: number, items: Array<{ score: number, source: RecallSource, line: string, summarized: boolean, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> } };
+export type RecallQuery = { recall: { context: string, tokens: number, omitted: number, items: Array<{ kind: FactKind, score: number, source: RecallSource, line: string, summarized: boolean, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> } };
 
 export type LookupQueryVariables = Exact<{
   entity: string;
@@ -453,7 +468,7 @@ export type LookupQueryVariables = Exact<{
 }>;
 
 
-export type LookupQuery = { lookup: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> };
+export type LookupQuery = { lookup: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> };
 
 export type LinksQueryVariables = Exact<{
   id: string | number;
@@ -480,7 +495,7 @@ export type TraverseQueryVariables = Exact<{
 }>;
 
 
-export type TraverseQuery = { traverse: { truncated: boolean, truncatedBy: Array<string>, nodes: Array<{ depth: number, parentIds: Array<string>, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }>, edges: Array<{ id: string, sourceId: string, targetId: string, type: LinkType, strength: number, origin: string, recordedAt: string, validFrom: string, validUntil: string | null, retractedAt: string | null, metadata: unknown }> } };
+export type TraverseQuery = { traverse: { truncated: boolean, truncatedBy: Array<string>, nodes: Array<{ depth: number, parentIds: Array<string>, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }>, edges: Array<{ id: string, sourceId: string, targetId: string, type: LinkType, strength: number, origin: string, recordedAt: string, validFrom: string, validUntil: string | null, retractedAt: string | null, metadata: unknown }> } };
 
 export type PathQueryVariables = Exact<{
   from: string | number;
@@ -493,7 +508,7 @@ export type PathQueryVariables = Exact<{
 }>;
 
 
-export type PathQuery = { path: { facts: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, links: Array<{ id: string, sourceId: string, targetId: string, type: LinkType, strength: number, origin: string, recordedAt: string, validFrom: string, validUntil: string | null, retractedAt: string | null, metadata: unknown }> } | null };
+export type PathQuery = { path: { facts: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, links: Array<{ id: string, sourceId: string, targetId: string, type: LinkType, strength: number, origin: string, recordedAt: string, validFrom: string, validUntil: string | null, retractedAt: string | null, metadata: unknown }> } | null };
 
 export type EpisodeQueryVariables = Exact<{
   id: string;
@@ -519,7 +534,7 @@ export type EpisodeFactsQueryVariables = Exact<{
 }>;
 
 
-export type EpisodeFactsQuery = { episode: { facts: Array<{ id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> } | null };
+export type EpisodeFactsQuery = { episode: { facts: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> } | null };
 
 export type DocumentsQueryVariables = Exact<{
   under?: string | null | undefined;
@@ -547,7 +562,7 @@ export type ErasuresQuery = { erasures: Array<{ at: string, filter: unknown, fac
 export type CheckpointQueryVariables = Exact<{ [key: string]: never; }>;
 
 
-export type CheckpointQuery = { checkpoint: { intent: string, state: unknown, expectedOutcome: string | null, workingFiles: Array<string>, fact: { id: string, text: string, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } } | null };
+export type CheckpointQuery = { checkpoint: { intent: string, state: unknown, expectedOutcome: string | null, workingFiles: Array<string>, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } } | null };
 
 export type MaintenanceRunsQueryVariables = Exact<{
   job?: MaintenanceJob | null | undefined;
@@ -621,6 +636,7 @@ export const FactFieldsFragmentDoc = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -668,6 +684,7 @@ export const CheckpointFieldsFragmentDoc = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -742,6 +759,7 @@ export const StoreFactsDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -781,15 +799,17 @@ fragment UserErrorFields on UserError {
   field
 }`) as unknown as TypedDocumentString<StoreFactsMutation, StoreFactsMutationVariables>;
 export const CaptureMessagesDocument = new TypedDocumentString(`
-    mutation CaptureMessages($messages: [MessageInput!]!, $episode: EpisodeInput) {
-  captureMessages(messages: $messages, episode: $episode) {
+    mutation CaptureMessages($messages: [MessageInput!]!, $episode: EpisodeInput, $keep: CaptureKeep) {
+  captureMessages(messages: $messages, episode: $episode, keep: $keep) {
     results {
       action
+      kind
       reason
       message
       role
       text
       targetIds
+      turnId
       fact {
         ...FactFields
       }
@@ -802,6 +822,7 @@ export const CaptureMessagesDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -854,6 +875,7 @@ export const ForgetFactDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -982,6 +1004,7 @@ export const PinFactDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1034,6 +1057,7 @@ export const UnpinFactDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1086,6 +1110,7 @@ export const SetColdDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1138,6 +1163,7 @@ export const SaveCheckpointDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1251,6 +1277,7 @@ export const ReflectDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1308,6 +1335,7 @@ export const ConsolidateDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1385,6 +1413,7 @@ export const GetFactDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1427,6 +1456,7 @@ export const HistoryDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1484,6 +1514,7 @@ export const FactsDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1556,6 +1587,7 @@ export const SearchDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1606,6 +1638,7 @@ export const RecallDocument = new TypedDocumentString(`
     tokens
     omitted
     items {
+      kind
       score
       source
       line
@@ -1619,6 +1652,7 @@ export const RecallDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1669,6 +1703,7 @@ export const LookupDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1761,6 +1796,7 @@ export const TraverseDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1829,6 +1865,7 @@ export const PathDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1914,6 +1951,7 @@ export const EpisodeFactsDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
@@ -1986,6 +2024,7 @@ export const CheckpointDocument = new TypedDocumentString(`
     fragment FactFields on Fact {
   id
   text
+  kind
   category
   importance
   entity
