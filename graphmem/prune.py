@@ -1,6 +1,6 @@
-"""Pruning: expired facts deleted, ageing ones soft-decayed, faded ones deleted; and the decay
-heuristics re-run over stored facts (``backfill``). The rules themselves (classes, TTLs, the
-soft-decay thresholds) are in :mod:`graphmem.decay`.
+"""Pruning: expired facts and turns deleted, ageing ones soft-decayed, faded ones deleted; and
+the decay heuristics re-run over stored facts, turns left in their class (``backfill``). The
+rules themselves (classes, TTLs, the soft-decay thresholds) are in :mod:`graphmem.decay`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .decay import classify_decay, expiry
+from .models import is_turn
 from .storage.interface import Store
 
 
@@ -50,9 +51,13 @@ def prune(
 
 
 def backfill(store: Store, *, dry_run: bool) -> dict[str, int]:
-    """Re-run the decay heuristics on every fact; returns how many moved to each class."""
+    """Re-run the decay heuristics on every fact but the turns; returns how many moved to each
+    class. A turn keeps the class capture gave it (``turn_decay_class``): the heuristics read
+    what a fact states, and a turn is what was said, kept as long as the conversation is."""
     changes: dict[str, list[tuple[str, float | None, str]]] = {}
     for row in store.decay_inputs():
+        if is_turn(row["source"]):
+            continue
         new = classify_decay(row["entity"], row["key"], row["value"], row["text"])
         if new != row["decay_class"]:
             confirmed = row["last_confirmed_at"]

@@ -1,5 +1,5 @@
 """Decay classes, TTLs, refresh on access, prune (hard, soft, dry run, and by the server when it
-starts), backfill and stats."""
+starts; of facts and of the turns capture keeps), backfill and stats."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ DAY = 24 * HOUR
         ("active", 14 * DAY),
         ("session", 24 * HOUR),
         ("checkpoint", 4 * HOUR),
+        ("turn", 180 * DAY),
     ],
 )
 def test_every_class_expires_after_its_ttl(
@@ -184,3 +185,58 @@ def test_the_server_prunes_expired_facts_when_it_starts(data_dir: Path, clock: C
     with InProcess(create_app(settings, clock=clock)) as client:
         stats = client.data("{ stats { data } }")["stats"]["data"]
     assert (stats["facts"], stats["expired_pending_prune"]) == (1, 0)  # deleted, not just hidden
+
+
+# ------------------------------------------------------------------------ conversation turns
+
+#: A session whose turns say "Tessaly" (no fact drawn from them does), and a fact drawn on top
+#: that never expires (a decision).
+DECIDED = [
+    {
+        "role": "user",
+        "content": "Good morning from Tessaly. We decided to use Quillgate for the billing queue.",
+    },
+    {"role": "assistant", "content": "Nice, the Quillgate docs mention Tessaly too."},
+]
+#: A session with nothing to draw: turns only.
+FERRY = [
+    {"role": "user", "content": "Is the ferry timetable to Vrontimal out yet?"},
+    {"role": "assistant", "content": "Yes, the ferry timetable to Vrontimal came out on Monday."},
+]
+
+
+@pytest.mark.in_process("reads the store's windows")
+def test_a_turn_is_kept_180_days_each_recall_starting_them_again_then_pruned(
+    mem: Memory, clock: Clock
+) -> None:
+    first, decision, second = (r.fact for r in mem.capture(DECIDED, episode="billing"))
+    assert first and decision and second and decision.decay_class == "permanent"
+    ferry = [r.fact.id for r in mem.capture(FERRY, episode="ferry") if r.fact is not None]
+    assert first.decay_class == "turn" and first.expires_at is not None
+    assert first.expires_at.timestamp() == pytest.approx(clock.now + 180 * DAY)
+    assert mem._store.windows_holding([first.id, second.id])  # the session's windows of turns
+    clock.advance(170 * DAY)
+    assert {f.id for f in mem.recall("ferry timetable to Vrontimal").facts} == set(ferry)
+    clock.advance(20 * DAY)  # 190 days after the capture, 20 after the recall
+    assert mem.get(first.id) is None and mem.get(second.id) is None
+    assert all(mem.get(i) is not None for i in ferry)
+    assert mem.stats().expired_pending_prune == 2
+    assert mem.prune().expired == 2
+    assert mem.get(first.id, known_at=clock.now - 100 * DAY) is None  # not even history
+    assert mem._store.windows_holding([first.id, second.id]) == {}  # the windows cut again
+    assert mem._store.window_matches("Tessaly", 10) == {}
+    assert mem.search("Tessaly", mode="fts") == [] and mem.get(decision.id) is not None
+    assert mem.check().ok
+
+
+def test_backfill_leaves_turns_in_the_class_capture_gave_them(data_dir: Path, clock: Clock) -> None:
+    """The heuristics would call the first turn permanent ("decided") and the second stable;
+    a turn is kept for as long as the conversation is, whatever it says."""
+    for keep in ("turn", "durable"):
+        settings = Settings(embedder="hash", turn_decay_class=keep)
+        with Memory.open(data_dir / keep, settings=settings, clock=clock) as mem:
+            turns = [r.fact.id for r in mem.capture(DECIDED) if r.kind == "turn" and r.fact]
+            moved = mem.store("We decided to use UTC everywhere", decay_class="short").fact
+            assert len(turns) == 2 and moved is not None
+            assert mem.backfill_decay() == {"permanent": 1}  # the fact, not the turns
+            assert {mem.get(i).decay_class for i in turns} == {keep}  # type: ignore[union-attr]

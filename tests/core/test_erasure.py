@@ -7,6 +7,7 @@ import hashlib
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,9 +28,8 @@ def _files(root: Path) -> list[Path]:
 
 def _hits(root: Path, needles: list[bytes]) -> list[str]:
     """The files under ``root`` holding any of ``needles``."""
-    return sorted(
-        str(p.relative_to(root)) for p in _files(root) if any(n in p.read_bytes() for n in needles)
-    )
+    held = ((p, p.read_bytes()) for p in _files(root))
+    return sorted(str(p.relative_to(root)) for p, data in held if any(n in data for n in needles))
 
 
 def _secrets(mem: Memory, texts: list[str]) -> list[bytes]:
@@ -221,3 +221,98 @@ def test_the_cli_and_mcp_purge_by_filter(mem: Memory, data_dir: Path) -> None:
         cli, ["--data-dir", str(data_dir), "erasures", "--json"], env={"GRAPHMEM_EMBEDDER": "hash"}
     )
     assert [e["facts"] for e in json.loads(run.output)] == [1]
+
+
+# ------------------------------------------------------------------------ conversation turns
+
+#: A conversation as capture keeps it: the user's message a turn, with a fact drawn from it
+#: (entity Zanzibarquill); the assistant's reply a turn with nothing drawn.
+CHAT = [
+    {
+        "role": "user",
+        "content": "Hello again, the Quillowmere ferry was late. "
+        "Zanzibarquill's favourite tin is hidden in Vrontimal xq7.",
+    },
+    {"role": "assistant", "content": "Thanks, I have noted that for later."},
+]
+
+
+#: Each way to name the user's turn of CHAT, or the fact drawn from it.
+TURN_FILTERS = ["fact id", "turn id", "entity", "turn source", "capture source", "episode"]
+
+
+def turn_filter(by: str, turn_id: str, fact_id: str) -> dict[str, Any]:
+    """The purge filter of TURN_FILTERS named ``by``."""
+    filters: dict[str, dict[str, Any]] = {
+        "fact id": {"ids": [fact_id]},
+        "turn id": {"ids": [turn_id]},
+        "entity": {"entity": "zanzibarquill"},
+        "turn source": {"source": "turn:user"},
+        "capture source": {"source": "capture:user"},
+        "episode": {"episode": "zq-session"},
+    }
+    return filters[by]
+
+
+@pytest.mark.parametrize("by", TURN_FILTERS)
+def test_a_purge_takes_the_turn_a_fact_was_drawn_from_and_leaves_no_copy_in_any_file(
+    data_dir: Path, clock: Clock, by: str
+) -> None:
+    """ "Forget what I said about Zanzibarquill" must not leave it in the turn that said it, nor
+    in the episode's windows of turns; a purged turn takes the facts drawn from it."""
+    with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
+        mem.store_many(
+            [{"text": f"An ordinary fact number {n} about the trams"} for n in range(40)]
+        )
+        results = mem.capture(CHAT, episode="zq-session")
+        turn, fact, reply = (r.fact for r in results)
+        assert turn and fact and reply and fact.entity == "Zanzibarquill"
+        assert results[1].turn_id == turn.id
+        needles = [*_secrets(mem, [turn.text, fact.text]), b"quillowm"]  # the turn's own words
+        namespace = data_dir / "default"
+        assert _hits(namespace, needles), "the positive control: before the purge they are there"
+        filters = turn_filter(by, turn.id, fact.id)
+        counted = mem.purge(**filters, dry_run=True)
+        report = mem.purge(**filters)
+        assert counted.to_dict() == {**report.to_dict(), "dry_run": True}
+        whole = by == "episode"
+        assert (report.facts, report.vectors, report.episodes) == (2 + whole, 2 + whole, whole)
+        assert mem.get(turn.id) is None and mem.get(fact.id) is None
+        assert (mem.get(reply.id) is None) == whole
+        assert _hits(namespace, needles) == []
+    assert _hits(namespace, needles) == []
+
+
+def test_a_turn_taken_with_its_fact_leaves_the_other_facts_drawn_from_it(mem: Memory) -> None:
+    turn, ana, cat = (
+        r.fact
+        for r in mem.capture(
+            [
+                {
+                    "role": "user",
+                    "content": "Ana's favourite city is Berlin. She has a cat named Pim.",
+                }
+            ]
+        )
+    )
+    assert turn and ana and cat and ana.entity == "Ana"
+    assert mem.purge(entity="ana").facts == 2  # the fact and its turn, one step
+    assert mem.get(turn.id) is None and mem.get(ana.id) is None
+    assert mem.get(cat.id) is not None  # a fact of its own, not named by the filter
+
+
+def test_a_purged_turn_takes_every_fact_drawn_from_it(mem: Memory) -> None:
+    turn, ana, cat = (
+        r.fact
+        for r in mem.capture(
+            [
+                {
+                    "role": "user",
+                    "content": "Ana's favourite city is Berlin. She has a cat named Pim.",
+                }
+            ]
+        )
+    )
+    assert turn and ana and cat
+    assert mem.purge(turn.id).facts == 3
+    assert mem.facts().items == []

@@ -3,16 +3,22 @@ is checked in time linear in its length."""
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from graphmem import InvalidInput, Memory, Settings
 from graphmem.sensitive import findings, redact, sensitive
 
 from ..support.clock import Clock
+from .test_capture import SECRETS as CAPTURE_SECRETS
+from .test_erasure import _hits
 
 SECRETS = [
     "I always use the password hunter2-Quartz! for the staging box",
@@ -111,6 +117,75 @@ def test_direct_writes_store_refuse_or_redact_secrets_as_configured(
         assert mem.search("hunter2", mode="fts") == []
         files = [p for p in (data_dir / "redact").rglob("*") if p.is_file()]
         assert not any(b"hunter2" in p.read_bytes() for p in files)
+
+
+# ------------------------------------------------------------- with the conversation kept
+
+#: Every phrasing above, said in a conversation: each message also names its own marker (a
+#: word nothing else holds) in sentences capture would otherwise keep as facts.
+SAID = [
+    f"Plovdrix{n:02d} always prefers dark mode. Remember this: {secret}. "
+    f"Plovdrix{n:02d} lives in Berlin."
+    for n, secret in enumerate([*SECRETS, *CAPTURE_SECRETS])
+]
+#: Secrets where a turn is cut in parts or loses its code: past the first part of a long
+#: message, and in fenced code.
+TAIL_SECRET = "the password is Kestrel-88!"
+CODE_SECRET = "ghp_1234567890abcdefghijABCDEFGHIJ9999"
+HIDDEN = [
+    "Plovdrix90 wrote a long note. "
+    + " ".join(f"The tram number {n} runs along the river to the old harbour." for n in range(40))
+    + f" By the way {TAIL_SECRET}",
+    f"Plovdrix91 deploys with this:\n```\nexport GITHUB_TOKEN={CODE_SECRET}\n```",
+]
+KEPT = ["The tram to the harbour leaves at nine.", "Thanks, I will take the early one."]
+
+
+def _said_needles(mem: Memory, messages: list[str]) -> list[bytes]:
+    """What of ``messages`` must be in no file: the marker (in each message and in each
+    sentence but the secret's), each secret, the words of a secret holding a digit (as the
+    keyword index keeps them) and each message's float32 vector."""
+    secrets = [*SECRETS, *CAPTURE_SECRETS, TAIL_SECRET, CODE_SECRET]
+    words = {
+        w
+        for s in secrets
+        for w in re.findall(r"[\w-]+", s.lower())
+        if len(w) >= 6 and re.search(r"\d", w)
+    }
+    vectors = mem.embedder.embed(messages)
+    return (
+        [b"plovdrix"]
+        + [s.encode() for s in secrets]
+        + [w.encode() for w in sorted(words)]
+        + [np.asarray(v, dtype="<f4").tobytes() for v in vectors]
+    )
+
+
+def test_with_turns_kept_no_message_holding_a_secret_is_kept_in_any_form(
+    data_dir: Path, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The conversation is kept, but never a message holding a secret: not as a turn, a part
+    of one, a fact drawn from it, a window, a keyword or a vector, in any file."""
+    caplog.set_level(logging.DEBUG)
+    messages = [*SAID, *HIDDEN]
+    roles = ["user", "assistant"]
+    said: list[dict[str, Any]] = [
+        {"role": roles[n % 2], "content": text} for n, text in enumerate([*messages, *KEPT])
+    ]
+    with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
+        results = mem.capture(said, episode="chat", keep="conversation")
+        refused = [r for r in results if r.message < len(messages)]
+        assert {r.message for r in refused} == set(range(len(messages)))
+        assert all(r.action == "SKIP" and r.fact is None and r.text is None for r in refused)
+        kept = [r.fact.text for r in results if r.fact is not None]
+        assert kept == KEPT  # the others are kept as turns
+        stored = [f.text for _, f in mem.facts(first=1000, include_superseded=True).items]
+        assert stored == KEPT
+        namespace = data_dir / "default"
+        assert _hits(namespace, [KEPT[0].encode()]), "the positive control: turns are on disk"
+        needles = _said_needles(mem, messages)
+    assert _hits(namespace, needles) == []
+    assert "plovdrix" not in caplog.text.lower()
 
 
 # ------------------------------------------------------------------------ adversarial texts

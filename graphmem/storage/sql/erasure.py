@@ -1,5 +1,11 @@
 """Erasure in SQL: what a purge filter selects, what purging it would remove, and the record
-that it happened (:mod:`graphmem.erasure` holds the filter and the reports)."""
+that it happened (:mod:`graphmem.erasure` holds the filter and the reports).
+
+A purge also takes the conversation behind the facts it names: a fact drawn from a turn repeats
+that turn's words, so the turn goes with it, and the facts drawn from a purged turn go with the
+turn. Both through the ``capture`` PART_OF links, one step each way: a turn taken with one of
+its facts does not take the others, which are facts of their own.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 from ...erasure import Erasure, PurgeFilter, PurgeReport
 from ...errors import InvalidInput
 from ...limits import MAX_LIMIT
+from ...models import LinkOrigin
 from ...temporal import to_datetime
 from .connections import SQLConnection
 from .params import id_list
@@ -38,8 +45,7 @@ def purge_clause(where: PurgeFilter) -> tuple[str, dict[str, Any]]:
 
 def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
     """What purging ``where`` would remove, without removing it."""
-    clause, params = purge_clause(where)
-    ids = [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+    ids = matching(conn, where)
     found = id_list(ids)
     (links,) = conn.execute(
         "SELECT count(*) FROM links WHERE source_id IN (SELECT value FROM json_each(?))"
@@ -62,8 +68,21 @@ def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
 
 
 def matching(conn: SQLConnection, where: PurgeFilter) -> list[str]:
+    """The ids of the facts ``where`` names, then of the turns they were drawn from and the
+    facts drawn from the turns among them (see the module's docstring)."""
     clause, params = purge_clause(where)
-    return [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+    named = [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
+    if not named:
+        return named
+    # Links in any state: a fact whose link was retracted still repeats its turn's words.
+    drawn = conn.execute(
+        "SELECT target_id FROM links WHERE origin = :origin AND type = 'PART_OF'"
+        " AND source_id IN (SELECT value FROM json_each(:ids))"
+        " UNION SELECT source_id FROM links WHERE origin = :origin AND type = 'PART_OF'"
+        " AND target_id IN (SELECT value FROM json_each(:ids))",
+        {"origin": LinkOrigin.CAPTURE.value, "ids": id_list(named)},
+    )
+    return named + sorted({r[0] for r in drawn} - set(named))
 
 
 def record(conn: SQLConnection, at: float, where: PurgeFilter, report: PurgeReport) -> None:

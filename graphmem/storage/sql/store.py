@@ -1042,11 +1042,11 @@ class SQLStore(Generic[D]):
         return int(decayed), int(faded)
 
     def decay_inputs(self) -> Iterator[Record]:
-        """Every fact's id, entity, key, value, text, decay_class, last_confirmed_at and
-        recorded_at (what the decay heuristics read)."""
+        """Every fact's id, source, entity, key, value, text, decay_class, last_confirmed_at
+        and recorded_at (what the decay heuristics read)."""
         yield from self._read().execute(
-            "SELECT id, entity, key, value, text, decay_class, last_confirmed_at, recorded_at"
-            " FROM facts"
+            "SELECT id, source, entity, key, value, text, decay_class, last_confirmed_at,"
+            " recorded_at FROM facts"
         )
 
     def stated_inputs(self) -> Iterator[Record]:

@@ -1,0 +1,107 @@
+"""Privacy on the PostgreSQL store, with the conversation kept: capture keeps no message holding
+a secret, and a purge takes turns, their windows and the facts drawn from them, leaving no row
+of the namespace and no file of its directory (the vector index) holding what it erased.
+
+PostgreSQL has no secure delete: what it erased may stay in its data files' free space and its
+WAL until they are overwritten (docs/scale-out.md, "Erasure"); these tests read the rows.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from devtools.cluster import Postgres
+from graphmem import Memory, Settings
+
+from ..core.test_erasure import CHAT, TURN_FILTERS, _hits, turn_filter
+from ..core.test_sensitive import HIDDEN, KEPT, SAID, _said_needles
+
+
+@pytest.fixture
+def namespace() -> str:
+    """A namespace of the test's own, in the session's PostgreSQL database (the ``postgres``
+    fixture skips, saying why, without PostgreSQL)."""
+    return f"t{uuid.uuid4().hex}"
+
+
+def open_memory(url: str, directory: Path, namespace: str) -> Memory:
+    settings = Settings(embedder="hash", store=url)
+    return Memory.open(directory, namespace=namespace, settings=settings)
+
+
+def _rows_holding(postgres: Postgres, namespace: str, needles: list[bytes]) -> list[str]:
+    """The tables with a row of ``namespace`` (or of no namespace) holding any of ``needles``:
+    a text (ignoring case, as the keyword index keeps it), or bytes as a bytea column shows
+    them."""
+    wanted = [n.decode().lower() for n in needles if n.isascii()]
+    wanted += [n.hex() for n in needles if not n.isascii()]
+    held = []
+    with postgres.superuser(postgres.url.rsplit("/", 1)[-1]) as conn:  # beneath row security
+        tables = conn.execute(
+            "SELECT t.tablename, c.column_name IS NOT NULL FROM pg_tables t"
+            " LEFT JOIN information_schema.columns c ON c.table_schema = t.schemaname"
+            " AND c.table_name = t.tablename AND c.column_name = 'namespace'"
+            " WHERE t.schemaname = 'public' ORDER BY 1"
+        ).fetchall()
+        for table, namespaced in tables:
+            where = " WHERE t.namespace = %s" if namespaced else ""
+            rows = conn.execute(
+                f'SELECT t::text FROM "{table}" AS t{where}', [namespace] if namespaced else []
+            ).fetchall()
+            text = "\n".join(r[0] for r in rows).lower()
+            if any(w in text for w in wanted):
+                held.append(table)
+    return held
+
+
+def _vectors(mem: Memory, texts: list[str]) -> list[bytes]:
+    return [np.asarray(v, dtype="<f4").tobytes() for v in mem.embedder.embed(texts)]
+
+
+def test_no_message_holding_a_secret_is_kept_in_any_row_or_file(
+    postgres: Postgres, postgres_url: str, namespace: str, tmp_path: Path
+) -> None:
+    messages = [*SAID, *HIDDEN]
+    said: list[dict[str, Any]] = [
+        {"role": ("user", "assistant")[n % 2], "content": text}
+        for n, text in enumerate([*messages, *KEPT])
+    ]
+    with open_memory(postgres_url, tmp_path, namespace) as mem:
+        results = mem.capture(said, episode="chat")
+        assert [r.fact.text for r in results if r.fact is not None] == KEPT
+        needles = _said_needles(mem, messages)
+    assert _rows_holding(postgres, namespace, [KEPT[0].encode()]), "the positive control"
+    assert _rows_holding(postgres, namespace, needles) == []
+    assert _hits(tmp_path, needles) == []
+
+
+@pytest.mark.parametrize("by", TURN_FILTERS)
+def test_a_purge_takes_the_turn_its_windows_and_its_facts_leaving_no_row_holding_them(
+    postgres: Postgres, postgres_url: str, namespace: str, tmp_path: Path, by: str
+) -> None:
+    with open_memory(postgres_url, tmp_path, namespace) as mem:
+        mem.store_many(
+            [{"text": f"An ordinary fact number {n} about the trams"} for n in range(10)]
+        )
+        turn, fact, reply = (r.fact for r in mem.capture(CHAT, episode="zq-session"))
+        assert turn and fact and reply
+        needles = [turn.text.encode(), fact.text.encode(), b"vrontim", b"quillowm"]
+        needles += _vectors(mem, [turn.text, fact.text])
+        assert _rows_holding(postgres, namespace, needles), "the positive control"
+        assert mem._store.window_matches("Quillowmere", 10)  # the turn is in a window
+        filters = turn_filter(by, turn.id, fact.id)
+        counted = mem.purge(**filters, dry_run=True)
+        report = mem.purge(**filters)
+        assert counted.to_dict() == {**report.to_dict(), "dry_run": True}
+        whole = by == "episode"
+        assert (report.facts, report.vectors, report.episodes) == (2 + whole, 2 + whole, whole)
+        assert mem.get(turn.id) is None and mem.get(fact.id) is None
+        assert (mem.get(reply.id) is None) == whole
+        assert mem._store.window_matches("Quillowmere", 10) == {}
+    assert _rows_holding(postgres, namespace, needles) == []
+    assert _hits(tmp_path, needles) == []
