@@ -196,15 +196,17 @@ def ranked(
     return sorted([*hits, *{c.fact.id: c for c in extra}.values()], key=lambda c: -c.score)
 
 
-def merged(candidates: Sequence[Candidate], drawn: Mapping[str, str]) -> list[Candidate]:
+def merged(candidates: Sequence[Candidate], drawn: Mapping[str, Sequence[str]]) -> list[Candidate]:
     """``candidates`` with each fact drawn from a turn that is a candidate too (``drawn``: fact
-    id to turn id) replaced by that turn, at the better of their two places and with the
-    better score, so that the budget is never spent twice on one message."""
+    id to the ids of the turns that say it) replaced by that turn (the best, if several), at
+    the better of their two places and with the better score, so that the budget is never
+    spent twice on one message."""
     at = {c.fact.id: c for c in candidates}
     out: list[Candidate] = []
     placed: set[str] = set()
     for c in candidates:
-        turn = at.get(drawn.get(c.fact.id, ""))
+        turns = [at[t] for t in drawn.get(c.fact.id, ()) if t in at]
+        turn = max(turns, key=lambda t: t.score, default=None)
         shown = c if turn is None else Candidate(turn.fact, max(c.score, turn.score), turn.source)
         if shown.fact.id not in placed:
             placed.add(shown.fact.id)

@@ -365,7 +365,8 @@ class Settings(BaseModel):
         5_000_000,
         ge=0,
         description="Cost points each API key may spend per minute (a bucket refilled "
-        "continuously; a GraphQL document spends its cost, an MCP tool call its result count); "
+        "continuously; a GraphQL document spends its cost, an MCP tool call its points: a capture one per "
+        "1,600 characters begun of each message, other tools their result count); "
         "past it requests get HTTP 429 with `Retry-After`. `0`: no limit. Counted per server "
         "process.",
     )

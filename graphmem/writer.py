@@ -656,7 +656,7 @@ class Writer:
     ) -> list[StoreResult]:
         """A capture's turns, once its items are written: the turn written in place of each
         whole-message fact the rules did not write (a repeat, a retraction: the conversation
-        still said it), and each new fact's PART_OF link to the turn it was drawn from.
+        still said it), and each fact's PART_OF link to the turn it was drawn from.
         Returns the results that make up the episode, in its order (see ``capture.Plan``)."""
         missing = [i for i in planned.standins if results[i].action not in ("ADD", "UPDATE")]
         if missing:
@@ -673,12 +673,15 @@ class Writer:
             w.known |= {
                 r.fact.id: w.vectors[i] for i, r in planned.written.items() if r.fact is not None
             }
+        # A fact the rules matched or retracted instead of writing was said again in this turn:
+        # it is linked too, so that a purge of the fact takes every turn that says it.
+        pairs = [*planned.drawn.items(), *((i, i) for i in missing)]
         drawn = [
             (fact.id, turn.id, max(fact.valid_from, turn.valid_from).timestamp())
-            for f, t in planned.drawn.items()
-            if results[f].action in ("ADD", "UPDATE")
-            and (fact := results[f].fact) is not None
+            for f, t in pairs
+            if (fact := results[f].fact) is not None
             and (turn := (planned.written.get(t) or results[t]).fact) is not None
+            and fact.id != turn.id
         ]
         if drawn:
             tx.add_links(

@@ -301,9 +301,10 @@ class Store(Protocol):
         """Visible pinned facts, the earliest pinned first."""
         ...
 
-    def drawn_from(self, ids: Sequence[str]) -> dict[str, str]:
-        """The turn each of ``ids`` that capture drew from a message keeps that message in (its
-        live PART_OF link of origin ``capture``), by fact id; ids drawn from none are absent."""
+    def drawn_from(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The turns that say each of ``ids`` that capture drew from a message (its live PART_OF
+        links of origin ``capture``: the turn it was drawn from, and those that said it again),
+        by fact id; ids drawn from none are absent."""
         ...
 
     def newest_keyed(

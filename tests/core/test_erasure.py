@@ -316,3 +316,17 @@ def test_a_purged_turn_takes_every_fact_drawn_from_it(mem: Memory) -> None:
     assert turn and ana and cat
     assert mem.purge(turn.id).facts == 3
     assert mem.facts().items == []
+
+
+def test_a_fact_said_again_in_another_session_takes_that_turn_too(data_dir: Path) -> None:
+    with Memory.open(data_dir, settings=Settings(embedder="hash")) as mem:
+        said = "Ana's favourite city is Vrontimal."
+        first = mem.capture([{"role": "user", "content": f"Hello. {said}"}], episode="s1")
+        again = mem.capture([{"role": "user", "content": f"As I said: {said}"}], episode="s2")
+        alone = mem.capture([{"role": "user", "content": said}], episode="s3")
+        assert [r.action for r in first] == ["ADD", "ADD"]
+        assert [(r.kind, r.action) for r in again] == [("turn", "ADD"), ("fact", "NOOP")]
+        assert [(r.kind, r.action) for r in alone] == [("turn", "ADD"), ("fact", "NOOP")]
+        assert mem.purge(entity="ana").facts == 4  # the fact and the three turns that say it
+        assert mem.facts().items == []
+        assert _hits(data_dir / "default", _secrets(mem, [said])) == []

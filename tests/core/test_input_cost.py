@@ -23,7 +23,7 @@ BOUND_S = 5.0
         (sensitive.findings, "pw " * (N // 3)),  # a credential word, again and again
         (sensitive.findings, "a-" * (N // 2)),  # a URL scheme that never ends
         (tagging.detect_category, "_" * N + "@a"),  # an e-mail address that never starts
-        (lambda text: capture.candidates([capture.Message("user", text)], N + 1), "_" * N),
+        (lambda text: capture.plan([capture.Message("user", text)], max_chars=N + 1), "_" * N),
         (lambda text: capture.extract(text, "user"), "A-" * (N // 2)),  # a name that never ends
         (lambda text: capture.extract(text, "user"), "My colour is" + " now" * (N // 4) + "x"),
         (lambda text: timehints.understand(text, 1.7e9), "May 2020 " * (N // 9)),

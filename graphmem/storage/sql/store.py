@@ -745,7 +745,7 @@ class SQLStore(Generic[D]):
     def pinned(self, scope: TimeScope, *, limit: int) -> list[Fact]:
         return reads.pinned(self._read(), scope, limit=limit)
 
-    def drawn_from(self, ids: Sequence[str]) -> dict[str, str]:
+    def drawn_from(self, ids: Sequence[str]) -> dict[str, list[str]]:
         if not ids:
             return {}
         rows = self._read().execute(
@@ -753,7 +753,10 @@ class SQLStore(Generic[D]):
             " AND origin = :origin AND retracted_at IS NULL",
             {"ids": id_list(ids), "origin": LinkOrigin.CAPTURE.value},
         )
-        return {source: target for source, target in rows}
+        out: dict[str, list[str]] = {}
+        for source, target in rows:
+            out.setdefault(source, []).append(target)
+        return out
 
     def newest_keyed(
         self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int
