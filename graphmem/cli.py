@@ -1010,7 +1010,7 @@ def backfill_windows(ctx: click.Context, /, as_json: bool) -> None:
 @json_option
 @click.pass_context
 def backfill_decay(ctx: click.Context, /, dry_run: bool, as_json: bool) -> None:
-    """Re-run the decay-class heuristics on every fact."""
+    """Re-run the decay-class heuristics on every fact (turns keep the class capture gave them)."""
     with _memory(ctx) as mem:
         moved = mem.backfill_decay(dry_run=dry_run)
     _emit(

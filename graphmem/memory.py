@@ -344,7 +344,9 @@ class Memory:
     ) -> PurgeReport:
         """Delete facts for good (privacy): one by id, or every fact ``ids``, ``entity``
         (case-insensitive), ``source`` and ``episode`` match (the filters given narrow each
-        other), in any state: current, replaced or forgotten.
+        other), in any state: current, replaced or forgotten; with them the turns of a
+        conversation those facts were drawn from or said again in, and the facts drawn from
+        the turns matched (one step each way: they hold the same words; see ``capture``).
 
         In one transaction it removes the facts, their links, their cached embeddings (of
         texts no other fact has), their keyword-index entries and the episodes left empty, and
@@ -1181,7 +1183,8 @@ class Memory:
         return {"episodes": len(episodes), "windows": made}
 
     def backfill_decay(self, *, dry_run: bool = False) -> dict[str, int]:
-        """Re-run the decay heuristics on every fact; returns how many moved to each class."""
+        """Re-run the decay heuristics on every fact but the turns (which keep the class capture
+        gave them); returns how many moved to each class."""
         return pruning.backfill(self._store, dry_run=dry_run)
 
     # ----------------------------------------------------------------------------- operations
