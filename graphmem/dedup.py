@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -69,7 +69,6 @@ class _Batch:
     """What the batch knows: prefetched rows plus the rows it has written so far."""
 
     now: float
-    episode_id: str | None = None
     by_hash: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     by_key: dict[tuple[str, str], list[dict[str, Any]]] = field(
         default_factory=lambda: defaultdict(list)
@@ -92,28 +91,34 @@ def write_batch(
     *,
     episode_id: str | None = None,
     merges: Sequence[Sequence[str]] | None = None,
+    outside: Collection[int] = (),
 ) -> tuple[list[StoreResult], set[str]]:
     """Dedup, classify and insert ``inputs``; returns the results and the fact ids whose vectors
     must be synced. ``twins[i]`` is item i's vector near-duplicate: a live fact id, an earlier
     batch position, or None. ``verdicts[i]``, when given, is the LLM classifier's decision for
-    item i. The new facts belong to ``episode_id`` (recorded by the caller). ``merges[i]``, when
+    item i. The new facts belong to ``episode_id`` (recorded by the caller), but for the items
+    at the positions ``outside`` (facts capture drew from the episode's turns, which are
+    linked to them instead of being part of the conversation). ``merges[i]``, when
     given, are further live facts item i supersedes besides its ``supersedes`` (a consolidation
     writes one fact replacing several). Raises (and the caller rolls back) on an invalid
     ``supersedes``."""
     hashes = [normalized_hash(x.text) for x in inputs]
-    batch = _Batch(tx.now, episode_id)
+    batch = _Batch(tx.now)
     _prefetch(tx, batch, hashes, inputs, settings)
     decisions: list[_Decision] = []
-    for x, h, twin, verdict, also in zip(
-        inputs,
-        hashes,
-        twins,
-        verdicts or [None] * len(inputs),
-        merges or [()] * len(inputs),
-        strict=True,
+    for i, (x, h, twin, verdict, also) in enumerate(
+        zip(
+            inputs,
+            hashes,
+            twins,
+            verdicts or [None] * len(inputs),
+            merges or [()] * len(inputs),
+            strict=True,
+        )
     ):
         owner = _vector_owner(tx, batch, twin, decisions)
-        decisions.append(_decide(tx, batch, x, h, owner, settings, verdict, also))
+        member = None if i in outside else episode_id
+        decisions.append(_decide(tx, batch, x, h, owner, settings, verdict, also, member))
     tx.apply(batch.changes)
     # The batch's rows mirror what it wrote (including later supersessions of earlier items).
     results = [
@@ -151,6 +156,7 @@ def _decide(
     settings: Settings,
     verdict: Verdict | None = None,
     also: Sequence[str] = (),
+    episode_id: str | None = None,
 ) -> _Decision:
     now = batch.now
     targets = [_live_target(tx, batch, i) for i in ([x.supersedes] if x.supersedes else [])]
@@ -261,7 +267,7 @@ def _decide(
         "superseded_by": None if later is None else later["id"],
         "supersedes_id": superseded[0]["id"] if superseded else None,
         "vector_of": vector_of,
-        "episode_id": batch.episode_id,
+        "episode_id": episode_id,
         # Not inserted (column defaults), but part of the Fact this write returns:
         "access_count": 0,
         "last_accessed_at": None,

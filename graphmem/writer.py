@@ -140,6 +140,8 @@ class Writer:
         if asked is not None:  # a capture whose chat request was made
             write.embedded_as(*self._embedded(inputs, asked))
             write.verdicts = asked.verdicts
+        elif plan is not None and plan.drawn and self.settings.classifier != "llm":
+            write.embedded_as(*self._shared_with_turns(inputs, plan))
         elif self.settings.classifier == "llm":  # the chat model is asked before queuing
             write.embedded_as(*self._cache.embed(self._store, [x.text for x in inputs]))
             write.verdicts = self._classify(inputs, write.vectors)
@@ -233,6 +235,22 @@ class Writer:
                 "; ".join({v.reason for v in asked.verdicts if v is not None and v.fallback}),
             )
         return replanned, asked
+
+    def _shared_with_turns(
+        self, inputs: Sequence[FactInput], planned: captures.Plan
+    ) -> tuple[Vectors, list[tuple[str, Vectors]]]:
+        """The vectors of a capture's items, the facts drawn from a turn sharing that turn's:
+        a sentence of a message means what the message means closely enough to be found
+        through it (recall then shows the turn, which says more), and the capture embeds what
+        a ``store_many`` of its messages would, not a third more. A shared vector is stored
+        once (the fact's ``vector_of`` is its turn)."""
+        own = [i for i in range(len(inputs)) if i not in planned.drawn]
+        vectors, fresh = self._cache.embed(self._store, [inputs[i].text for i in own])
+        out = np.empty((len(inputs), vectors.shape[1]), dtype=vectors.dtype)
+        out[own] = vectors
+        for fact, turn in planned.drawn.items():
+            out[fact] = out[turn]
+        return out, fresh
 
     def _chat(self) -> ChatClient:
         """The LLM classifier's chat model (made from the settings when first needed)."""
@@ -616,14 +634,21 @@ class Writer:
             w.verdicts,
             episode_id=episode_id,
             merges=w.merges,
+            outside=() if w.plan is None or w.plan.chained is None else w.plan.drawn,
         )
         w.known = _new_vectors(results, w.vectors)
         chained = results
         if w.plan is not None:
             chained = self._captured(tx, w, w.plan, episode, results, touched)
+        # A fact drawn from a turn is linked to it PART_OF, not also by similarity.
+        own_turn = {} if w.plan is None else w.plan.drawn
         similar = [
-            [(t, score) for hit, score in hits if (t := w.local(hit)) is not None]
-            for hits in w.similar
+            [
+                (t, score)
+                for hit, score in hits
+                if (t := w.local(hit)) is not None and t != own_turn.get(i)
+            ]
+            for i, hits in enumerate(w.similar)
         ]
         assert w.options is not None
         autolinks.link_batch(tx, facts, results, similar, w.options)

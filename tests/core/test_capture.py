@@ -305,3 +305,23 @@ def test_malformed_messages_are_rejected_and_nothing_is_stored(
     with pytest.raises(InvalidInput, match=match):
         mem.capture(messages)
     assert mem.stats().facts == 0
+
+
+def test_the_episode_is_its_turns_in_order_the_facts_drawn_linked_to_them(mem: Memory) -> None:
+    # The agent loop: one capture per exchange, into the session's episode.
+    first = mem.capture(
+        [user("Hello! I moved to Lisbon last week."), assistant("Welcome! I love Lisbon.")],
+        episode="s1",
+    )
+    second = mem.capture([user("Thanks. My sister lives in Porto.")], episode="s1")
+    results = [*first, *second]
+    turns = [r.fact for r in results if r.kind == "turn" and r.fact is not None]
+    facts = [r.fact for r in results if r.kind == "fact" and r.fact is not None]
+    assert [f.id for f in mem.episode_facts("s1")] == [t.id for t in turns]
+    assert len(turns) == 3 and len(facts) == 3 and all(f.episode_id is None for f in facts)
+    chained = {
+        (k.source_id, k.target_id) for t in turns for k in mem.links(t.id) if k.origin == "episode"
+    }
+    assert chained == {(turns[1].id, turns[0].id), (turns[2].id, turns[1].id)}
+    held = mem._store.windows_holding([t.id for t in turns])
+    assert held and all(set(ids) <= {t.id for t in turns} for ids in held.values())

@@ -125,7 +125,7 @@ def test_the_one_request_draws_the_facts_with_their_fields_each_linked_to_its_tu
         "Porto",
         "entity",
     )
-    assert (sister.source, sister.episode_id, trip.category) == ("capture:user", "s1", "fact")
+    assert (sister.source, sister.episode_id, trip.category) == ("capture:user", None, "fact")
     assert results[1].reason == "llm: new"
     assert [r.turn_id for r in results[1:3]] == [turn.id, turn.id]
     for fact in (sister, trip):

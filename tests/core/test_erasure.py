@@ -276,7 +276,8 @@ def test_a_purge_takes_the_turn_a_fact_was_drawn_from_and_leaves_no_copy_in_any_
         report = mem.purge(**filters)
         assert counted.to_dict() == {**report.to_dict(), "dry_run": True}
         whole = by == "episode"
-        assert (report.facts, report.vectors, report.episodes) == (2 + whole, 2 + whole, whole)
+        # The fact shares its turn's vector: one vector for the two.
+        assert (report.facts, report.vectors, report.episodes) == (2 + whole, 1 + whole, whole)
         assert mem.get(turn.id) is None and mem.get(fact.id) is None
         assert (mem.get(reply.id) is None) == whole
         assert _hits(namespace, needles) == []

@@ -99,7 +99,8 @@ def test_a_purge_takes_the_turn_its_windows_and_its_facts_leaving_no_row_holding
         report = mem.purge(**filters)
         assert counted.to_dict() == {**report.to_dict(), "dry_run": True}
         whole = by == "episode"
-        assert (report.facts, report.vectors, report.episodes) == (2 + whole, 2 + whole, whole)
+        # The fact shares its turn's vector: one vector for the two.
+        assert (report.facts, report.vectors, report.episodes) == (2 + whole, 1 + whole, whole)
         assert mem.get(turn.id) is None and mem.get(fact.id) is None
         assert (mem.get(reply.id) is None) == whole
         assert mem._store.window_matches("Quillowmere", 10) == {}
