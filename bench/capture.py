@@ -28,7 +28,7 @@ off: the bench's recalls would otherwise write accesses between questions (and i
 figure), and every turn is within its decay class's lifetime anyway.
 
     python -m bench.capture [--samples A-B] [--embedder hash|local] [--path capture|whole|both]
-                            [--keep conversation|facts]
+                            [--keep conversation|facts] [--speakers]
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     raw = json.loads((folder / "locomo10.json").read_text(encoding="utf-8"))
     first, last = args.samples or (0, len(raw) - 1)
-    samples = [load(i, raw[i]) for i in range(first, min(last, len(raw) - 1) + 1)]
+    samples = [load(i, raw[i], args.speakers) for i in range(first, min(last, len(raw) - 1) + 1)]
     paths = PATHS if args.path == "both" else (args.path,)
     embedder = make_embedder(args.embedder)
     embedder.embed(["warm the model up before the first timed write"])
@@ -110,6 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "embedder": args.embedder,
             "paths": list(paths),
             "keep": args.keep,
+            "speakers": args.speakers,
             "max_tokens": BUDGET,
             "settings": "defaults, track_access=False",
             "category_numbering": {str(k): v for k, v in CATEGORIES.items()},
@@ -123,6 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     print(summary_markdown(report))
     suffix = "" if args.keep == "conversation" else f"-{args.keep}"
+    suffix += "-speakers" if args.speakers else ""
     suffix += "" if args.path == "both" else f"-{args.path}"
     suffix += "" if args.samples is None else f"-{first}-{samples[-1].index}"
     write_json(args.out or OUT_DIR / f"capture-{args.embedder}{suffix}.json", report)
@@ -159,9 +161,9 @@ class Sample:
         return sum(len(s.messages) for s in self.sessions)
 
 
-def load(index: int, sample: dict[str, Any]) -> Sample:
-    """Conversation ``index`` of LoCoMo: its sessions as chat messages, its questions with
-    evidence."""
+def load(index: int, sample: dict[str, Any], speakers: bool = False) -> Sample:
+    """Conversation ``index`` of LoCoMo: its sessions as chat messages (each message's text
+    after its speaker's name, ``speakers``), its questions with evidence."""
     conv = sample["conversation"]
     sessions = []
     said: dict[str, str] = {}
@@ -171,7 +173,7 @@ def load(index: int, sample: dict[str, Any]) -> Sample:
         messages = [
             {
                 "role": "user" if t["speaker"] == conv["speaker_a"] else "assistant",
-                "content": t["text"],
+                "content": f"{t['speaker']}: {t['text']}" if speakers else t["text"],
             }
             for t in turns
         ]
@@ -745,6 +747,12 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         choices=KEEPS,
         default="conversation",
         help="what capture keeps (Memory.capture's keep)",
+    )
+    parser.add_argument(
+        "--speakers",
+        action="store_true",
+        help="each message's text after its speaker's name (\"Caroline: ...\"), as the "
+        "retrieval benches store LoCoMo's turns",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = parser.parse_args(argv)
