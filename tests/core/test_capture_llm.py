@@ -17,6 +17,7 @@ from graphmem.classify import DRAWN_PER_MESSAGE
 from graphmem.limits import MAX_CHAT_ANSWER_BYTES
 
 from ..support.openai_stub import OpenAIStub
+from .test_classify import llm_settings as classify_settings
 
 pytestmark = pytest.mark.integration
 
@@ -24,14 +25,8 @@ Reply = Callable[[dict[str, Any]], str]
 
 
 def llm_settings(stub: OpenAIStub, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "embedder": "hash",
-        "classifier": "llm",
-        "llm_base_url": stub.base_url,
-        "llm_api_key": "test",
-        "llm_max_retries": 0,
-    }
-    return Settings(**{**values, **overrides})
+    """The classifier's test settings, without retries: each failure here is the one meant."""
+    return classify_settings(stub, **{"llm_max_retries": 0, **overrides})
 
 
 @pytest.fixture
