@@ -269,7 +269,8 @@ def test_capture_keeps_turns_and_draws_facts_alike_and_keep_facts_keeps_facts_al
     ]
     assert turn.fact.kind == "turn" and turn.fact.source == "turn:user" and turn.turn_id is None
     assert fact.turn_id == turn.fact.id and fact.fact.text == "I prefer tea over coffee."
-    assert [f.kind for f in api.episode_facts("chat-1")] == ["turn", "fact", "turn"]
+    # The episode is the conversation: its turns (the fact drawn is linked to its turn).
+    assert [f.id for f in api.episode_facts("chat-1")] == [turn.fact.id, answer.fact.id]
     recalled = api.recall("what time is it", max_tokens=200)
     assert [(i.kind, i.fact.id) for i in recalled.items] == [  # the fact or its turn, once
         ("turn", turn.fact.id),
