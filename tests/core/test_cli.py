@@ -264,8 +264,10 @@ def test_capture_reads_messages_from_a_file_and_recall_prints_the_block(
     assert results[2]["fact"]["text"] == "I always use black for formatting."
     assert results[2]["turn_id"] == results[1]["fact"]["id"]
     out = gm("recall", "how should code be formatted?", "--json")
-    assert [i["kind"] for i in out["items"]] == ["turn"]  # the turn says more than its fact
+    # The turn says more than its fact: it is shown, the fact not.
+    assert out["items"][0]["kind"] == "turn"
     assert out["items"][0]["fact"]["id"] == results[1]["fact"]["id"]
+    assert results[2]["fact"]["id"] not in [i["fact"]["id"] for i in out["items"]]
     assert "user: I always use black for formatting. Thanks!" in out["context"]
     out = gm("recall", "formatting", "--max-tokens", "5", "--json")
     assert (out["context"], out["items"]) == ("", [])
