@@ -506,14 +506,13 @@ def _value(raw: str) -> str:
     return value if 0 < len(value) <= MAX_VALUE_CHARS else ""
 
 
-def results(
-    planned: Plan, stored: Sequence[StoreResult], standins: Mapping[int, StoreResult]
-) -> list[CaptureResult]:
+def results(planned: Plan, stored: Sequence[StoreResult]) -> list[CaptureResult]:
     """One result per entry, in order: what the write path did with each item (``stored``, in
     item order) or a SKIP. A whole-message fact the rules did not write is preceded by the
-    result of the turn written in its place (``standins``, by the fact's item); a fact drawn
+    result of the turn written in its place (``planned.written``, by the fact's item); a fact drawn
     from a turn names it (``turn_id``): the whole-message fact standing for it, or the turn
     written in that fact's place."""
+    standins = planned.written
     out = []
     for e in planned.entries:
         if e.item is None:

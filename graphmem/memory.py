@@ -399,7 +399,7 @@ class Memory:
         planned, stored = self._writer.capture(
             captures.parse_messages(messages), keep=keep, episode=episode
         )
-        return captures.results(planned, stored, planned.written)
+        return captures.results(planned, stored)
 
     def subscribe(self, listener: Callable[[list[Change]], None]) -> Callable[[], None]:
         """Call ``listener`` with the changes of each write once it has committed (in the
