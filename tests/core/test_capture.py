@@ -323,5 +323,15 @@ def test_the_episode_is_its_turns_in_order_the_facts_drawn_linked_to_them(mem: M
         (k.source_id, k.target_id) for t in turns for k in mem.links(t.id) if k.origin == "episode"
     }
     assert chained == {(turns[1].id, turns[0].id), (turns[2].id, turns[1].id)}
-    held = mem._store.windows_holding([t.id for t in turns])
-    assert held and all(set(ids) <= {t.id for t in turns} for ids in held.values())
+
+
+@pytest.mark.in_process("reads the windows through the store")
+def test_the_windows_of_a_captured_episode_hold_its_turns_only(mem: Memory) -> None:
+    results = mem.capture(
+        [user("Hello! I moved to Lisbon last week."), assistant("Welcome! I love Lisbon.")],
+        episode="s1",
+    )
+    turns = {r.fact.id for r in results if r.kind == "turn" and r.fact is not None}
+    assert len(turns) == 2 and len(results) > len(turns)  # a fact was drawn beside them
+    held = mem._store.windows_holding(list(turns))
+    assert held and all(set(ids) <= turns for ids in held.values())
