@@ -67,6 +67,7 @@ test: $(STAMP)
 	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
 
 test-engines: $(STAMP)
+	$(PY) -m pytest -m thirdparty tests/thirdparty
 	$(PY) -m pytest --api client $(CLIENT_TESTS)
 	$(PY) -m pytest --store postgresql --vectors s3 $(STORE_TESTS)
 	$(PY) -m pytest --store postgresql $(STORE_TESTS)
