@@ -1,7 +1,9 @@
 """The GraphQL object, input and enum types, and how graphmem values become them.
 
 A ``Fact`` carries the time scope of the top-level field that produced it (``scope``), so every
-nested field (``links``, ``supersedes``, ``history``…) reads memory at that same moment.
+nested field (``links``, ``supersedes``, ``history``…) reads memory at that same moment. Its
+``viewId`` (a ``Link``'s and an ``Episode``'s too) names the object and that scope: the key a
+client cache normalises by, so that a view of the past is never overwritten by today's.
 """
 
 import base64
@@ -217,6 +219,31 @@ class ChangeKind(Enum):
     LINK_REMOVED = strawberry.enum_value("LINK_REMOVED", description="A link was retracted.")
 
 
+# ------------------------------------------------------------------------------------ views
+
+
+def view_id_of(item_id: str, scope: Scope) -> strawberry.ID:
+    """The id of one view of a fact, link or episode: its id and the time scope it was read
+    at, each axis as the instant it was resolved to (UTC, so "2024" and "2024-01-01T00:00:00Z"
+    are one scope) or ``now``: ``<id>@<asOf>/<knownAt>``. Every read at the present shares
+    ``<id>@now/now``, the view that writes' answers update."""
+    as_of, known_at = scope
+    return strawberry.ID(f"{item_id}@{_instant(as_of)}/{_instant(known_at)}")
+
+
+def _instant(moment: datetime | None) -> str:
+    return "now" if moment is None else _iso(moment)
+
+
+def _view_id_description(kind: str) -> str:
+    return (
+        f"This view of the {kind}: its id and the time scope it was read at (`asOf` and "
+        "`knownAt`, each the instant it means in UTC, or `now`), as `<id>@<asOf>/<knownAt>`. "
+        "Reads at the same scope give the same viewId, reads at another scope another: the key "
+        f"for a client cache that normalises {kind}s (docs/graphql.md#caching)."
+    )
+
+
 # ------------------------------------------------------------------------------------ objects
 
 
@@ -262,6 +289,10 @@ class Link:
     @classmethod
     def of(cls, link: graphmem.Link, scope: Scope) -> "Link":
         return _LinkView(link, scope)
+
+    @strawberry.field(description=_view_id_description("link"))
+    def view_id(self) -> strawberry.ID:
+        return view_id_of(self.id, self.scope)
 
     @strawberry.field(description="The source fact, as seen at the same time scope.")
     async def source(self, info: Info[Context, None]) -> "Fact | None":
@@ -367,6 +398,10 @@ class Fact:
     @classmethod
     def of(cls, fact: graphmem.Fact, scope: Scope) -> "Fact":
         return _FactView(fact, scope)
+
+    @strawberry.field(description=_view_id_description("fact"))
+    def view_id(self) -> strawberry.ID:
+        return view_id_of(self.id, self.scope)
 
     @strawberry.field(description="The episode it came from, if any.")
     async def episode(self, info: Info[Context, None]) -> "Episode | None":
@@ -506,6 +541,10 @@ class Episode:
             recorded_at=_maybe_time(episode.recorded_at),
             scope=scope,
         )
+
+    @strawberry.field(description=_view_id_description("episode"))
+    def view_id(self) -> str:
+        return view_id_of(self.id, self.scope)
 
     @strawberry.field(
         description="Its facts visible at the time scope (replaced versions included), in the "
