@@ -399,6 +399,12 @@ class Settings(BaseModel):
         description="Origins allowed to call the API from a browser page, e.g. "
         "`https://ui.example.com`; none: CORS off.",
     )
+    mem0_api: bool = Field(
+        False,
+        description="Serve mem0's REST API at `/mem0` (a mem0 `MemoryClient`'s host is "
+        "`http://<host>:<port>/mem0`), behind the same API keys as `/graphql`: "
+        "[clients.md](clients.md#mem0). Off: `/mem0` answers 404.",
+    )
     read_stated_time: bool = Field(
         True,
         description='Read the dates and periods a fact\'s text states ("yesterday", "in 2019") '

@@ -63,6 +63,7 @@ from .auth import (
 from .context import Context
 from .events import Broadcaster
 from .explorer import explorer_routes
+from .mem0 import mem0_routes
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
 from .schema import Schema, build_schema
@@ -208,6 +209,7 @@ def create_app(
             Route(MCP_PATH, mcp),
             WebSocketRoute(GRAPHQL_PATH, graphql),
             *explorer_routes(),
+            *mem0_routes(gate, schema.admission, settings),
         ],
         middleware=middleware,
         lifespan=lifespan,
