@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
+from . import tracing
+
 T = TypeVar("T")
 
 
@@ -30,6 +32,8 @@ class Pending(Generic[T]):
         self.error: BaseException | None = None
         #: The transaction time of the group that wrote it.
         self.at = 0.0
+        #: The span it was queued in, which its group's span links to (None: tracing off).
+        self.caller = tracing.link()
         self._done = False
         self._lead = False
         self._wake = threading.Event()

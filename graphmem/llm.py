@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import tracing
 from .bounded_http import BadAnswer, parse_json
 from .errors import InvalidInput, LLMError, shown_url
 from .limits import MAX_CHAT_ANSWER_BYTES
@@ -68,6 +69,16 @@ class ChatClient:
         """The model's answer to ``system`` + ``user``, asked for as a JSON object at
         temperature 0; LLMError if the endpoint fails, does not answer in time, or answers
         something unusable (too large, too deep, not JSON, no text)."""
+        with tracing.model_span("chat", self.provider, self.model, inputs=1) as span:
+            body = self._answer(system, user)
+            tracing.model_usage(span, body)
+        content = _content(body)
+        if content is None:
+            raise LLMError("chat endpoint answered without a message")
+        return content
+
+    def _answer(self, system: str, user: str) -> Any:
+        """The endpoint's answer (JSON) to one request, counted in the meter."""
         try:
             body, retries = openai_answer(
                 lambda: self._client.chat.completions.with_raw_response.create(
@@ -96,10 +107,7 @@ class ChatClient:
             prompt_tokens=reported_tokens(usage, "prompt_tokens"),
             completion_tokens=reported_tokens(usage, "completion_tokens"),
         )
-        content = _content(body)
-        if content is None:
-            raise LLMError("chat endpoint answered without a message")
-        return content
+        return body
 
 
 def _content(body: Any) -> str | None:

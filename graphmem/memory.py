@@ -38,6 +38,7 @@ from . import (
     reflection,
     sensitive,
     statedtime,
+    tracing,
     windows,
 )
 from . import capture as captures
@@ -108,7 +109,9 @@ class Memory:
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
         self._writer = Writer(namespace, store, vectors, self._sync, embedder, settings, llm)
-        self._search = Search(store, vectors, embedder, settings, self._sync.pending)
+        self._search = Search(
+            store, vectors, embedder, settings, self._sync.pending, namespace=namespace
+        )
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None
 
@@ -865,15 +868,29 @@ class Memory:
         min_strength: float = 0.0,
     ) -> graph.Subgraph:
         """Breadth-first from ``ids`` (see :func:`graphmem.storage.sql.traversal.traverse`)."""
-        return self._store.traverse(
-            ids,
-            self._scope(as_of, known_at),
-            depth=depth,
-            types=types,
-            direction=direction,
-            max_nodes=max_nodes,
-            min_strength=min_strength,
-        )
+        attributes: tracing.Attributes = {
+            tracing.NAMESPACE: self.namespace,
+            "graphmem.traverse.depth": depth,
+            "graphmem.traverse.max_nodes": max_nodes,
+        }
+        with tracing.span("graphmem.traverse", attributes) as span:
+            found = self._store.traverse(
+                ids,
+                self._scope(as_of, known_at),
+                depth=depth,
+                types=types,
+                direction=direction,
+                max_nodes=max_nodes,
+                min_strength=min_strength,
+            )
+            span.set_attributes(
+                {
+                    "graphmem.traverse.nodes": len(found.nodes),
+                    "graphmem.traverse.edges": len(found.edges),
+                    "graphmem.traverse.truncated_by": ",".join(found.truncated_by),
+                }
+            )
+            return found
 
     def path(
         self,
@@ -888,14 +905,21 @@ class Memory:
     ) -> graph.Path | None:
         """A shortest path between two facts over visible links, or None."""
         check_text(source_id=source_id, target_id=target_id)
-        return self._store.path(
-            source_id,
-            target_id,
-            self._scope(as_of, known_at),
-            types=types,
-            direction=direction,
-            max_depth=max_depth,
-        )
+        attributes: tracing.Attributes = {
+            tracing.NAMESPACE: self.namespace,
+            "graphmem.path.max_depth": max_depth,
+        }
+        with tracing.span("graphmem.path", attributes) as span:
+            found = self._store.path(
+                source_id,
+                target_id,
+                self._scope(as_of, known_at),
+                types=types,
+                direction=direction,
+                max_depth=max_depth,
+            )
+            span.set_attribute("graphmem.path.length", -1 if found is None else len(found))
+            return found
 
     def clusters(
         self,

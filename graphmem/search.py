@@ -25,7 +25,7 @@ from typing import Any, Final, TypeVar
 
 import numpy as np
 
-from . import expansion, ranking, timehints, windows
+from . import expansion, ranking, timehints, tracing, windows
 from .decay import freshness
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
@@ -46,6 +46,9 @@ SEARCH_THREADS: Final = 4
 #: on purpose (bench/REPORT.md, "Windows of turns").
 ENTITY_BOOST: Final = 0.2
 
+#: The attribute of a search leg's span saying how many candidates it found.
+FOUND: Final = "graphmem.search.found"
+
 T = TypeVar("T")
 _Candidates = dict[str, Record]
 
@@ -60,8 +63,12 @@ class Search:
         embedder: Embedder,
         settings: Settings,
         pending: Callable[[], dict[str, Vectors]] = dict,
+        *,
+        namespace: str = "",
     ) -> None:
         self._store = store
+        #: What the spans say (:mod:`graphmem.tracing`).
+        self._namespace = namespace
         self._vectors = vectors
         #: The vectors of writes not in the index yet (VectorSync.pending), scored exactly.
         self._pending = pending
@@ -88,6 +95,30 @@ class Search:
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
         _check(query, mode, limit, graph_depth)
+        attributes: tracing.Attributes = {
+            tracing.NAMESPACE: self._namespace,
+            "graphmem.search.mode": mode,
+            "graphmem.search.limit": limit,
+            "graphmem.search.graph_depth": graph_depth,
+        }
+        with tracing.span("graphmem.search", attributes) as span:
+            hits = self._run(
+                query, scope, filters, limit, mode, graph_depth, episode_links, time_hints
+            )
+            span.set_attribute("graphmem.search.hits", len(hits))
+            return hits
+
+    def _run(
+        self,
+        query: str,
+        scope: TimeScope,
+        filters: Filters,
+        limit: int,
+        mode: str,
+        graph_depth: int,
+        episode_links: bool,
+        time_hints: bool,
+    ) -> list[SearchHit]:
         wanted = max(self.settings.fusion_candidates, limit)
         live_only = scope.current and not filters.include_superseded
         fts: dict[str, float] = {}
@@ -96,7 +127,7 @@ class Search:
         candidates: _Candidates = {}
         pending = (
             self._pool.submit(
-                self._limited,
+                tracing.carried(self._limited),
                 self._store.deadline,
                 self._vector_leg,
                 query,
@@ -110,7 +141,7 @@ class Search:
         )
         dated = (
             self._pool.submit(
-                self._limited,
+                tracing.carried(self._limited),
                 self._store.deadline,
                 self._dated_leg,
                 query,
@@ -123,7 +154,9 @@ class Search:
             else None
         )
         if mode != "vector":
-            fts, rows = self._store.keyword_matches(query, scope, filters, wanted)
+            with tracing.span("graphmem.search.keyword", self._leg_attributes(wanted)) as span:
+                fts, rows = self._store.keyword_matches(query, scope, filters, wanted)
+                span.set_attribute(FOUND, len(rows))
             candidates.update(rows)
         hint = None
         if dated is not None:
@@ -139,26 +172,36 @@ class Search:
             relevance = ranking.min_max(fts)
         else:
             relevance = dict(vec)
-        if graph_depth > 0:
-            relevance = expansion.lend_evidence(
-                self._store,
-                relevance,
-                scope,
-                expansion.skipping(expansion.EVIDENCE_SKIPS, episode_links),
-            )
-        elif episode_links:
-            relevance = expansion.lend_along_episodes(self._store, relevance, candidates, scope)
+        if graph_depth > 0 or episode_links:
+            with tracing.span("graphmem.search.evidence", self._leg_attributes(len(relevance))):
+                if graph_depth > 0:
+                    relevance = expansion.lend_evidence(
+                        self._store,
+                        relevance,
+                        scope,
+                        expansion.skipping(expansion.EVIDENCE_SKIPS, episode_links),
+                    )
+                else:
+                    relevance = expansion.lend_along_episodes(
+                        self._store, relevance, candidates, scope
+                    )
         if episode_links:
-            relevance = windows.lend(
-                self._store,
-                {} if mode == "vector" else self._store.window_matches(query, windows.WINDOW_DEPTH),
-                relevance,
-                candidates,
-                vec,
-                None if query_vector is None else self._cosines(query_vector),
-                scope,
-                filters,
-            )
+            with tracing.span("graphmem.search.windows", self._leg_attributes(len(relevance))):
+                matches = (
+                    {}
+                    if mode == "vector"
+                    else self._store.window_matches(query, windows.WINDOW_DEPTH)
+                )
+                relevance = windows.lend(
+                    self._store,
+                    matches,
+                    relevance,
+                    candidates,
+                    vec,
+                    None if query_vector is None else self._cosines(query_vector),
+                    scope,
+                    filters,
+                )
         named = _named_entities(query, relevance, candidates)
         relevance = {i: r * (1 + ENTITY_BOOST) if i in named else r for i, r in relevance.items()}
         ranked = sorted(
@@ -168,18 +211,20 @@ class Search:
         top = ranked[:limit]
         reached: dict[str, tuple[float, int, str]] = {}
         if graph_depth > 0:
-            reached = expansion.neighbours(
-                self._store,
-                [(fact_id, score) for score, _, fact_id in top],
-                graph_depth,
-                scope,
-                lambda ids: {r["id"] for r in self._store.candidates(ids, scope, filters)},
-                {fact_id: score for score, _, fact_id in ranked},
-                None
-                if query_vector is None
-                else functools.partial(self._vectors.similarities, query_vector),
-                skip_origins=expansion.skipping(expansion.NEIGHBOUR_SKIPS, episode_links),
-            )
+            with tracing.span("graphmem.search.neighbours", self._leg_attributes(len(top))) as span:
+                reached = expansion.neighbours(
+                    self._store,
+                    [(fact_id, score) for score, _, fact_id in top],
+                    graph_depth,
+                    scope,
+                    lambda ids: {r["id"] for r in self._store.candidates(ids, scope, filters)},
+                    {fact_id: score for score, _, fact_id in ranked},
+                    None
+                    if query_vector is None
+                    else functools.partial(self._vectors.similarities, query_vector),
+                    skip_origins=expansion.skipping(expansion.NEIGHBOUR_SKIPS, episode_links),
+                )
+                span.set_attribute(FOUND, len(reached))
             merged = [(score, 0, fact_id) for score, _, fact_id in top if fact_id not in reached]
             merged += [(score, depth, fact_id) for fact_id, (score, depth, _) in reached.items()]
             merged.sort(key=lambda x: (-x[0], x[1]))
@@ -222,6 +267,11 @@ class Search:
 
         return cosines
 
+    def _leg_attributes(self, wanted: int) -> tracing.Attributes:
+        """What a leg's span says before it runs: the namespace, the candidates it works on
+        (or asks for)."""
+        return {tracing.NAMESPACE: self._namespace, "graphmem.search.wanted": wanted}
+
     def _limited(self, deadline: float | None, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` with its reads stopped at ``deadline`` (for work on pool threads)."""
         with self._store.time_limit(deadline):
@@ -234,11 +284,17 @@ class Search:
         ``keywords`` the ``n`` best keyword matches of their period, which join the candidates
         so that a period's facts are found however many others match better. Runs on a pool
         thread, beside the keyword leg."""
-        hint = timehints.understand(query, scope.as_of) or self._event_hint(query, scope, filters)
-        if hint is None or not keywords:
-            return hint, {}, {}
-        dated = dataclasses.replace(filters, period=hint)
-        return (hint, *self._store.keyword_matches(query, scope, dated, n))
+        with tracing.span("graphmem.search.dated", self._leg_attributes(n)) as span:
+            hint = timehints.understand(query, scope.as_of) or self._event_hint(
+                query, scope, filters
+            )
+            span.set_attribute("graphmem.search.time_hint", hint is not None)
+            if hint is None or not keywords:
+                return hint, {}, {}
+            dated = dataclasses.replace(filters, period=hint)
+            scores, rows = self._store.keyword_matches(query, scope, dated, n)
+            span.set_attribute(FOUND, len(rows))
+            return hint, scores, rows
 
     def _event_hint(
         self, query: str, scope: TimeScope, filters: Filters
@@ -265,22 +321,24 @@ class Search:
     ) -> tuple[dict[str, float], _Candidates, Vectors]:
         """Cosine of the ``n`` most similar visible facts, widening the nearest-neighbour
         search as needed; and the query's vector. Runs on a pool thread."""
-        vector = self._embedder.embed([query])[0]
-        total = self._vectors.count()
-        waiting = _cosines(vector, self._pending())
-        k = n
-        while True:
-            hits = dict(self._vectors.nearest(vector, k, live_only=live_only))
-            hits.update(waiting)  # the index may hold an older vector of these, or none
-            scores = dict(hits)
-            for owner, dependant in self._store.sharing_vectors(hits.keys()):
-                scores[dependant] = hits[owner]
-            shown = self._store.candidates(list(scores), scope, filters)
-            if len(shown) >= n or len(hits) < k or k >= total:
-                break
-            k = min(total, k * 4)
-        shown.sort(key=lambda row: scores[row["id"]], reverse=True)
-        best = shown[:n]
+        with tracing.span("graphmem.search.vector", self._leg_attributes(n)) as span:
+            vector = self._embedder.embed([query])[0]
+            total = self._vectors.count()
+            waiting = _cosines(vector, self._pending())
+            k = n
+            while True:
+                hits = dict(self._vectors.nearest(vector, k, live_only=live_only))
+                hits.update(waiting)  # the index may hold an older vector of these, or none
+                scores = dict(hits)
+                for owner, dependant in self._store.sharing_vectors(hits.keys()):
+                    scores[dependant] = hits[owner]
+                shown = self._store.candidates(list(scores), scope, filters)
+                if len(shown) >= n or len(hits) < k or k >= total:
+                    break
+                k = min(total, k * 4)
+            shown.sort(key=lambda row: scores[row["id"]], reverse=True)
+            best = shown[:n]
+            span.set_attributes({FOUND: len(best), "graphmem.search.nearest": k})
         return (
             {row["id"]: scores[row["id"]] for row in best},
             {row["id"]: row for row in best},

@@ -455,6 +455,18 @@ class Settings(BaseModel):
         description="Cosine similarity at which two live facts count as near-duplicates for "
         "consolidation.",
     )
+    otel_endpoint: str | None = Field(
+        None,
+        description="Base URL of an OTLP/HTTP collector, e.g. `http://127.0.0.1:4318`: "
+        "`graphmem serve` and `graphmem mcp` export their spans to it, at `/v1/traces` (needs "
+        "the `otel` extra; docs/operations.md, Tracing); none: "
+        "`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT`, else no tracing.",
+    )
+    otel_service_name: str | None = Field(
+        None,
+        description="The `service.name` of the exported spans; none: `OTEL_SERVICE_NAME`, else "
+        "`graphmem`.",
+    )
 
     @model_validator(mode="after")
     def _rate_covers_a_document(self) -> Settings:

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import autolink as autolinks
 from . import capture as captures
-from . import categorize, classify, dedup, documents, episodes, sensitive
+from . import categorize, classify, dedup, documents, episodes, sensitive, tracing
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput, LLMError
 from .group_commit import GroupCommit, Pending
@@ -557,7 +557,13 @@ class Writer:
         # The leader runs on its own request's thread, often after waiting its turn: that
         # request's read time limit must not stop the group (everyone's writes, their
         # embedding cache reads among them); writes are bounded by their size.
-        with self._store.unlimited():
+        attributes: tracing.Attributes = {
+            tracing.NAMESPACE: self._namespace,
+            "graphmem.write.writes": len(group),
+            "graphmem.write.items": sum(p.items for p in group),
+        }
+        links = [p.caller for p in group if p.caller is not None]
+        with self._store.unlimited(), tracing.span("graphmem.write", attributes, links=links):
             writes = [w for w in group if isinstance(w, _Write)]
             self._prepare([w for w in writes if w.facts])  # the store_many writes
             with self._store.transaction() as tx:

@@ -42,7 +42,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
-from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings
+from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, tracing
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.maintenance import check_every
@@ -103,8 +103,10 @@ def app_from_environment() -> Starlette:
 
 
 def tune_process(settings: Settings) -> None:
-    """Process-wide settings of a server process (not of a library user's process)."""
+    """Process-wide settings of a server process (not of a library user's process): the
+    interpreter's switch interval, and the export of spans (``tracing.configure``)."""
     sys.setswitchinterval(settings.switch_interval_ms / 1000)
+    tracing.configure(settings)
 
 
 def create_app(

@@ -13,6 +13,7 @@ from typing import Final
 
 import click
 
+from graphmem import tracing
 from graphmem.cli import command_group, run
 from graphmem.errors import InvalidInput
 from graphmem.memory import Memory
@@ -134,6 +135,7 @@ def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
         level=log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    tracing.configure(ctx.obj)
     with Memory.open(settings=ctx.obj) as memory:
         serve_stdio(memory)
 

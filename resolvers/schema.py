@@ -18,6 +18,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 from inspect import isawaitable
 from typing import Any
 
@@ -55,7 +56,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionResult
 
-from graphmem import GraphmemError, Settings
+from graphmem import GraphmemError, Settings, tracing
 from graphmem.errors import Code
 
 from .completion import AnswerTooLarge, LeanExecutor, lean_inputs
@@ -354,25 +355,28 @@ class CostLimit(SchemaExtension):
         caller = context.context
         if document is not None and operation is not None and isinstance(caller, Context):
             schema = context.schema._schema
-            self.cost = admit(
-                self.admission, schema, document, operation, context.variables, caller
-            )
-            key = caller.key
-            if operation.operation is OperationType.SUBSCRIPTION:
-                if key is not None and self.admission.buckets.per_minute > 0:
-                    caller.per_event = functools.partial(
-                        self.admission.buckets.spend, key.id, self.cost.cost
-                    )
-            else:
-                context.result = await run_admitted(
-                    self.admission,
-                    schema,
-                    document,
-                    context.variables,
-                    context.operation_name,
-                    caller,
-                    self.cost,
+            with operation_span(operation, caller) as span:
+                self.cost = admit(
+                    self.admission, schema, document, operation, context.variables, caller
                 )
+                span.set_attribute(tracing.COST, self.cost.cost)
+                key = caller.key
+                if operation.operation is OperationType.SUBSCRIPTION:
+                    if key is not None and self.admission.buckets.per_minute > 0:
+                        caller.per_event = functools.partial(
+                            self.admission.buckets.spend, key.id, self.cost.cost
+                        )
+                else:
+                    context.result = await run_admitted(
+                        self.admission,
+                        schema,
+                        document,
+                        context.variables,
+                        context.operation_name,
+                        caller,
+                        self.cost,
+                    )
+                    _traced_errors(span, context.result.errors)
         yield
 
     def get_results(self) -> dict[str, Any]:
@@ -414,16 +418,21 @@ class Schema(strawberry.Schema):
         """Execute a document from ``prepared`` as ``execute`` would, without the parse and
         validation hooks it already passed (about 0.3 ms a request), admitted by its cost as by
         CostLimit: errors are logged and given their codes as by ErrorCodes."""
-        refused = refusal(document, operation_name, variables)
-        if refused is not None:
-            return ExecutionResult(data=None, errors=[refused])
-        try:
-            cost = admit(self.admission, self._schema, document, operation, variables, context)
-        except GraphQLError as error:
-            return ExecutionResult(data=None, errors=[error])
-        result = await run_admitted(
-            self.admission, self._schema, document, variables, operation_name, context, cost
-        )
+        with operation_span(operation, context) as span:
+            refused = refusal(document, operation_name, variables)
+            if refused is not None:
+                _traced_errors(span, [refused])
+                return ExecutionResult(data=None, errors=[refused])
+            try:
+                cost = admit(self.admission, self._schema, document, operation, variables, context)
+            except GraphQLError as error:
+                _traced_errors(span, [error])
+                return ExecutionResult(data=None, errors=[error])
+            span.set_attribute(tracing.COST, cost.cost)
+            result = await run_admitted(
+                self.admission, self._schema, document, variables, operation_name, context, cost
+            )
+            _traced_errors(span, result.errors)
         errors = result.errors
         if errors:
             self._process_errors(errors)
@@ -550,6 +559,34 @@ async def run_admitted(
         return GraphQLExecutionResult(data=None, errors=[error])
     except CostError as exc:  # too many of the key's requests waiting already
         return GraphQLExecutionResult(data=None, errors=[_refused(exc, context)])
+
+
+def operation_span(
+    operation: OperationDefinitionNode, context: Context
+) -> AbstractContextManager[Any]:
+    """The span of one GraphQL operation (``tracing.span``), named ``graphql.<type> <name>``
+    (OpenTelemetry's GraphQL conventions' name, prefixed: docs/compatibility.md), with the
+    conventions' attributes but the document (it holds the query's text), and the caller's
+    namespace; a child of the span a ``traceparent`` header names."""
+    if not tracing.enabled():
+        return tracing.OFF
+    kind = operation.operation.value
+    attributes: dict[str, str] = {"graphql.operation.type": kind}
+    name = f"graphql.{kind}"
+    if operation.name is not None:
+        attributes["graphql.operation.name"] = operation.name.value
+        name += f" {operation.name.value}"
+    if context.admitted:
+        attributes[tracing.NAMESPACE] = context.memory.namespace
+    return tracing.span(name, attributes, carrier=context.request.headers)
+
+
+def _traced_errors(span: Any, errors: list[GraphQLError] | None) -> None:
+    """Mark an operation's span failed with the code its first error is answered with."""
+    if errors:
+        first = errors[0]
+        tracing.failed(span, Code.INTERNAL_ERROR if _unexpected(first) else _code_of(first))
+        span.set_attribute("graphmem.errors", len(errors))
 
 
 def _within(result: GraphQLExecutionResult) -> GraphQLExecutionResult:

@@ -30,6 +30,7 @@ import httpx
 import numpy as np
 import numpy.typing as npt
 
+from .. import tracing
 from ..bounded_http import BadAnswer, BoundedTransport, bounds, parse_json
 from ..errors import EmbedderError, InvalidInput, shown_url
 from ..limits import EMBEDDING_ANSWER_BYTES, EMBEDDING_VALUE_BYTES
@@ -117,9 +118,10 @@ class LocalEmbedder:
         out = np.empty((len(texts), self.dimensions), dtype=np.float32)
         # Similar lengths batched together waste less time on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self._batch_size):
-            idx = order[start : start + self._batch_size]
-            out[idx] = self._embed_batch([texts[i] for i in idx])
+        with tracing.model_span("embeddings", self.provider, self.model, inputs=len(texts)):
+            for start in range(0, len(order), self._batch_size):
+                idx = order[start : start + self._batch_size]
+                out[idx] = self._embed_batch([texts[i] for i in idx])
         return out
 
     def _embed_batch(self, texts: list[str]) -> Vectors:
@@ -333,21 +335,23 @@ class OpenAIEmbedder:
             kwargs["dimensions"] = self._requested_dimensions
         # What the vectors may take as JSON (none known yet for the probe that learns their size).
         values = len(batch) * getattr(self, "dimensions", 0)
-        try:
-            body, retries = openai_answer(
-                lambda: self._client.embeddings.with_raw_response.create(**kwargs),
-                seconds=self._timeout,
-                max_bytes=EMBEDDING_ANSWER_BYTES + values * EMBEDDING_VALUE_BYTES,
-                max_retries=self._max_retries,
-            )
-        except (self._openai.OpenAIError, TimeoutError) as exc:
-            self.meter.record(inputs=len(batch), failed=True)
-            raise EmbedderError(
-                f"embedding request to {shown_url(self._client.base_url)} failed: {exc}"
-            ) from exc
-        except BadAnswer as exc:
-            self.meter.record(inputs=len(batch), failed=True)
-            raise EmbedderError(f"the endpoint's answer is {exc}") from exc
+        with tracing.model_span("embeddings", self.provider, self.model, inputs=len(batch)) as span:
+            try:
+                body, retries = openai_answer(
+                    lambda: self._client.embeddings.with_raw_response.create(**kwargs),
+                    seconds=self._timeout,
+                    max_bytes=EMBEDDING_ANSWER_BYTES + values * EMBEDDING_VALUE_BYTES,
+                    max_retries=self._max_retries,
+                )
+            except (self._openai.OpenAIError, TimeoutError) as exc:
+                self.meter.record(inputs=len(batch), failed=True)
+                raise EmbedderError(
+                    f"embedding request to {shown_url(self._client.base_url)} failed: {exc}"
+                ) from exc
+            except BadAnswer as exc:
+                self.meter.record(inputs=len(batch), failed=True)
+                raise EmbedderError(f"the endpoint's answer is {exc}") from exc
+            tracing.model_usage(span, body)
         usage = body.get("usage") if isinstance(body, dict) else None
         self.meter.record(
             inputs=len(batch),

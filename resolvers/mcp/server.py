@@ -50,7 +50,7 @@ from pydantic import (
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
-from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Settings
+from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Settings, tracing
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code, QueryTimeout
 
@@ -123,7 +123,15 @@ def build_server(caller: Caller, *, admission: Admission | None = None) -> Serve
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
     ) -> CallToolResult:
-        return await call(caller, ctx, params.name, params.arguments or {}, admission=admission)
+        tool = params.name if params.name in BY_NAME else "unknown"  # not the client's text
+        with tracing.span(f"mcp.tools/call {tool}", {"gen_ai.tool.name": tool}) as span:
+            result = await call(
+                caller, ctx, params.name, params.arguments or {}, admission=admission
+            )
+            if result.is_error:
+                error = (result.structured_content or {}).get("error", {})
+                tracing.failed(span, error.get("code", Code.INTERNAL_ERROR))
+            return result
 
     return Server(
         SERVER_NAME,
@@ -156,6 +164,7 @@ async def call(
         admission = admission or _own_admission(memory.settings)
         key_id = None if key is None else key.id
         cost = tool_cost(args)
+        tracing.annotate({tracing.NAMESPACE: memory.namespace, tracing.COST: cost})
         admission.spend(key_id, cost)
         pool = admission.lane if cost >= HEAVY_COST else admission.reads
         timeout = memory.settings.request_timeout
