@@ -14,12 +14,16 @@ string failed deep in a read or a write as an unexpected error. Before anything 
 
 ``TextArguments`` runs it in strawberry's pipeline, ``Schema.execute_prepared`` for documents
 validated before; ``check_arguments`` checks an MCP tool call's arguments the same way.
+
+``error_field`` names, by the same paths, the argument any other error is about (a resolver's
+``InvalidInput``, a literal or a variable's value refused), for ``extensions.field``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from graphql import (
@@ -38,10 +42,12 @@ from graphql import (
     SelectionSetNode,
     StringValueNode,
     ValueNode,
+    VariableDefinitionNode,
     VariableNode,
 )
 from graphql.utilities import get_operation_ast
 from strawberry.extensions import SchemaExtension
+from strawberry.utils.str_converters import to_camel_case
 
 from graphmem import InvalidInput
 from graphmem.errors import Code
@@ -185,16 +191,78 @@ def _directive_arguments(directives: tuple[DirectiveNode, ...] | None) -> Iterat
 
 
 def _value_nodes(value: ValueNode, path: str) -> Iterator[tuple[ValueNode, str]]:
-    """The string and variable nodes in a literal value, with their paths (iteratively: a
-    literal may nest as deep as the token limit lets it)."""
+    """The nodes of a literal value (lists and objects, then what they hold), with their paths
+    (iteratively: a literal may nest as deep as the token limit lets it)."""
     stack: list[tuple[ValueNode, str]] = [(value, path)]
     while stack:
         node, where = stack.pop()
-        if isinstance(node, StringValueNode | VariableNode):
-            yield node, where
-        elif isinstance(node, ListValueNode):
+        yield node, where
+        if isinstance(node, ListValueNode):
             stack.extend(
                 (node.values[i], f"{where}[{i}]") for i in reversed(range(len(node.values)))
             )
         elif isinstance(node, ObjectValueNode):
             stack.extend((f.value, f"{where}.{f.name.value}") for f in reversed(node.fields))
+
+
+# ------------------------------------------------------------------------ where an error points
+
+#: graphql-core's refusal of a variable's value, and the place inside the value it names.
+_BAD_VARIABLE: Final = re.compile(r"Variable '\$(\w+)' (?:has|got) invalid value(?: at ([^:]+))?")
+#: Engine parameters whose argument is not their name in camelCase (``traverse(from:)``,
+#: ``path(from:, to:)``).
+_ARGUMENT_OF: Final = {"ids": "from", "source_id": "from", "target_id": "to"}
+
+
+def error_field(error: GraphQLError, document: DocumentNode | None) -> str | None:
+    """The argument ``error`` is about, as a path like ``refusal``'s (``knownAt``,
+    ``filter.entity``, ``input.validFrom``), or None when it is about none:
+
+    1. a resolver's ``InvalidInput`` names the engine's parameter (``graph_depth``): the
+       argument of that field it came from (``graphDepth``);
+    2. a literal refused by validation (a ``DateTime`` in none of the accepted forms): the
+       argument where it stands;
+    3. a variable's value refused: where the variable is used, and the place inside it."""
+    given = (error.extensions or {}).get("field")
+    if isinstance(given, str):
+        return given
+    node = error.nodes[0] if error.nodes else None
+    if isinstance(node, FieldNode):
+        field = getattr(error.original_error, "field", None)
+        return _argument_path(node, field) if isinstance(field, str) else None
+    if document is None or node is None:
+        return None
+    nodes, variables = _argument_places(document)
+    if isinstance(node, VariableDefinitionNode):
+        used = variables.get(node.variable.name.value)
+        if used is None:
+            return None
+        bad = _BAD_VARIABLE.match(error.message)
+        return used + ((bad.group(2) or "") if bad else "")  # inside: ".validFrom", "[0].text"
+    return nodes.get(id(node))
+
+
+def _argument_path(node: FieldNode, field: str) -> str | None:
+    """The engine's ``field`` (``max_depth``, ``links[2]``) as the path of the argument of
+    ``node`` it came from, or None when the field was given no such argument."""
+    head, rest = re.match(r"([^.\[]*)(.*)", field).groups()  # type: ignore[union-attr]
+    given = {argument.name.value for argument in node.arguments or ()}
+    for name in (to_camel_case(head), _ARGUMENT_OF.get(head)):
+        if name in given:
+            return name + re.sub(r"\.(\w+)", lambda m: "." + to_camel_case(m[1]), rest)
+    return None
+
+
+def _argument_places(document: DocumentNode) -> tuple[dict[int, str], dict[str, str]]:
+    """Where each value node of the document's arguments stands (by node identity), and where
+    each variable is first used."""
+    nodes: dict[int, str] = {}
+    variables: dict[str, str] = {}
+    for operation in document.definitions:
+        if isinstance(operation, OperationDefinitionNode):
+            for argument in _arguments(document, operation):
+                for node, path in _value_nodes(argument.value, argument.name.value):
+                    nodes[id(node)] = path
+                    if isinstance(node, VariableNode):
+                        variables.setdefault(node.name.value, path)
+    return nodes, variables

@@ -63,7 +63,7 @@ from .completion import AnswerTooLarge, LeanExecutor, lean_inputs
 from .context import Context
 from .cost import Cost, CostError
 from .fairness import Admission
-from .inputs import TextArguments, refusal
+from .inputs import TextArguments, error_field, refusal
 from .mutations import Mutation
 from .queries import Query
 from .subscriptions import Subscription
@@ -123,12 +123,21 @@ unexpected_log = UnexpectedLog()
 
 
 class ErrorCodes(MaskErrors):
-    """Give every error a code; mask the unexpected ones (their details only go to the log,
-    by ``unexpected_log``); keep the first MAX_ANSWER_ERRORS."""
+    """Give every error a code, and the argument it is about its ``field``
+    (``inputs.error_field``); mask the unexpected ones (their details only go to the log, by
+    ``unexpected_log``); keep the first MAX_ANSWER_ERRORS."""
 
-    def __init__(self) -> None:
+    def __init__(self, document: DocumentNode | None = None) -> None:
         super().__init__(should_mask_error=_unexpected)
         self._not_logged = 0
+        self._document = document  # a prepared document's; else the execution context's
+
+    @property
+    def document(self) -> DocumentNode | None:
+        if self._document is not None:
+            return self._document
+        context = getattr(self, "execution_context", None)
+        return None if context is None else context.graphql_document
 
     def anonymise_error(self, error: GraphQLError) -> GraphQLError:
         self._log_unexpected(error)
@@ -144,13 +153,11 @@ class ErrorCodes(MaskErrors):
         self._not_logged = 0
         out = []
         for error in errors[:MAX_ANSWER_ERRORS]:
-            original = error.original_error
             if _unexpected(error):
                 out.append(self.anonymise_error(error))
-            elif isinstance(original, GraphmemError):
-                out.append(_with_code(error, original.code, error.message))
-            else:  # a refusal that has its code already, or a document refused by a rule
-                out.append(_with_code(error, _code_of(error), error.message))
+            else:  # a graphmem error, a refusal that has its code, a document refused by a rule
+                field = error_field(error, self.document)
+                out.append(_with_code(error, _code_of(error), error.message, field))
         left_out = errors[MAX_ANSWER_ERRORS:]
         for error in left_out:
             if _unexpected(error):
@@ -436,7 +443,7 @@ class Schema(strawberry.Schema):
         errors = result.errors
         if errors:
             self._process_errors(errors)
-            errors = ErrorCodes()._process_errors(errors)
+            errors = ErrorCodes(document)._process_errors(errors)
         return ExecutionResult(
             data=result.data, errors=errors, extensions={"cost": cost.extension()}
         )
@@ -654,8 +661,12 @@ def _unexpected(error: GraphQLError) -> bool:
     return original is not None and not isinstance(original, GraphmemError | GraphQLError)
 
 
-def _with_code(error: GraphQLError, code: str, message: str) -> GraphQLError:
+def _with_code(
+    error: GraphQLError, code: str, message: str, field: str | None = None
+) -> GraphQLError:
     extensions: dict[str, Any] = {**(error.extensions or {}), "code": code}
+    if field is not None:
+        extensions["field"] = field
     return GraphQLError(
         message,
         nodes=error.nodes,

@@ -359,12 +359,15 @@ _BAD_VARIABLE: Final = re.compile(
 
 
 def graphql_error(errors: list[Any]) -> GraphmemError:
-    """The exception of a GraphQL answer's first error (its ``extensions.code``). The client
-    writes every document itself, so a variable the schema refuses (an unknown enum value, a
-    fraction for an Int) is the caller's argument: InvalidInput naming it, as Memory raises."""
+    """The exception of a GraphQL answer's first error (its ``extensions.code``), with the
+    argument its ``extensions.field`` names as Memory names it. The client writes every
+    document itself, so a variable the schema refuses (an unknown enum value, a fraction for an
+    Int) is the caller's argument: InvalidInput naming it, as Memory raises."""
     first = errors[0] if errors and isinstance(errors[0], dict) else {}
     extensions = first.get("extensions")
-    code = extensions.get("code") if isinstance(extensions, dict) else None
+    if not isinstance(extensions, dict):
+        extensions = {}
+    code = extensions.get("code")
     code = code if isinstance(code, str) and code else Code.INTERNAL_ERROR
     message = str(first.get("message", ""))
     bad = _BAD_VARIABLE.match(message) if code == Code.INVALID_QUERY else None
@@ -373,7 +376,24 @@ def graphql_error(errors: list[Any]) -> GraphmemError:
         field = snake(variable) + (f".{snake(inside)}" if inside else "")
         why = message[bad.end() :].lstrip(": ")
         return exception(Code.INVALID_INPUT, f"{field}: {why}", field)
-    return exception(code, message, None)
+    return exception(code, message, parameter(extensions.get("field")))
+
+
+#: The arguments whose Memory parameter is not their name in snake_case: ``traverse(from:)``
+#: is ``ids`` (``path``'s ``from`` and ``to`` are never refused as input, only NOT_FOUND).
+_PARAMETER_OF: Final = {"from": "ids"}
+
+
+def parameter(field: object) -> str | None:
+    """The Memory parameter of an argument path the service names (``graphDepth``,
+    ``inputs[1].validFrom``): its innermost name in snake_case, as Memory's InvalidInput
+    names the field it refuses."""
+    if not isinstance(field, str):
+        return None
+    names = re.findall(r"[A-Za-z_]\w*", field)
+    if not names:
+        return None
+    return _PARAMETER_OF.get(names[-1]) or snake(names[-1])
 
 
 def link_filter(types: Iterable[str] | str | None, direction: str) -> dict[str, Any]:

@@ -52,7 +52,8 @@ export class GraphmemError extends Error {
 export interface GraphQLErrorEntry {
   message?: string;
   path?: ReadonlyArray<string | number>;
-  extensions?: { code?: string } & Record<string, unknown>;
+  /** `field`: the argument the error is about, as a path (`maxDepth`, `input.validFrom`). */
+  extensions?: { code?: string; field?: string } & Record<string, unknown>;
 }
 
 /** A variable the service could not read ("Variable '$inputs' has invalid value at
@@ -60,9 +61,10 @@ export interface GraphQLErrorEntry {
 const INVALID_VARIABLE = /^Variable '\$(\w+)' has invalid value(?: at ([^:]*))?:/;
 
 /**
- * The error of a GraphQL answer's first error (its `extensions.code`). A variable the
- * service could not read is the caller's input, not the client's query: INVALID_INPUT, with
- * `field` the innermost name of its path, as the service names the fields it refuses itself.
+ * The error of a GraphQL answer's first error (its `extensions.code`), with `field` the
+ * innermost name of the argument path its `extensions.field` gives, as the service names the
+ * fields a mutation refuses. A variable the service could not read is the caller's input, not
+ * the client's query: INVALID_INPUT, with `field` the innermost name of its path.
  */
 export function graphqlError(
   errors: readonly GraphQLErrorEntry[],
@@ -72,11 +74,19 @@ export function graphqlError(
   const message = first.message ?? 'the service answered an error';
   const invalid = INVALID_VARIABLE.exec(message);
   if (invalid) {
-    const names = (invalid[2] ?? '').match(/[A-Za-z_]\w*/g) ?? [];
     return new GraphmemError('INVALID_INPUT', message, {
-      field: names.at(-1) ?? invalid[1] ?? null,
+      field: innermost(invalid[2] ?? '') ?? invalid[1] ?? null,
       status,
     });
   }
-  return new GraphmemError(first.extensions?.code ?? 'INTERNAL_ERROR', message, { status });
+  const field = first.extensions?.field;
+  return new GraphmemError(first.extensions?.code ?? 'INTERNAL_ERROR', message, {
+    field: typeof field === 'string' ? innermost(field) : null,
+    status,
+  });
+}
+
+/** The last name of a path such as `inputs[1].validFrom`, or null when it has none. */
+function innermost(path: string): string | null {
+  return path.match(/[A-Za-z_]\w*/g)?.at(-1) ?? null;
 }

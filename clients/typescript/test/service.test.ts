@@ -247,6 +247,14 @@ describe('errors', { skip: NO_SERVICE }, () => {
     await rejectsWith(memory.get('f1', { asOf: 'the day before' }), 'INVALID_INPUT', 'asOf');
   });
 
+  test('a read the service refuses is INVALID_INPUT naming the argument', async () => {
+    const memory = client();
+    await rejectsWith(memory.search('Ana', { graphDepth: 9 }), 'INVALID_INPUT', 'graphDepth');
+    await rejectsWith(memory.search('x'.repeat(10_001)), 'INVALID_INPUT', 'query');
+    await rejectsWith(memory.lookup('ana', { limit: 0 }), 'INVALID_INPUT', 'limit');
+    await rejectsWith(memory.traverse([]), 'INVALID_INPUT', 'from');
+  });
+
   test('an unknown id: null from get, NOT_FOUND from history and forget', async () => {
     const memory = client();
     const id = '01a220ea-0000-7000-8000-000000000000';
@@ -449,7 +457,7 @@ describe('upkeep', { skip: NO_SERVICE }, () => {
       [a, b, c],
     );
     assert.deepEqual((await memory.path(a, c, { maxDepth: 2 }))?.links.length, 2);
-    await rejectsWith(memory.path(a, c, { maxDepth: 7 }), 'INVALID_INPUT');
+    await rejectsWith(memory.path(a, c, { maxDepth: 7 }), 'INVALID_INPUT', 'maxDepth');
   });
 
   test('without a chat model reflect is INVALID_INPUT and its scheduled run fails', async () => {
