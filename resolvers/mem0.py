@@ -17,20 +17,22 @@ against graphmem once its host and key are changed (docs/clients.md#mem0).
    messages) or ``store_many`` (``infer=False``: each message whole); ``search`` is ``search``;
    ``get_all`` pages the owner's facts; ``get`` reads a memory's live version, ``update``
    writes a new version that supersedes it, ``delete`` forgets it, ``delete_all`` forgets
-   every memory a filter matches, and ``history`` reads its chain of versions. A memory keeps
-   the id of its first version however often it changes.
+   every memory a filter matches, ``history`` reads its chain of versions, and deleting an
+   entity (``delete_users``) purges its namespace. A memory keeps the id of its first version
+   however often it changes.
 4. **Bounds**: a body of at most ``max_body_bytes``, lists of at most ``MAX_TOP_K`` and
-   ``MAX_PAGE_SIZE``, ``MAX_SCANNED`` facts read by one listing; each request is charged its
+   ``MAX_PAGE_SIZE``, ``MAX_SCANNED`` facts read by one listing or deletion; each request is charged its
    key's cost points and server time and runs in its key's share of the threads, as an MCP tool
    call is (``resolvers.fairness``), within ``request_timeout``.
 
-What mem0 offers and graphmem does not (entities, exports, webhooks, profiles…) is answered 501
+What mem0 offers and graphmem does not (listing entities, exports, webhooks, profiles…) is answered 501
 with mem0's error shape, ``{"detail": …}``, which its client raises as ``MemoryError``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -48,11 +50,11 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from graphmem import ApiKey, Fact, GraphmemError, Memory, Settings
 from graphmem.errors import CODES, Code
-from graphmem.limits import MAX_CAPTURE_MESSAGES, MAX_LIMIT
+from graphmem.limits import MAX_CAPTURE_MESSAGES, MAX_LIMIT, MAX_NODES
 from graphmem.temporal import to_iso
 
 from .auth import NAMESPACE_HEADER, Authenticator, Denied
-from .cost import CostError, capture_points
+from .cost import HEAVY_COST, CostError, capture_points
 from .fairness import Admission, Turns
 
 MEM0_PATH: Final = "/mem0"
@@ -107,32 +109,21 @@ _NAME_LIMIT: Final = 64
 _log = logging.getLogger("graphmem.server")
 
 
-class Mem0Error(Exception):
-    """A request this API refuses: HTTP ``status``, a graphmem code and a message."""
-
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
+#: The methods the catch-all routes answer (with a refusal).
+_ALL: Final = ["GET", "POST", "PUT", "DELETE", "PATCH"]
 
 
 def mem0_routes(gate: Authenticator, admission: Admission, settings: Settings) -> list[BaseRoute]:
     """The mount at ``/mem0``: mem0's endpoints with ``mem0_api`` on, else one answer saying
     it is off (404, in mem0's error shape)."""
     if not settings.mem0_api:
-        off = Mem0Error(
-            404, Code.NOT_FOUND, "the mem0 API is off on this server (setting mem0_api)"
-        )
+        off = Denied(404, Code.NOT_FOUND, "the mem0 API is off on this server (setting mem0_api)")
         return [Mount(MEM0_PATH, routes=[Route("/{path:path}", _refusing(off), methods=_ALL)])]
     api = Mem0Api(gate, admission, settings)
     return [Mount(MEM0_PATH, routes=api.routes())]
 
 
-_ALL: Final = ["GET", "POST", "PUT", "DELETE", "PATCH"]
-
-
-def _refusing(error: Mem0Error) -> Callable[[Request], Awaitable[Response]]:
+def _refusing(error: Denied) -> Callable[[Request], Awaitable[Response]]:
     async def refuse(request: Request) -> Response:
         return _error_response(error.status, error.code, error.message)
 
@@ -151,18 +142,28 @@ class Call:
     key: ApiKey | None
     api: Mem0Api
     _episodes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    #: The time limits (``sql_time_limit``) of the owners' namespaces the request reads, held
+    #: until it ends (``_limited``).
+    limits: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _limited: set[str] = field(default_factory=set)
 
     def owner_memory(self, owner: Owner, *, create: bool) -> Memory | None:
         """The owner's namespace; None when it does not exist yet and ``create`` is False (a
-        read never makes a namespace)."""
+        read never makes a namespace: its directory, made when a namespace is first opened,
+        says whether it exists; with a PostgreSQL store another replica may have made it, so
+        it is opened)."""
         name = owner_namespace(self.base, owner)
         namespaces = self.api.gate.namespaces
         memory = namespaces.if_open(name)
-        if memory is not None:
-            return memory
-        if not create and not (Path(namespaces.settings.data_dir) / name).is_dir():
-            return None
-        return namespaces.get(name)
+        settings = namespaces.settings
+        if memory is None:
+            if not (create or settings.store or (Path(settings.data_dir) / name).is_dir()):
+                return None
+            memory = namespaces.get(name)
+        if name not in self._limited:
+            self._limited.add(name)
+            self.limits.enter_context(memory.time_limit())
+        return memory
 
     def scope_of(self, memory: Memory, fact: Fact) -> dict[str, Any]:
         """What the add (or update) that wrote ``fact`` recorded: its ids and metadata."""
@@ -208,6 +209,11 @@ class Mem0Api:
             (memory_id, "PUT", Operation(update, writes=True)),
             (memory_id, "DELETE", Operation(delete, writes=True)),
             (memory_id + "history/", "GET", Operation(history, writes=False)),
+            (
+                "/v2/entities/{kind}/{name}/",
+                "DELETE",
+                Operation(delete_entity, writes=True, cost=_scan_cost),
+            ),
         ]
         by_path: dict[str, dict[str, Operation]] = {}
         for path, method, op in ops:
@@ -230,8 +236,8 @@ class Mem0Api:
             501,
             Code.INVALID_INPUT,
             f"graphmem's mem0 API does not offer {request.method} /{request.path_params['path']}"
-            ": it answers ping, add, search, get_all, get, update, delete, delete_all and "
-            "history (docs/clients.md#mem0)",
+            ": it answers ping, add, search, get_all, get, update, delete, delete_all, "
+            "history and the deletion of one entity (docs/clients.md#mem0)",
         )
 
     async def _serve(self, request: Request, op: Operation) -> Response:
@@ -242,27 +248,26 @@ class Mem0Api:
                 request.headers.get(NAMESPACE_HEADER),
             )
             if op.writes and key is not None and key.read_only:
-                raise Mem0Error(403, Code.FORBIDDEN, f"API key {key.id} is read-only")
+                raise Denied(403, Code.FORBIDDEN, f"API key {key.id} is read-only")
             query = dict(request.query_params)
             key_id = None if key is None else key.id
-            self.admission.spend(key_id, max(1, op.cost(body, query)))
+            cost = max(1, op.cost(body, query))
+            self.admission.spend(key_id, cost)
             call = Call(body, query, dict(request.path_params), memory.namespace, key, self)
-            pool: Turns = self.admission.writes if op.writes else self.admission.reads
+            pool = self._pool(op, cost)
             timeout = memory.settings.request_timeout
             try:
                 async with self.admission.requests.held(key_id):
                     answer = await asyncio.wait_for(
-                        pool.run(key_id, lambda: _limited(memory, op.run, call)), timeout
+                        pool.run(key_id, lambda: _limited(op.run, call)), timeout
                     )
             except TimeoutError:
-                raise Mem0Error(
+                raise Denied(
                     504,
                     Code.TIMEOUT,
                     f"the request took longer than {timeout:g} s (setting request_timeout)",
                 ) from None
-        except Denied as exc:
-            return _error_response(exc.status, exc.code, exc.message)
-        except Mem0Error as exc:
+        except Denied as exc:  # the gate's refusals and this API's
             return _error_response(exc.status, exc.code, exc.message)
         except CostError as exc:
             headers = {"Retry-After": str(exc.retry_after or 1)}
@@ -277,11 +282,18 @@ class Mem0Api:
             )
         return JSONResponse(answer)
 
+    def _pool(self, op: Operation, cost: int) -> Turns:
+        """Where a request runs, as an MCP call would: the lane when its worst case is heavy
+        (a listing), else the pool of writes or of reads."""
+        if cost >= HEAVY_COST:
+            return self.admission.lane
+        return self.admission.writes if op.writes else self.admission.reads
+
     async def _body(self, request: Request) -> dict[str, Any]:
         """The JSON object of a POST or PUT ({} for a request without a body); 413 beyond
         ``max_body_bytes``, 400 for anything that is not a JSON object."""
         declared = request.headers.get("content-length", "")
-        too_large = Mem0Error(
+        too_large = Denied(
             413, Code.PAYLOAD_TOO_LARGE, f"request body larger than {self.max_body_bytes} bytes"
         )
         if declared.isdigit() and int(declared) > self.max_body_bytes:
@@ -298,15 +310,16 @@ class Mem0Api:
         try:
             data = json.loads(raw)
         except (ValueError, RecursionError):
-            raise Mem0Error(400, Code.INVALID_INPUT, "the request body is not JSON") from None
+            raise Denied(400, Code.INVALID_INPUT, "the request body is not JSON") from None
         if not isinstance(data, dict):
-            raise Mem0Error(400, Code.INVALID_INPUT, "the request body must be a JSON object")
+            raise Denied(400, Code.INVALID_INPUT, "the request body must be a JSON object")
         return data
 
 
-def _limited(memory: Memory, run: Endpoint, call: Call) -> Any:
-    """``run(call)`` with its reads stopped past ``sql_time_limit`` (TIMEOUT)."""
-    with memory.time_limit():
+def _limited(run: Endpoint, call: Call) -> Any:
+    """``run(call)``, its reads stopped past ``sql_time_limit`` (TIMEOUT) in each namespace it
+    opens (``Call.owner_memory``)."""
+    with call.limits:
         return run(call)
 
 
@@ -449,11 +462,8 @@ def get_all(call: Call) -> Any:
 
 def get(call: Call) -> Any:
     """The memory as it is now: its live version. 404 once deleted or unknown."""
-    owner, memory, chain = _memory_chain(call)
-    head = chain[-1]
-    if memory.get(head.id) is None:
-        raise Mem0Error(404, Code.NOT_FOUND, f"memory {call.path['memory_id']!r} was deleted")
-    return _shown(call, memory, owner, head, chain[0])
+    owner, memory, chain = _memory_chain(call, live=True)
+    return _shown(call, memory, owner, chain[-1], chain[0])
 
 
 def update(call: Call) -> Any:
@@ -463,10 +473,8 @@ def update(call: Call) -> Any:
     _only(body, {"text", "metadata", "expiration_date", "timestamp"}, "update")
     if not body.keys() & {"text", "metadata", "expiration_date"}:
         raise _invalid("give text, metadata or expiration_date to update")
-    owner, memory, chain = _memory_chain(call)
+    owner, memory, chain = _memory_chain(call, live=True)
     head = chain[-1]
-    if memory.get(head.id) is None:
-        raise Mem0Error(404, Code.NOT_FOUND, f"memory {call.path['memory_id']!r} was deleted")
     text = body.get("text", head.text)
     if not isinstance(text, str) or not text.strip():
         raise _invalid("text must be non-empty text")
@@ -496,11 +504,8 @@ def update(call: Call) -> Any:
 
 def delete(call: Call) -> Any:
     """Forget the memory: reads stop seeing it, its history keeps it (``history``)."""
-    _, memory, chain = _memory_chain(call)
-    head = chain[-1]
-    if memory.get(head.id) is None:
-        raise Mem0Error(404, Code.NOT_FOUND, f"memory {call.path['memory_id']!r} was deleted")
-    memory.forget(head.id)
+    _, memory, chain = _memory_chain(call, live=True)
+    memory.forget(chain[-1].id)
     return {"message": "Memory deleted successfully!"}
 
 
@@ -511,10 +516,28 @@ def delete_all(call: Call) -> Any:
         raise _invalid(f"delete_all takes {', '.join(SCOPE_IDS)}, not {', '.join(sorted(unknown))}")
     where = Where.parse({"filters": dict(call.query)})
     memory = call.owner_memory(where.owner, create=False)
-    found = [] if memory is None else [fact for fact, _ in _scan(call, memory, where)]
+    if memory is None:
+        return {"message": "Memories deleted successfully!", "deleted": 0}
+    found = [fact for fact, _ in _scan(call, memory, where)]
     for fact in found:
-        memory.forget(fact.id)  # type: ignore[union-attr]  # found is empty without memory
+        memory.forget(fact.id)
     return {"message": "Memories deleted successfully!", "deleted": len(found)}
+
+
+def delete_entity(call: Call) -> Any:
+    """Erase an owner (mem0's ``delete_users(user_id=…)``): every fact of its namespace, in any
+    state, purged for good with their history (``Memory.purge``), at most MAX_SCANNED a
+    request (call it again for the rest)."""
+    kind, name = call.path["kind"], call.path["name"]
+    if kind not in ("user", "agent", "app", "run"):
+        raise _invalid(f"an entity is a user, agent, app or run, not {kind!r}")
+    memory = call.owner_memory(Owner(kind, name), create=False)
+    ids = [] if memory is None else memory.fact_ids()[:MAX_SCANNED]
+    if memory is None or not ids:
+        raise Denied(404, Code.NOT_FOUND, f"no memories of {kind} {name!r}")
+    for start in range(0, len(ids), MAX_NODES):
+        memory.purge(ids=ids[start : start + MAX_NODES])
+    return {"message": "Entity deleted successfully!", "deleted": len(ids)}
 
 
 def history(call: Call) -> Any:
@@ -612,9 +635,9 @@ def _parse_memory_id(text: str) -> tuple[str, str]:
     return segment, fact_id
 
 
-def _memory_chain(call: Call) -> tuple[Owner, Memory, list[Fact]]:
+def _memory_chain(call: Call, *, live: bool = False) -> tuple[Owner, Memory, list[Fact]]:
     """The owner, its namespace and the versions (oldest first) of the path's memory id; 404
-    for one that does not exist."""
+    for one that does not exist (with ``live``, also for one deleted)."""
     text = call.path["memory_id"]
     segment, fact_id = _parse_memory_id(text)
     kind, _, value = segment.partition(".")
@@ -622,7 +645,9 @@ def _memory_chain(call: Call) -> tuple[Owner, Memory, list[Fact]]:
     memory = call.owner_memory(owner, create=False)
     chain = [] if memory is None else _chain(memory, fact_id)
     if memory is None or not chain:
-        raise Mem0Error(404, Code.NOT_FOUND, f"no memory with id {text!r}")
+        raise Denied(404, Code.NOT_FOUND, f"no memory with id {text!r}")
+    if live and memory.get(chain[-1].id) is None:
+        raise Denied(404, Code.NOT_FOUND, f"memory {text!r} was deleted")
     return owner, memory, chain
 
 
@@ -850,14 +875,11 @@ def _shown(call: Call, memory: Memory, owner: Owner, fact: Fact, first: Fact) ->
     """A fact as mem0 answers a memory: its id (its first version's), text, ids, metadata,
     categories and times."""
     scope = call.scope_of(memory, fact)
-    ids = {name: scope.get(name) for name in SCOPE_IDS}
-    if not isinstance(owner, _SegmentOwner):
-        ids[f"{owner.kind}_id"] = owner.value
     return {
         "id": memory_id(owner, first.id),
         "memory": fact.text,
         "hash": hashlib.md5(fact.text.encode(), usedforsecurity=False).hexdigest(),
-        **ids,
+        **_ids_of(scope, owner),
         "metadata": scope.get("metadata"),
         "categories": [fact.category],
         "created_at": to_iso(first.recorded_at.timestamp()),
@@ -876,9 +898,6 @@ def _event(
     scope: Mapping[str, Any],
     owner: Owner,
 ) -> dict[str, Any]:
-    ids = {name: scope.get(name) for name in SCOPE_IDS}
-    if not isinstance(owner, _SegmentOwner):
-        ids[f"{owner.kind}_id"] = owner.value
     return {
         "id": version_id,
         "memory_id": mid,
@@ -886,11 +905,20 @@ def _event(
         "old_memory": old,
         "new_memory": new,
         "event": event,
-        **ids,
+        **_ids_of(scope, owner),
         "metadata": scope.get("metadata"),
         "created_at": to_iso(at.timestamp()),
         "updated_at": to_iso(at.timestamp()),
     }
+
+
+def _ids_of(scope: Mapping[str, Any], owner: Owner) -> dict[str, Any]:
+    """A memory's ``user_id``, ``agent_id``, ``app_id`` and ``run_id``: as its add recorded
+    them, the owner's as the request names it."""
+    ids = {name: scope.get(name) for name in SCOPE_IDS}
+    if not isinstance(owner, _SegmentOwner):
+        ids[f"{owner.kind}_id"] = owner.value
+    return ids
 
 
 def _date_of(expires: datetime | None) -> str | None:
@@ -986,8 +1014,8 @@ def _only(body: Mapping[str, Any], allowed: Iterable[str], verb: str) -> None:
         )
 
 
-def _invalid(message: str) -> Mem0Error:
-    return Mem0Error(400, Code.INVALID_INPUT, message)
+def _invalid(message: str) -> Denied:
+    return Denied(400, Code.INVALID_INPUT, message)
 
 
 def _as_bearer(authorization: str | None) -> str | None:

@@ -86,6 +86,14 @@ def test_an_add_draws_facts_and_lists_them_with_their_metadata(service: InProces
     assert first["created_at"] and first["updated_at"] and first["hash"]
 
 
+def test_an_add_that_supersedes_a_memory_is_an_update_of_the_same_id(service: InProcess) -> None:
+    [vim] = add(service, "My favourite editor is vim.", user_id="alice")["results"]
+    [emacs] = add(service, "My favourite editor is emacs.", user_id="alice")["results"]
+    assert emacs["event"] == "UPDATE" and emacs["id"] == vim["id"]
+    assert emacs["previous_memory"] == "My favourite editor is vim."
+    assert memories(service, {"user_id": "alice"}) == ["My favourite editor is emacs."]
+
+
 def test_infer_false_stores_each_user_and_assistant_message_whole(service: InProcess) -> None:
     messages = [
         {"role": "system", "content": "You are a helpful assistant."},
@@ -150,6 +158,17 @@ def test_each_user_has_memories_of_their_own(service: InProcess) -> None:
         "POST", SEARCH, json={"query": "hiking", "filters": {"user_id": "alice"}}
     ).json()
     assert found == {"results": []}
+
+
+def test_deleting_a_user_erases_their_memories_and_history(service: InProcess) -> None:
+    [added] = add(service, "Alice lives in Austin.", user_id="alice", infer=False)["results"]
+    add(service, "Bob lives in Boston.", user_id="bob", infer=False)
+    erased = service.request("DELETE", "/mem0/v2/entities/user/alice/")
+    assert erased.status_code == 200 and erased.json()["deleted"] == 1
+    assert service.request("GET", f"{MEMORIES}{added['id']}/history/").status_code == 404
+    assert memories(service, {"user_id": "alice"}) == []
+    assert memories(service, {"user_id": "bob"}) == ["Bob lives in Boston."]
+    assert service.request("DELETE", "/mem0/v2/entities/user/alice/").status_code == 404
 
 
 def test_agent_and_run_ids_narrow_a_users_memories(service: InProcess) -> None:
