@@ -136,21 +136,63 @@ $(PEERS_STAMP): bench/peers-requirements.txt
 bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(PY) -m bench.peers $(PEERS_ARGS)
 
-# The explorer's graph library (Cytoscape.js), vendored as its built ES module from the npm
-# registry; `npm pack` checks the registry's integrity hash. Needs npm, and only to update: bump
-# CYTOSCAPE, run `make vendor`, commit resolvers/static/vendor. A test checks the page loads it.
-CYTOSCAPE := 3.34.4
-VENDOR    := resolvers/static/vendor
+# The explorer's graph library (Cytoscape.js), vendored as its built ES module, and GraphiQL's
+# files (resolvers/static/graphiql.html, served at /graphql): React's and ReactDOM's UMD builds,
+# GraphiQL's bundle and styles, its explorer plugin, at the versions strawberry's own GraphiQL
+# page asks unpkg.com for. All from the npm registry; `npm pack` checks the registry's integrity
+# hash, recorded in NOTICE. Needs npm, and only to update: bump a version, run `make vendor`,
+# commit resolvers/static/vendor. Tests check the pages load them and nothing from elsewhere.
+CYTOSCAPE         := 3.34.4
+REACT             := 18.2.0
+GRAPHIQL          := 3.8.3
+GRAPHIQL_EXPLORER := 1.0.2
+VENDOR            := resolvers/static/vendor
+NPM_PACKAGES      := cytoscape@$(CYTOSCAPE) react@$(REACT) react-dom@$(REACT) graphiql@$(GRAPHIQL) \
+	@graphiql/plugin-explorer@$(GRAPHIQL_EXPLORER)
 
 vendor:
 	rm -rf build/npm && mkdir -p build/npm $(VENDOR)
-	cd build/npm && npm pack --silent cytoscape@$(CYTOSCAPE) >/dev/null && tar xzf cytoscape-$(CYTOSCAPE).tgz
-	rm -f $(VENDOR)/cytoscape-*.mjs
-	cp build/npm/package/dist/cytoscape.esm.min.mjs $(VENDOR)/cytoscape-$(CYTOSCAPE).esm.min.mjs
-	cp build/npm/package/LICENSE $(VENDOR)/cytoscape.LICENSE.txt
+	cd build/npm && for spec in $(NPM_PACKAGES); do \
+	  dir=$$(echo "$${spec%@*}" | tr -d @ | tr / -) && mkdir $$dir && \
+	  (cd $$dir && npm pack --silent $$spec >/dev/null && tar xzf *.tgz) || exit 1; done
+	rm -f $(VENDOR)/*
+	cp build/npm/cytoscape/package/dist/cytoscape.esm.min.mjs $(VENDOR)/cytoscape-$(CYTOSCAPE).esm.min.mjs
+	cp build/npm/cytoscape/package/LICENSE $(VENDOR)/cytoscape.LICENSE.txt
+	cp build/npm/react/package/umd/react.production.min.js $(VENDOR)/react-$(REACT).production.min.js
+	cp build/npm/react/package/LICENSE $(VENDOR)/react.LICENSE.txt
+	cp build/npm/react-dom/package/umd/react-dom.production.min.js $(VENDOR)/react-dom-$(REACT).production.min.js
+	cp build/npm/react-dom/package/LICENSE $(VENDOR)/react-dom.LICENSE.txt
+	cp build/npm/graphiql/package/graphiql.min.js $(VENDOR)/graphiql-$(GRAPHIQL).min.js
+	cp build/npm/graphiql/package/graphiql.min.css $(VENDOR)/graphiql-$(GRAPHIQL).min.css
+	cp build/npm/graphiql/package/LICENSE $(VENDOR)/graphiql.LICENSE.txt
+	cp build/npm/graphiql-plugin-explorer/package/dist/index.umd.js $(VENDOR)/graphiql-plugin-explorer-$(GRAPHIQL_EXPLORER).umd.js
+	cp build/npm/graphiql-plugin-explorer/package/dist/style.css $(VENDOR)/graphiql-plugin-explorer-$(GRAPHIQL_EXPLORER).css
 	sed -i -E 's/cytoscape-[0-9.]+\.esm\.min\.mjs/cytoscape-$(CYTOSCAPE).esm.min.mjs/' resolvers/static/graph.js
-	printf 'cytoscape-%s.esm.min.mjs is dist/cytoscape.esm.min.mjs of the npm package cytoscape@%s\n(Cytoscape.js, MIT licence: cytoscape.LICENSE.txt), npm integrity %s\n' \
-	  $(CYTOSCAPE) $(CYTOSCAPE) "$$(cd build/npm && npm view --silent cytoscape@$(CYTOSCAPE) dist.integrity)" > $(VENDOR)/NOTICE
+	sed -i -E -e 's/react-[0-9.]+\.production/react-$(REACT).production/' \
+	  -e 's/react-dom-[0-9.]+\.production/react-dom-$(REACT).production/' \
+	  -e 's/graphiql-[0-9.]+\.min\./graphiql-$(GRAPHIQL).min./' \
+	  -e 's/graphiql-plugin-explorer-[0-9.]+\./graphiql-plugin-explorer-$(GRAPHIQL_EXPLORER)./' \
+	  resolvers/static/graphiql.html
+	cd build/npm && integrity() { npm view --silent "$$1" dist.integrity; } && { \
+	  printf '%s is %s of the npm package %s\n(%s), npm integrity %s\n' \
+	    cytoscape-$(CYTOSCAPE).esm.min.mjs dist/cytoscape.esm.min.mjs cytoscape@$(CYTOSCAPE) \
+	    "Cytoscape.js, MIT licence: cytoscape.LICENSE.txt" "$$(integrity cytoscape@$(CYTOSCAPE))" && \
+	  printf '%s is %s of the npm package %s\n(%s), npm integrity %s\n' \
+	    react-$(REACT).production.min.js umd/react.production.min.js react@$(REACT) \
+	    "React, MIT licence: react.LICENSE.txt" "$$(integrity react@$(REACT))" && \
+	  printf '%s is %s of the npm package %s\n(%s), npm integrity %s\n' \
+	    react-dom-$(REACT).production.min.js umd/react-dom.production.min.js react-dom@$(REACT) \
+	    "ReactDOM, MIT licence: react-dom.LICENSE.txt" "$$(integrity react-dom@$(REACT))" && \
+	  printf '%s are %s of the npm package %s\n(%s), npm integrity %s\n' \
+	    "graphiql-$(GRAPHIQL).min.js and .min.css" "graphiql.min.js and graphiql.min.css" \
+	    graphiql@$(GRAPHIQL) "GraphiQL, MIT licence: graphiql.LICENSE.txt" \
+	    "$$(integrity graphiql@$(GRAPHIQL))" && \
+	  printf '%s are %s of the npm package %s\n(%s), npm integrity %s\n' \
+	    "graphiql-plugin-explorer-$(GRAPHIQL_EXPLORER).umd.js and .css" \
+	    "dist/index.umd.js and dist/style.css" @graphiql/plugin-explorer@$(GRAPHIQL_EXPLORER) \
+	    "GraphiQL's explorer plugin, MIT licence by its package.json; the package ships no licence file: graphiql.LICENSE.txt, of the same repository, is its text" \
+	    "$$(integrity @graphiql/plugin-explorer@$(GRAPHIQL_EXPLORER))"; \
+	} > ../../$(VENDOR)/NOTICE
 
 clean:
 	rm -rf $(VENV) build *.egg-info test-artefacts

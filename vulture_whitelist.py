@@ -76,9 +76,11 @@ _.page_info
 _.purged_id
 
 # Hooks strawberry calls on the classes that override them: the ASGI app's per-request context,
-# its JSON encoding and decoding and its execution of one HTTP request, the error-masking
-# extension's error pass, a schema extension's validation and execution steps.
+# its JSON encoding and decoding and its execution of one HTTP request, its page for a browser
+# (GraphiQL), the error-masking extension's error pass, a schema extension's validation and
+# execution steps.
 _.get_context
+_.render_graphql_ide
 _.encode_json
 _.decode_json
 _.execute_single

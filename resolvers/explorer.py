@@ -1,14 +1,17 @@
-"""The relationship explorer: a page at ``/explore/`` for browsing memory as a graph.
+"""The relationship explorer: a page at ``/explore/`` for browsing memory as a graph; and
+GraphiQL's page, which ``/graphql`` sends a browser (``resolvers.app``), from the same files.
 
-The page is static (``resolvers/static``: HTML, CSS, JavaScript modules and the vendored
-Cytoscape.js) and reads and writes memory only through ``/graphql``, like any other client. It
-holds no data, so it loads without a key; its API calls pass the same gate as everyone's, and
-when they are answered 401 the page asks for a key and keeps it in the tab's sessionStorage.
+The pages are static (``resolvers/static``: HTML, CSS, JavaScript and the vendored Cytoscape.js,
+React and GraphiQL) and read and write memory only through ``/graphql``, like any other client.
+They hold no data, so they load without a key; their API calls pass the same gate as everyone's.
+The explorer asks for a key when it is answered 401 and keeps it in the tab's sessionStorage;
+GraphiQL sends what its Headers tab holds.
 
 Assets are read once, when the app is built. Every response names its content type explicitly
 (not from the machine's mimetypes table), carries a strong ETag (a reload costs a 304) and
-``no-cache``, except files whose names carry their version (the vendored library), which are
-cached for a year. The page's Content-Security-Policy lets it load and call nothing but this server.
+``no-cache``, except files whose names carry their version (the vendored libraries), which are
+cached for a year. Each page's Content-Security-Policy lets it load and call nothing but this
+server (GraphiQL's also allows the style elements its bundle adds as it renders).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -49,6 +53,16 @@ CONTENT_SECURITY_POLICY: Final = (
     "img-src 'self' data:; connect-src 'self'; base-uri 'self'; form-action 'self'; "
     "frame-ancestors 'none'"
 )
+#: GraphiQL's page, sent at ``/graphql`` rather than among the explorer's files (its files are
+#: named relative to ``explore/``, beside it).
+GRAPHIQL_PAGE: Final = "graphiql.html"
+#: GraphiQL's stylesheet embeds its fonts as data: URLs, and its dialogs add a <style> element
+#: whose text depends on the window (the scrollbar's width): both allowed on its page only.
+GRAPHIQL_POLICY: Final = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "font-src 'self' data:; img-src 'self' data:; connect-src 'self'; base-uri 'self'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,7 @@ def explorer_routes(static_dir: Path = STATIC_DIR) -> list[BaseRoute]:
     """The routes of the explorer: ``/explore`` (redirects to ``/explore/``), the page, and its
     assets at ``/explore/<path>``."""
     assets = load_assets(static_dir)
+    assets.pop(GRAPHIQL_PAGE, None)
 
     async def to_page(request: Request) -> Response:
         # Relative, so the page still works behind a proxy that mounts the service on a prefix.
@@ -86,32 +101,41 @@ def explorer_routes(static_dir: Path = STATIC_DIR) -> list[BaseRoute]:
     ]
 
 
+def graphiql_page(static_dir: Path = STATIC_DIR) -> Callable[[Request], Response]:
+    """What answers a browser's ``GET /graphql``: GraphiQL, whose scripts and styles are this
+    service's files under ``/explore/`` (not strawberry's page, which loads them from unpkg.com)."""
+    page = _asset(static_dir / GRAPHIQL_PAGE, GRAPHIQL_PAGE)
+    return lambda request: _send(page, request, policy=GRAPHIQL_POLICY)
+
+
 def load_assets(static_dir: Path = STATIC_DIR) -> dict[str, Asset]:
     """Every servable file under ``static_dir``, by its path relative to it."""
     assets = {}
     for path in sorted(static_dir.rglob("*")):
         name = path.relative_to(static_dir).as_posix()
-        content_type = CONTENT_TYPES.get(path.suffix)
-        if not path.is_file() or content_type is None or "/." in "/" + name:
-            continue
-        body = path.read_bytes()
-        assets[name] = Asset(
-            body=body,
-            content_type=content_type,
-            etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
-            cache_control=IMMUTABLE if VERSIONED.search(name) else REVALIDATE,
-        )
+        if path.is_file() and path.suffix in CONTENT_TYPES and "/." not in "/" + name:
+            assets[name] = _asset(path, name)
     return assets
 
 
-def _send(asset: Asset, request: Request) -> Response:
+def _asset(path: Path, name: str) -> Asset:
+    body = path.read_bytes()
+    return Asset(
+        body=body,
+        content_type=CONTENT_TYPES[path.suffix],
+        etag='"' + hashlib.sha256(body).hexdigest()[:32] + '"',
+        cache_control=IMMUTABLE if VERSIONED.search(name) else REVALIDATE,
+    )
+
+
+def _send(asset: Asset, request: Request, *, policy: str = CONTENT_SECURITY_POLICY) -> Response:
     headers = {
         "ETag": asset.etag,
         "Cache-Control": asset.cache_control,
         "X-Content-Type-Options": "nosniff",
     }
     if asset.content_type.startswith("text/html"):
-        headers["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+        headers["Content-Security-Policy"] = policy
         headers["Referrer-Policy"] = "no-referrer"
     if asset.etag in _etags(request.headers.get("if-none-match", "")):
         return Response(status_code=304, headers=headers)

@@ -165,13 +165,28 @@ def chromium() -> tuple[str, str] | None:
     return (browser, driver) if browser and driver else None
 
 
-def start_browser(paths: tuple[str, str]) -> Any:
+def require_chromium() -> tuple[str, str]:
+    """Paths of Chromium and chromedriver; the test is skipped, saying why, without them."""
+    paths = chromium()
+    if paths is None:
+        pytest.skip(
+            "Chromium not found: the browser tests need the Debian packages chromium and "
+            "chromium-driver (`apt-get install chromium chromium-driver`; .ci/run installs "
+            "them when it runs as root)"
+        )
+    return paths
+
+
+def start_browser(paths: tuple[str, str], *arguments: str, network_log: bool = False) -> Any:
+    """Headless Chromium with these extra command-line ``arguments``; with ``network_log``, every
+    request its pages make is in ``driver.get_log("performance")`` (as DevTools' Network events)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = paths[0]
     for argument in (
+        *arguments,
         "--headless=new",
         "--no-sandbox",
         "--disable-dev-shm-usage",
@@ -183,19 +198,17 @@ def start_browser(paths: tuple[str, str]) -> Any:
         "--disable-extensions",
     ):
         options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    logs = {"browser": "ALL"}
+    if network_log:
+        logs["performance"] = "ALL"
+        options.add_experimental_option("perfLoggingPrefs", {"enableNetwork": True})
+    options.set_capability("goog:loggingPrefs", logs)
     return webdriver.Chrome(options=options, service=Service(paths[1]))
 
 
 @pytest.fixture(scope="module")
 def explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Explorer]:
-    paths = chromium()
-    if paths is None:
-        pytest.skip(
-            "Chromium not found: the explorer's browser tests need the Debian packages chromium "
-            "and chromium-driver (`apt-get install chromium chromium-driver`; .ci/run installs "
-            "them when it runs as root)"
-        )
+    paths = require_chromium()
     data_dir = tmp_path_factory.mktemp("explorer") / "data"
     notes = data_dir.parent / "notes"
     notes.mkdir()
