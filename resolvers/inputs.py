@@ -209,9 +209,8 @@ def _value_nodes(value: ValueNode, path: str) -> Iterator[tuple[ValueNode, str]]
 
 #: graphql-core's refusal of a variable's value, and the place inside the value it names.
 _BAD_VARIABLE: Final = re.compile(r"Variable '\$(\w+)' (?:has|got) invalid value(?: at ([^:]+))?")
-#: Engine parameters whose argument is not their name in camelCase (``traverse(from:)``,
-#: ``path(from:, to:)``).
-_ARGUMENT_OF: Final = {"ids": "from", "source_id": "from", "target_id": "to"}
+#: Engine parameters whose argument is not their name in camelCase: ``traverse(from:)``.
+_ARGUMENT_OF: Final = {"ids": "from"}
 
 
 def error_field(error: GraphQLError, document: DocumentNode | None) -> str | None:
@@ -232,7 +231,7 @@ def error_field(error: GraphQLError, document: DocumentNode | None) -> str | Non
         return _argument_path(node, field) if isinstance(field, str) else None
     if document is None or node is None:
         return None
-    nodes, variables = _argument_places(document)
+    nodes, variables = _argument_places(document, node)
     if isinstance(node, VariableDefinitionNode):
         used = variables.get(node.variable.name.value)
         if used is None:
@@ -245,7 +244,8 @@ def error_field(error: GraphQLError, document: DocumentNode | None) -> str | Non
 def _argument_path(node: FieldNode, field: str) -> str | None:
     """The engine's ``field`` (``max_depth``, ``links[2]``) as the path of the argument of
     ``node`` it came from, or None when the field was given no such argument."""
-    head, rest = re.match(r"([^.\[]*)(.*)", field).groups()  # type: ignore[union-attr]
+    head = re.split(r"[.\[]", field, maxsplit=1)[0]
+    rest = field[len(head) :]
     given = {argument.name.value for argument in node.arguments or ()}
     for name in (to_camel_case(head), _ARGUMENT_OF.get(head)):
         if name in given:
@@ -253,16 +253,18 @@ def _argument_path(node: FieldNode, field: str) -> str | None:
     return None
 
 
-def _argument_places(document: DocumentNode) -> tuple[dict[int, str], dict[str, str]]:
+def _argument_places(document: DocumentNode, node: Node) -> tuple[dict[int, str], dict[str, str]]:
     """Where each value node of the document's arguments stands (by node identity), and where
-    each variable is first used."""
+    each variable is first used: in the operation that defines ``node`` when it is a variable's
+    definition (variables belong to their operation), else in every operation."""
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    defining = [o for o in operations if any(v is node for v in o.variable_definitions or ())]
     nodes: dict[int, str] = {}
     variables: dict[str, str] = {}
-    for operation in document.definitions:
-        if isinstance(operation, OperationDefinitionNode):
-            for argument in _arguments(document, operation):
-                for node, path in _value_nodes(argument.value, argument.name.value):
-                    nodes[id(node)] = path
-                    if isinstance(node, VariableNode):
-                        variables.setdefault(node.name.value, path)
+    for operation in defining or operations:
+        for argument in _arguments(document, operation):
+            for value, path in _value_nodes(argument.value, argument.name.value):
+                nodes[id(value)] = path
+                if isinstance(value, VariableNode):
+                    variables.setdefault(value.name.value, path)
     return nodes, variables

@@ -74,6 +74,16 @@ def test_a_refused_variable_names_the_argument_it_is_given_to(
     assert error["extensions"] == {"code": "INVALID_QUERY", "field": field}, error
 
 
+def test_a_refused_variable_is_placed_in_the_operation_that_ran(service: InProcess) -> None:
+    document = (
+        'query A($at: DateTime) { fact(id: "x", asOf: $at) { id } } '
+        'query B($at: DateTime) { search(query: "x", knownAt: $at) { score } }'
+    )
+    body = {"query": document, "operationName": "B", "variables": {"at": "soon"}}
+    [error] = service.request("POST", "/graphql", json=body).json()["errors"]
+    assert error["extensions"]["field"] == "knownAt", error
+
+
 @pytest.fixture
 def client(settings: Settings, clock: Clock) -> Iterator[Client]:
     quiet = settings.model_copy(update={"prune_interval": 0, "classify_interval": 0})
