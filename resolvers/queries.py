@@ -1,6 +1,6 @@
 """The Query root: reads. Every field takes an optional time scope (``asOf``, ``knownAt``) that
 applies to everything beneath it. A failure (bad argument, unknown id) is a GraphQL error whose
-``extensions.code`` says which (docs/graphql.md)."""
+``extensions.code`` says which, and ``extensions.field`` the argument at fault (docs/graphql.md)."""
 
 from typing import Annotated, cast
 

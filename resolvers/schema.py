@@ -1,7 +1,8 @@
 """The strawberry schema: roots, custom scalars, limits and error codes.
 
 Every GraphQL error carries ``extensions.code``: a graphmem error keeps its code and message
-(``INVALID_INPUT``, ``NOT_FOUND``…); a malformed or over-limit document is ``INVALID_QUERY``;
+(``INVALID_INPUT``, ``NOT_FOUND``…); a malformed or over-limit document is ``INVALID_QUERY``; one
+about an argument also names it in ``extensions.field`` (``inputs.error_field``);
 anything unexpected is masked as ``INTERNAL_ERROR`` ("Unexpected error.") and logged, its
 traceback once a minute for each kind (:class:`UnexpectedLog`). An answer carries at most
 :data:`MAX_ANSWER_ERRORS` errors.
