@@ -36,9 +36,11 @@ from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.exceptions import ConnectionRejectionError, MissingQueryError
 from strawberry.http import GraphQLRequestData
+from strawberry.http.parse_content_type import parse_content_type
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
@@ -50,6 +52,7 @@ from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
 
+from .answers import GRAPHQL_RESPONSE_JSON, JSON, negotiate, refusal, status_of
 from .auth import (
     ADMITTED,
     GRAPHQL_PATH,
@@ -62,7 +65,7 @@ from .auth import (
 )
 from .context import Context
 from .events import Broadcaster
-from .explorer import explorer_routes, graphiql_page
+from .explorer import explorer_routes
 from .mem0 import mem0_routes
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
@@ -72,6 +75,7 @@ from .sockets import INIT_WAIT_S, SocketHandler, Sockets
 if TYPE_CHECKING:
     from cross_web import AsyncHTTPRequestAdapter
     from mcp.server.context import ServerRequestContext
+    from strawberry.http import GraphQLHTTPResponse
 
 _log = logging.getLogger("graphmem.server")
 
@@ -93,6 +97,13 @@ SUBSCRIPTION_OVER_HTTP: Final = (
     f"subscriptions are served over a WebSocket: open one to {GRAPHQL_PATH} with the "
     "graphql-transport-ws subprotocol"
 )
+#: What a mutation sent over GET is answered (HTTP 405: GET is for what changes nothing).
+MUTATION_OVER_GET: Final = "mutations are sent with POST: GET runs queries only"
+#: What a POST of another content type is answered (HTTP 415).
+NOT_JSON: Final = "a POST to /graphql sends its request as JSON: Content-Type: application/json"
+#: The codes of the errors that end an operation that was running without naming a field:
+#: its time limit, its answer's size. Its answer keeps ``data`` (null).
+_ENDED: Final = frozenset({Code.TIMEOUT, Code.TOO_COSTLY})
 
 
 def app_from_environment() -> Starlette:
@@ -205,7 +216,7 @@ def create_app(
         )
     app = Starlette(
         routes=[
-            Route(GRAPHQL_PATH, graphql, methods=["GET", "POST"]),
+            Route(GRAPHQL_PATH, graphql),  # every method: the view answers others 405
             Route("/healthz", healthz),
             Route("/metrics", metrics_text),
             Route(MCP_PATH, mcp),
@@ -220,19 +231,12 @@ def create_app(
     return app
 
 
-#: What a browser gets at /graphql: GraphiQL from the service's own files (strawberry's page
-#: loads React and GraphiQL from unpkg.com, so offline it never gets past "Loading").
-_GRAPHIQL: Final = graphiql_page()
-
-
 class GraphQLApp(GraphQL[Context, None]):
     """strawberry's ASGI view with graphmem's context and WebSocket authentication (sockets
-    speak graphql-transport-ws only, each operation admitted on its own: ``resolvers.sockets``)."""
+    speak graphql-transport-ws only, each operation admitted on its own: ``resolvers.sockets``),
+    answering HTTP as the GraphQL-over-HTTP spec says (``resolvers.answers``)."""
 
     graphql_transport_ws_handler_class = SocketHandler
-
-    async def render_graphql_ide(self, request: Request) -> Response:
-        return _GRAPHIQL(request)
 
     def __init__(self, gate: Authenticator, *, max_response_bytes: int, **kwargs: Any) -> None:
         super().__init__(
@@ -250,11 +254,14 @@ class GraphQLApp(GraphQL[Context, None]):
     ) -> Response | WebSocket:
         if isinstance(request, WebSocket):
             return await self._socket(request, context, root_value)
-        if request.method == "POST":
-            response = await self._prepared(request)
-            if response is not None:
-                return response
-        return await super().run(request, context, root_value)
+        try:
+            if request.method == "POST":
+                response = await self._prepared(request)
+                if response is not None:
+                    return response
+            return await super().run(request, context, root_value)
+        except HTTPException as exc:  # strawberry's view would answer it in plain text
+            return _refused(request, exc)
 
     async def _socket(self, websocket: WebSocket, context: Any, root_value: Any) -> WebSocket:
         """strawberry's run of a socket, if the sockets that have not presented a key yet
@@ -304,6 +311,19 @@ class GraphQLApp(GraphQL[Context, None]):
         body = await self.process_result(request, result)
         return self.create_response(body, answer)
 
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        """strawberry's, with the media type the answer takes (``answers.negotiate``)."""
+        response = await super().get_sub_response(request)
+        response.media_type = negotiate(request.headers.get("accept"))
+        return response
+
+    async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> Any:
+        """strawberry's, refusing a POST that is not JSON with 415, as HTTP says."""
+        content_type, _ = parse_content_type(request.content_type or "")
+        if request.method == "POST" and "application/json" not in content_type:
+            raise HTTPException(415, NOT_JSON)
+        return await super().parse_http_body(request)
+
     async def execute_single(
         self,
         request: Request,
@@ -314,7 +334,8 @@ class GraphQLApp(GraphQL[Context, None]):
         request_data: GraphQLRequestData,
     ) -> ExecutionResult:
         """strawberry's, except that a subscription is refused (INVALID_QUERY): strawberry would
-        run it as a query, which fails in its resolver (an INTERNAL_ERROR)."""
+        run it as a query, which fails in its resolver (an INTERNAL_ERROR); and a mutation over
+        GET with 405, as the GraphQL-over-HTTP spec says."""
         allowed = OperationType.from_http(request_adapter.method) - {OperationType.SUBSCRIPTION}
         try:
             return await self.schema.execute(
@@ -327,14 +348,14 @@ class GraphQLApp(GraphQL[Context, None]):
                 operation_extensions=request_data.extensions,
             )
         except (CannotGetOperationTypeError, InvalidOperationTypeError, MissingQueryError) as exc:
-            if (
-                isinstance(exc, InvalidOperationTypeError)
-                and exc.operation_type is OperationType.SUBSCRIPTION
-            ):
-                error = GraphQLError(
-                    SUBSCRIPTION_OVER_HTTP, extensions={"code": Code.INVALID_QUERY}
-                )
-                return ExecutionResult(data=None, errors=[error])
+            if isinstance(exc, InvalidOperationTypeError):
+                if exc.operation_type is OperationType.SUBSCRIPTION:
+                    error = GraphQLError(
+                        SUBSCRIPTION_OVER_HTTP, extensions={"code": Code.INVALID_QUERY}
+                    )
+                    return ExecutionResult(data=None, errors=[error])
+                if exc.operation_type is OperationType.MUTATION:
+                    raise HTTPException(405, MUTATION_OVER_GET) from None
         # Refused before anything ran: strawberry's view says why, as it does (HTTP 400).
         return await super().execute_single(
             request, request_adapter, sub_response, context, root_value, request_data
@@ -354,16 +375,23 @@ class GraphQLApp(GraphQL[Context, None]):
         return self._bounded(data).decode()
 
     def create_response(self, response_data: Any, sub_response: Response) -> Response:
-        """The answer as JSON bytes (not text encoded again), with the status and headers the
-        execution set (a rate limit's 429 and ``Retry-After``)."""
-        response = Response(
-            self._bounded(response_data),
-            status_code=sub_response.status_code or 200,
-            media_type="application/json",
-        )
+        """The answer as JSON bytes (not text encoded again) in the media type negotiated,
+        with the status and headers the execution set (a rate limit's 429 and
+        ``Retry-After``); else, for an answer without ``data`` in
+        ``application/graphql-response+json``, the status of its error (``answers.status_of``),
+        and 200 for any other."""
+        media_type = sub_response.media_type or JSON
+        status = sub_response.status_code
+        if status is None:
+            status = 200
+            if media_type == GRAPHQL_RESPONSE_JSON and "data" not in response_data:
+                errors = response_data.get("errors") or [{}]
+                status = status_of((errors[0].get("extensions") or {}).get("code"))
+        response = Response(self._bounded(response_data), status, media_type=media_type)
         for name, value in sub_response.headers.items():
             if name not in ("content-length", "content-type"):
                 response.headers[name] = value
+        response.headers["vary"] = "Accept"  # the media type, and so the status, follow it
         return response
 
     def _bounded(self, data: object) -> bytes:
@@ -410,7 +438,10 @@ class GraphQLApp(GraphQL[Context, None]):
         degraded = admitted[0].degraded if admitted else None
         if degraded:  # e.g. the object store is down: answers may miss vector matches
             result.extensions = {**(result.extensions or {}), "degraded": degraded}
-        return await super().process_result(request, result)
+        answer: GraphQLHTTPResponse = await super().process_result(request, result)
+        if not _ran(result):  # a request error: the spec's answer has no data entry
+            del answer["data"]
+        return answer
 
     async def on_ws_connect(self, context: Context) -> Any:
         if context.admitted:
@@ -425,6 +456,37 @@ class GraphQLApp(GraphQL[Context, None]):
         except Denied as exc:
             raise ConnectionRejectionError({"code": exc.code, "message": exc.message}) from None
         return await super().on_ws_connect(context)
+
+
+def _ran(result: ExecutionResult) -> bool:
+    """Whether the operation was executed, so that its answer keeps ``data`` (null or not).
+    Not when it was refused before: by strawberry (a PreExecutionError: parse, validation, the
+    cost admission), on the prepared path (its refusals carry no cost), by graphql-core (its
+    variables or operation name: errors without a path), or by its key's turn."""
+    if result.data is not None:
+        return True
+    if isinstance(result, PreExecutionError) or "cost" not in (result.extensions or {}):
+        return False
+    return any(
+        error.path is not None or (error.extensions or {}).get("code") in _ENDED
+        for error in result.errors or ()
+    )
+
+
+def _refused(request: Request, exc: HTTPException) -> Response:
+    """A request strawberry's view refuses as it stands (not JSON, no query, a mutation over
+    GET, a method other than GET and POST) as a GraphQL error (INVALID_QUERY), with ``Allow``
+    on a 405."""
+    headers = {"vary": "Accept"}
+    if exc.status_code == 405:
+        headers["allow"] = "POST" if request.method == "GET" else "GET, POST"
+    return refusal(
+        exc.status_code,
+        Code.INVALID_QUERY,
+        exc.reason,
+        media_type=negotiate(request.headers.get("accept")),
+        headers=headers,
+    )
 
 
 def _json(data: object) -> bytes:

@@ -25,13 +25,14 @@ from typing import Any, Final, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory
 from graphmem.errors import Code
 from graphmem.settings import is_loopback
 
+from .answers import JSON, negotiate, refusal
 from .namespaces import Namespaces
 
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
@@ -57,30 +58,46 @@ KEYS_UNAVAILABLE: Final = "cannot check API keys (the details are in the server'
 class Denied(Exception):
     """A request the gate turns away: HTTP ``status``, a code and a message."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, *, bearer_error: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        #: RFC 6750's error code for the 401's challenge: ``invalid_token`` for a key that was
+        #: presented and refused; None when none was (the RFC asks for no error then).
+        self.bearer_error = bearer_error
 
-    def response(self, *, jsonrpc: bool = False) -> JSONResponse:
-        """The refusal as GraphQL errors, or as a JSON-RPC error (what MCP clients read and show;
-        its id is null, as the request was never read)."""
-        headers = {"WWW-Authenticate": 'Bearer realm="graphmem"'} if self.status == 401 else None
-        body: dict[str, Any] = (
-            {
-                "jsonrpc": "2.0",
-                "id": None,
-                "error": {
-                    "code": INVALID_REQUEST,
-                    "message": self.message,
-                    "data": {"code": self.code},
-                },
-            }
-            if jsonrpc
-            else {"errors": [{"message": self.message, "extensions": {"code": self.code}}]}
-        )
+    def response(self, *, jsonrpc: bool = False, media_type: str = JSON) -> Response:
+        """The refusal as GraphQL errors in ``media_type`` (``answers.refusal``), or as a
+        JSON-RPC error (what MCP clients read and show; its id is null, as the request was
+        never read)."""
+        headers = {"WWW-Authenticate": self._challenge()} if self.status == 401 else None
+        if not jsonrpc:
+            return refusal(
+                self.status, self.code, self.message, media_type=media_type, headers=headers
+            )
+        body: dict[str, Any] = {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INVALID_REQUEST,
+                "message": self.message,
+                "data": {"code": self.code},
+            },
+        }
         return JSONResponse(body, status_code=self.status, headers=headers)
+
+    def _challenge(self) -> str:
+        """The 401's ``WWW-Authenticate``: the Bearer scheme of RFC 6750 for an API key, with no
+        ``resource_metadata`` (RFC 9728), which tells MCP clients there is no OAuth to run."""
+        if self.bearer_error is None:
+            return 'Bearer realm="graphmem"'
+        return (
+            f'Bearer realm="graphmem", error="{self.bearer_error}", '
+            f'error_description="{self.message}"'
+        )
 
 
 @dataclass
@@ -120,7 +137,12 @@ class Authenticator:
                     )
                 key = await self._checked(self.keys.authenticate, token)
                 if key is None:
-                    raise Denied(401, Code.UNAUTHENTICATED, "unknown or revoked API key")
+                    raise Denied(
+                        401,
+                        Code.UNAUTHENTICATED,
+                        "unknown or revoked API key",
+                        bearer_error="invalid_token",
+                    )
         except GraphmemError as exc:  # the key file cannot be read: refuse, never let in
             _log.error("cannot check API keys: %s", exc.message)
             raise Denied(503, exc.code, KEYS_UNAVAILABLE) from None
@@ -199,7 +221,7 @@ class LoopbackOnly:
             await send({"type": "websocket.close", "code": 4403, "reason": problem[:120]})
             return
         denied = Denied(403, Code.FORBIDDEN, problem)
-        await denied.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
+        await _refusal(denied, scope, headers)(scope, receive, send)
 
 
 class AuthMiddleware:
@@ -243,7 +265,7 @@ class AuthMiddleware:
                         {"type": "websocket.close", "code": 4403, "reason": exc.message[:120]}
                     )
                 return
-            await exc.response(jsonrpc=scope["path"].startswith(MCP_PATH))(scope, receive, send)
+            await _refusal(exc, scope, headers)(scope, receive, send)
             return
         await self.app(scope, receive, send)
 
@@ -280,6 +302,14 @@ class AuthMiddleware:
             return {"type": "http.request", "body": body, "more_body": False}
 
         return replay
+
+
+def _refusal(denied: Denied, scope: Scope, headers: Mapping[str, str]) -> Response:
+    """``denied`` as the client of the path asked: a JSON-RPC error at ``/mcp``, else GraphQL
+    errors in the media type its ``Accept`` header prefers."""
+    if scope["path"].startswith(MCP_PATH):
+        return denied.response(jsonrpc=True)
+    return denied.response(media_type=negotiate(headers.get("accept")))
 
 
 def _check_json(data: bytes) -> None:

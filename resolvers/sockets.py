@@ -28,7 +28,7 @@ from collections import Counter, defaultdict
 from typing import TYPE_CHECKING, Any, Final
 
 from cross_web import HTTPException
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 from starlette.types import Scope
 from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -45,8 +45,10 @@ from strawberry.utils.aio import aclosing
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from graphmem import ApiKey
+from graphmem.errors import Code
 from graphmem.limits import MAX_SOCKETS_PER_KEY
 
+from .answers import refusal
 from .context import Context
 
 if TYPE_CHECKING:
@@ -348,10 +350,12 @@ DENIED_WITHOUT_HANDSHAKE: Final = "ASGI callable returned without completing han
 
 
 def _busy(status: int, problem: str) -> Response:
-    """The refusal of an upgrade (a page a browser never shows: it sees the socket fail), to be
-    tried again once the sockets waiting now have presented their key or been closed."""
+    """The refusal of an upgrade (RATE_LIMITED for one address's sockets, UNAVAILABLE for the
+    process's; a browser never shows it: it sees the socket fail), to be tried again once the
+    sockets waiting now have presented their key or been closed."""
+    code = Code.RATE_LIMITED if status == 429 else Code.UNAVAILABLE
     retry = {"Retry-After": str(int(INIT_WAIT_S))}
-    return PlainTextResponse(f"{problem}: retry later", status_code=status, headers=retry)
+    return refusal(status, code, f"{problem}: retry later", headers=retry)
 
 
 def _refusal(key: ApiKey | None) -> str:

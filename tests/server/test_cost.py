@@ -72,7 +72,7 @@ def test_the_product_of_page_sizes_is_refused_before_it_runs(
     start = time.monotonic()
     status, body = service.post(ATTACK, {"id": linked[0]})
     assert time.monotonic() - start < 2
-    assert status == 200 and body["data"] is None
+    assert status == 200 and "data" not in body  # refused before it ran
     [error] = body["errors"]
     assert error["extensions"]["code"] == "TOO_COSTLY"
     # 30 aliases x (1000 + 1000^2 + 1000^3) items

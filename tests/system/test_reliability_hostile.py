@@ -445,7 +445,7 @@ def test_a_string_that_is_not_text_is_invalid_input_naming_its_argument(
     query, argument = NOT_TEXT_ARGUMENTS[name]
     for _ in range(2):  # the second time, the document is one the server validated before
         status, body = _post(client, query, {"s": string})
-        assert status == 200 and body["data"] is None, body
+        assert status == 200 and "data" not in body, body  # refused before it ran
         [error] = body["errors"]
         assert error["extensions"] == {"code": "INVALID_INPUT", "field": argument}, error
         assert error["message"] == f"argument `{argument}` contains {says}" + (
