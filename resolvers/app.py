@@ -65,7 +65,7 @@ from .auth import (
 )
 from .context import Context
 from .events import Broadcaster
-from .explorer import explorer_routes
+from .explorer import explorer_routes, graphiql_page
 from .mem0 import mem0_routes
 from .metrics import Metrics, Timing
 from .namespaces import Namespaces
@@ -231,12 +231,20 @@ def create_app(
     return app
 
 
+#: What a browser gets at /graphql: GraphiQL from the service's own files (strawberry's page
+#: loads React and GraphiQL from unpkg.com, so offline it never gets past "Loading").
+_GRAPHIQL: Final = graphiql_page()
+
+
 class GraphQLApp(GraphQL[Context, None]):
     """strawberry's ASGI view with graphmem's context and WebSocket authentication (sockets
     speak graphql-transport-ws only, each operation admitted on its own: ``resolvers.sockets``),
     answering HTTP as the GraphQL-over-HTTP spec says (``resolvers.answers``)."""
 
     graphql_transport_ws_handler_class = SocketHandler
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return _GRAPHIQL(request)
 
     def __init__(self, gate: Authenticator, *, max_response_bytes: int, **kwargs: Any) -> None:
         super().__init__(
