@@ -48,7 +48,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
-from graphmem import ApiKey, Fact, GraphmemError, Memory, Settings
+from graphmem import Fact, GraphmemError, Memory, Settings
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_CAPTURE_MESSAGES, MAX_LIMIT, MAX_NODES
 from graphmem.temporal import to_iso
@@ -133,13 +133,12 @@ def _refusing(error: Denied) -> Callable[[Request], Awaitable[Response]]:
 @dataclass
 class Call:
     """One request as an endpoint sees it: its JSON body, query and path parameters, the
-    namespace the gate admitted and the caller's key, and the owners' namespaces it opened."""
+    namespace the gate admitted, and what it read of the owners' namespaces it opened."""
 
     body: dict[str, Any]
     query: Mapping[str, str]
     path: Mapping[str, str]
     base: str
-    key: ApiKey | None
     api: Mem0Api
     _episodes: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     #: The time limits (``sql_time_limit``) of the owners' namespaces the request reads, held
@@ -253,7 +252,7 @@ class Mem0Api:
             key_id = None if key is None else key.id
             cost = max(1, op.cost(body, query))
             self.admission.spend(key_id, cost)
-            call = Call(body, query, dict(request.path_params), memory.namespace, key, self)
+            call = Call(body, query, dict(request.path_params), memory.namespace, self)
             pool = self._pool(op, cost)
             timeout = memory.settings.request_timeout
             try:
