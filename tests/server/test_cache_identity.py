@@ -32,11 +32,11 @@ READ = """query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {
 def _store(service: InProcess, text: str, city: str) -> dict[str, Any]:
     variables = {"text": text, "who": text.split()[0], "city": city}
     [result] = service.data(STORE, variables)["storeFacts"]["results"]
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _read(service: InProcess, fact_id: str, **scope: Any) -> dict[str, Any]:
-    return service.data(READ, {"id": fact_id, **scope})["fact"]  # type: ignore[no-any-return]
+    return service.data(READ, {"id": fact_id, **scope})["fact"]
 
 
 def test_view_ids_are_the_id_and_the_time_scope_the_fact_was_read_at(

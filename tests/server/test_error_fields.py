@@ -39,7 +39,7 @@ REFUSED = {
 
 @pytest.fixture
 def fact_id(service: InProcess) -> str:
-    return service.data(FACT)["storeFact"]["fact"]["id"]  # type: ignore[no-any-return]
+    return service.data(FACT)["storeFact"]["fact"]["id"]
 
 
 @pytest.mark.parametrize(("query", "field"), REFUSED.values(), ids=REFUSED.keys())
