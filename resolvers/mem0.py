@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import operator
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -718,7 +719,7 @@ class Where:
     ids: dict[str, Any]
     metadata: dict[str, Any]
     categories: frozenset[str] | None = None
-    created: tuple[tuple[str, str], ...] = ()
+    created: tuple[tuple[str, float], ...] = ()
 
     @property
     def narrows(self) -> bool:
@@ -772,16 +773,18 @@ class Where:
             return False
         if self.categories is not None and not self.categories & set(shown["categories"]):
             return False
-        created = shown["created_at"] or ""
-        return all(_compare(created, op, bound) for op, bound in self.created)
+        if not self.created:
+            return True
+        created = datetime.fromisoformat(shown["created_at"]).timestamp()
+        return all(_COMPARED[op](created, bound) for op, bound in self.created)
 
 
 def _conjuncts(filters: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The objects ``filters`` joins by AND (itself, or those under its ``AND``, nested)."""
-    for operator in ("OR", "NOT"):
-        if operator in filters:
+    for logical in ("OR", "NOT"):
+        if logical in filters:
             raise _invalid(
-                f"graphmem's mem0 API does not apply {operator} filters: each owner's "
+                f"graphmem's mem0 API does not apply {logical} filters: each owner's "
                 "memories are kept apart, so a request reads one owner's, narrowed by AND"
             )
     if "AND" not in filters:
@@ -815,7 +818,9 @@ def _categories(value: Any) -> frozenset[str] | None:
     return frozenset(listed)
 
 
-def _created(value: Any, body: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def _created(value: Any, body: Mapping[str, Any]) -> tuple[tuple[str, float], ...]:
+    """The bounds on a memory's creation time: ``created_at``'s operators, ``start_date`` and
+    ``end_date`` (a date alone bounds by its whole day, UTC)."""
     bounds: dict[str, Any] = dict(_mapping(value, "filters.created_at"))
     if body.get("start_date") is not None:
         bounds["gte"] = body["start_date"]
@@ -833,18 +838,16 @@ def _created(value: Any, body: Mapping[str, Any]) -> tuple[tuple[str, str], ...]
             moment = moment.replace(tzinfo=UTC)
         if op == "lte" and len(bound) == 10:  # a date: through its end
             moment += timedelta(days=1) - timedelta(microseconds=1)
-        out.append((op, to_iso(moment.timestamp()) or ""))
+        out.append((op, moment.timestamp()))
     return tuple(out)
 
 
-def _compare(created: str, op: str, bound: str) -> bool:
-    # Both are ISO-8601 UTC text of one form (to_iso): ordered as text.
-    return {
-        "gte": created >= bound,
-        "gt": created > bound,
-        "lte": created <= bound,
-        "lt": created < bound,
-    }[op]
+_COMPARED: Final[Mapping[str, Callable[[float, float], bool]]] = {
+    "gte": operator.ge,
+    "gt": operator.gt,
+    "lte": operator.le,
+    "lt": operator.lt,
+}
 
 
 def _scan(call: Call, memory: Memory, where: Where) -> list[tuple[Fact, dict[str, Any]]]:

@@ -179,6 +179,8 @@ def test_agent_and_run_ids_narrow_a_users_memories(service: InProcess) -> None:
     ]
     assert memories(service, {"user_id": "alice", "run_id": "*"}) == ["Alice likes jazz."]
     assert len(memories(service, {"user_id": "alice"})) == 2
+    assert memories(service, {"user_id": "alice", "created_at": {"gte": "2999-01-01"}}) == []
+    assert len(memories(service, {"user_id": "alice", "created_at": {"lte": "2999-01-01"}})) == 2
     service.request("DELETE", MEMORIES, params={"user_id": "alice", "agent_id": "coach"})
     assert memories(service, {"user_id": "alice"}) == ["Alice likes jazz."]
 
