@@ -124,14 +124,18 @@ CODES: Final[Mapping[str, CodeUse]] = {
         f"a `memoryChanged` subscription fell more than {SUBSCRIBER_BACKLOG:,} changes behind "
         "the writes (or changes other processes committed were dropped from the namespace's "
         "change log before it read them) and was ended; subscribe again and re-read what you "
-        "need",
+        "need. HTTP 503 (`Retry-After`) for a WebSocket upgrade while the server holds as many "
+        "sockets waiting for their key as it may",
+        http_status=503,
         mcp=False,
     ),
     Code.INVALID_QUERY: CodeUse(
         "the request is malformed: a GraphQL document that does not parse or validate (unknown "
         "field, wrong variable type, a `DateTime` variable in none of the accepted forms), "
         "exceeds a document limit or holds several operations without `operationName`; or "
-        "(HTTP 400) a body that is not UTF-8 or whose JSON nests too deep",
+        "(refused as a whole) a body that is not JSON, not UTF-8, nests too deep or has no "
+        "query (HTTP 400), a POST that is not `application/json` (415), a mutation over GET or "
+        "a method other than GET and POST (405, with `Allow`)",
         http_status=400,
     ),
     Code.UNAUTHENTICATED: CodeUse(
@@ -149,7 +153,8 @@ CODES: Final[Mapping[str, CodeUse]] = {
     Code.RATE_LIMITED: CodeUse(
         "the API key has spent its `rate_limit_per_minute` cost points or its "
         "`server_seconds_per_minute` of server time, or has too many calls waiting for its "
-        "turn; HTTP 429 with `Retry-After` (the seconds until enough are back)",
+        "turn, or (at a WebSocket upgrade) its client address holds as many sockets waiting for "
+        "their key as it may; HTTP 429 with `Retry-After` (the seconds until enough are back)",
         http_status=429,
     ),
     Code.INTERNAL_ERROR: CodeUse(
