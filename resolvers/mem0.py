@@ -470,7 +470,7 @@ def update(call: Call) -> Any:
     """A new version of the memory, superseding the live one: its new ``text`` (or the same),
     ``metadata`` (or the same), ``expiration_date`` (``null``: none)."""
     body = call.body
-    _only(body, {"text", "metadata", "expiration_date", "timestamp"}, "update")
+    _only(body, {"text", "metadata", "expiration_date"}, "update")
     if not body.keys() & {"text", "metadata", "expiration_date"}:
         raise _invalid("give text, metadata or expiration_date to update")
     owner, memory, chain = _memory_chain(call, live=True)
