@@ -139,7 +139,7 @@ def create_app(
     )
     gate = Authenticator(open_keys(settings), namespaces, keyless=is_loopback(settings.host))
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
-    from .mcp import HttpEndpoint, build_server
+    from .mcp import HttpEndpoint, build_server, no_oauth_routes
 
     schema = build_schema(settings)
     graphql = GraphQLApp(
@@ -220,6 +220,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/metrics", metrics_text),
             Route(MCP_PATH, mcp),
+            *no_oauth_routes(),
             WebSocketRoute(GRAPHQL_PATH, graphql),
             *explorer_routes(),
             *mem0_routes(gate, schema.admission, settings),

@@ -12,7 +12,15 @@ This lives in ``resolvers/`` because the SDK is built on starlette, which ``grap
 imports; like the GraphQL layer it only calls graphmem and writes no SQL.
 """
 
-from .server import HttpEndpoint, build_server, call, serve_stdio, tool_cost
+from .server import HttpEndpoint, build_server, call, no_oauth_routes, serve_stdio, tool_cost
 from .tools import TOOLS
 
-__all__ = ["TOOLS", "HttpEndpoint", "build_server", "call", "serve_stdio", "tool_cost"]
+__all__ = [
+    "TOOLS",
+    "HttpEndpoint",
+    "build_server",
+    "call",
+    "no_oauth_routes",
+    "serve_stdio",
+    "tool_cost",
+]

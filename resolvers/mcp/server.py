@@ -14,7 +14,14 @@ read-only key) are tool results with ``isError`` set, text ``CODE: message`` and
 ``structuredContent`` ``{"error": {"code", "message"}}``, so a model can correct itself. An
 unexpected exception is answered the same way, code ``INTERNAL_ERROR``, and its traceback logged
 (once a minute for each kind, as GraphQL's: ``resolvers.schema.unexpected_log``); neither ends
-the server.
+the server. A tool that does not exist is not a tool's failure but the request's: a JSON-RPC
+error -32602 (Invalid params, ``data.code`` ``INVALID_INPUT``), as the protocol asks of an
+error in finding the tool.
+
+JSON can spell a lone UTF-16 surrogate (``"\\ud800"``), which the SDK's parser (pydantic's)
+refuses: over HTTP it would answer a parse error, on stdio nothing at all. Such a request is
+read here with the standard parser (``lenient_request``) and answered as the same call made in
+process is: ``INVALID_INPUT`` naming the argument (``not_text_answer``).
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ import contextlib
 import json
 import logging
 import os
+import re
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
 from importlib.metadata import version
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import anyio
 import anyio.to_thread
@@ -36,19 +44,32 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp.shared.message import SessionMessage
 from mcp_types import (
+    DEFAULT_NEGOTIATED_VERSION,
+    INVALID_PARAMS,
     CallToolRequestParams,
     CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
     ListToolsResult,
     PaginatedRequestParams,
     TextContent,
 )
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import (
     BaseModel,
     ValidationError,
 )
-from starlette.responses import PlainTextResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
 
 from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Settings, tracing
 from graphmem.consolidation import MAX_CONSIDERED
@@ -57,7 +78,7 @@ from graphmem.errors import Code, QueryTimeout
 from ..auth import ADMITTED, INVALID_REQUEST
 from ..cost import HEAVY_COST, CostError, capture_points
 from ..fairness import Admission
-from ..inputs import check_arguments
+from ..inputs import check_arguments, problem
 from ..schema import unexpected_log
 from .tools import (
     BY_NAME,
@@ -72,6 +93,25 @@ from .tools import (
 
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
+#: Where a client that meets a 401 looks for OAuth: the protected resource's metadata (RFC 9728,
+#: at the root and for /mcp), the authorization server's (RFC 8414, OpenID discovery) and, with
+#: neither, registration at its default path (RFC 7591). graphmem has no OAuth, only API keys;
+#: these answer 404 at once with a body saying so, which such a client shows when it gives up.
+OAUTH_PATHS: Final = (
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-authorization-server",
+    "/.well-known/oauth-authorization-server/mcp",
+    "/.well-known/openid-configuration",
+    "/register",
+)
+NO_OAUTH: Final = (
+    "graphmem has no OAuth: /mcp takes an API key, sent as 'Authorization: Bearer <key>' "
+    "(graphmem create-key makes one)"
+)
+#: The JSON escape of a UTF-16 surrogate (``\ud800`` to ``\udfff``): a body without one holds
+#: no lone surrogate, and is left to the SDK at no cost.
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89abcdefABCDEF]")
 
 
 #: What a client may show the model about the server as a whole.
@@ -150,13 +190,17 @@ async def call(
     *,
     admission: Admission | None = None,
 ) -> CallToolResult:
-    """Run one tool call; every failure becomes a tool error (see the module docstring). The
-    call is answered ``TIMEOUT`` past the ``request_timeout`` setting (its work, already in a
-    thread, finishes there)."""
+    """Run one tool call; every failure becomes a tool error (see the module docstring), but
+    for a tool that does not exist: MCPError -32602. The call is answered ``TIMEOUT`` past the
+    ``request_timeout`` setting (its work, already in a thread, finishes there)."""
     tool = BY_NAME.get(name)
+    if tool is None:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"unknown tool {name!r}; the tools are {', '.join(BY_NAME)}",
+            {"code": Code.INVALID_INPUT},
+        )
     try:
-        if tool is None:
-            raise InvalidInput(f"unknown tool {name!r}; the tools are {', '.join(BY_NAME)}")
         args = _validated(tool.args, arguments)
         memory, key = caller(ctx)
         if tool.writes(args) and key is not None and key.read_only:
@@ -241,9 +285,19 @@ def serve_stdio(memory: Memory) -> None:
 
     async def run() -> None:
         async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
+            readable = _LenientLines(read, write)
+            await server.run(readable, write, server.create_initialization_options())
 
     anyio.run(run)
+
+
+def no_oauth_routes() -> list[Route]:
+    """The routes of ``OAUTH_PATHS``: 404, with ``NO_OAUTH`` as the error's description."""
+
+    async def refuse(request: Request) -> Response:
+        return JSONResponse({"error": "not_found", "error_description": NO_OAUTH}, 404)
+
+    return [Route(path, refuse, methods=["GET", "POST"]) for path in OAUTH_PATHS]
 
 
 class HttpEndpoint:
@@ -305,7 +359,40 @@ class HttpEndpoint:
         if refused is not None:
             await refused(scope, receive, send)
             return
+        body, receive = await _buffered(receive)
+        answer = self._not_text_answer(scope, body)
+        if answer is not None:
+            await answer(scope, receive, send)
+            return
         await self._manager.handle_request(scope, receive, send)
+
+    def _not_text_answer(self, scope: Scope, body: bytes) -> Response | None:
+        """The answer to a request of the handshake protocols (2025-11-25 and before) that the
+        SDK's transport cannot parse for a lone surrogate (see the module docstring). Requests
+        of 2026-07-28, which the SDK parses with the standard parser, are its own."""
+        headers = dict(scope.get("headers", ()))
+        named = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode("latin-1"))
+        version = DEFAULT_NEGOTIATED_VERSION if named is None else named.decode("latin-1")
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS or not _SURROGATE_ESCAPE.search(body):
+            return None
+        message = lenient_request(body)
+        if message is None:
+            return None
+        answer = not_text_answer(message)
+        if isinstance(answer, JSONRPCError):
+            reply: JSONRPCError | JSONRPCResponse = answer
+        else:  # shaped for the request's protocol version, as the SDK shapes a result
+            result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+            reply = JSONRPCResponse(
+                jsonrpc="2.0",
+                id=message["id"],
+                result=serialize_server_result("tools/call", version, result),
+            )
+        return Response(
+            reply.model_dump_json(by_alias=True, exclude_none=True),
+            200,
+            media_type="application/json",
+        )
 
     def _over_budget(self, scope: Scope) -> Response | None:
         """HTTP 429 with ``Retry-After`` for a key that has used its server time, as GraphQL
@@ -333,6 +420,137 @@ class HttpEndpoint:
                 media_type="application/json",
             )
         return None
+
+
+def lenient_request(raw: str | bytes) -> dict[str, Any] | None:
+    """The request in ``raw``, read by the standard JSON parser, when a string of its params is
+    not text (a lone surrogate, which the SDK's parser refuses; or NUL); None otherwise, and for
+    what is not a request with a text id and method (the SDK's own answer stands)."""
+    try:
+        message = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    request_id, method, params = message.get("id"), message.get("method"), message.get("params")
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        return None
+    if not isinstance(method, str) or problem([request_id, method]) is not None:
+        return None
+    if not isinstance(params, dict) or problem(params) is None:
+        return None
+    return message
+
+
+def not_text_answer(message: dict[str, Any]) -> CallToolResult | JSONRPCError:
+    """How the server answers a request from ``lenient_request``: a call of a known tool whose
+    arguments alone hold the string that is not text is that tool's ``INVALID_INPUT`` error
+    naming the argument, as the same call made in process gets; any other request -32602
+    (Invalid params, ``data.code`` ``INVALID_INPUT``) naming where the string is."""
+    params = message["params"]
+    arguments = params.get("arguments")
+    rest = {key: value for key, value in params.items() if key != "arguments"}
+    if (
+        message["method"] == "tools/call"
+        and params.get("name") in BY_NAME
+        and isinstance(arguments, dict)
+        and problem(rest) is None
+    ):
+        try:
+            check_arguments(arguments)
+        except InvalidInput as exc:
+            return _error(exc.code, exc.message)
+    where, found = problem(params, "params") or ("params", "a string that is not text")
+    return JSONRPCError(
+        jsonrpc="2.0",
+        id=message["id"],
+        error=ErrorData(
+            code=INVALID_PARAMS,
+            message=f"`{where}` contains {found}",
+            data={"code": Code.INVALID_INPUT},
+        ),
+    )
+
+
+class _LenientLines:
+    """The stdio transport's stream of received messages, with the lines its parser refused
+    read again by ``lenient_request``: a tool call whose arguments are not text goes on to the
+    server as a request (whose answer is the tool's error, in the protocol the session speaks),
+    any other such request is answered -32602 here (``not_text_answer``); the rest is passed on
+    as it came."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self.inner = inner
+        self.write = write
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the SDK reads of a stream
+        return getattr(self.inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self.inner.receive()
+            message = _refused_line(item)
+            if message is None:
+                return item
+            answer = not_text_answer(message)
+            if isinstance(answer, CallToolResult):
+                return SessionMessage(JSONRPCRequest.model_validate(message))
+            await self.write.send(SessionMessage(answer))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _refused_line(item: SessionMessage | Exception) -> dict[str, Any] | None:
+    """The request of a line the stdio transport's parser refused (its error keeps the line)
+    that ``lenient_request`` reads; None for anything else."""
+    if not isinstance(item, ValidationError):
+        return None
+    errors = item.errors(include_url=False)
+    if len(errors) != 1 or errors[0]["type"] != "json_invalid":
+        return None
+    line = errors[0].get("input")
+    return lenient_request(line) if isinstance(line, str) else None
+
+
+async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request's whole body (the gate has read it already, within ``max_body_bytes``), and
+    a ``receive`` that gives it again."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return body, replay
 
 
 def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:

@@ -49,9 +49,22 @@ from graphmem.temporal import ACCEPTED_TIMES
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
 
-#: A time argument: text in one of the accepted forms, or epoch seconds as a number.
+#: A time argument: text in one of the accepted forms, or epoch seconds as a number. Its schema
+#: says so as ``anyOf`` branches of one type each, not as a ``type`` array: clients that map tool
+#: schemas onto a single-type dialect (the OpenAPI subset of Gemini's function declarations)
+#: reject or drop a ``type`` array, and the MCP Inspector's ``--strict`` warns of it.
 Time = Annotated[
-    str | StrictInt | StrictFloat | None, WithJsonSchema({"type": ["string", "number"]})
+    str | StrictInt | StrictFloat | None,
+    WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "number"}]}),
+]
+#: Any JSON value (a checkpoint's state), spelled with a type on each branch: a schema with no
+#: type at all is one that clients cannot map, and ``--strict`` warns of it too. ``null`` is
+#: left out, as it means the same as leaving the argument out.
+JsonValue = Annotated[
+    Any,
+    WithJsonSchema(
+        {"anyOf": [{"type": t} for t in ("object", "array", "string", "number", "boolean")]}
+    ),
 ]
 
 
@@ -412,7 +425,7 @@ class CheckpointArgs(_Args):
         description="For save (required): what you are about to do, e.g. 'migrate the billing "
         "table'.",
     )
-    state: Any = Field(
+    state: JsonValue = Field(
         None,
         description="For save: the working state to come back to, any JSON value (the whole "
         f"checkpoint at most {MAX_NOTE_LENGTH:,} characters as JSON).",

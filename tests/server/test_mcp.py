@@ -17,16 +17,23 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import IO, Any
+from unittest.mock import AsyncMock
 
 import anyio
 import httpx
+import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthClientProvider, OAuthRegistrationError, TokenStorage
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientMetadata
 from mcp.shared.exceptions import MCPError
+from pydantic import AnyUrl
 
 from graphmem import KeyStore, Memory, Settings
 from resolvers import create_app
 from resolvers.mcp import TOOLS, build_server
+from resolvers.mcp.server import NO_OAUTH, OAUTH_PATHS
 
 from ..support.graphql_clients import LiveServer, bearer
 from ..support.mcp_clients import ok, over_http, refused
@@ -169,10 +176,9 @@ async def _scenario(session: Session) -> None:
 
         _, looked = await ok(client, "memory_lookup", entity="Alice", key="city")
         assert [f["value"] for f in looked["facts"]] == ["Paris"]
-        _, looked = await ok(
-            client, "memory_lookup", entity="alice", key="city", as_of="2021-06-01"
-        )
-        assert [f["value"] for f in looked["facts"]] == ["Berlin"]
+        for as_of in ("2021-06-01", 1622505600):  # a time as text, or as epoch seconds
+            _, looked = await ok(client, "memory_lookup", entity="alice", key="city", as_of=as_of)
+            assert [f["value"] for f in looked["facts"]] == ["Berlin"], as_of
         text, block = await ok(
             client, "memory_context", prompt="Where does Alice live?", max_tokens=200
         )
@@ -301,12 +307,16 @@ async def _refusals(client: Client, forgotten_id: str) -> None:
         ),
         ("memory_history", {"id": "no-such-fact"}, "NOT_FOUND", "no fact with id 'no-such-fact'"),
         ("memory_forget", {"id": forgotten_id}, "CONFLICT", "already forgotten"),
-        ("memory_remember", {"text": "x"}, "INVALID_INPUT", "unknown tool 'memory_remember'"),
     ]
     for tool, arguments, code, message in cases:
         got_code, text = await refused(client, tool, **arguments)
         assert (got_code, message in text) == (code, True), (tool, arguments, text)
         assert text.startswith(f"{code}: ")
+    # A tool that does not exist is the request's error, not a tool's (the spec's -32602).
+    with pytest.raises(MCPError) as unknown:
+        await client.call_tool("memory_remember", {"text": "x"})
+    assert (unknown.value.code, unknown.value.data) == (-32602, {"code": "INVALID_INPUT"})
+    assert unknown.value.message.startswith("unknown tool 'memory_remember'; the tools are ")
 
 
 # ------------------------------------------------------------------------------------ keys
@@ -356,19 +366,61 @@ def test_a_key_for_one_namespace_cannot_reach_another_through_mcp(
         "params": {"name": "memory_recall", "arguments": {"query": "Obsidian"}},
     }
     headers = {"Accept": "application/json, text/event-stream"}
-    for extra, status in (
-        ({}, 401),
-        (bearer("gm_000000000000_notthesecretatall"), 401),
-        ({**bearer(bob), "X-Graphmem-Namespace": "alice"}, 403),
+    refused_key = 'error="invalid_token", error_description="unknown or revoked API key"'
+    for extra, status, challenge in (
+        ({}, 401, 'Bearer realm="graphmem"'),  # RFC 6750: no error when no key was sent
+        (
+            bearer("gm_000000000000_notthesecretatall"),
+            401,
+            f'Bearer realm="graphmem", {refused_key}',
+        ),
+        ({**bearer(bob), "X-Graphmem-Namespace": "alice"}, 403, None),
     ):
         response = httpx.post(url, json=message, headers={**headers, **extra}, timeout=30)
         assert response.status_code == status, (extra, response.text)
+        assert response.headers.get("www-authenticate") == challenge, response.headers
     assert httpx.get(url, headers={"Accept": "text/html"}, timeout=30).status_code == 401
     with pytest.raises(BaseExceptionGroup) as refusal:  # the SDK's client shows the message
         anyio.run(_connect, url, {**bearer(bob), "X-Graphmem-Namespace": "alice"})
     assert refusal.group_contains(MCPError, match="no access to namespace 'alice'")
     answer = httpx.post(url, json=message, headers={**headers, **bearer(alice)}, timeout=30)
     assert answer.status_code == 200 and "Obsidian" in answer.text
+
+
+def test_a_client_that_tries_oauth_on_the_401_is_told_at_once_to_send_a_key(
+    live: LiveServer, keys: KeyStore
+) -> None:
+    """The SDK's OAuth client meets the 401, finds no OAuth metadata (the challenge names none
+    and the well-known URLs answer 404), tries to register, and stops with the server's
+    message, which names the API key; no OAuth URL asks for a key itself."""
+    keys.create(["default"])
+    url = f"{live.base_url}/mcp"
+    for path in OAUTH_PATHS:
+        response = httpx.get(f"{live.base_url}{path}", timeout=30)
+        assert response.status_code == 404, path
+        assert response.json()["error_description"] == NO_OAUTH, path
+
+    async def connect() -> None:
+        never_authorized = AsyncMock(  # a client with no tokens and no registration yet
+            spec=TokenStorage,
+            **{"get_tokens.return_value": None, "get_client_info.return_value": None},
+        )
+        provider = OAuthClientProvider(
+            url,
+            OAuthClientMetadata(redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")]),
+            never_authorized,
+        )
+        async with (
+            httpx2.AsyncClient(auth=provider, timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            await client.list_tools()
+
+    start = time.monotonic()
+    with pytest.raises(BaseExceptionGroup) as refusal:
+        anyio.run(connect)
+    assert refusal.group_contains(OAuthRegistrationError, match="Authorization: Bearer <key>")
+    assert time.monotonic() - start < 10  # no retries, no waiting for a browser
 
 
 async def _connect(url: str, headers: dict[str, str]) -> None:
@@ -405,6 +457,72 @@ def test_a_request_naming_another_host_is_refused_on_loopback(live: LiveServer) 
 # ------------------------------------------------------------------------------------ failures
 
 
+#: The envelope of a 2026-07-28 request (no handshake: each request says who it is).
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def test_a_lone_surrogate_is_invalid_input_naming_where_it_is_in_every_protocol(
+    live: LiveServer,
+) -> None:
+    """JSON can spell a lone surrogate, which the SDK's parser refuses (a parse error, -32700):
+    the call is answered as the same call made in process, whatever protocol it speaks."""
+    url = f"{live.base_url}/mcp"
+
+    def post(params: dict[str, Any], **headers: str) -> dict[str, Any]:
+        message = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+        response = httpx.post(
+            url,
+            content=json.dumps(message),  # json writes a lone surrogate as its escape
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+                **headers,
+            },
+            timeout=30,
+        )
+        assert response.status_code == 200, response.text
+        answer: dict[str, Any] = response.json()
+        assert answer["id"] == 7, answer
+        return answer
+
+    protocols: list[tuple[dict[str, Any], dict[str, str]]] = [
+        ({}, {}),  # no version header: 2025-03-26
+        ({}, {"MCP-Protocol-Version": "2025-11-25"}),
+        (
+            {"_meta": MODERN_META},
+            {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"},
+        ),
+    ]
+    calls = [
+        ("memory_recall", {"query": "where \ud800"}, "query"),
+        (
+            "memory_capture",
+            {"messages": [{"role": "user", "content": "\udc00"}]},
+            "messages[0].content",
+        ),
+    ]
+    for meta, headers in protocols:
+        for tool, arguments, where in calls:
+            named = {"Mcp-Name": tool} if meta else {}
+            answer = post({"name": tool, "arguments": arguments, **meta}, **headers, **named)
+            result = answer["result"]
+            assert result["isError"] is True, (headers, result)
+            error = result["structuredContent"]["error"]
+            assert error["code"] == "INVALID_INPUT", (headers, error)
+            assert error["message"].startswith(f"argument `{where}"), error
+            assert "contains a lone surrogate" in error["message"], error
+    for headers in ({}, {"MCP-Protocol-Version": "2025-11-25"}):  # 2026-07-28 names it twice
+        stray = post({"name": "memory_\ud800", "arguments": {}}, **headers)
+        assert stray["error"]["code"] == -32602, (headers, stray)
+        assert stray["error"]["data"] == {"code": "INVALID_INPUT"}, stray
+        assert stray["error"]["message"].startswith("`params.name` contains a lone surrogate")
+    answer = post({"name": "memory_recall", "arguments": {"query": "anything"}})
+    assert answer["result"]["isError"] is False  # the server goes on serving
+
+
 def test_an_unexpected_failure_is_a_tool_error_and_the_server_goes_on(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -439,19 +557,44 @@ def test_an_unexpected_failure_is_a_tool_error_and_the_server_goes_on(
     assert caplog.text.count("RuntimeError: disk still on fire") == 1  # once, then counted
 
 
-def test_every_tool_is_described_and_its_arguments_too() -> None:
+def test_every_tool_is_described_and_its_arguments_too_in_portable_schemas() -> None:
     for tool in TOOLS:
         spec = tool.spec()
         assert spec.description and len(spec.description) > 80, tool.name
         for name, schema in spec.input_schema["properties"].items():
             assert schema.get("description"), (tool.name, name)
-            assert "anyOf" not in schema, (tool.name, name)
+        assert _unportable(spec.input_schema, "inputSchema") == [], tool.name
+
+
+#: Keywords that constrain a value (a schema with none accepts anything, and says nothing).
+_CONSTRAINING = {"type", "enum", "const", "anyOf", "oneOf", "allOf"}
+
+
+def _unportable(node: dict[str, Any], path: str) -> list[str]:
+    """What the MCP Inspector's ``--strict`` warns of in a tool's schema (its own run is
+    tests/thirdparty/test_mcp_inspector.py): a ``type`` array, which clients that map schemas
+    onto one type per schema (Gemini's function declarations) reject, or a schema that
+    constrains nothing; an optional argument is one ``type``, or ``anyOf`` branches of one."""
+    problems = []
+    if isinstance(node.get("type"), list):
+        problems.append(f"{path}: type array")
+    if not _CONSTRAINING & node.keys():
+        problems.append(f"{path}: no type")
+    children = [(f"{path}.{k}", v) for k, v in node.get("properties", {}).items()]
+    children += [(f"{path}.anyOf[{i}]", v) for i, v in enumerate(node.get("anyOf", []))]
+    if isinstance(node.get("items"), dict):
+        children.append((f"{path}.items", node["items"]))
+    for where, child in children:
+        problems += _unportable(child, where)
+    return problems
 
 
 # ------------------------------------------------------------------------------------ processes
 
 
-def test_the_stdio_server_writes_nothing_but_protocol_to_stdout(tmp_path: Path) -> None:
+def test_the_stdio_server_answers_every_request_and_writes_nothing_but_protocol_to_stdout(
+    tmp_path: Path,
+) -> None:
     requests = [
         {
             "jsonrpc": "2.0",
@@ -476,6 +619,13 @@ def test_the_stdio_server_writes_nothing_but_protocol_to_stdout(tmp_path: Path) 
             "method": "tools/call",
             "params": {"name": "memory_store", "arguments": {"text": "Stdout stays clean"}},
         },
+        {  # lines the SDK's parser refuses (a lone surrogate), which it would leave unanswered
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "memory_store", "arguments": {"text": "Stdout \ud83d clean"}},
+        },
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {"cursor": "\udc00"}},
     ]
     stderr = tmp_path / "stderr.txt"
     with (
@@ -492,15 +642,22 @@ def test_the_stdio_server_writes_nothing_but_protocol_to_stdout(tmp_path: Path) 
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write(b"".join(json.dumps(r).encode() + b"\n" for r in requests))
         process.stdin.flush()
-        answered = _read_lines(process.stdout, 3)
+        answered = _read_lines(process.stdout, 5)
         process.stdin.close()  # the client is done: the server ends
         rest = process.stdout.read()
         assert process.wait(timeout=30) == 0, stderr.read_text()
-    answers = [json.loads(line) for line in (answered + rest).splitlines()]
-    assert [a.get("id") for a in answers] == [1, 2, 3], answers
+    answers = sorted(
+        (json.loads(line) for line in (answered + rest).splitlines()), key=lambda a: a["id"]
+    )
+    assert [a.get("id") for a in answers] == [1, 2, 3, 4, 5], answers
     assert all(a["jsonrpc"] == "2.0" for a in answers)
     assert answers[1]["result"]["isError"] is True
     assert answers[2]["result"]["structuredContent"]["action"] == "ADD"
+    surrogate = answers[3]["result"]["structuredContent"]["error"]
+    assert surrogate["code"] == "INVALID_INPUT", surrogate
+    assert surrogate["message"].startswith("argument `text` contains a lone surrogate (\\ud83d)")
+    assert answers[4]["error"]["code"] == -32602, answers[4]
+    assert answers[4]["error"]["data"] == {"code": "INVALID_INPUT"}
     assert "DEBUG" in stderr.read_text()  # the logs went to stderr
 
 
