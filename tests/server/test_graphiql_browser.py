@@ -142,21 +142,31 @@ class GraphiQL:
 
         return json.loads(self.browser.wait(shown, f"the result never showed {containing!r}"))
 
+    def subscribed(self) -> None:
+        """Wait until the run button has become the stop button: a subscription is live."""
+        self.browser.wait(
+            lambda d: d.execute_script(
+                "return document.querySelector(arguments[0]).ariaLabel.startsWith('Stop')",
+                ".graphiql-execute-button",
+            ),
+            "the subscription never started",
+        )
+
 
 _QUERY = ".graphiql-query-editor .CodeMirror"
 
 
 def test_no_page_of_the_service_asks_for_anything_from_another_machine(browser: Browser) -> None:
-    pages = html_pages(browser)
-    assert {"/graphql", "/explore/"} <= set(pages), pages
     from selenium.common.exceptions import TimeoutException
 
+    pages = html_pages(browser)
+    assert {"/graphql", "/explore/"} <= set(pages), pages
     browser.requested()
     elsewhere, unfinished = {}, []
-    for path, ready in pages.items():
+    for path in pages:
         browser.driver.get(browser.server.base_url + path)
         try:
-            browser.wait(ready, f"{path} never finished loading")
+            browser.wait(_settled, f"{path} never finished loading")
         except TimeoutException:
             unfinished.append(path)
         remote = [url for url in browser.requested() if not _local(url)]
@@ -176,7 +186,7 @@ def test_a_subscription_in_graphiql_receives_a_change_over_its_socket(graphiql: 
     server = graphiql.browser.server
     graphiql.open()
     graphiql.run("subscription { memoryChanged { kind fact { text } } }")
-    graphiql.browser.wait(lambda d: _subscribed(graphiql), "the subscription never started")
+    graphiql.subscribed()
     stored = 'mutation { storeFact(input: {text: "The tram leaves at 8"}) { fact { id } } }'
     assert server.post(stored)[0] == 200
     change = graphiql.result("The tram leaves at 8")["data"]["memoryChanged"]
@@ -188,6 +198,7 @@ def test_graphiql_presents_the_key_in_its_headers_to_queries_and_subscriptions(
 ) -> None:
     keys = KeyFile(graphiql.browser.data_dir)
     token, key = keys.create(["default"], read_only=True, label="GraphiQL test")
+    writer, writer_key = keys.create(["default"], label="GraphiQL test writer")
     try:
         graphiql.open()
         graphiql.run("{ canWrite }")
@@ -197,29 +208,29 @@ def test_graphiql_presents_the_key_in_its_headers_to_queries_and_subscriptions(
         graphiql.run("{ canWrite }")
         assert graphiql.result('"canWrite"')["data"] == {"canWrite": False}
         graphiql.run("subscription { memoryChanged { kind fact { text } } }")
-        graphiql.browser.wait(lambda d: _subscribed(graphiql), "the subscription never started")
+        graphiql.subscribed()
         stored = 'mutation { storeFact(input: {text: "The ferry leaves at 9"}) { fact { id } } }'
-        writer, _ = keys.create(["default"], label="GraphiQL test writer")
         assert graphiql.browser.server.post(stored, headers=bearer(writer))[0] == 200
         assert graphiql.result("The ferry leaves at 9")["data"]["memoryChanged"]["fact"] == {
             "text": "The ferry leaves at 9"
         }
     finally:
         keys.revoke(key.id)
+        keys.revoke(writer_key.id)
 
 
-def html_pages(browser: Browser) -> dict[str, Callable[[Any], object]]:
-    """Every address of the service that answers a browser with a page, with what says it has
-    loaded: each route without parameters that answers ``Accept: text/html`` with HTML, and each
-    HTML file among the explorer's."""
+def html_pages(browser: Browser) -> list[str]:
+    """Every address of the service that answers a browser with a page: each route without
+    parameters that answers ``Accept: text/html`` with HTML (where it redirects, the page it
+    leads to), and each HTML file among the explorer's."""
     candidates = list(_paths(browser.app.routes))
     candidates += [f"{EXPLORE_PATH}/{name}" for name in load_assets() if name.endswith(".html")]
-    pages: dict[str, Callable[[Any], object]] = {}
+    pages = []
     for path in candidates:
         answer = browser.server.request("GET", path, headers={"Accept": "text/html"})
         if answer.headers.get("content-type", "").startswith("text/html"):
-            pages[answer.url.path] = _settled
-    return pages
+            pages.append(answer.url.path)
+    return list(dict.fromkeys(pages))
 
 
 def _paths(routes: list[BaseRoute], prefix: str = "") -> Iterator[str]:
@@ -252,9 +263,3 @@ def _settled(driver: Any) -> bool:
 def _local(url: str) -> bool:
     parts = urlsplit(url)
     return parts.scheme in INLINE_SCHEMES or parts.hostname in LOCAL_HOSTS
-
-
-def _subscribed(graphiql: GraphiQL) -> bool:
-    """Whether GraphiQL's run button has become its stop button (a subscription is live)."""
-    button = graphiql.browser.driver.find_element("css selector", ".graphiql-execute-button")
-    return "stop" in (button.get_attribute("aria-label") or "").lower()
