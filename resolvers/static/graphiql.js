@@ -20,7 +20,8 @@ const endpoint = new URL(window.location.pathname, window.location.href);
 const socketEndpoint = new URL(endpoint);
 socketEndpoint.protocol = endpoint.protocol === "https:" ? "wss:" : "ws:";
 
-// The editors' contents are kept in the page's URL (?q=…&variables=…, as on strawberry's page), to share a query.
+// The editors' contents are kept in the page's URL, to share a query: ?q=…&variables=…, as on
+// strawberry's page (not the headers, which may hold a key).
 const parameters = Object.fromEntries(new URLSearchParams(window.location.search));
 
 function updateURL(changed) {
