@@ -119,6 +119,7 @@ class Search:
         episode_links: bool,
         time_hints: bool,
     ) -> list[SearchHit]:
+        """``run``'s search, inside its span."""
         wanted = max(self.settings.fusion_candidates, limit)
         live_only = scope.current and not filters.include_superseded
         fts: dict[str, float] = {}

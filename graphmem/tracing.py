@@ -2,13 +2,13 @@
 batches, traversals and model calls (docs/operations.md, "Tracing").
 
 1. Off by default, and then nothing but a null context manager: ``span`` returns the same
-   one every time, so the hooks cost a function call (about 0.1 µs). graphmem works without
-   ``opentelemetry-api`` installed (the ``otel`` extra).
+   one every time, so a hook costs a function call and its attributes' dict (well under a
+   microsecond). graphmem works without ``opentelemetry-api`` installed (the ``otel`` extra).
 2. ``enable(provider)`` sends spans to a TracerProvider (an application's own, or the process's
    global one); ``configure(settings)``, which ``graphmem serve`` and ``graphmem mcp`` call,
    makes one that exports by OTLP over HTTP when an endpoint is configured.
-3. Spans carry ids, counts, names and codes: never a fact's text, a query or a prompt (an error's
-   message may quote input, so only its code and exception type are recorded).
+3. Spans carry names, counts, codes and the namespace: never a fact's text, a query or a prompt
+   (an error's message may quote input, so only its code and exception type are recorded).
 """
 
 from __future__ import annotations
