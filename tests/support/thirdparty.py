@@ -37,10 +37,42 @@ def python_env(folder: Path, *requirements: str) -> Path:
     if not python.exists():
         venv.EnvBuilder(with_pip=True).create(folder)
         _run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                *requirements,
+            ],
             what=f"pip install {' '.join(requirements)}",
         )
     return python
+
+
+def python_packages(folder: Path, *requirements: str) -> Path:
+    """``requirements`` (exact pins) installed from PyPI into ``folder`` without their
+    dependencies, for a PYTHONPATH beside this environment's own packages (a suite that needs a
+    few test plugins more than graphmem's environment has); the folder. Made once per folder."""
+    if not (folder / ".installed").exists():
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--target",
+                str(folder),
+                *requirements,
+            ],
+            what=f"pip install {' '.join(requirements)}",
+        )
+        (folder / ".installed").touch()
+    return folder
 
 
 def npm_project(folder: Path, *packages: str) -> Path:
@@ -67,10 +99,23 @@ def sdist(folder: Path, requirement: str) -> Path:
     unpacked = [p for p in folder.glob("*") if p.is_dir()] if folder.exists() else []
     if not unpacked:
         folder.mkdir(parents=True, exist_ok=True)
+        # pip reads an sdist's metadata by building it, with its build backend (hatchling,
+        # say) installed from PyPI into an isolated environment, as pip does by default.
         _run(
-            [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
-             "--no-deps", "--no-binary", ":all:", "--no-build-isolation", "-d", str(folder),
-             requirement],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "-d",
+                str(folder),
+                requirement,
+            ],
             what=f"pip download {requirement}",
         )
         archive = next(folder.glob("*.tar.gz"), None)
