@@ -292,16 +292,22 @@ class AuthMiddleware:
                 break
         body = b"".join(chunks)
         _check_json(body)
-        sent = False
+        return replaying(body, receive)
 
-        async def replay() -> Message:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        return replay
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives a request's body, read already, once more (then ``receive``'s
+    own messages: a disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 def _refusal(denied: Denied, scope: Scope, headers: Mapping[str, str]) -> Response:

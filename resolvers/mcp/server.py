@@ -69,13 +69,13 @@ from pydantic import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Settings, tracing
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code, QueryTimeout
 
-from ..auth import ADMITTED, INVALID_REQUEST
+from ..auth import ADMITTED, INVALID_REQUEST, replaying
 from ..cost import HEAVY_COST, CostError, capture_points
 from ..fairness import Admission
 from ..inputs import check_arguments, problem
@@ -360,39 +360,11 @@ class HttpEndpoint:
             await refused(scope, receive, send)
             return
         body, receive = await _buffered(receive)
-        answer = self._not_text_answer(scope, body)
+        answer = _surrogate_reply(scope, body)
         if answer is not None:
             await answer(scope, receive, send)
             return
         await self._manager.handle_request(scope, receive, send)
-
-    def _not_text_answer(self, scope: Scope, body: bytes) -> Response | None:
-        """The answer to a request of the handshake protocols (2025-11-25 and before) that the
-        SDK's transport cannot parse for a lone surrogate (see the module docstring). Requests
-        of 2026-07-28, which the SDK parses with the standard parser, are its own."""
-        headers = dict(scope.get("headers", ()))
-        named = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode("latin-1"))
-        version = DEFAULT_NEGOTIATED_VERSION if named is None else named.decode("latin-1")
-        if version not in HANDSHAKE_PROTOCOL_VERSIONS or not _SURROGATE_ESCAPE.search(body):
-            return None
-        message = lenient_request(body)
-        if message is None:
-            return None
-        answer = not_text_answer(message)
-        if isinstance(answer, JSONRPCError):
-            reply: JSONRPCError | JSONRPCResponse = answer
-        else:  # shaped for the request's protocol version, as the SDK shapes a result
-            result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
-            reply = JSONRPCResponse(
-                jsonrpc="2.0",
-                id=message["id"],
-                result=serialize_server_result("tools/call", version, result),
-            )
-        return Response(
-            reply.model_dump_json(by_alias=True, exclude_none=True),
-            200,
-            media_type="application/json",
-        )
 
     def _over_budget(self, scope: Scope) -> Response | None:
         """HTTP 429 with ``Retry-After`` for a key that has used its server time, as GraphQL
@@ -529,6 +501,35 @@ def _refused_line(item: SessionMessage | Exception) -> dict[str, Any] | None:
     return lenient_request(line) if isinstance(line, str) else None
 
 
+def _surrogate_reply(scope: Scope, body: bytes) -> Response | None:
+    """The answer to a request of the handshake protocols (2025-11-25 and before) that the
+    SDK's transport cannot parse for a lone surrogate (see the module docstring). Requests
+    of 2026-07-28, which the SDK parses with the standard parser, are its own."""
+    headers = dict(scope.get("headers", ()))
+    named = headers.get(MCP_PROTOCOL_VERSION_HEADER.encode("latin-1"))
+    version = DEFAULT_NEGOTIATED_VERSION if named is None else named.decode("latin-1")
+    if version not in HANDSHAKE_PROTOCOL_VERSIONS or not _SURROGATE_ESCAPE.search(body):
+        return None
+    message = lenient_request(body)
+    if message is None:
+        return None
+    answer = not_text_answer(message)
+    if isinstance(answer, JSONRPCError):
+        reply: JSONRPCError | JSONRPCResponse = answer
+    else:  # shaped for the request's protocol version, as the SDK shapes a result
+        result = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        reply = JSONRPCResponse(
+            jsonrpc="2.0",
+            id=message["id"],
+            result=serialize_server_result("tools/call", version, result),
+        )
+    return Response(
+        reply.model_dump_json(by_alias=True, exclude_none=True),
+        200,
+        media_type="application/json",
+    )
+
+
 async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
     """The request's whole body (the gate has read it already, within ``max_body_bytes``), and
     a ``receive`` that gives it again."""
@@ -541,16 +542,7 @@ async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
         if not message.get("more_body", False):
             break
     body = b"".join(chunks)
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if sent:
-            return await receive()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return body, replay
+    return body, replaying(body, receive)
 
 
 def _validated(model: type[BaseModel], arguments: dict[str, Any]) -> BaseModel:
