@@ -574,7 +574,7 @@ def _unportable(node: dict[str, Any], path: str) -> list[str]:
     """What the MCP Inspector's ``--strict`` warns of in a tool's schema (its own run is
     tests/thirdparty/test_mcp_inspector.py): a ``type`` array, which clients that map schemas
     onto one type per schema (Gemini's function declarations) reject, or a schema that
-    constrains nothing; an optional argument is one ``type``, or ``anyOf`` branches of one."""
+    constrains nothing. Each argument is one ``type``, or ``anyOf`` branches of one each."""
     problems = []
     if isinstance(node.get("type"), list):
         problems.append(f"{path}: type array")
