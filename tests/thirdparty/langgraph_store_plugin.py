@@ -42,7 +42,7 @@ def _open() -> Memory | Client:
     if url:
         opened: Memory | Client = Client(url, namespace=name)
     else:
-        settings = Settings(embedder="hash", data_dir=_folder[0])
+        settings = Settings.load(embedder="hash", data_dir=_folder[0])  # GRAPHMEM_STORE too
         opened = Memory.open(_folder[0], namespace=name, settings=settings)
     _opened.append(opened)
     return opened
