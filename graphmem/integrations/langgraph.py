@@ -134,8 +134,8 @@ class GraphmemStore(BaseStore):
     # ----------------------------------------------------------------------------- items
 
     def _versions(self, name: str, key: str) -> list[Fact]:
-        """The item's live facts, the current first (one but while writers race, step 2).
-        lookup matches entities whatever their case and outer spaces: ("Users", "ALICE") is
+        """The item's live facts, the current first: one, but for a moment while writers race
+        (the module's step 2). lookup matches entities whatever their case and outer spaces: ("Users", "ALICE") is
         another namespace than ("users", "alice"), so the entity must be the same exactly."""
         found = self.memory.lookup(name, key=key, limit=MAX_LIMIT)
         mine = [f for f in found if f.source == SOURCE and f.entity == name and f.key == key]
