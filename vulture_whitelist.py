@@ -108,6 +108,11 @@ pytest_collection_modifyitems
 postgres_url
 _emptied
 
+# LangGraph's own store tests call these, from their source distributions, and the plugin's
+# autouse fixture (tests/thirdparty/langgraph_store_plugin.py) closes the stores they open.
+_.from_conn_string
+_graphmem_stores
+
 # strawberry calls these by name: the view's WebSocket handler class, an extension's results
 # for the answer's `extensions`, the schema's error logging, and the handler's operation runner.
 _.graphql_transport_ws_handler_class
