@@ -205,6 +205,29 @@ def test_concurrent_puts_to_one_item_leave_one_live_version_the_last_written(
     assert after.supersedes_id == current.id and after.text == "likes soup"
 
 
+def test_a_graph_whose_two_branches_put_one_key_at_once_keeps_one_item(
+    store: GraphmemStore,
+) -> None:
+    namespace = ("users", "alice", "memories")
+
+    def node(name: str) -> Any:
+        def write(state: MessagesState) -> dict[str, Any]:
+            get_store().put(namespace, "mood", {"text": f"said by {name}"})
+            return {}
+
+        return write
+
+    builder = StateGraph(MessagesState)
+    for name in ("a", "b"):  # a fan-out: both run in the same step, on two threads
+        builder.add_node(name, node(name))
+        builder.add_edge(START, name)
+    graph = builder.compile(store=store)
+    for _ in range(3):
+        graph.invoke({"messages": [HumanMessage("hi")]})
+        [current] = live(store, namespace, "mood")
+        assert current.text in {"said by a", "said by b"}
+
+
 def test_filters_with_operators_dotted_keys_and_nested_objects(store: GraphmemStore) -> None:
     namespace = ("docs",)
     store.put(namespace, "a", {"price": 10, "tag": "x", "user": {"age": 30, "name": "ann"}})
