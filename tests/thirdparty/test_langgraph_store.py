@@ -9,6 +9,7 @@ store ``--store`` names). Every test passes but the ``DESELECTED`` ones, each fo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,14 @@ DESELECTED: Final[dict[str, dict[str, str]]] = {
 #: does not use the connection string, so the ``[file]`` forms (59) are the same tests again and
 #: are left out (``-k``: no test's own name holds "file"), for time.
 SELECTED: Final = {"langgraph-checkpoint-sqlite==3.1.2": ("-k", "not file")}
+#: What each suite's run ends with: (passed, deselected), so that a test renamed or dropped by
+#: the sdist, which --deselect would pass over silently, shows.
+OUTCOME: Final = {
+    "langgraph-checkpoint==4.3.2": (116, 1),
+    "langgraph-checkpoint-sqlite==3.1.2": (70, 72),  # 59 [file] forms, 13 listed
+}
+#: The counts of a pytest summary line (its warnings left aside).
+OUTCOMES: Final = r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)\b"
 #: How long one suite may take.
 TIMEOUT_S: Final = 600
 
@@ -126,4 +135,7 @@ def test_langgraph_store_tests_pass_against_graphmem(
             done = run_suite(requirement, folder, pythonpath, env, tmp_path / "runs")
     summary = "\n".join(done.stdout.strip().splitlines()[-40:])
     assert done.returncode == 0, f"{requirement} ({api}): {summary}\n{done.stderr[-2000:]}"
-    assert " passed" in summary and "error" not in summary.splitlines()[-1]
+    last = summary.splitlines()[-1]
+    counts = {word: int(n) for n, word in re.findall(OUTCOMES, last)}
+    passed, deselected = OUTCOME[requirement]
+    assert counts == {"passed": passed, "deselected": deselected}, last
