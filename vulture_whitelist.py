@@ -124,3 +124,7 @@ _.run_operation
 # size a connection takes, and that its close frame is on its way.
 _.max_message_size
 _.close_sent
+
+# http.server calls a handler's methods by name (tests/server/test_tracing.py's OTLP collector).
+_.do_POST
+_.log_message
