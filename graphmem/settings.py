@@ -405,6 +405,15 @@ class Settings(BaseModel):
         "`http://<host>:<port>/mem0`), behind the same API keys as `/graphql`: "
         "[clients.md](clients.md#mem0). Off: `/mem0` answers 404.",
     )
+    mem0_max_owners: int = Field(
+        256,
+        ge=1,
+        le=100_000,
+        description="Most mem0 owners (user, agent, app or run ids) whose namespaces one process "
+        "keeps open: each is a namespace of its own, open until the server stops (about 2.5 MB, "
+        "a thread and 9 file descriptors each). A request for another owner is refused "
+        "`UNAVAILABLE` (503); raise it with the memory and file descriptors to match.",
+    )
     read_stated_time: bool = Field(
         True,
         description='Read the dates and periods a fact\'s text states ("yesterday", "in 2019") '

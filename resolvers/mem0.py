@@ -38,6 +38,7 @@ import json
 import logging
 import operator
 import re
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -159,7 +160,7 @@ class Call:
         if memory is None:
             if not (create or settings.store or (Path(settings.data_dir) / name).is_dir()):
                 return None
-            memory = namespaces.get(name)
+            memory = self.api.open_owner(name)
         if name not in self._limited:
             self._limited.add(name)
             self.limits.enter_context(memory.time_limit())
@@ -196,6 +197,25 @@ class Mem0Api:
         self.gate = gate
         self.admission = admission
         self.max_body_bytes = settings.max_body_bytes
+        self.max_owners = settings.mem0_max_owners
+        #: The owners' namespaces this process opened: each stays open (a Memory, its
+        #: threads and files) until the server stops, so their number is bounded.
+        self._owners: set[str] = set()
+        self._owners_lock = threading.Lock()
+
+    def open_owner(self, name: str) -> Memory:
+        """The owner's namespace ``name``, opened; UNAVAILABLE once ``mem0_max_owners`` others
+        are open in this process."""
+        with self._owners_lock:
+            if name not in self._owners and len(self._owners) >= self.max_owners:
+                raise Denied(
+                    503,
+                    Code.UNAVAILABLE,
+                    f"this server keeps at most {self.max_owners} mem0 owners open "
+                    "(setting mem0_max_owners)",
+                )
+            self._owners.add(name)
+        return self.gate.namespaces.get(name)
 
     def routes(self) -> list[BaseRoute]:
         memory_id = "/v1/memories/{memory_id}/"

@@ -284,6 +284,27 @@ def test_a_body_over_max_body_bytes_gets_413(data_dir: Path, clock: Clock) -> No
     assert answer.status_code == 413 and answer.json()["code"] == "PAYLOAD_TOO_LARGE"
 
 
+def test_owners_beyond_mem0_max_owners_are_refused_and_the_others_still_served(
+    data_dir: Path, clock: Clock
+) -> None:
+    # Each owner's namespace stays open (a Memory, its threads and files): a client naming
+    # ever new user ids must not exhaust the server.
+    settings = Settings(embedder="hash", data_dir=data_dir, mem0_api=True, mem0_max_owners=2)
+    with InProcess(create_app(settings, clock=clock)) as service:
+        add(service, "I love hiking.", user_id="alice")
+        add(service, "I love sailing.", user_id="bob")
+        body = {"messages": [{"role": "user", "content": "I love chess."}], "user_id": "carol"}
+        answer = service.request("POST", ADD, json=body)
+        assert answer.status_code == 503 and answer.json()["code"] == "UNAVAILABLE"
+        assert "mem0_max_owners" in answer.json()["detail"]
+        assert memories(service, {"user_id": "carol"}) == []  # nothing written, nothing opened
+        add(service, "I love climbing.", user_id="alice")
+        assert sorted(memories(service, {"user_id": "alice"})) == [
+            "I love climbing.",
+            "I love hiking.",
+        ]
+
+
 def test_requests_spend_their_keys_points(data_dir: Path, clock: Clock, keys: KeyStore) -> None:
     settings = Settings(
         embedder="hash",
