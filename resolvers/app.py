@@ -535,7 +535,7 @@ async def _drain_every(namespaces: Namespaces, interval: float) -> None:
         await asyncio.sleep(interval)
         for memory in namespaces.opened().values():
             try:
-                await run_in_threadpool(memory.drain_outbox)
+                await _to_the_end(memory.drain_outbox)
             except GraphmemError as exc:
                 _log.warning("outbox drain of %s failed: %s", memory.namespace, exc.message)
 
@@ -544,5 +544,18 @@ async def _maintain_every(namespaces: Namespaces, interval: float) -> None:
     """Run what is due in each namespace held open: at once, then every ``interval`` seconds."""
     while True:
         for memory in namespaces.opened().values():
-            await run_in_threadpool(_maintain, memory)
+            await _to_the_end(_maintain, memory)
         await asyncio.sleep(interval)
+
+
+async def _to_the_end(fn: Callable[..., object], *args: Any) -> None:
+    """``fn(*args)`` in a thread, awaited to its end even when the task is cancelled, and the
+    cancellation raised after: the lifespan closes the namespaces once its background tasks
+    are over, and a store closed while a thread still reads it crashes the process."""
+    work = asyncio.ensure_future(run_in_threadpool(fn, *args))
+    try:
+        await asyncio.shield(work)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await work
+        raise
