@@ -61,13 +61,18 @@ CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/te
 	tests/core/test_auto_classify.py tests/core/test_windows.py
 QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.py
 
+# The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) runs in
+# `make test-engines`, which keeps `make test` within its ten minutes.
+TOPOLOGY_TESTS := tests/system/test_cluster.py
+
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest --ignore=$(TOPOLOGY_TESTS)
 	$(PY) -m pytest --store postgresql --vectors s3 $(QUICK_STORE_TESTS)
 	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
 
 test-engines: $(STAMP)
 	$(PY) -m pytest -m thirdparty tests/thirdparty
+	$(PY) -m pytest $(TOPOLOGY_TESTS)
 	$(PY) -m pytest --api client $(CLIENT_TESTS)
 	$(PY) -m pytest --store postgresql --vectors s3 $(STORE_TESTS)
 	$(PY) -m pytest --store postgresql $(STORE_TESTS)
