@@ -39,10 +39,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
-import io
 import json
 import os
-import pstats
 import statistics
 import subprocess
 import sys
@@ -80,6 +78,7 @@ from .common import (
     make_embedder,
     markdown_table,
     percentile,
+    profile_text,
     write_json,
 )
 from .locomo import SESSION_DATE_FORMAT, _sessions
@@ -321,7 +320,9 @@ def _capture_cost(
     if profilers:
         path = OUT_DIR / f"capture-speed-profile-{embedder}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n\n".join(f"=== {k}\n{_stats_text(v)}" for k, v in profilers.items()))
+        path.write_text(
+            "\n\n".join(f"=== {k}\n{profile_text(v, 40)}" for k, v in profilers.items())
+        )
         out["profile_file"] = str(path)
     out["seconds"] = time.perf_counter() - started
     return out
@@ -388,14 +389,6 @@ def _one_line(calls: dict[str, list[dict[str, Any]]]) -> str:
         f"median capture {wall['capture']:.0f} ms, store_many {wall['store_many']:.0f} ms, "
         f"ratio {wall['capture'] / wall['store_many']:.2f}"
     )
-
-
-def _stats_text(profiler: cProfile.Profile, top: int = 40) -> str:
-    text = io.StringIO()
-    stats = pstats.Stats(profiler, stream=text)
-    stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
-    return text.getvalue()
 
 
 def capture_markdown(reports: Sequence[dict[str, Any]]) -> str:

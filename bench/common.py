@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import cProfile
+import io
 import json
 import math
 import os
 import platform
+import pstats
 import resource
 import sqlite3
 import subprocess
@@ -282,3 +285,13 @@ def session_any(ranked: Sequence[frozenset[str]], gold: frozenset[str], k: int) 
         if len(sessions) >= k:
             break
     return float(bool({t.partition(":")[0] for t in gold} & set(sessions[:k])))
+
+
+def profile_text(profiler: cProfile.Profile, top: int) -> str:
+    """A profile's ``top`` functions by own time, then by cumulative time, as pstats prints
+    them."""
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    return text.getvalue()

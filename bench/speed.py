@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import io
 import json
-import pstats
 import random
 import subprocess
 import sys
@@ -32,7 +30,15 @@ from typing import Any, Final
 from graphmem import Memory, Settings
 
 from . import synthetic
-from .common import OUT_DIR, latency, machine, markdown_table, peak_rss_mb, write_json
+from .common import (
+    OUT_DIR,
+    latency,
+    machine,
+    markdown_table,
+    peak_rss_mb,
+    profile_text,
+    write_json,
+)
 
 BATCH: Final = 1_000
 WARMUP: Final = 10
@@ -143,7 +149,7 @@ def _store(
         if profiles is not None and start == profiled_batch:
             profiler = cProfile.Profile()
             results = profiler.runcall(memory.store_many, batch)
-            profiles["store_many_last_batch"] = _stats_text(profiler)
+            profiles["store_many_last_batch"] = profile_text(profiler, 25)
         else:
             results = memory.store_many(batch)
         seconds.append(time.perf_counter() - began)
@@ -189,15 +195,7 @@ def _timed(call: Callable[[], Any]) -> float:
 def _profile(call: Callable[[], Any]) -> str:
     profiler = cProfile.Profile()
     profiler.runcall(call)
-    return _stats_text(profiler)
-
-
-def _stats_text(profiler: cProfile.Profile, top: int = 25) -> str:
-    text = io.StringIO()
-    stats = pstats.Stats(profiler, stream=text)
-    stats.sort_stats("tottime").print_stats(top)
-    stats.sort_stats("cumulative").print_stats(top)
-    return text.getvalue()
+    return profile_text(profiler, 25)
 
 
 def _run_child(embedder: str, size: int, args: argparse.Namespace) -> dict[str, Any]:
