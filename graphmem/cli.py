@@ -28,7 +28,7 @@ from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
-from .maintenance import JOBS
+from .maintenance import REGISTRY
 from .memory import Memory
 from .models import Fact, Link, MaintenanceRun
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
@@ -868,7 +868,7 @@ def prune(ctx: click.Context, /, dry_run: bool, soft: bool, as_json: bool) -> No
     "--job",
     "jobs",
     multiple=True,
-    type=click.Choice(JOBS),
+    type=click.Choice(list(REGISTRY)),
     help="Run only this job (repeatable; default: every job that is due).",
 )
 @click.option("--force", is_flag=True, help="Run the jobs even if they are not due.")

@@ -1116,54 +1116,19 @@ class Memory:
     def maintain(
         self, jobs: Sequence[str] | None = None, *, force: bool = False
     ) -> list[MaintenanceRun]:
-        """Run the maintenance jobs (``prune``, ``classify``, ``reflect``, ``consolidate``; all)
-        that are due — their ``<job>_interval`` setting has passed since their last run, or
-        they never ran — or each of ``jobs`` whatever its period when ``force``; each run is
-        claimed and recorded in the store, so a job another process is running is returned
-        as ``skipped`` and not run twice (see :mod:`graphmem.maintenance`)."""
-
-        def prune() -> maintenance.JobOutcome:
-            report = self.prune()
-            changed = {
-                "expired": report.expired,
-                "decayed": report.decayed,
-                "faded": report.low_confidence,
-            }
-            return maintenance.JobOutcome(changed)
-
-        def reflect() -> maintenance.JobOutcome:
-            report = self.reflect()
-            return maintenance.JobOutcome(
-                {"patterns": len(report.patterns), "rules": len(report.rules)},
-                report.requests,
-                report.error,
-            )
-
-        def consolidate() -> maintenance.JobOutcome:
-            report = self.consolidate()
-            changed = {"merged": len(report.merged), "superseded": report.superseded}
-            return maintenance.JobOutcome(changed, report.requests, report.error)
-
-        def classify() -> maintenance.JobOutcome:
-            report = self.auto_classify()
-            changed = {
-                "relabelled": sum(report.relabelled.values()),
-                "discovered": len(report.discovered),
-            }
-            return maintenance.JobOutcome(changed, report.requests, report.error)
-
-        work = {
-            "prune": prune,
-            "classify": classify,
-            "reflect": reflect,
-            "consolidate": consolidate,
-        }
-        return maintenance.run(self._store, self.settings, work, jobs, force=force)
+        """Run the maintenance jobs (``jobs``, or all those of ``graphmem.maintenance.REGISTRY``)
+        that are due — their interval setting has passed since their last run, or they never
+        ran — or each of them whatever its period when ``force``; each run is claimed and
+        recorded in the store, so a job another process is running is returned as ``skipped``
+        and not run twice (see :mod:`graphmem.maintenance`)."""
+        return maintenance.run(self, self._store, jobs, force=force)
 
     def maintenance_runs(self, *, job: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
         """The newest ``limit`` maintenance runs recorded (of ``job`` only, if given), newest
         first: a run still ``running``, or ``done`` or ``failed`` with what it changed, the
         model requests it made and why it failed."""
+        if job is not None:
+            maintenance.check_job(job)
         return self._store.maintenance_runs(job, limit)
 
     def last_runs(self) -> dict[str, MaintenanceRun]:

@@ -47,7 +47,7 @@ from strawberry.types.unset import UNSET
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, tracing
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
-from graphmem.maintenance import check_every
+from graphmem.maintenance import check_every, local_jobs
 from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
@@ -169,9 +169,9 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         default = await run_in_threadpool(namespaces.get, settings.namespace)
-        # The prune is local and quick: done before the first request. The jobs that ask a model
-        # (and may wait on it for minutes) run in the background, with every later look.
-        await run_in_threadpool(_maintain, default, ("prune",))
+        # The local jobs are quick: done before the first request. The jobs that may ask a model
+        # (and wait on it for minutes) run in the background, with every later look.
+        await run_in_threadpool(_maintain, default, local_jobs())
         if own_process:
             # What the server has made by now (modules, the schema, the default namespace)
             # lives as long as it does: kept out of the collector's full passes, which hold

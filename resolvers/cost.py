@@ -60,7 +60,7 @@ from graphmem.limits import (
     MAX_NODES,
     MAX_SYNC_PATHS,
 )
-from graphmem.maintenance import JOBS, MAX_CHANGED_KINDS
+from graphmem.maintenance import REGISTRY, most_changed_kinds
 from graphmem.reflection import MAX_FOUND
 from graphmem.tagging import CATEGORIES
 
@@ -112,8 +112,8 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("Query", "episodes"): Size("limit", MAX_LIMIT),
     ("Query", "erasures"): Size("limit", MAX_LIMIT),
     ("Query", "maintenanceRuns"): Size("limit", MAX_LIMIT),
-    ("MaintenanceRun", "changed"): Size(fixed=MAX_CHANGED_KINDS),
-    ("MaintainPayload", "runs"): Size(fixed=len(JOBS)),
+    ("MaintenanceRun", "changed"): Size(fixed=most_changed_kinds()),
+    ("MaintainPayload", "runs"): Size(fixed=len(REGISTRY)),
     ("Query", "categories"): Size(fixed=len(CATEGORIES) + MAX_DISCOVERED),
     ("AutoClassifyPayload", "relabelled"): Size(fixed=len(ASSIGNABLE) + MAX_DISCOVERED),
     ("ReflectPayload", "patterns"): Size(fixed=MAX_FOUND),

@@ -2,6 +2,7 @@
 (invalid input, not found, conflict, forbidden) as data; nothing is written when it is set."""
 
 from collections.abc import Awaitable, Callable
+from enum import Enum
 from typing import Annotated, Any, TypeVar, cast
 
 import strawberry
@@ -678,14 +679,17 @@ class Mutation:
         self,
         info: Info[Context, None],
         jobs: Annotated[
-            list[MaintenanceJob] | None, strawberry.argument(description="Which (default: all).")
+            list[Enum] | None,
+            strawberry.argument(
+                description="Which (default: all).", graphql_type=list[MaintenanceJob] | None
+            ),
         ] = None,
         force: Annotated[
             bool, strawberry.argument(description="Run them even if not due.")
         ] = False,
     ) -> MaintainPayload:
         async def maintain() -> MaintainPayload:
-            chosen = None if jobs is None else [j.name.lower() for j in jobs]
+            chosen = None if jobs is None else [j.value for j in jobs]
             runs = await info.context.write(info.context.memory.maintain, chosen, force=force)
             return MaintainPayload(runs=[MaintenanceRun.of(r) for r in runs], error=None)
 

@@ -2,6 +2,7 @@
 applies to everything beneath it. A failure (bad argument, unknown id) is a GraphQL error whose
 ``extensions.code`` says which, and ``extensions.field`` the argument at fault (docs/graphql.md)."""
 
+from enum import Enum
 from typing import Annotated, cast
 
 import strawberry
@@ -506,7 +507,10 @@ class Query:
         self,
         info: Info[Context, None],
         job: Annotated[
-            MaintenanceJob | None, strawberry.argument(description="Only this job's runs.")
+            Enum | None,
+            strawberry.argument(
+                description="Only this job's runs.", graphql_type=MaintenanceJob | None
+            ),
         ] = None,
         limit: Annotated[
             int, strawberry.argument(description=f"Most records (1 to {MAX_LIMIT:,}).")
@@ -514,7 +518,7 @@ class Query:
     ) -> list[MaintenanceRun]:
         found = await info.context.run(
             info.context.memory.maintenance_runs,
-            job=None if job is None else job.name.lower(),
+            job=None if job is None else job.value,
             limit=limit,
         )
         return [MaintenanceRun.of(r) for r in found]

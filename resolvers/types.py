@@ -10,7 +10,7 @@ import base64
 import binascii
 from collections.abc import Callable
 from datetime import UTC, datetime
-from enum import Enum
+from enum import Enum, EnumMeta
 from typing import Annotated, Any, ClassVar, Final, NewType
 
 import strawberry
@@ -21,7 +21,7 @@ from graphmem import graph
 from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
-from graphmem.maintenance import JOB_DESCRIPTIONS
+from graphmem.maintenance import REGISTRY
 from graphmem.models import LINK_ORIGINS
 from graphmem.tagging import CATEGORY_LIST
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
@@ -606,14 +606,25 @@ class Erasure:
         )
 
 
-@strawberry.enum(description="A scheduled maintenance job (`graphmem.maintenance.JOBS`).")
-class MaintenanceJob(Enum):
-    PRUNE = strawberry.enum_value("prune", description=f"It {JOB_DESCRIPTIONS['prune']}.")
-    CLASSIFY = strawberry.enum_value("classify", description=f"It {JOB_DESCRIPTIONS['classify']}.")
-    REFLECT = strawberry.enum_value("reflect", description=f"It {JOB_DESCRIPTIONS['reflect']}.")
-    CONSOLIDATE = strawberry.enum_value(
-        "consolidate", description=f"It {JOB_DESCRIPTIONS['consolidate']}."
+def _job_enum() -> EnumMeta:
+    """The maintenance jobs as a GraphQL enum, one value a job of the registry: its name in
+    capitals, holding the name."""
+    values = {
+        name.upper(): strawberry.enum_value(name, description=f"It {job.description}.")
+        for name, job in REGISTRY.items()
+    }
+    # Called through the metaclass, whose signature says it makes a class (mypy reads
+    # ``Enum(name, values)`` as an enum member unless the values are literals).
+    jobs = EnumMeta.__call__(Enum, "MaintenanceJob", values)
+    return strawberry.enum(
+        jobs, description="A scheduled maintenance job (`graphmem.maintenance.REGISTRY`)."
     )
+
+
+#: Built from the registry, so every job registered there is offered. An argument of this
+#: type is declared with ``graphql_type=``: its Python value is a member, whose value is the
+#: job's name.
+MaintenanceJob: Final = _job_enum()
 
 
 @strawberry.type(

@@ -41,7 +41,7 @@ from graphmem.limits import (
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
-from graphmem.maintenance import JOBS, MaintenanceJob
+from graphmem.maintenance import REGISTRY, checked_jobs
 from graphmem.models import Tier
 from graphmem.recall import FORMATS
 from graphmem.tagging import CATEGORY_LIST
@@ -486,11 +486,11 @@ def prune(memory: Memory, args: PruneArgs) -> Result:
 
 
 class MaintainArgs(_Args):
-    jobs: list[MaintenanceJob] | None = Field(
+    jobs: list[str] | None = Field(
         None,
-        max_length=len(JOBS),
-        description="Which jobs: prune, classify (relabel facts of category other), reflect, "
-        "consolidate. Default: every job that is due.",
+        max_length=len(REGISTRY),
+        json_schema_extra={"items": {"type": "string", "enum": list(REGISTRY)}},
+        description=f"Which jobs: {', '.join(REGISTRY)}. Default: every job that is due.",
     )
     force: bool = Field(False, description="Run them even if they are not due.")
     list_runs: bool = Field(
@@ -499,12 +499,13 @@ class MaintainArgs(_Args):
 
 
 def maintain(memory: Memory, args: MaintainArgs) -> Result:
+    jobs = None if args.jobs is None else checked_jobs(args.jobs)
     if args.list_runs:
-        job = args.jobs[0] if args.jobs and len(args.jobs) == 1 else None
+        job = jobs[0] if jobs and len(jobs) == 1 else None
         runs = memory.maintenance_runs(job=job, limit=20)
         head = f"{len(runs)} recorded {plural(len(runs), 'run')}, newest first."
     else:
-        runs = memory.maintain(args.jobs, force=args.force)
+        runs = memory.maintain(jobs, force=args.force)
         head = f"Ran {len(runs)} {plural(len(runs), 'job')}." if runs else "Nothing was due."
     lines = []
     for run in runs:
@@ -797,10 +798,9 @@ TOOLS: Final = (
     Tool(
         "memory_maintain",
         "Run or list memory maintenance",
-        "Run the maintenance jobs that are due (or those named, with force): prune, classify "
-        "(facts of category other relabelled by the server's chat model), reflect, "
-        "consolidate; the server runs them on its own schedule, so call this only after a "
-        "large change. list_runs shows the newest recorded runs: what each changed and why one "
+        "Run the maintenance jobs that are due (or those named, with force): "
+        f"{', '.join(REGISTRY)}; the server runs them on its own schedule, so call this only "
+        "after a large change. list_runs shows the newest recorded runs: what each changed and why one "
         "failed.",
         MaintainArgs,
         maintain,
