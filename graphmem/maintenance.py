@@ -26,14 +26,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from .errors import GraphmemError, InvalidInput
 from .models import MaintenanceRun, RunStatus
 from .temporal import to_datetime
 
 if TYPE_CHECKING:
-    from .memory import Memory
+    from .categorize import ClassifyReport
+    from .consolidation import ConsolidateReport
+    from .prune import PruneReport
+    from .reflection import ReflectReport
     from .settings import Settings
     from .storage.interface import Store
 
@@ -41,6 +44,18 @@ if TYPE_CHECKING:
 #: server runs it before answering its first request); ``model``, it may also send requests
 #: to the chat model and wait on them for minutes (the server runs it in the background).
 JobCost = Literal["local", "model"]
+
+
+class Maintained(Protocol):
+    """What the jobs run on: a ``graphmem.Memory``, as its settings and the verbs that do each
+    job's work (named here, not imported: Memory runs the jobs, so this module is below it)."""
+
+    settings: Settings
+
+    def prune(self) -> PruneReport: ...
+    def auto_classify(self) -> ClassifyReport: ...
+    def reflect(self) -> ReflectReport: ...
+    def consolidate(self) -> ConsolidateReport: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,32 +79,32 @@ class Job:
     #: The setting of its period in seconds (0: never scheduled).
     interval_setting: str
     cost: JobCost
-    #: The kinds of change its runs count, each always reported.
+    #: The kinds of change it counts, each reported by every run that finishes.
     changes: tuple[str, ...]
     #: Does the work once, in the namespace of the memory given.
-    run: Callable[[Memory], JobOutcome]
+    run: Callable[[Maintained], JobOutcome]
 
 
-def _prune(memory: Memory) -> JobOutcome:
+def _prune(memory: Maintained) -> JobOutcome:
     report = memory.prune()
     return JobOutcome(
         {"expired": report.expired, "decayed": report.decayed, "faded": report.low_confidence}
     )
 
 
-def _classify(memory: Memory) -> JobOutcome:
+def _classify(memory: Maintained) -> JobOutcome:
     report = memory.auto_classify()
     changed = {"relabelled": sum(report.relabelled.values()), "discovered": len(report.discovered)}
     return JobOutcome(changed, report.requests, report.error)
 
 
-def _reflect(memory: Memory) -> JobOutcome:
+def _reflect(memory: Maintained) -> JobOutcome:
     report = memory.reflect()
     changed = {"patterns": len(report.patterns), "rules": len(report.rules)}
     return JobOutcome(changed, report.requests, report.error)
 
 
-def _consolidate(memory: Memory) -> JobOutcome:
+def _consolidate(memory: Maintained) -> JobOutcome:
     report = memory.consolidate()
     changed = {"merged": len(report.merged), "superseded": report.superseded}
     return JobOutcome(changed, report.requests, report.error)
@@ -202,7 +217,7 @@ def due(settings: Settings, last: Mapping[str, MaintenanceRun], now: float) -> l
 
 
 def run(
-    memory: Memory, store: Store, jobs: Sequence[str] | None, *, force: bool
+    memory: Maintained, store: Store, jobs: Sequence[str] | None, *, force: bool
 ) -> list[MaintenanceRun]:
     """Run on ``memory`` the ``jobs`` (all when None) that are due by its settings — every one
     of them when ``force`` — each claimed and recorded in ``store``, its own; returns their
@@ -214,7 +229,7 @@ def run(
     return [_run_one(memory, store, REGISTRY[job]) for job in chosen]
 
 
-def _run_one(memory: Memory, store: Store, job: Job) -> MaintenanceRun:
+def _run_one(memory: Maintained, store: Store, job: Job) -> MaintenanceRun:
     with store.transaction() as tx:
         claimed = tx.claim_run(job.name, LEASE_S)
         started = tx.now

@@ -1,10 +1,13 @@
 """Scheduled maintenance: what is due runs, each run is recorded and readable (Python, GraphQL,
 metrics, the CLI), a job another process runs is skipped, an abandoned run is closed, a failed
-job records why and changes nothing — on the store ``--store`` names."""
+job records why and changes nothing — on the store ``--store`` names; a job registered once is
+offered by every surface."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -13,7 +16,7 @@ from click.testing import CliRunner
 
 from graphmem import InvalidInput, KeyStore, Memory, Settings
 from graphmem.cli import cli
-from graphmem.maintenance import LEASE_S, UNEXPECTED, check_every, interval
+from graphmem.maintenance import LEASE_S, REGISTRY, UNEXPECTED, check_every, interval
 from resolvers.app import create_app
 
 from ..support.clock import Clock
@@ -237,3 +240,90 @@ def test_the_mcp_tool_runs_and_lists_and_a_read_only_key_may_only_list(mem: Memo
     assert not failed and [r["job"] for r in data["runs"]] == ["prune"]
     failed, data = call_in_process(mem, None, "memory_maintain", jobs=["nap"])
     assert failed and data["error"]["code"] == "INVALID_INPUT"
+
+
+def test_every_job_has_a_period_setting_of_its_own() -> None:
+    settings = [job.interval_setting for job in REGISTRY.values()]
+    assert len(set(settings)) == len(settings)
+    assert all(Settings.model_fields[name].metadata for name in settings)  # bounded (0 or more)
+    assert all(name == f"{job}_interval" for job, name in zip(REGISTRY, settings, strict=True))
+
+
+@pytest.mark.in_process("reads the runs' changes as Memory returns them")
+def test_a_finished_run_reports_each_kind_of_change_its_job_declares(mem: Memory) -> None:
+    runs = [run for run in mem.maintain(force=True) if run.status == "done"]
+    assert {run.job for run in runs} >= {"prune", "consolidate"}
+    for run in runs:
+        assert sorted(run.changed) == sorted(REGISTRY[run.job].changes)
+
+
+#: Registers a job before the surfaces are imported, then reads each of them (run in a process
+#: of its own: the GraphQL schema, the MCP tools and the CLI are built once, at import).
+REGISTERED = """
+import json, sys
+from click.testing import CliRunner
+from graphmem import Memory, Settings, maintenance
+
+def vacuum(memory):
+    return maintenance.JobOutcome({"swept": 1})
+
+# Its period would be a setting of its own; reflect's is off by default, as this job should be.
+maintenance.REGISTRY["vacuum"] = maintenance.Job(
+    "vacuum", "sweeps the namespace", "reflect_interval", "local", ("swept",), vacuum
+)
+
+from graphmem.cli import cli
+from resolvers import create_app, schema_sdl
+from resolvers.mcp.tools import BY_NAME
+from tests.project.test_docs import render_maintenance_jobs
+from tests.support.graphql_clients import InProcess
+from tests.support.mcp_clients import call_in_process
+
+data_dir = sys.argv[1]
+settings = Settings(embedder="hash", data_dir=data_dir, prune_interval=0, classify_interval=0)
+out = {}
+with Memory.open(data_dir, settings=settings) as mem:
+    out["memory"] = [(r.job, r.status, r.changed) for r in mem.maintain(["vacuum"], force=True)]
+    failed, data = call_in_process(mem, None, "memory_maintain", jobs=["vacuum"], force=True)
+    out["mcp"] = [r["job"] for r in data["runs"]]
+spec = BY_NAME["memory_maintain"].spec()
+out["mcp_enum"] = spec.input_schema["properties"]["jobs"]["items"]["enum"]
+out["mcp_description"] = spec.description
+sdl = schema_sdl()
+out["graphql_enum"] = sdl[sdl.index("enum MaintenanceJob"):].split("}")[0]
+with InProcess(create_app(settings)) as service:
+    ran = service.data(
+        "mutation { maintain(jobs: [VACUUM], force: true) { runs { job status } } }"
+    )
+    out["graphql"] = [r["job"] for r in ran["maintain"]["runs"]]
+    listed = service.data("{ maintenanceRuns(job: VACUUM) { job } }")["maintenanceRuns"]
+    out["graphql_runs"] = [r["job"] for r in listed]
+base = ["--data-dir", data_dir, "--embedder", "hash"]
+cli_run = CliRunner().invoke(cli, [*base, "maintain", "--job", "vacuum", "--force", "--json"])
+out["cli"] = [r["job"] for r in json.loads(cli_run.output)]
+out["docs"] = render_maintenance_jobs()
+print(json.dumps(out))
+"""
+
+
+def test_a_job_registered_once_is_offered_by_every_surface(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", REGISTERED, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["memory"] == [["vacuum", "done", {"swept": 1}]]
+    assert out["mcp"] == ["vacuum"] and out["mcp_enum"][-1] == "vacuum"
+    assert "prune, classify, reflect, consolidate, vacuum" in out["mcp_description"]
+    assert '"""It sweeps the namespace."""\n  VACUUM' in out["graphql_enum"]
+    assert out["graphql"] == ["vacuum"] and out["graphql_runs"] == ["vacuum"] * 3
+    assert out["cli"] == ["vacuum"]
+    assert (
+        "| `vacuum` | sweeps the namespace | `swept` | `local` | `reflect_interval` |"
+        in (out["docs"])
+    )

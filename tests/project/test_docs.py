@@ -1,6 +1,7 @@
 """Docs that cannot drift: the CLI reference is generated from the CLI, and the tables of
-enumerated facts (time forms, settings, limits, error codes, decay classes, link origins) from
-their registries, between ``<!-- begin generated NAME -->`` and ``<!-- end generated NAME -->``.
+enumerated facts (time forms, settings, limits, error codes, decay classes, link origins,
+maintenance jobs) from their registries, between ``<!-- begin generated NAME -->`` and
+``<!-- end generated NAME -->``.
 
 Regenerate them after changing a command or a registry:
 ``.venv/bin/python -m tests.project.test_docs``.
@@ -22,6 +23,7 @@ from graphmem import Settings
 from graphmem.decay import DECAY_RULES, ttl_in_words
 from graphmem.errors import CODES, Code, GraphmemError
 from graphmem.limits import LIMITS
+from graphmem.maintenance import REGISTRY
 from graphmem.models import LINK_ORIGINS
 from graphmem.settings import ENV_PREFIX
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
@@ -95,6 +97,25 @@ def render_settings() -> str:
         [
             "| setting | environment | default | allowed | meaning |",
             "|---|---|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+def render_maintenance_jobs() -> str:
+    rows = []
+    for job in REGISTRY.values():
+        period = Settings.model_fields[job.interval_setting].default
+        counts = ", ".join(f"`{kind}`" for kind in job.changes)
+        default = f"{period:g} s" if period else "0 (off)"
+        rows.append(
+            f"| `{job.name}` | {job.description} | {counts} | `{job.cost}` "
+            f"| `{job.interval_setting}` | {default} |"
+        )
+    return "\n".join(
+        [
+            "| job | what it does | counts | cost | period setting | default |",
+            "|---|---|---|---|---|---|",
             *rows,
         ]
     )
@@ -200,6 +221,7 @@ SECTIONS: dict[str, tuple[str, Callable[[], str]]] = {
     "limits": ("configuration.md", render_limits),
     "request-limits": ("graphql.md", render_request_limits),
     "list-sizes": ("security.md", render_list_sizes),
+    "maintenance-jobs": ("agents.md", render_maintenance_jobs),
 }
 
 
