@@ -249,7 +249,6 @@ def test_every_job_has_a_period_setting_of_its_own() -> None:
     assert all(name == f"{job}_interval" for job, name in zip(REGISTRY, settings, strict=True))
 
 
-@pytest.mark.in_process("reads the runs' changes as Memory returns them")
 def test_a_finished_run_reports_each_kind_of_change_its_job_declares(mem: Memory) -> None:
     runs = [run for run in mem.maintain(force=True) if run.status == "done"]
     assert {run.job for run in runs} >= {"prune", "consolidate"}
