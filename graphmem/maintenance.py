@@ -59,16 +59,6 @@ class Maintained(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class JobOutcome:
-    """What a job reports: counts of what it changed, the model requests it made, and the
-    problem that made it change nothing (a failed or malformed model answer)."""
-
-    changed: dict[str, int]
-    requests: int = 0
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Job:
     """A scheduled maintenance job, as every surface offers it."""
 
@@ -83,6 +73,16 @@ class Job:
     changes: tuple[str, ...]
     #: Does the work once, in the namespace of the memory given.
     run: Callable[[Maintained], JobOutcome]
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """What a job reports: counts of what it changed, the model requests it made, and the
+    problem that made it change nothing (a failed or malformed model answer)."""
+
+    changed: dict[str, int]
+    requests: int = 0
+    error: str | None = None
 
 
 def _prune(memory: Maintained) -> JobOutcome:
