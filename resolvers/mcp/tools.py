@@ -800,8 +800,8 @@ TOOLS: Final = (
         "Run or list memory maintenance",
         "Run the maintenance jobs that are due (or those named, with force): "
         f"{', '.join(REGISTRY)}; the server runs them on its own schedule, so call this only "
-        "after a large change. list_runs shows the newest recorded runs: what each changed and why one "
-        "failed.",
+        "after a large change. list_runs shows the newest recorded runs: what each changed and "
+        "why one failed.",
         MaintainArgs,
         maintain,
         read_only=False,
