@@ -184,7 +184,7 @@ export type LinkType =
   /** The source is a newer version of the target. */
   | 'SUPERSEDES';
 
-/** A scheduled maintenance job (`graphmem.maintenance.JOBS`). */
+/** A scheduled maintenance job (`graphmem.maintenance.REGISTRY`). */
 export type MaintenanceJob =
   /** It relabels facts of category `other` by the chat model and discovers categories (`Memory.auto_classify`; with `classifier = llm`, else it changes nothing). */
   | 'CLASSIFY'
