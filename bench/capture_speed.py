@@ -60,13 +60,13 @@ from tokenizers import Tokenizer
 import graphmem
 from graphmem import Memory, Settings
 from graphmem import capture as captures
+from graphmem.models import Vectors
 from graphmem.usage import Meter
 from graphmem.vectors.embedders import (
     LOCAL_DIMENSIONS,
     LOCAL_MAX_TOKENS,
     LOCAL_MODEL_NAME,
     Embedder,
-    Vectors,
 )
 
 from . import synthetic

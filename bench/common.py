@@ -25,7 +25,8 @@ import numpy as np
 
 from devtools.cluster import Postgres
 from graphmem import Settings
-from graphmem.vectors.embedders import Embedder, Vectors, create_embedder
+from graphmem.models import Vectors
+from graphmem.vectors.embedders import Embedder, create_embedder
 
 ROOT: Final = Path(__file__).resolve().parents[1]
 #: Public datasets live next to the project, never inside it (see their README).

@@ -3,7 +3,7 @@
 On a store of synthetic facts made by ``bench.http`` (``--data DIR``; 100k facts there), asks
 questions about an entity's attribute ("Where does Elena B. Santos live?") and counts how often
 the answer, the fact of that entity and key, is in the top 10, with keyword search alone and
-hybrid, for each ``graphmem.storage.sqlite.keyword.RANKING_BUDGET`` given (a budget larger than the store
+hybrid, for each ``graphmem.storage.sql.keyword.RANKING_BUDGET`` given (a budget larger than the store
 ranks the full OR query). The budget rounds run one after another in the same process.
 
     python -m bench.keyword_budget --data DIR [--budgets 1000000 5000 2500] [--questions 300]
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from graphmem import Memory, Settings
-from graphmem.storage.sqlite import keyword
+from graphmem.storage.sql import keyword
 
 from . import synthetic
 from .common import OUT_DIR, machine, markdown_table, percentile, write_json

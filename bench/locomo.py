@@ -50,7 +50,7 @@ from typing import Any, Final
 
 import graphmem.ranking as ranking
 from graphmem import Memory, Settings, expansion, search, timehints, windows
-from graphmem.storage.sqlite import keyword
+from graphmem.storage.sql import keyword
 from graphmem.vectors.embedders import Embedder
 
 from .common import (
@@ -698,7 +698,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--ranking-budget",
         type=int,
         default=None,
-        help="graphmem.storage.sqlite.keyword.RANKING_BUDGET (a small one ranks as a large memory would)",
+        help="graphmem.storage.sql.keyword.RANKING_BUDGET (a small one ranks as a large memory would)",
     )
     parser.add_argument(
         "--column-weights",

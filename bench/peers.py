@@ -64,8 +64,9 @@ from starlette.routing import Route
 from graphmem import Memory, Settings
 from graphmem.graph import DEFAULT_MAX_NODES, DEFAULT_TYPES
 from graphmem.limits import MAX_NODES
+from graphmem.models import Vectors
 from graphmem.ranking import fts_terms
-from graphmem.vectors.embedders import Embedder, Vectors
+from graphmem.vectors.embedders import Embedder
 from tests.support.openai_stub import LoopbackServer
 
 from . import locomo, synthetic

@@ -44,13 +44,13 @@ import numpy as np
 from graphmem import Memory, Settings
 from graphmem import writer as writer_engine
 from graphmem.autolink import THRESHOLDS
+from graphmem.models import Vectors
 from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sqlite import database as storage
 from graphmem.vectors import cache as cache_engine
 from graphmem.vectors import mirror as mirror_engine
 from graphmem.vectors import outbox as sync_engine
 from graphmem.vectors import partitions as partitions_engine
-from graphmem.vectors.embedders import Vectors
 from graphmem.vectors.mirror import SEARCH_PROBES, Mirror
 
 from .common import (

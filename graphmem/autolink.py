@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from .models import FactInput, LinkOrigin, StoreResult
+from .models import FactInput, LinkOrigin, StoreResult, Vectors
 from .settings import Settings
-from .vectors.embedders import Vectors
 
 if TYPE_CHECKING:
     from .storage.interface import Transaction

@@ -21,6 +21,7 @@ from typing import IO, Any, Final
 import click
 import watchfiles
 
+from . import storage
 from .capture import KEEPS, Keep
 from .decay import DECAY_CLASSES
 from .dedup import DEFAULT_IMPORTANCE
@@ -34,7 +35,6 @@ from .models import Fact, Link, MaintenanceRun
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys
-from .storage.sqlite import backup as backups
 from .tagging import CATEGORY_LIST
 from .temporal import ACCEPTED_TIMES, to_iso
 from .version import __version__
@@ -1124,7 +1124,7 @@ def backup(ctx: click.Context, /, destination: Path, as_json: bool) -> None:
     """
     settings: Settings = ctx.obj
     _files_only(settings, "backup")
-    names = backups.backup(Path(settings.data_dir), destination)
+    names = storage.backup(Path(settings.data_dir), destination)
     _emit(
         {"namespaces": names, "destination": str(destination)},
         as_json,
@@ -1145,7 +1145,7 @@ def restore(ctx: click.Context, /, source: Path, replace: bool, as_json: bool) -
     """
     settings: Settings = ctx.obj
     _files_only(settings, "restore")
-    names = backups.restore(source, Path(settings.data_dir), replace=replace)
+    names = storage.restore(source, Path(settings.data_dir), replace=replace)
     reports = {}
     for name in names:
         with (

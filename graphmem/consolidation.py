@@ -37,7 +37,7 @@ from .models import Fact, StoreResult
 from .reflection import PATTERN, RULE
 
 if TYPE_CHECKING:
-    from .vectors.embedders import Vectors
+    from .models import Vectors
 
 #: Live facts one consolidation looks at, at most.
 MAX_CONSIDERED: Final = 10_000

@@ -1,4 +1,5 @@
-"""Files graphmem writes are private: folders 0700, files 0600, whatever the umask."""
+"""Files graphmem writes are private: folders 0700, files 0600, whatever the umask; and the
+name of the folder a namespace's vector index lives in."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ PRIVATE_FILE: Final = 0o600
 
 
 PRIVATE_FOLDER: Final = 0o700
+
+#: The vector index's directory inside a namespace's directory.
+VECTOR_DIR: Final = "vectors"
 
 
 def private_folder(path: Path) -> Path:

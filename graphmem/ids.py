@@ -1,4 +1,5 @@
-"""Identifiers of facts and links: UUIDs that begin with the time they were made.
+"""Identifiers: of facts and links, UUIDs that begin with the time they were made; of texts
+in the embedding cache, their SHA-256; of namespaces, names that can name a directory.
 
 Version 7 of RFC 9562: 48 bits of Unix time in milliseconds, then 74 random bits. Ids made one
 after another sort together, so an index on them grows at its end; a random UUID (version 4)
@@ -9,11 +10,17 @@ dirtied up to 1,000 of its pages. The id says when its fact or link was made, wh
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import time
+from typing import Final
+
+from .errors import InvalidInput
 
 _RAND_A: int = (1 << 12) - 1
 _RAND_B: int = (1 << 62) - 1
+_NAMESPACE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def new_id() -> str:
@@ -29,3 +36,19 @@ def new_id() -> str:
     )
     h = f"{value:032x}"  # uuid.UUID(int=value) would say the same, three times slower
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def text_hash(text: str) -> str:
+    """The key of ``text``'s vectors in the embedding cache."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_namespace(name: str) -> str:
+    """``name`` if it can name a namespace (its directory), else InvalidInput."""
+    if not isinstance(name, str) or not _NAMESPACE.match(name):
+        raise InvalidInput(
+            f"invalid namespace {name!r}: 1-64 letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit",
+            field="namespace",
+        )
+    return name

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal, Protocol, get_args
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -22,12 +24,14 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES
 from .errors import InvalidInput
-from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
+from .limits import MAX_FIELD_LENGTH, MAX_LIMIT, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
 from .statedtime import StatedTime
 from .tagging import check_category, normalize_tags
 from .temporal import TimeInput, TimeScope, parse_time, to_iso
 from .timehints import TimeHint
 
+#: Embeddings, one a row (float32).
+Vectors = npt.NDArray[np.float32]
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
 
@@ -86,6 +90,12 @@ def not_text(value: str) -> str | None:
     if found.group() == "\x00":
         return "a NUL character (\\u0000), which no text may hold"
     return f"a lone surrogate (\\u{ord(found.group()):04x}), which is not text"
+
+
+def check_limit(limit: int, name: str = "limit") -> None:
+    """InvalidInput unless ``limit`` (the argument ``name``) is an integer from 1 to MAX_LIMIT."""
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"{name} must be an integer from 1 to {MAX_LIMIT}", field=name)
 
 
 def check_text(**arguments: object) -> None:

@@ -10,38 +10,23 @@ in the outbox are replayed.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import EmbedderMismatch, InvalidInput, StorageError
-from .files import private_folder
+from .files import VECTOR_DIR, private_folder
+from .ids import check_namespace
 from .settings import Settings
 from .storage.interface import Store
 from .vectors.embedders import Embedder
 from .vectors.index import Location, VectorIndex
 from .vectors.outbox import Progress, VectorSync
 
-#: The vector index's directory inside a namespace's directory.
-VECTOR_DIR: Final = "vectors"
-
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _log = logging.getLogger("graphmem")
-
-
-def check_namespace(name: str) -> str:
-    """``name`` if it can name a namespace (its directory), else InvalidInput."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidInput(
-            f"invalid namespace {name!r}: 1-64 letters, digits, '_', '-' or '.', "
-            "starting with a letter or digit",
-            field="namespace",
-        )
-    return name
 
 
 def directory(data_dir: str | Path | None, namespace: str, settings: Settings) -> Path:

@@ -39,8 +39,8 @@ from .models import Fact, LinkOrigin, StoreResult
 from .temporal import to_iso
 
 if TYPE_CHECKING:
+    from .models import Vectors
     from .storage.interface import Transaction
-    from .vectors.embedders import Vectors
 
 #: Facts of each category a reflection reads at most (the newest).
 PER_CATEGORY: Final = 50

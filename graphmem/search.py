@@ -29,13 +29,12 @@ from . import expansion, ranking, timehints, tracing, windows
 from .decay import freshness
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
-from .models import Fact, SearchHit, TimeKind
+from .models import Fact, SearchHit, TimeKind, Vectors, check_limit
 from .recall import entity_names
 from .settings import Settings
 from .storage.interface import Filters, Record, Store
-from .storage.sql.reads import check_limit
 from .temporal import TimeScope
-from .vectors.embedders import Embedder, Vectors
+from .vectors.embedders import Embedder
 from .vectors.index import VectorIndex
 
 #: Threads that run the vector leg beside the keyword leg (one per concurrent search).

@@ -3,8 +3,9 @@ facts they hold.
 
 An answer in a conversation is often spread over turns: a question's words over a question
 and its reply, or over a remark and the next. Each fact written to an episode ends a window of
-up to :data:`WINDOW_TURNS` facts (itself and the facts before it there, forgotten ones left
-out), whose text is its facts' texts together. Search (with ``episode_links``, the default):
+up to ``WINDOW_TURNS`` facts (itself and the facts before it there, forgotten ones left out),
+whose text is its facts' texts together: the store cuts them (graphmem.storage.sql.windows,
+which holds ``WINDOW_TURNS``). Search (with ``episode_links``, the default):
 
 1. ranks the windows by keywords (the store's keyword index of windows), and by vector: the
    mean of its facts' cosines with the query, for the windows holding one of the
@@ -25,8 +26,7 @@ every category on both halves (bench/REPORT.md, "Windows of turns").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from . import ranking
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
     from .storage.interface import Record, Store
     from .temporal import TimeScope
 
-#: Facts a window holds at most: the fact it ends on and those before it in the episode.
-WINDOW_TURNS: Final = 4
 #: Share of the best candidate's relevance a window of relevance 1 lends each fact it holds.
 WINDOW_LEND: Final = 0.5
 #: Weight of the windows' keyword list against their vector list when fused.
@@ -51,24 +49,6 @@ WINDOW_HOLDERS: Final = 20
 WINDOWS_LENDING: Final = 50
 #: Episodes a backfill cuts per transaction.
 BACKFILL_EPISODES: Final = 100
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    end_id: str  # the fact it ends on, which keys it
-    fact_ids: tuple[str, ...]  # in the episode's order
-    text: str
-
-
-def cut(order: Sequence[tuple[str, str]], *, first: int) -> list[Window]:
-    """The windows ending on each fact of ``order`` (an episode's ``(id, text)``, in order) from
-    position ``first`` on; a fact with none before it ends no window (it is its own)."""
-    out = []
-    for end in range(first, len(order)):
-        held = order[max(0, end - WINDOW_TURNS + 1) : end + 1]
-        if len(held) > 1:
-            out.append(Window(held[-1][0], tuple(i for i, _ in held), " ".join(t for _, t in held)))
-    return out
 
 
 def lend(

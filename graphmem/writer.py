@@ -30,6 +30,7 @@ from . import categorize, classify, dedup, documents, episodes, sensitive, traci
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput, LLMError
 from .group_commit import GroupCommit, Pending
+from .ids import text_hash
 from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import (
@@ -41,6 +42,7 @@ from .models import (
     LinkOrigin,
     StoreResult,
     Tier,
+    Vectors,
     Verdict,
 )
 from .settings import Settings
@@ -48,7 +50,7 @@ from .storage.interface import BatchChanges, ImportReport, Store, Transaction
 from .tagging import CATEGORIES, CATEGORY_LIST
 from .temporal import TimeInput
 from .vectors.cache import EmbeddingCache
-from .vectors.embedders import Embedder, Vectors, text_hash
+from .vectors.embedders import Embedder
 from .vectors.index import VectorIndex
 from .vectors.outbox import Progress, VectorSync
 

@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable
 
 from graphmem import Memory, Settings
+from graphmem.ids import check_namespace
 from graphmem.llm import ChatClient
-from graphmem.namespace import check_namespace
 from graphmem.vectors.embedders import Embedder
 
 from .events import Broadcaster

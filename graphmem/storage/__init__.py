@@ -9,8 +9,9 @@
   bm25 from postings, the keys table.
 * :mod:`.keys` — API keys, whichever engine keeps them.
 
-Nothing outside this package imports ``sqlite3`` or ``psycopg`` (``tests/project/test_structure.py``);
-the rest of graphmem opens a store here and speaks to it through the interface.
+Nothing outside this package imports ``sqlite3`` or ``psycopg``, nor the engines' modules
+(``tests/project/test_structure.py``): the rest of graphmem opens a store, the keys, a backup
+here and speaks to a store through the interface.
 """
 
 from __future__ import annotations
@@ -64,6 +65,22 @@ def open_keys(settings: Settings) -> KeyStore:
     from .sqlite.keys import KeyFile
 
     return KeyFile(settings.data_dir)
+
+
+def backup(data_dir: Path, destination: Path) -> list[str]:
+    """Copy every namespace of the data directory ``data_dir`` (SQLite files) and its key file
+    into ``destination`` (:func:`graphmem.storage.sqlite.backup.backup`); the namespaces copied."""
+    from .sqlite import backup as files
+
+    return files.backup(data_dir, destination)
+
+
+def restore(source: Path, data_dir: Path, *, replace: bool = False) -> list[str]:
+    """Copy a backup's namespaces and key file into ``data_dir``
+    (:func:`graphmem.storage.sqlite.backup.restore`); the namespaces restored."""
+    from .sqlite import backup as files
+
+    return files.restore(source, data_dir, replace=replace)
 
 
 @contextmanager

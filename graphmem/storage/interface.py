@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..models import Fact
 from ..temporal import TimeScope
@@ -33,10 +33,18 @@ if TYPE_CHECKING:
     from ..documents import DocumentFile
     from ..episodes import Episode, EpisodeInput
     from ..erasure import Erasure, PurgeFilter, PurgeReport
-    from ..models import Fact, Link, MaintenanceRun, RunStatus, Tier
+    from ..models import Fact, Link, MaintenanceRun, RunStatus, Tier, Vectors
     from ..temporal import TimeInput, TimeScope
-    from ..vectors.embedders import Vectors
-    from .sql.graph_copy import Step
+
+
+class Step(NamedTuple):
+    """One link followed from a frontier fact (``via``) to ``step``."""
+
+    via: str
+    step: str
+    link_id: str
+    rank: int  # among via's links of this level, strongest first
+    strength: float
 
 
 @dataclass(frozen=True, slots=True)

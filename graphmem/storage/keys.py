@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import InvalidInput, NotFound
-from ..namespace import check_namespace
+from ..ids import check_namespace
 
 PREFIX: Final = "gm"
 _KEY: Final = re.compile(r"^gm_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")

@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..ids import text_hash
+from ..models import Vectors
 from ..storage.interface import Store, Transaction
-from .embedders import Embedder, Vectors, text_hash
+from .embedders import Embedder
 
 
 class EmbeddingCache:

@@ -28,18 +28,17 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import httpx
 import numpy as np
-import numpy.typing as npt
 
 from .. import tracing
 from ..bounded_http import BadAnswer, BoundedTransport, bounds, parse_json
 from ..errors import EmbedderError, InvalidInput, shown_url
 from ..limits import EMBEDDING_ANSWER_BYTES, EMBEDDING_VALUE_BYTES
+from ..models import Vectors
 from ..usage import Meter, reported_tokens
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-Vectors = npt.NDArray[np.float32]
 
 LOCAL_MODEL_NAME: Final = "all-MiniLM-L6-v2-int8"
 LOCAL_MODEL_SHA256: Final = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -405,10 +404,6 @@ def _decode(embedding: Any) -> Any:
     if not isinstance(embedding, list):
         raise EmbedderError(f"endpoint returned an embedding of type {type(embedding).__name__}")
     return embedding
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _normalize(matrix: Vectors) -> Vectors:

@@ -45,7 +45,7 @@ import pyarrow as pa
 
 from ..errors import StorageError
 from ..files import PRIVATE_FILE, PRIVATE_FOLDER, private_folder, private_opener
-from .embedders import Vectors
+from ..models import Vectors
 from .mirror import Mirror, columns
 
 _log = logging.getLogger("graphmem")

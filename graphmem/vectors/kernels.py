@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 from threadpoolctl import ThreadpoolController
 
-from .embedders import Vectors
+from ..models import Vectors
 
 #: Threads that score a bulk check's probed partitions, each a share of them (at most two: the
 #: scan is bound by memory bandwidth, and the other cores serve requests).

@@ -22,8 +22,8 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from ..models import Vectors
 from . import projection
-from .embedders import Vectors
 from .kernels import matvec, single_threaded_blas
 from .partitions import Partitions
 from .projection import Projection

@@ -18,9 +18,10 @@ from typing import Any, Final
 import numpy as np
 
 from ..errors import StorageError
+from ..ids import text_hash
+from ..models import Vectors
 from ..storage.interface import Store
 from .cache import EmbeddingCache
-from .embedders import Vectors, text_hash
 from .index import COMPACTED, REBUILT, ROW_DELETED, ROW_LIVE, ROW_STORED, VectorIndex
 
 #: Facts per vector-index write when syncing (a batch of 1,000 is one commit, not two).

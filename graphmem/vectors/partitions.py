@@ -11,7 +11,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .embedders import Vectors
+from ..models import Vectors
 from .kernels import count_rows, matvec, row_numbers, shared, single_threaded_blas
 from .projection import Projection
 from .topk import Best

@@ -11,7 +11,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from .embedders import Vectors
+from ..models import Vectors
 from .kernels import matvec
 
 #: Principal components kept by that projection (MiniLM's 384 dimensions: 87% of the variance

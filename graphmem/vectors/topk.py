@@ -7,7 +7,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from .embedders import Vectors
+from ..models import Vectors
 
 
 class Best:

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 
 from graphmem import Memory, Settings
 from graphmem.cli import cli
+from graphmem.storage.sql import keyword
 from graphmem.storage.sql.store import SQLTransaction
-from graphmem.storage.sqlite import keyword
-from graphmem.windows import WINDOW_TURNS, Window, cut
+from graphmem.storage.sql.windows import WINDOW_TURNS, Window, cut
 
 from ..support.clock import Clock
 

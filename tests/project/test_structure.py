@@ -11,6 +11,7 @@ import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import networkx as nx
 
@@ -96,6 +97,70 @@ def test_only_the_storage_package_speaks_to_a_database_driver() -> None:
     assert outside == []
 
 
+#: The modules below storage (docs/architecture.md, "Storage is the floor"): the values the store
+#: keeps and returns, their validation and the fixed registries, importing only each other.
+BELOW_STORAGE: Final = frozenset(
+    f"graphmem.{name}"
+    for name in (
+        "errors",  # the exception tree and its codes
+        "limits",  # every fixed limit
+        "ids",  # ids of facts and links, text hashes, namespace names
+        "files",  # private files and folders, the namespace's vector folder
+        "temporal",  # time values and the visibility rule (TimeScope)
+        "timehints",  # a period named by time words (TimeHint), a filter the store applies
+        "statedtime",  # the time a fact's text states, a column of the fact
+        "tagging",  # tags and categories, normalised as written
+        "decay",  # decay classes and their TTLs, columns of the fact
+        "models",  # Fact, Link, MaintenanceRun, the write input, Vectors, the job names
+        "graph",  # link types, Node, Subgraph, Path
+        "episodes",  # Episode, EpisodeInput
+        "erasure",  # PurgeFilter, PurgeReport, Erasure
+        "documents",  # DocumentFile, the notes' records
+        "analytics",  # Clusters: what a cluster read returns
+        "ranking",  # the keyword query's terms and the keyword columns' weights
+        "settings",  # Settings, which open_store reads
+    )
+)
+#: What code outside graphmem/storage/ may import of it: the package (open_store, open_keys,
+#: backup, restore), the store's interface, and the key store's (ApiKey, KeyStore), which
+#: graphmem exports. The engines' modules (storage.sql.*, storage.sqlite.*, storage.postgres.*)
+#: stay inside.
+STORAGE_FACES: Final = frozenset(
+    {"graphmem.storage", "graphmem.storage.interface", "graphmem.storage.keys"}
+)
+
+
+def test_storage_is_the_floor_the_rest_of_graphmem_stands_on() -> None:
+    """``graphmem/storage/`` imports nothing of graphmem but the modules below it, which import
+    only each other; the rest imports storage only through its faces, which import no
+    implementation; the shared SQL imports neither engine and neither engine the other."""
+    assert storage_layer_violations(import_graph()) == []
+
+
+def test_a_storage_import_above_or_into_an_engine_is_named() -> None:
+    graph = {
+        "graphmem.storage.sql.maintenance": {"graphmem.maintenance", "graphmem.models"},
+        "graphmem.storage.sql.keyword_index": {"graphmem.storage.sqlite.migrations"},
+        "graphmem.storage.postgres.keyword": {"graphmem.storage.sqlite.keyword"},
+        "graphmem.storage.sqlite.keyword": {"graphmem.storage.sql.keyword"},
+        "graphmem.storage.interface": {"graphmem.models", "graphmem.storage.sql.graph_copy"},
+        "graphmem.models": {"graphmem.errors", "graphmem.vectors.embedders"},
+        "graphmem.search": {"graphmem.storage.sql.reads", "graphmem.storage.interface"},
+        "graphmem.cli": {"graphmem.storage"},
+        "resolvers.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
+    }
+    assert storage_layer_violations(graph) == [
+        "graphmem.models (below storage) imports graphmem.vectors.embedders",
+        "graphmem.search imports graphmem.storage.sql.reads, inside storage",
+        "graphmem.storage.interface imports graphmem.storage.sql.graph_copy: a face imports no"
+        " implementation",
+        "graphmem.storage.postgres.keyword imports graphmem.storage.sqlite.keyword, the other engine",
+        "graphmem.storage.sql.keyword_index imports graphmem.storage.sqlite.migrations, an engine",
+        "graphmem.storage.sql.maintenance imports graphmem.maintenance, above storage",
+        "resolvers.app imports graphmem.storage.postgres, inside storage",
+    ]
+
+
 def test_no_module_is_part_of_an_import_cycle() -> None:
     cycles = import_cycles(import_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
@@ -136,6 +201,38 @@ def import_graph() -> dict[str, set[str]]:
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
             graph[name] = set(_imports(name, tree, package=name if path.stem == "__init__" else ""))
     return graph
+
+
+def storage_layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that breaks the storage floor's rules (see
+    :func:`test_storage_is_the_floor_the_rest_of_graphmem_stands_on`), as a sentence."""
+    engines = ("graphmem.storage.sqlite", "graphmem.storage.postgres")
+
+    def within(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    found = []
+    for module, imports in sorted(graph.items()):
+        for imported in sorted(imports):
+            if within(module, "graphmem.storage"):
+                own = next((e for e in engines if within(module, e)), None)
+                other = next((e for e in engines if within(imported, e)), None)
+                if not within(imported, "graphmem.storage") and imported not in BELOW_STORAGE:
+                    found.append(f"{module} imports {imported}, above storage")
+                elif module in STORAGE_FACES - {"graphmem.storage"} and within(
+                    imported, "graphmem.storage"
+                ):
+                    found.append(f"{module} imports {imported}: a face imports no implementation")
+                elif other is not None and own is None and module != "graphmem.storage":
+                    found.append(f"{module} imports {imported}, an engine")
+                elif other is not None and own is not None and other != own:
+                    found.append(f"{module} imports {imported}, the other engine")
+            elif module in BELOW_STORAGE:
+                if imported not in BELOW_STORAGE:
+                    found.append(f"{module} (below storage) imports {imported}")
+            elif within(imported, "graphmem.storage") and imported not in STORAGE_FACES:
+                found.append(f"{module} imports {imported}, inside storage")
+    return found
 
 
 def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:

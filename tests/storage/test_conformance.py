@@ -29,14 +29,14 @@ from graphmem import (
     Settings,
     dedup,
 )
+from graphmem.ids import text_hash
 from graphmem.storage.interface import Filters, Store
 from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sql import keyword
 from graphmem.storage.sql import store as sql_store
-from graphmem.storage.sqlite import keyword
 from graphmem.storage.sqlite.store import SQLiteStore
 from graphmem.temporal import TimeScope
 from graphmem.timehints import TimeHint
-from graphmem.vectors.embedders import text_hash
 from graphmem.vectors.index import ROW_DELETED, ROW_LIVE
 
 from ..support.clock import Clock

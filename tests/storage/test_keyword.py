@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from graphmem import Memory, Settings
+from graphmem.storage.sql import keyword as plan
 from graphmem.storage.sqlite import keyword
 from graphmem.timehints import TimeHint
 
@@ -40,7 +41,7 @@ def test_a_small_budget_ranks_exactly_like_the_full_query(
     crowded: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exact = _fts(crowded, "zephyr platform team", limit=6)
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # "platform" and "team" become scoring-only
+    monkeypatch.setattr(plan, "RANKING_BUDGET", 10)  # "platform" and "team" become scoring-only
     split = _fts(crowded, "zephyr platform team", limit=6)
     assert [t for t, _ in split] == [t for t, _ in exact]
     assert [s for _, s in split] == pytest.approx([s for _, s in exact])
@@ -58,7 +59,7 @@ def test_a_small_budget_ranks_exactly_like_the_full_query(
 def test_facts_with_only_common_words_fill_up_when_the_rare_ones_run_out(
     crowded: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    monkeypatch.setattr(plan, "RANKING_BUDGET", 10)
     hits = _fts(crowded, "zephyr platform team", limit=20)
     assert len(hits) == 20
     assert sum("Zephyr" in t for t, _ in hits) == 6
@@ -66,7 +67,7 @@ def test_facts_with_only_common_words_fill_up_when_the_rare_ones_run_out(
 
 
 def test_the_split_respects_visibility(crowded: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    monkeypatch.setattr(plan, "RANKING_BUDGET", 10)
     for hit in crowded.search("zephyr", mode="fts", limit=10):
         crowded.forget(hit.fact.id)
     hits = _fts(crowded, "zephyr platform team", limit=5)
@@ -76,7 +77,7 @@ def test_the_split_respects_visibility(crowded: Memory, monkeypatch: pytest.Monk
 def test_results_stay_complete_as_words_become_common(
     mem: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    monkeypatch.setattr(plan, "RANKING_BUDGET", 10)
     mem.store_many([{"text": f"Quartz note {n}"} for n in range(5)])
     assert len(_fts(mem, "quartz", limit=50)) == 5
     mem.store_many([{"text": f"Quartz memo number {n}"} for n in range(40)])
@@ -88,7 +89,7 @@ def test_a_word_that_matches_nothing_changes_nothing(
     crowded: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     exact = _fts(crowded, "zephyr platform team", limit=8)
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)
+    monkeypatch.setattr(plan, "RANKING_BUDGET", 10)
     split = _fts(crowded, "quokka zephyr platform team", limit=8)
     assert [t for t, _ in split] == [t for t, _ in exact]
     assert [s for _, s in split] == pytest.approx([s for _, s in exact])
@@ -111,7 +112,7 @@ def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_sele
         rows += [{"text": f"Quartz memo about the budget, draft {n}"} for n in range(3)]
         mem.store_many(rows)
         exact = _fts(mem, "quartz memo budget", limit=85)
-        monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # every word matches more than 10
+        monkeypatch.setattr(plan, "RANKING_BUDGET", 10)  # every word matches more than 10
         calls: list[list[str]] = []
         original = keyword.KeywordRanker._all_common
 
@@ -149,7 +150,7 @@ def test_counts_are_taken_once_until_the_memory_grows(
     with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
         mem.store_many([{"text": f"Quartz memo number {n}"} for n in range(30)])
         mem.store_many([{"text": f"Budget memo about quartz {n}"} for n in range(20)])
-    monkeypatch.setattr(keyword, "RANKING_BUDGET", 10)  # every word is common: words together
+    monkeypatch.setattr(plan, "RANKING_BUDGET", 10)  # every word is common: words together
     conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
     statements: list[str] = []
     conn.set_trace_callback(statements.append)

@@ -31,8 +31,8 @@ from graphmem.storage.postgres import dialect as pgsql
 from graphmem.storage.postgres import schema as pgschema
 from graphmem.storage.postgres.keyword import CommonWords
 from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sql import keyword
 from graphmem.storage.sql import store as sql_store
-from graphmem.storage.sqlite import keyword
 from graphmem.vectors.index import FOLLOW_EVERY, ROW_LIVE, VectorIndex
 from graphmem.vectors.mirror import Mirror
 from resolvers.app import create_app

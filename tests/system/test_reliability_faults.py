@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import Memory, QueryTimeout, Settings, StorageError
-from graphmem.namespace import VECTOR_DIR
+from graphmem.files import VECTOR_DIR
 from graphmem.storage.sqlite.store import SQLITE_FILE
 from resolvers import create_app
 

@@ -21,10 +21,10 @@ from websockets.typing import Subprotocol
 from graphmem import ChangePage, Memory, Settings, memory
 from graphmem.errors import Conflict, InvalidInput, NotFound, StorageError
 from graphmem.limits import MAX_CHANGES
+from graphmem.models import Vectors
 from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sql.store import SQLTransaction
 from graphmem.storage.sqlite.store import SQLiteStore
-from graphmem.vectors.embedders import Vectors
 from graphmem.vectors.index import FOLLOW_EVERY
 from resolvers.events import FOLLOW_CHANGES_EVERY
 

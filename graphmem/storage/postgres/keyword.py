@@ -5,7 +5,7 @@ than a common one. :class:`Bm25Ranker` computes FTS5's bm25 instead (k1 = 1.2, b
 floored at 1e-6), from ``gm_postings`` alone (:mod:`graphmem.storage.postgres.schema`, migration
 3); only the ranked facts are then read, for the time scope and the filters.
 
-1. Words select or score as in the SQLite store (:mod:`graphmem.storage.sqlite.keyword`).
+1. Words select or score as in the SQLite store (:mod:`graphmem.storage.sql.keyword`).
 2. The scoring words' postings are kept in memory once read (:class:`CommonWords`), so a
    selected fact costs an array search rather than a descent of the index.
 3. The number of facts, their average length and each word's document frequency are counted per
@@ -26,8 +26,7 @@ import numpy.typing as npt
 from ... import ranking
 from ...temporal import TimeScope
 from ..interface import Filters, Record
-from ..sql import reads
-from ..sqlite import keyword
+from ..sql import keyword, reads
 
 #: FTS5's bm25 constants.
 K1: Final = 1.2
@@ -86,7 +85,7 @@ class Bm25Ranker:
         matches of ``query``.
 
         As in the SQLite store, the rarest words select facts while their document frequencies
-        add up to at most :data:`graphmem.storage.sqlite.keyword.RANKING_BUDGET` (the rarest
+        add up to at most :data:`graphmem.storage.sql.keyword.RANKING_BUDGET` (the rarest
         always selects); the others add to the score of a selected fact but bring in none. The
         facts that only scoring words match are ranked only if the selected ones leave fewer
         than ``n``.
@@ -133,7 +132,7 @@ class Bm25Ranker:
     def windows(self, conn: Any, query: str, n: int) -> dict[int, float]:
         """bm25 (higher is better) of the ``n`` best windows of turns matching ``query``
         (graphmem.windows), ranked by its rarest words
-        (:func:`graphmem.storage.sqlite.keyword.window_words`); a word's idf is its facts', and
+        (:func:`graphmem.storage.sql.keyword.window_words`); a word's idf is its facts', and
         a window's length (in characters) is weighed against the mean of the windows that
         match."""
         words = [t[1:-1].replace('""', '"') for t in ranking.fts_terms(query)]

@@ -20,7 +20,7 @@ import math
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +28,7 @@ import numpy.typing as npt
 from ...limits import FAN_OUT
 from ...models import Link, link_columns
 from ...temporal import TimeScope
+from ..interface import Step
 from .connections import SQLConnection
 from .params import id_list
 
@@ -504,16 +505,6 @@ class Adjacency:
                 order = np.argsort(owner, kind="stable")
                 owner, found = owner[order], found[order]
         return owner, found
-
-
-class Step(NamedTuple):
-    """One link followed from a frontier fact (``via``) to ``step``."""
-
-    via: str
-    step: str
-    link_id: str
-    rank: int  # among via's links of this level, strongest first
-    strength: float
 
 
 class IndexWalk:

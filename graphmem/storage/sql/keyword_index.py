@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Final
 
-from ..sqlite.migrations import FTS_COLUMNS
 from .connections import SQLConnection
+
+#: The facts columns in the keyword index, in its column order (the FTS5 table's, in
+#: graphmem.storage.sqlite.migrations).
+FTS_COLUMNS: Final = "text, category, entity, key, value, tags, context, date_terms"
 
 
 @contextmanager

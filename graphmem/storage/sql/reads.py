@@ -13,8 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from ...errors import InvalidInput, NotFound
-from ...limits import MAX_LIMIT
-from ...models import FACT_COLUMNS, TURN_SOURCE, Fact, fact_columns
+from ...models import FACT_COLUMNS, TURN_SOURCE, Fact, check_limit, fact_columns
 from ...temporal import TimeScope
 from ...timehints import TimeHint
 from ..interface import FactPage, Filters
@@ -125,11 +124,6 @@ def _months(conn: SQLConnection, month: int, params: dict[str, Any]) -> str | No
         params[f"month_start_{i}"], params[f"month_end_{i}"] = start, end
         ranges.append(f"({DATED} >= :month_start_{i} AND {DATED} < :month_end_{i})")
     return "(" + " OR ".join(ranges) + ")"
-
-
-def check_limit(limit: int, name: str = "limit") -> None:
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"{name} must be an integer from 1 to {MAX_LIMIT}", field=name)
 
 
 def get(conn: SQLConnection, fact_id: str, scope: TimeScope) -> Fact | None:

@@ -31,11 +31,10 @@ from ...documents import DocumentFile
 from ...episodes import Episode, EpisodeInput
 from ...erasure import Erasure, PurgeFilter, PurgeReport
 from ...errors import Conflict, NotFound
-from ...ids import new_id
+from ...ids import new_id, text_hash
 from ...limits import CHANGE_LOG_KEPT
-from ...models import Fact, Link, LinkOrigin, MaintenanceRun, RunStatus, Tier
+from ...models import Fact, Link, LinkOrigin, MaintenanceRun, RunStatus, Tier, Vectors
 from ...temporal import TimeInput, TimeScope
-from ...vectors.embedders import Vectors, text_hash
 from ..interface import (
     BatchChanges,
     Counts,

@@ -36,8 +36,9 @@ from ...limits import (
 )
 from ...models import Fact, Link, fact_columns, link_columns
 from ...temporal import TimeScope
+from ..interface import Step
 from .connections import SQLConnection
-from .graph_copy import Adjacency, IndexWalk, Step
+from .graph_copy import Adjacency, IndexWalk
 from .links import _tuples, links_among
 from .params import id_list
 

@@ -1,17 +1,20 @@
 """Windows of turns in SQL: cut when an episode's facts are written, cut again when one is
-purged or an episode imported, and read for search (:mod:`graphmem.windows` holds the rule and
-how search uses them).
+purged or an episode imported, and read for search (:mod:`graphmem.windows` says how search
+uses them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
-from ... import windows
 from .connections import SQLConnection
 from .params import id_list
 from .reads import IN_IDS
+
+#: Facts a window holds at most: the fact it ends on and those before it in the episode.
+WINDOW_TURNS: Final = 4
 
 _INSERT: Final = "INSERT INTO windows (end_id, episode_id, fact_ids, text) VALUES (?, ?, ?, ?)"
 _MEMBER: Final = "INSERT INTO window_facts (fact_id, end_id) VALUES (?, ?)"
@@ -25,10 +28,10 @@ def add(conn: SQLConnection, episode_id: str, facts: Sequence[tuple[str, str]]) 
     earlier = conn.execute(
         "SELECT id, text FROM facts WHERE episode_id = :episode AND retracted_at IS NULL"
         f" AND id NOT IN {IN_IDS} ORDER BY seq DESC LIMIT :n",
-        {"episode": episode_id, "ids": id_list(i for i, _ in facts), "n": windows.WINDOW_TURNS - 1},
+        {"episode": episode_id, "ids": id_list(i for i, _ in facts), "n": WINDOW_TURNS - 1},
     ).fetchall()
     order = [(r[0], r[1]) for r in reversed(earlier)] + list(facts)
-    return _insert(conn, episode_id, windows.cut(order, first=len(earlier)))
+    return _insert(conn, episode_id, cut(order, first=len(earlier)))
 
 
 def rebuild(conn: SQLConnection, episode_ids: Iterable[str]) -> int:
@@ -46,7 +49,7 @@ def rebuild(conn: SQLConnection, episode_ids: Iterable[str]) -> int:
             "SELECT id, text FROM facts WHERE episode_id = ? AND retracted_at IS NULL ORDER BY seq",
             [episode_id],
         ).fetchall()
-        made += _insert(conn, episode_id, windows.cut([(r[0], r[1]) for r in order], first=0))
+        made += _insert(conn, episode_id, cut([(r[0], r[1]) for r in order], first=0))
     return made
 
 
@@ -88,7 +91,25 @@ def members(conn: SQLConnection, seqs: Sequence[int]) -> dict[int, tuple[str, ..
     return {int(r[0]): tuple(r[1].split()) for r in rows}
 
 
-def _insert(conn: SQLConnection, episode_id: str, cut: list[windows.Window]) -> int:
-    conn.executemany(_INSERT, [(w.end_id, episode_id, " ".join(w.fact_ids), w.text) for w in cut])
-    conn.executemany(_MEMBER, [(f, w.end_id) for w in cut for f in w.fact_ids])
-    return len(cut)
+@dataclass(frozen=True, slots=True)
+class Window:
+    end_id: str  # the fact it ends on, which keys it
+    fact_ids: tuple[str, ...]  # in the episode's order
+    text: str
+
+
+def cut(order: Sequence[tuple[str, str]], *, first: int) -> list[Window]:
+    """The windows ending on each fact of ``order`` (an episode's ``(id, text)``, in order) from
+    position ``first`` on; a fact with none before it ends no window (it is its own)."""
+    out = []
+    for end in range(first, len(order)):
+        held = order[max(0, end - WINDOW_TURNS + 1) : end + 1]
+        if len(held) > 1:
+            out.append(Window(held[-1][0], tuple(i for i, _ in held), " ".join(t for _, t in held)))
+    return out
+
+
+def _insert(conn: SQLConnection, episode_id: str, made: list[Window]) -> int:
+    conn.executemany(_INSERT, [(w.end_id, episode_id, " ".join(w.fact_ids), w.text) for w in made])
+    conn.executemany(_MEMBER, [(f, w.end_id) for w in made for f in w.fact_ids])
+    return len(made)

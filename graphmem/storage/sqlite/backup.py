@@ -23,8 +23,8 @@ from contextlib import closing
 from pathlib import Path
 
 from ...errors import Conflict, InvalidInput, StorageError
-from ...files import PRIVATE_FOLDER, private_file, private_folder
-from ...namespace import VECTOR_DIR, check_namespace
+from ...files import PRIVATE_FOLDER, VECTOR_DIR, private_file, private_folder
+from ...ids import check_namespace
 from .keys import KEYS_FILE
 from .store import SQLITE_FILE
 

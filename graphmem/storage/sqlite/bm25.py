@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ...ranking import FTS_COLUMN_WEIGHTS
-from .migrations import FTS_COLUMNS, FTS_TOKENIZER
+from ..sql.keyword_index import FTS_COLUMNS
+from .migrations import FTS_TOKENIZER
 
 #: FTS5's bm25 parameters (``fts5_aux.c``).
 K1: Final = 1.2

@@ -6,11 +6,11 @@ against 9.8 ms with the budget below (bench/REPORT.md, "Keyword budget"). So, as
 common-terms query does, :class:`KeywordRanker`:
 
 1. lets the rarest words *select* facts while their document frequencies add up to at most
-   :data:`RANKING_BUDGET`; the other words only *score*, adding to a selected fact's bm25;
+   :data:`graphmem.storage.sql.keyword.RANKING_BUDGET`; the other words only *score*, adding to a selected fact's bm25;
 2. ranks the selected facts by the full query's bm25, and the facts only scoring words match
    only if the caller reads past them all;
 3. caches document frequencies (:data:`DF_REFRESH_SHARE`): they steer the split, never which
-   facts match. Time words add a pass over their period's facts (:data:`PERIOD_SELECT_MAX`).
+   facts match. Time words add a pass over their period's facts (:data:`graphmem.storage.sql.keyword.PERIOD_SELECT_MAX`).
 """
 
 from __future__ import annotations
@@ -22,15 +22,8 @@ from typing import Final
 
 from ... import ranking
 from ...timehints import TimeHint
-from ...windows import WINDOW_TURNS
-from ..sql import reads
+from ..sql import keyword, reads
 from . import bm25
-
-#: Matches ranked in full before the most common query words stop selecting facts
-#: (bench/REPORT.md, "Keyword budget": at 100k facts, 2,500 finds the answers the full query
-#: finds, 9.8 ms p50 against 14.6 ms with 5,000 and 53.4 ms for the full query).
-RANKING_BUDGET: Final = 2_500
-
 
 #: Cached document frequencies are recounted once the table size moved by this share.
 DF_REFRESH_SHARE: Final = 0.1
@@ -38,15 +31,6 @@ DF_REFRESH_SHARE: Final = 0.1
 
 #: Words whose frequency is cached at most (the cache is cleared when full).
 DF_CACHE_SIZE: Final = 20_000
-
-
-#: A period of a query's time words that holds at most this many facts is ranked on its own: its
-#: facts are selected by date (the ``facts_dated`` index; a month of any year as that month of each
-#: year, see graphmem.storage.sql.reads.dated_in) and only the query's matches among them are
-#: scored. A larger period is read from the ranked matches of the whole memory, where its facts are
-#: common enough to come soon. At 100k facts a search with a day took 338 ms p50 the second way and
-#: 28 ms this one (bench/REPORT.md, "Time words at 100k facts").
-PERIOD_SELECT_MAX: Final = 20_000
 
 
 #: Such a period's matches are scored by graphmem.storage.sqlite.bm25, from its facts alone (the
@@ -74,7 +58,7 @@ class KeywordRanker:
         self, conn: sqlite3.Connection, query: str, period: TimeHint | None = None
     ) -> Generator[tuple[int, float], None, None]:
         """``(seq, bm25)`` of the facts matching ``query``, best (lowest bm25) first; with
-        ``period``, at least those dated in it (see :data:`PERIOD_SELECT_MAX`), scored alike.
+        ``period``, at least those dated in it (see :data:`graphmem.storage.sql.keyword.PERIOD_SELECT_MAX`), scored alike.
 
         The rarest word that matches anything always selects, even past the budget. When all
         the words together match at most the budget, the plain OR query runs (a small memory
@@ -86,7 +70,7 @@ class KeywordRanker:
         terms = ranking.fts_terms(query)
         if not terms:
             return
-        among = None if period is None else reads.dated_in(conn, period, PERIOD_SELECT_MAX)
+        among = None if period is None else reads.dated_in(conn, period, keyword.PERIOD_SELECT_MAX)
         if among is not None:
             sql, params, held = among
             if held:  # else nothing to rank: the walk of every match would find none of them
@@ -95,10 +79,10 @@ class KeywordRanker:
         frequency, size = self._frequencies(conn, terms)
         ordered = sorted(terms, key=lambda t: frequency[t])
         matching = [t for t in ordered if frequency[t] > 0]
-        if len(matching) > 1 and frequency[matching[0]] > RANKING_BUDGET:
+        if len(matching) > 1 and frequency[matching[0]] > keyword.RANKING_BUDGET:
             yield from self._all_common(conn, terms, matching, frequency, size)
             return
-        selecting = rarest(terms, frequency)
+        selecting = keyword.rarest(terms, frequency)
         scoring = [t for t in terms if t not in selecting]
         if not scoring:
             yield from _rank(conn, _RANKED, {"match": _any(terms)})
@@ -116,12 +100,12 @@ class KeywordRanker:
         self, conn: sqlite3.Connection, query: str, n: int
     ) -> dict[int, tuple[float, tuple[str, ...]]]:
         """The ``n`` best windows of turns matching ``query`` (graphmem.windows), ranked by its
-        rarest words (:func:`window_words`): window -> (bm25, higher is better; its facts)."""
+        rarest words (:func:`graphmem.storage.sql.keyword.window_words`): window -> (bm25, higher is better; its facts)."""
         terms = ranking.fts_terms(query)
         if not terms:
             return {}
         frequency, _ = self._frequencies(conn, terms)
-        selecting = window_words(terms, frequency)
+        selecting = keyword.window_words(terms, frequency)
         if not selecting:
             return {}
         rows = conn.execute(_WINDOWS_RANKED, [_any(selecting), n])
@@ -167,7 +151,7 @@ class KeywordRanker:
         for term in ordered[1:]:
             together.append(term)
             # Counted, not estimated: words of one phrase ("office move") always come together.
-            if self._count(conn, _all(together), size) <= RANKING_BUDGET:
+            if self._count(conn, _all(together), size) <= keyword.RANKING_BUDGET:
                 break
         chosen = _all(together)
         rest = _useful([t for t in terms if t not in together], frequency, size)
@@ -223,29 +207,6 @@ class KeywordRanker:
             with self._lock:
                 del self._counting[match]
             taking.set()
-
-
-def rarest(terms: list[str], frequency: Mapping[str, int]) -> list[str]:
-    """The rarest of ``terms`` while their frequencies add up to at most RANKING_BUDGET. A word
-    that matched nothing when counted selects for free, but does not count as the one word that
-    always selects: the rarest that matches anything."""
-    chosen: list[str] = []
-    total = 0
-    for term in sorted(terms, key=lambda t: frequency[t]):
-        if total > 0 and total + frequency[term] > RANKING_BUDGET:
-            break
-        chosen.append(term)
-        total += frequency[term]
-    return chosen
-
-
-def window_words(terms: list[str], frequency: Mapping[str, int]) -> list[str]:
-    """The words of a query that rank windows of turns: its rarest, as for facts (a window
-    holds up to WINDOW_TURNS facts, so a word's windows are counted as that many times its
-    facts), and never a word over the budget alone: a query of everyday words ranks no window
-    by keywords, rather than every window of a large memory."""
-    scaled = {t: f * WINDOW_TURNS for t, f in frequency.items()}
-    return [t for t in rarest(terms, scaled) if scaled[t] <= RANKING_BUDGET]
 
 
 def _any(terms: list[str]) -> str:

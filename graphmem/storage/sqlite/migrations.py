@@ -10,9 +10,8 @@ import sqlite3
 from typing import Final
 
 from ...errors import StorageError
+from ..sql.keyword_index import FTS_COLUMNS
 
-#: The facts columns in the keyword index, in its column order.
-FTS_COLUMNS: Final = "text, category, entity, key, value, tags, context, date_terms"
 #: The keyword index's tokenizer (graphmem.storage.sqlite.bm25 tokenizes with it too).
 FTS_TOKENIZER: Final = "porter unicode61"
 
