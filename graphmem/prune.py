@@ -7,11 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from .decay import classify_decay, expiry
+from .decay import PRUNE_CONFIDENCE, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, classify_decay, expiry
 from .models import is_turn
-from .storage.interface import Store
+from .storage.interface import SoftDecay, Store
+
+#: The soft-decay rule each prune hands the store.
+SOFT_DECAY: Final = SoftDecay(
+    after=SOFT_DECAY_AFTER, factor=SOFT_DECAY_FACTOR, floor=PRUNE_CONFIDENCE
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +45,12 @@ def prune(
     now = store.now()
     expired = [] if soft else store.expired(now)
     if dry_run:
-        decayed, faded = store.decay_forecast(now, soft=soft)
+        decayed, faded = store.decay_forecast(now, SOFT_DECAY, soft=soft)
         return PruneReport(len(expired), decayed, faded, dry_run=True)
     purge(expired)
     with store.transaction() as tx:
-        decayed = tx.soft_decay()
-    faded_ids = store.faded()
+        decayed = tx.soft_decay(SOFT_DECAY)
+    faded_ids = store.faded(SOFT_DECAY)
     purge(faded_ids)
     return PruneReport(len(expired), decayed, len(faded_ids), dry_run=False)
 

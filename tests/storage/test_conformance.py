@@ -30,6 +30,7 @@ from graphmem import (
     dedup,
 )
 from graphmem.ids import text_hash
+from graphmem.prune import SOFT_DECAY
 from graphmem.storage.interface import Filters, Store
 from graphmem.storage.postgres.store import PostgresStore
 from graphmem.storage.sql import keyword
@@ -481,11 +482,11 @@ def test_decay_bookkeeping_finds_expired_and_faded_facts(store: Store, clock: Cl
     )
     clock.advance(5 * 3600)
     assert store.expired(clock.now) == [short]
-    assert store.decay_forecast(clock.now, soft=False) == (0, 0)
+    assert store.decay_forecast(clock.now, SOFT_DECAY, soft=False) == (0, 0)
     with store.transaction() as tx:
         tx.set_decay_classes([("short", clock.now + 10, short)])
     assert store.expired(clock.now) == []
-    assert store.faded() == []
+    assert store.faded(SOFT_DECAY) == []
     assert {r["id"] for r in store.decay_inputs()} == {short, keep}
 
 

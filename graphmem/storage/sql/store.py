@@ -20,13 +20,7 @@ from typing import IO, Any, Final, Generic, TypeVar
 import numpy as np
 
 from ... import analytics, graph
-from ...decay import (
-    PRUNE_CONFIDENCE,
-    REFRESH_ON_ACCESS,
-    SOFT_DECAY_AFTER,
-    SOFT_DECAY_FACTOR,
-    expiry,
-)
+from ...decay import REFRESH_ON_ACCESS, expiry
 from ...documents import DocumentFile
 from ...episodes import Episode, EpisodeInput
 from ...erasure import Erasure, PurgeFilter, PurgeReport
@@ -43,6 +37,7 @@ from ..interface import (
     ImportReport,
     Purged,
     Record,
+    SoftDecay,
     Transaction,
 )
 from . import analytics as sql_analytics
@@ -544,12 +539,12 @@ class SQLTransaction:
             ],
         )
 
-    def soft_decay(self) -> int:
-        """Lower the confidence of ageing facts (past SOFT_DECAY_AFTER of their TTL)."""
+    def soft_decay(self, rule: SoftDecay) -> int:
+        """Lower the confidence of ageing facts (past ``rule.after`` of their TTL)."""
         return int(
             self.conn.execute(
                 f"UPDATE facts SET confidence = confidence * :factor WHERE {_AGEING}",
-                _decay_args(self.now),
+                _decay_args(self.now, rule),
             ).rowcount
         )
 
@@ -1025,15 +1020,15 @@ class SQLStore(Generic[D]):
         sql = "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?"
         return [r[0] for r in self._read().execute(sql, [now])]
 
-    def faded(self) -> list[str]:
-        """Facts whose confidence fell below PRUNE_CONFIDENCE."""
+    def faded(self, rule: SoftDecay) -> list[str]:
+        """Facts whose confidence fell below ``rule.floor``."""
         sql = "SELECT id FROM facts WHERE confidence < ?"
-        return [r[0] for r in self._read().execute(sql, [PRUNE_CONFIDENCE])]
+        return [r[0] for r in self._read().execute(sql, [rule.floor])]
 
-    def decay_forecast(self, now: float, *, soft: bool) -> tuple[int, int]:
+    def decay_forecast(self, now: float, rule: SoftDecay, *, soft: bool) -> tuple[int, int]:
         """What a prune at ``now`` would do after the hard prune: (facts soft-decayed, facts
-        then below PRUNE_CONFIDENCE)."""
-        conn, args = self._read(), _decay_args(now)
+        then below ``rule.floor``)."""
+        conn, args = self._read(), _decay_args(now, rule)
         decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {_AGEING}", args).fetchone()[0]
         faded = conn.execute(
             f"SELECT count(*) FROM facts WHERE (confidence < :floor OR ({_AGEING}"
@@ -1118,13 +1113,8 @@ class SQLStore(Generic[D]):
         return SQLTransaction(conn, self._stamp, self._db.path)
 
 
-def _decay_args(now: float) -> dict[str, float]:
-    return {
-        "now": now,
-        "after": SOFT_DECAY_AFTER,
-        "floor": PRUNE_CONFIDENCE,
-        "factor": SOFT_DECAY_FACTOR,
-    }
+def _decay_args(now: float, rule: SoftDecay) -> dict[str, float]:
+    return {"now": now, "after": rule.after, "floor": rule.floor, "factor": rule.factor}
 
 
 def _document(row: Sequence[Any]) -> DocumentFile:
