@@ -10,6 +10,7 @@ in the outbox are replayed.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -28,6 +29,9 @@ from .vectors.outbox import Progress, VectorSync
 
 #: The vector index's directory inside a namespace's directory.
 VECTOR_DIR: Final = "vectors"
+#: Times the object store client retries a failed request (its default, 10 over 3 minutes,
+#: outlasts any request's time limit).
+S3_RETRIES: Final = 2
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _log = logging.getLogger("graphmem")
@@ -109,8 +113,17 @@ def vector_location(
     if settings.s3_access_key_id and settings.s3_secret_access_key:
         options["aws_access_key_id"] = settings.s3_access_key_id
         options["aws_secret_access_key"] = settings.s3_secret_access_key
+    # The object store client's own defaults wait 30 s a request and retry for 3 minutes: a
+    # store that accepts connections and never answers held a write for 8 minutes.
+    timeout = f"{settings.s3_timeout:g}s"
+    options.update(
+        timeout=timeout,
+        connect_timeout=timeout,
+        client_max_retries=str(S3_RETRIES),
+        client_retry_timeout=str(math.ceil(settings.s3_timeout * (S3_RETRIES + 1))),
+    )
     uri = f"{settings.vectors.rstrip('/')}/{namespace}"
-    return Location(directory / VECTOR_DIR, uri, options, lock)
+    return Location(directory / VECTOR_DIR, uri, options, lock, settings.s3_timeout)
 
 
 def open_vectors(
