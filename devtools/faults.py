@@ -39,15 +39,6 @@ class FaultProxy:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
 
-    @property
-    def mode(self) -> str:
-        """``passing``, ``down``, ``slow`` or ``black hole``."""
-        if self._listener is None:
-            return "down"
-        if self._delay is None:
-            return "black hole"
-        return "slow" if self._delay else "passing"
-
     def start(self) -> FaultProxy:
         """Listen (again, on the same port) and pass every byte."""
         return self.passing()
@@ -55,7 +46,7 @@ class FaultProxy:
     def passing(self) -> FaultProxy:
         self._set(0.0)
         if self._listener is None:
-            listener = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
+            listener = socket.create_server(("127.0.0.1", self.port))
             self._listener = listener
             threading.Thread(
                 target=self._accept, args=(listener,), name="fault-proxy", daemon=True
@@ -117,12 +108,8 @@ class FaultProxy:
             upstream.settimeout(None)
             with self._lock:
                 self._open.update((client, upstream))
-            threading.Thread(
-                target=self._pipe, args=(client, upstream, True), daemon=True
-            ).start()
-            threading.Thread(
-                target=self._pipe, args=(upstream, client, False), daemon=True
-            ).start()
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
 
     def _pipe(self, source: socket.socket, sink: socket.socket, request: bool) -> None:
         try:
