@@ -67,7 +67,7 @@ QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.
 TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_outage.py
 
 test: $(STAMP)
-	$(PY) -m pytest --ignore=$(TOPOLOGY_TESTS)
+	$(PY) -m pytest $(addprefix --ignore=,$(TOPOLOGY_TESTS))
 	$(PY) -m pytest --store postgresql --vectors s3 $(QUICK_STORE_TESTS)
 	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
 
