@@ -61,12 +61,13 @@ CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/te
 	tests/core/test_auto_classify.py tests/core/test_windows.py
 QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.py
 
-# The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) runs in
-# `make test-engines`, which keeps `make test` within its ten minutes.
-TOPOLOGY_TESTS := tests/system/test_cluster.py
+# The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) and the
+# object store outage under load (about 55 s) run in `make test-engines`, which keeps `make
+# test` within its ten minutes.
+TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_outage.py
 
 test: $(STAMP)
-	$(PY) -m pytest --ignore=$(TOPOLOGY_TESTS)
+	$(PY) -m pytest $(addprefix --ignore=,$(TOPOLOGY_TESTS))
 	$(PY) -m pytest --store postgresql --vectors s3 $(QUICK_STORE_TESTS)
 	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
 
@@ -83,11 +84,14 @@ test-engines: $(STAMP)
 # About 8 minutes; prints the figures as JSON and exits 1 on any lost, duplicated or half write.
 # Then the bitemporal model check (tests/core/test_time_model.py) with 1,000 histories (about 7
 # minutes), the live scale-out topology's scenarios with 2 minutes of load
-# (tests/system/test_cluster.py), and 2,000 generated hostile documents per generator
-# (tests/system/test_reliability_hostile.py, about 5 minutes).
+# (tests/system/test_cluster.py), the object store down for 30 s then slow for 30 s under load
+# (tests/system/test_object_store_outage.py, about 2 minutes), and 2,000 generated hostile
+# documents per generator (tests/system/test_reliability_hostile.py, about 5 minutes).
 soak: $(STAMP)
 	$(PY) -m tests.system.soak --kills 20 --seconds 120
 	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/system/test_cluster.py
+	OBJECT_STORE_OUTAGE_SECONDS=30 $(PY) -m pytest -q -s -p no:cacheprovider \
+		tests/system/test_object_store_outage.py
 	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/core/test_time_model.py
 	FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -p no:cacheprovider tests/system/test_reliability_hostile.py
 

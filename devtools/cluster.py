@@ -214,11 +214,12 @@ class ObjectStore:
                     raise
                 time.sleep(0.1)
 
-    def settings(self, prefix: str) -> dict[str, str]:
-        """The settings that put vector indexes under ``prefix`` in the bucket."""
+    def settings(self, prefix: str, *, endpoint: str | None = None) -> dict[str, str]:
+        """The settings that put vector indexes under ``prefix`` in the bucket (reached at
+        ``endpoint`` if given: a devtools.faults.FaultProxy in front of it)."""
         return {
             "vectors": f"s3://{self.bucket}/{prefix}",
-            "s3_endpoint": self.endpoint,
+            "s3_endpoint": endpoint or self.endpoint,
             "s3_access_key_id": "graphmem",
             "s3_secret_access_key": "graphmem",
         }

@@ -197,9 +197,12 @@ class Memory:
         return memory
 
     def close(self) -> None:
-        """Write the accesses still waiting, stop the search threads and close the store."""
+        """Write the accesses still waiting, stop the search threads, let a vector write or read
+        of the object store still running end, and close the store."""
         self._search.close()
         self._access.close()
+        self._sync.close()
+        self._vectors.close()
         self._store.close()
 
     def __enter__(self) -> Memory:
@@ -1197,10 +1200,12 @@ class Memory:
 
     @property
     def degraded(self) -> str | None:
-        """Why searches of this namespace are not at full strength now (its vector index
-        cannot be written: writes still commit and are found, see docs/operations.md), or
-        None."""
-        return self._sync.degraded
+        """Why searches of this namespace are not at full strength now, naming the leg: its
+        vector index cannot be written (writes still commit and are found, see
+        docs/operations.md) or, on an object store, read in time (the vector leg scores only
+        the writes still waiting); or None."""
+        reasons = [r for r in (self._sync.degraded, self._vectors.degraded) if r]
+        return "; ".join(reasons) or None
 
     def drain_outbox(self) -> int:
         """Write to the vector index the writes that have waited in the outbox for more than

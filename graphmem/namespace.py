@@ -10,11 +10,12 @@ in the outbox are replayed.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from .errors import EmbedderMismatch, InvalidInput, StorageError
@@ -25,6 +26,10 @@ from .storage.interface import Store
 from .vectors.embedders import Embedder
 from .vectors.index import Location, VectorIndex
 from .vectors.outbox import Progress, VectorSync
+
+#: Times the object store client retries a failed request (its default, 10 over 3 minutes,
+#: outlasts any request's time limit).
+S3_RETRIES: Final = 2
 
 _log = logging.getLogger("graphmem")
 
@@ -94,8 +99,17 @@ def vector_location(
     if settings.s3_access_key_id and settings.s3_secret_access_key:
         options["aws_access_key_id"] = settings.s3_access_key_id
         options["aws_secret_access_key"] = settings.s3_secret_access_key
+    # The object store client's own defaults wait 30 s a request and retry for 3 minutes: a
+    # store that accepts connections and never answers held a write for 8 minutes.
+    timeout = f"{settings.s3_timeout:g}s"
+    options.update(
+        timeout=timeout,
+        connect_timeout=timeout,
+        client_max_retries=str(S3_RETRIES),
+        client_retry_timeout=str(math.ceil(settings.s3_timeout * (S3_RETRIES + 1))),
+    )
     uri = f"{settings.vectors.rstrip('/')}/{namespace}"
-    return Location(directory / VECTOR_DIR, uri, options, lock)
+    return Location(directory / VECTOR_DIR, uri, options, lock, settings.s3_timeout)
 
 
 def open_vectors(

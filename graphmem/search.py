@@ -323,19 +323,21 @@ class Search:
         search as needed; and the query's vector. Runs on a pool thread."""
         with tracing.span("graphmem.search.vector", self._leg_attributes(n)) as span:
             vector = self._embedder.embed([query])[0]
-            total = self._vectors.count()
             waiting = _cosines(vector, self._pending())
             k = n
             while True:
-                hits = dict(self._vectors.nearest(vector, k, live_only=live_only))
+                # Fewer than k: the index has no more (or, on an object store that does not
+                # answer, none: then the writes waiting are all the leg scores).
+                nearest = self._vectors.nearest(vector, k, live_only=live_only)
+                hits = dict(nearest)
                 hits.update(waiting)  # the index may hold an older vector of these, or none
                 scores = dict(hits)
                 for owner, dependant in self._store.sharing_vectors(hits.keys()):
                     scores[dependant] = hits[owner]
                 shown = self._store.candidates(list(scores), scope, filters)
-                if len(shown) >= n or len(hits) < k or k >= total:
+                if len(shown) >= n or len(nearest) < k:
                     break
-                k = min(total, k * 4)
+                k *= 4
             shown.sort(key=lambda row: scores[row["id"]], reverse=True)
             best = shown[:n]
             span.set_attributes({FOUND: len(best), "graphmem.search.nearest": k})

@@ -69,6 +69,16 @@ class Settings(BaseModel):
     s3_secret_access_key: str | None = Field(
         None, description="Secret key of the object store; none: the AWS environment's."
     )
+    s3_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Seconds one request to the object store (`vectors` on `s3://`) may take, "
+        "and the longest a search or a write waits for the vector index there: past it a "
+        "search answers from the keyword leg and the writes still waiting in the outbox, a "
+        "write is acknowledged with its vectors in the outbox, and both say so in `degraded` "
+        "(docs/scale-out.md).",
+    )
     embedder: EmbedderName = Field(
         "local",
         description="Embedding provider: `local` (MiniLM ONNX, offline), `openai` (any "

@@ -20,6 +20,7 @@ The store stays the source of truth: writes reach this index through the outbox
 from __future__ import annotations
 
 import fcntl
+import functools
 import logging
 import math
 import os
@@ -47,6 +48,7 @@ from ..errors import StorageError
 from ..files import PRIVATE_FILE, PRIVATE_FOLDER, private_folder, private_opener
 from ..models import Vectors
 from .mirror import Mirror, columns
+from .remote import RemoteCalls, Unanswered
 
 _log = logging.getLogger("graphmem")
 T = TypeVar("T")
@@ -115,12 +117,14 @@ class Location:
     (``uri``, ``s3://bucket/prefix/namespace``, with LanceDB's ``options``: endpoint, region,
     credentials). ``lock``, if given, makes one writer at a time across machines (the
     PostgreSQL store's advisory lock); else a lock file in ``path``'s folder does, which holds
-    for the processes of one machine."""
+    for the processes of one machine. ``timeout``: the seconds a search or a write waits for
+    the object store (the ``s3_timeout`` setting; None: a local table, waited for)."""
 
     path: Path
     uri: str | None = None
     options: Mapping[str, str] = field(default_factory=dict, repr=False)  # holds secrets
     lock: Callable[[], AbstractContextManager[None]] | None = None
+    timeout: float | None = None
 
     @property
     def name(self) -> str:
@@ -167,6 +171,12 @@ class VectorIndex:
         self._source: VectorSource | None = None
         self._position = 0  # of the last vector log entry the in-memory copy holds
         self._looked = 0.0  # time.monotonic() of the last look at the log
+        #: Searches' and write-time checks' reads, waited for at most the location's timeout.
+        self._reads = RemoteCalls(
+            None if self.location.uri is None else self.location.timeout, "graphmem-index"
+        )
+        #: Why the last read of the object store went unanswered (None once one answers).
+        self.unanswered: str | None = None
         self._lock_path = self.location.path.parent / LOCK_FILE
         try:
             self._db = self.location.connect()
@@ -387,10 +397,29 @@ class VectorIndex:
                 if self._mirror is not None:
                     self._mirror.delete(ids)
 
+    @property
+    def degraded(self) -> str | None:
+        """Why searches could not read this index on the object store just now, or None."""
+        if self.unanswered is None:
+            return None
+        return (
+            f"the vector index on the object store cannot be read ({self.unanswered}); the "
+            "vector leg scored only the writes still waiting in the outbox, the keyword leg "
+            "is complete"
+        )
+
+    def close(self) -> None:
+        """Wait for the reads of the object store still running (bounded by its timeouts)."""
+        self._reads.close()
+
     def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
-        """Up to ``k`` (id, cosine similarity) pairs, most similar first."""
+        """Up to ``k`` (id, cosine similarity) pairs, most similar first. On an object store
+        that does not answer in time (or fails), none: see ``degraded``."""
         if k <= 0:
             return []
+        return self._answered(functools.partial(self._nearest, vector, k, live_only), [])
+
+    def _nearest(self, vector: Vectors, k: int, live_only: bool) -> list[tuple[str, float]]:
         self.catch_up()
         with self._lock:
             if (mirror := self._mirror) is not None:
@@ -412,8 +441,19 @@ class VectorIndex:
         """For each query vector, up to ``k`` (id, cosine) pairs with cosine ≥ ``floor``, most
         similar first. Above PARTITION_MIN_ROWS the in-memory search probes partitions:
         approximate, made for write-time checks (near-duplicates, automatic links), not for
-        search. A ``floor`` makes it cheaper: few pairs pass it, so no ranking of the rest."""
-        if len(vectors) == 0 or self.count() == 0 or k <= 0:
+        search. A ``floor`` makes it cheaper: few pairs pass it, so no ranking of the rest. On
+        an object store that does not answer in time, none (the checks are skipped)."""
+        if len(vectors) == 0 or k <= 0:
+            return [[] for _ in range(len(vectors))]
+        return self._answered(
+            functools.partial(self._neighbours_many, vectors, k, live_only, floor),
+            [[] for _ in range(len(vectors))],
+        )
+
+    def _neighbours_many(
+        self, vectors: Vectors, k: int, live_only: bool, floor: float
+    ) -> list[list[tuple[str, float]]]:
+        if self.count() == 0:
             return [[] for _ in range(len(vectors))]
         with self._lock:
             if self._mirror is not None:
@@ -452,12 +492,42 @@ class VectorIndex:
 
     def similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         """Cosine between ``vector`` and each of ``ids`` that has a row in the in-memory copy
-        (empty above IN_MEMORY_MAX_ROWS, where there is none)."""
+        (empty above IN_MEMORY_MAX_ROWS, where there is none, and from an object store that
+        does not answer in time)."""
+        return self._answered(functools.partial(self._similarities, vector, ids), {})
+
+    def _similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         self.catch_up()
         with self._lock:
             if self._mirror is None:
                 return {}
             return self._mirror.similarities(vector, ids)
+
+    def _answered(self, read: Callable[[], T], fallback: T) -> T:
+        """``read()``; on an object store, waited for at most the location's timeout: if it
+        does not answer by then, or fails, ``fallback``, and ``unanswered`` says why until a
+        read answers again (logged once each way)."""
+        if self.location.uri is None:
+            return read()
+        try:
+            result = self._reads.call(read)
+        except (Unanswered, OSError, RuntimeError, ValueError, pa.ArrowException) as exc:
+            if self.unanswered is None:
+                _log.error(
+                    "the vector index at %s did not answer (%s); searches answer from the "
+                    "keyword leg and the writes still waiting",
+                    self.location.uri,
+                    exc,
+                )
+            # What API clients read (Memory.degraded): no endpoint or message of the client.
+            self.unanswered = (
+                "no answer in time" if isinstance(exc, Unanswered) else "the request failed"
+            )
+            return fallback
+        if self.unanswered is not None:
+            _log.warning("the vector index at %s answers again", self.location.uri)
+            self.unanswered = None
+        return result
 
     def count(self) -> int:
         self.catch_up()

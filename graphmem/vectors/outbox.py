@@ -5,10 +5,16 @@ row per fact whose vector must change, in the write's own transaction; once it h
 ``VectorSync.sync`` brings the index in line and clears those rows. If the index cannot be
 written (disk full, damaged files), the write has still committed: the rows stay, the failure
 is logged and latched, and the next sync retries every pending row — as does the next open.
+
+On an object store, a sync is waited for at most the location's timeout (``s3_timeout``): a
+store that answers late or never leaves the write acknowledged with its rows in the outbox,
+and while the index cannot be written a write does not wait for it at all (its retry runs
+beside it, one at a time; the server's drain retries every second).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -23,6 +29,7 @@ from ..models import Vectors
 from ..storage.interface import Store
 from .cache import EmbeddingCache
 from .index import COMPACTED, REBUILT, ROW_DELETED, ROW_LIVE, ROW_STORED, VectorIndex
+from .remote import RemoteCalls, Unanswered
 
 #: Facts per vector-index write when syncing (a batch of 1,000 is one commit, not two).
 SYNC_CHUNK: Final = 5_000
@@ -91,6 +98,10 @@ class VectorSync:
         self._namespace = namespace
         self._lock = threading.Lock()
         self._failed = False  # a vector write failed: the next sync replays the outbox
+        location = vectors.location
+        self._writes = RemoteCalls(
+            None if location.uri is None else location.timeout, "graphmem-vector-write"
+        )
         vectors.vectors_from(self.expected)  # other processes' rows, from the embedding cache
 
     @property
@@ -104,8 +115,11 @@ class VectorSync:
         known: Mapping[str, Vectors] | None = None,
         *,
         reread: bool = False,
-    ) -> None:
-        """Make the index agree with the store for these facts, then clear their outbox rows.
+    ) -> bool:
+        """Make the index agree with the store for these facts, then clear their outbox rows;
+        whether that was done (else the rows wait in the outbox: the index failed, or, on an
+        object store, did not answer in time, or cannot be written and this is a write's
+        sync, which does not wait then).
 
         ``known`` holds vectors the caller already has (by fact id), saving cache lookups.
         ``reread``: the rows may have been written by a process that died before logging them
@@ -116,7 +130,24 @@ class VectorSync:
         """
         ids = list(dict.fromkeys(ids))
         if not ids:
-            return
+            return True
+        try:
+            return self._writes.call(
+                functools.partial(self._synced_now, ids, known or {}, reread),
+                wait=0 if self._failed and not reread else None,
+            )
+        except Unanswered:
+            if not self._failed:
+                _log.error(
+                    "namespace %r: the vector index on the object store did not answer in "
+                    "time; its outbox keeps the writes and retries them",
+                    self._namespace,
+                )
+            self._failed = True
+            return False
+
+    def _synced_now(self, ids: list[str], known: Mapping[str, Vectors], reread: bool) -> bool:
+        """``sync``'s work, in the caller's thread or (on an object store) one of its own."""
         with self._lock:
             if self._failed:
                 ids = list(dict.fromkeys([*ids, *(i for i, _ in self._store.outbox())]))
@@ -125,7 +156,7 @@ class VectorSync:
                     if reread:
                         self._vectors.reread(ids)
                     for start in range(0, len(ids), SYNC_CHUNK):
-                        self._sync_chunk(ids[start : start + SYNC_CHUNK], known or {})
+                        self._sync_chunk(ids[start : start + SYNC_CHUNK], known)
             except (OSError, RuntimeError, ValueError, StorageError) as exc:
                 if not self._failed:  # once per outage, not at every retry
                     _log.error(
@@ -135,7 +166,7 @@ class VectorSync:
                         exc,
                     )
                 self._failed = True
-                return
+                return False
             if self._failed:
                 _log.warning(
                     "namespace %r: the vector index is written again; the writes its outbox "
@@ -143,6 +174,7 @@ class VectorSync:
                     self._namespace,
                 )
             self._failed = False
+            return True
 
     @property
     def degraded(self) -> str | None:
@@ -171,11 +203,15 @@ class VectorSync:
         Safe to run in every process (vector writes take the namespace's vector lock, and are
         idempotent). The process may have died after writing a row and before logging it: the
         rows are read back from the table first, so that none is appended twice. Returns how
-        many facts it synced."""
+        many facts it synced (none if the index could not be written)."""
         ids = self._store.waiting(SYNC_CHUNK, queued_before=self._store.now() - older_than)
-        if ids:
-            self.sync(ids, reread=True)
+        if ids and not self.sync(ids, reread=True):
+            return 0
         return len(ids)
+
+    def close(self) -> None:
+        """Wait for a vector write still running (bounded by the object store's timeouts)."""
+        self._writes.close()
 
     def replay(self) -> int:
         """Apply vector writes that a crash left pending; returns how many facts were synced."""

@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import logging
 import time
+import urllib.error
+import urllib.request
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from devtools.cluster import ObjectStore, Unavailable
+from devtools.faults import FaultProxy
 from graphmem import InvalidInput, Memory, Settings, StorageError
 from graphmem.namespace import vector_location
+from graphmem.vectors import index
 from graphmem.vectors.outbox import DRAIN_AFTER_S
 
 from ..support.graphql_clients import InProcess
+
+#: The s3_timeout of the fault tests, and what a call may take beyond it.
+TIMEOUT = 1.0
+MARGIN = 1.5
 
 
 @pytest.fixture
@@ -135,3 +144,122 @@ def test_a_degraded_namespace_says_so_in_every_graphql_answer(
     status, body = service.post('{ search(query: "deploy") { fact { id } } }')
     assert status == 200 and body["data"] == {"search": []}
     assert body["extensions"]["degraded"] == why
+
+
+@pytest.fixture
+def proxy(object_store: ObjectStore) -> Iterator[FaultProxy]:
+    """The session's S3-compatible server behind a proxy the test makes slow or down."""
+    running = FaultProxy(object_store.port).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def _faulty(object_store: ObjectStore, proxy: FaultProxy, tmp_path: Path) -> Settings:
+    return Settings(
+        embedder="hash",
+        data_dir=tmp_path,
+        s3_timeout=TIMEOUT,
+        **object_store.settings(f"t{uuid.uuid4().hex}", endpoint=proxy.endpoint),
+    )
+
+
+def _drained(mem: Memory) -> None:
+    """Drain as the service does, every DRAIN_AFTER_S, until the outbox is empty."""
+    deadline = time.monotonic() + 60
+    while mem.stats().outbox_pending:
+        assert time.monotonic() < deadline, "the outbox did not drain in 60 s"
+        mem.drain_outbox()
+        time.sleep(0.2)
+
+
+def test_the_fault_proxy_passes_refuses_delays_and_holds_requests(
+    object_store: ObjectStore, proxy: FaultProxy
+) -> None:
+    url = f"{proxy.endpoint}/{object_store.bucket}"
+
+    def get(timeout: float = 10) -> float:
+        started = time.monotonic()
+        with urllib.request.urlopen(url, timeout=timeout) as answer:
+            assert answer.status == 200
+        return time.monotonic() - started
+
+    assert get() < 1
+    proxy.down()
+    with pytest.raises(urllib.error.URLError, match="refused"):
+        get()
+    proxy.slow(0.5)
+    assert 0.5 <= get() < 2
+    proxy.black_hole()
+    with pytest.raises(TimeoutError):
+        get(timeout=0.5)
+    proxy.passing()
+    assert get() < 1
+
+
+def test_a_write_to_an_object_store_that_never_answers_is_acknowledged_in_its_timeout(
+    object_store: ObjectStore, proxy: FaultProxy, tmp_path: Path
+) -> None:
+    """A store that accepts connections and never answers held a write for minutes; now the
+    write waits s3_timeout once, the next ones not at all, searches answer from the keyword leg
+    and the writes waiting (saying which leg is degraded), and the outbox drains after."""
+    with Memory.open(tmp_path, settings=_faulty(object_store, proxy, tmp_path)) as mem:
+        before = mem.store("Before the hang the deploy ran fine", autolink=False).fact
+        proxy.black_hole()
+        started = time.monotonic()
+        first = mem.store("During the hang a deploy was made", autolink=False).fact
+        assert time.monotonic() - started < TIMEOUT + MARGIN
+        started = time.monotonic()
+        second = mem.store("During the hang a rollback was made", autolink=False).fact
+        assert time.monotonic() - started < MARGIN  # the index is known not to answer
+        assert before and first and second and mem.get(second.id) is not None
+        started = time.monotonic()
+        hits = mem.search("During the hang a rollback was made")
+        assert time.monotonic() - started < TIMEOUT + MARGIN
+        assert {h.fact.id for h in hits} >= {first.id, second.id}
+        assert mem.degraded is not None and "outbox" in mem.degraded
+        proxy.passing()
+        _drained(mem)
+        mem.search("deploy", mode="vector")  # a read that answers clears the read's latch
+        assert mem.degraded is None and mem.check().ok
+        found = {h.fact.id for h in mem.search("a deploy was made", mode="vector")}
+        assert {before.id, first.id} <= found
+
+
+@pytest.mark.parametrize("fault", ["down", "black_hole"])
+def test_a_table_beyond_the_in_memory_copy_answers_searches_in_an_outage(
+    fault: str,
+    object_store: ObjectStore,
+    proxy: FaultProxy,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Searches of a table too large to hold in memory read LanceDB on the object store: in an
+    outage they answer from the keyword leg and the writes waiting, within s3_timeout, never an
+    error, and name the vector leg as degraded until the index answers again."""
+    monkeypatch.setattr(index, "IN_MEMORY_MAX_ROWS", 0)  # every search reads LanceDB
+    with Memory.open(tmp_path, settings=_faulty(object_store, proxy, tmp_path)) as mem:
+        indexed = mem.store("The billing service runs in Frankfurt", autolink=False).fact
+        assert indexed is not None and mem._vectors._mirror is None
+        assert mem.search("billing Frankfurt", mode="vector")[0].fact.id == indexed.id
+        getattr(proxy, fault)()
+        waiting = mem.store("The search service runs in Dublin", autolink=False).fact
+        assert waiting is not None
+        for query, mode in [("billing Frankfurt", "hybrid"), ("service Dublin", "vector")]:
+            started = time.monotonic()
+            hits = mem.search(query, mode=mode)
+            assert time.monotonic() - started < TIMEOUT + MARGIN
+            assert hits, (query, mode)
+        assert hits[0].fact.id == waiting.id  # the waiting write, scored exactly
+        assert mem.degraded is not None and "vector leg" in mem.degraded
+        proxy.passing()
+        _drained(mem)
+        deadline = time.monotonic() + 30
+        while mem.degraded is not None:  # the read still running ends, the next one answers
+            assert time.monotonic() < deadline, mem.degraded
+            mem.search("billing Frankfurt", mode="vector")
+            time.sleep(0.2)
+        assert mem.check().ok
+        found = [h.fact.id for h in mem.search("service runs in", mode="vector")]
+        assert {indexed.id, waiting.id} <= set(found)
