@@ -19,6 +19,8 @@ from graphmem.limits import MAX_RECALL_TOKENS
 
 from ..support.clock import Clock
 
+pytestmark = pytest.mark.client_api
+
 
 def block_tokens(context: str) -> int:
     return math.ceil(len(context) / 4)

@@ -19,6 +19,8 @@ from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 def test_a_pinned_fact_leads_every_recall_block_whatever_the_prompt(mem: Memory) -> None:
     rule = mem.store(

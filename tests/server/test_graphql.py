@@ -12,6 +12,8 @@ from starlette.applications import Starlette
 from ..support.clock import Clock
 from ..support.graphql_clients import Api, InProcess, LiveServer
 
+pytestmark = pytest.mark.engines
+
 STORE = """
 mutation($input: FactInput!) {
   storeFact(input: $input) {

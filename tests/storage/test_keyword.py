@@ -16,6 +16,8 @@ from graphmem import Memory, Settings
 from graphmem.storage.sqlite import keyword
 from graphmem.timehints import TimeHint
 
+pytestmark = pytest.mark.engines
+
 
 @pytest.fixture
 def crowded(mem: Memory) -> Memory:
