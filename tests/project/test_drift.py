@@ -123,15 +123,16 @@ def f(self):
 
 def pages() -> dict[str, str]:
     """The pages a reader meets, by their path: the README, docs/, the bench report and the
-    changelog's Unreleased part (earlier entries name the files of their time)."""
+    changelog up to its Unreleased part's end (earlier entries name the files of their time)."""
     found = {
         p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
         for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     }
     found["bench/REPORT.md"] = (ROOT / "bench" / "REPORT.md").read_text(encoding="utf-8")
-    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
-    unreleased = changelog.split("\n## Unreleased\n", 1)[1].split("\n## ", 1)[0]
-    found["CHANGELOG.md"] = unreleased
+    head, unreleased = (
+        (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").split("\n## Unreleased\n")
+    )
+    found["CHANGELOG.md"] = head + "\n## Unreleased\n" + unreleased.split("\n## ", 1)[0]
     return found
 
 
