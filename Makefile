@@ -36,30 +36,15 @@ cluster-stop: $(STAMP)
 # The suites whose Memory and service fixtures run again on the scale-out engines: a PostgreSQL
 # store (--store postgresql: Debian's postgresql package, started by the tests) and vectors on
 # an S3-compatible store (--vectors s3: moto on loopback); skipped, saying why, without them.
-# `make test` runs two of them on both engines together (the time rule and windows of turns),
-# within its ten minutes;
+# Their modules are marked `engines`; `make test` runs those marked `quick_engines` (the time
+# rule and windows of turns) on both engines together, within its ten minutes;
 # `make test-engines` runs all of them on every combination (about 13 minutes), and CI
 # (.ci/run) runs both.
-STORE_TESTS := tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
-	tests/core/test_auto_classify.py tests/core/test_classify.py tests/core/test_stated_time.py \
-	tests/core/test_checkpoints.py tests/core/test_tiers.py tests/server/test_mcp_prune.py tests/storage/test_conformance.py tests/storage/test_graph_copy.py \
-	tests/storage/test_keyword.py tests/core/test_time_reads.py tests/core/test_time_known_at.py \
-	tests/core/test_graph.py tests/core/test_episodes.py tests/core/test_search.py \
-	tests/core/test_write_path.py tests/core/test_erasure.py tests/core/test_documents.py \
-	tests/server/test_graphql.py tests/server/test_mcp.py tests/server/test_auth.py \
-	tests/server/test_subscriptions.py tests/core/test_windows.py
-QUICK_STORE_TESTS := tests/core/test_time_reads.py tests/core/test_windows.py
-# The Memory suites that also run over `graphmem.Client` against a live service (--api client:
-# the same tests, the same answers; tests marked in_process say why they cannot). `make test`
-# runs a few of them, `make test-engines` all.
-CLIENT_TESTS := tests/core/test_search.py tests/core/test_graph.py tests/core/test_episodes.py \
-	tests/core/test_time_reads.py tests/core/test_time_known_at.py tests/core/test_time_hints.py \
-	tests/core/test_stated_time.py tests/core/test_write_path.py tests/core/test_autolink.py \
-	tests/core/test_erasure.py tests/core/test_capture.py tests/core/test_recall.py \
-	tests/core/test_decay.py tests/core/test_checkpoints.py tests/core/test_tiers.py \
-	tests/core/test_maintenance.py tests/core/test_reflection.py tests/core/test_consolidation.py \
-	tests/core/test_auto_classify.py tests/core/test_windows.py
-QUICK_CLIENT_TESTS := tests/core/test_time_reads.py tests/core/test_checkpoints.py
+# The Memory suites marked `client_api` also run over `graphmem.Client` against a live service
+# (--api client: the same tests, the same answers; tests marked in_process say why they
+# cannot). `make test` runs those marked `quick_client_api`, `make test-engines` all.
+# A -m given here replaces pyproject's, so each selection keeps its exclusions.
+EXCLUDED := not slow and not thirdparty
 
 # The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) and the
 # object store outage under load (about 55 s) run in `make test-engines`, which keeps `make
@@ -68,16 +53,16 @@ TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_ou
 
 test: $(STAMP)
 	$(PY) -m pytest $(addprefix --ignore=,$(TOPOLOGY_TESTS))
-	$(PY) -m pytest --store postgresql --vectors s3 $(QUICK_STORE_TESTS)
-	$(PY) -m pytest --api client $(QUICK_CLIENT_TESTS)
+	$(PY) -m pytest --store postgresql --vectors s3 -m "quick_engines and $(EXCLUDED)"
+	$(PY) -m pytest --api client -m "quick_client_api and $(EXCLUDED)"
 
 test-engines: $(STAMP)
 	$(PY) -m pytest -m thirdparty tests/thirdparty
 	$(PY) -m pytest $(TOPOLOGY_TESTS)
-	$(PY) -m pytest --api client $(CLIENT_TESTS)
-	$(PY) -m pytest --store postgresql --vectors s3 $(STORE_TESTS)
-	$(PY) -m pytest --store postgresql $(STORE_TESTS)
-	$(PY) -m pytest --vectors s3 $(STORE_TESTS)
+	$(PY) -m pytest --api client -m "client_api and $(EXCLUDED)"
+	$(PY) -m pytest --store postgresql --vectors s3 -m "engines and $(EXCLUDED)"
+	$(PY) -m pytest --store postgresql -m "engines and $(EXCLUDED)"
+	$(PY) -m pytest --vectors s3 -m "engines and $(EXCLUDED)"
 
 # The reliability scenarios at length against a real server (docs/operations.md#reliability):
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.

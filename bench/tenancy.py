@@ -108,7 +108,7 @@ STORE_FACTS: Final = "mutation($i: [FactInput!]!) { storeFacts(inputs: $i) { err
 SEE_TESTS: Final = {
     11: "a synced note swapped for a hard link to another namespace's file: tests/core/"
     "test_documents.py::test_a_synced_note_swapped_for_a_hard_link_to_another_file_is_refused_for_a_reader",
-    12: "modes under the data directory, LanceDB's included: tests/storage/test_vectors.py::"
+    12: "modes under the data directory, LanceDB's included: tests/vectors/test_mirror.py::"
     "test_every_file_of_the_vector_index_is_its_owners_alone_whatever_the_umask",
 }
 

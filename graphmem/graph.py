@@ -24,7 +24,7 @@ from .models import Fact, Link
 
 
 class LinkType(StrEnum):
-    """The five link types; every API taking a type accepts these or their names as strings."""
+    """The link types; every API taking a type accepts these or their names as strings."""
 
     SUPERSEDES = "SUPERSEDES"
     CAUSED_BY = "CAUSED_BY"

@@ -30,7 +30,11 @@ from .models import TURN_SOURCE, Fact, FactKind, SearchHit
 
 Format = Literal["full", "short", "minimal"]
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
-Source = Literal["pinned", "sqlite", "lance", "graph"]
+Source = Literal["pinned", "keyword", "vector", "graph"]
+#: The sources' names up to 0.3.0: engines' names (``sqlite``, ``lance``), wrong on PostgreSQL
+#: and on vectors in S3. A service of 0.3.0 still sends them; the client reads them as the names
+#: they became (until the release after next).
+FORMER_SOURCES: Final[Mapping[str, Source]] = {"sqlite": "keyword", "lance": "vector"}
 
 #: The budget when none is given, in tokens.
 DEFAULT_MAX_TOKENS: Final = 800
@@ -171,7 +175,7 @@ def candidates(hits: Sequence[SearchHit]) -> list[Candidate]:
         Candidate(
             h.fact,
             h.score,
-            "graph" if h.depth else "sqlite" if h.fts_score is not None else "lance",
+            "graph" if h.depth else "keyword" if h.fts_score is not None else "vector",
         )
         for h in hits
     ]
@@ -191,7 +195,7 @@ def ranked(
     top = max((c.score for c in hits), default=1.0)
     hits = [c for c in hits if c.score > 0 and c.score >= top * MIN_SHARE]
     seen = {c.fact.id for c in hits}
-    extra = [Candidate(f, top * ENTITY_SCORE, "sqlite") for f in entity_facts if f.id not in seen]
+    extra = [Candidate(f, top * ENTITY_SCORE, "keyword") for f in entity_facts if f.id not in seen]
     # Stable: among equal scores, hits keep their order and entity facts their lookup order.
     return sorted([*hits, *{c.fact.id: c for c in extra}.values()], key=lambda c: -c.score)
 
@@ -240,7 +244,7 @@ def assemble(
 def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:
     """The fact's line in ``format``, and whether it shows a summary::
 
-        full     [sqlite/preference] User prefers dark mode
+        full     [keyword/preference] User prefers dark mode
         short    preference: User prefers dark mode
         minimal  User prefers dark mode
 

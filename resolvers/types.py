@@ -168,7 +168,7 @@ class FactKind(Enum):
 @strawberry.enum(description="How `recall` writes each fact's line.")
 class RecallFormat(Enum):
     FULL = strawberry.enum_value(
-        "full", description="`[source/category] text`, e.g. `[sqlite/preference] …`."
+        "full", description="`[source/category] text`, e.g. `[keyword/preference] …`."
     )
     SHORT = strawberry.enum_value("short", description="`category: text`.")
     MINIMAL = strawberry.enum_value("minimal", description="The text alone.")
@@ -177,10 +177,10 @@ class RecallFormat(Enum):
 @strawberry.enum(description="How a recalled fact was found.")
 class RecallSource(Enum):
     PINNED = strawberry.enum_value("pinned", description="Pinned: it leads every block.")
-    SQLITE = strawberry.enum_value(
-        "sqlite", description="By keywords (SQLite FTS5) or by the entity the prompt names."
+    KEYWORD = strawberry.enum_value(
+        "keyword", description="By keywords (full-text search) or by the entity the prompt names."
     )
-    LANCE = strawberry.enum_value("lance", description="By meaning alone (LanceDB vectors).")
+    VECTOR = strawberry.enum_value("vector", description="By meaning alone (vector similarity).")
     GRAPH = strawberry.enum_value("graph", description="Through a link from another fact.")
 
 
@@ -779,7 +779,7 @@ class RecallItem:
     fact: Fact = strawberry.field(description="The fact.")
     kind: FactKind = strawberry.field(
         description="TURN when the line shows a turn of a conversation (speaker and date, e.g. "
-        "`[sqlite/turn] 2023-05-08 user: …`), FACT otherwise. A fact and the turn it was "
+        "`[keyword/turn] 2023-05-08 user: …`), FACT otherwise. A fact and the turn it was "
         "drawn from are never both in a block."
     )
     score: float = strawberry.field(description="Its rank score; higher is better.")

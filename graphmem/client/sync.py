@@ -42,7 +42,7 @@ from ..limits import MAX_DEPTH, MAX_LIMIT
 from ..maintenance import checked_jobs
 from ..models import Change, Fact, FactInput, Link, MaintenanceRun, SearchHit, StoreResult
 from ..prune import PruneReport
-from ..recall import DEFAULT_MAX_TOKENS, RecallItem, RecallResult
+from ..recall import DEFAULT_MAX_TOKENS, FORMER_SOURCES, RecallItem, RecallResult
 from ..reflection import ReflectReport
 from ..settings import Settings, is_loopback
 from ..stats import Stats
@@ -571,7 +571,11 @@ class Client:
         found = data["recall"]
         items = [
             RecallItem(
-                fact_of(i["fact"]), i["score"], i["source"].lower(), i["line"], i["summarized"]
+                fact_of(i["fact"]),
+                i["score"],
+                FORMER_SOURCES.get(source := i["source"].lower(), source),
+                i["line"],
+                i["summarized"],
             )
             for i in found["items"]
         ]

@@ -19,7 +19,7 @@ from graphmem.cli import cli
 from ..support.graphql_clients import InProcess
 from ..support.openai_stub import OpenAIStub
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.engines, pytest.mark.client_api]
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from graphmem.models import Fact
 
 from ..support.clock import Clock
 
+pytestmark = pytest.mark.client_api
+
 
 @pytest.fixture
 def settings() -> Settings:

@@ -16,6 +16,8 @@ from graphmem.limits import MAX_CAPTURE_MESSAGES
 
 from ..support.clock import Clock
 
+pytestmark = pytest.mark.client_api
+
 SECRETS = [
     "my password is hunter2-Blue",
     "the db passwd: Tr0ub4dor&3",

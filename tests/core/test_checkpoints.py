@@ -19,6 +19,8 @@ from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api, pytest.mark.quick_client_api]
+
 SAVE = """
 mutation($input: CheckpointInput!) {
   saveCheckpoint(input: $input) {

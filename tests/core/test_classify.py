@@ -17,7 +17,7 @@ from graphmem import InvalidInput, Memory, Settings
 from ..support.clock import Clock
 from ..support.openai_stub import OpenAIStub
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.engines]
 
 
 def llm_settings(stub: OpenAIStub, **overrides: Any) -> Settings:

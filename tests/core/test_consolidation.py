@@ -20,6 +20,8 @@ from ..support.graphql_clients import InProcess
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 from ..support.openai_stub import OpenAIStub
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 # The hash embedder's cosines: A~B 1.0, A~C 0.86, A~D 0.71, the phones 0.8, A~E 0.86.
 A = "Ana likes green tea in the morning"
 B = "In the morning Ana likes green tea"

@@ -14,6 +14,8 @@ from resolvers import create_app
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 
+pytestmark = pytest.mark.client_api
+
 HOUR = 3600
 DAY = 24 * HOUR
 

@@ -27,6 +27,8 @@ from resolvers.mcp import tools
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer
 
+pytestmark = pytest.mark.engines
+
 DAILY = """# 2024-05-01
 
 Met Bob about the graphmem launch.

@@ -19,6 +19,8 @@ from resolvers.mcp import tools
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 SESSION: dict[str, Any] = {
     "id": "chat-42/session-3",
     "kind": "conversation",

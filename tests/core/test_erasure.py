@@ -21,6 +21,8 @@ from resolvers.mcp import tools
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 def _files(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()]

@@ -28,6 +28,8 @@ from graphmem.storage.sqlite.store import SQLiteStore
 
 from ..support.clock import Clock
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 def facts(mem: Memory, *names: str) -> dict[str, str]:
     """Store one fact per name, with no automatic links; name -> fact id."""

@@ -24,6 +24,8 @@ from ..support.graphql_clients import InProcess, bearer
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 from ..support.openai_stub import OpenAIStub
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 @pytest.fixture
 def settings(settings: Settings) -> Settings:

@@ -7,17 +7,20 @@ import math
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from graphmem import Fact, InvalidInput, Memory, RecallResult, Settings
+from graphmem import Fact, InvalidInput, Memory, RecallResult, SearchHit, Settings
 from graphmem import recall as recalls
 from graphmem.limits import MAX_RECALL_TOKENS
 
 from ..support.clock import Clock
+
+pytestmark = pytest.mark.client_api
 
 
 def block_tokens(context: str) -> int:
@@ -33,7 +36,7 @@ def test_the_block_has_the_seed_format_and_lists_the_facts_in_it(mem: Memory) ->
     mem.store("Deploys happen on Fridays")
     r = mem.recall("which mode does the user prefer for applications?")
     assert r.context == (
-        "<memory-context>\n[sqlite/preference] User prefers dark mode in all applications\n"
+        "<memory-context>\n[keyword/preference] User prefers dark mode in all applications\n"
         "</memory-context>"
     )
     assert [f.text for f in r.facts] == ["User prefers dark mode in all applications"]
@@ -43,7 +46,7 @@ def test_the_block_has_the_seed_format_and_lists_the_facts_in_it(mem: Memory) ->
 @pytest.mark.parametrize(
     ("format", "line"),
     [
-        ("full", "[sqlite/preference] User prefers dark mode"),
+        ("full", "[keyword/preference] User prefers dark mode"),
         ("short", "preference: User prefers dark mode"),
         ("minimal", "User prefers dark mode"),
     ],
@@ -103,7 +106,7 @@ def test_a_prompt_naming_a_stored_entity_pulls_in_its_facts(mem: Memory) -> None
     r = mem.recall("What should I get ANA for her birthday?")
     texts = [f.text for f in r.facts]
     assert {"She moved to Lisbon in May", "Collects vintage fountain pens"} <= set(texts)
-    assert {item.source for item in r.items if item.fact.entity == "Ana"} == {"sqlite"}
+    assert {item.source for item in r.items if item.fact.entity == "Ana"} == {"keyword"}
     without = mem.recall("What should I get her for her birthday?")
     assert "She moved to Lisbon in May" not in [f.text for f in without.facts]
 
@@ -121,8 +124,20 @@ def test_graph_depth_brings_linked_facts_marked_as_graph(mem: Memory) -> None:
     mem.link(near.id, hit.id, "PART_OF", strength=0.8)
     assert [f.id for f in mem.recall("payments service rust").facts] == [hit.id]
     deep = mem.recall("payments service rust", graph_depth=1)
-    assert [(i.fact.id, i.source) for i in deep.items] == [(hit.id, "sqlite"), (near.id, "graph")]
+    assert [(i.fact.id, i.source) for i in deep.items] == [(hit.id, "keyword"), (near.id, "graph")]
     assert deep.context.splitlines()[2].startswith("[graph/")
+
+
+def test_each_item_says_how_it_was_found_not_which_engine_found_it() -> None:
+    # The same names on SQLite and PostgreSQL, with vectors local or in S3.
+    words, meaning, linked = (_fact(t) for t in ("by words", "by meaning", "by a link"))
+    hits = [
+        SearchHit(words, 0.9, fts_score=0.8, vector_score=0.7),
+        SearchHit(meaning, 0.5, vector_score=0.6),
+        SearchHit(linked, 0.4, depth=1, via=words.id),
+    ]
+    assert [c.source for c in recalls.candidates(hits)] == ["keyword", "vector", "graph"]
+    assert set(get_args(recalls.Source)) == {"pinned", "keyword", "vector", "graph"}
 
 
 def test_recall_reads_at_a_time_scope(mem: Memory, clock: Clock) -> None:
@@ -252,7 +267,7 @@ def _fact(text: str, category: str = "fact") -> Fact:
 def test_any_facts_in_any_budget_make_a_block_within_it(
     texts: list[str], budget: int, format: recalls.Format
 ) -> None:
-    candidates = [recalls.Candidate(_fact(t), 1.0 / (n + 1), "lance") for n, t in enumerate(texts)]
+    candidates = [recalls.Candidate(_fact(t), 1.0 / (n + 1), "vector") for n, t in enumerate(texts)]
     r = recalls.assemble(candidates, budget, format, recalls.chars_counter)
     assert block_tokens(r.context) <= budget
     assert len(r.items) + r.omitted == len(texts)
@@ -282,7 +297,7 @@ def conversation(mem: Memory) -> None:
     [
         (
             "full",
-            "[sqlite/turn] 2023-05-08 user: We got back from the trip. I moved to Lisbon last week.",
+            "[keyword/turn] 2023-05-08 user: We got back from the trip. I moved to Lisbon last week.",
         ),
         ("short", "turn 2023-05-08 user: We got back from the trip. I moved to Lisbon last week."),
         ("minimal", "2023-05-08 user: We got back from the trip. I moved to Lisbon last week."),

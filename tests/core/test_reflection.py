@@ -23,7 +23,7 @@ from ..support.graphql_clients import InProcess
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 from ..support.openai_stub import OpenAIStub
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.engines, pytest.mark.client_api]
 
 FACTS = [
     "Ana asked for the summary in French",

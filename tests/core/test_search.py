@@ -14,6 +14,8 @@ from resolvers.mcp import tools
 from ..support.clock import Clock
 from ..support.connections import read_connection
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 @pytest.fixture
 def stocked(mem: Memory) -> Memory:

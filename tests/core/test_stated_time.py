@@ -21,6 +21,8 @@ from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 from ..support.mcp_clients import call_in_process
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 #: The reference time of the table: Thursday 2 May 2024, 09:00 UTC.
 REFERENCE = datetime(2024, 5, 2, 9, tzinfo=UTC).timestamp()
 

@@ -19,6 +19,8 @@ from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 def test_a_pinned_fact_leads_every_recall_block_whatever_the_prompt(mem: Memory) -> None:
     rule = mem.store(
@@ -33,14 +35,14 @@ def test_a_pinned_fact_leads_every_recall_block_whatever_the_prompt(mem: Memory)
     after = mem.recall("where does Alice live?")
     assert [(i.fact.text, i.source) for i in after.items] == [
         ("Deploys are frozen on Fridays", "pinned"),
-        ("Alice lives in Lisbon", "sqlite"),
+        ("Alice lives in Lisbon", "keyword"),
     ]
     assert "[pinned/fact] Deploys are frozen on Fridays" in after.context
     assert "pinned fact: Deploys" in mem.recall("x", format="short").context
     assert "pinned: Deploys" in mem.recall("unrelated words", format="minimal").context
     unpinned = mem.unpin(rule.id)
     assert unpinned.pinned_at is None
-    assert mem.recall("where does Alice live?").items[0].source == "sqlite"
+    assert mem.recall("where does Alice live?").items[0].source == "keyword"
     assert mem.unpin(rule.id).pinned_at is None  # unpinning twice changes nothing
 
 

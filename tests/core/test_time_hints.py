@@ -14,6 +14,8 @@ from resolvers.mcp import tools
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 
+pytestmark = pytest.mark.client_api
+
 BASE = datetime(2023, 7, 15, 12, tzinfo=UTC).timestamp()
 
 

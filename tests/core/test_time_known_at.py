@@ -18,6 +18,8 @@ from resolvers.mcp import tools
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 JUNE_2023 = datetime(2023, 6, 1, tzinfo=UTC)
 
 

@@ -10,6 +10,13 @@ from graphmem import Conflict, InvalidInput, Memory, NotFound
 
 from ..support.clock import Clock
 
+pytestmark = [
+    pytest.mark.engines,
+    pytest.mark.quick_engines,
+    pytest.mark.client_api,
+    pytest.mark.quick_client_api,
+]
+
 
 @pytest.fixture
 def moved(mem: Memory, clock: Clock) -> dict[str, object]:

@@ -19,6 +19,8 @@ from graphmem.storage.sql.windows import WINDOW_TURNS, Window, cut
 
 from ..support.clock import Clock
 
+pytestmark = [pytest.mark.engines, pytest.mark.quick_engines, pytest.mark.client_api]
+
 #: The question's two words are two turns apart in the conversation; elsewhere, facts match each
 #: word alone, and a chat about something else is cut into windows too.
 TURNS = [

@@ -14,6 +14,8 @@ from graphmem.limits import MAX_BATCH, MAX_TEXT_LENGTH
 from ..support.clock import Clock
 from ..support.connections import read_connection
 
+pytestmark = [pytest.mark.engines, pytest.mark.client_api]
+
 
 @pytest.mark.parametrize(
     ("item", "field"),

@@ -26,6 +26,8 @@ from resolvers import create_app
 from ..support.clock import Clock
 from ..support.graphql_clients import SEARCH, STORE, WS, InProcess, LiveServer, bearer
 
+pytestmark = pytest.mark.engines
+
 
 def test_once_a_key_exists_requests_without_a_valid_one_get_401(
     service: InProcess, keys: KeyStore

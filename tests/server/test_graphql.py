@@ -12,6 +12,8 @@ from starlette.applications import Starlette
 from ..support.clock import Clock
 from ..support.graphql_clients import Api, InProcess, LiveServer
 
+pytestmark = pytest.mark.engines
+
 STORE = """
 mutation($input: FactInput!) {
   storeFact(input: $input) {
@@ -357,10 +359,10 @@ def test_capture_keeps_each_message_as_a_turn_with_its_facts_drawn_on_top(
     [item] = recall["items"]  # the fact or its turn, never both
     assert item["kind"] == "TURN" and item["fact"]["id"] == turn["fact"]["id"]
     assert recall["context"] == (
-        "<memory-context>\n[sqlite/turn] "
+        "<memory-context>\n[keyword/turn] "
         f"{day} user: My favourite editor is vim. What's the weather like?\n</memory-context>"
     )
-    assert item["source"] == "SQLITE" and recall["tokens"] <= 800
+    assert item["source"] == "KEYWORD" and recall["tokens"] <= 800
     kinds = api.data("{ facts { edges { node { kind source } } } }")["facts"]["edges"]
     assert sorted((e["node"]["kind"], e["node"]["source"]) for e in kinds) == [
         ("FACT", "capture:user"),
@@ -387,7 +389,7 @@ def test_capture_with_keep_facts_stores_the_memorable_sentences_alone(
     clock.advance(60)
     recall = api.data(RECALL, {"prompt": "what editor does the user like?"})["recall"]
     assert recall["context"] == (
-        "<memory-context>\n[sqlite/preference] My favourite editor is vim.\n</memory-context>"
+        "<memory-context>\n[keyword/preference] My favourite editor is vim.\n</memory-context>"
     )
     assert recall["facts"] == [{"id": stored["fact"]["id"], "text": "My favourite editor is vim."}]
     assert recall["items"][0]["kind"] == "FACT"

@@ -38,7 +38,7 @@ from resolvers.mcp.server import NO_OAUTH, OAUTH_PATHS
 from ..support.graphql_clients import LiveServer, bearer
 from ..support.mcp_clients import ok, over_http, refused
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.engines]
 
 TOOL_NAMES = [
     "memory_store",

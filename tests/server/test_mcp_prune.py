@@ -10,6 +10,8 @@ from graphmem import Memory
 from ..support.clock import Clock
 from ..support.mcp_clients import READ_ONLY_KEY, call_in_process
 
+pytestmark = pytest.mark.engines
+
 
 def test_prune_counts_then_removes_what_expired_and_a_read_only_key_may_only_count(
     mem: Memory, clock: Clock, monkeypatch: pytest.MonkeyPatch

@@ -23,6 +23,8 @@ from resolvers import create_app, events, sockets
 from ..support.clock import Clock
 from ..support.graphql_clients import STORE, WS, WS_URL, Api, InProcess, LiveServer, bearer
 
+pytestmark = pytest.mark.engines
+
 
 def test_subscribers_hear_of_changes_in_their_own_namespace_only(
     service: InProcess, keys: KeyStore

@@ -42,6 +42,8 @@ from graphmem.vectors.index import ROW_DELETED, ROW_LIVE
 
 from ..support.clock import Clock
 
+pytestmark = pytest.mark.engines
+
 #: Each implementation: a function making an empty store (in a directory, for an engine that
 #: keeps files; on a server, for one that has a URL), on a clock.
 STORES: dict[str, Callable[[pytest.FixtureRequest, Path, Clock], Store]] = {

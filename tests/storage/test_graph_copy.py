@@ -23,6 +23,8 @@ from graphmem.temporal import TimeScope
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 
+pytestmark = pytest.mark.engines
+
 TYPES = ("RELATED_TO", "DEPENDS_ON", "PART_OF", "CAUSED_BY")
 
 

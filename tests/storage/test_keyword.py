@@ -17,6 +17,8 @@ from graphmem.storage.sql import keyword as plan
 from graphmem.storage.sqlite import keyword
 from graphmem.timehints import TimeHint
 
+pytestmark = pytest.mark.engines
+
 
 @pytest.fixture
 def crowded(mem: Memory) -> Memory:

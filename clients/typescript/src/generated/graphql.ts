@@ -217,7 +217,7 @@ export type PurgeFilter = {
 
 /** How `recall` writes each fact's line. */
 export type RecallFormat =
-  /** `[source/category] text`, e.g. `[sqlite/preference] …`. */
+  /** `[source/category] text`, e.g. `[keyword/preference] …`. */
   | 'FULL'
   /** The text alone. */
   | 'MINIMAL'
@@ -228,12 +228,12 @@ export type RecallFormat =
 export type RecallSource =
   /** Through a link from another fact. */
   | 'GRAPH'
-  /** By meaning alone (LanceDB vectors). */
-  | 'LANCE'
+  /** By keywords (full-text search) or by the entity the prompt names. */
+  | 'KEYWORD'
   /** Pinned: it leads every block. */
   | 'PINNED'
-  /** By keywords (SQLite FTS5) or by the entity the prompt names. */
-  | 'SQLITE';
+  /** By meaning alone (vector similarity). */
+  | 'VECTOR';
 
 /** How search ranks facts. */
 export type SearchMode =

@@ -17,10 +17,11 @@ import pytest
 import graphmem
 from graphmem import Conflict, Fact, Forbidden, InvalidInput, KeyStore, Memory, NotFound, Settings
 from graphmem.client import AsyncClient, Client, ServiceError
+from graphmem.client.wire import FACT_FIELDS
 from resolvers.app import create_app
 
 from ..support.clock import Clock
-from ..support.graphql_clients import LiveServer
+from ..support.graphql_clients import InProcess, LiveServer
 
 
 @pytest.fixture(params=["memory", "client"])
@@ -135,6 +136,31 @@ def answering(*replies: tuple[int, dict[str, Any]]) -> tuple[httpx.MockTransport
         return httpx.Response(status, json=body, headers={"retry-after": "0"})
 
     return httpx.MockTransport(handle), seen
+
+
+def test_the_source_names_of_a_service_one_release_older_are_read_as_their_new_names(
+    service: InProcess,
+) -> None:
+    # Up to 0.3.0 a recalled fact's source named an engine: SQLITE for KEYWORD, LANCE for VECTOR.
+    stored = service.data(
+        f'mutation {{ storeFact(input: {{text: "Ana moved to Lisbon"}}) {{ fact {{ {FACT_FIELDS} }} }} }}'
+    )["storeFact"]["fact"]
+    old = [
+        {
+            "fact": stored,
+            "score": s,
+            "source": name,
+            "line": f"[{name.lower()}/other] …",
+            "summarized": False,
+        }
+        for s, name in ((0.9, "SQLITE"), (0.5, "LANCE"), (0.4, "GRAPH"))
+    ]
+    recall = {"context": "…", "tokens": 9, "omitted": 0, "items": old}
+    transport, _ = answering((200, {"data": {"recall": recall}}))
+    with Client("http://memory.test", transport=transport) as client:
+        found = client.recall("where does Ana live")
+    assert [i.source for i in found.items] == ["keyword", "vector", "graph"]
+    assert found.items[0].fact.text == "Ana moved to Lisbon"
 
 
 LIMITED = {"errors": [{"message": "slow down", "extensions": {"code": "RATE_LIMITED"}}]}
