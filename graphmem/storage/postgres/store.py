@@ -329,11 +329,12 @@ class PostgresTransaction(SQLTransaction):
     """A write transaction on PostgreSQL (``SQLTransaction``'s SQL in PostgreSQL's dialect)."""
 
     def current_by_key(self, pairs: Any) -> list[dict[str, Any]]:
+        d = self.conn.dialect
         scope = TimeScope(self.now, self.now)
         rows = self.conn.execute(
             "SELECT f.* FROM unnest(CAST(:entities AS text[]), CAST(:keys AS text[]))"
-            " AS w(entity, key) JOIN facts f ON f.lower_entity = w.entity"
-            f" AND f.lower_key = w.key WHERE {scope.fact_clause()}",
+            f" AS w(entity, key) JOIN facts f ON {d.lower_entity('f')} = w.entity"
+            f" AND {d.lower_key('f')} = w.key WHERE {scope.fact_clause()}",
             {"entities": [p[0] for p in pairs], "keys": [p[1] for p in pairs], **scope.params},
         )
         return [dict(r) for r in rows]
