@@ -203,7 +203,7 @@ def test_a_period_holding_no_facts_ranks_nothing(data_dir: Path) -> None:
 
 def _period_ranker(
     data_dir: Path, facts: list[dict[str, Any]]
-) -> tuple[sqlite3.Connection, list[str], TimeHint]:
+) -> tuple[SQLiteConnection, list[str], TimeHint]:
     """A store of ``facts`` (those dated 3 March 2024 form the period), a connection tracing
     its statements into the list, and the period."""
     with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
