@@ -2,7 +2,7 @@
 
 * :mod:`.interface` — ``Store`` and ``Transaction``, everything the engine asks of storage, and
   the types they return.
-* :mod:`.sql` — the SQL both engines run (SQLite's dialect): reads, links, walks, episodes,
+* :mod:`.sql` — the SQL both engines run (each in its dialect): reads, links, walks, episodes,
   erasure, export, and ``SQLStore``, the store built on it.
 * :mod:`.sqlite` — the embedded engine: one SQLite file per namespace (WAL, FTS5), the key file.
 * :mod:`.postgres` — one PostgreSQL database every replica shares: the dialect, the schema,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -594,6 +595,7 @@ def test_a_batch_of_links_costs_work_in_proportion_to_its_size(
             pairs = (rng.sample(ids, 2) for _ in range(links))
             items = [{"source_id": s, "target_id": t, "type": "RELATED_TO"} for s, t in pairs]
             with store.transaction() as tx:
+                assert isinstance(tx.conn, sqlite3.Connection)
                 tx.conn.set_progress_handler(tick, 1000)
                 tx.link_many(items)
                 tx.conn.set_progress_handler(None, 0)

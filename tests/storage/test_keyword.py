@@ -15,9 +15,15 @@ import pytest
 from graphmem import Memory, Settings
 from graphmem.storage.sql import keyword as plan
 from graphmem.storage.sqlite import keyword
+from graphmem.storage.sqlite.database import SQLiteConnection
 from graphmem.timehints import TimeHint
 
 pytestmark = pytest.mark.engines
+
+
+def _connect(data_dir: Path) -> SQLiteConnection:
+    """A connection to the default namespace's file, as the store opens them (its dialect)."""
+    return sqlite3.connect(data_dir / "default" / "graphmem.sqlite3", factory=SQLiteConnection)
 
 
 @pytest.fixture
@@ -129,7 +135,7 @@ def test_when_every_word_is_common_the_facts_with_the_rarest_words_together_sele
         assert [s for _, s in split] == pytest.approx([s for _, s in exact])
         # The ranker yields the facts with "budget" and "quartz" together first: a caller that
         # needs only a few (at a million facts, the search's 200 candidates) stops there.
-        conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+        conn = _connect(data_dir)
         first = [
             seq
             for seq, _ in itertools.islice(
@@ -153,7 +159,7 @@ def test_counts_are_taken_once_until_the_memory_grows(
         mem.store_many([{"text": f"Quartz memo number {n}"} for n in range(30)])
         mem.store_many([{"text": f"Budget memo about quartz {n}"} for n in range(20)])
     monkeypatch.setattr(plan, "RANKING_BUDGET", 10)  # every word is common: words together
-    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    conn = _connect(data_dir)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     ranker = keyword.KeywordRanker()
@@ -180,7 +186,7 @@ def test_a_period_holding_no_facts_ranks_nothing(data_dir: Path) -> None:
         mem.store_many(
             [{"text": f"Invoice batch {n} reviewed", "source_date": "2024-10-22"} for n in range(5)]
         )
-    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    conn = _connect(data_dir)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     ranker = keyword.KeywordRanker()
@@ -197,12 +203,12 @@ def test_a_period_holding_no_facts_ranks_nothing(data_dir: Path) -> None:
 
 def _period_ranker(
     data_dir: Path, facts: list[dict[str, Any]]
-) -> tuple[sqlite3.Connection, list[str], TimeHint]:
+) -> tuple[SQLiteConnection, list[str], TimeHint]:
     """A store of ``facts`` (those dated 3 March 2024 form the period), a connection tracing
     its statements into the list, and the period."""
     with Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)) as mem:
         mem.store_many(facts, autolink=False)
-    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    conn = _connect(data_dir)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     day = datetime(2024, 3, 3, tzinfo=UTC).timestamp()
@@ -365,6 +371,6 @@ def test_an_empty_memory_ranks_nothing(data_dir: Path) -> None:
     """A keyword index never written to has an empty averages record: nothing to rank, and
     no error."""
     Memory.open(data_dir, settings=Settings(embedder="hash", data_dir=data_dir)).close()
-    conn = sqlite3.connect(data_dir / "default" / "graphmem.sqlite3")
+    conn = _connect(data_dir)
     assert list(keyword.KeywordRanker().ranked(conn, "invoice batch")) == []
     conn.close()

@@ -1,102 +1,139 @@
-"""Each rewrite graphmem.storage.postgres.dialect.translate makes of the reference store's SQL (no server needed:
-the suites run with --store postgresql execute every statement against a real one)."""
+"""Each construct the shared SQL spells per engine, in SQLite's dialect and PostgreSQL's (no server
+needed: the suites run with --store postgresql execute every statement against a real one), and the
+shared SQL written through them rather than in one engine's spelling."""
 
 from __future__ import annotations
 
+import re
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 
-from graphmem.storage.postgres.dialect import translate
+import graphmem.storage.sql
+from graphmem.storage.postgres.dialect import POSTGRES, translate
+from graphmem.storage.sql.dialect import SQLITE, Dialect
+from graphmem.storage.sql.params import id_list
 
 
 @pytest.mark.parametrize(
-    ("sqlite", "postgres"),
+    ("construct", "sqlite", "postgres"),
     [
-        ("SELECT id FROM facts WHERE id = ?", "SELECT id FROM facts WHERE id = %s"),
-        ("SELECT :a, :b_2", "SELECT %(a)s, %(b_2)s"),
         (
-            "SELECT id FROM facts WHERE tags LIKE '%x%' ESCAPE '\\'",
-            "SELECT id FROM facts WHERE tags ILIKE '%%x%%' ESCAPE '\\'",
+            lambda d: d.in_list("f.id", ":ids"),
+            "f.id IN (SELECT value FROM json_each(:ids))",
+            "f.id = ANY(CAST(:ids AS text[]))",
         ),
         (
-            "SELECT 1 FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids))",
-            "SELECT 1 FROM facts f WHERE f.id = ANY(CAST(%(ids)s AS text[]))",
+            lambda d: d.in_list("seq", "?", negated=True, kind="bigint"),
+            "seq NOT IN (SELECT value FROM json_each(?))",
+            "seq <> ALL(CAST(? AS bigint[]))",
         ),
         (
-            "SELECT 1 FROM links WHERE seq NOT IN (SELECT value FROM json_each(?))",
-            "SELECT 1 FROM links WHERE seq <> ALL(CAST(%s AS bigint[]))",
+            lambda d: d.list_table(":frontier", "fr"),
+            "json_each(:frontier) fr",
+            "unnest(CAST(:frontier AS text[])) WITH ORDINALITY AS fr(value, key)",
         ),
+        (lambda d: d.greatest("a", "b"), "max(a, b)", "GREATEST(a, b)"),
+        (lambda d: d.least("a", "b", "c"), "min(a, b, c)", "LEAST(a, b, c)"),
         (
-            "SELECT 1 WHERE lower(f.entity) IN (SELECT value FROM json_each(:names))",
-            "SELECT 1 WHERE f.lower_entity = ANY(CAST(%(names)s AS text[]))",
+            lambda d: d.month("x"),
+            "CAST(strftime('%m', x, 'unixepoch') AS INTEGER)",
+            "CAST(to_char(to_timestamp(x) AT TIME ZONE 'UTC', 'MM') AS INTEGER)",
         ),
+        (lambda d: d.limit(":n"), "LIMIT :n", "LIMIT NULLIF(GREATEST(:n, -1), -1)"),
         (
-            "SELECT 1 FROM facts o WHERE lower(o.key) = lower(:key)"
-            " ORDER BY COALESCE(o.source_date, o.valid_from), COALESCE(x.source_date, o.valid_from)",
-            "SELECT 1 FROM facts o WHERE o.lower_key = lower(%(key)s)"
-            " ORDER BY o.dated, COALESCE(x.source_date, o.valid_from)",
-        ),
-        (
-            "SELECT fr.value FROM json_each(:frontier) fr JOIN links l ON l.source_id = fr.value",
-            "SELECT fr.value FROM unnest(CAST(%(frontier)s AS text[])) WITH ORDINALITY"
-            " AS fr(value, key) JOIN links l ON l.source_id = fr.value",
-        ),
-        ("SELECT max(a, b), max(c) FROM t", "SELECT GREATEST(a, b), max(c) FROM t"),
-        (
-            "SELECT min(coalesce(max(x), 0), (SELECT 1)) FROM t",
-            "SELECT LEAST(coalesce(max(x), 0), (SELECT 1)) FROM t",
-        ),
-        (
-            "SELECT CAST(strftime('%m', COALESCE(a, b), 'unixepoch') AS INTEGER)",
-            "SELECT CAST(to_char(to_timestamp(COALESCE(a, b)) AT TIME ZONE 'UTC', 'MM')"
-            " AS INTEGER)",
-        ),
-        (
-            "SELECT k.seq FROM links k WHERE k.rowid IN (SELECT l.rowid FROM links l"
-            " INDEXED BY links_source_strength WHERE +l.target_id = 'x')",
-            "SELECT k.seq FROM links k WHERE k.seq IN (SELECT l.seq FROM links l"
-            "  WHERE l.target_id = 'x')",
-        ),
-        (
-            "SELECT fr.value, l.id FROM json_each(:frontier) fr JOIN links l ON l.rowid IN ("
-            "  SELECT l.rowid FROM links l WHERE l.source_id = fr.value"
-            "  ORDER BY l.strength DESC LIMIT :cap) UNION ALL SELECT 1, 2",
-            "SELECT fr.value, l.id FROM unnest(CAST(%(frontier)s AS text[])) WITH ORDINALITY"
-            " AS fr(value, key) CROSS JOIN LATERAL (SELECT l.* FROM links l WHERE l.source_id"
-            " = fr.value  ORDER BY l.strength DESC LIMIT NULLIF(GREATEST(%(cap)s, -1), -1)) l"
-            " UNION ALL SELECT 1, 2",
-        ),
-        (
-            "SELECT * FROM (SELECT 1 AS n) WHERE n = 1",
-            "SELECT * FROM (SELECT 1 AS n) AS _q1 WHERE n = 1",
-        ),
-        ("SELECT * FROM (SELECT 1 AS n) s", "SELECT * FROM (SELECT 1 AS n) s"),
-        ("SELECT id FROM facts LIMIT ?", "SELECT id FROM facts LIMIT NULLIF(GREATEST(%s, -1), -1)"),
-        (
+            lambda d: d.insert_ignoring("facts", "id, text", "VALUES (?, ?)"),
             "INSERT OR IGNORE INTO facts (id, text) VALUES (?, ?)",
-            "INSERT INTO facts (id, text) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            "INSERT INTO facts (id, text) VALUES (?, ?) ON CONFLICT DO NOTHING",
         ),
         (
+            lambda d: d.upsert("meta", "key, value", "VALUES (?, ?)", ("key",)),
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            "INSERT INTO meta (key, value) VALUES (%s, %s)"
+            "INSERT INTO meta (key, value) VALUES (?, ?)"
             " ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value",
         ),
         (
+            lambda d: d.upsert(
+                "outbox", "fact_id, queued_at", "VALUES (?, ?)", ("fact_id",), renumber=True
+            ),
             "INSERT OR REPLACE INTO outbox (fact_id, queued_at) VALUES (?, ?)",
-            "INSERT INTO outbox (fact_id, queued_at) VALUES (%s, %s)"
+            "INSERT INTO outbox (fact_id, queued_at) VALUES (?, ?)"
             " ON CONFLICT (namespace, fact_id) DO UPDATE SET queued_at = excluded.queued_at,"
             " seq = nextval(pg_get_serial_sequence('gm_outbox', 'seq'))",
         ),
+        (lambda d: d.on_conflict("a, b"), "ON CONFLICT (a, b)", "ON CONFLICT (namespace, a, b)"),
         (
-            "INSERT INTO links (a) VALUES (?) ON CONFLICT (a, b) WHERE x IS NULL DO NOTHING",
-            "INSERT INTO links (a) VALUES (%s) ON CONFLICT (namespace, a, b) WHERE x IS NULL"
-            " DO NOTHING",
+            lambda d: d.picked("links", "l", "links l WHERE l.a = x.a LIMIT :cap"),
+            "JOIN links l ON l.rowid IN (SELECT l.rowid FROM links l WHERE l.a = x.a LIMIT :cap)",
+            "CROSS JOIN LATERAL (SELECT l.* FROM links l WHERE l.a = x.a LIMIT :cap) l",
         ),
+        (lambda d: f"links l{d.indexed_by('i')}", "links l INDEXED BY i", "links l"),
+        (lambda d: d.unindexed("l.a"), "+l.a", "l.a"),
+        (lambda d: d.lower_entity("o"), "lower(o.entity)", "o.lower_entity"),
+        (lambda d: d.lower_key("o"), "lower(o.key)", "o.lower_key"),
+        (lambda d: d.dated("o"), "COALESCE(o.source_date, o.valid_from)", "o.dated"),
+        (lambda d: d.rowid, "rowid", "seq"),
+        (lambda d: d.like, "LIKE", "ILIKE"),
     ],
 )
-def test_each_sqlite_construct_is_rewritten(sqlite: str, postgres: str) -> None:
-    assert translate(sqlite) == postgres
+def test_each_construct_is_spelled_for_its_engine(
+    construct: Callable[[Dialect], str], sqlite: str, postgres: str
+) -> None:
+    assert construct(SQLITE) == sqlite
+    assert construct(POSTGRES) == postgres
 
 
-def test_a_strftime_form_it_does_not_know_is_refused_not_passed_on() -> None:
-    with pytest.raises(ValueError, match="strftime form not translated"):
-        translate("SELECT strftime('%Y', x, 'unixepoch')")
+def test_sqlites_spellings_run_on_sqlite_as_meant() -> None:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    upsert = SQLITE.upsert("meta", "key, value", "VALUES (?, ?)", ("key",))
+    conn.executemany(upsert, [("a", "1"), ("b", "2"), ("a", "3")])
+    conn.execute(SQLITE.insert_ignoring("meta", "key, value", "VALUES (?, ?)"), ["b", "4"])
+    assert conn.execute("SELECT key, value FROM meta ORDER BY key").fetchall() == [
+        ("a", "3"),
+        ("b", "2"),
+    ]
+    listed = conn.execute(
+        f"SELECT key FROM meta WHERE {SQLITE.in_list('key', '?', negated=True)}", [id_list(["a"])]
+    )
+    assert listed.fetchall() == [("b",)]
+    (month, most, no_limit) = conn.execute(
+        f"SELECT {SQLITE.month('1700000000')}, {SQLITE.greatest('1', '5', '3')},"
+        f" (SELECT count(*) FROM (SELECT key FROM meta {SQLITE.limit('-1')}))"
+    ).fetchone()
+    assert (month, most, no_limit) == (11, 5, 2)  # 1700000000: 2023-11-14 UTC
+    names = [r[1] for r in conn.execute(SQLITE.columns_of("meta"))]
+    assert names == ["key", "value"]
+
+
+def test_parameters_are_given_in_psycopgs_style_and_nothing_else_is_rewritten() -> None:
+    assert translate("SELECT id FROM facts WHERE id = ? AND n = :n_2") == (
+        "SELECT id FROM facts WHERE id = %s AND n = %(n_2)s"
+    )
+    assert translate("SELECT x::text WHERE t LIKE '%a:b%' AND rowid IN (1)") == (
+        "SELECT x::text WHERE t LIKE '%%a:b%%' AND rowid IN (1)"
+    )
+
+
+#: What only SQLite understands: shared SQL that wrote it would fail, or mean something else,
+#: on PostgreSQL.
+_SQLITE_ONLY = re.compile(
+    r"json_each\(|INSERT OR (IGNORE|REPLACE)|INDEXED BY|strftime\(|PRAGMA table_info|(?<!\.)\browid\b"
+)
+
+
+def test_the_shared_sql_spells_sqlite_only_constructs_through_its_dialect() -> None:
+    folder = Path(graphmem.storage.sql.__file__).parent
+    # The dialect spells them; the FTS5 keyword index is SQLite's alone (PostgreSQL's is a
+    # generated column).
+    exempt = {"dialect.py", "keyword_index.py"}
+    found = [
+        f"{path.name}:{number}: {line.strip()}"
+        for path in sorted(folder.glob("*.py"))
+        if path.name not in exempt
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if _SQLITE_ONLY.search(line) and not line.lstrip().startswith("#")
+    ]
+    assert found == []

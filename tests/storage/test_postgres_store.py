@@ -33,6 +33,7 @@ from graphmem.storage.postgres.keyword import CommonWords
 from graphmem.storage.postgres.store import PostgresStore
 from graphmem.storage.sql import keyword
 from graphmem.storage.sql import store as sql_store
+from graphmem.storage.sql.dialect import Dialect
 from graphmem.vectors.index import FOLLOW_EVERY, ROW_LIVE, VectorIndex
 from graphmem.vectors.mirror import Mirror
 from resolvers.app import create_app
@@ -73,8 +74,9 @@ def schema_version(version: int) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as before:
         before.setattr(pgschema, "MIGRATIONS", migrations)
         before.setattr(pgschema, "SCHEMA_VERSION", version)
-        if version < 4:
-            before.setattr(pgsql, "_COMPUTED", {})  # the expressions as written
+        if version < 4:  # the expressions as written, not the columns that keep them
+            for name in ("lower_entity", "lower_key", "dated"):
+                before.setattr(pgsql.PostgresDialect, name, getattr(Dialect, name))
         pgsql.translate.cache_clear()
         try:
             yield

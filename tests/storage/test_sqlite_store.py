@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from graphmem import Memory, Settings, StorageError
-from graphmem.storage.sqlite.database import Database
+from graphmem.storage.sqlite.database import Database, SQLiteConnection
 from graphmem.storage.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 
 from ..support.clock import Clock
@@ -417,7 +417,7 @@ def test_a_lookup_reads_its_rows_in_order_from_an_index(tmp_path: Path) -> None:
         )
         top = mem.lookup("ada", limit=5)
         assert [f.confidence for f in top] == [6 / 7] * 5
-    conn = sqlite3.connect(tmp_path / "default" / "graphmem.sqlite3")
+    conn = sqlite3.connect(tmp_path / "default" / "graphmem.sqlite3", factory=SQLiteConnection)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
     scope = TimeScope.resolve(time.time())

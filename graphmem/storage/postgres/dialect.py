@@ -1,13 +1,16 @@
 """The shared SQL of :mod:`graphmem.storage.sql`, spoken to PostgreSQL.
 
-That SQL (:mod:`graphmem.storage.sql.reads`, :mod:`graphmem.storage.sql.traversal`, …) is written
-for SQLite. Here its tables are views of one namespace (:mod:`graphmem.storage.postgres.schema`),
-so it needs no namespace filter, and:
+That SQL (:mod:`graphmem.storage.sql.reads`, :mod:`graphmem.storage.sql.traversal`, …) writes
+what the engines spell differently through the connection's dialect
+(:mod:`graphmem.storage.sql.dialect`). Here its tables are views of one namespace
+(:mod:`graphmem.storage.postgres.schema`), so it needs no namespace filter, and:
 
-1. :class:`Connection` gives it a psycopg connection with ``sqlite3``'s surface (``execute``,
-   ``executemany``, ``cursor``, rows read by index or by name, ``in_transaction``);
-2. :func:`translate` rewrites each statement once (then cached) from the closed set of SQLite
-   constructs it uses; anything else passes through as written.
+1. :class:`PostgresDialect` spells its constructs for PostgreSQL (arrays for id lists,
+   ``ON CONFLICT`` on keys that lead with the namespace, ``GREATEST``, ``LATERAL``, …);
+2. :class:`Connection` gives it a psycopg connection with the surface it is written for
+   (:class:`graphmem.storage.sql.connections.SQLConnection`: ``execute``, ``executemany``,
+   ``cursor``, rows read by index or by name, ``in_transaction``, ``dialect``), its parameters
+   passed in psycopg's style (:func:`translate`).
 
 The conformance suite (tests/storage/test_conformance.py) and the Memory-level suites run every
 statement the store issues against a real PostgreSQL.
@@ -20,7 +23,7 @@ import functools
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Final, cast
 
@@ -29,186 +32,103 @@ from psycopg import pq
 from psycopg.rows import RowMaker, tuple_row
 
 from ...errors import QueryTimeout, StorageError
+from ..sql.dialect import Dialect, Kind
 from ..sql.params import IdList
 from .schema import COMPUTED, NAMESPACE_SETTING
 
-#: For ``INSERT OR REPLACE``: the key of each table it is used on, and the columns a replaced
-#: row takes anew (SQLite's REPLACE deletes the row and inserts a new one: a new rowid).
-_REPLACE_KEYS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
-    "outbox": (("fact_id",), ("seq = nextval(pg_get_serial_sequence('gm_outbox', 'seq'))",)),
-    "embedding_cache": (("provider", "model", "text_hash"), ()),
-    "meta": (("key",), ()),
-    "files": (("path",), ()),
-}
-
-_IN_LIST = re.compile(
-    r"([\w.]+|\))(\s+NOT)?\s+IN\s+\(SELECT value FROM json_each\(([^()]+)\)\)", re.IGNORECASE
-)
 #: The views' columns that the shared SQL does not know: the namespace, the computed ones.
 HIDDEN: Final = ("namespace", *COMPUTED)
-_LIST_TABLE = re.compile(r"json_each\(([^()]+)\)\s+(\w+)\b", re.IGNORECASE)
-_INSERT_OR = re.compile(r"INSERT OR (IGNORE|REPLACE) INTO (\w+)\s*\(([^)]*)\)", re.IGNORECASE)
-_CONFLICT = re.compile(r"ON CONFLICT \(", re.IGNORECASE)
-_PRAGMA_TABLE = re.compile(r"PRAGMA table_info\((\w+)\)", re.IGNORECASE)
-_HINTS = re.compile(r"INDEXED BY \w+|(?<=[\s(])\+(?=[a-z_])", re.IGNORECASE)
-_ROWID = re.compile(r"\browid\b")
-_LIKE = re.compile(r"\bLIKE\b")
-_LIMIT = re.compile(r"LIMIT (:\w+|\?)")
-_PICKED = re.compile(
-    r"JOIN (\w+) (\w+) ON \2\.rowid IN \(\s*SELECT \2\.rowid FROM (.*?LIMIT :\w+)\)", re.DOTALL
-)
 
 
-def _on_alias(expression: str) -> re.Pattern[str]:
-    """``expression`` (a function of columns, as schema.COMPUTED writes it) on the columns of
-    any one table alias: ``lower(entity)`` matches ``lower(f.entity)``, the alias captured."""
-    function, arguments = expression.removesuffix(")").split("(", 1)
-    columns = [re.escape(c.strip()) for c in arguments.split(",")]
-    on_alias = [rf"(\w+)\.{columns[0]}", *(rf"\1\.{c}" for c in columns[1:])]
-    return re.compile(rf"\b{function}\({', '.join(on_alias)}\)", re.IGNORECASE)
+class PostgresDialect(Dialect):
+    """PostgreSQL's spelling of the shared SQL's constructs, on the views of one namespace
+    (:mod:`graphmem.storage.postgres.schema`): every key leads with ``namespace``."""
+
+    name = "postgresql"
+    rowid = "seq"
+    # SQLite's LIKE ignores ASCII case.
+    like = "ILIKE"
+
+    def in_list(
+        self, column: str, param: str, *, negated: bool = False, kind: Kind = "text"
+    ) -> str:
+        # = ANY: an index probe per value whatever the planner's estimates (IN over unnest
+        # becomes a semi-join that a table without statistics plans as a nested loop).
+        return f"{column} {'<> ALL' if negated else '= ANY'}(CAST({param} AS {kind}[]))"
+
+    def list_table(self, param: str, alias: str) -> str:
+        return f"unnest(CAST({param} AS text[])) WITH ORDINALITY AS {alias}(value, key)"
+
+    def greatest(self, *values: str) -> str:
+        return f"GREATEST({', '.join(values)})"
+
+    def least(self, *values: str) -> str:
+        return f"LEAST({', '.join(values)})"
+
+    def month(self, moment: str) -> str:
+        return f"CAST(to_char(to_timestamp({moment}) AT TIME ZONE 'UTC', 'MM') AS INTEGER)"
+
+    def limit(self, param: str) -> str:
+        return f"LIMIT NULLIF(GREATEST({param}, -1), -1)"
+
+    def insert_ignoring(self, table: str, columns: str, rows: str) -> str:
+        return f"INSERT INTO {table} ({columns}) {rows} ON CONFLICT DO NOTHING"
+
+    def upsert(
+        self, table: str, columns: str, rows: str, key: Sequence[str], *, renumber: bool = False
+    ) -> str:
+        names = [c.strip() for c in columns.split(",")]
+        updates = [f"{c} = excluded.{c}" for c in names if c not in key]
+        if renumber:  # SQLite's REPLACE deletes the row and inserts a new one: a new rowid
+            updates.append(f"seq = nextval(pg_get_serial_sequence('gm_{table}', 'seq'))")
+        return (
+            f"INSERT INTO {table} ({columns}) {rows}"
+            f" {self.on_conflict(', '.join(key))} DO UPDATE SET {', '.join(updates)}"
+        )
+
+    def on_conflict(self, key: str) -> str:
+        return f"ON CONFLICT (namespace, {key})"
+
+    def picked(self, table: str, alias: str, rest: str) -> str:
+        # LATERAL: PostgreSQL would otherwise run the subquery once per row of the table.
+        return f"CROSS JOIN LATERAL (SELECT {alias}.* FROM {rest}) {alias}"
+
+    def indexed_by(self, index: str) -> str:
+        return ""
+
+    def unindexed(self, expression: str) -> str:
+        return expression
+
+    # gm_facts keeps these expressions as columns (schema.COMPUTED): its indexes serve them.
+    def lower_entity(self, alias: str) -> str:
+        return f"{alias}.lower_entity"
+
+    def lower_key(self, alias: str) -> str:
+        return f"{alias}.lower_key"
+
+    def dated(self, alias: str) -> str:
+        return f"{alias}.dated"
+
+    def columns_of(self, table: str) -> str:
+        hidden = ", ".join(repr(c) for c in HIDDEN)
+        return (
+            "SELECT ordinal_position, column_name::text FROM information_schema.columns"
+            f" WHERE table_name = '{table}' AND table_schema = current_schema()"
+            f" AND column_name NOT IN ({hidden}) ORDER BY ordinal_position"
+        )
 
 
-#: The expressions on a fact alias that ``gm_facts`` keeps as columns, and those columns.
-_COMPUTED: Final = {_on_alias(expression): name for name, (expression, _) in COMPUTED.items()}
+#: The one PostgreSQL dialect.
+POSTGRES: Final = PostgresDialect()
 
 
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
-    """``sql`` as PostgreSQL and psycopg take it:
-
-    * parameters ``:name`` and ``?`` become psycopg's ``%(name)s`` and ``%s``;
-    * an id list (``x IN (SELECT value FROM json_each(:ids))``, ``json_each(:ids) fr``) becomes
-      an array, typed by the column it is compared with (``seq``: bigint, else text):
-      ``x = ANY(array)`` (``<> ALL`` for NOT IN), or ``unnest`` with its ``key`` (the
-      position) when read as a table;
-    * the scalar ``max(a, b)`` and ``min(a, b)`` become ``GREATEST`` and ``LEAST``; ``rowid``
-      becomes ``seq``; SQLite's planner hints (``INDEXED BY``, a unary ``+``) are dropped;
-    * ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` become ``ON CONFLICT`` clauses on the
-      table's key, and every conflict target gains the ``namespace`` column that leads every key;
-    * a join on the rows a correlated subquery picks (``JOIN links l ON l.rowid IN (SELECT
-      l.rowid FROM … LIMIT :cap)``, a traversal's strongest links per frontier fact) becomes a
-      ``LATERAL`` join (PostgreSQL would otherwise run the subquery once per row of the table);
-    * ``lower(f.entity)``, ``lower(f.key)`` and ``COALESCE(f.source_date, f.valid_from)``
-      become the columns ``gm_facts`` keeps them in (``schema.COMPUTED``: its indexes serve them);
-    * ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE ignores ASCII case), a negative ``LIMIT`` no
-      limit, the month of an epoch is read with ``to_char``, ``PRAGMA table_info`` from the
-      information schema; rows leave out the views' ``namespace`` and computed columns.
-    """
-    sql = _PICKED.sub(r"CROSS JOIN LATERAL (SELECT \2.* FROM \3) \2", sql)
-    for expression, column in _COMPUTED.items():
-        sql = expression.sub(rf"\1.{column}", sql)
-    sql = _PRAGMA_TABLE.sub(
-        r"SELECT ordinal_position, column_name::text FROM information_schema.columns"
-        r" WHERE table_name = '\1' AND table_schema = current_schema()"
-        f" AND column_name NOT IN ({', '.join(repr(c) for c in HIDDEN)})"
-        r" ORDER BY ordinal_position",
-        sql,
-    )
-    sql = _IN_LIST.sub(_in_list, sql)
-    sql = _LIST_TABLE.sub(
-        lambda m: f"unnest(CAST({m[1]} AS text[])) WITH ORDINALITY AS {m[2]}(value, key)", sql
-    )
-    sql = _HINTS.sub("", sql)
-    sql = _ROWID.sub("seq", sql)
-    sql = _LIKE.sub("ILIKE", sql)
-    sql = _functions(sql)
-    sql = _aliased(sql)
-    sql = _LIMIT.sub(r"LIMIT NULLIF(GREATEST(\1, -1), -1)", sql)
-    sql = _CONFLICT.sub("ON CONFLICT (namespace, ", sql)
-    insert = _INSERT_OR.search(sql)
-    if insert is not None:
-        sql = _insert_or(sql, insert)
+    """``sql`` with its parameters as psycopg takes them: ``:name`` and ``?`` (the style both
+    engines' statements are written in, sqlite3's) become ``%(name)s`` and ``%s``, and a
+    literal ``%`` becomes ``%%``. Nothing else is rewritten: what PostgreSQL spells
+    differently, the statements say through :class:`PostgresDialect`."""
     return _parameters(sql)
-
-
-def _in_list(m: re.Match[str]) -> str:
-    column, negated, param = m[1], m[2], m[3]
-    kind = "bigint" if column.split(".")[-1] in ("seq", "rowid") else "text"
-    # = ANY: an index probe per value whatever the planner's estimates (IN over unnest becomes
-    # a semi-join that a table without statistics plans as a nested loop).
-    return f"{column} {'<> ALL' if negated else '= ANY'}(CAST({param} AS {kind}[]))"
-
-
-def _insert_or(sql: str, m: re.Match[str]) -> str:
-    action, table, columns = m[1].upper(), m[2], [c.strip() for c in m[3].split(",")]
-    sql = sql[: m.start()] + f"INSERT INTO {table} ({m[3]})" + sql[m.end() :]
-    if action == "IGNORE":
-        return sql + " ON CONFLICT DO NOTHING"
-    key, renewed = _REPLACE_KEYS[table]
-    updates = [f"{c} = excluded.{c}" for c in columns if c not in key]
-    updates += list(renewed)
-    return sql + f" ON CONFLICT (namespace, {', '.join(key)}) DO UPDATE SET {', '.join(updates)}"
-
-
-def _functions(sql: str) -> str:
-    """Scalar max/min of several arguments, and the month of an epoch (strftime)."""
-    out: list[str] = []
-    i = 0
-    pattern = re.compile(r"\b(max|min|strftime)\(", re.IGNORECASE)
-    while (m := pattern.search(sql, i)) is not None:
-        start, open_at = m.start(), m.end() - 1
-        close_at, args = _arguments(sql, open_at)
-        name = m[1].lower()
-        inner = ", ".join(_functions(a).strip() for a in args)
-        out.append(sql[i:start])
-        if name == "strftime":
-            if args[0].strip() != "'%m'" or args[-1].strip() != "'unixepoch'":
-                raise ValueError(f"strftime form not translated: {sql[start : close_at + 1]}")
-            moment = _functions(args[1]).strip()
-            out.append(f"to_char(to_timestamp({moment}) AT TIME ZONE 'UTC', 'MM')")
-        elif len(args) > 1:
-            out.append(f"{'GREATEST' if name == 'max' else 'LEAST'}({inner})")
-        else:
-            out.append(f"{m[1]}({inner})")
-        i = close_at + 1
-    out.append(sql[i:])
-    return "".join(out)
-
-
-_SUBQUERY = re.compile(r"\b(FROM|JOIN)\s*\(\s*SELECT\b", re.IGNORECASE)
-_ALIAS = re.compile(
-    r"\s*(AS\s+)?(?!(WHERE|ORDER|GROUP|LIMIT|UNION|ON|JOIN|LEFT|CROSS|INNER)\b)[a-z_]\w*", re.I
-)
-
-
-def _aliased(sql: str) -> str:
-    """Every subquery in FROM or JOIN with an alias (PostgreSQL before 16 requires one)."""
-    out: list[str] = []
-    i = n = 0
-    while (m := _SUBQUERY.search(sql, i)) is not None:
-        open_at = sql.index("(", m.start())
-        close_at, _ = _arguments(sql, open_at)
-        out.append(sql[i : open_at + 1] + _aliased(sql[open_at + 1 : close_at]) + ")")
-        i = close_at + 1
-        if _ALIAS.match(sql, i) is None:
-            n += 1
-            out.append(f" AS _q{n}")
-    out.append(sql[i:])
-    return "".join(out)
-
-
-def _arguments(sql: str, open_at: int) -> tuple[int, list[str]]:
-    """The index of the parenthesis closing the one at ``open_at``, and the top-level
-    arguments between them."""
-    depth, quoted, start = 0, False, open_at + 1
-    args: list[str] = []
-    for i in range(open_at, len(sql)):
-        c = sql[i]
-        if c == "'":
-            quoted = not quoted
-        elif quoted:
-            continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                args.append(sql[start:i])
-                return i, args
-        elif c == "," and depth == 1:
-            args.append(sql[start:i])
-            start = i + 1
-    raise ValueError(f"unbalanced parentheses in {sql!r}")
 
 
 _PARAM = re.compile(r"'[^']*'|::|:(\w+)|\?|%")
@@ -271,7 +191,8 @@ def _row_factory(cursor: psycopg.Cursor[Any]) -> RowMaker[Any]:
 
 
 class Cursor:
-    """A cursor with sqlite3's surface; ``row_factory = None`` reads plain tuples."""
+    """A cursor with the surface the shared SQL uses (``SQLCursor``, sqlite3's);
+    ``row_factory = None`` reads plain tuples."""
 
     def __init__(self, owner: Connection) -> None:
         self._owner = owner
@@ -311,6 +232,7 @@ class Connection:
     """A psycopg connection (autocommit; transactions by BEGIN/COMMIT statements, as with
     ``sqlite3`` in autocommit mode) that runs the shared SQL (:mod:`graphmem.storage.sql`)."""
 
+    dialect: Final = POSTGRES
     #: The keyword index is a generated column: writers need not index their facts
     #: (graphmem.storage.sql.keyword_index.indexing).
     indexes_keywords: Final = True

@@ -1,8 +1,8 @@
 """The PostgreSQL store: one namespace of a database every replica shares.
 
 ``PostgresStore`` is the shared SQL store (:class:`graphmem.storage.sql.store.SQLStore`) on the
-views of one namespace (:mod:`graphmem.storage.postgres.schema`), its statements translated by
-:mod:`graphmem.storage.postgres.dialect`. What differs from SQLite is here:
+views of one namespace (:mod:`graphmem.storage.postgres.schema`), its statements spelled by
+:class:`graphmem.storage.postgres.dialect.PostgresDialect`. What differs from SQLite is here:
 
 1. **Transaction time** is the database's clock, after the namespace's last stamp: knownAt
    answers are the same from every replica, whatever their clocks say (``PostgresStore._stamp``).
@@ -326,14 +326,15 @@ class _SharedReaders:
 
 
 class PostgresTransaction(SQLTransaction):
-    """A write transaction on PostgreSQL (``SQLTransaction``'s SQL, translated)."""
+    """A write transaction on PostgreSQL (``SQLTransaction``'s SQL in PostgreSQL's dialect)."""
 
     def current_by_key(self, pairs: Any) -> list[dict[str, Any]]:
+        d = self.conn.dialect
         scope = TimeScope(self.now, self.now)
         rows = self.conn.execute(
             "SELECT f.* FROM unnest(CAST(:entities AS text[]), CAST(:keys AS text[]))"
-            " AS w(entity, key) JOIN facts f ON lower(f.entity) = w.entity"
-            f" AND lower(f.key) = w.key WHERE {scope.fact_clause()}",
+            f" AS w(entity, key) JOIN facts f ON {d.lower_entity('f')} = w.entity"
+            f" AND {d.lower_key('f')} = w.key WHERE {scope.fact_clause()}",
             {"entities": [p[0] for p in pairs], "keys": [p[1] for p in pairs], **scope.params},
         )
         return [dict(r) for r in rows]

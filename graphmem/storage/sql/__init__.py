@@ -1,3 +1,3 @@
-"""The SQL both engines run, written in SQLite's dialect (PostgreSQL runs it translated by
-:mod:`graphmem.storage.postgres.dialect`): plain functions of a connection and a time scope, and
-``SQLStore``, the store built on them."""
+"""The SQL both engines run, each statement spelling what the engines spell differently through
+the connection's dialect (:mod:`graphmem.storage.sql.dialect`): plain functions of a connection
+and a time scope, and ``SQLStore``, the store built on them."""

@@ -24,15 +24,16 @@ def clusters(
     min_size: int = 2,
 ) -> Clusters:
     """Connected components of the visible links of ``types`` (direction ignored)."""
+    d = conn.dialect
     kinds = graph.check_types(types)
     history = "SUPERSEDES" in kinds
     ends = " AND ".join(scope.fact_clause(a, include_superseded=history) for a in ("s", "t"))
     rows = conn.execute(
         "SELECT l.source_id, l.target_id FROM links l"
         " JOIN facts s ON s.id = l.source_id JOIN facts t ON t.id = l.target_id"
-        " WHERE l.type IN (SELECT value FROM json_each(:types))"
+        f" WHERE {d.in_list('l.type', ':types')}"
         f" AND {scope.link_clause()} AND {ends}"
-        " ORDER BY l.strength DESC, l.seq LIMIT :limit",
+        f" ORDER BY l.strength DESC, l.seq {d.limit(':limit')}",
         {"types": id_list(kinds), "limit": CLUSTER_MAX_LINKS + 1, **scope.params},
     ).fetchall()
     g: nx.Graph[str] = nx.Graph()

@@ -3,13 +3,13 @@ thread, per-thread read deadlines, closing; and the connection surface the share
 
 from __future__ import annotations
 
-import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ...errors import StorageError
+from .dialect import Dialect
 
 
 class _Closable(Protocol):
@@ -20,10 +20,43 @@ class _Closable(Protocol):
 C = TypeVar("C", bound=_Closable)
 
 
-#: The connection the shared SQL is written for: sqlite3's. PostgreSQL's dialect connection
-#: (:class:`graphmem.storage.postgres.dialect.Connection`) has the same surface and runs the same
-#: statements, translated.
-SQLConnection: TypeAlias = sqlite3.Connection
+class SQLCursor(Protocol):
+    """A cursor of either engine: rows read by position or by column name."""
+
+    #: None: rows are plain tuples.
+    row_factory: Any
+
+    def execute(self, sql: str, params: Any = ..., /) -> SQLCursor: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def fetchmany(self, size: int = ..., /) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    @property
+    def rowcount(self) -> int: ...
+
+
+class SQLConnection(Protocol):
+    """The connection the shared SQL is written for, in either engine: SQLite's
+    (:class:`graphmem.storage.sqlite.database.SQLiteConnection`) or PostgreSQL's
+    (:class:`graphmem.storage.postgres.dialect.Connection`). Its :attr:`dialect` spells what
+    the engines spell differently; parameters are written ``:name`` or ``?``."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, params: Any = ..., /) -> SQLCursor: ...
+
+    def executemany(self, sql: str, params: Iterable[Any], /) -> Any: ...
+
+    def cursor(self) -> SQLCursor: ...
 
 
 class Connections(Generic[C]):

@@ -55,11 +55,12 @@ def resolve(conn: SQLConnection, now: float, given: EpisodeInput) -> Episode:
 def chain(conn: SQLConnection, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]:
     """The (newer, older) pairs that link ``fact_ids`` (new facts of the episode, in order) to
     the fact before each: the episode's latest earlier fact not forgotten, then each other."""
+    d = conn.dialect
     if not fact_ids:
         return []
     row = conn.execute(
         "SELECT id FROM facts WHERE episode_id = ? AND retracted_at IS NULL"
-        f" AND id NOT IN {_IN_IDS} ORDER BY seq DESC LIMIT 1",
+        f" AND {d.in_list('id', '?', negated=True)} ORDER BY seq DESC LIMIT 1",
         [episode_id, id_list(fact_ids)],
     ).fetchone()
     order = ([row[0]] if row else []) + list(fact_ids)
@@ -81,6 +82,7 @@ def listing(
 ) -> list[Episode]:
     """Episodes by time (oldest first), from ``source`` if given, with ``after <= time <
     before``."""
+    d = conn.dialect
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
     where: list[str] = ["1 = 1"]
@@ -95,7 +97,7 @@ def listing(
             params[name] = moment
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM episodes WHERE {' AND '.join(where)}"
-        " ORDER BY time, seq LIMIT :limit",
+        f" ORDER BY time, seq {d.limit(':limit')}",
         params,
     )
     return [_episode(r) for r in rows]
@@ -115,9 +117,6 @@ def facts(conn: SQLConnection, episode_id: str, scope: TimeScope) -> list[Fact]:
 
 
 _COLUMNS: Final = "id, kind, source, time, metadata, recorded_at"
-
-
-_IN_IDS: Final = "(SELECT value FROM json_each(?))"
 
 
 def _episode(row: Sequence[Any]) -> Episode:

@@ -18,17 +18,18 @@ from ...limits import MAX_LIMIT
 from ...models import LinkOrigin
 from ...temporal import to_datetime
 from .connections import SQLConnection
+from .dialect import Dialect
 from .params import id_list
 
 
-def purge_clause(where: PurgeFilter) -> tuple[str, dict[str, Any]]:
+def purge_clause(d: Dialect, where: PurgeFilter) -> tuple[str, dict[str, Any]]:
     """The SQL condition on ``facts f`` that selects what ``where`` names, and its parameters."""
     clauses, params = [], {}
     if where.ids is not None:
-        clauses.append("f.id IN (SELECT value FROM json_each(:purge_ids))")
+        clauses.append(f"{d.in_list('f.id', ':purge_ids')}")
         params["purge_ids"] = id_list(where.ids)
     if where.entity is not None:
-        clauses.append("lower(f.entity) = lower(:purge_entity)")
+        clauses.append(f"{d.lower_entity('f')} = lower(:purge_entity)")
         params["purge_entity"] = where.entity.strip()
     if where.source is not None:
         # A document's chunks: the file's path followed by ":first-last".
@@ -45,23 +46,23 @@ def purge_clause(where: PurgeFilter) -> tuple[str, dict[str, Any]]:
 
 def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
     """What purging ``where`` would remove, without removing it."""
+    d = conn.dialect
     ids = matching(conn, where)
     found = id_list(ids)
     (links,) = conn.execute(
-        "SELECT count(*) FROM links WHERE source_id IN (SELECT value FROM json_each(?))"
-        " OR target_id IN (SELECT value FROM json_each(?))",
+        f"SELECT count(*) FROM links WHERE {d.in_list('source_id', '?')}"
+        f" OR {d.in_list('target_id', '?')}",
         [found, found],
     ).fetchone()
     (vectors,) = conn.execute(
-        "SELECT count(*) FROM facts WHERE id IN (SELECT value FROM json_each(?))"
-        " AND vector_of IS NULL",
+        f"SELECT count(*) FROM facts WHERE {d.in_list('id', '?')} AND vector_of IS NULL",
         [found],
     ).fetchone()
     (episodes,) = conn.execute(
         "SELECT count(DISTINCT e.id) FROM episodes e JOIN facts f ON f.episode_id = e.id"
-        " WHERE f.id IN (SELECT value FROM json_each(:ids)) AND NOT EXISTS ("
+        f" WHERE {d.in_list('f.id', ':ids')} AND NOT EXISTS ("
         "  SELECT 1 FROM facts o WHERE o.episode_id = e.id"
-        "  AND o.id NOT IN (SELECT value FROM json_each(:ids)))",
+        f"  AND {d.in_list('o.id', ':ids', negated=True)})",
         {"ids": found},
     ).fetchone()
     return PurgeReport(len(ids), int(links), int(vectors), int(episodes), dry_run=True)
@@ -70,16 +71,17 @@ def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
 def matching(conn: SQLConnection, where: PurgeFilter) -> list[str]:
     """The ids of the facts ``where`` names, then of the turns they were drawn from and the
     facts drawn from the turns among them (see the module's docstring)."""
-    clause, params = purge_clause(where)
+    d = conn.dialect
+    clause, params = purge_clause(conn.dialect, where)
     named = [r[0] for r in conn.execute(f"SELECT f.id FROM facts f WHERE {clause}", params)]
     if not named:
         return named
     # Links in any state: a fact whose link was retracted still repeats its turn's words.
     drawn = conn.execute(
         "SELECT target_id FROM links WHERE origin = :origin AND type = 'PART_OF'"
-        " AND source_id IN (SELECT value FROM json_each(:ids))"
+        f" AND {d.in_list('source_id', ':ids')}"
         " UNION SELECT source_id FROM links WHERE origin = :origin AND type = 'PART_OF'"
-        " AND target_id IN (SELECT value FROM json_each(:ids))",
+        f" AND {d.in_list('target_id', ':ids')}",
         {"origin": LinkOrigin.CAPTURE.value, "ids": id_list(named)},
     )
     return named + sorted({r[0] for r in drawn} - set(named))
@@ -101,11 +103,12 @@ def record(conn: SQLConnection, at: float, where: PurgeFilter, report: PurgeRepo
 
 
 def listing(conn: SQLConnection, limit: int) -> list[Erasure]:
+    d = conn.dialect
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
     rows = conn.execute(
         "SELECT at, filter, facts, links, vectors, episodes FROM erasures"
-        " ORDER BY seq DESC LIMIT ?",
+        f" ORDER BY seq DESC {d.limit('?')}",
         [limit],
     )
     out = []

@@ -298,6 +298,7 @@ class Adjacency:
         changed strength) and deletions are recorded by triggers in the ``graph_log`` table
         (SQLite migration 13), in commit order, whoever wrote them.
         """
+        d = conn.dialect
         entries = conn.execute(
             "SELECT seq, kind, row FROM graph_log WHERE seq > ? ORDER BY seq", [self.position]
         ).fetchall()
@@ -311,7 +312,7 @@ class Adjacency:
         changed_links = [r for _, kind, r in entries if kind == LINK_CHANGED and r <= self.link_seq]
         if changed_facts:
             rows = conn.execute(
-                _FACT_SQL + " WHERE seq IN (SELECT value FROM json_each(?))",
+                _FACT_SQL + f" WHERE {d.in_list('seq', '?', kind='bigint')}",
                 [id_list(changed_facts)],
             ).fetchall()
             if not self._update_facts(rows):
@@ -319,7 +320,7 @@ class Adjacency:
         self._read_facts(facts)
         if changed_links:
             rows = conn.execute(
-                _LINK_SQL + " WHERE seq IN (SELECT value FROM json_each(?))",
+                _LINK_SQL + f" WHERE {d.in_list('seq', '?', kind='bigint')}",
                 [id_list(changed_links)],
             ).fetchall()
             if not self._update_links(rows):
@@ -587,12 +588,13 @@ class IndexWalk:
         return out
 
     def _link_ids(self, links: Ints) -> list[str]:
+        d = self.conn.dialect
         seqs = self.state.links["seq"][links].tolist()
         if not seqs:
             return []
         found = dict(
             self.conn.execute(
-                "SELECT seq, id FROM links WHERE seq IN (SELECT value FROM json_each(?))",
+                f"SELECT seq, id FROM links WHERE {d.in_list('seq', '?', kind='bigint')}",
                 [id_list(seqs)],
             ).fetchall()
         )
@@ -612,6 +614,7 @@ class IndexWalk:
         return {i for i, s in zip(known, shown.tolist(), strict=True) if s}
 
     def edges_among(self, ids: list[str]) -> list[Link]:
+        d = self.conn.dialect
         if len(ids) < 2:
             return []
         state = self.state
@@ -627,7 +630,7 @@ class IndexWalk:
             return []
         rows = self.conn.execute(
             f"SELECT {link_columns('k', self.scope)} FROM links k"
-            " WHERE k.seq IN (SELECT value FROM json_each(:seqs)) ORDER BY k.seq",
+            f" WHERE {d.in_list('k.seq', ':seqs', kind='bigint')} ORDER BY k.seq",
             {"seqs": id_list(seqs), **self.scope.params},
         )
         cursor_rows = rows.fetchall()

@@ -9,7 +9,6 @@ A batch reads the facts and live links it names in three statements and writes i
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -30,7 +29,8 @@ from ...limits import (
 )
 from ...models import LINK_COLUMNS, Link, LinkOrigin, link_columns
 from ...temporal import TimeInput, TimeScope, parse_time, to_iso
-from .connections import SQLConnection
+from .connections import SQLConnection, SQLCursor
+from .dialect import Dialect
 from .params import id_list
 
 
@@ -50,6 +50,7 @@ class _LinkBatch:
     """The facts and live links a batch of links names, and the rows it writes."""
 
     def __init__(self, conn: SQLConnection, items: Sequence[Mapping[str, Any]]) -> None:
+        d = conn.dialect
         self.conn = conn
         given = [i for i in items if isinstance(i, Mapping)]
         sources = {i.get("source_id") for i in given} - {None}
@@ -58,8 +59,7 @@ class _LinkBatch:
         self.facts: dict[str, tuple[float | None, float]] = {
             r[0]: (r[1], r[2])
             for r in conn.execute(
-                "SELECT id, retracted_at, valid_from FROM facts"
-                " WHERE id IN (SELECT value FROM json_each(?))",
+                f"SELECT id, retracted_at, valid_from FROM facts WHERE {d.in_list('id', '?')}",
                 [id_list(named)],
             )
         }
@@ -73,14 +73,14 @@ class _LinkBatch:
         kept = [
             seq
             for seq, source, target in conn.execute(
-                "SELECT rowid, source_id, target_id FROM links"
-                " WHERE source_id IN (SELECT value FROM json_each(?)) AND retracted_at IS NULL",
+                f"SELECT {d.rowid}, source_id, target_id FROM links"
+                f" WHERE {d.in_list('source_id', '?')} AND retracted_at IS NULL",
                 [id_list(s for s in sources if isinstance(s, str))],
             )
             if (source, target) in pairs
         ]
         rows = conn.execute(
-            "SELECT * FROM links WHERE rowid IN (SELECT value FROM json_each(?))", [id_list(kept)]
+            f"SELECT * FROM links WHERE {d.in_list(d.rowid, '?', kind='bigint')}", [id_list(kept)]
         )
         for row in rows:
             values = {name: row[name] for name in _LINK_ROW}
@@ -227,6 +227,7 @@ def links_of(
     types: Iterable[str] | None = None,
 ) -> list[Link]:
     """The links of a fact visible in ``scope``, strongest first (all types unless named)."""
+    d = conn.dialect
     direction = check_direction(direction)
     kinds = check_types(types, default=LINK_TYPES)
     if conn.execute("SELECT 1 FROM facts WHERE id = ?", [fact_id]).fetchone() is None:
@@ -237,7 +238,7 @@ def links_of(
         rows.extend(
             _tuples(conn).execute(
                 f"SELECT l.seq, {link_columns('l', scope)} FROM links l WHERE l.{end} = :id"
-                " AND l.type IN (SELECT value FROM json_each(:types)) AND " + scope.link_clause(),
+                f" AND {d.in_list('l.type', ':types')} AND " + scope.link_clause(),
                 {"id": fact_id, "types": id_list(kinds), **scope.params},
             )
         )
@@ -259,14 +260,15 @@ def links_page(
     """For each of ``fact_ids``: up to ``first`` of its visible links after ``after``, strongest
     first, each with its position, and whether more follow. One statement for all the facts
     (unknown ids get an empty page), so a list of facts with their links costs one query."""
+    d = conn.dialect
     direction = check_direction(direction)
     kinds = check_types(types, default=LINK_TYPES)
     first = _check_count(first, "first", 0, MAX_LIMIT)
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
     sides = " UNION ALL ".join(
         f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l', scope)}"
-        f" FROM json_each(:ids) fr JOIN links l ON l.{end} = fr.value"
-        " WHERE l.type IN (SELECT value FROM json_each(:types))"
+        f" FROM {d.list_table(':ids', 'fr')} JOIN links l ON l.{end} = fr.value"
+        f" WHERE {d.in_list('l.type', ':types')}"
         " AND (CAST(:after_seq AS INTEGER) IS NULL OR l.strength < :after_strength"
         "      OR (l.strength = :after_strength AND l.seq > :after_seq))"
         f" AND {scope.link_clause()}"
@@ -274,8 +276,8 @@ def links_page(
     )
     rows = _tuples(conn).execute(
         f"SELECT * FROM (SELECT *, row_number() OVER"
-        f" (PARTITION BY owner ORDER BY strength DESC, pos) AS rank FROM ({sides}))"
-        " WHERE rank <= :first + 1 ORDER BY owner, rank",
+        f" (PARTITION BY owner ORDER BY strength DESC, pos) AS rank FROM ({sides}) AS sides)"
+        " AS ranked WHERE rank <= :first + 1 ORDER BY owner, rank",
         {
             "ids": id_list(dict.fromkeys(fact_ids)),
             "types": id_list(kinds),
@@ -320,51 +322,54 @@ def link_pairs(
     reads on every search, without building a Link of each. With ``touching`` (a few of
     ``ids``), only the links with one end among those: found from their side by both indexes
     (a hub among them costs a scan of its links), the other end checked here."""
+    d = conn.dialect
     if touching is None:
         rows = _among(conn, "k.source_id, k.target_id, k.strength", ids, scope, params)
         return [(r[0], r[1], r[2]) for r in rows]
     if len(ids) < 2 or not touching:
         return []
     found = _tuples(conn).execute(
-        "SELECT k.source_id, k.target_id, k.strength FROM links k WHERE k.rowid IN ("
-        "  SELECT l.rowid FROM json_each(:from) fr"
-        "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
-        "  UNION ALL SELECT l.rowid FROM json_each(:from) fr"
-        "  JOIN links l INDEXED BY links_target_strength ON l.target_id = fr.value)"
-        f" AND {_KEPT_LINKS} AND {scope.link_clause('k')} ORDER BY k.seq",
+        f"SELECT k.source_id, k.target_id, k.strength FROM links k WHERE k.{d.rowid} IN ("
+        f"  SELECT l.{d.rowid} FROM {d.list_table(':from', 'fr')}"
+        f"  JOIN links l{d.indexed_by('links_source_strength')} ON l.source_id = fr.value"
+        f"  UNION ALL SELECT l.{d.rowid} FROM {d.list_table(':from', 'fr')}"
+        f"  JOIN links l{d.indexed_by('links_target_strength')} ON l.target_id = fr.value)"
+        f" AND {_kept_links(d)} AND {scope.link_clause('k')} ORDER BY k.seq",
         {**params, "from": id_list(touching)},
     )
     among = set(ids)
     return [(r[0], r[1], r[2]) for r in found if r[0] in among and r[1] in among]
 
 
-#: The links of the types, strength and origins a graph read's parameters ask for.
-_KEPT_LINKS: Final = (
-    "k.type IN (SELECT value FROM json_each(:types)) AND k.strength >= :min_strength"
-    " AND k.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
-)
+def _kept_links(d: Dialect) -> str:
+    """The links of the types, strength and origins a graph read's parameters ask for."""
+    return (
+        f"{d.in_list('k.type', ':types')} AND k.strength >= :min_strength"
+        f" AND {d.in_list('k.origin', ':skip_origins', negated=True)}"
+    )
 
 
 def _among(
     conn: SQLConnection, columns: str, ids: list[str], scope: TimeScope, params: dict[str, Any]
 ) -> list[tuple[Any, ...]]:
+    d = conn.dialect
     if len(ids) < 2:
         return []
     return (
         _tuples(conn)
         .execute(
-            f"SELECT {columns} FROM links k WHERE k.rowid IN ("
-            "  SELECT l.rowid FROM json_each(:ids) fr"
-            "  JOIN links l INDEXED BY links_source_strength ON l.source_id = fr.value"
-            "  WHERE +l.target_id IN (SELECT value FROM json_each(:ids)))"
-            f" AND {_KEPT_LINKS} AND {scope.link_clause('k')} ORDER BY k.seq",
+            f"SELECT {columns} FROM links k WHERE k.{d.rowid} IN ("
+            f"  SELECT l.{d.rowid} FROM {d.list_table(':ids', 'fr')}"
+            f"  JOIN links l{d.indexed_by('links_source_strength')} ON l.source_id = fr.value"
+            f"  WHERE {d.in_list(d.unindexed('l.target_id'), ':ids')})"
+            f" AND {_kept_links(d)} AND {scope.link_clause('k')} ORDER BY k.seq",
             {**params, "ids": id_list(ids)},
         )
         .fetchall()
     )
 
 
-def _tuples(conn: SQLConnection) -> sqlite3.Cursor:
+def _tuples(conn: SQLConnection) -> SQLCursor:
     """A cursor on ``conn`` that returns plain tuples (faster to read than sqlite3.Row)."""
     cursor = conn.cursor()
     cursor.row_factory = None

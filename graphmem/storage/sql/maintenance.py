@@ -64,11 +64,12 @@ def finish(
 
 def runs(conn: SQLConnection, job: str | None, limit: int) -> list[MaintenanceRun]:
     """The newest ``limit`` records (of ``job`` only, if given), newest first."""
+    d = conn.dialect
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RUNS:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_RUNS}", field="limit")
     where, params = ("WHERE job = ?", [job]) if job is not None else ("", [])
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM maintenance_runs {where} ORDER BY seq DESC LIMIT ?",
+        f"SELECT {_COLUMNS} FROM maintenance_runs {where} ORDER BY seq DESC {d.limit('?')}",
         [*params, limit],
     ).fetchall()
     return [_run(row) for row in rows]

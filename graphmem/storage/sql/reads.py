@@ -18,6 +18,7 @@ from ...temporal import TimeScope
 from ...timehints import TimeHint
 from ..interface import FactPage, Filters
 from .connections import SQLConnection
+from .dialect import Dialect, Kind
 from .params import id_list
 
 #: The columns of a fact that ranking reads (see :mod:`graphmem.search`).
@@ -27,7 +28,7 @@ CANDIDATE_COLUMNS: Final = (
 )
 
 
-def filter_clause(filters: Filters, scope: TimeScope) -> tuple[str, dict[str, Any]]:
+def filter_clause(d: Dialect, filters: Filters, scope: TimeScope) -> tuple[str, dict[str, Any]]:
     """The SQL condition on ``facts f`` that keeps what ``filters`` keep in ``scope``, and its
     parameters."""
     params: dict[str, Any] = dict(scope.params)
@@ -36,36 +37,34 @@ def filter_clause(filters: Filters, scope: TimeScope) -> tuple[str, dict[str, An
         where.append("f.category = :category")
         params["category"] = filters.category.lower()
     if filters.entity is not None:
-        where.append("lower(f.entity) = lower(:entity)")
+        where.append(f"{d.lower_entity('f')} = lower(:entity)")
         params["entity"] = filters.entity
     if filters.source is not None:
         where.append("f.source = :source")
         params["source"] = filters.source
     if filters.tag is not None:
-        where.append(_tag_clause(filters.tag, params))
+        where.append(_tag_clause(d, filters.tag, params))
     if filters.period is not None:
-        where.append(period_clause(filters.period, params))
+        where.append(period_clause(d, filters.period, params))
     return " AND ".join(where), params
 
 
-#: A fact's date for time words: its source date, else the start of its valid time (indexed:
-#: the ``facts_dated`` index of both stores is on this very expression).
-DATED: Final = "COALESCE(f.source_date, f.valid_from)"
-
-
-def period_clause(period: TimeHint, params: dict[str, Any]) -> str:
+def period_clause(d: Dialect, period: TimeHint, params: dict[str, Any]) -> str:
     """The SQL condition that a fact ``f`` is dated in ``period``, or that the time its text
-    states overlaps it (not for a month of any year); its parameters go to ``params``."""
+    states overlaps it (not for a month of any year); its parameters go to ``params``. A
+    fact's date for time words is ``Dialect.dated`` (indexed: the ``facts_dated`` index of
+    both stores is on this very expression)."""
+    dated_at = d.dated("f")
     if period.month is not None:
         params["month"] = period.month
-        return f"CAST(strftime('%m', {DATED}, 'unixepoch') AS INTEGER) = :month"
+        return f"{d.month(dated_at)} = :month"
     dated, stated = [], ["f.stated_start IS NOT NULL"]
     if period.start is not None:
-        dated.append(f"{DATED} >= :period_start")
+        dated.append(f"{dated_at} >= :period_start")
         stated.append("f.stated_end > :period_start")
         params["period_start"] = period.start
     if period.end is not None:
-        dated.append(f"{DATED} < :period_end")
+        dated.append(f"{dated_at} < :period_end")
         stated.append("f.stated_start < :period_end")
         params["period_end"] = period.end
     return f"(({' AND '.join(dated)}) OR ({' AND '.join(stated)}))"
@@ -79,15 +78,16 @@ def dated_in(
     ``cap`` facts; else None. Counting reads the date index, at most ``cap`` entries of it (a
     month of any year: that month of each year the facts' dates span, as ranges of the
     index)."""
+    d = conn.dialect
     params: dict[str, Any] = {"cap": cap}
     clause = (
-        period_clause(period, params)
+        period_clause(d, period, params)
         if period.month is None
         else _months(conn, period.month, params)
     )
     if clause is None:
         return None
-    count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} LIMIT :cap + 1) c"
+    count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} {d.limit(':cap')} + 1) c"
     held = int(conn.execute(count, params).fetchone()[0])
     if held > cap:
         return None
@@ -102,8 +102,9 @@ MONTH_YEARS_MAX: Final = 200
 def _months(conn: SQLConnection, month: int, params: dict[str, Any]) -> str | None:
     """The condition that a fact is dated in ``month`` of a year its facts span, as ranges of
     dates (parameters into ``params``); None when no fact is dated or they span too many years."""
+    dated_at = conn.dialect.dated("f")
     oldest, newest = conn.execute(  # each read from an end of the date index
-        f"SELECT (SELECT min({DATED}) FROM facts f), (SELECT max({DATED}) FROM facts f)"
+        f"SELECT (SELECT min({dated_at}) FROM facts f), (SELECT max({dated_at}) FROM facts f)"
     ).fetchone()
     try:
         first = datetime.fromtimestamp(oldest, tz=UTC).year
@@ -122,7 +123,7 @@ def _months(conn: SQLConnection, month: int, params: dict[str, Any]) -> str | No
     ranges = []
     for i, (start, end) in enumerate(spans):
         params[f"month_start_{i}"], params[f"month_end_{i}"] = start, end
-        ranges.append(f"({DATED} >= :month_start_{i} AND {DATED} < :month_end_{i})")
+        ranges.append(f"({dated_at} >= :month_start_{i} AND {dated_at} < :month_end_{i})")
     return "(" + " OR ".join(ranges) + ")"
 
 
@@ -140,8 +141,9 @@ def get_many(
     conn: SQLConnection, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool
 ) -> dict[str, Fact]:
     """The facts among ``ids`` visible in ``scope``, by id, in one query."""
+    d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id IN {IN_IDS}"
+        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {d.in_list('f.id', ':ids')}"
         f" AND {scope.fact_clause(include_superseded=include_superseded)}",
         {"ids": id_list(ids), **scope.params},
     )
@@ -150,8 +152,10 @@ def get_many(
 
 def known_now(conn: SQLConnection, ids: Iterable[str]) -> dict[str, Fact]:
     """The facts among ``ids`` whatever their state, every field as it is now, by id."""
+    d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f')} FROM facts f WHERE f.id IN {IN_IDS}", {"ids": id_list(ids)}
+        f"SELECT {fact_columns('f')} FROM facts f WHERE {d.in_list('f.id', ':ids')}",
+        {"ids": id_list(ids)},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
 
@@ -160,14 +164,15 @@ def page(
     conn: SQLConnection, scope: TimeScope, filters: Filters, *, first: int, after: int | None
 ) -> FactPage:
     """Visible facts in the order they were recorded, ``first`` after position ``after``."""
+    d = conn.dialect
     check_limit(first, "first")
     if after is not None and (isinstance(after, bool) or not isinstance(after, int)):
         raise InvalidInput("after must be a position from a previous page", field="after")
-    visible, params = filter_clause(filters, scope)
+    visible, params = filter_clause(d, filters, scope)
     rows = conn.execute(
         f"SELECT f.seq, {fact_columns('f', scope)} FROM facts f WHERE f.seq > :after"
         f" AND {visible}"
-        " ORDER BY f.seq LIMIT :first",
+        f" ORDER BY f.seq {d.limit(':first')}",
         {**params, "after": after or 0, "first": first + 1},
     ).fetchall()
     items = [(r[0], Fact.from_values(r[1:])) for r in rows[:first]]
@@ -186,23 +191,24 @@ def lookup(
 ) -> list[Fact]:
     """Facts about ``entity`` (and ``key``), case-insensitive: the most confident first, then
     the newest effective date."""
+    d = conn.dialect
     if not isinstance(entity, str) or not entity.strip():
         raise InvalidInput("entity must be a non-empty string", field="entity")
     check_limit(limit)
     where = [
-        "lower(f.entity) = lower(:entity)",
+        f"{d.lower_entity('f')} = lower(:entity)",
         scope.fact_clause(include_superseded=include_superseded),
     ]
     params: dict[str, Any] = {"entity": entity.strip(), **scope.params, "limit": limit}
     if key is not None:
-        where.append("lower(f.key) = lower(:key)")
+        where.append(f"{d.lower_key('f')} = lower(:key)")
         params["key"] = key.strip()
     if tag is not None:
-        where.append(_tag_clause(tag, params))
+        where.append(_tag_clause(d, tag, params))
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {' AND '.join(where)}"
-        " ORDER BY f.confidence DESC, COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC"
-        " LIMIT :limit",
+        f" ORDER BY f.confidence DESC, {d.dated('f')} DESC, f.seq DESC"
+        f" {d.limit(':limit')}",
         params,
     )
     return [Fact.from_values(r) for r in rows]
@@ -212,10 +218,11 @@ def latest(
     conn: SQLConnection, entity: str, key: str, scope: TimeScope, *, limit: int
 ) -> list[Fact]:
     """The visible facts with this entity and key (case-insensitive), latest valid first."""
+    d = conn.dialect
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f"
-        " WHERE lower(f.entity) = lower(:entity) AND lower(f.key) = lower(:key)"
-        f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC LIMIT :n",
+        f" WHERE {d.lower_entity('f')} = lower(:entity) AND {d.lower_key('f')} = lower(:key)"
+        f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC {d.limit(':n')}",
         {"entity": entity, "key": key, "n": limit, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -223,10 +230,11 @@ def latest(
 
 def pinned(conn: SQLConnection, scope: TimeScope, *, limit: int) -> list[Fact]:
     """The visible pinned facts (pinned by ``:known_at``), the earliest pinned first."""
+    d = conn.dialect
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f"
         " WHERE f.pinned_at IS NOT NULL AND f.pinned_at <= :known_at"
-        f" AND {scope.fact_clause()} ORDER BY f.pinned_at, f.seq LIMIT :n",
+        f" AND {scope.fact_clause()} ORDER BY f.pinned_at, f.seq {d.limit(':n')}",
         {"n": limit, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -244,11 +252,12 @@ def newest_keyed(
     """The visible facts of ``entity`` (case-insensitive) whose key starts with ``prefix`` and
     that have not expired at ``unexpired_at``, the newest written first (a key that sorts high
     cannot put an old fact first)."""
+    d = conn.dialect
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f"
-        " WHERE lower(f.entity) = lower(:entity) AND f.key >= :low AND f.key < :high"
+        f" WHERE {d.lower_entity('f')} = lower(:entity) AND f.key >= :low AND f.key < :high"
         " AND (f.expires_at IS NULL OR f.expires_at > :now)"
-        f" AND {scope.fact_clause()} ORDER BY f.recorded_at DESC, f.seq DESC LIMIT :n",
+        f" AND {scope.fact_clause()} ORDER BY f.recorded_at DESC, f.seq DESC {d.limit(':n')}",
         {
             "entity": entity,
             "low": prefix,
@@ -272,13 +281,14 @@ def recent(
 ) -> list[Fact]:
     """The visible facts recorded since ``since``: the newest ``per_category`` of each category
     (those of ``skip_categories`` and of entity ``skip_entity`` left out), oldest first."""
+    d = conn.dialect
     rows = conn.execute(
         f"""SELECT {FACT_LIST} FROM (
             SELECT {fact_columns("f", scope)}, f.seq AS seq, row_number() OVER (
                 PARTITION BY f.category ORDER BY f.recorded_at DESC, f.seq DESC) AS n
-            FROM facts f WHERE f.recorded_at >= :since AND f.category NOT IN {IN_VALUES}
+            FROM facts f WHERE f.recorded_at >= :since AND {d.in_list("f.category", ":values", negated=True)}
             AND lower(COALESCE(f.entity, '')) <> lower(:entity) AND {scope.fact_clause()}
-        ) WHERE n <= :per ORDER BY seq""",
+        ) AS ranked WHERE n <= :per ORDER BY seq""",
         {
             "since": since,
             "values": id_list(skip_categories),
@@ -295,9 +305,10 @@ def texts_by_hash(
 ) -> dict[str, set[str]]:
     """The texts of the visible facts with each normalised hash, turns left out (a fact is no
     repeat of what was said in a conversation: see graphmem.models.FactKind)."""
+    d = conn.dialect
     out: dict[str, set[str]] = {}
     for h, text in conn.execute(
-        f"SELECT normalized_hash, text FROM facts f WHERE normalized_hash IN {IN_VALUES}"
+        f"SELECT normalized_hash, text FROM facts f WHERE {d.in_list('normalized_hash', ':values')}"
         f" AND {scope.fact_clause()}"
         " AND (f.source IS NULL OR substr(f.source, 1, :turn_length) <> :turn_source)",
         {
@@ -316,14 +327,15 @@ def entity_facts(
 ) -> list[Fact]:
     """The visible facts of each entity named (lower-case names): up to ``per_entity`` each,
     most confident and newest first, in one query."""
+    d = conn.dialect
     rows = conn.execute(
         f"""SELECT {FACT_LIST} FROM (
             SELECT {fact_columns("f", scope)}, f.seq AS seq, row_number() OVER (
-                PARTITION BY lower(f.entity) ORDER BY f.confidence DESC,
-                COALESCE(f.source_date, f.valid_from) DESC, f.seq DESC) AS n
-            FROM facts f WHERE lower(f.entity) IN {IN_NAMES}
+                PARTITION BY {d.lower_entity("f")} ORDER BY f.confidence DESC,
+                {d.dated("f")} DESC, f.seq DESC) AS n
+            FROM facts f WHERE {d.in_list(d.lower_entity("f"), ":names")}
             AND {scope.fact_clause()}
-        ) WHERE n <= :per_entity ORDER BY n, seq""",
+        ) AS ranked WHERE n <= :per_entity ORDER BY n, seq""",
         {"names": id_list(names), "per_entity": per_entity, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -358,11 +370,12 @@ def visible(
     conn: SQLConnection, ids: Sequence[str], scope: TimeScope, filters: Filters
 ) -> dict[str, Fact]:
     """The facts among ``ids`` that ``filters`` keep in ``scope``, by id."""
+    d = conn.dialect
     if not ids:
         return {}
-    where, params = filter_clause(filters, scope)
+    where, params = filter_clause(d, filters, scope)
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id IN {IN_IDS} AND {where}",
+        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {d.in_list('f.id', ':ids')} AND {where}",
         {**params, "ids": id_list(ids)},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
@@ -377,11 +390,12 @@ def candidates(
 ) -> list[sqlite3.Row]:
     """The ranking columns (CANDIDATE_COLUMNS) of the visible facts whose ``column`` (id or
     seq) is among ``values``."""
+    d = conn.dialect
     if not values:
         return []
-    where, params = filter_clause(filters, scope)
+    where, params = filter_clause(d, filters, scope)
     return conn.execute(
-        f"SELECT {CANDIDATE_COLUMNS} FROM facts f WHERE f.{column} IN {IN_VALUES} AND {where}",
+        f"SELECT {CANDIDATE_COLUMNS} FROM facts f WHERE {d.in_list(f'f.{column}', ':values', kind=_kind(column))} AND {where}",
         {**params, "values": id_list(values)},
     ).fetchall()
 
@@ -398,23 +412,22 @@ def rows_by_id(
     conn: SQLConnection, ids: Iterable[str], columns: str = "*"
 ) -> dict[str, Mapping[str, Any]]:
     """``columns`` (which must include id) of the facts among ``ids``, whatever their state."""
-    rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN {IN_IDS}", {"ids": id_list(ids)})
+    d = conn.dialect
+    rows = conn.execute(
+        f"SELECT {columns} FROM facts WHERE {d.in_list('id', ':ids')}", {"ids": id_list(ids)}
+    )
     return {r["id"]: r for r in rows}
-
-
-IN_IDS: Final = "(SELECT value FROM json_each(:ids))"
 
 
 #: FACT_COLUMNS unprefixed, to select a Fact's fields from a subquery.
 FACT_LIST: Final = ", ".join(FACT_COLUMNS)
 
 
-IN_NAMES: Final = "(SELECT value FROM json_each(:names))"
+def _kind(column: str) -> Kind:
+    """The type of the values of an id list compared with the fact column ``column``."""
+    return "bigint" if column == "seq" else "text"
 
 
-IN_VALUES: Final = "(SELECT value FROM json_each(:values))"
-
-
-def _tag_clause(tag: str, params: dict[str, Any]) -> str:
+def _tag_clause(d: Dialect, tag: str, params: dict[str, Any]) -> str:
     params["tag_pattern"] = "%," + tag.strip().lower().replace("%", "").replace("_", "\\_") + ",%"
-    return "(',' || f.tags || ',') LIKE :tag_pattern ESCAPE '\\'"
+    return f"(',' || f.tags || ',') {d.like} :tag_pattern ESCAPE '\\'"

@@ -1,10 +1,11 @@
-"""The store both engines share: the SQL of every read and write, in SQLite's dialect.
+"""The store both engines share: the SQL of every read and write, in both engines' dialects.
 
 ``SQLStore`` implements :class:`graphmem.storage.interface.Store` over a namespace's
 connections (:class:`graphmem.storage.sql.connections.Connections`); each engine's store
 subclasses it with what differs — the clock and transaction time, keyword ranking, and
 opening the database (:mod:`graphmem.storage.sqlite.store`, :mod:`graphmem.storage.postgres.store`).
-PostgreSQL runs the same statements through its dialect (:mod:`graphmem.storage.postgres.dialect`).
+What the engines spell differently, the statements take from ``conn.dialect``
+(:mod:`graphmem.storage.sql.dialect`).
 Writes run in a ``SQLTransaction``, which stamps transaction time once the writer is held, so
 ``recorded_at`` follows commit order.
 """
@@ -49,7 +50,6 @@ from . import windows as sql_windows
 from .connections import Connections, SQLConnection
 from .graph_copy import GraphCopy, prune_graph_log
 from .params import id_list
-from .reads import IN_IDS
 
 #: The connections of the store's engine.
 D = TypeVar("D", bound="Connections[Any]")
@@ -171,27 +171,19 @@ class SQLTransaction:
 
     def live_by_hash(self, hashes: Sequence[str]) -> list[dict[str, Any]]:
         """The facts live now with one of these normalised hashes, in recorded order."""
+        d = self.conn.dialect
         scope = TimeScope(self.now, self.now)
         rows = self.conn.execute(
-            f"SELECT * FROM facts f WHERE f.normalized_hash IN {IN_IDS}"
+            f"SELECT * FROM facts f WHERE {d.in_list('f.normalized_hash', ':ids')}"
             f" AND {scope.fact_clause()} ORDER BY f.seq",
             {"ids": id_list(hashes), **scope.params},
         )
         return [dict(r) for r in rows]
 
     def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
-        """The facts live now with one of these (entity, key) pairs, ASCII lower-cased."""
-        scope = TimeScope(self.now, self.now)
-        # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into
-        # the (lower(entity), lower(key)) index. Pairs are distinct, so no row comes twice.
-        rows = self.conn.execute(
-            "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
-            " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
-            " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
-            f" AND {scope.fact_clause()}",
-            {"pairs": id_list(pairs), **scope.params},
-        )
-        return [dict(r) for r in rows]
+        """The facts live now with one of these (entity, key) pairs, ASCII lower-cased (each
+        engine reads the pairs its own way)."""
+        raise NotImplementedError
 
     def fact_row(self, fact_id: str) -> dict[str, Any] | None:
         """Every column of a fact, whatever its state."""
@@ -204,8 +196,9 @@ class SQLTransaction:
 
     def live_ids(self, ids: Sequence[str]) -> set[str]:
         """The facts among ``ids`` neither retracted nor superseded."""
+        d = self.conn.dialect
         rows = self.conn.execute(
-            f"SELECT id FROM facts WHERE id IN {IN_IDS}"
+            f"SELECT id FROM facts WHERE {d.in_list('id', ':ids')}"
             " AND retracted_at IS NULL AND superseded_by IS NULL",
             {"ids": id_list(ids)},
         )
@@ -214,11 +207,12 @@ class SQLTransaction:
     def recent_same_entity(self, fact_id: str, k: int) -> list[str]:
         """The ``k`` most recently stored live facts naming the entity of ``fact_id``, before
         it."""
+        d = self.conn.dialect
         rows = self.conn.execute(
-            "SELECT o.id FROM facts f JOIN facts o ON lower(o.entity) = lower(f.entity)"
+            f"SELECT o.id FROM facts f JOIN facts o ON {d.lower_entity('o')} = {d.lower_entity('f')}"
             " AND o.entity IS NOT NULL AND o.seq < f.seq AND o.retracted_at IS NULL"
             " AND o.superseded_by IS NULL"
-            " WHERE f.id = ? ORDER BY o.seq DESC LIMIT ?",
+            f" WHERE f.id = ? ORDER BY o.seq DESC {d.limit('?')}",
             [fact_id, k],
         )
         return [r[0] for r in rows]
@@ -274,7 +268,8 @@ class SQLTransaction:
         self.conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
             " valid_from, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (source_id, target_id, type) WHERE retracted_at IS NULL DO UPDATE"
+            f" {self.conn.dialect.on_conflict('source_id, target_id, type')}"
+            " WHERE retracted_at IS NULL DO UPDATE"
             " SET origin = excluded.origin, strength = excluded.strength"
             f" WHERE excluded.origin = '{LinkOrigin.EPISODE}'",
             [
@@ -319,50 +314,60 @@ class SQLTransaction:
     def purge(self, ids: Sequence[str]) -> Purged:
         """Delete facts for good: their rows, links, references to them and the cached
         embeddings of texts no other fact has."""
+        d = self.conn.dialect
         conn, param = self.conn, {"ids": id_list(ids)}
-        found = conn.execute(f"SELECT id, text FROM facts WHERE id IN {IN_IDS}", param).fetchall()
+        found = conn.execute(
+            f"SELECT id, text FROM facts WHERE {d.in_list('id', ':ids')}", param
+        ).fetchall()
         gone = [r[0] for r in found]
         dependants = [
-            r[0] for r in conn.execute(f"SELECT id FROM facts WHERE vector_of IN {IN_IDS}", param)
+            r[0]
+            for r in conn.execute(
+                f"SELECT id FROM facts WHERE {d.in_list('vector_of', ':ids')}", param
+            )
         ]
         (vectors,) = conn.execute(
-            f"SELECT count(*) FROM facts WHERE id IN {IN_IDS} AND vector_of IS NULL", param
+            f"SELECT count(*) FROM facts WHERE {d.in_list('id', ':ids')} AND vector_of IS NULL",
+            param,
         ).fetchone()
         touched_episodes = [
             r[0]
             for r in conn.execute(
-                f"SELECT DISTINCT episode_id FROM facts WHERE id IN {IN_IDS}"
+                f"SELECT DISTINCT episode_id FROM facts WHERE {d.in_list('id', ':ids')}"
                 " AND episode_id IS NOT NULL",
                 param,
             )
         ]
-        removed = conn.execute(f"DELETE FROM facts WHERE id IN {IN_IDS}", param).rowcount
+        removed = conn.execute(f"DELETE FROM facts WHERE {d.in_list('id', ':ids')}", param).rowcount
         links = conn.execute(
-            f"DELETE FROM links WHERE source_id IN {IN_IDS} OR target_id IN {IN_IDS}", param
+            f"DELETE FROM links WHERE {d.in_list('source_id', ':ids')} OR {d.in_list('target_id', ':ids')}",
+            param,
         ).rowcount
         # No window keeps an erased text: the episodes' windows are cut again without it.
         sql_windows.rebuild(conn, touched_episodes)
         emptied = conn.execute(
-            "DELETE FROM episodes WHERE id IN (SELECT value FROM json_each(?))"
+            f"DELETE FROM episodes WHERE {d.in_list('id', '?')}"
             " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = episodes.id)",
             [id_list(touched_episodes)],
         ).rowcount
         # A document missing a chunk is indexed again from its file at the next sync.
         conn.execute(
-            "DELETE FROM files WHERE path IN (SELECT value FROM json_each(?))",
+            f"DELETE FROM files WHERE {d.in_list('path', '?')}",
             [id_list(touched_episodes)],
         )
         for column in ("superseded_by", "supersedes_id", "vector_of"):
-            conn.execute(f"UPDATE facts SET {column} = NULL WHERE {column} IN {IN_IDS}", param)
+            conn.execute(
+                f"UPDATE facts SET {column} = NULL WHERE {d.in_list(column, ':ids')}", param
+            )
         orphaned = {text_hash(r[1]) for r in found} - {
             text_hash(r[0])
             for r in conn.execute(
-                "SELECT text FROM facts WHERE text IN (SELECT value FROM json_each(:texts))",
+                f"SELECT text FROM facts WHERE {d.in_list('text', ':texts')}",
                 {"texts": id_list(r[1] for r in found)},
             )
         }
         conn.execute(
-            "DELETE FROM embedding_cache WHERE text_hash IN (SELECT value FROM json_each(?))",
+            f"DELETE FROM embedding_cache WHERE {d.in_list('text_hash', '?')}",
             [id_list(orphaned)],
         )
         return Purged(removed, gone, [*ids, *dependants], links, int(vectors), emptied)
@@ -440,7 +445,9 @@ class SQLTransaction:
     def put_document(self, document: DocumentFile) -> None:
         """Record what a file was at this sync (replacing the record of the last one)."""
         self.conn.execute(
-            f"INSERT OR REPLACE INTO files ({_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            self.conn.dialect.upsert(
+                "files", _FILE_COLUMNS, "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ("path",)
+            ),
             [
                 document.path,
                 document.hash,
@@ -461,13 +468,17 @@ class SQLTransaction:
     def queue_vectors(self, ids: Iterable[str]) -> None:
         """Queue the facts whose vector must be brought in line with the store (the outbox)."""
         self.conn.executemany(
-            "INSERT OR REPLACE INTO outbox (fact_id, queued_at) VALUES (?, ?)",
+            self.conn.dialect.upsert(
+                "outbox", "fact_id, queued_at", "VALUES (?, ?)", ("fact_id",), renumber=True
+            ),
             [(i, self.now) for i in ids],
         )
 
     def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None:
         """Clear outbox rows (as ``outbox`` returned them) once the vector index agrees."""
-        self.conn.executemany("DELETE FROM outbox WHERE fact_id = ? AND rowid = ?", queued)
+        self.conn.executemany(
+            f"DELETE FROM outbox WHERE fact_id = ? AND {self.conn.dialect.rowid} = ?", queued
+        )
 
     def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
         last = _append_log(
@@ -494,8 +505,12 @@ class SQLTransaction:
     ) -> None:
         """Keep newly computed embeddings by (provider, model, text hash)."""
         self.conn.executemany(
-            "INSERT OR REPLACE INTO embedding_cache (provider, model, text_hash, dims, vector,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            self.conn.dialect.upsert(
+                "embedding_cache",
+                "provider, model, text_hash, dims, vector, created_at",
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ("provider", "model", "text_hash"),
+            ),
             [
                 (provider, model, h, dimensions, v.astype("<f4").tobytes(), self.now)
                 for h, v in fresh
@@ -517,7 +532,7 @@ class SQLTransaction:
 
     def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
         self.conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            self.conn.dialect.upsert("meta", "key, value", "VALUES (?, ?)", ("key",)),
             [key, json.dumps(value, sort_keys=True)],
         )
 
@@ -740,10 +755,11 @@ class SQLStore(Generic[D]):
         return reads.pinned(self._read(), scope, limit=limit)
 
     def drawn_from(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        d = self._read().dialect
         if not ids:
             return {}
         rows = self._read().execute(
-            f"SELECT source_id, target_id FROM links WHERE source_id IN {IN_IDS}"
+            f"SELECT source_id, target_id FROM links WHERE {d.in_list('source_id', ':ids')}"
             " AND origin = :origin AND retracted_at IS NULL",
             {"ids": id_list(ids), "origin": LinkOrigin.CAPTURE.value},
         )
@@ -818,10 +834,11 @@ class SQLStore(Generic[D]):
 
     def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]:
         """(owner, fact) pairs for the facts that share an owner's vector (exact repeats)."""
+        d = self._read().dialect
         return [
             (r[0], r[1])
             for r in self._read().execute(
-                f"SELECT vector_of, id FROM facts WHERE vector_of IN {IN_IDS}",
+                f"SELECT vector_of, id FROM facts WHERE {d.in_list('vector_of', ':ids')}",
                 {"ids": id_list(owners)},
             )
         ]
@@ -946,6 +963,7 @@ class SQLStore(Generic[D]):
         """Facts that own a vector, each with its live flag: it, or a fact sharing its vector,
         is neither retracted nor superseded. All of them (in recorded order), or those in
         ``ids``."""
+        d = self._read().dialect
         sql = """
             SELECT o.id, EXISTS (
                 SELECT 1 FROM facts s WHERE (s.id = o.id OR s.vector_of = o.id)
@@ -954,7 +972,7 @@ class SQLStore(Generic[D]):
         conn = self._read()
         if ids is None:
             return {r[0]: bool(r[1]) for r in conn.execute(sql + " ORDER BY o.seq")}
-        rows = conn.execute(sql + f" AND o.id IN {IN_IDS}", {"ids": id_list(ids)})
+        rows = conn.execute(sql + f" AND {d.in_list('o.id', ':ids')}", {"ids": id_list(ids)})
         return {r[0]: bool(r[1]) for r in rows}
 
     def vector_sources(self, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
@@ -965,17 +983,20 @@ class SQLStore(Generic[D]):
     def outbox(self, ids: Iterable[str] | None = None) -> list[tuple[str, int]]:
         """Queued vector writes as (fact id, queue position): all, or those of ``ids``."""
         conn = self._read()
+        d = conn.dialect
         if ids is None:
-            return [(r[0], r[1]) for r in conn.execute("SELECT fact_id, rowid FROM outbox")]
+            return [(r[0], r[1]) for r in conn.execute(f"SELECT fact_id, {d.rowid} FROM outbox")]
         rows = conn.execute(
-            f"SELECT fact_id, rowid FROM outbox WHERE fact_id IN {IN_IDS}", {"ids": id_list(ids)}
+            f"SELECT fact_id, {d.rowid} FROM outbox WHERE {d.in_list('fact_id', ':ids')}",
+            {"ids": id_list(ids)},
         )
         return [(r[0], r[1]) for r in rows]
 
     def waiting(self, limit: int, *, queued_before: float | None = None) -> list[str]:
+        d = self._read().dialect
         before = "" if queued_before is None else " WHERE queued_at < :before"
         rows = self._read().execute(
-            f"SELECT fact_id FROM outbox{before} ORDER BY rowid LIMIT :limit",
+            f"SELECT fact_id FROM outbox{before} ORDER BY {d.rowid} {d.limit(':limit')}",
             {"before": queued_before, "limit": limit},
         )
         return [r[0] for r in rows]
@@ -994,9 +1015,10 @@ class SQLStore(Generic[D]):
         self, after: int, limit: int
     ) -> tuple[list[tuple[int, str, str, float, str]], int]:
         reader = self._read()
+        d = reader.dialect
         rows = reader.execute(
             "SELECT seq, kind, item, changed_at, origin FROM change_log WHERE seq > ?"
-            " ORDER BY seq LIMIT ?",
+            f" ORDER BY seq {d.limit('?')}",
             [after, limit],
         ).fetchall()
         (end,) = reader.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()
@@ -1006,9 +1028,10 @@ class SQLStore(Generic[D]):
         self, provider: str, model: str, dimensions: int, hashes: Sequence[str]
     ) -> dict[str, Vectors]:
         """Cached embeddings by text hash (of this provider, model and size)."""
+        d = self._read().dialect
         rows = self._read().execute(
             "SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = ? AND model = ?"
-            " AND text_hash IN (SELECT value FROM json_each(?))",
+            f" AND {d.in_list('text_hash', '?')}",
             [provider, model, id_list(dict.fromkeys(hashes))],
         )
         return {h: np.frombuffer(blob, dtype="<f4") for h, dims, blob in rows if dims == dimensions}

@@ -34,7 +34,6 @@ from ..interface import ImportReport
 from . import keyword_index
 from .connections import SQLConnection
 from .params import id_list
-from .reads import IN_IDS
 
 FORMAT: Final = "graphmem-export"
 
@@ -235,10 +234,11 @@ _REFERENCES: Final = ("superseded_by", "supersedes_id", "vector_of")
 def _check_references(conn: SQLConnection, inserted: list[str]) -> None:
     """InvalidInput when an imported fact names a fact that neither the import nor the store
     holds (a version chain or a shared vector that would lead nowhere)."""
+    d = conn.dialect
     for start in range(0, len(inserted), 500):
         for column in _REFERENCES:
             row = conn.execute(
-                f"SELECT f.id, f.{column} FROM facts f WHERE f.id IN {IN_IDS}"
+                f"SELECT f.id, f.{column} FROM facts f WHERE {d.in_list('f.id', ':ids')}"
                 f" AND f.{column} IS NOT NULL"
                 f" AND NOT EXISTS (SELECT 1 FROM facts g WHERE g.id = f.{column})",
                 {"ids": id_list(inserted[start : start + 500])},
@@ -252,7 +252,7 @@ def _out(row: sqlite3.Row, times: frozenset[str]) -> dict[str, Any]:
 
 
 def _columns(conn: SQLConnection, table: str) -> set[str]:
-    return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")} - {"seq"}
+    return {r[1] for r in conn.execute(conn.dialect.columns_of(table))} - {"seq"}
 
 
 #: The longest each text field of a fact may be, as a write allows (graphmem.limits).
@@ -347,8 +347,9 @@ def _insert(conn: SQLConnection, table: str, row: dict[str, Any], number: int) -
             raise InvalidInput(f"line {number}: {name} is out of range")
     names = list(row)
     cursor = conn.execute(
-        f"INSERT OR IGNORE INTO {table} ({', '.join(names)})"
-        f" VALUES ({', '.join(':' + n for n in names)})",
+        conn.dialect.insert_ignoring(
+            table, ", ".join(names), f"VALUES ({', '.join(':' + n for n in names)})"
+        ),
         row,
     )
     return cursor.rowcount == 1

@@ -200,6 +200,7 @@ class Walk:
         min_strength: float,
         skip_origins: Sequence[str] = (),
     ) -> None:
+        d = conn.dialect
         self.conn = conn
         self.scope = scope
         self.params = {
@@ -211,8 +212,8 @@ class Walk:
         self.fact_clause = scope.fact_clause(include_superseded="SUPERSEDES" in types)
         self.direction = direction
         link_filter = (
-            "l.type IN (SELECT value FROM json_each(:types)) AND l.strength >= :min_strength"
-            " AND l.origin NOT IN (SELECT value FROM json_each(:skip_origins))"
+            f"{d.in_list('l.type', ':types')} AND l.strength >= :min_strength"
+            f" AND {d.in_list('l.origin', ':skip_origins', negated=True)}"
             f" AND {scope.link_clause()} AND {self.fact_clause}"
         )
         # Per frontier fact, its links strongest first, cut after :cap rows: the index on
@@ -228,16 +229,20 @@ class Walk:
             sides.append(
                 f"SELECT fr.value AS via, l.{far} AS step, l.id AS link_id, l.strength,"
                 f" {side} AS side, fr.key AS position, l.seq"
-                " FROM json_each(:frontier) fr JOIN links l ON l.rowid IN ("
-                f"  SELECT l.rowid FROM links l JOIN facts f ON f.id = l.{far}"
-                f"  WHERE l.{near} = fr.value AND {link_filter}"
-                "  ORDER BY l.strength DESC, l.seq LIMIT :cap)"
+                f" FROM {d.list_table(':frontier', 'fr')} "
+                + d.picked(
+                    "links",
+                    "l",
+                    f"links l JOIN facts f ON f.id = l.{far}"
+                    f" WHERE l.{near} = fr.value AND {link_filter}"
+                    f" ORDER BY l.strength DESC, l.seq {d.limit(':cap')}",
+                )
             )
         self._level = " UNION ALL ".join(sides)
         self._beyond = " UNION ALL ".join(
-            f"SELECT 1 FROM json_each(:frontier) fr JOIN links l ON l.{near} = fr.value"
+            f"SELECT 1 FROM {d.list_table(':frontier', 'fr')} JOIN links l ON l.{near} = fr.value"
             f" JOIN facts f ON f.id = l.{far} WHERE {link_filter}"
-            f" AND l.{far} NOT IN (SELECT value FROM json_each(:reached))"
+            f" AND {d.in_list(f'l.{far}', ':reached', negated=True)}"
             for near, far in (("source_id", "target_id"), ("target_id", "source_id"))
             if direction != ("IN" if near == "source_id" else "OUT")
         )
@@ -271,9 +276,9 @@ class Walk:
         return bool(exists)
 
     def visible(self, ids: list[str]) -> set[str]:
+        d = self.conn.dialect
         rows = self.conn.execute(
-            "SELECT f.id FROM facts f WHERE f.id IN (SELECT value FROM json_each(:ids))"
-            f" AND {self.fact_clause}",
+            f"SELECT f.id FROM facts f WHERE {d.in_list('f.id', ':ids')} AND {self.fact_clause}",
             {**self.scope.params, "ids": id_list(ids)},
         )
         return {r[0] for r in rows}
@@ -296,6 +301,7 @@ def _walk(
 
 
 def _require_known(conn: SQLConnection, ids: list[str], adjacency: Adjacency | None = None) -> None:
+    d = conn.dialect
     if adjacency is not None:
         missing = adjacency.unknown(ids)
         if missing:
@@ -303,9 +309,7 @@ def _require_known(conn: SQLConnection, ids: list[str], adjacency: Adjacency | N
         return
     known = {
         r[0]
-        for r in conn.execute(
-            "SELECT id FROM facts WHERE id IN (SELECT value FROM json_each(?))", [id_list(ids)]
-        )
+        for r in conn.execute(f"SELECT id FROM facts WHERE {d.in_list('id', '?')}", [id_list(ids)])
     }
     missing = [i for i in ids if i not in known]
     if missing:
@@ -320,10 +324,11 @@ def _facts(
 ) -> dict[str, Fact]:
     """The facts among ``ids`` (visible ones: the walk checked), as known at the scope (read
     by their seqs when ``adjacency`` knows them: one lookup each instead of two)."""
+    d = conn.dialect
     if adjacency is None:
-        where, values = "f.id IN (SELECT value FROM json_each(:ids))", id_list(ids)
+        where, values = f"{d.in_list('f.id', ':ids')}", id_list(ids)
     else:
-        where, values = "f.seq IN (SELECT value FROM json_each(:ids))", adjacency.seqs(ids)
+        where, values = f"{d.in_list('f.seq', ':ids', kind='bigint')}", adjacency.seqs(ids)
     rows = _tuples(conn).execute(
         f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {where}",
         {"ids": values, **scope.params},
@@ -333,9 +338,9 @@ def _facts(
 
 def _links(conn: SQLConnection, ids: list[str], scope: TimeScope) -> list[Link]:
     """The links among ``ids`` (visible ones: the walk checked), as known at the scope."""
+    d = conn.dialect
     rows = _tuples(conn).execute(
-        f"SELECT {link_columns('l', scope)} FROM links l"
-        " WHERE l.id IN (SELECT value FROM json_each(:ids))",
+        f"SELECT {link_columns('l', scope)} FROM links l WHERE {d.in_list('l.id', ':ids')}",
         {"ids": id_list(ids), **scope.params},
     )
     return [Link.from_values(r) for r in rows]

@@ -11,7 +11,6 @@ from typing import Final
 
 from .connections import SQLConnection
 from .params import id_list
-from .reads import IN_IDS
 
 #: Facts a window holds at most: the fact it ends on and those before it in the episode.
 WINDOW_TURNS: Final = 4
@@ -23,11 +22,12 @@ _MEMBER: Final = "INSERT INTO window_facts (fact_id, end_id) VALUES (?, ?)"
 def add(conn: SQLConnection, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
     """Cut the windows ending on each of ``facts`` (new facts of the episode, (id, text), in
     order), after the episode's earlier facts not forgotten; returns how many."""
+    d = conn.dialect
     if not facts:
         return 0
     earlier = conn.execute(
         "SELECT id, text FROM facts WHERE episode_id = :episode AND retracted_at IS NULL"
-        f" AND id NOT IN {IN_IDS} ORDER BY seq DESC LIMIT :n",
+        f" AND {d.in_list('id', ':ids', negated=True)} ORDER BY seq DESC {d.limit(':n')}",
         {"episode": episode_id, "ids": id_list(i for i, _ in facts), "n": WINDOW_TURNS - 1},
     ).fetchall()
     order = [(r[0], r[1]) for r in reversed(earlier)] + list(facts)
@@ -37,13 +37,16 @@ def add(conn: SQLConnection, episode_id: str, facts: Sequence[tuple[str, str]]) 
 def rebuild(conn: SQLConnection, episode_ids: Iterable[str]) -> int:
     """Cut the windows of ``episode_ids`` again from their facts not forgotten (after a purge,
     an import or for a backfill); returns how many windows they now have."""
+    d = conn.dialect
     made = 0
     for episode_id in episode_ids:
         old = [
             r[0]
             for r in conn.execute("SELECT end_id FROM windows WHERE episode_id = ?", [episode_id])
         ]
-        conn.execute(f"DELETE FROM window_facts WHERE end_id IN {IN_IDS}", {"ids": id_list(old)})
+        conn.execute(
+            f"DELETE FROM window_facts WHERE {d.in_list('end_id', ':ids')}", {"ids": id_list(old)}
+        )
         conn.execute("DELETE FROM windows WHERE episode_id = ?", [episode_id])
         order = conn.execute(
             "SELECT id, text FROM facts WHERE episode_id = ? AND retracted_at IS NULL ORDER BY seq",
@@ -55,6 +58,7 @@ def rebuild(conn: SQLConnection, episode_ids: Iterable[str]) -> int:
 
 def episodes(conn: SQLConnection, *, of: Sequence[str] | None = None) -> list[str]:
     """The episodes that have facts (those of the facts ``of``, when given), oldest first."""
+    d = conn.dialect
     if of is None:
         rows = conn.execute(
             "SELECT id FROM episodes e"
@@ -63,7 +67,7 @@ def episodes(conn: SQLConnection, *, of: Sequence[str] | None = None) -> list[st
     else:
         rows = conn.execute(
             "SELECT id FROM episodes e WHERE id IN"
-            f" (SELECT episode_id FROM facts WHERE id IN {IN_IDS}) ORDER BY seq",
+            f" (SELECT episode_id FROM facts WHERE {d.in_list('id', ':ids')}) ORDER BY seq",
             {"ids": id_list(of)},
         )
     return [r[0] for r in rows]
@@ -71,11 +75,12 @@ def episodes(conn: SQLConnection, *, of: Sequence[str] | None = None) -> list[st
 
 def holding(conn: SQLConnection, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
     """The windows holding any of ``fact_ids``: window -> its facts, in the episode's order."""
+    d = conn.dialect
     if not fact_ids:
         return {}
     rows = conn.execute(
         "SELECT w.seq, w.fact_ids FROM windows w WHERE w.end_id IN"
-        f" (SELECT m.end_id FROM window_facts m WHERE m.fact_id IN {IN_IDS})",
+        f" (SELECT m.end_id FROM window_facts m WHERE {d.in_list('m.fact_id', ':ids')})",
         {"ids": id_list(fact_ids)},
     )
     return {int(r[0]): tuple(r[1].split()) for r in rows}
@@ -83,10 +88,12 @@ def holding(conn: SQLConnection, fact_ids: Sequence[str]) -> dict[int, tuple[str
 
 def members(conn: SQLConnection, seqs: Sequence[int]) -> dict[int, tuple[str, ...]]:
     """The facts of the windows ``seqs``, in the episode's order."""
+    d = conn.dialect
     if not seqs:
         return {}
     rows = conn.execute(
-        f"SELECT seq, fact_ids FROM windows WHERE seq IN {IN_IDS}", {"ids": id_list(seqs)}
+        f"SELECT seq, fact_ids FROM windows WHERE {d.in_list('seq', ':ids', kind='bigint')}",
+        {"ids": id_list(seqs)},
     )
     return {int(r[0]): tuple(r[1].split()) for r in rows}
 

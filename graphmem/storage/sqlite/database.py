@@ -27,6 +27,7 @@ from typing import Final
 from ...errors import QueryTimeout, StorageError
 from ...files import private_file
 from ..sql.connections import Connections
+from ..sql.dialect import SQLITE
 from . import migrations
 
 _log = logging.getLogger("graphmem")
@@ -74,7 +75,13 @@ BUSY_TIMEOUT_MS: Final = 30_000
 _PROGRESS_STEPS: Final = 1_000
 
 
-class Database(Connections[sqlite3.Connection]):
+class SQLiteConnection(sqlite3.Connection):
+    """sqlite3's connection, with the dialect the shared SQL reads (:mod:`..sql.dialect`)."""
+
+    dialect: Final = SQLITE
+
+
+class Database(Connections[SQLiteConnection]):
     """A namespace's SQLite file."""
 
     def __init__(self, path: Path) -> None:
@@ -96,7 +103,7 @@ class Database(Connections[sqlite3.Connection]):
         self._checkpointer = _Checkpointer(path)
 
     @contextmanager
-    def write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+    def write(self, *, durable: bool = True) -> Iterator[SQLiteConnection]:
         """A write transaction: commits when the block ends, rolls back if it raises.
 
         ``durable=False`` commits without flushing to disk (for bookkeeping such as access
@@ -152,10 +159,10 @@ class Database(Connections[sqlite3.Connection]):
         self._checkpointer.stop()
         super().close()
 
-    def reader(self) -> sqlite3.Connection:
+    def reader(self) -> SQLiteConnection:
         """This thread's read connection (autocommit: each statement sees the latest commit)."""
         self._check_open()
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        conn: SQLiteConnection | None = getattr(self._local, "conn", None)
         if conn is None:
             try:
                 conn = _connect(self.path)
@@ -169,7 +176,7 @@ class Database(Connections[sqlite3.Connection]):
         return conn
 
     @contextmanager
-    def snapshot(self) -> Iterator[sqlite3.Connection]:
+    def snapshot(self) -> Iterator[SQLiteConnection]:
         """A read connection inside one transaction, so several queries see the same state."""
         conn = self.reader()
         if conn.in_transaction:
@@ -238,7 +245,7 @@ class _Checkpointer:
             self._thread.join()
 
     def _run(self) -> None:
-        conn: sqlite3.Connection | None = None
+        conn: SQLiteConnection | None = None
         failing = False
         try:
             while True:
@@ -268,9 +275,13 @@ class _Checkpointer:
                 conn.close()
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path) -> SQLiteConnection:
     conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        path,
+        isolation_level=None,
+        check_same_thread=False,
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        factory=SQLiteConnection,
     )
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

@@ -15,7 +15,6 @@ common-terms query does, :class:`KeywordRanker`:
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Generator, Iterator, Mapping
 from typing import Final
@@ -24,6 +23,7 @@ from ... import ranking
 from ...timehints import TimeHint
 from ..sql import keyword, reads
 from . import bm25
+from .database import SQLiteConnection
 
 #: Cached document frequencies are recounted once the table size moved by this share.
 DF_REFRESH_SHARE: Final = 0.1
@@ -55,7 +55,7 @@ class KeywordRanker:
         self._lock = threading.Lock()
 
     def ranked(
-        self, conn: sqlite3.Connection, query: str, period: TimeHint | None = None
+        self, conn: SQLiteConnection, query: str, period: TimeHint | None = None
     ) -> Generator[tuple[int, float], None, None]:
         """``(seq, bm25)`` of the facts matching ``query``, best (lowest bm25) first; with
         ``period``, at least those dated in it (see :data:`graphmem.storage.sql.keyword.PERIOD_SELECT_MAX`), scored alike.
@@ -97,7 +97,7 @@ class KeywordRanker:
         yield from _rank(conn, _RANKED, {"match": f"{rest} NOT {chosen}"})
 
     def windows(
-        self, conn: sqlite3.Connection, query: str, n: int
+        self, conn: SQLiteConnection, query: str, n: int
     ) -> dict[int, tuple[float, tuple[str, ...]]]:
         """The ``n`` best windows of turns matching ``query`` (graphmem.windows), ranked by its
         rarest words (:func:`graphmem.storage.sql.keyword.window_words`): window -> (bm25, higher is better; its facts)."""
@@ -113,7 +113,7 @@ class KeywordRanker:
 
     def _among(
         self,
-        conn: sqlite3.Connection,
+        conn: SQLiteConnection,
         terms: list[str],
         among: str,
         params: Mapping[str, object],
@@ -133,7 +133,7 @@ class KeywordRanker:
 
     def _all_common(
         self,
-        conn: sqlite3.Connection,
+        conn: SQLiteConnection,
         terms: list[str],
         ordered: list[str],
         frequency: dict[str, int],
@@ -169,14 +169,12 @@ class KeywordRanker:
             yield from _rank(conn, _RANKED_OTHERS, {"match": first, "chosen": chosen})
         yield from _rank(conn, _RANKED_OTHERS, {"match": _any(terms), "chosen": first})
 
-    def _frequencies(
-        self, conn: sqlite3.Connection, terms: list[str]
-    ) -> tuple[dict[str, int], int]:
+    def _frequencies(self, conn: SQLiteConnection, terms: list[str]) -> tuple[dict[str, int], int]:
         """Each term's number of matching facts, and the number of facts in the keyword index."""
         size, _ = bm25.averages(conn)
         return {t: self._count(conn, t, size) for t in terms}, size
 
-    def _count(self, conn: sqlite3.Connection, match: str, size: int) -> int:
+    def _count(self, conn: SQLiteConnection, match: str, size: int) -> int:
         """The number of facts matching ``match`` (a word, or words that must come together),
         cached while the number of facts in the index (``size``) stays within
         :data:`DF_REFRESH_SHARE` of what it was when the cache was last cleared, whether facts
@@ -224,7 +222,7 @@ def _all(terms: list[str]) -> str:
     return "(" + " AND ".join(terms) + ")"
 
 
-def _count(conn: sqlite3.Connection, match: str) -> int:
+def _count(conn: SQLiteConnection, match: str) -> int:
     """The number of facts matching an FTS5 expression."""
     return int(
         conn.execute("SELECT count(*) FROM facts_fts WHERE facts_fts MATCH ?", [match]).fetchone()[
@@ -234,7 +232,7 @@ def _count(conn: sqlite3.Connection, match: str) -> int:
 
 
 def _rank(
-    conn: sqlite3.Connection, sql: str, params: Mapping[str, object]
+    conn: SQLiteConnection, sql: str, params: Mapping[str, object]
 ) -> Iterator[tuple[int, float]]:
     cursor = conn.execute(sql, params)
     try:

@@ -8,16 +8,18 @@ limits), with the process's clock and FTS5's bm25 (:mod:`graphmem.storage.sqlite
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ...temporal import TimeScope
 from ..interface import Filters, Record
 from ..sql import reads
+from ..sql.connections import SQLConnection
+from ..sql.params import id_list
 from ..sql.store import SQLStore, SQLTransaction
-from .database import Database, storage_error
+from .database import Database, SQLiteConnection, storage_error
 from .keyword import KeywordRanker
 
 #: The file of a namespace's SQLite store, inside its directory.
@@ -34,6 +36,20 @@ class SQLiteTransaction(SQLTransaction):
                 yield
         except sqlite3.OperationalError as exc:
             raise storage_error(exc, Path(self._path), "cannot write to") from exc
+
+    def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        """The facts live now with one of these (entity, key) pairs, ASCII lower-cased."""
+        scope = TimeScope(self.now, self.now)
+        # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into
+        # the (lower(entity), lower(key)) index. Pairs are distinct, so no row comes twice.
+        rows = self.conn.execute(
+            "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
+            " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
+            " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
+            f" AND {scope.fact_clause()}",
+            {"pairs": id_list(pairs), **scope.params},
+        )
+        return [dict(r) for r in rows]
 
 
 class SQLiteStore(SQLStore[Database]):
@@ -85,7 +101,10 @@ class SQLiteStore(SQLStore[Database]):
         (:meth:`graphmem.storage.sqlite.keyword.KeywordRanker.windows`)."""
         return self._keywords.windows(self._read(), query, n)
 
-    def _stamp(self, conn: sqlite3.Connection) -> float:
+    def _read(self) -> SQLiteConnection:
+        return self._db.reader()
+
+    def _stamp(self, conn: SQLConnection) -> float:
         """Transaction time for a write that holds the writer (on ``conn``): the clock, but
         never before an earlier write's (a clock stepped back must not reorder history)."""
         if self._last_stamp is None:  # the newest time already recorded (links: no index)
@@ -98,5 +117,5 @@ class SQLiteStore(SQLStore[Database]):
         self._last_stamp = max(self.now(), self._last_stamp)
         return self._last_stamp
 
-    def _transaction(self, conn: sqlite3.Connection) -> SQLiteTransaction:
+    def _transaction(self, conn: SQLConnection) -> SQLiteTransaction:
         return SQLiteTransaction(conn, self._stamp, self._db.path)
