@@ -47,6 +47,7 @@ from graphmem.autolink import THRESHOLDS
 from graphmem.models import Vectors
 from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sqlite import database as storage
+from graphmem.timewords import MONTHS
 from graphmem.vectors import cache as cache_engine
 from graphmem.vectors import mirror as mirror_engine
 from graphmem.vectors import outbox as sync_engine
@@ -242,20 +243,7 @@ _PROJECTS: Final = [
     "Mosaic",
     "Nova",
 ]
-_MONTHS: Final = [
-    "Jan",
-    "Feb",
-    "Mar",
-    "Apr",
-    "May",
-    "Jun",
-    "Jul",
-    "Aug",
-    "Sep",
-    "Oct",
-    "Nov",
-    "Dec",
-]
+_MONTHS: Final = [m[:3] for m in MONTHS]
 _DAYS: Final = 730  # two years of dates
 #: A prime larger than any count asked for and coprime with the number of combinations: index i
 #: maps to combination (i * _STRIDE) mod total, a bijection, so the first n facts are distinct.

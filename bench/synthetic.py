@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from graphmem.timewords import MONTHS
+
 FIRST: Final = (
     "Alice",
     "Bruno",
@@ -341,20 +343,7 @@ PERSON_KEYS: Final[dict[str, tuple[tuple[str, ...], tuple[str, ...]]]] = {
         ("{e} reports to {v}.", "{e}'s manager is {v}."),
     ),
     "birthday_month": (
-        (
-            "January",
-            "February",
-            "March",
-            "April",
-            "May",
-            "June",
-            "July",
-            "August",
-            "September",
-            "October",
-            "November",
-            "December",
-        ),
+        MONTHS,
         ("{e}'s birthday is in {v}.", "{e} celebrates their birthday in {v}."),
     ),
     "timezone": (

@@ -30,6 +30,7 @@ from .models import Action, Fact, FactInput, StoreResult, Verdict, is_turn
 from .settings import Settings
 from .storage.interface import BatchChanges, Transaction
 from .tagging import detect_category, extract_tags
+from .timewords import MONTHS, WEEKDAYS
 
 #: Importance given to a fact stored without one.
 DEFAULT_IMPORTANCE: Final = 0.5
@@ -39,21 +40,6 @@ DEFAULT_CONFIDENCE: Final = 1.0
 _SPACES = re.compile(r"\s+")
 # SQLite's built-in lower() folds ASCII only; grouping in Python must fold the same way.
 _ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
 @dataclass
@@ -144,7 +130,7 @@ def date_terms(moment: float | None) -> str:
     if moment is None:
         return ""
     d = datetime.fromtimestamp(moment, tz=UTC)
-    return f"{d.day} {_MONTHS[d.month - 1]} {d.year} {_WEEKDAYS[d.weekday()]}"
+    return f"{d.day} {MONTHS[d.month - 1]} {d.year} {WEEKDAYS[d.weekday()]}"
 
 
 def _decide(

@@ -1,7 +1,8 @@
 """Time words in questions: "what did Caroline do last week?", "in May 2023", "two years ago".
 
-1. :func:`understand` finds the first time expression of a query with dateparser (English, over
-   free text) and turns it into a period of valid time, relative to the search's ``as_of``.
+1. :func:`understand` finds the first time expression of a query with the time grammar
+   (:mod:`graphmem.timewords`, the one a fact's stated time is read with) and turns it into a
+   period of valid time, relative to the search's ``as_of``.
 2. Failing that, :func:`event` finds a period placed before or after an event ("before she
    moved"): search dates the event by its best keyword matches, and :func:`anchored` makes the
    period.
@@ -15,12 +16,12 @@ that say them, and leaving them out measured worse (bench/REPORT.md, "Time words
 
 from __future__ import annotations
 
-import calendar
 import re
-from dataclasses import dataclass
-from datetime import MAXYEAR, UTC, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+from . import timewords
 from .temporal import to_iso
 
 #: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
@@ -32,35 +33,26 @@ TIME_HINT_BOOST: Final = 1.0
 #: it happened ("since the tour..."), rarely before.
 EVENT_MATCHES: Final = 3
 
-_MONTHS: Final = tuple(m.lower() for m in calendar.month_name[1:])
-_MONTH_ABBR: Final = tuple(m.lower() for m in calendar.month_abbr[1:])
-_WEEKDAYS: Final = tuple(d.lower() for d in calendar.day_name)
-#: Month names and abbreviations; "may" only where written "May" (see ``_words``).
-_MONTH_WORDS: Final = frozenset(_MONTHS) | frozenset(_MONTH_ABBR)
-_DAYS: Final = frozenset({"yesterday", "today", "tonight", "tomorrow", "ago"})
-_SHIFTS: Final = frozenset({"last", "next", "this", "past"})
-_UNITS: Final = frozenset(
-    {"week", "weeks", "month", "months", "year", "years", "day", "days", "weekend"}
-)
-_SHIFTED: Final = _UNITS | frozenset(_WEEKDAYS) | _MONTH_WORDS
-_YEAR_PREPOSITIONS: Final = frozenset(
-    {"in", "during", "since", "before", "after", "until", "till", "by", "from", "around"}
-)
+_MONTH_WORDS: Final = frozenset(timewords.MONTH_NUMBERS)
 _AMBIGUOUS_MONTHS: Final = frozenset({"may", "march"})
-_RELATIVE: Final = _DAYS | _SHIFTS | _UNITS
-#: Words that make a query worth handing to the parser.
-_TRIGGERS: Final = _RELATIVE | _MONTH_WORDS
-_DECADE: Final = re.compile(r"(?<![\w'])(?:the )?(1[5-9]\d0|2[01]\d0)s\b", re.IGNORECASE)
 _YEAR: Final = re.compile(r"(?<!\d)(1[5-9]\d\d|2[01]\d\d)(?!\d)")
 _WORD: Final = re.compile(r"[a-z]+")
 #: The last word of a text, if the text does not end in whitespace: the word a cut went
 #: through (tried at word starts only, so in time linear in the text).
 _PARTIAL_WORD: Final = re.compile(r"(?<!\S)\S*\Z")
-_BEFORE: Final = frozenset({"before", "until", "till", "prior"})
+#: Leads that open a period: everything before it, everything after it (from its end, or for
+#: "since" from its start).
+_BEFORE: Final = frozenset({"before", "until", "till", "prior", "prior to"})
 _AFTER: Final = frozenset({"after", "since"})
-_SETTINGS: Final = {"PREFER_DATES_FROM": "past", "RETURN_AS_TIMEZONE_AWARE": False}
+#: Leads kept in the words a hint shows ("in May 2023", "on May 3, 2023").
+_SHOWN_LEADS: Final = frozenset({"in", "on"})
 #: Words that make the words after "before"/"after" a time or a span, not an event.
-_NOT_EVENTS: Final = _RELATIVE | _MONTH_WORDS | frozenset(_WEEKDAYS) | {"date", "time", "now"}
+_NOT_EVENTS: Final = (
+    (timewords.RELATIVE_WORDS - {"night"})
+    | timewords.SHIFTS
+    | _MONTH_WORDS
+    | frozenset({"date", "time", "now"})
+)
 #: "before"/"after" and the like, then the event: the words up to the end of the clause.
 _EVENT: Final = re.compile(
     r"\b(before|prior to|until|till|after|since)\s+([^?.!,;:]+)", re.IGNORECASE
@@ -100,7 +92,7 @@ class TimeHint:
     def describe(self) -> str:
         """What was understood, for people: "'last week': 2023-07-03 to 2023-07-10"."""
         if self.month is not None:
-            return f"{self.text!r}: {calendar.month_name[self.month]} of any year"
+            return f"{self.text!r}: {timewords.MONTHS[self.month - 1]} of any year"
         start = "the beginning" if self.start is None else to_iso(self.start)
         end = "now" if self.end is None else to_iso(self.end)
         dated = "" if self.event is None else f" (the event dated by fact {self.event})"
@@ -125,48 +117,55 @@ def understand(query: str, base: float) -> TimeHint | None:
     """The first time expression of ``query``, understood relative to ``base`` (epoch
     seconds), or None when the query names no time.
 
-    The period is the day, the week (Monday to Monday), the month or the year the expression
-    names; after "before"/"until" everything earlier, after "after"/"since" everything later.
-    A month named without a year ("in June") is that month of any year. Only expressions that
-    say a time are taken (:func:`_says_a_time`): a bare number or ordinal ("18th"), a weekday
-    alone ("deploy friday"), a year naming an edition ("wimbledon 2017"), "may" the verb and
-    "march madness" are not dates. Only the first ``TIME_WORDS_CHARS`` characters are read
-    (up to the last whole word): the parser's time grows with the text, and a question says its
-    time early.
+    The period is the one the grammar reads (:mod:`graphmem.timewords`: the day, the week
+    (Monday to Monday), the month, the year or the span the expression names); after
+    "before"/"until" everything earlier, after "after" everything later, after "since"
+    everything from its start. A month named without a year ("in June") is that month of any
+    year; after "since", "before" or "after", and a day without a year ("on Aug 15th"), the
+    latest one not after ``base``. What the grammar leaves alone is no time here either: a bare
+    number or ordinal ("18th"), a weekday alone ("deploy friday"), a year naming an edition
+    ("wimbledon 2017"), "may" the verb and "march madness". Only the first ``TIME_WORDS_CHARS``
+    characters are read (up to the last whole word): a question says its time early, and a
+    search's cost stays bounded.
     """
     if len(query) > TIME_WORDS_CHARS:  # up to the last whole word: the word cut, if any, left out
         query = _PARTIAL_WORD.sub("", query[: TIME_WORDS_CHARS + 1])
-    if not _YEAR.search(query) and not _words(query) & _TRIGGERS:
-        return None  # most queries: no need to ask the parser
-    decade = _DECADE.search(query)
-    if decade is not None:
-        first = int(decade.group(1))
-        start = datetime(first, 1, 1, tzinfo=UTC).timestamp()
-        end = datetime(first + 10, 1, 1, tzinfo=UTC).timestamp()
-        return _bounded(query, decade.group(0), start, end, None)
-    moment = datetime.fromtimestamp(base, tz=UTC).replace(tzinfo=None)
-    settings = {**_SETTINGS, "RELATIVE_BASE": moment}
-    # dateparser is imported on first use: it takes a fifth of a second, and loading its
-    # English data about half a second more on the first search with time words.
-    from dateparser.date import DateDataParser
-    from dateparser.search import search_dates
-
-    found = search_dates(query, languages=["en"], settings=settings) or []
-    parser = DateDataParser(languages=["en"], settings=settings)
-    for text in _merged(query, [text for text, _ in found]):
-        if not _says_a_time(text, query):
-            continue
-        parsed = parser.get_date_data(text)
-        if parsed.date_obj is None or parsed.date_obj.year >= MAXYEAR:
-            continue  # nothing, or a date in year 9999, whose period may end past the last one
-        if (
-            abs(parsed.date_obj - moment) < timedelta(days=1)
-            and not _words(text) & _RELATIVE
-            and not _YEAR.search(text)
-        ):
-            continue  # nothing, or the parser's fallback to the base moment
-        return _hint(query, text, parsed.date_obj, parsed.period or "day")
+    moment = datetime.fromtimestamp(base, tz=UTC)
+    found = [m for m in timewords.find(query, moment) if not _names_no_period(query, m)]
+    for mention in _anchored(query, found) or found:
+        hint = _hint(query, mention, moment)
+        if hint is not None:
+            return hint
     return None
+
+
+def _names_no_period(query: str, mention: timewords.Mention) -> bool:
+    """Whether a mention a fact would state is, in a question, no period to rank by: a year
+    after "of" ("the election of 1892", "knocked out of 2014 world cup", "as of 2016": an
+    edition, as "wimbledon 2017" is, or the time the question stands at), or a relative year
+    that names an edition ("this year's superbowl")."""
+    if mention.kind == "year" and mention.lead == "of":
+        return True
+    end = mention.at + len(mention.words)
+    return mention.kind in timewords.RELATIVE_KINDS and query[end : end + 2] in ("'s", "\u2019s")
+
+
+def _anchored(query: str, found: list[timewords.Mention]) -> list[timewords.Mention]:
+    """A relative mention read from the date the query names beside it ("last Friday on 23
+    January 2022", "last week, as mentioned on November 6, 2023": a question that dates itself
+    counts its relative words from that date, not from ``as_of``), or nothing."""
+    relative = next((m for m in found if m.kind in timewords.RELATIVE_KINDS), None)
+    dated = next(
+        (m for m in found if m.kind not in timewords.RELATIVE_KINDS and m.year_named), None
+    )
+    if relative is None or dated is None:
+        return []
+    again = timewords.find(relative.words, dated.start)
+    if not again:
+        return []
+    first, last = sorted((relative, dated), key=lambda m: m.at)
+    words = query[first.at : last.at + len(last.words)].strip()
+    return [replace(relative, words=words, core=words, start=again[0].start, end=again[0].end)]
 
 
 def event(query: str) -> tuple[str, str, str] | None:
@@ -195,75 +194,37 @@ def anchored(text: str, relation: str, moment: float, fact_id: str) -> TimeHint:
     return TimeHint(text, day.timestamp(), None, None, fact_id)
 
 
-def _merged(query: str, found: list[str]) -> list[str]:
-    """The expressions found, with neighbours separated only by spaces and commas joined
-    ("April", "10", "2023" → "April 10, 2023")."""
-    spans: list[tuple[int, int]] = []
-    cursor = 0
-    for text in found:
-        at = query.find(text, cursor)
-        if at < 0:
-            continue
-        cursor = at + len(text)
-        if spans and not query[spans[-1][1] : at].strip(" ,"):
-            spans[-1] = (spans[-1][0], cursor)
-        else:
-            spans.append((at, cursor))
-    return [query[a:b].strip(" ,") for a, b in spans]
+def _hint(query: str, mention: timewords.Mention, moment: datetime) -> TimeHint | None:
+    """The hint a mention gives: its period, opened by the word that leads it."""
+    shown = mention.core
+    if mention.lead in _SHOWN_LEADS:
+        before = query[: mention.at + mention.words.find(mention.core)].rstrip()
+        shown = f"{before.split()[-1]} {mention.core}" if before.split() else mention.core
+    start, end = mention.start, mention.end
+    opened = mention.lead in _BEFORE or mention.lead in _AFTER
+    if not mention.year_named:
+        if mention.month is not None and not opened:
+            return TimeHint(shown, None, None, mention.month)  # "in June": June of any year
+        if start > moment:  # the latest one not after base: "since June" in May is last June
+            try:
+                start, end = _year_before(start), _year_before(end)
+            except ValueError:
+                return None  # 29 February, or a year out of range
+    low: float | None = start.timestamp()
+    high: float | None = end.timestamp()
+    if mention.lead in _BEFORE:
+        low, high = None, low
+    elif mention.lead == "after":
+        low, high = high, None
+    elif mention.lead == "since":
+        high = None
+    return TimeHint(shown, low, high, None)
 
 
-def _says_a_time(text: str, query: str) -> bool:
-    """Whether ``text`` (found in ``query``) names a time: a month, a relative day
-    ("yesterday", "3 days ago"), "last"/"next"/"this"/"past" with a unit or a weekday ("last
-    week", "next Friday"), or a year after a word like "in", "since" or "before" ("in 2016").
-    A weekday or a unit alone ("Friday lunch", "what day") is not taken, nor a year that names
-    an edition of something ("wimbledon 2017", "the 2014 world cup")."""
-    words = _words(text)
-    if words & _MONTH_WORDS or words & _DAYS or (words & _SHIFTS and words & _SHIFTED):
-        return True
-    if not _YEAR.search(text):
-        return False
-    first = _WORD.findall(text.lower())[:1]
-    return bool({*first, _word_before(query, text)} & _YEAR_PREPOSITIONS)
-
-
-def _hint(query: str, text: str, when: datetime, period: str) -> TimeHint:
-    day = datetime(when.year, when.month, when.day, tzinfo=UTC)
-    month: int | None = None
-    if period == "year":
-        start, end = datetime(day.year, 1, 1, tzinfo=UTC), datetime(day.year + 1, 1, 1, tzinfo=UTC)
-    elif period == "month":
-        start = datetime(day.year, day.month, 1, tzinfo=UTC)
-        end = datetime(day.year + (day.month == 12), day.month % 12 + 1, 1, tzinfo=UTC)
-        if not _YEAR.search(text) and not _words(text) & _RELATIVE:
-            month = day.month  # "in June": June of any year
-    elif period == "week":
-        start = day - timedelta(days=day.weekday())
-        end = start + timedelta(days=7)
-    else:
-        start, end = day, day + timedelta(days=1)
-    return _bounded(query, text, start.timestamp(), end.timestamp(), month)
-
-
-def _bounded(query: str, text: str, start: float, end: float, month: int | None) -> TimeHint:
-    """The hint for ``text`` naming ``start``-``end``, open-ended after "before"/"until"
-    (everything earlier) or "after"/"since" (everything later)."""
-    previous = _word_before(query, text)
-    low: float | None = start
-    high: float | None = end
-    if previous in _BEFORE:
-        low, high, month = None, start, None
-    elif previous in _AFTER:
-        low, high, month = (end if previous == "after" else start), None, None
-    elif month is not None:
-        low = high = None  # "in June": June of any year, whichever year the parser guessed
-    return TimeHint(text, low, high, month)
-
-
-def _word_before(query: str, text: str) -> str:
-    """The word of ``query`` just before ``text`` in it, lower-cased ("" if none)."""
-    words = query[: max(query.find(text), 0)].lower().split()
-    return words[-1] if words else ""
+def _year_before(moment: datetime) -> datetime:
+    if moment.year - 1 < timewords.FIRST_YEAR:
+        raise ValueError("year out of range")
+    return moment.replace(year=moment.year - 1)
 
 
 def _words(text: str) -> set[str]:

@@ -34,6 +34,7 @@ PHRASINGS = [
     ("The launch was March 12, 2024", "2024-03-12", "2024-03-13", "March 12, 2024"),
     ("Released 2024-04-30 at noon", "2024-04-30", "2024-05-01", "2024-04-30"),
     ("She grew up in the 1990s", "1990-01-01", "2000-01-01", "in the 1990s"),
+    ("Grunge peaked in the late 1990s", "1990-01-01", "2000-01-01", "in the late 1990s"),
     ("The office opens in June", "2024-06-01", "2024-07-01", "in June"),
     ("Prices rose in mid-2020", "2020-01-01", "2021-01-01", "mid-2020"),
     ("It snowed last December", "2023-12-01", "2024-01-01", "last December"),
@@ -59,6 +60,11 @@ PHRASINGS = [
     ("The outage was last Monday", "2024-04-29", "2024-04-30", "last Monday"),
     ("Since May I run daily", "2024-05-01", "2024-06-01", "Since May"),
     ("Since 2021 she works remotely", "2021-01-01", "2024-05-03", "Since 2021"),
+    # a period next to a date, a week of a month, a year after a comma without a space
+    ("Rain the week before 16 November 2023", "2023-11-09", "2023-11-16", None),
+    ("Vacation on the Monday after April 1, 2024", "2024-04-08", "2024-04-09", None),
+    ("Traffic peaks in the last week of August 2023", "2023-08-25", "2023-09-01", None),
+    ("Shot on December 1,2023 at dawn", "2023-12-01", "2023-12-02", "December 1,2023"),
     # several mentions: the span covering them
     ("Born 5 June 1990, moved in 2019", "1990-06-05", "2020-01-01", "5 June 1990; in 2019"),
 ]
@@ -74,6 +80,8 @@ NOT_DATES = [
     "The soldiers march on",
     "Deploy on Friday",
     "Call me at 555 2019",
+    "The token is valid until December 9999",  # a month before a number that is no year
+    "Filed under 9999 December 31",
     "It costs 1999 euros",
     "",
 ]

@@ -8,6 +8,7 @@ import pytest
 from starlette.applications import Starlette
 
 from graphmem import Memory
+from graphmem.statedtime import stated_time
 from graphmem.timehints import event, understand
 from resolvers.mcp import tools
 
@@ -91,6 +92,11 @@ def test_a_month_without_a_year_is_that_month_of_any_year_and_numbers_are_not_da
         "when was auburn last in march madness",
         "who won wimbledon 2017",  # a year naming an edition
         "who won the 2014 world cup",
+        "who ran for president in the election of 1892",  # after "of": an edition
+        "who has the most caps as of 2016",  # the time the question stands at
+        "who is singing the anthem at this year's superbowl",  # an edition
+        "what transmission is in a 2000 ford expedition",  # a model year
+        "who is opening for pink 2018 in boston",
     ):
         assert understand(query, BASE) is None, query
 
@@ -189,6 +195,67 @@ def test_a_month_without_a_year_raises_that_month_in_any_year(mem: Memory) -> No
     )
     assert hinted["We went camping in the mountains"] == pytest.approx(
         plain["We went camping in the mountains"]
+    )
+
+
+#: Phrases the question parser once read otherwise than a fact's stated time did, or not at all
+#: (a year of a range, a month of any year, nothing): one grammar now reads both, against
+#: Thursday 2 May 2024.
+SAME_READING = [
+    ("Released 2024-04-30 at noon", "2024-04-30", "2024-05-01"),
+    ("Prices rose in mid-2020", "2020-01-01", "2021-01-01"),
+    ("She was at Perimeter from 2006 to 2009", "2006-01-01", "2010-01-01"),
+    ("Term ran 2006\u20132009", "2006-01-01", "2010-01-01"),
+    ("Busy between May and July 2023", "2023-05-01", "2023-08-01"),
+    ("I slept badly last night", "2024-05-01", "2024-05-02"),
+    ("We went hiking last weekend", "2024-04-27", "2024-04-29"),
+    ("It broke a couple of weeks ago", "2024-04-15", "2024-04-22"),
+    ("I took up chess a few years ago", "2021-01-01", "2022-01-01"),
+    ("It rained the week before 16 November 2023", "2023-11-09", "2023-11-16"),
+    ("The photo was taken on December 1,2023", "2023-12-01", "2023-12-02"),
+]
+
+
+@pytest.mark.parametrize(("text", "start", "end"), SAME_READING)
+def test_a_question_and_a_fact_read_the_same_words_as_the_same_period(
+    text: str, start: str, end: str
+) -> None:
+    reference = datetime(2024, 5, 2, 9, tzinfo=UTC).timestamp()
+    hint, stated = understand(text, reference), stated_time(text, reference)
+    assert hint is not None and stated is not None, text
+    assert (hint.start, hint.end) == (_day(start), _day(end))
+    assert (stated.start.timestamp(), stated.end.timestamp()) == (_day(start), _day(end))
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        # a day, a weekday or a week next to a date: that period, not the date
+        ("What did John do the week before August 3, 2023?", "2023-07-27", "2023-08-03"),
+        ("What did they do on the Monday before July 24, 2023?", "2023-07-17", "2023-07-18"),
+        ("What did they plan on the Saturday after October 28, 2023?", "2023-11-04", "2023-11-05"),
+        ("Where was she during the last week of August 2023?", "2023-08-25", "2023-09-01"),
+        ("What did Audrey do the weekend before 4th October, 2023?", "2023-09-30", "2023-10-02"),
+        # a question that dates itself counts its relative words from that date
+        ("What did Joanna finish last Friday on 23 January, 2022?", "2022-01-21", "2022-01-22"),
+        (
+            "What was his issue last week, as mentioned on November 6, 2023?",
+            "2023-10-30",
+            "2023-11-06",
+        ),
+        # a day without a year: the latest one; after it, everything from the next day on
+        ("What did Ana do after Aug 15th?", "2022-08-16", None),
+    ],
+)
+def test_a_question_reads_periods_next_to_a_date_and_from_the_date_it_names(
+    query: str, start: str, end: str | None
+) -> None:
+    hint = understand(query, BASE)
+    assert hint is not None, query
+    assert (hint.start, hint.end, hint.month) == (
+        _day(start),
+        None if end is None else _day(end),
+        None,
     )
 
 
