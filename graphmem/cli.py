@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import IO, Any, Final
@@ -22,20 +22,17 @@ import click
 import watchfiles
 
 from .capture import KEEPS, Keep
-from .decay import DECAY_CLASSES
-from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .maintenance import REGISTRY
 from .memory import Memory
-from .models import Fact, Link, MaintenanceRun
+from .models import Fact, FactInput, Link, MaintenanceRun
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys
 from .storage.sqlite import backup as backups
-from .tagging import CATEGORY_LIST
 from .temporal import ACCEPTED_TIMES, to_iso
 from .version import __version__
 
@@ -178,24 +175,29 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
     return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
 
 
+def _fact_option(
+    name: str, help_before: str = "", **kwargs: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The option ``--name`` of ``store``, helped by the FactInput field it sets."""
+    described = FactInput.model_fields[name].description or ""
+    return click.option(f"--{name.replace('_', '-')}", help=help_before + described, **kwargs)
+
+
 @click.command()
 @click.argument("text")
-@click.option("--entity")
-@click.option("--key")
-@click.option("--value")
-@click.option("--category", help=f"{CATEGORY_LIST}.")
-@click.option("--tags", help="Comma-separated tags (default: auto-tags).")
-@click.option("--importance", type=float, help=f"0..1 [default: {DEFAULT_IMPORTANCE}].")
-@click.option(
-    "--decay-class",
-    help=f"{', '.join(DECAY_CLASSES)} (default: heuristics).",
-)
-@click.option("--source")
-@click.option("--summary")
-@click.option("--why")
-@click.option("--valid-from", help=f"When the fact became true (default: now): {ACCEPTED_TIMES}.")
-@click.option("--source-date", help="When the fact was stated, in the same forms as --valid-from.")
-@click.option("--supersedes", help="Id of the live fact this one replaces.")
+@_fact_option("entity")
+@_fact_option("key")
+@_fact_option("value")
+@_fact_option("category")
+@_fact_option("tags", "Comma-separated. ")
+@_fact_option("importance", type=float)
+@_fact_option("decay_class")
+@_fact_option("source")
+@_fact_option("summary")
+@_fact_option("why")
+@_fact_option("valid_from")
+@_fact_option("source_date")
+@_fact_option("supersedes")
 @click.option(
     "--no-classify",
     is_flag=True,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -20,16 +21,21 @@ from pydantic import (
     model_validator,
 )
 
-from .decay import DECAY_CLASSES
+from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
 from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
 from .statedtime import StatedTime
-from .tagging import check_category, normalize_tags
-from .temporal import TimeInput, TimeScope, parse_time, to_iso
+from .tagging import CATEGORY_LIST, MAX_CATEGORY_LENGTH, check_category, normalize_tags
+from .temporal import ACCEPTED_TIMES, TimeInput, TimeScope, parse_time, to_iso
 from .timehints import TimeHint
 
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
 LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
+
+#: Importance given to a fact stored without one.
+DEFAULT_IMPORTANCE: Final = 0.5
+#: How sure memory is of a fact stored without a confidence.
+DEFAULT_CONFIDENCE: Final = 1.0
 
 
 class LinkOrigin(StrEnum):
@@ -97,40 +103,118 @@ def check_text(**arguments: object) -> None:
             raise InvalidInput(f"{name} contains {problem}", field=name)
 
 
+def lifetimes() -> str:
+    """The decay classes and their time to live, in words ("durable 90 days, ...")."""
+    return ", ".join(f"{rule.name} {ttl_in_words(rule.ttl)}" for rule in DECAY_RULES)
+
+
 class FactInput(BaseModel):
     """One fact to store, as callers give it; validated before anything is written."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True)
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT_LENGTH)
-    entity: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    key: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    value: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    category: str | None = None
-    tags: list[str] | None = None
-    importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    decay_class: str | None = None
-    source: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    summary: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
-    why: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
-    context: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
-    valid_from: float | None = None
-    source_date: float | None = None
-    expires_at: float | None = None
-    supersedes: str | None = Field(default=None, max_length=64)
-    #: False skips classify-before-write for this fact (it is always added).
-    classify: bool = True
-    #: False makes no automatic links for this fact; None follows the settings.
-    autolink: bool | None = None
-    #: Same-entity links for this fact; None follows the settings.
-    entity_links: bool | None = None
-    #: False stores it even when a live fact has the same text (a document's chunk belongs to
-    #: its file, whatever else says the same).
-    dedup: bool = True
-    #: Its valid time starts when its text says (``valid_from="stated"``): the start of its
-    #: stated time, if the text states one (see graphmem.statedtime).
-    stated_valid_from: bool = False
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
+        description="What the fact says, as one self-contained statement, e.g. 'Alice moved to "
+        f"Paris in June 2023' (at most {MAX_TEXT_LENGTH:,} characters).",
+    )
+    entity: str | None = Field(
+        default=None,
+        max_length=MAX_FIELD_LENGTH,
+        description="Who or what it is about, e.g. 'user', 'alice', 'project-x'.",
+    )
+    key: str | None = Field(
+        default=None,
+        max_length=MAX_FIELD_LENGTH,
+        description="The attribute it states, e.g. 'city', 'email', 'editor'. With an entity, a "
+        "later fact with the same entity and key and another value supersedes this one.",
+    )
+    value: str | None = Field(
+        default=None,
+        max_length=MAX_FIELD_LENGTH,
+        description="The attribute's value, e.g. 'Paris'.",
+    )
+    category: str | None = Field(
+        default=None,
+        max_length=MAX_CATEGORY_LENGTH,
+        description=f"The kind of fact: {CATEGORY_LIST}. Default: detected from the text.",
+    )
+    tags: list[str] | None = Field(
+        default=None, description="Tags to find it by. Default: found in the text."
+    )
+    importance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description=f"How much it matters, 0 to 1. Default {DEFAULT_IMPORTANCE}.",
+    )
+    confidence: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description=f"How sure memory is of it, 0 to 1. Default {DEFAULT_CONFIDENCE:g}.",
+    )
+    decay_class: str | None = Field(
+        default=None,
+        json_schema_extra={"enum": list(DECAY_CLASSES)},
+        description=f"How long it stays relevant: {lifetimes()}. Default: detected from the key, "
+        "entity and text (docs/concepts.md#decay).",
+    )
+    source: str | None = Field(
+        default=None, max_length=MAX_FIELD_LENGTH, description="Where it came from."
+    )
+    summary: str | None = Field(
+        default=None, max_length=MAX_NOTE_LENGTH, description="A short form of the text."
+    )
+    why: str | None = Field(
+        default=None, max_length=MAX_NOTE_LENGTH, description="Why it is stored."
+    )
+    context: str | None = Field(
+        default=None, max_length=MAX_NOTE_LENGTH, description="Surrounding context."
+    )
+    valid_from: float | None = Field(
+        default=None,
+        description=f"When it became true in the world: {ACCEPTED_TIMES}. Default: now.",
+    )
+    source_date: float | None = Field(
+        default=None, description="When it was stated, in the same forms. Default: unknown."
+    )
+    expires_at: float | None = Field(
+        default=None,
+        description="When it expires, in the same forms. Default: by its decay class.",
+    )
+    supersedes: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The id of a live fact this one replaces (it becomes history).",
+    )
+    classify: bool = Field(
+        default=True,
+        description="Let the classifier decide: the rules (UPDATE for the same entity and key "
+        "with a new value, NOOP for a repeat) or, when the server uses one, an LLM (also "
+        "DELETE); false always adds.",
+    )
+    autolink: bool | None = Field(
+        default=None,
+        description="Make automatic similarity links for it. Default: the server's setting.",
+    )
+    entity_links: bool | None = Field(
+        default=None,
+        description="Link it to recent facts about the same entity. Default: the server's setting.",
+    )
+    dedup: bool = Field(
+        default=True,
+        description="false: stored even when a live fact has the same text (a document's chunk "
+        "belongs to its file, an item of another entity may say the same).",
+    )
+    stated_valid_from: bool = Field(
+        default=False,
+        description="With no valid time given: valid from the start of the time the text states "
+        '("in 2019"), if it states one (docs/concepts.md#the-time-the-text-states).',
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -210,6 +294,13 @@ class FactInput(BaseModel):
             raise InvalidInput(message, field=loc, index=index) from None
         except InvalidInput as exc:  # raised by parse_time inside a validator
             raise InvalidInput(exc.message, index=index) from None
+
+
+def field_of(model: type[BaseModel], name: str) -> Any:
+    """The field ``name`` of ``model`` (its default, bounds and description), for another model
+    that takes the same input under its own annotation: ``text: str = field_of(FactInput,
+    "text")``. A copy: the other model may not change the first."""
+    return copy.deepcopy(model.model_fields[name])
 
 
 #: Which time of a fact a query's period met (``SearchHit.time_matched``).

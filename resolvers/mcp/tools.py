@@ -26,8 +26,6 @@ from pydantic import (
 
 from graphmem import InvalidInput, Memory
 from graphmem.capture import ROLES, Keep
-from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
-from graphmem.dedup import DEFAULT_IMPORTANCE
 from graphmem.graph import DIRECTIONS, LINK_TYPES
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
@@ -42,9 +40,8 @@ from graphmem.limits import (
     MAX_TEXT_LENGTH,
 )
 from graphmem.maintenance import REGISTRY, checked_jobs
-from graphmem.models import Tier
+from graphmem.models import FactInput, Tier, field_of
 from graphmem.recall import FORMATS
-from graphmem.tagging import CATEGORY_LIST
 from graphmem.temporal import ACCEPTED_TIMES
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
@@ -151,55 +148,18 @@ TIME_HINTS = (
 )
 
 
-def _lifetimes() -> str:
-    """The decay classes and their time to live, in words ("durable 90 days, ...")."""
-    return ", ".join(f"{rule.name} {ttl_in_words(rule.ttl)}" for rule in DECAY_RULES)
-
-
+# The fields of graphmem.FactInput a model gives, as the core describes and bounds them.
 class StoreArgs(_Args):
-    text: str = Field(
-        min_length=1,
-        max_length=MAX_TEXT_LENGTH,
-        description="The fact as one self-contained statement, e.g. 'Alice moved to Paris in "
-        "June 2023'.",
-    )
-    entity: str | None = Field(
-        None,
-        max_length=MAX_FIELD_LENGTH,
-        description="Who or what the fact is about, e.g. 'user', 'alice', 'project-x'.",
-    )
-    key: str | None = Field(
-        None,
-        max_length=MAX_FIELD_LENGTH,
-        description="The attribute the fact states, e.g. 'city', 'email', 'editor'. With entity, "
-        "a later fact with the same entity and key and another value supersedes this one.",
-    )
-    value: str | None = Field(
-        None, max_length=MAX_FIELD_LENGTH, description="The attribute's value, e.g. 'Paris'."
-    )
-    category: str | None = Field(
-        None,
-        max_length=32,
-        description=f"The kind of fact: {CATEGORY_LIST}. Default: detected from the text.",
-    )
-    tags: list[str] | None = Field(
-        None, description="Tags to find it by. Default: detected from the text."
-    )
-    importance: float | None = Field(
-        None, ge=0, le=1, description=f"How much it matters, 0 to 1. Default {DEFAULT_IMPORTANCE}."
-    )
-    decay_class: str | None = Field(
-        None,
-        json_schema_extra={"enum": list(DECAY_CLASSES)},
-        description=f"How long it stays relevant: {_lifetimes()}. Default: detected from the text.",
-    )
-    valid_from: Time = Field(
-        None,
-        description=f"When it became true in the world: {ACCEPTED_TIMES}. Default: now.",
-    )
-    supersedes: str | None = Field(
-        None, description="The id of a current fact this one replaces (it becomes history)."
-    )
+    text: str = field_of(FactInput, "text")
+    entity: str | None = field_of(FactInput, "entity")
+    key: str | None = field_of(FactInput, "key")
+    value: str | None = field_of(FactInput, "value")
+    category: str | None = field_of(FactInput, "category")
+    tags: list[str] | None = field_of(FactInput, "tags")
+    importance: float | None = field_of(FactInput, "importance")
+    decay_class: str | None = field_of(FactInput, "decay_class")
+    valid_from: Time = field_of(FactInput, "valid_from")
+    supersedes: str | None = field_of(FactInput, "supersedes")
     episode: str | None = Field(
         None, min_length=1, max_length=MAX_FIELD_LENGTH, description=EPISODE
     )
