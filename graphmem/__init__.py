@@ -5,6 +5,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 """
 
 from .analytics import Clusters, DependencyOrder
+from .api import MemoryAPI
 from .capture import CaptureResult
 from .categorize import CategoryInfo, ClassifyReport
 from .checkpoints import Checkpoint
@@ -85,6 +86,7 @@ __all__ = [
     "LinkType",
     "MaintenanceRun",
     "Memory",
+    "MemoryAPI",
     "Node",
     "NotFound",
     "Path",
