@@ -26,7 +26,7 @@ from .errors import (
     QueryTimeout,
     StorageError,
 )
-from .graph import LinkPosition, LinkType, Node, Path, Subgraph
+from .graph import LinkPosition, Node, Path, Subgraph
 from .memory import Memory
 from .models import (
     Change,
@@ -34,6 +34,8 @@ from .models import (
     Fact,
     FactInput,
     Link,
+    LinkInput,
+    LinkType,
     MaintenanceRun,
     SearchHit,
     StoreResult,
@@ -82,6 +84,7 @@ __all__ = [
     "KeyStore",
     "LLMError",
     "Link",
+    "LinkInput",
     "LinkPosition",
     "LinkType",
     "MaintenanceRun",

@@ -11,6 +11,7 @@ its own commands added.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -20,6 +21,7 @@ from typing import IO, Any, Final
 
 import click
 import watchfiles
+from pydantic import BaseModel
 
 from .capture import KEEPS, Keep
 from .documents import SyncReport
@@ -28,7 +30,7 @@ from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .maintenance import REGISTRY
 from .memory import Memory
-from .models import Fact, FactInput, Link, MaintenanceRun
+from .models import DEFAULT_STRENGTH, Fact, FactInput, Link, LinkInput, MaintenanceRun
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys
@@ -175,12 +177,16 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
     return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
 
 
-def _fact_option(
-    name: str, help_before: str = "", **kwargs: Any
+def _input_option(
+    model: type[BaseModel], name: str, help_before: str = "", **kwargs: Any
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The option ``--name`` of ``store``, helped by the FactInput field it sets."""
-    described = FactInput.model_fields[name].description or ""
+    """The option ``--name`` that sets the field ``name`` of ``model``, helped by its
+    description."""
+    described = model.model_fields[name].description or ""
     return click.option(f"--{name.replace('_', '-')}", help=help_before + described, **kwargs)
+
+
+_fact_option: Final = functools.partial(_input_option, FactInput)
 
 
 @click.command()
@@ -662,13 +668,9 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
 @click.argument("source_id")
 @click.argument("target_id")
 @click.argument("type", metavar="TYPE")
-@click.option("--strength", default=1.0, show_default=True, type=float, help="0..1.")
-@click.option(
-    "--valid-from",
-    help="When the relationship began (default: when both facts hold, the later of their "
-    f"valid_from): {ACCEPTED_TIMES}.",
-)
-@click.option("--valid-until", help="When it ended (default: open), in the same forms.")
+@_input_option(LinkInput, "strength", default=DEFAULT_STRENGTH, show_default=True, type=float)
+@_input_option(LinkInput, "valid_from")
+@_input_option(LinkInput, "valid_until")
 @json_option
 @click.pass_context
 def link(

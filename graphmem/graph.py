@@ -12,7 +12,6 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final, NamedTuple
 
 from .errors import InvalidInput
@@ -20,21 +19,7 @@ from .limits import (
     MAX_METADATA_BYTES,
     MAX_NODES,
 )
-from .models import Fact, Link
-
-
-class LinkType(StrEnum):
-    """The five link types; every API taking a type accepts these or their names as strings."""
-
-    SUPERSEDES = "SUPERSEDES"
-    CAUSED_BY = "CAUSED_BY"
-    PART_OF = "PART_OF"
-    RELATED_TO = "RELATED_TO"
-    DEPENDS_ON = "DEPENDS_ON"
-
-
-LINK_TYPES: Final = tuple(t.value for t in LinkType)
-
+from .models import LINK_TYPES, Fact, Link
 
 #: Followed when a traversal names no types: supersession is history, not a relationship.
 DEFAULT_TYPES: Final = tuple(t for t in LINK_TYPES if t != "SUPERSEDES")

@@ -60,6 +60,7 @@ from .limits import (
 )
 from .llm import ChatClient
 from .models import (
+    DEFAULT_STRENGTH,
     TIERS,
     Change,
     ChangeKind,
@@ -745,7 +746,7 @@ class Memory:
         target_id: str,
         type: str,
         *,
-        strength: float = 1.0,
+        strength: float = DEFAULT_STRENGTH,
         valid_from: TimeInput | None = None,
         valid_until: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,

@@ -23,15 +23,40 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
-from .limits import MAX_FIELD_LENGTH, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
+from .limits import MAX_FIELD_LENGTH, MAX_METADATA_BYTES, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
 from .statedtime import StatedTime
 from .tagging import CATEGORY_LIST, MAX_CATEGORY_LENGTH, check_category, normalize_tags
 from .temporal import ACCEPTED_TIMES, TimeInput, TimeScope, parse_time, to_iso
 from .timehints import TimeHint
 
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
-LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
 
+
+class LinkType(StrEnum):
+    """The five link types; every API taking a type accepts these or their names as strings."""
+
+    SUPERSEDES = "SUPERSEDES"
+    CAUSED_BY = "CAUSED_BY"
+    PART_OF = "PART_OF"
+    RELATED_TO = "RELATED_TO"
+    DEPENDS_ON = "DEPENDS_ON"
+
+
+LINK_TYPES: Final = tuple(t.value for t in LinkType)
+#: What ``source -[TYPE]-> target`` means for each type; the GraphQL enum's values, the MCP tools
+#: and the CLI describe the types with it.
+LINK_TYPE_MEANINGS: Final[Mapping[str, str]] = {
+    LinkType.SUPERSEDES: "The source is a newer version of the target.",
+    LinkType.CAUSED_BY: "The source was caused by the target.",
+    LinkType.PART_OF: "The source is a part of the target.",
+    LinkType.RELATED_TO: "The two are related (automatic links are of this type).",
+    LinkType.DEPENDS_ON: "The source requires the target.",
+}
+#: The types a caller links with: SUPERSEDES comes from storing a new version.
+LINKABLE_TYPES: Final = tuple(t for t in LINK_TYPES if t != LinkType.SUPERSEDES)
+
+#: The strength of a link made without one.
+DEFAULT_STRENGTH: Final = 1.0
 #: Importance given to a fact stored without one.
 DEFAULT_IMPORTANCE: Final = 0.5
 #: How sure memory is of a fact stored without a confidence.
@@ -301,6 +326,48 @@ def field_of(model: type[BaseModel], name: str) -> Any:
     that takes the same input under its own annotation: ``text: str = field_of(FactInput,
     "text")``. A copy: the other model may not change the first."""
     return copy.deepcopy(model.model_fields[name])
+
+
+def link_types_in_words(types: Sequence[str]) -> str:
+    """Each type and what it means: "CAUSED_BY: the source was caused by the target; ..."."""
+    return "; ".join(
+        f"{t}: {LINK_TYPE_MEANINGS[t][0].lower()}{LINK_TYPE_MEANINGS[t][1:-1]}" for t in types
+    )
+
+
+class LinkInput(BaseModel):
+    """One link to make, ``source -[type]-> target``, as callers give it: what each field means
+    and how it is bounded (``Memory.link`` checks it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source_id: str = Field(min_length=1, description="The id of the fact the link starts from.")
+    target_id: str = Field(min_length=1, description="The id of the fact it points to.")
+    type: str = Field(
+        json_schema_extra={"enum": list(LINKABLE_TYPES)},
+        description=f"{link_types_in_words(LINKABLE_TYPES)}. SUPERSEDES comes from storing a new "
+        "version.",
+    )
+    strength: float = Field(
+        default=DEFAULT_STRENGTH,
+        ge=0.0,
+        le=1.0,
+        description="How strong the relationship is, 0 to 1; relinking updates it.",
+    )
+    valid_from: float | None = Field(
+        default=None,
+        description=f"When the relationship began in the world: {ACCEPTED_TIMES}. Default: when "
+        "both facts hold (the later of their valid time).",
+    )
+    valid_until: float | None = Field(
+        default=None,
+        description="When it stopped holding, in the same forms. Default: open. Relinking with "
+        "another validity replaces the live link.",
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
+    )
 
 
 #: Which time of a fact a query's period met (``SearchHit.time_matched``).

@@ -15,7 +15,6 @@ from graphmem.limits import (
     MAX_BATCH,
     MAX_CHECKPOINT_FILES,
     MAX_FIELD_LENGTH,
-    MAX_METADATA_BYTES,
     MAX_NOTE_LENGTH,
 )
 
@@ -89,29 +88,22 @@ def _fact(given: FactInput) -> dict[str, Any]:
     }
 
 
-@strawberry.input(description="A link to make: `source -[type]-> target`.")
+@strawberry.experimental.pydantic.input(
+    model=graphmem.LinkInput,
+    all_fields=True,
+    description="A link to make: `source -[type]-> target`.",
+)
 class LinkInput:
-    source_id: strawberry.ID = strawberry.field(description="The fact the link starts from.")
-    target_id: strawberry.ID = strawberry.field(description="The fact it points to.")
-    type: LinkType = strawberry.field(
-        description="CAUSED_BY, PART_OF, RELATED_TO or DEPENDS_ON (SUPERSEDES comes from storing "
-        "a new version)."
-    )
-    strength: float = strawberry.field(default=1.0, description="0 to 1; relinking updates it.")
-    valid_from: DateTime | None = strawberry.field(
-        default=None,
-        description="When the link started to hold. Default: when both facts hold (the later of "
-        "their `validFrom`).",
-    )
-    valid_until: DateTime | None = strawberry.field(
-        default=None,
-        description="When it stopped holding. Default: open. Relinking with another validity "
-        "replaces the live link.",
-    )
-    metadata: JSON | None = strawberry.field(
-        default=None,
-        description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
-    )
+    """``graphmem.LinkInput`` as GraphQL reads it, with GraphQL's own types for ids, the link
+    type, times and the metadata."""
+
+    source_id: strawberry.ID
+    target_id: strawberry.ID
+    type: LinkType
+    strength: strawberry.auto
+    valid_from: DateTime | None = None
+    valid_until: DateTime | None = None
+    metadata: JSON | None = None
 
 
 @strawberry.input(

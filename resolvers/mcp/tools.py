@@ -26,7 +26,7 @@ from pydantic import (
 
 from graphmem import InvalidInput, Memory
 from graphmem.capture import ROLES, Keep
-from graphmem.graph import DIRECTIONS, LINK_TYPES
+from graphmem.graph import DIRECTIONS
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_CHECKPOINT_FILES,
@@ -40,7 +40,7 @@ from graphmem.limits import (
     MAX_TEXT_LENGTH,
 )
 from graphmem.maintenance import REGISTRY, checked_jobs
-from graphmem.models import FactInput, Tier, field_of
+from graphmem.models import LINK_TYPES, FactInput, LinkInput, Tier, field_of
 from graphmem.recall import FORMATS
 from graphmem.temporal import ACCEPTED_TIMES
 
@@ -282,27 +282,14 @@ def lookup(memory: Memory, args: LookupArgs) -> Result:
     return "\n".join(lines), {"facts": [f.to_dict() for f in facts]}
 
 
+# The fields of graphmem.LinkInput a model gives, as the core describes and bounds them.
 class LinkArgs(_Args):
-    source_id: str = Field(min_length=1, description="The fact the link starts from. " + FACT_ID)
-    target_id: str = Field(min_length=1, description="The fact it points to. " + FACT_ID)
-    type: str = Field(
-        json_schema_extra={"enum": [t for t in LINK_TYPES if t != "SUPERSEDES"]},
-        description="source CAUSED_BY target: the source was caused by the target; PART_OF: "
-        "the source is part of the target; DEPENDS_ON: the source requires the target; "
-        "RELATED_TO: loosely related.",
-    )
-    strength: float = Field(
-        _default(Memory.link, "strength"),
-        ge=0,
-        le=1,
-        description="How strong the relationship is, 0 to 1.",
-    )
-    valid_from: Time = Field(
-        None,
-        description="When the relationship began in the world: "
-        f"{ACCEPTED_TIMES}. Default: when both facts hold (the later of their valid_from).",
-    )
-    valid_until: Time = Field(None, description="When it ended, in the same forms. Default: open.")
+    source_id: str = field_of(LinkInput, "source_id")
+    target_id: str = field_of(LinkInput, "target_id")
+    type: str = field_of(LinkInput, "type")
+    strength: float = field_of(LinkInput, "strength")
+    valid_from: Time = field_of(LinkInput, "valid_from")
+    valid_until: Time = field_of(LinkInput, "valid_until")
 
 
 def link(memory: Memory, args: LinkArgs) -> Result:

@@ -4,16 +4,20 @@ as the model does."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import click
-from graphql import GraphQLInputObjectType, Undefined, value_from_ast
+import pytest
+from graphql import GraphQLEnumType, GraphQLInputObjectType, Undefined, value_from_ast
 from graphql import build_schema as parse_sdl
 from pydantic import BaseModel
 from strawberry.utils.str_converters import to_camel_case
 
-from graphmem import FactInput
+from graphmem import FactInput, LinkInput, Memory
+from graphmem.cli import link as link_command
 from graphmem.cli import store as store_command
+from graphmem.models import LINK_TYPE_MEANINGS, LINK_TYPES, LINKABLE_TYPES
 from resolvers import schema_sdl
 from resolvers.mcp.tools import TOOLS
 
@@ -42,34 +46,70 @@ def field_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
     return node
 
 
-def test_graphql_fact_input_has_every_field_of_the_core_with_its_default_and_description() -> None:
-    fields = graphql_input("FactInput").fields
-    assert set(fields) == {to_camel_case(name) for name in FactInput.model_fields}
-    for name, core in FactInput.model_fields.items():
-        given = fields[to_camel_case(name)]
-        assert given.description == core.description, name
+@pytest.mark.parametrize(("name", "model"), [("FactInput", FactInput), ("LinkInput", LinkInput)])
+def test_a_graphql_input_has_every_field_of_the_core_with_its_default_and_description(
+    name: str, model: type[BaseModel]
+) -> None:
+    fields = graphql_input(name).fields
+    assert set(fields) == {to_camel_case(field) for field in model.model_fields}
+    for field, core in model.model_fields.items():
+        given = fields[to_camel_case(field)]
+        assert given.description == core.description, field
         written = given.ast_node.default_value if given.ast_node else None
         default = Undefined if written is None else value_from_ast(written, given.type)
-        assert default == (Undefined if core.is_required() else core.default), name
+        assert default == (Undefined if core.is_required() else core.default), field
 
 
-def test_the_store_tool_bounds_and_describes_each_fact_field_as_the_core_does() -> None:
-    properties = tool_schema("memory_store")["properties"]
-    shared = set(properties) - {"episode"}
-    assert shared <= set(FactInput.model_fields)
-    assert {"text", "entity", "key", "value", "valid_from", "supersedes"} <= shared
+@pytest.mark.parametrize(
+    ("tool", "model", "own"),
+    [("memory_store", FactInput, {"episode"}), ("memory_link", LinkInput, set())],
+)
+def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
+    tool: str, model: type[BaseModel], own: set[str]
+) -> None:
+    properties = tool_schema(tool)["properties"]
+    shared = set(properties) - own
+    assert shared <= set(model.model_fields)
+    assert {"valid_from"} <= shared
     for name in shared:
-        core = field_schema(FactInput, name)
+        core = field_schema(model, name)
         assert properties[name]["description"] == core["description"], name
+        assert properties[name].get("default") == core.get("default"), name
         for bound in BOUNDS:
             assert properties[name].get(bound) == core.get(bound), (name, bound)
 
 
-def test_the_store_command_helps_each_fact_option_with_the_field_description() -> None:
-    options = {p.name: p for p in store_command.params if isinstance(p, click.Option) and p.name}
-    fact_options = set(options) & set(FactInput.model_fields)
-    assert {"entity", "key", "value", "category", "valid_from", "supersedes"} <= fact_options
-    for name in fact_options:
-        description = FactInput.model_fields[name].description
+@pytest.mark.parametrize(
+    ("command", "model", "named"),
+    [
+        (store_command, FactInput, {"entity", "key", "value", "category", "valid_from"}),
+        (link_command, LinkInput, {"strength", "valid_from", "valid_until"}),
+    ],
+)
+def test_a_command_helps_each_option_with_the_field_description(
+    command: click.Command, model: type[BaseModel], named: set[str]
+) -> None:
+    options = {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
+    shared = set(options) & set(model.model_fields)
+    assert named <= shared
+    for name in shared:
+        description = model.model_fields[name].description
         assert description is not None
         assert (options[name].help or "").endswith(description), name
+        default = model.model_fields[name].default
+        if default is not None:  # the option defaults as the field does
+            assert options[name].default == default, name
+
+
+def test_the_graphql_link_types_are_the_cores_each_described_by_its_meaning() -> None:
+    enum = parse_sdl(schema_sdl()).type_map["LinkType"]
+    assert isinstance(enum, GraphQLEnumType)
+    assert list(enum.values) == list(LINK_TYPES)
+    assert {t: v.description for t, v in enum.values.items()} == dict(LINK_TYPE_MEANINGS)
+    assert tool_schema("memory_link")["properties"]["type"]["enum"] == list(LINKABLE_TYPES)
+
+
+def test_memory_link_defaults_the_strength_as_the_link_input_does() -> None:
+    assert inspect.signature(Memory.link).parameters["strength"].default == (
+        LinkInput.model_fields["strength"].default
+    )

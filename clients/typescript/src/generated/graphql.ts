@@ -157,17 +157,17 @@ export type FactKind =
 export type LinkInput = {
   /** A JSON object kept with the link (at most 16 KiB). */
   metadata?: unknown;
-  /** The fact the link starts from. */
+  /** The id of the fact the link starts from. */
   sourceId: string | number;
-  /** 0 to 1; relinking updates it. */
+  /** How strong the relationship is, 0 to 1; relinking updates it. */
   strength?: number;
-  /** The fact it points to. */
+  /** The id of the fact it points to. */
   targetId: string | number;
-  /** CAUSED_BY, PART_OF, RELATED_TO or DEPENDS_ON (SUPERSEDES comes from storing a new version). */
+  /** CAUSED_BY: the source was caused by the target; PART_OF: the source is a part of the target; RELATED_TO: the two are related (automatic links are of this type); DEPENDS_ON: the source requires the target. SUPERSEDES comes from storing a new version. */
   type: LinkType;
-  /** When the link started to hold. Default: when both facts hold (the later of their `validFrom`). */
+  /** When the relationship began in the world: ISO-8601 in full or reduced precision (2024, 2024-05, 2024-05-01, 2024-05-01T12:00:00, 2024-05-01T14:00:00+02:00; UTC when no zone is given) or epoch seconds (1714564800). Default: when both facts hold (the later of their valid time). */
   validFrom?: string | number | Date | null | undefined;
-  /** When it stopped holding. Default: open. Relinking with another validity replaces the live link. */
+  /** When it stopped holding, in the same forms. Default: open. Relinking with another validity replaces the live link. */
   validUntil?: string | number | Date | null | undefined;
 };
 
