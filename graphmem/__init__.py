@@ -38,6 +38,7 @@ from .models import (
     LinkType,
     MaintenanceRun,
     SearchHit,
+    SearchInput,
     StoreResult,
 )
 from .prune import PruneReport
@@ -100,6 +101,7 @@ __all__ = [
     "RecallResult",
     "ReflectReport",
     "SearchHit",
+    "SearchInput",
     "ServiceError",
     "Settings",
     "StatedTime",

@@ -30,12 +30,20 @@ from .files import private_opener
 from .graph import DEFAULT_MAX_NODES, Subgraph
 from .maintenance import REGISTRY
 from .memory import Memory
-from .models import DEFAULT_STRENGTH, Fact, FactInput, Link, LinkInput, MaintenanceRun
+from .models import (
+    SEARCH_MODES,
+    Fact,
+    FactInput,
+    Link,
+    LinkInput,
+    MaintenanceRun,
+    SearchInput,
+)
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys
 from .storage.sqlite import backup as backups
-from .temporal import ACCEPTED_TIMES, to_iso
+from .temporal import to_iso
 from .version import __version__
 
 
@@ -103,17 +111,27 @@ def _setting(name: str) -> str:
     return f"{Settings.model_fields[name].default}, or {ENV_PREFIX}{name.upper()}"
 
 
+def _input_option(
+    model: type[BaseModel], name: str, help_before: str = "", **kwargs: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The option ``--name`` that sets the field ``name`` of ``model``, helped by its
+    description, defaulting to its default."""
+    field = model.model_fields[name]
+    return click.option(
+        f"--{name.replace('_', '-')}",
+        help=help_before + (field.description or ""),
+        default=field.default,
+        **kwargs,
+    )
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 _EPISODE_HELP: Final = (
     "The id of the conversation session or document this comes from (recorded on first use): "
     "each fact added belongs to it, linked to the one before it."
 )
-as_of_option = click.option(
-    "--as-of", help=f"Valid time to read at (default: now): {ACCEPTED_TIMES}."
-)
-known_at_option = click.option(
-    "--known-at", help="Transaction time to read at (default: now), in the same forms as --as-of."
-)
+as_of_option = _input_option(SearchInput, "as_of")
+known_at_option = _input_option(SearchInput, "known_at")
 no_episode_links_option = click.option(
     "--no-episode-links",
     "episode_links",
@@ -177,16 +195,8 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
     return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
 
 
-def _input_option(
-    model: type[BaseModel], name: str, help_before: str = "", **kwargs: Any
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """The option ``--name`` that sets the field ``name`` of ``model``, helped by its
-    description."""
-    described = model.model_fields[name].description or ""
-    return click.option(f"--{name.replace('_', '-')}", help=help_before + described, **kwargs)
-
-
 _fact_option: Final = functools.partial(_input_option, FactInput)
+_search_option: Final = functools.partial(_input_option, SearchInput)
 
 
 @click.command()
@@ -243,17 +253,15 @@ def store(
 
 @click.command()
 @click.argument("query")
-@click.option("--limit", default=10, show_default=True, type=int)
-@click.option("--tag")
-@click.option("--category")
-@click.option("--entity")
-@click.option("--source")
+@_search_option("limit", show_default=True, type=int)
+@_search_option("tag")
+@_search_option("category")
+@_search_option("entity")
+@_search_option("source")
 @as_of_option
 @known_at_option
-@click.option("--include-superseded", is_flag=True, help="Also show replaced versions.")
-@click.option(
-    "--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True
-)
+@_search_option("include_superseded", is_flag=True)
+@_search_option("mode", type=click.Choice(SEARCH_MODES), show_default=True)
 @click.option(
     "--no-time-hints",
     "time_hints",
@@ -668,7 +676,7 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
 @click.argument("source_id")
 @click.argument("target_id")
 @click.argument("type", metavar="TYPE")
-@_input_option(LinkInput, "strength", default=DEFAULT_STRENGTH, show_default=True, type=float)
+@_input_option(LinkInput, "strength", show_default=True, type=float)
 @_input_option(LinkInput, "valid_from")
 @_input_option(LinkInput, "valid_until")
 @json_option

@@ -23,7 +23,14 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
-from .limits import MAX_FIELD_LENGTH, MAX_METADATA_BYTES, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
+from .limits import (
+    MAX_DEPTH,
+    MAX_FIELD_LENGTH,
+    MAX_LIMIT,
+    MAX_METADATA_BYTES,
+    MAX_NOTE_LENGTH,
+    MAX_TEXT_LENGTH,
+)
 from .statedtime import StatedTime
 from .tagging import CATEGORY_LIST, MAX_CATEGORY_LENGTH, check_category, normalize_tags
 from .temporal import ACCEPTED_TIMES, TimeInput, TimeScope, parse_time, to_iso
@@ -367,6 +374,70 @@ class LinkInput(BaseModel):
     metadata: dict[str, Any] | None = Field(
         default=None,
         description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
+    )
+
+
+#: How a search finds its candidates (``Memory.search``'s ``mode``).
+SearchMode = Literal["hybrid", "fts", "vector"]
+SEARCH_MODES: Final[tuple[str, ...]] = get_args(SearchMode)
+
+
+class SearchInput(BaseModel):
+    """A search, as callers ask for it: what each argument means, its bounds and its default
+    (``Memory.search`` checks them; ``recall`` and the reads in time take the time arguments)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
+        description="What to look for, in words: a question or keywords.",
+    )
+    limit: int = Field(
+        default=10, ge=1, le=MAX_LIMIT, description=f"Most facts to return (1 to {MAX_LIMIT:,})."
+    )
+    tag: str | None = Field(default=None, description="Only facts with this tag.")
+    category: str | None = Field(default=None, description="Only facts of this category.")
+    entity: str | None = Field(
+        default=None, description="Only facts about this entity (case-insensitive)."
+    )
+    source: str | None = Field(default=None, description="Only facts from this source.")
+    as_of: float | None = Field(
+        default=None,
+        description="Valid time: read memory as the world was at this moment, e.g. to get the "
+        f"version of a fact that was true then. {ACCEPTED_TIMES}. Default: now.",
+    )
+    known_at: float | None = Field(
+        default=None,
+        description="Transaction time: read memory as it was known at this moment (facts "
+        "stored later left out, facts forgotten since still in), in the same forms. Default: now.",
+    )
+    include_superseded: bool = Field(
+        default=False, description="Also return versions that a newer fact has replaced."
+    )
+    mode: SearchMode = Field(
+        default="hybrid",
+        description="hybrid: keywords and meaning fused; fts: keywords only; vector: meaning only.",
+    )
+    graph_depth: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_DEPTH,
+        description="Also return facts linked to the hits, up to this many links away, each "
+        f"scored below the hit that reached it (0 to {MAX_DEPTH}).",
+    )
+    time_hints: bool = Field(
+        default=True,
+        description='Read time words in the text ("last week", "in May 2023", "before 2020"), '
+        "relative to the valid time read at or now, as a period: facts dated in it rank higher "
+        "(none is dropped). False takes them as plain words.",
+    )
+    episode_links: bool = Field(
+        default=True,
+        description="Let facts next to each other in an episode (turns of one conversation, "
+        "chunks of one document) lend each other part of their relevance, and windows of up "
+        "to four consecutive turns lend theirs to the turns they hold (which may bring in a "
+        "turn the search did not find). False: neither plays a part in ranking.",
     )
 
 

@@ -32,7 +32,6 @@ from graphmem.limits import (
     MAX_CHECKPOINT_FILES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
-    MAX_LIMIT,
     MAX_NODES,
     MAX_NOTE_LENGTH,
     MAX_READ_LINES,
@@ -40,9 +39,8 @@ from graphmem.limits import (
     MAX_TEXT_LENGTH,
 )
 from graphmem.maintenance import REGISTRY, checked_jobs
-from graphmem.models import LINK_TYPES, FactInput, LinkInput, Tier, field_of
+from graphmem.models import LINK_TYPES, FactInput, LinkInput, SearchInput, Tier, field_of
 from graphmem.recall import FORMATS
-from graphmem.temporal import ACCEPTED_TIMES
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
 
@@ -120,32 +118,15 @@ EPISODE = (
 )
 
 
-AS_OF = (
-    "Valid time: read memory as the world was at this moment, e.g. to get the version of a fact "
-    f"that was true then. {ACCEPTED_TIMES}. Default: now."
-)
-
-
-KNOWN_AT = (
-    "Transaction time: read memory as it was known at this moment (facts stored later left out, "
-    "facts forgotten since still in). Same forms as as_of. Default: now."
-)
+AS_OF: Final = SearchInput.model_fields["as_of"].description
+KNOWN_AT: Final = SearchInput.model_fields["known_at"].description
 
 
 FACT_ID = "A fact's id, as earlier tool results show it."
 
 
-EPISODE_LINKS = (
-    "Let facts next to each other in an episode (turns of one conversation) lend each other "
-    "part of their relevance, and windows of consecutive turns theirs to the turns they hold. "
-    "False: neither plays a part in ranking."
-)
-
-
-TIME_HINTS = (
-    "Read time words in the text ('last week', 'in May 2023', 'before 2020') as a period: facts "
-    "dated in it rank higher, none is dropped. False takes them as plain words."
-)
+EPISODE_LINKS: Final = SearchInput.model_fields["episode_links"].description
+TIME_HINTS: Final = SearchInput.model_fields["time_hints"].description
 
 
 # The fields of graphmem.FactInput a model gives, as the core describes and bounds them.
@@ -177,30 +158,17 @@ def store(memory: Memory, args: StoreArgs) -> Result:
     return "\n".join(lines), result.to_dict()
 
 
+# The arguments of graphmem.SearchInput a model gives, as the core describes and bounds them.
 class SearchArgs(_Args):
-    query: str = Field(
-        min_length=1,
-        max_length=MAX_TEXT_LENGTH,
-        description="What to look for, in words: a question or keywords.",
-    )
-    limit: int = Field(
-        _default(Memory.search, "limit"), ge=1, le=MAX_LIMIT, description="Most facts to return."
-    )
-    tag: str | None = Field(None, description="Only facts with this tag.")
-    as_of: Time = Field(None, description=AS_OF)
-    known_at: Time = Field(None, description=KNOWN_AT)
-    include_superseded: bool = Field(
-        _default(Memory.search, "include_superseded"),
-        description="Also return versions that a newer fact has replaced.",
-    )
-    graph_depth: int = Field(
-        _default(Memory.search, "graph_depth"),
-        ge=0,
-        le=MAX_DEPTH,
-        description="Also return facts linked to the hits, up to this many links away.",
-    )
-    time_hints: bool = Field(_default(Memory.search, "time_hints"), description=TIME_HINTS)
-    episode_links: bool = Field(_default(Memory.search, "episode_links"), description=EPISODE_LINKS)
+    query: str = field_of(SearchInput, "query")
+    limit: int = field_of(SearchInput, "limit")
+    tag: str | None = field_of(SearchInput, "tag")
+    as_of: Time = field_of(SearchInput, "as_of")
+    known_at: Time = field_of(SearchInput, "known_at")
+    include_superseded: bool = field_of(SearchInput, "include_superseded")
+    graph_depth: int = field_of(SearchInput, "graph_depth")
+    time_hints: bool = field_of(SearchInput, "time_hints")
+    episode_links: bool = field_of(SearchInput, "episode_links")
 
 
 def search(memory: Memory, args: SearchArgs) -> Result:

@@ -14,12 +14,14 @@ from graphql import build_schema as parse_sdl
 from pydantic import BaseModel
 from strawberry.utils.str_converters import to_camel_case
 
-from graphmem import FactInput, LinkInput, Memory
+from graphmem import FactInput, LinkInput, Memory, SearchInput
 from graphmem.cli import link as link_command
+from graphmem.cli import search as search_command
 from graphmem.cli import store as store_command
 from graphmem.models import LINK_TYPE_MEANINGS, LINK_TYPES, LINKABLE_TYPES
 from resolvers import schema_sdl
 from resolvers.mcp.tools import TOOLS
+from resolvers.types import SearchMode
 
 #: The JSON schema keys that bound a value.
 BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "enum")
@@ -61,16 +63,19 @@ def test_a_graphql_input_has_every_field_of_the_core_with_its_default_and_descri
 
 
 @pytest.mark.parametrize(
-    ("tool", "model", "own"),
-    [("memory_store", FactInput, {"episode"}), ("memory_link", LinkInput, set())],
+    ("tool", "model", "own", "named"),
+    [
+        ("memory_store", FactInput, {"episode"}, {"text", "entity", "valid_from"}),
+        ("memory_link", LinkInput, set(), {"source_id", "type", "strength", "valid_from"}),
+        ("memory_recall", SearchInput, set(), {"query", "limit", "as_of", "time_hints"}),
+    ],
 )
 def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
-    tool: str, model: type[BaseModel], own: set[str]
+    tool: str, model: type[BaseModel], own: set[str], named: set[str]
 ) -> None:
     properties = tool_schema(tool)["properties"]
     shared = set(properties) - own
-    assert shared <= set(model.model_fields)
-    assert {"valid_from"} <= shared
+    assert named <= shared <= set(model.model_fields)
     for name in shared:
         core = field_schema(model, name)
         assert properties[name]["description"] == core["description"], name
@@ -84,12 +89,18 @@ def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
     [
         (store_command, FactInput, {"entity", "key", "value", "category", "valid_from"}),
         (link_command, LinkInput, {"strength", "valid_from", "valid_until"}),
+        (search_command, SearchInput, {"limit", "tag", "mode", "include_superseded"}),
     ],
 )
 def test_a_command_helps_each_option_with_the_field_description(
     command: click.Command, model: type[BaseModel], named: set[str]
 ) -> None:
-    options = {p.name: p for p in command.params if isinstance(p, click.Option) and p.name}
+    options = {
+        p.name: p
+        for p in command.params
+        # a --no-... flag turns the field off, and says so in its own words
+        if isinstance(p, click.Option) and p.name and p.opts == [f"--{p.name.replace('_', '-')}"]
+    }
     shared = set(options) & set(model.model_fields)
     assert named <= shared
     for name in shared:
@@ -113,3 +124,29 @@ def test_memory_link_defaults_the_strength_as_the_link_input_does() -> None:
     assert inspect.signature(Memory.link).parameters["strength"].default == (
         LinkInput.model_fields["strength"].default
     )
+
+
+def test_the_graphql_search_takes_each_argument_of_the_core_with_its_default_and_description() -> (
+    None
+):
+    query = parse_sdl(schema_sdl()).query_type
+    assert query is not None
+    arguments = query.fields["search"].args
+    assert set(arguments) == {to_camel_case(name) for name in SearchInput.model_fields}
+    for name, core in SearchInput.model_fields.items():
+        given = arguments[to_camel_case(name)]
+        assert given.description == core.description, name
+        written = given.ast_node.default_value if given.ast_node else None
+        default = Undefined if written is None else value_from_ast(written, given.type)
+        if name == "mode":  # the enum's value, not its name
+            default = SearchMode[str(default)].value
+        assert default == (Undefined if core.is_required() else core.default), name
+
+
+def test_memory_search_defaults_each_argument_as_the_search_input_does() -> None:
+    parameters = list(inspect.signature(Memory.search).parameters.values())[1:]
+    assert {p.name for p in parameters} == set(SearchInput.model_fields)
+    for parameter in parameters:
+        core = SearchInput.model_fields[parameter.name]
+        expected = inspect.Parameter.empty if core.is_required() else core.default
+        assert parameter.default == expected, parameter.name
