@@ -27,7 +27,7 @@ from .capture import KEEPS, Keep
 from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
-from .graph import DEFAULT_MAX_NODES, Subgraph
+from .graph import DIRECTIONS, Subgraph, TraverseInput
 from .maintenance import REGISTRY
 from .memory import Memory
 from .models import (
@@ -197,6 +197,7 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
 
 _fact_option: Final = functools.partial(_input_option, FactInput)
 _search_option: Final = functools.partial(_input_option, SearchInput)
+_traverse_option: Final = functools.partial(_input_option, TraverseInput)
 
 
 @click.command()
@@ -647,9 +648,7 @@ def erasures(ctx: click.Context, /, limit: int, as_json: bool) -> None:
 
 # ------------------------------------------------------------------------------------ graph
 
-types_option = click.option(
-    "--types", help="Comma-separated link types [default: all but SUPERSEDES]."
-)
+types_option = _traverse_option("types", "Comma-separated. ")
 
 
 def _types(value: str | None) -> list[str] | None:
@@ -740,20 +739,15 @@ def links(
 
 @click.command()
 @click.argument("ids", nargs=-1, required=True)
-@click.option("--depth", default=2, show_default=True, type=int, help="0..6.")
+@_traverse_option("depth", show_default=True, type=int)
 @types_option
-@click.option(
-    "--direction",
-    type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
-    default="BOTH",
-    show_default=True,
+@_traverse_option(
+    "direction", type=click.Choice(DIRECTIONS, case_sensitive=False), show_default=True
 )
 @as_of_option
 @known_at_option
-@click.option(
-    "--max-nodes", default=DEFAULT_MAX_NODES, show_default=True, type=int, help="1..10000."
-)
-@click.option("--min-strength", default=0.0, show_default=True, type=float)
+@_traverse_option("max_nodes", show_default=True, type=int)
+@_traverse_option("min_strength", show_default=True, type=float)
 @json_option
 @click.pass_context
 def traverse(

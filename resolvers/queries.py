@@ -3,15 +3,17 @@ applies to everything beneath it. A failure (bad argument, unknown id) is a Grap
 ``extensions.code`` says which, and ``extensions.field`` the argument at fault (docs/graphql.md)."""
 
 from enum import Enum
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 import strawberry
+from pydantic import BaseModel
 from strawberry.types import Info
 
 import graphmem
 from graphmem import graph
 from graphmem import recall as recalls
-from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_READ_LINES, MAX_RECALL_TOKENS
+from graphmem.graph import TraverseInput
+from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_READ_LINES, MAX_RECALL_TOKENS
 
 from .context import Context, Scope
 from .types import (
@@ -45,9 +47,12 @@ from .types import (
 )
 
 
-def described(name: str) -> strawberry.types.arguments.StrawberryArgumentAnnotation:
-    """The argument ``name`` of a search, described as ``graphmem.SearchInput`` describes it."""
-    return strawberry.argument(description=graphmem.SearchInput.model_fields[name].description)
+def described(
+    field: str, model: type[BaseModel] = graphmem.SearchInput, **options: Any
+) -> strawberry.types.arguments.StrawberryArgumentAnnotation:
+    """The argument that sets ``field`` (of a search, unless another ``model`` is named),
+    described as the core's input model describes it."""
+    return strawberry.argument(description=model.model_fields[field].description, **options)
 
 
 AsOf = Annotated[DateTime | None, described("as_of")]
@@ -289,28 +294,14 @@ class Query:
     async def traverse(
         self,
         info: Info[Context, None],
-        from_: Annotated[
-            list[strawberry.ID],
-            strawberry.argument(name="from", description="The facts to start from."),
-        ],
-        depth: Annotated[
-            int, strawberry.argument(description=f"Links to follow (0 to {MAX_DEPTH}).")
-        ] = 2,
-        types: Types = None,
-        direction: Annotated[
-            Direction, strawberry.argument(description="Follow links OUT, IN or BOTH ways.")
-        ] = Direction.BOTH,
+        from_: Annotated[list[strawberry.ID], described("ids", TraverseInput, name="from")],
+        depth: Annotated[int, described("depth", TraverseInput)] = 2,
+        types: Annotated[list[LinkType] | None, described("types", TraverseInput)] = None,
+        direction: Annotated[Direction, described("direction", TraverseInput)] = Direction.BOTH,
         as_of: AsOf = None,
         known_at: KnownAt = None,
-        max_nodes: Annotated[
-            int,
-            strawberry.argument(
-                description=f"Most facts returned (1 to {MAX_NODES:,}); more sets `truncated`."
-            ),
-        ] = graph.DEFAULT_MAX_NODES,
-        min_strength: Annotated[
-            float, strawberry.argument(description="Follow only links at least this strong.")
-        ] = 0.0,
+        max_nodes: Annotated[int, described("max_nodes", TraverseInput)] = graph.DEFAULT_MAX_NODES,
+        min_strength: Annotated[float, described("min_strength", TraverseInput)] = 0.0,
     ) -> Subgraph:
         sub = await info.context.run(
             info.context.memory.traverse,

@@ -26,20 +26,19 @@ from pydantic import (
 
 from graphmem import InvalidInput, Memory
 from graphmem.capture import ROLES, Keep
-from graphmem.graph import DIRECTIONS
+from graphmem.graph import TraverseInput
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_CHECKPOINT_FILES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
-    MAX_NODES,
     MAX_NOTE_LENGTH,
     MAX_READ_LINES,
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
 from graphmem.maintenance import REGISTRY, checked_jobs
-from graphmem.models import LINK_TYPES, FactInput, LinkInput, SearchInput, Tier, field_of
+from graphmem.models import FactInput, LinkInput, SearchInput, Tier, field_of
 from graphmem.recall import FORMATS
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
@@ -269,31 +268,15 @@ def link(memory: Memory, args: LinkArgs) -> Result:
     )
 
 
+# The arguments of graphmem.graph.TraverseInput a model gives, as the core describes them.
 class TraverseArgs(_Args):
-    ids: list[str] = Field(min_length=1, description="The facts to start from. " + FACT_ID)
-    depth: int = Field(
-        _default(Memory.traverse, "depth"), ge=0, le=MAX_DEPTH, description="Most links to follow."
-    )
-    types: list[str] | None = Field(
-        None,
-        json_schema_extra={"items": {"type": "string", "enum": list(LINK_TYPES)}},
-        description="Link types to follow. Default: all but SUPERSEDES; name SUPERSEDES to walk "
-        "to earlier versions too.",
-    )
-    direction: str = Field(
-        _default(Memory.traverse, "direction"),
-        json_schema_extra={"enum": list(DIRECTIONS)},
-        description="OUT follows links from source to target (what a fact was caused by, is "
-        "part of, depends on); IN the reverse; BOTH either way.",
-    )
-    as_of: Time = Field(None, description=AS_OF)
-    known_at: Time = Field(None, description=KNOWN_AT)
-    max_nodes: int = Field(
-        _default(Memory.traverse, "max_nodes"),
-        ge=1,
-        le=MAX_NODES,
-        description="Most facts to return; the walk stops there and says so.",
-    )
+    ids: list[str] = field_of(TraverseInput, "ids")
+    depth: int = field_of(TraverseInput, "depth")
+    types: list[str] | None = field_of(TraverseInput, "types")
+    direction: str = field_of(TraverseInput, "direction")
+    as_of: Time = field_of(TraverseInput, "as_of")
+    known_at: Time = field_of(TraverseInput, "known_at")
+    max_nodes: int = field_of(TraverseInput, "max_nodes")
 
 
 def traverse(memory: Memory, args: TraverseArgs) -> Result:

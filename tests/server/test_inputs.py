@@ -18,6 +18,8 @@ from graphmem import FactInput, LinkInput, Memory, SearchInput
 from graphmem.cli import link as link_command
 from graphmem.cli import search as search_command
 from graphmem.cli import store as store_command
+from graphmem.cli import traverse as traverse_command
+from graphmem.graph import TraverseInput
 from graphmem.models import LINK_TYPE_MEANINGS, LINK_TYPES, LINKABLE_TYPES
 from resolvers import schema_sdl
 from resolvers.mcp.tools import TOOLS
@@ -68,6 +70,7 @@ def test_a_graphql_input_has_every_field_of_the_core_with_its_default_and_descri
         ("memory_store", FactInput, {"episode"}, {"text", "entity", "valid_from"}),
         ("memory_link", LinkInput, set(), {"source_id", "type", "strength", "valid_from"}),
         ("memory_recall", SearchInput, set(), {"query", "limit", "as_of", "time_hints"}),
+        ("memory_traverse", TraverseInput, set(), {"ids", "depth", "types", "max_nodes"}),
     ],
 )
 def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
@@ -90,6 +93,7 @@ def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
         (store_command, FactInput, {"entity", "key", "value", "category", "valid_from"}),
         (link_command, LinkInput, {"strength", "valid_from", "valid_until"}),
         (search_command, SearchInput, {"limit", "tag", "mode", "include_superseded"}),
+        (traverse_command, TraverseInput, {"depth", "types", "direction", "max_nodes"}),
     ],
 )
 def test_a_command_helps_each_option_with_the_field_description(
@@ -126,15 +130,20 @@ def test_memory_link_defaults_the_strength_as_the_link_input_does() -> None:
     )
 
 
-def test_the_graphql_search_takes_each_argument_of_the_core_with_its_default_and_description() -> (
-    None
-):
+@pytest.mark.parametrize(
+    ("field", "model", "renamed"),
+    [("search", SearchInput, {}), ("traverse", TraverseInput, {"ids": "from"})],
+)
+def test_a_graphql_query_takes_each_argument_of_the_core_with_its_default_and_description(
+    field: str, model: type[BaseModel], renamed: dict[str, str]
+) -> None:
     query = parse_sdl(schema_sdl()).query_type
     assert query is not None
-    arguments = query.fields["search"].args
-    assert set(arguments) == {to_camel_case(name) for name in SearchInput.model_fields}
-    for name, core in SearchInput.model_fields.items():
-        given = arguments[to_camel_case(name)]
+    arguments = query.fields[field].args
+    names = {name: renamed.get(name, to_camel_case(name)) for name in model.model_fields}
+    assert set(arguments) == set(names.values())
+    for name, core in model.model_fields.items():
+        given = arguments[names[name]]
         assert given.description == core.description, name
         written = given.ast_node.default_value if given.ast_node else None
         default = Undefined if written is None else value_from_ast(written, given.type)
@@ -143,10 +152,11 @@ def test_the_graphql_search_takes_each_argument_of_the_core_with_its_default_and
         assert default == (Undefined if core.is_required() else core.default), name
 
 
-def test_memory_search_defaults_each_argument_as_the_search_input_does() -> None:
-    parameters = list(inspect.signature(Memory.search).parameters.values())[1:]
-    assert {p.name for p in parameters} == set(SearchInput.model_fields)
+@pytest.mark.parametrize(("verb", "model"), [("search", SearchInput), ("traverse", TraverseInput)])
+def test_memory_defaults_each_argument_as_the_input_does(verb: str, model: type[BaseModel]) -> None:
+    parameters = list(inspect.signature(getattr(Memory, verb)).parameters.values())[1:]
+    assert {p.name for p in parameters} == set(model.model_fields)
     for parameter in parameters:
-        core = SearchInput.model_fields[parameter.name]
+        core = model.model_fields[parameter.name]
         expected = inspect.Parameter.empty if core.is_required() else core.default
         assert parameter.default == expected, parameter.name
