@@ -5,6 +5,7 @@ holds a rebuildable vector index. Start with ``Memory.open``.
 """
 
 from .analytics import Clusters, DependencyOrder
+from .api import MemoryAPI
 from .capture import CaptureResult
 from .categorize import CategoryInfo, ClassifyReport
 from .checkpoints import Checkpoint
@@ -25,7 +26,7 @@ from .errors import (
     QueryTimeout,
     StorageError,
 )
-from .graph import LinkPosition, LinkType, Node, Path, Subgraph
+from .graph import LinkPosition, Node, Path, Subgraph
 from .memory import Memory
 from .models import (
     Change,
@@ -33,8 +34,11 @@ from .models import (
     Fact,
     FactInput,
     Link,
+    LinkInput,
+    LinkType,
     MaintenanceRun,
     SearchHit,
+    SearchInput,
     StoreResult,
 )
 from .prune import PruneReport
@@ -81,10 +85,12 @@ __all__ = [
     "KeyStore",
     "LLMError",
     "Link",
+    "LinkInput",
     "LinkPosition",
     "LinkType",
     "MaintenanceRun",
     "Memory",
+    "MemoryAPI",
     "Node",
     "NotFound",
     "Path",
@@ -95,6 +101,7 @@ __all__ = [
     "RecallResult",
     "ReflectReport",
     "SearchHit",
+    "SearchInput",
     "ServiceError",
     "Settings",
     "StatedTime",

@@ -11,32 +11,39 @@ its own commands added.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import IO, Any, Final
 
 import click
 import watchfiles
+from pydantic import BaseModel
 
 from . import storage
 from .capture import KEEPS, Keep
-from .decay import DECAY_CLASSES
-from .dedup import DEFAULT_IMPORTANCE
 from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
-from .graph import DEFAULT_MAX_NODES, Subgraph
+from .graph import DIRECTIONS, Subgraph, TraverseInput
 from .maintenance import REGISTRY
 from .memory import Memory
-from .models import Fact, Link, MaintenanceRun
+from .models import (
+    SEARCH_MODES,
+    Fact,
+    FactInput,
+    Link,
+    LinkInput,
+    MaintenanceRun,
+    SearchInput,
+)
 from .recall import DEFAULT_MAX_TOKENS, FORMATS
 from .settings import DEFAULT_CONFIG_FILE, EMBEDDERS, ENV_PREFIX, Settings
 from .storage import open_keys
-from .tagging import CATEGORY_LIST
-from .temporal import ACCEPTED_TIMES, to_iso
+from .temporal import to_iso
 from .version import __version__
 
 
@@ -104,17 +111,27 @@ def _setting(name: str) -> str:
     return f"{Settings.model_fields[name].default}, or {ENV_PREFIX}{name.upper()}"
 
 
+def _input_option(
+    model: type[BaseModel], name: str, help_before: str = "", **kwargs: Any
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The option ``--name`` that sets the field ``name`` of ``model``, helped by its
+    description, defaulting to its default."""
+    field = model.model_fields[name]
+    return click.option(
+        f"--{name.replace('_', '-')}",
+        help=help_before + (field.description or ""),
+        default=field.default,
+        **kwargs,
+    )
+
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 _EPISODE_HELP: Final = (
     "The id of the conversation session or document this comes from (recorded on first use): "
     "each fact added belongs to it, linked to the one before it."
 )
-as_of_option = click.option(
-    "--as-of", help=f"Valid time to read at (default: now): {ACCEPTED_TIMES}."
-)
-known_at_option = click.option(
-    "--known-at", help="Transaction time to read at (default: now), in the same forms as --as-of."
-)
+as_of_option = _input_option(SearchInput, "as_of")
+known_at_option = _input_option(SearchInput, "known_at")
 no_episode_links_option = click.option(
     "--no-episode-links",
     "episode_links",
@@ -178,24 +195,26 @@ def _fact_line(fact: Fact, score: float | None = None) -> str:
     return f"{prefix}{fact.id}  [{fact.category}]{about}  {fact.text}  ({valid})"
 
 
+_fact_option: Final = functools.partial(_input_option, FactInput)
+_search_option: Final = functools.partial(_input_option, SearchInput)
+_traverse_option: Final = functools.partial(_input_option, TraverseInput)
+
+
 @click.command()
 @click.argument("text")
-@click.option("--entity")
-@click.option("--key")
-@click.option("--value")
-@click.option("--category", help=f"{CATEGORY_LIST}.")
-@click.option("--tags", help="Comma-separated tags (default: auto-tags).")
-@click.option("--importance", type=float, help=f"0..1 [default: {DEFAULT_IMPORTANCE}].")
-@click.option(
-    "--decay-class",
-    help=f"{', '.join(DECAY_CLASSES)} (default: heuristics).",
-)
-@click.option("--source")
-@click.option("--summary")
-@click.option("--why")
-@click.option("--valid-from", help=f"When the fact became true (default: now): {ACCEPTED_TIMES}.")
-@click.option("--source-date", help="When the fact was stated, in the same forms as --valid-from.")
-@click.option("--supersedes", help="Id of the live fact this one replaces.")
+@_fact_option("entity")
+@_fact_option("key")
+@_fact_option("value")
+@_fact_option("category")
+@_fact_option("tags", "Comma-separated. ")
+@_fact_option("importance", type=float)
+@_fact_option("decay_class")
+@_fact_option("source")
+@_fact_option("summary")
+@_fact_option("why")
+@_fact_option("valid_from")
+@_fact_option("source_date")
+@_fact_option("supersedes")
 @click.option(
     "--no-classify",
     is_flag=True,
@@ -235,17 +254,15 @@ def store(
 
 @click.command()
 @click.argument("query")
-@click.option("--limit", default=10, show_default=True, type=int)
-@click.option("--tag")
-@click.option("--category")
-@click.option("--entity")
-@click.option("--source")
+@_search_option("limit", show_default=True, type=int)
+@_search_option("tag")
+@_search_option("category")
+@_search_option("entity")
+@_search_option("source")
 @as_of_option
 @known_at_option
-@click.option("--include-superseded", is_flag=True, help="Also show replaced versions.")
-@click.option(
-    "--mode", type=click.Choice(["hybrid", "fts", "vector"]), default="hybrid", show_default=True
-)
+@_search_option("include_superseded", is_flag=True)
+@_search_option("mode", type=click.Choice(SEARCH_MODES), show_default=True)
 @click.option(
     "--no-time-hints",
     "time_hints",
@@ -631,9 +648,7 @@ def erasures(ctx: click.Context, /, limit: int, as_json: bool) -> None:
 
 # ------------------------------------------------------------------------------------ graph
 
-types_option = click.option(
-    "--types", help="Comma-separated link types [default: all but SUPERSEDES]."
-)
+types_option = _traverse_option("types", "Comma-separated. ")
 
 
 def _types(value: str | None) -> list[str] | None:
@@ -660,13 +675,9 @@ def _subgraph_lines(sub: Subgraph) -> Iterator[str]:
 @click.argument("source_id")
 @click.argument("target_id")
 @click.argument("type", metavar="TYPE")
-@click.option("--strength", default=1.0, show_default=True, type=float, help="0..1.")
-@click.option(
-    "--valid-from",
-    help="When the relationship began (default: when both facts hold, the later of their "
-    f"valid_from): {ACCEPTED_TIMES}.",
-)
-@click.option("--valid-until", help="When it ended (default: open), in the same forms.")
+@_input_option(LinkInput, "strength", show_default=True, type=float)
+@_input_option(LinkInput, "valid_from")
+@_input_option(LinkInput, "valid_until")
 @json_option
 @click.pass_context
 def link(
@@ -728,20 +739,15 @@ def links(
 
 @click.command()
 @click.argument("ids", nargs=-1, required=True)
-@click.option("--depth", default=2, show_default=True, type=int, help="0..6.")
+@_traverse_option("depth", show_default=True, type=int)
 @types_option
-@click.option(
-    "--direction",
-    type=click.Choice(["OUT", "IN", "BOTH"], case_sensitive=False),
-    default="BOTH",
-    show_default=True,
+@_traverse_option(
+    "direction", type=click.Choice(DIRECTIONS, case_sensitive=False), show_default=True
 )
 @as_of_option
 @known_at_option
-@click.option(
-    "--max-nodes", default=DEFAULT_MAX_NODES, show_default=True, type=int, help="1..10000."
-)
-@click.option("--min-strength", default=0.0, show_default=True, type=float)
+@_traverse_option("max_nodes", show_default=True, type=int)
+@_traverse_option("min_strength", show_default=True, type=float)
 @json_option
 @click.pass_context
 def traverse(

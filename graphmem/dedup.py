@@ -26,16 +26,20 @@ from . import statedtime
 from .decay import classify_decay, expiry
 from .errors import Conflict, InvalidInput, NotFound
 from .ids import new_id
-from .models import Action, Fact, FactInput, StoreResult, Verdict, is_turn
+from .models import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_IMPORTANCE,
+    Action,
+    Fact,
+    FactInput,
+    StoreResult,
+    Verdict,
+    is_turn,
+)
 from .settings import Settings
 from .storage.interface import BatchChanges, Transaction
 from .tagging import detect_category, extract_tags
 from .timewords import MONTHS, WEEKDAYS
-
-#: Importance given to a fact stored without one.
-DEFAULT_IMPORTANCE: Final = 0.5
-#: How sure memory is of a fact stored without a confidence.
-DEFAULT_CONFIDENCE: Final = 1.0
 
 _SPACES = re.compile(r"\s+")
 # SQLite's built-in lower() folds ASCII only; grouping in Python must fold the same way.

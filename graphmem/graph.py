@@ -12,29 +12,17 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
 from .limits import (
+    MAX_DEPTH,
     MAX_METADATA_BYTES,
     MAX_NODES,
 )
-from .models import Fact, Link
-
-
-class LinkType(StrEnum):
-    """The link types; every API taking a type accepts these or their names as strings."""
-
-    SUPERSEDES = "SUPERSEDES"
-    CAUSED_BY = "CAUSED_BY"
-    PART_OF = "PART_OF"
-    RELATED_TO = "RELATED_TO"
-    DEPENDS_ON = "DEPENDS_ON"
-
-
-LINK_TYPES: Final = tuple(t.value for t in LinkType)
-
+from .models import LINK_TYPES, Fact, Link, SearchInput, field_of
 
 #: Followed when a traversal names no types: supersession is history, not a relationship.
 DEFAULT_TYPES: Final = tuple(t for t in LINK_TYPES if t != "SUPERSEDES")
@@ -45,6 +33,42 @@ DIRECTIONS: Final = ("OUT", "IN", "BOTH")
 
 #: Most facts one traversal returns when the caller does not say.
 DEFAULT_MAX_NODES: Final = 200
+
+
+class TraverseInput(BaseModel):
+    """A traversal, as callers ask for it: what each argument means, its bounds and its default
+    (``Memory.traverse`` checks them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ids: list[str] = Field(min_length=1, description="The ids of the facts to start from.")
+    depth: int = Field(
+        default=2, ge=0, le=MAX_DEPTH, description=f"Most links to follow (0 to {MAX_DEPTH})."
+    )
+    types: list[str] | None = Field(
+        default=None,
+        json_schema_extra={"items": {"type": "string", "enum": list(LINK_TYPES)}},
+        description="Link types to follow. Default: all but SUPERSEDES; name SUPERSEDES to walk "
+        "to earlier versions too.",
+    )
+    direction: str = Field(
+        default="BOTH",
+        json_schema_extra={"enum": list(DIRECTIONS)},
+        description="OUT follows links from source to target (what a fact was caused by, is "
+        "part of, depends on); IN the reverse; BOTH either way.",
+    )
+    as_of: float | None = field_of(SearchInput, "as_of")
+    known_at: float | None = field_of(SearchInput, "known_at")
+    max_nodes: int = Field(
+        default=DEFAULT_MAX_NODES,
+        ge=1,
+        le=MAX_NODES,
+        description=f"Most facts to return (1 to {MAX_NODES:,}); the walk stops there and says "
+        "so (truncated).",
+    )
+    min_strength: float = Field(
+        default=0.0, ge=0.0, le=1.0, description="Follow only links at least this strong (0 to 1)."
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,6 +60,7 @@ from .limits import (
 )
 from .llm import ChatClient
 from .models import (
+    DEFAULT_STRENGTH,
     TIERS,
     Change,
     ChangeKind,
@@ -249,28 +250,8 @@ class Memory:
         automatic links for it, ``entity_links=False`` no same-entity links (None follows the
         settings).
         """
-        given = {
-            "text": text,
-            "entity": entity,
-            "key": key,
-            "value": value,
-            "category": category,
-            "tags": tags,
-            "importance": importance,
-            "confidence": confidence,
-            "decay_class": decay_class,
-            "source": source,
-            "summary": summary,
-            "why": why,
-            "context": context,
-            "valid_from": valid_from,
-            "source_date": source_date,
-            "expires_at": expires_at,
-            "supersedes": supersedes,
-            "classify": classify,
-            "autolink": autolink,
-            "entity_links": entity_links,
-        }
+        # Its parameters are FactInput's fields, by the same names.
+        given = {name: value for name, value in locals().items() if name != "self"}
         return self.store_many([{k: v for k, v in given.items() if v is not None}])[0]
 
     def store_many(
@@ -768,7 +749,7 @@ class Memory:
         target_id: str,
         type: str,
         *,
-        strength: float = 1.0,
+        strength: float = DEFAULT_STRENGTH,
         valid_from: TimeInput | None = None,
         valid_until: TimeInput | None = None,
         metadata: dict[str, Any] | None = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -22,18 +23,55 @@ from pydantic import (
     model_validator,
 )
 
-from .decay import DECAY_CLASSES
+from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
-from .limits import MAX_FIELD_LENGTH, MAX_LIMIT, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
+from .limits import (
+    MAX_DEPTH,
+    MAX_FIELD_LENGTH,
+    MAX_LIMIT,
+    MAX_METADATA_BYTES,
+    MAX_NOTE_LENGTH,
+    MAX_TEXT_LENGTH,
+)
 from .statedtime import StatedTime
-from .tagging import check_category, normalize_tags
-from .temporal import TimeInput, TimeScope, parse_time, to_iso
+from .tagging import CATEGORY_LIST, MAX_CATEGORY_LENGTH, check_category, normalize_tags
+from .temporal import ACCEPTED_TIMES, TimeInput, TimeScope, parse_time, to_iso
 from .timehints import TimeHint
 
 #: Embeddings, one a row (float32).
 Vectors = npt.NDArray[np.float32]
 Action = Literal["ADD", "UPDATE", "DELETE", "NOOP"]
-LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
+
+
+class LinkType(StrEnum):
+    """The link types; every API taking a type accepts these or their names as strings."""
+
+    SUPERSEDES = "SUPERSEDES"
+    CAUSED_BY = "CAUSED_BY"
+    PART_OF = "PART_OF"
+    RELATED_TO = "RELATED_TO"
+    DEPENDS_ON = "DEPENDS_ON"
+
+
+LINK_TYPES: Final = tuple(t.value for t in LinkType)
+#: What ``source -[TYPE]-> target`` means for each type; the GraphQL enum's values, the MCP tools
+#: and the CLI describe the types with it.
+LINK_TYPE_MEANINGS: Final[Mapping[str, str]] = {
+    LinkType.SUPERSEDES: "The source is a newer version of the target.",
+    LinkType.CAUSED_BY: "The source was caused by the target.",
+    LinkType.PART_OF: "The source is a part of the target.",
+    LinkType.RELATED_TO: "The two are related (automatic links are of this type).",
+    LinkType.DEPENDS_ON: "The source requires the target.",
+}
+#: The types a caller links with: SUPERSEDES comes from storing a new version.
+LINKABLE_TYPES: Final = tuple(t for t in LINK_TYPES if t != LinkType.SUPERSEDES)
+
+#: The strength of a link made without one.
+DEFAULT_STRENGTH: Final = 1.0
+#: Importance given to a fact stored without one.
+DEFAULT_IMPORTANCE: Final = 0.5
+#: How sure memory is of a fact stored without a confidence.
+DEFAULT_CONFIDENCE: Final = 1.0
 
 
 class LinkOrigin(StrEnum):
@@ -107,40 +145,118 @@ def check_text(**arguments: object) -> None:
             raise InvalidInput(f"{name} contains {problem}", field=name)
 
 
+def lifetimes() -> str:
+    """The decay classes and their time to live, in words ("durable 90 days, ...")."""
+    return ", ".join(f"{rule.name} {ttl_in_words(rule.ttl)}" for rule in DECAY_RULES)
+
+
 class FactInput(BaseModel):
     """One fact to store, as callers give it; validated before anything is written."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, frozen=True)
 
-    text: str = Field(min_length=1, max_length=MAX_TEXT_LENGTH)
-    entity: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    key: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    value: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    category: str | None = None
-    tags: list[str] | None = None
-    importance: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    confidence: float | None = Field(default=None, ge=0.0, le=1.0, allow_inf_nan=False)
-    decay_class: str | None = None
-    source: str | None = Field(default=None, max_length=MAX_FIELD_LENGTH)
-    summary: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
-    why: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
-    context: str | None = Field(default=None, max_length=MAX_NOTE_LENGTH)
-    valid_from: float | None = None
-    source_date: float | None = None
-    expires_at: float | None = None
-    supersedes: str | None = Field(default=None, max_length=64)
-    #: False skips classify-before-write for this fact (it is always added).
-    classify: bool = True
-    #: False makes no automatic links for this fact; None follows the settings.
-    autolink: bool | None = None
-    #: Same-entity links for this fact; None follows the settings.
-    entity_links: bool | None = None
-    #: False stores it even when a live fact has the same text (a document's chunk belongs to
-    #: its file, whatever else says the same).
-    dedup: bool = True
-    #: Its valid time starts when its text says (``valid_from="stated"``): the start of its
-    #: stated time, if the text states one (see graphmem.statedtime).
-    stated_valid_from: bool = False
+    text: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
+        description="What the fact says, as one self-contained statement, e.g. 'Alice moved to "
+        f"Paris in June 2023' (at most {MAX_TEXT_LENGTH:,} characters).",
+    )
+    entity: str | None = Field(
+        default=None,
+        max_length=MAX_FIELD_LENGTH,
+        description="Who or what it is about, e.g. 'user', 'alice', 'project-x'.",
+    )
+    key: str | None = Field(
+        default=None,
+        max_length=MAX_FIELD_LENGTH,
+        description="The attribute it states, e.g. 'city', 'email', 'editor'. With an entity, a "
+        "later fact with the same entity and key and another value supersedes this one.",
+    )
+    value: str | None = Field(
+        default=None,
+        max_length=MAX_FIELD_LENGTH,
+        description="The attribute's value, e.g. 'Paris'.",
+    )
+    category: str | None = Field(
+        default=None,
+        max_length=MAX_CATEGORY_LENGTH,
+        description=f"The kind of fact: {CATEGORY_LIST}. Default: detected from the text.",
+    )
+    tags: list[str] | None = Field(
+        default=None, description="Tags to find it by. Default: found in the text."
+    )
+    importance: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description=f"How much it matters, 0 to 1. Default {DEFAULT_IMPORTANCE}.",
+    )
+    confidence: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        allow_inf_nan=False,
+        description=f"How sure memory is of it, 0 to 1. Default {DEFAULT_CONFIDENCE:g}.",
+    )
+    decay_class: str | None = Field(
+        default=None,
+        json_schema_extra={"enum": list(DECAY_CLASSES)},
+        description=f"How long it stays relevant: {lifetimes()}. Default: detected from the key, "
+        "entity and text (docs/concepts.md#decay).",
+    )
+    source: str | None = Field(
+        default=None, max_length=MAX_FIELD_LENGTH, description="Where it came from."
+    )
+    summary: str | None = Field(
+        default=None, max_length=MAX_NOTE_LENGTH, description="A short form of the text."
+    )
+    why: str | None = Field(
+        default=None, max_length=MAX_NOTE_LENGTH, description="Why it is stored."
+    )
+    context: str | None = Field(
+        default=None, max_length=MAX_NOTE_LENGTH, description="Surrounding context."
+    )
+    valid_from: float | None = Field(
+        default=None,
+        description=f"When it became true in the world: {ACCEPTED_TIMES}. Default: now.",
+    )
+    source_date: float | None = Field(
+        default=None, description="When it was stated, in the same forms. Default: unknown."
+    )
+    expires_at: float | None = Field(
+        default=None,
+        description="When it expires, in the same forms. Default: by its decay class.",
+    )
+    supersedes: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The id of a live fact this one replaces (it becomes history).",
+    )
+    classify: bool = Field(
+        default=True,
+        description="Let the classifier decide: the rules (UPDATE for the same entity and key "
+        "with a new value, NOOP for a repeat) or, when the server uses one, an LLM (also "
+        "DELETE); false always adds.",
+    )
+    autolink: bool | None = Field(
+        default=None,
+        description="Make automatic similarity links for it. Default: the server's setting.",
+    )
+    entity_links: bool | None = Field(
+        default=None,
+        description="Link it to recent facts about the same entity. Default: the server's setting.",
+    )
+    dedup: bool = Field(
+        default=True,
+        description="false: stored even when a live fact has the same text (a document's chunk "
+        "belongs to its file, an item of another entity may say the same).",
+    )
+    stated_valid_from: bool = Field(
+        default=False,
+        description="With no valid time given: valid from the start of the time the text states "
+        '("in 2019"), if it states one (docs/concepts.md#the-time-the-text-states).',
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -220,6 +336,119 @@ class FactInput(BaseModel):
             raise InvalidInput(message, field=loc, index=index) from None
         except InvalidInput as exc:  # raised by parse_time inside a validator
             raise InvalidInput(exc.message, index=index) from None
+
+
+def field_of(model: type[BaseModel], name: str) -> Any:
+    """The field ``name`` of ``model`` (its default, bounds and description), for another model
+    that takes the same input under its own annotation: ``text: str = field_of(FactInput,
+    "text")``. A copy: the other model may not change the first."""
+    return copy.deepcopy(model.model_fields[name])
+
+
+def link_types_in_words(types: Sequence[str]) -> str:
+    """Each type and what it means: "CAUSED_BY: the source was caused by the target; ..."."""
+    return "; ".join(
+        f"{t}: {LINK_TYPE_MEANINGS[t][0].lower()}{LINK_TYPE_MEANINGS[t][1:-1]}" for t in types
+    )
+
+
+class LinkInput(BaseModel):
+    """One link to make, ``source -[type]-> target``, as callers give it: what each field means
+    and how it is bounded (``Memory.link`` checks it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source_id: str = Field(min_length=1, description="The id of the fact the link starts from.")
+    target_id: str = Field(min_length=1, description="The id of the fact it points to.")
+    type: str = Field(
+        json_schema_extra={"enum": list(LINKABLE_TYPES)},
+        description=f"{link_types_in_words(LINKABLE_TYPES)}. SUPERSEDES comes from storing a new "
+        "version.",
+    )
+    strength: float = Field(
+        default=DEFAULT_STRENGTH,
+        ge=0.0,
+        le=1.0,
+        description="How strong the relationship is, 0 to 1; relinking updates it.",
+    )
+    valid_from: float | None = Field(
+        default=None,
+        description=f"When the relationship began in the world: {ACCEPTED_TIMES}. Default: when "
+        "both facts hold (the later of their valid time).",
+    )
+    valid_until: float | None = Field(
+        default=None,
+        description="When it stopped holding, in the same forms. Default: open. Relinking with "
+        "another validity replaces the live link.",
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
+    )
+
+
+#: How a search finds its candidates (``Memory.search``'s ``mode``).
+SearchMode = Literal["hybrid", "fts", "vector"]
+SEARCH_MODES: Final[tuple[str, ...]] = get_args(SearchMode)
+
+
+class SearchInput(BaseModel):
+    """A search, as callers ask for it: what each argument means, its bounds and its default
+    (``Memory.search`` checks them; ``recall`` and the reads in time take the time arguments)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    query: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
+        description="What to look for, in words: a question or keywords.",
+    )
+    limit: int = Field(
+        default=10, ge=1, le=MAX_LIMIT, description=f"Most facts to return (1 to {MAX_LIMIT:,})."
+    )
+    tag: str | None = Field(default=None, description="Only facts with this tag.")
+    category: str | None = Field(default=None, description="Only facts of this category.")
+    entity: str | None = Field(
+        default=None, description="Only facts about this entity (case-insensitive)."
+    )
+    source: str | None = Field(default=None, description="Only facts from this source.")
+    as_of: float | None = Field(
+        default=None,
+        description="Valid time: read memory as the world was at this moment, e.g. to get the "
+        f"version of a fact that was true then. {ACCEPTED_TIMES}. Default: now.",
+    )
+    known_at: float | None = Field(
+        default=None,
+        description="Transaction time: read memory as it was known at this moment (facts "
+        "stored later left out, facts forgotten since still in), in the same forms. Default: now.",
+    )
+    include_superseded: bool = Field(
+        default=False, description="Also return versions that a newer fact has replaced."
+    )
+    mode: SearchMode = Field(
+        default="hybrid",
+        description="hybrid: keywords and meaning fused; fts: keywords only; vector: meaning only.",
+    )
+    graph_depth: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_DEPTH,
+        description="Also return facts linked to the hits, up to this many links away, each "
+        f"scored below the hit that reached it (0 to {MAX_DEPTH}).",
+    )
+    time_hints: bool = Field(
+        default=True,
+        description='Read time words in the text ("last week", "in May 2023", "before 2020"), '
+        "relative to the valid time read at or now, as a period: facts dated in it rank higher "
+        "(none is dropped). False takes them as plain words.",
+    )
+    episode_links: bool = Field(
+        default=True,
+        description="Let facts next to each other in an episode (turns of one conversation, "
+        "chunks of one document) lend each other part of their relevance, and windows of up "
+        "to four consecutive turns lend theirs to the turns they hold (which may bring in a "
+        "turn the search did not find). False: neither plays a part in ranking.",
+    )
 
 
 #: Which time of a fact a query's period met (``SearchHit.time_matched``).

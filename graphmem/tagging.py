@@ -24,9 +24,11 @@ CATEGORY_MEANINGS: Final[dict[str, str]] = {
 }
 #: The categories as a sentence names them, with "or a discovered one".
 CATEGORY_LIST: Final = f"{', '.join(CATEGORIES)} or one discovered in the namespace"
+#: The longest name a category may have.
+MAX_CATEGORY_LENGTH: Final = 32
 #: What a discovered category's name looks like: a lower-case word, hyphens and underscores
 #: allowed.
-CATEGORY_NAME: Final = re.compile(r"[a-z][a-z0-9_-]{1,31}")
+CATEGORY_NAME: Final = re.compile(rf"[a-z][a-z0-9_-]{{1,{MAX_CATEGORY_LENGTH - 1}}}")
 
 
 def check_category(value: str) -> str:

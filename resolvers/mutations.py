@@ -10,18 +10,13 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem.capture import TURN_PART_CHARS, Keep
-from graphmem.decay import DECAY_CLASSES
-from graphmem.dedup import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE
 from graphmem.episodes import DEFAULT_KIND, EPISODE_KINDS
 from graphmem.limits import (
     MAX_BATCH,
     MAX_CHECKPOINT_FILES,
     MAX_FIELD_LENGTH,
-    MAX_METADATA_BYTES,
     MAX_NOTE_LENGTH,
-    MAX_TEXT_LENGTH,
 )
-from graphmem.tagging import CATEGORY_LIST
 
 from .context import Context
 from .types import (
@@ -68,104 +63,47 @@ class CheckpointPayload:
     error: UserError | None = strawberry.field(description="Set when nothing was saved.")
 
 
-@strawberry.input(description="A fact to store. Only `text` is required.")
+@strawberry.experimental.pydantic.input(
+    model=graphmem.FactInput,
+    all_fields=True,
+    description="A fact to store. Only `text` is required.",
+)
 class FactInput:
-    text: str = strawberry.field(
-        description=f"What the fact says (at most {MAX_TEXT_LENGTH:,} characters)."
-    )
-    entity: str | None = strawberry.field(default=None, description="What it is about.")
-    key: str | None = strawberry.field(default=None, description="The attribute it states.")
-    value: str | None = strawberry.field(default=None, description="The attribute's value.")
-    category: str | None = strawberry.field(
-        default=None, description=f"{CATEGORY_LIST} (default: detected)."
-    )
-    tags: list[str] | None = strawberry.field(
-        default=None, description="Tags (default: found in the text)."
-    )
-    importance: float | None = strawberry.field(
-        default=None, description=f"0 to 1 (default {DEFAULT_IMPORTANCE})."
-    )
-    confidence: float | None = strawberry.field(
-        default=None, description=f"0 to 1 (default {DEFAULT_CONFIDENCE:g})."
-    )
-    decay_class: str | None = strawberry.field(
-        default=None,
-        description=f"{', '.join(DECAY_CLASSES)} (default: detected from the key, entity and "
-        "text; docs/concepts.md#decay).",
-    )
-    source: str | None = strawberry.field(default=None, description="Where it came from.")
-    summary: str | None = strawberry.field(default=None, description="A short form of the text.")
-    why: str | None = strawberry.field(default=None, description="Why it is stored.")
-    context: str | None = strawberry.field(default=None, description="Surrounding context.")
-    valid_from: DateTime | None = strawberry.field(
-        default=None, description="When it became true (default: now)."
-    )
-    source_date: DateTime | None = strawberry.field(default=None, description="When it was stated.")
-    expires_at: DateTime | None = strawberry.field(
-        default=None, description="When it expires (default: by its decay class)."
-    )
-    supersedes: strawberry.ID | None = strawberry.field(
-        default=None, description="The id of the live fact this one replaces."
-    )
-    classify: bool = strawberry.field(
-        default=True,
-        description="Let the classifier decide: the rules (UPDATE for the same entity and key "
-        "with a new value, NOOP for a repeat) or, when the server uses one, an LLM (also DELETE); "
-        "false always adds.",
-    )
-    autolink: bool | None = strawberry.field(
-        default=None, description="Make automatic similarity links (default: the server setting)."
-    )
-    entity_links: bool | None = strawberry.field(
-        default=None, description="Link to recent facts about the same entity (default: setting)."
-    )
-    dedup: bool = strawberry.field(
-        default=True,
-        description="false: stored even when a live fact has the same text (an item of another "
-        "entity that says the same).",
-    )
-    stated_valid_from: bool = strawberry.field(
-        default=False,
-        description="Without `validFrom`: valid from the start of the time the text states "
-        '("in 2019"), if it states one (docs/concepts.md#the-time-the-text-states).',
-    )
+    """``graphmem.FactInput`` as GraphQL reads it: its fields, defaults and descriptions, with
+    GraphQL's own types for times and the id it supersedes."""
 
-    def to_core(self) -> dict[str, Any]:
-        values = {
-            name: getattr(self, name)
-            for name in graphmem.FactInput.model_fields
-            if hasattr(self, name)
-        }
-        return {
-            k: str(v) if k == "supersedes" and v is not None else v
-            for k, v in values.items()
-            if v is not None
-        }
+    valid_from: DateTime | None = None
+    source_date: DateTime | None = None
+    expires_at: DateTime | None = None
+    supersedes: strawberry.ID | None = None
 
 
-@strawberry.input(description="A link to make: `source -[type]-> target`.")
+def _fact(given: FactInput) -> dict[str, Any]:
+    """The fields ``given`` sets, as ``Memory.store_many`` takes them."""
+    values = {name: getattr(given, name) for name in graphmem.FactInput.model_fields}
+    return {
+        k: str(v) if k == "supersedes" and v is not None else v
+        for k, v in values.items()
+        if v is not None
+    }
+
+
+@strawberry.experimental.pydantic.input(
+    model=graphmem.LinkInput,
+    all_fields=True,
+    description="A link to make: `source -[type]-> target`.",
+)
 class LinkInput:
-    source_id: strawberry.ID = strawberry.field(description="The fact the link starts from.")
-    target_id: strawberry.ID = strawberry.field(description="The fact it points to.")
-    type: LinkType = strawberry.field(
-        description="CAUSED_BY, PART_OF, RELATED_TO or DEPENDS_ON (SUPERSEDES comes from storing "
-        "a new version)."
-    )
-    strength: float = strawberry.field(default=1.0, description="0 to 1; relinking updates it.")
-    valid_from: DateTime | None = strawberry.field(
-        default=None,
-        description="When the link started to hold. Default: when both facts hold (the later of "
-        "their `validFrom`).",
-    )
-    valid_until: DateTime | None = strawberry.field(
-        default=None,
-        description="When it stopped holding. Default: open. Relinking with another validity "
-        "replaces the live link.",
-    )
-    metadata: JSON | None = strawberry.field(
-        default=None,
-        description=f"A JSON object kept with the link (at most {MAX_METADATA_BYTES // 1024} KiB).",
-    )
+    """``graphmem.LinkInput`` as GraphQL reads it, with GraphQL's own types for ids, the link
+    type, times and the metadata."""
+
+    source_id: strawberry.ID
+    target_id: strawberry.ID
+    type: LinkType
+    strength: strawberry.auto
+    valid_from: DateTime | None = None
+    valid_until: DateTime | None = None
+    metadata: JSON | None = None
 
 
 @strawberry.input(
@@ -398,7 +336,7 @@ class Mutation:
         input: Annotated[FactInput, strawberry.argument(description="The fact.")],
     ) -> StoreFactPayload:
         async def store() -> StoreFactPayload:
-            [result] = await info.context.write(info.context.memory.store_many, [input.to_core()])
+            [result] = await info.context.write(info.context.memory.store_many, [_fact(input)])
             return StoreFactPayload(**_result(result), error=None)
 
         return await _guarded(info, store, _failed_store)
@@ -421,7 +359,7 @@ class Mutation:
         async def store() -> StoreFactsPayload:
             results = await info.context.write(
                 info.context.memory.store_many,
-                [i.to_core() for i in inputs],
+                [_fact(i) for i in inputs],
                 episode=_episode(episode),
             )
             return StoreFactsPayload(

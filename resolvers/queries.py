@@ -3,15 +3,17 @@ applies to everything beneath it. A failure (bad argument, unknown id) is a Grap
 ``extensions.code`` says which, and ``extensions.field`` the argument at fault (docs/graphql.md)."""
 
 from enum import Enum
-from typing import Annotated, cast
+from typing import Annotated, Any, cast
 
 import strawberry
+from pydantic import BaseModel
 from strawberry.types import Info
 
 import graphmem
 from graphmem import graph
 from graphmem import recall as recalls
-from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_NODES, MAX_READ_LINES, MAX_RECALL_TOKENS
+from graphmem.graph import TraverseInput
+from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_READ_LINES, MAX_RECALL_TOKENS
 
 from .context import Context, Scope
 from .types import (
@@ -44,33 +46,19 @@ from .types import (
     encode_cursor,
 )
 
-AsOf = Annotated[
-    DateTime | None,
-    strawberry.argument(description="Valid time: what was true at this instant (default now)."),
-]
-KnownAt = Annotated[
-    DateTime | None,
-    strawberry.argument(
-        description="Transaction time: what memory had recorded by this instant (default now)."
-    ),
-]
-EpisodeLinks = Annotated[
-    bool,
-    strawberry.argument(
-        description="Let facts next to each other in an episode (turns of one conversation, "
-        "chunks of one document) lend each other part of their relevance, and windows of up "
-        "to four consecutive turns lend theirs to the turns they hold (which may bring in a "
-        "turn the search did not find). False: neither plays a part in ranking."
-    ),
-]
-TimeHints = Annotated[
-    bool,
-    strawberry.argument(
-        description='Read time words in the text ("last week", "in May 2023", "before 2020"), '
-        "relative to `asOf` or now, as a period: facts dated in it rank higher (none is "
-        "dropped). False takes them as plain words."
-    ),
-]
+
+def described(
+    field: str, model: type[BaseModel] = graphmem.SearchInput, **options: Any
+) -> strawberry.types.arguments.StrawberryArgumentAnnotation:
+    """The argument that sets ``field`` (of a search, unless another ``model`` is named),
+    described as the core's input model describes it."""
+    return strawberry.argument(description=model.model_fields[field].description, **options)
+
+
+AsOf = Annotated[DateTime | None, described("as_of")]
+KnownAt = Annotated[DateTime | None, described("known_at")]
+EpisodeLinks = Annotated[bool, described("episode_links")]
+TimeHints = Annotated[bool, described("time_hints")]
 Types = Annotated[
     list[LinkType] | None,
     strawberry.argument(description="Link types to follow (default: all but SUPERSEDES)."),
@@ -174,33 +162,17 @@ class Query:
     async def search(
         self,
         info: Info[Context, None],
-        query: Annotated[str, strawberry.argument(description="What to look for.")],
-        limit: Annotated[
-            int, strawberry.argument(description=f"Most hits (1 to {MAX_LIMIT:,}).")
-        ] = 10,
-        tag: Annotated[str | None, strawberry.argument(description="Only this tag.")] = None,
-        category: Annotated[
-            str | None, strawberry.argument(description="Only this category.")
-        ] = None,
-        entity: Annotated[
-            str | None, strawberry.argument(description="Only this entity (case-insensitive).")
-        ] = None,
-        source: Annotated[str | None, strawberry.argument(description="Only this source.")] = None,
+        query: Annotated[str, described("query")],
+        limit: Annotated[int, described("limit")] = 10,
+        tag: Annotated[str | None, described("tag")] = None,
+        category: Annotated[str | None, described("category")] = None,
+        entity: Annotated[str | None, described("entity")] = None,
+        source: Annotated[str | None, described("source")] = None,
         as_of: AsOf = None,
         known_at: KnownAt = None,
-        include_superseded: Annotated[
-            bool, strawberry.argument(description="Also find replaced versions.")
-        ] = False,
-        mode: Annotated[
-            SearchMode, strawberry.argument(description="hybrid, fts or vector.")
-        ] = SearchMode.HYBRID,
-        graph_depth: Annotated[
-            int,
-            strawberry.argument(
-                description="Also add facts up to this many links from the hits, each scored "
-                f"below the hit that reached it (0 to {MAX_DEPTH})."
-            ),
-        ] = 0,
+        include_superseded: Annotated[bool, described("include_superseded")] = False,
+        mode: Annotated[SearchMode, described("mode")] = SearchMode.HYBRID,
+        graph_depth: Annotated[int, described("graph_depth")] = 0,
         time_hints: TimeHints = True,
         episode_links: EpisodeLinks = True,
     ) -> list[SearchHit]:
@@ -322,28 +294,14 @@ class Query:
     async def traverse(
         self,
         info: Info[Context, None],
-        from_: Annotated[
-            list[strawberry.ID],
-            strawberry.argument(name="from", description="The facts to start from."),
-        ],
-        depth: Annotated[
-            int, strawberry.argument(description=f"Links to follow (0 to {MAX_DEPTH}).")
-        ] = 2,
-        types: Types = None,
-        direction: Annotated[
-            Direction, strawberry.argument(description="Follow links OUT, IN or BOTH ways.")
-        ] = Direction.BOTH,
+        from_: Annotated[list[strawberry.ID], described("ids", TraverseInput, name="from")],
+        depth: Annotated[int, described("depth", TraverseInput)] = 2,
+        types: Annotated[list[LinkType] | None, described("types", TraverseInput)] = None,
+        direction: Annotated[Direction, described("direction", TraverseInput)] = Direction.BOTH,
         as_of: AsOf = None,
         known_at: KnownAt = None,
-        max_nodes: Annotated[
-            int,
-            strawberry.argument(
-                description=f"Most facts returned (1 to {MAX_NODES:,}); more sets `truncated`."
-            ),
-        ] = graph.DEFAULT_MAX_NODES,
-        min_strength: Annotated[
-            float, strawberry.argument(description="Follow only links at least this strong.")
-        ] = 0.0,
+        max_nodes: Annotated[int, described("max_nodes", TraverseInput)] = graph.DEFAULT_MAX_NODES,
+        min_strength: Annotated[float, described("min_strength", TraverseInput)] = 0.0,
     ) -> Subgraph:
         sub = await info.context.run(
             info.context.memory.traverse,

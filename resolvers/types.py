@@ -22,7 +22,7 @@ from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
 from graphmem.maintenance import REGISTRY
-from graphmem.models import LINK_ORIGINS
+from graphmem.models import LINK_ORIGINS, LINK_TYPE_MEANINGS
 from graphmem.tagging import CATEGORY_LIST
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
@@ -69,19 +69,19 @@ SCALARS: dict[object, Any] = {
 # ------------------------------------------------------------------------------------ enums
 
 
+def _link_type(name: str) -> Any:
+    """A value of the ``LinkType`` enum, described as graphmem describes that type."""
+    return strawberry.enum_value(name, description=LINK_TYPE_MEANINGS[name])
+
+
+# The core's link types (graphmem.models.LinkType), which a test holds this enum to.
 @strawberry.enum(description="The kind of a link. Every link reads `source -[TYPE]-> target`.")
 class LinkType(Enum):
-    SUPERSEDES = strawberry.enum_value(
-        "SUPERSEDES", description="The source is a newer version of the target."
-    )
-    CAUSED_BY = strawberry.enum_value(
-        "CAUSED_BY", description="The source was caused by the target."
-    )
-    PART_OF = strawberry.enum_value("PART_OF", description="The source is a part of the target.")
-    RELATED_TO = strawberry.enum_value(
-        "RELATED_TO", description="The two are related (automatic links are of this type)."
-    )
-    DEPENDS_ON = strawberry.enum_value("DEPENDS_ON", description="The source requires the target.")
+    SUPERSEDES = _link_type("SUPERSEDES")
+    CAUSED_BY = _link_type("CAUSED_BY")
+    PART_OF = _link_type("PART_OF")
+    RELATED_TO = _link_type("RELATED_TO")
+    DEPENDS_ON = _link_type("DEPENDS_ON")
 
 
 #: Each link type by its name, which is its value (faster than the Enum's lookup by value).

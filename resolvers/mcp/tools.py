@@ -26,26 +26,20 @@ from pydantic import (
 
 from graphmem import InvalidInput, Memory
 from graphmem.capture import ROLES, Keep
-from graphmem.decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
-from graphmem.dedup import DEFAULT_IMPORTANCE
-from graphmem.graph import DIRECTIONS, LINK_TYPES
+from graphmem.graph import TraverseInput
 from graphmem.limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_CHECKPOINT_FILES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
-    MAX_LIMIT,
-    MAX_NODES,
     MAX_NOTE_LENGTH,
     MAX_READ_LINES,
     MAX_RECALL_TOKENS,
     MAX_TEXT_LENGTH,
 )
 from graphmem.maintenance import REGISTRY, checked_jobs
-from graphmem.models import Tier
+from graphmem.models import FactInput, LinkInput, SearchInput, Tier, field_of
 from graphmem.recall import FORMATS
-from graphmem.tagging import CATEGORY_LIST
-from graphmem.temporal import ACCEPTED_TIMES
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
 
@@ -123,83 +117,29 @@ EPISODE = (
 )
 
 
-AS_OF = (
-    "Valid time: read memory as the world was at this moment, e.g. to get the version of a fact "
-    f"that was true then. {ACCEPTED_TIMES}. Default: now."
-)
-
-
-KNOWN_AT = (
-    "Transaction time: read memory as it was known at this moment (facts stored later left out, "
-    "facts forgotten since still in). Same forms as as_of. Default: now."
-)
+AS_OF: Final = SearchInput.model_fields["as_of"].description
+KNOWN_AT: Final = SearchInput.model_fields["known_at"].description
 
 
 FACT_ID = "A fact's id, as earlier tool results show it."
 
 
-EPISODE_LINKS = (
-    "Let facts next to each other in an episode (turns of one conversation) lend each other "
-    "part of their relevance, and windows of consecutive turns theirs to the turns they hold. "
-    "False: neither plays a part in ranking."
-)
+EPISODE_LINKS: Final = SearchInput.model_fields["episode_links"].description
+TIME_HINTS: Final = SearchInput.model_fields["time_hints"].description
 
 
-TIME_HINTS = (
-    "Read time words in the text ('last week', 'in May 2023', 'before 2020') as a period: facts "
-    "dated in it rank higher, none is dropped. False takes them as plain words."
-)
-
-
-def _lifetimes() -> str:
-    """The decay classes and their time to live, in words ("durable 90 days, ...")."""
-    return ", ".join(f"{rule.name} {ttl_in_words(rule.ttl)}" for rule in DECAY_RULES)
-
-
+# The fields of graphmem.FactInput a model gives, as the core describes and bounds them.
 class StoreArgs(_Args):
-    text: str = Field(
-        min_length=1,
-        max_length=MAX_TEXT_LENGTH,
-        description="The fact as one self-contained statement, e.g. 'Alice moved to Paris in "
-        "June 2023'.",
-    )
-    entity: str | None = Field(
-        None,
-        max_length=MAX_FIELD_LENGTH,
-        description="Who or what the fact is about, e.g. 'user', 'alice', 'project-x'.",
-    )
-    key: str | None = Field(
-        None,
-        max_length=MAX_FIELD_LENGTH,
-        description="The attribute the fact states, e.g. 'city', 'email', 'editor'. With entity, "
-        "a later fact with the same entity and key and another value supersedes this one.",
-    )
-    value: str | None = Field(
-        None, max_length=MAX_FIELD_LENGTH, description="The attribute's value, e.g. 'Paris'."
-    )
-    category: str | None = Field(
-        None,
-        max_length=32,
-        description=f"The kind of fact: {CATEGORY_LIST}. Default: detected from the text.",
-    )
-    tags: list[str] | None = Field(
-        None, description="Tags to find it by. Default: detected from the text."
-    )
-    importance: float | None = Field(
-        None, ge=0, le=1, description=f"How much it matters, 0 to 1. Default {DEFAULT_IMPORTANCE}."
-    )
-    decay_class: str | None = Field(
-        None,
-        json_schema_extra={"enum": list(DECAY_CLASSES)},
-        description=f"How long it stays relevant: {_lifetimes()}. Default: detected from the text.",
-    )
-    valid_from: Time = Field(
-        None,
-        description=f"When it became true in the world: {ACCEPTED_TIMES}. Default: now.",
-    )
-    supersedes: str | None = Field(
-        None, description="The id of a current fact this one replaces (it becomes history)."
-    )
+    text: str = field_of(FactInput, "text")
+    entity: str | None = field_of(FactInput, "entity")
+    key: str | None = field_of(FactInput, "key")
+    value: str | None = field_of(FactInput, "value")
+    category: str | None = field_of(FactInput, "category")
+    tags: list[str] | None = field_of(FactInput, "tags")
+    importance: float | None = field_of(FactInput, "importance")
+    decay_class: str | None = field_of(FactInput, "decay_class")
+    valid_from: Time = field_of(FactInput, "valid_from")
+    supersedes: str | None = field_of(FactInput, "supersedes")
     episode: str | None = Field(
         None, min_length=1, max_length=MAX_FIELD_LENGTH, description=EPISODE
     )
@@ -217,30 +157,17 @@ def store(memory: Memory, args: StoreArgs) -> Result:
     return "\n".join(lines), result.to_dict()
 
 
+# The arguments of graphmem.SearchInput a model gives, as the core describes and bounds them.
 class SearchArgs(_Args):
-    query: str = Field(
-        min_length=1,
-        max_length=MAX_TEXT_LENGTH,
-        description="What to look for, in words: a question or keywords.",
-    )
-    limit: int = Field(
-        _default(Memory.search, "limit"), ge=1, le=MAX_LIMIT, description="Most facts to return."
-    )
-    tag: str | None = Field(None, description="Only facts with this tag.")
-    as_of: Time = Field(None, description=AS_OF)
-    known_at: Time = Field(None, description=KNOWN_AT)
-    include_superseded: bool = Field(
-        _default(Memory.search, "include_superseded"),
-        description="Also return versions that a newer fact has replaced.",
-    )
-    graph_depth: int = Field(
-        _default(Memory.search, "graph_depth"),
-        ge=0,
-        le=MAX_DEPTH,
-        description="Also return facts linked to the hits, up to this many links away.",
-    )
-    time_hints: bool = Field(_default(Memory.search, "time_hints"), description=TIME_HINTS)
-    episode_links: bool = Field(_default(Memory.search, "episode_links"), description=EPISODE_LINKS)
+    query: str = field_of(SearchInput, "query")
+    limit: int = field_of(SearchInput, "limit")
+    tag: str | None = field_of(SearchInput, "tag")
+    as_of: Time = field_of(SearchInput, "as_of")
+    known_at: Time = field_of(SearchInput, "known_at")
+    include_superseded: bool = field_of(SearchInput, "include_superseded")
+    graph_depth: int = field_of(SearchInput, "graph_depth")
+    time_hints: bool = field_of(SearchInput, "time_hints")
+    episode_links: bool = field_of(SearchInput, "episode_links")
 
 
 def search(memory: Memory, args: SearchArgs) -> Result:
@@ -322,27 +249,14 @@ def lookup(memory: Memory, args: LookupArgs) -> Result:
     return "\n".join(lines), {"facts": [f.to_dict() for f in facts]}
 
 
+# The fields of graphmem.LinkInput a model gives, as the core describes and bounds them.
 class LinkArgs(_Args):
-    source_id: str = Field(min_length=1, description="The fact the link starts from. " + FACT_ID)
-    target_id: str = Field(min_length=1, description="The fact it points to. " + FACT_ID)
-    type: str = Field(
-        json_schema_extra={"enum": [t for t in LINK_TYPES if t != "SUPERSEDES"]},
-        description="source CAUSED_BY target: the source was caused by the target; PART_OF: "
-        "the source is part of the target; DEPENDS_ON: the source requires the target; "
-        "RELATED_TO: loosely related.",
-    )
-    strength: float = Field(
-        _default(Memory.link, "strength"),
-        ge=0,
-        le=1,
-        description="How strong the relationship is, 0 to 1.",
-    )
-    valid_from: Time = Field(
-        None,
-        description="When the relationship began in the world: "
-        f"{ACCEPTED_TIMES}. Default: when both facts hold (the later of their valid_from).",
-    )
-    valid_until: Time = Field(None, description="When it ended, in the same forms. Default: open.")
+    source_id: str = field_of(LinkInput, "source_id")
+    target_id: str = field_of(LinkInput, "target_id")
+    type: str = field_of(LinkInput, "type")
+    strength: float = field_of(LinkInput, "strength")
+    valid_from: Time = field_of(LinkInput, "valid_from")
+    valid_until: Time = field_of(LinkInput, "valid_until")
 
 
 def link(memory: Memory, args: LinkArgs) -> Result:
@@ -354,31 +268,15 @@ def link(memory: Memory, args: LinkArgs) -> Result:
     )
 
 
+# The arguments of graphmem.graph.TraverseInput a model gives, as the core describes them.
 class TraverseArgs(_Args):
-    ids: list[str] = Field(min_length=1, description="The facts to start from. " + FACT_ID)
-    depth: int = Field(
-        _default(Memory.traverse, "depth"), ge=0, le=MAX_DEPTH, description="Most links to follow."
-    )
-    types: list[str] | None = Field(
-        None,
-        json_schema_extra={"items": {"type": "string", "enum": list(LINK_TYPES)}},
-        description="Link types to follow. Default: all but SUPERSEDES; name SUPERSEDES to walk "
-        "to earlier versions too.",
-    )
-    direction: str = Field(
-        _default(Memory.traverse, "direction"),
-        json_schema_extra={"enum": list(DIRECTIONS)},
-        description="OUT follows links from source to target (what a fact was caused by, is "
-        "part of, depends on); IN the reverse; BOTH either way.",
-    )
-    as_of: Time = Field(None, description=AS_OF)
-    known_at: Time = Field(None, description=KNOWN_AT)
-    max_nodes: int = Field(
-        _default(Memory.traverse, "max_nodes"),
-        ge=1,
-        le=MAX_NODES,
-        description="Most facts to return; the walk stops there and says so.",
-    )
+    ids: list[str] = field_of(TraverseInput, "ids")
+    depth: int = field_of(TraverseInput, "depth")
+    types: list[str] | None = field_of(TraverseInput, "types")
+    direction: str = field_of(TraverseInput, "direction")
+    as_of: Time = field_of(TraverseInput, "as_of")
+    known_at: Time = field_of(TraverseInput, "known_at")
+    max_nodes: int = field_of(TraverseInput, "max_nodes")
 
 
 def traverse(memory: Memory, args: TraverseArgs) -> Result:

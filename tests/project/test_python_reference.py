@@ -9,6 +9,7 @@ import dataclasses
 import enum
 import inspect
 from pathlib import Path
+from typing import Protocol
 
 import graphmem
 
@@ -43,6 +44,10 @@ def render_python_reference() -> str:
             parts.append(f"{_doc(item)}\n\nValues: {values}.\n")
             continue
         parts.append(f"{_doc(item)}\n")
+        if _is_protocol(item):  # its verbs are documented on the classes that offer them
+            verbs = ", ".join(f"`{method}`" for method, _, _ in _methods(item))
+            parts.append(f"Protocol. Verbs: {verbs}.\n")
+            continue
         if dataclasses.is_dataclass(item):
             fields = ", ".join(f"`{f.name}: {f.type}`" for f in dataclasses.fields(item))
             parts.append(f"Fields: {fields}.\n")
@@ -68,6 +73,10 @@ def _methods(cls: type) -> list[tuple[str, str, str]]:
     return out
 
 
+def _is_protocol(item: object) -> bool:
+    return inspect.isclass(item) and Protocol in item.__bases__
+
+
 def _doc(item: object) -> str:
     return inspect.cleandoc(inspect.getdoc(item) or "")
 
@@ -83,7 +92,7 @@ def test_every_public_name_and_method_has_a_docstring() -> None:
     undocumented += [
         f"{name}.{method}"
         for name in graphmem.__all__
-        if inspect.isclass(getattr(graphmem, name))
+        if inspect.isclass(getattr(graphmem, name)) and not _is_protocol(getattr(graphmem, name))
         for method, _, doc in _methods(getattr(graphmem, name))
         if not doc
     ]

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ...limits import FAN_OUT
-from ...models import Link, link_columns
+from ...models import LINK_TYPES, Link, link_columns
 from ...temporal import TimeScope
 from ..interface import Step
 from .connections import SQLConnection
@@ -48,7 +48,6 @@ LINK_CHANGED: Final = 1
 FACT_DELETED: Final = 2
 LINK_DELETED: Final = 3
 
-LINK_TYPES: Final = ("SUPERSEDES", "CAUSED_BY", "PART_OF", "RELATED_TO", "DEPENDS_ON")
 _TYPE_CODE: Final = {t: n for n, t in enumerate(LINK_TYPES)}
 
 _FACT_SQL: Final = (

@@ -14,7 +14,6 @@ from typing import Any, Final
 
 from ...errors import Conflict, InvalidInput, NotFound
 from ...graph import (
-    LINK_TYPES,
     LinkPosition,
     _check_count,
     _link_fields,
@@ -27,7 +26,7 @@ from ...ids import new_id
 from ...limits import (
     MAX_LIMIT,
 )
-from ...models import LINK_COLUMNS, Link, LinkOrigin, link_columns
+from ...models import LINK_COLUMNS, LINK_TYPES, Link, LinkOrigin, link_columns
 from ...temporal import TimeInput, TimeScope, parse_time, to_iso
 from .connections import SQLConnection, SQLCursor
 from .dialect import Dialect

@@ -100,47 +100,47 @@ export type FactFilter = {
 
 /** A fact to store. Only `text` is required. */
 export type FactInput = {
-  /** Make automatic similarity links (default: the server setting). */
+  /** Make automatic similarity links for it. Default: the server's setting. */
   autolink?: boolean | null | undefined;
-  /** preference, fact, decision, entity, other, pattern, rule or one discovered in the namespace (default: detected). */
+  /** The kind of fact: preference, fact, decision, entity, other, pattern, rule or one discovered in the namespace. Default: detected from the text. */
   category?: string | null | undefined;
   /** Let the classifier decide: the rules (UPDATE for the same entity and key with a new value, NOOP for a repeat) or, when the server uses one, an LLM (also DELETE); false always adds. */
   classify?: boolean;
-  /** 0 to 1 (default 1). */
+  /** How sure memory is of it, 0 to 1. Default 1. */
   confidence?: number | null | undefined;
   /** Surrounding context. */
   context?: string | null | undefined;
-  /** permanent, durable, normal, short, ephemeral, stable, active, session, checkpoint, turn (default: detected from the key, entity and text; docs/concepts.md#decay). */
+  /** How long it stays relevant: permanent never expires, durable 90 days, normal 14 days, short 2 days, ephemeral 4 hours, stable 90 days, active 14 days, session 1 day, checkpoint 4 hours, turn 180 days. Default: detected from the key, entity and text (docs/concepts.md#decay). */
   decayClass?: string | null | undefined;
-  /** false: stored even when a live fact has the same text (an item of another entity that says the same). */
+  /** false: stored even when a live fact has the same text (a document's chunk belongs to its file, an item of another entity may say the same). */
   dedup?: boolean;
-  /** What it is about. */
+  /** Who or what it is about, e.g. 'user', 'alice', 'project-x'. */
   entity?: string | null | undefined;
-  /** Link to recent facts about the same entity (default: setting). */
+  /** Link it to recent facts about the same entity. Default: the server's setting. */
   entityLinks?: boolean | null | undefined;
-  /** When it expires (default: by its decay class). */
+  /** When it expires, in the same forms. Default: by its decay class. */
   expiresAt?: string | number | Date | null | undefined;
-  /** 0 to 1 (default 0.5). */
+  /** How much it matters, 0 to 1. Default 0.5. */
   importance?: number | null | undefined;
-  /** The attribute it states. */
+  /** The attribute it states, e.g. 'city', 'email', 'editor'. With an entity, a later fact with the same entity and key and another value supersedes this one. */
   key?: string | null | undefined;
   /** Where it came from. */
   source?: string | null | undefined;
-  /** When it was stated. */
+  /** When it was stated, in the same forms. Default: unknown. */
   sourceDate?: string | number | Date | null | undefined;
-  /** Without `validFrom`: valid from the start of the time the text states ("in 2019"), if it states one (docs/concepts.md#the-time-the-text-states). */
+  /** With no valid time given: valid from the start of the time the text states ("in 2019"), if it states one (docs/concepts.md#the-time-the-text-states). */
   statedValidFrom?: boolean;
   /** A short form of the text. */
   summary?: string | null | undefined;
-  /** The id of the live fact this one replaces. */
+  /** The id of a live fact this one replaces (it becomes history). */
   supersedes?: string | number | null | undefined;
-  /** Tags (default: found in the text). */
+  /** Tags to find it by. Default: found in the text. */
   tags?: Array<string> | null | undefined;
-  /** What the fact says (at most 10,000 characters). */
+  /** What the fact says, as one self-contained statement, e.g. 'Alice moved to Paris in June 2023' (at most 10,000 characters). */
   text: string;
-  /** When it became true (default: now). */
+  /** When it became true in the world: ISO-8601 in full or reduced precision (2024, 2024-05, 2024-05-01, 2024-05-01T12:00:00, 2024-05-01T14:00:00+02:00; UTC when no zone is given) or epoch seconds (1714564800). Default: now. */
   validFrom?: string | number | Date | null | undefined;
-  /** The attribute's value. */
+  /** The attribute's value, e.g. 'Paris'. */
   value?: string | null | undefined;
   /** Why it is stored. */
   why?: string | null | undefined;
@@ -157,17 +157,17 @@ export type FactKind =
 export type LinkInput = {
   /** A JSON object kept with the link (at most 16 KiB). */
   metadata?: unknown;
-  /** The fact the link starts from. */
+  /** The id of the fact the link starts from. */
   sourceId: string | number;
-  /** 0 to 1; relinking updates it. */
+  /** How strong the relationship is, 0 to 1; relinking updates it. */
   strength?: number;
-  /** The fact it points to. */
+  /** The id of the fact it points to. */
   targetId: string | number;
-  /** CAUSED_BY, PART_OF, RELATED_TO or DEPENDS_ON (SUPERSEDES comes from storing a new version). */
+  /** CAUSED_BY: the source was caused by the target; PART_OF: the source is a part of the target; RELATED_TO: the two are related (automatic links are of this type); DEPENDS_ON: the source requires the target. SUPERSEDES comes from storing a new version. */
   type: LinkType;
-  /** When the link started to hold. Default: when both facts hold (the later of their `validFrom`). */
+  /** When the relationship began in the world: ISO-8601 in full or reduced precision (2024, 2024-05, 2024-05-01, 2024-05-01T12:00:00, 2024-05-01T14:00:00+02:00; UTC when no zone is given) or epoch seconds (1714564800). Default: when both facts hold (the later of their valid time). */
   validFrom?: string | number | Date | null | undefined;
-  /** When it stopped holding. Default: open. Relinking with another validity replaces the live link. */
+  /** When it stopped holding, in the same forms. Default: open. Relinking with another validity replaces the live link. */
   validUntil?: string | number | Date | null | undefined;
 };
 
