@@ -22,11 +22,14 @@ serve: $(STAMP)
 # three `graphmem serve` replicas and haproxy on http://127.0.0.1:8430 (CLUSTER_PORT), running in
 # the background until `make cluster-stop`, which stops exactly those processes. Needs Debian's
 # postgresql and haproxy packages. CLUSTER_EMBEDDER=hash starts faster than the local model.
+# CLUSTER_STANDBY=sync (or async) adds a streaming standby of PostgreSQL (docs/scale-out.md#losing-the-primary).
 CLUSTER_PORT     ?= 8430
 CLUSTER_EMBEDDER ?= local
+CLUSTER_STANDBY  ?= none
 cluster: $(STAMP)
 	@mkdir -p .cluster
 	@setsid $(PY) -m devtools.cluster up --port $(CLUSTER_PORT) --embedder $(CLUSTER_EMBEDDER) \
+		--standby $(CLUSTER_STANDBY) \
 		> .cluster/cluster.log 2>&1 < /dev/null &
 	@$(PY) -m devtools.cluster wait
 

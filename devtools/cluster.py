@@ -12,7 +12,10 @@ it started). It is a development tool: the installed package does not hold it.
 initdb and pg_ctl run as the ``postgres`` user when this process is root (initdb refuses root),
 as the current user otherwise; the server listens on 127.0.0.1 only, on a free port, with its
 socket inside the directory. It makes a role and a database for graphmem; the role is not a
-superuser, so the row-level security of the PostgreSQL store applies to it.
+superuser, so the row-level security of the PostgreSQL store applies to it. A ``Postgres`` made
+with ``standby_of`` another is a streaming standby of it (a base backup by ``pg_basebackup -R``
+through a replication slot), which ``promote`` makes the primary; ``Cluster(standby=True)`` gives
+the replicas a multi-host URL that finds whichever of the two accepts writes.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -77,7 +80,12 @@ class Postgres:
     ``postgres`` user can reach); ``url`` reaches graphmem's database."""
 
     def __init__(
-        self, directory: Path | None = None, *, port: int | None = None, auth: str = "trust"
+        self,
+        directory: Path | None = None,
+        *,
+        port: int | None = None,
+        auth: str = "trust",
+        standby_of: Postgres | None = None,
     ) -> None:
         self.bin = postgres_bin()
         self.directory = (
@@ -90,27 +98,51 @@ class Postgres:
         #: passwords); the superuser always connects through the socket, trusted.
         self.auth = auth
         self.url = f"postgresql://{ROLE}:{ROLE}@127.0.0.1:{self.port}/{DATABASE}"
+        #: The server this one streams from until it is promoted (None: a primary).
+        self.standby_of = standby_of
         self._admin: psycopg.Connection[Any] | None = None
+
+    @property
+    def slot(self) -> str:
+        """The replication slot this standby streams through, on its primary: the primary
+        keeps the WAL the standby has not received yet, however long it lags."""
+        return f"standby_{self.port}"
 
     def start(self) -> Postgres:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self._user is not None:
             entry = pwd.getpwnam(self._user)
             os.chown(self.directory, entry.pw_uid, entry.pw_gid)
-        if not (self.data / "PG_VERSION").exists():
+        if self.standby_of is not None and not (self.data / "PG_VERSION").exists():
+            primary = self.standby_of
+            # -R writes standby.signal and primary_conninfo (the primary's socket, as the
+            # superuser, trusted); -C -S make the slot the standby streams through.
+            self._run(
+                "pg_basebackup", "-D", str(self.data), "-h", str(primary.directory),
+                "-p", str(primary.port), "-U", "postgres", "-R", "-X", "stream",
+                "-C", "-S", self.slot, "--no-sync",
+            )  # fmt: skip
+        elif not (self.data / "PG_VERSION").exists():
             self._run(
                 "initdb", "-D", str(self.data), "-U", "postgres", "--auth-local=trust",
                 f"--auth-host={self.auth}",
                 "--encoding=UTF8", "--locale=C", "--no-sync",
             )  # fmt: skip
+        # Every server can be a primary with standbys (wal_level replica, WAL senders) and a
+        # standby that answers reads (hot_standby): a promoted standby takes one in turn.
         options = (
             f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1"
             " -c max_connections=200 -c shared_buffers=256MB"
+            " -c wal_level=replica -c max_wal_senders=10 -c max_replication_slots=10"
+            " -c hot_standby=on"
         )
         self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.directory / "server.log"),
             "-o", options, "-w", "-t", "60", "start",
         )  # fmt: skip
+        if self.standby_of is not None:
+            self._wait(self.streaming, "stream from its primary")
+            return self
         self.sql(
             f"DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN"
             f" CREATE ROLE {ROLE} LOGIN PASSWORD '{ROLE}'; END IF; END $$"
@@ -140,11 +172,54 @@ class Postgres:
         cursor = self._admin.execute(statement)
         return cursor.fetchall() if cursor.description else []
 
+    def streaming(self) -> bool:
+        """Whether this standby receives its primary's WAL now."""
+        return bool(self.sql("SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'"))
+
+    def synchronous(self, on: bool = True) -> None:
+        """Acknowledge a commit only once a standby has flushed it (``synchronous_standby_names``
+        = '*', with ``synchronous_commit`` = on), or (``on=False``) as soon as this server has:
+        the standby then lags by up to the WAL not yet sent."""
+        names = "'*'" if on else "''"
+        self.sql(f"ALTER SYSTEM SET synchronous_standby_names = {names}")
+        self.sql("ALTER SYSTEM SET synchronous_commit = on")
+        self.sql("SELECT pg_reload_conf()")
+
+    def promote(self, timeout: float = 60) -> float:
+        """Make this standby the primary (``pg_ctl promote``); returns once it accepts writes,
+        with the seconds that took."""
+        began = time.monotonic()
+        self._run("pg_ctl", "-D", str(self.data), "-w", "-t", str(int(timeout)), "promote")
+        self._wait(lambda: not self.sql("SELECT pg_is_in_recovery()")[0][0], "accept writes")
+        self.standby_of = None
+        return time.monotonic() - began
+
+    def kill(self) -> None:
+        """SIGKILL to the postmaster and its processes, as a machine that is lost: no
+        checkpoint, no goodbye to the clients or the standby."""
+        if self._admin is not None:
+            with contextlib.suppress(psycopg.Error):
+                self._admin.close()
+        try:
+            pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return
+        for child in [pid, *_children(pid)]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def stop(self) -> None:
         if self._admin is not None:
-            self._admin.close()
+            with contextlib.suppress(psycopg.Error):
+                self._admin.close()
         if (self.data / "postmaster.pid").exists():
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            try:
+                self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+            except subprocess.CalledProcessError:  # killed: no server to stop
+                pass
 
     def remove(self) -> None:
         self.stop()
@@ -155,6 +230,29 @@ class Postgres:
         if self._user is not None:
             command = ["runuser", "-u", self._user, "--", *command]
         subprocess.run(command, check=True, capture_output=True, cwd=self.directory)
+
+    def _wait(self, ready: Callable[[], bool], what: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if ready():
+                    return
+            except psycopg.Error:
+                if self._admin is not None:  # reconnect at the next try
+                    self._admin.close()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"PostgreSQL on port {self.port} did not {what} in {timeout} s")
+            time.sleep(0.05)
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            if int(stat.read_text().rpartition(")")[2].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
 
 
 class ObjectStore:
@@ -440,7 +538,9 @@ class Cluster:
     """The scale-out topology on loopback: PostgreSQL, an S3-compatible server, ``replicas``
     ``graphmem serve`` processes (``skews``: seconds added to each one's clock) and haproxy,
     everything in one temporary directory (PostgreSQL in one of its own, which the
-    ``postgres`` user can reach). ``url`` is haproxy's."""
+    ``postgres`` user can reach). ``url`` is haproxy's. With ``standby``, a streaming standby
+    of PostgreSQL as well (``synchronous``: a commit is acknowledged once the standby has it),
+    and the replicas reach whichever of the two accepts writes (``store_url``)."""
 
     def __init__(
         self,
@@ -450,14 +550,19 @@ class Cluster:
         skews: Sequence[float] = (),
         port: int | None = None,
         env: Mapping[str, str] | None = None,
+        standby: bool = False,
+        synchronous: bool = False,
     ) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="graphmem-cluster-"))
+        self._with_standby = standby
+        self._synchronous = synchronous
         self.embedder = embedder
         self._count = replicas
         self._skews = list(skews) + [0.0] * (replicas - len(skews))
         self._port = port
         self._env = dict(env or {})
         self.postgres: Postgres | None = None
+        self.standby: Postgres | None = None
         self.objects: ObjectStore | None = None
         self.replicas: list[Replica] = []
         self.router: Router | None = None
@@ -467,11 +572,22 @@ class Cluster:
         assert self.router is not None, "the cluster is not started"
         return self.router.url
 
+    @property
+    def store_url(self) -> str:
+        """The replicas' store: the PostgreSQL server's URL, or with a standby both servers'
+        in one (libpq's multi-host URL), ``target_session_attrs=read-write`` picking the one
+        that accepts writes, so the replicas find a promoted standby by themselves."""
+        assert self.postgres is not None
+        if self.standby is None:
+            return self.postgres.url
+        hosts = f"127.0.0.1:{self.postgres.port},127.0.0.1:{self.standby.port}"
+        return f"postgresql://{ROLE}:{ROLE}@{hosts}/{DATABASE}?target_session_attrs=read-write"
+
     def settings(self) -> dict[str, str]:
         """The settings every replica runs with (``Settings(**cluster.settings())``)."""
         assert self.postgres is not None and self.objects is not None
         return {
-            "store": self.postgres.url,
+            "store": self.store_url,
             "embedder": self.embedder,
             **self.objects.settings("vectors"),
         }
@@ -479,6 +595,9 @@ class Cluster:
     def start(self) -> Cluster:
         try:
             self.postgres = Postgres().start()
+            if self._with_standby:
+                self.standby = Postgres(standby_of=self.postgres).start()
+                self.postgres.synchronous(self._synchronous)
             self.objects = ObjectStore(separate=True).start()
             env = {
                 **{f"GRAPHMEM_{k.upper()}": v for k, v in self.settings().items()},
@@ -508,8 +627,9 @@ class Cluster:
             replica.stop()
         if self.objects is not None:
             self.objects.stop()
-        if self.postgres is not None:
-            self.postgres.remove()
+        for server in (self.postgres, self.standby):
+            if server is not None:
+                server.remove()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> Cluster:
@@ -534,7 +654,13 @@ def _up(args: argparse.Namespace) -> int:
     done = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: done.set())
-    with Cluster(replicas=args.replicas, embedder=args.embedder, port=args.port) as cluster:
+    with Cluster(
+        replicas=args.replicas,
+        embedder=args.embedder,
+        port=args.port,
+        standby=args.standby != "none",
+        synchronous=args.standby == "sync",
+    ) as cluster:
         state.parent.mkdir(parents=True, exist_ok=True)
         state.write_text(
             json.dumps(
@@ -628,6 +754,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     up.add_argument("--replicas", type=int, default=3)
     up.add_argument("--embedder", default="local", help="the replicas' embedder")
     up.add_argument("--port", type=int, default=8430, help="haproxy's port")
+    up.add_argument(
+        "--standby",
+        choices=("none", "sync", "async"),
+        default="none",
+        help="a streaming standby of PostgreSQL, with synchronous or asynchronous replication",
+    )
     wait = commands.add_parser("wait", help="wait for a cluster started in the background")
     wait.add_argument("--log", default=".cluster/cluster.log")
     wait.add_argument("--timeout", type=float, default=300.0)

@@ -4,6 +4,7 @@ URLs and credentials refused at start, and a server that goes away and comes bac
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
@@ -27,6 +28,7 @@ from graphmem import (
 )
 from graphmem.cli import cli
 from graphmem.storage import open_keys
+from graphmem.storage.postgres import redacted
 from graphmem.storage.postgres import dialect as pgsql
 from graphmem.storage.postgres import schema as pgschema
 from graphmem.storage.postgres.keyword import CommonWords
@@ -645,3 +647,88 @@ def test_the_service_answers_storage_error_while_the_server_is_away_and_recovers
         again = api.data(STORE_FACT, {"t": "Written after the restart"})["storeFact"]
         assert again["fact"] and not again["error"]
         assert len(api.data(search, {"q": "outage OR restart"})["search"]) == 3
+
+
+def test_a_multi_host_url_is_accepted_and_shown_without_its_password(
+    postgres: Postgres, tmp_path: Path
+) -> None:
+    """libpq's multi-host URL (a primary and its standby): the first host down, the next one
+    that accepts writes serves; messages show the URL without its password."""
+    hosts = f"127.0.0.1:{free_port()},127.0.0.1:{postgres.port}"
+    url = f"postgresql://{ROLE}:{ROLE}@{hosts}/graphmem?target_session_attrs=read-write"
+    with open_memory(url, tmp_path / "data", namespace="multihost") as mem:
+        assert mem.store("Found on the second host", autolink=False).fact is not None
+    keys = open_keys(Settings(store=url))
+    try:
+        assert keys.create(["multihost"])[1].id
+    finally:
+        keys.close()
+    assert redacted(url) == url.replace(f"{ROLE}:{ROLE}@", f"{ROLE}:***@")
+    assert redacted("postgresql://u@h1,h2/db?password=s3cret&sslmode=require") == (
+        "postgresql://u@h1,h2/db?password=***&sslmode=require"
+    )
+    with pytest.raises(StorageError) as raised:
+        open_memory(hosts.join(["postgresql://u:s3cret@", "/nowhere"]), tmp_path / "other")
+    assert "s3cret" not in str(raised.value)
+
+
+def test_a_write_to_a_server_that_accepts_no_writes_is_a_storage_error_not_an_internal_one(
+    own_server: Postgres, tmp_path: Path
+) -> None:
+    """A primary made read-only (as before a switchover) or a standby: a write is refused with
+    STORAGE_ERROR (not INTERNAL_ERROR) and nothing written; once writes are accepted again, the same
+    service writes without a restart."""
+    settings = Settings(embedder="hash", store=own_server.url, data_dir=tmp_path / "data")
+    facts = "{ facts(first: 10) { edges { node { text } } } }"
+    with InProcess(create_app(settings)) as api:
+        api.data(STORE_FACT, {"t": "Written while writable"})
+        own_server.sql("ALTER SYSTEM SET default_transaction_read_only = on")
+        own_server.sql("SELECT pg_reload_conf()")
+        time.sleep(0.5)  # the server's processes read the new setting
+        _, body = api.post(STORE_FACT, {"t": "Written while read-only"})
+        assert error_codes(body) == {"STORAGE_ERROR"}, body
+        assert "accepts no writes" in json.dumps(body), body
+        own_server.sql("SET default_transaction_read_only = off")
+        own_server.sql("ALTER SYSTEM RESET default_transaction_read_only")
+        own_server.sql("SELECT pg_reload_conf()")
+        time.sleep(0.5)
+        again = api.data(STORE_FACT, {"t": "Written once writable again"})["storeFact"]
+        assert again["fact"] and not again["error"]
+        texts = {e["node"]["text"] for e in api.data(facts)["facts"]["edges"]}
+        assert texts == {"Written while writable", "Written once writable again"}
+
+
+def test_a_lock_lost_with_its_connection_refuses_the_holders_writes_and_is_taken_again(
+    postgres: Postgres, url: str
+) -> None:
+    """The vector writer's lock lives on a connection of its own: when the server drops it
+    (a failover), another replica may take the lock, so the process that held it has its
+    writes inside the block refused instead of believing it still holds it; its next block
+    takes the lock again."""
+    holder, other = PostgresStore(url, "locked"), PostgresStore(url, "locked")
+    try:
+        with holder.vector_lock():
+            postgres.sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks"
+                " WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid()"
+                f" AND database = (SELECT oid FROM pg_database WHERE datname = '{url.rsplit('/', 1)[1]}')"
+            )
+            taken = threading.Event()
+
+            def take() -> None:
+                with other.vector_lock():
+                    taken.set()
+
+            thread = threading.Thread(target=take)
+            thread.start()
+            thread.join(timeout=10)
+            assert taken.is_set()  # the lock is gone from the server
+            with pytest.raises(StorageError, match="lock this write needs was lost"):
+                with holder.transaction():
+                    pass
+        with holder.vector_lock():  # taken again, on a new connection
+            with holder.transaction():
+                pass
+    finally:
+        holder.close()
+        other.close()

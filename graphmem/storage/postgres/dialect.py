@@ -365,6 +365,10 @@ def _errors(owner: Connection) -> Iterator[None]:
         raise QueryTimeout("the query ran past its time limit and was stopped") from None
     except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
         raise StorageError(f"PostgreSQL: {message(exc)}") from exc
+    except psycopg.errors.ReadOnlySqlTransaction as exc:
+        # A standby, or a primary made read-only before a switchover: the server's state,
+        # not a fault of graphmem's (the writer then connects again: PostgresDatabase.write).
+        raise StorageError(f"PostgreSQL accepts no writes here: {message(exc)}") from exc
 
 
 def message(exc: BaseException) -> str:

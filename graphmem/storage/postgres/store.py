@@ -57,6 +57,8 @@ class PostgresDatabase(Connections[Connection]):
         self._lock_key = lock_key(namespace)
         self._exclusive_lock = threading.Lock()
         self._locker: Connection | None = None
+        #: The thread inside ``exclusive`` (its lock held on ``_locker``), or None.
+        self._holder: int | None = None
         setup = self._connect(reader=False)
         try:
             pgschema.apply(setup.raw)
@@ -122,12 +124,21 @@ class PostgresDatabase(Connections[Connection]):
             conn.execute("BEGIN")
             try:
                 conn.execute("SELECT pg_advisory_xact_lock(?)", [self._lock_key])
+                if self._holder == threading.get_ident():
+                    self._check_held()
                 if not durable:
                     conn.execute("SET LOCAL synchronous_commit = off")
                 if self.on_write is not None:
                     self.on_write(conn)
                 yield conn
                 conn.execute("COMMIT")
+            except StorageError as exc:
+                if isinstance(exc.__cause__, psycopg.errors.ReadOnlySqlTransaction):
+                    # A server that accepts no writes now: the next write connects again,
+                    # and the URL's target_session_attrs=read-write finds the one that does.
+                    conn.raw.execute("ROLLBACK")
+                    conn.raw.close()
+                raise
             finally:
                 if conn.in_transaction and not conn.raw.closed:
                     try:
@@ -138,19 +149,40 @@ class PostgresDatabase(Connections[Connection]):
     @contextmanager
     def exclusive(self, key: int) -> Iterator[None]:
         """Hold the session advisory lock ``key`` for the block, on a connection of its own
-        (a lock whose holder dies is released by the server)."""
+        (a lock whose holder dies is released by the server).
+
+        The lock lives as long as that connection: if the server goes away (a failover), it
+        is gone, and another process may take it on the new primary while this block runs.
+        So a write transaction the block opens first checks the connection still holds it,
+        and is refused (StorageError) if not; the next ``exclusive`` takes the lock again on
+        a new connection, on whichever server accepts writes then."""
         with self._exclusive_lock:
             self._check_open()
             self._locker = self._usable(self._locker, reader=False)
             self._locker.execute("SELECT pg_advisory_lock(?)", [key])
+            self._holder = threading.get_ident()
             try:
                 yield
             finally:
+                self._holder = None
                 if not self._locker.raw.closed:
                     try:
                         self._locker.execute("SELECT pg_advisory_unlock(?)", [key])
                     except StorageError:
                         self._locker.close()  # the server dropped it, and the lock with it
+
+    def _check_held(self) -> None:
+        """StorageError if the connection holding ``exclusive``'s lock is gone (and the lock
+        with it)."""
+        assert self._locker is not None
+        try:
+            self._locker.execute("SELECT 1")
+        except StorageError as exc:
+            self._locker.close()
+            raise StorageError(
+                f"{self.path}: the lock this write needs was lost with its connection "
+                f"({exc.message}); the write is refused and will be retried"
+            ) from exc
 
     # ------------------------------------------------------------------------- reads
 
