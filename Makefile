@@ -50,9 +50,11 @@ cluster-stop: $(STAMP)
 EXCLUDED := not slow and not thirdparty
 
 # The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) and the
-# object store outage under load (about 55 s) run in `make test-engines`, which keeps `make
-# test` within its ten minutes.
-TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_outage.py
+# object store outage under load (about 55 s) and the loss of its primary (a standby promoted
+# under load, tests/system/test_failover.py: about 2 minutes) run in `make test-engines`, which
+# keeps `make test` within its ten minutes.
+TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_outage.py \
+	tests/system/test_failover.py
 
 test: $(STAMP)
 	$(PY) -m pytest $(addprefix --ignore=,$(TOPOLOGY_TESTS))
@@ -73,13 +75,16 @@ test-engines: $(STAMP)
 # Then the bitemporal model check (tests/core/test_time_model.py) with 1,000 histories (about 7
 # minutes), the live scale-out topology's scenarios with 2 minutes of load
 # (tests/system/test_cluster.py), the object store down for 30 s then slow for 30 s under load
-# (tests/system/test_object_store_outage.py, about 2 minutes), and 2,000 generated hostile
-# documents per generator (tests/system/test_reliability_hostile.py, about 5 minutes).
+# (tests/system/test_object_store_outage.py, about 2 minutes), the primary lost and a standby
+# promoted with a minute of load before and after, synchronous then asynchronous
+# (tests/system/test_failover.py, about 6 minutes), and 2,000 generated hostile documents per
+# generator (tests/system/test_reliability_hostile.py, about 5 minutes).
 soak: $(STAMP)
 	$(PY) -m tests.system.soak --kills 20 --seconds 120
 	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/system/test_cluster.py
 	OBJECT_STORE_OUTAGE_SECONDS=30 $(PY) -m pytest -q -s -p no:cacheprovider \
 		tests/system/test_object_store_outage.py
+	CLUSTER_SOAK_SECONDS=60 $(PY) -m pytest -q -s -p no:cacheprovider tests/system/test_failover.py
 	MODEL_EXAMPLES=1000 $(PY) -m pytest -q -p no:cacheprovider tests/core/test_time_model.py
 	FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -p no:cacheprovider tests/system/test_reliability_hostile.py
 

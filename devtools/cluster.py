@@ -216,10 +216,8 @@ class Postgres:
             with contextlib.suppress(psycopg.Error):
                 self._admin.close()
         if (self.data / "postmaster.pid").exists():
-            try:
+            with contextlib.suppress(subprocess.CalledProcessError):  # killed: none to stop
                 self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
-            except subprocess.CalledProcessError:  # killed: no server to stop
-                pass
 
     def remove(self) -> None:
         self.stop()
@@ -459,6 +457,14 @@ class Replica:
         self.process.wait(timeout=timeout)
 
 
+def haproxy_binary() -> str:
+    """haproxy's program. Unavailable if it is not installed."""
+    binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    if not Path(binary).exists():
+        raise Unavailable("haproxy is not installed (Debian: apt-get install haproxy)")
+    return binary
+
+
 class Router:
     """haproxy (Debian's package) on a loopback port in front of the replicas: a request goes
     to the replica that a consistent hash of its namespace picks (the ``X-Graphmem-Namespace``
@@ -467,10 +473,7 @@ class Router:
     replica is sent to another."""
 
     def __init__(self, directory: Path, replicas: Sequence[Replica], port: int | None = None):
-        binary = shutil.which("haproxy") or "/usr/sbin/haproxy"
-        if not Path(binary).exists():
-            raise Unavailable("haproxy is not installed (Debian: apt-get install haproxy)")
-        self.binary = binary
+        self.binary = haproxy_binary()
         self.directory = directory
         self.replicas = list(replicas)
         self.port = port or free_port()
@@ -593,6 +596,7 @@ class Cluster:
         }
 
     def start(self) -> Cluster:
+        haproxy_binary()  # before starting anything: a missing package is said at once
         try:
             self.postgres = Postgres().start()
             if self._with_standby:

@@ -28,8 +28,8 @@ from graphmem import (
 )
 from graphmem.cli import cli
 from graphmem.storage import open_keys
-from graphmem.storage.postgres import redacted
 from graphmem.storage.postgres import dialect as pgsql
+from graphmem.storage.postgres import redacted
 from graphmem.storage.postgres import schema as pgschema
 from graphmem.storage.postgres.keyword import CommonWords
 from graphmem.storage.postgres.store import PostgresStore
@@ -723,12 +723,13 @@ def test_a_lock_lost_with_its_connection_refuses_the_holders_writes_and_is_taken
             thread.start()
             thread.join(timeout=10)
             assert taken.is_set()  # the lock is gone from the server
-            with pytest.raises(StorageError, match="lock this write needs was lost"):
-                with holder.transaction():
-                    pass
-        with holder.vector_lock():  # taken again, on a new connection
-            with holder.transaction():
+            with (
+                pytest.raises(StorageError, match="lock this write needs was lost"),
+                holder.transaction(),
+            ):
                 pass
+        with holder.vector_lock(), holder.transaction():  # taken again, on a new connection
+            pass
     finally:
         holder.close()
         other.close()
