@@ -134,9 +134,9 @@ class PostgresDatabase(Connections[Connection]):
                 conn.execute("COMMIT")
             except StorageError as exc:
                 if isinstance(exc.__cause__, psycopg.errors.ReadOnlySqlTransaction):
-                    # A server that accepts no writes now: the next write connects again,
-                    # and the URL's target_session_attrs=read-write finds the one that does.
-                    conn.raw.execute("ROLLBACK")
+                    # A server that accepts no writes now (closing rolls back): the next
+                    # write connects again, and target_session_attrs=read-write in the URL
+                    # finds the one that does.
                     conn.raw.close()
                 raise
             finally:
@@ -181,7 +181,7 @@ class PostgresDatabase(Connections[Connection]):
             self._locker.close()
             raise StorageError(
                 f"{self.path}: the lock this write needs was lost with its connection "
-                f"({exc.message}); the write is refused and will be retried"
+                f"({exc.message}); the write is refused"
             ) from exc
 
     # ------------------------------------------------------------------------- reads
