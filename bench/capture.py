@@ -49,7 +49,7 @@ from typing import Any, Final, cast
 
 import graphmem.recall as recalls
 from graphmem import Memory, Settings
-from graphmem.capture import KEEPS, Keep
+from graphmem.models import KEEPS, Keep
 from graphmem.storage.interface import Filters
 from graphmem.vectors.embedders import Embedder
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from .capture import CaptureResult, Keep
+from .capture import CaptureResult
 from .categorize import CategoryInfo, ClassifyReport
 from .checkpoints import Checkpoint
 from .consolidation import ConsolidateReport
@@ -17,7 +17,7 @@ from .documents import DocumentFile
 from .episodes import Episode
 from .erasure import Erasure, PurgeReport
 from .graph import Path, Subgraph
-from .models import Fact, FactInput, Link, MaintenanceRun, SearchHit, StoreResult
+from .models import Fact, FactInput, Keep, Link, MaintenanceRun, SearchHit, StoreResult
 from .prune import PruneReport
 from .recall import Format, RecallResult
 from .reflection import ReflectReport

@@ -35,12 +35,23 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from . import documents
 from .errors import InvalidInput
 from .limits import MAX_BATCH, MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
-from .models import TURN_SOURCE, Fact, FactKind, StoreResult, Verdict
+from .models import (
+    CAPTURED_ROLES,
+    DEFAULT_KEEP,
+    KEEPS,
+    ROLES,
+    TURN_SOURCE,
+    Fact,
+    FactKind,
+    Keep,
+    StoreResult,
+    Verdict,
+)
 from .sensitive import sensitive
 from .tagging import detect_category
 
@@ -48,14 +59,6 @@ if TYPE_CHECKING:
     from .classify import Drawn
 
 CaptureAction = Literal["ADD", "UPDATE", "DELETE", "NOOP", "SKIP"]
-#: What capture keeps: the conversation (its turns, facts drawn on top), or facts only.
-Keep = Literal["conversation", "facts"]
-KEEPS: Final[tuple[str, ...]] = get_args(Keep)
-
-#: Message roles accepted (others are an error).
-ROLES: Final = ("system", "developer", "user", "assistant", "tool")
-#: Roles whose messages are read for facts.
-CAPTURED_ROLES: Final = ("user", "assistant")
 #: Shortest message, and shortest sentence, worth reading.
 MIN_CHARS: Final = 10
 #: Longest value an extracted entity/key/value may have; a longer one is not extracted.
@@ -228,7 +231,7 @@ def parse_messages(messages: Any) -> list[Message]:
 def plan(
     messages: Sequence[Message],
     *,
-    keep: Keep = "conversation",
+    keep: Keep = DEFAULT_KEEP,
     max_chars: int,
     turn_decay_class: str = "turn",
     drawn: Sequence[Drawn] | None = None,

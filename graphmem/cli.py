@@ -24,7 +24,6 @@ import watchfiles
 from pydantic import BaseModel
 
 from . import storage
-from .capture import KEEPS, Keep
 from .documents import SyncReport
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
@@ -32,9 +31,12 @@ from .graph import DIRECTIONS, Subgraph, TraverseInput
 from .maintenance import REGISTRY
 from .memory import Memory
 from .models import (
+    KEEPS,
     SEARCH_MODES,
+    CaptureInput,
     Fact,
     FactInput,
+    Keep,
     Link,
     LinkInput,
     MaintenanceRun,
@@ -345,15 +347,8 @@ def recall(ctx: click.Context, /, prompt: str, format_: str, as_json: bool, **op
 
 @click.command()
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
-@click.option("--episode", help=_EPISODE_HELP)
-@click.option(
-    "--keep",
-    type=click.Choice(KEEPS),
-    default="conversation",
-    show_default=True,
-    help="conversation: keep each message as a turn and draw its facts on top; facts: the "
-    "facts alone.",
-)
+@_input_option(CaptureInput, "episode")
+@_input_option(CaptureInput, "keep", type=click.Choice(KEEPS), show_default=True)
 @json_option
 @click.pass_context
 def capture(

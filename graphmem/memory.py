@@ -60,6 +60,7 @@ from .limits import (
 )
 from .llm import ChatClient
 from .models import (
+    DEFAULT_KEEP,
     DEFAULT_STRENGTH,
     TIERS,
     Change,
@@ -67,6 +68,7 @@ from .models import (
     ChangePage,
     Fact,
     FactInput,
+    Keep,
     Link,
     MaintenanceRun,
     SearchHit,
@@ -367,7 +369,7 @@ class Memory:
         messages: Sequence[Mapping[str, Any]],
         *,
         episode: str | Mapping[str, Any] | None = None,
-        keep: captures.Keep = "conversation",
+        keep: Keep = DEFAULT_KEEP,
     ) -> list[captures.CaptureResult]:
         """Keep a conversation's messages, and the facts they state (auto-capture).
 

@@ -26,6 +26,7 @@ from pydantic import (
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
 from .limits import (
+    MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
     MAX_LIMIT,
@@ -448,6 +449,58 @@ class SearchInput(BaseModel):
         "chunks of one document) lend each other part of their relevance, and windows of up "
         "to four consecutive turns lend theirs to the turns they hold (which may bring in a "
         "turn the search did not find). False: neither plays a part in ranking.",
+    )
+
+
+#: Message roles capture accepts (others are an error); only ``CAPTURED_ROLES`` are read.
+ROLES: Final = ("system", "developer", "user", "assistant", "tool")
+#: Roles whose messages capture reads for turns and facts.
+CAPTURED_ROLES: Final = ("user", "assistant")
+#: What capture keeps: the conversation (its turns, facts drawn on top), or facts only.
+Keep = Literal["conversation", "facts"]
+KEEPS: Final[tuple[str, ...]] = get_args(Keep)
+#: What capture keeps unless told.
+DEFAULT_KEEP: Final[Keep] = "conversation"
+
+
+class MessageInput(BaseModel):
+    """A chat message, as agents exchange them (OpenAI format)."""
+
+    # Memory.capture reads these two fields itself (capture.parse_messages), and also takes the
+    # role in any case and content as a list of parts.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str = Field(
+        json_schema_extra={"enum": list(ROLES)},
+        description=f"Who said it: {', '.join(ROLES[:-1])} or {ROLES[-1]} (only "
+        f"{' and '.join(CAPTURED_ROLES)} messages are read).",
+    )
+    content: str = Field(description="What was said: the message's text.")
+
+
+class CaptureInput(BaseModel):
+    """A capture, as callers ask for it: the messages of a conversation turn, the episode they
+    belong to and what to keep (``Memory.capture`` checks them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    messages: list[MessageInput] = Field(
+        min_length=1,
+        max_length=MAX_CAPTURE_MESSAGES,
+        description=f"The turn's messages, in order (at most {MAX_CAPTURE_MESSAGES:,}).",
+    )
+    episode: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_FIELD_LENGTH,
+        description="The episode (conversation session) the messages come from, recorded on "
+        "first use: give it, so that its turns are read together (windows of turns).",
+    )
+    keep: Keep = Field(
+        default=DEFAULT_KEEP,
+        description="What to keep: the conversation (every message as a turn, a long one in "
+        "parts, with its memorable sentences drawn from it as facts, each linked to its turn) "
+        "or the facts alone.",
     )
 
 

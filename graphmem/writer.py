@@ -38,6 +38,7 @@ from .models import (
     ChangeKind,
     Fact,
     FactInput,
+    Keep,
     Link,
     LinkOrigin,
     StoreResult,
@@ -154,7 +155,7 @@ class Writer:
         self,
         messages: Sequence[captures.Message],
         *,
-        keep: captures.Keep,
+        keep: Keep,
         episode: str | Mapping[str, Any] | None,
     ) -> tuple[captures.Plan, list[StoreResult]]:
         """Plan a capture of ``messages`` (:func:`graphmem.capture.plan`) and write it as one
@@ -180,7 +181,7 @@ class Writer:
     def _drawn(
         self,
         messages: Sequence[captures.Message],
-        keep: captures.Keep,
+        keep: Keep,
         episode: str | Mapping[str, Any] | None,
         planned: captures.Plan,
     ) -> tuple[captures.Plan, _Asked | None]:

@@ -3,13 +3,13 @@
 
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import Annotated, Any, TypeVar, cast
+from typing import Annotated, Any, Final, TypeVar, cast
 
 import strawberry
 from strawberry.types import Info
 
 import graphmem
-from graphmem.capture import TURN_PART_CHARS, Keep
+from graphmem.capture import TURN_PART_CHARS
 from graphmem.episodes import DEFAULT_KIND, EPISODE_KINDS
 from graphmem.limits import (
     MAX_BATCH,
@@ -17,6 +17,7 @@ from graphmem.limits import (
     MAX_FIELD_LENGTH,
     MAX_NOTE_LENGTH,
 )
+from graphmem.models import CaptureInput, Keep
 
 from .context import Context
 from .types import (
@@ -137,17 +138,30 @@ class EpisodeInput:
         return {k: v for k, v in given.items() if v is not None}
 
 
+#: What ``captureMessages`` keeps unless told: the core's default.
+_KEEP: Final = CaptureKeep(CaptureInput.model_fields["keep"].default)
+
+
+def _capture(field: str) -> strawberry.types.arguments.StrawberryArgumentAnnotation:
+    """The argument of ``captureMessages`` that sets ``field``, described as the core's
+    ``CaptureInput`` describes it."""
+    return strawberry.argument(description=CaptureInput.model_fields[field].description)
+
+
 def _episode(episode: EpisodeInput | None) -> dict[str, Any] | None:
     return None if episode is None else episode.to_core()
 
 
-@strawberry.input(description="A chat message, as agents exchange them (OpenAI format).")
+@strawberry.experimental.pydantic.input(
+    model=graphmem.models.MessageInput,
+    all_fields=True,
+    description=graphmem.models.MessageInput.__doc__,
+)
 class MessageInput:
-    role: str = strawberry.field(
-        description="system, developer, user, assistant or tool (only user and assistant "
-        "messages are read)."
-    )
-    content: str = strawberry.field(description="The message's text.")
+    """``graphmem.models.MessageInput`` as GraphQL reads it."""
+
+    role: strawberry.auto
+    content: strawberry.auto
 
 
 @strawberry.type(
@@ -378,23 +392,9 @@ class Mutation:
     async def capture_messages(
         self,
         info: Info[Context, None],
-        messages: Annotated[
-            list[MessageInput], strawberry.argument(description="The turn's messages, in order.")
-        ],
-        episode: Annotated[
-            EpisodeInput | None,
-            strawberry.argument(
-                description="The episode (conversation session) of the messages: give it, so "
-                "that its turns are read together (windows of turns)."
-            ),
-        ] = None,
-        keep: Annotated[
-            CaptureKeep,
-            strawberry.argument(
-                description="CONVERSATION: the turns, with facts drawn on top; FACTS: the "
-                "facts alone."
-            ),
-        ] = CaptureKeep.CONVERSATION,
+        messages: Annotated[list[MessageInput], _capture("messages")],
+        episode: Annotated[EpisodeInput | None, _capture("episode")] = None,
+        keep: Annotated[CaptureKeep, _capture("keep")] = _KEEP,
     ) -> CapturePayload:
         async def capture() -> CapturePayload:
             results = await info.context.write(

@@ -21,7 +21,7 @@ from websockets.typing import Subprotocol
 
 from .. import checkpoints
 from ..bounded_http import AnswerTooLarge, BadAnswer, BoundedTransport, bounds
-from ..capture import KEEPS, CaptureResult, Keep, parse_messages
+from ..capture import CaptureResult, parse_messages
 from ..categorize import CategoryInfo, ClassifyReport
 from ..checkpoints import Checkpoint
 from ..consolidation import ConsolidateReport
@@ -40,7 +40,18 @@ from ..graph import (
 )
 from ..limits import MAX_DEPTH, MAX_LIMIT
 from ..maintenance import checked_jobs
-from ..models import Change, Fact, FactInput, Link, MaintenanceRun, SearchHit, StoreResult
+from ..models import (
+    DEFAULT_KEEP,
+    KEEPS,
+    Change,
+    Fact,
+    FactInput,
+    Keep,
+    Link,
+    MaintenanceRun,
+    SearchHit,
+    StoreResult,
+)
 from ..prune import PruneReport
 from ..recall import DEFAULT_MAX_TOKENS, FORMER_SOURCES, RecallItem, RecallResult
 from ..reflection import ReflectReport
@@ -668,7 +679,7 @@ class Client:
         messages: Sequence[Mapping[str, Any]],
         *,
         episode: str | Mapping[str, Any] | None = None,
-        keep: Keep = "conversation",
+        keep: Keep = DEFAULT_KEEP,
     ) -> list[CaptureResult]:
         """See ``Memory.capture``: the messages kept as turns of ``episode``, and the facts they
         state drawn on top (``keep="facts"``: the facts alone)."""

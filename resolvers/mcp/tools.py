@@ -25,10 +25,8 @@ from pydantic import (
 )
 
 from graphmem import InvalidInput, Memory
-from graphmem.capture import ROLES, Keep
 from graphmem.graph import TraverseInput
 from graphmem.limits import (
-    MAX_CAPTURE_MESSAGES,
     MAX_CHECKPOINT_FILES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
@@ -38,7 +36,16 @@ from graphmem.limits import (
     MAX_TEXT_LENGTH,
 )
 from graphmem.maintenance import REGISTRY, checked_jobs
-from graphmem.models import FactInput, LinkInput, SearchInput, Tier, field_of
+from graphmem.models import (
+    CaptureInput,
+    FactInput,
+    Keep,
+    LinkInput,
+    MessageInput,
+    SearchInput,
+    Tier,
+    field_of,
+)
 from graphmem.recall import FORMATS
 
 from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
@@ -485,30 +492,11 @@ def tier(memory: Memory, args: TierArgs) -> Result:
     return f"Now {args.tier}: {fact_line(fact)}", {"fact": fact.to_dict()}
 
 
-class Message(_Args):
-    role: str = Field(
-        json_schema_extra={"enum": list(ROLES)},
-        description="Who said it; only user and assistant messages are read.",
-    )
-    content: str = Field(description="What was said.")
-
-
+# The arguments of graphmem.CaptureInput, as the core describes and bounds them.
 class CaptureArgs(_Args):
-    messages: list[Message] = Field(
-        min_length=1, max_length=MAX_CAPTURE_MESSAGES, description="The turn's messages, in order."
-    )
-    episode: str | None = Field(
-        None,
-        min_length=1,
-        max_length=MAX_FIELD_LENGTH,
-        description=EPISODE + " Give it, so that the session's turns are read together.",
-    )
-    keep: Keep = Field(
-        _default(Memory.capture, "keep"),
-        description="conversation: keep every message as a turn (a long one in parts) and draw "
-        "the memorable sentences from it as facts, each linked to its turn; facts: keep the "
-        "facts alone.",
-    )
+    messages: list[MessageInput] = field_of(CaptureInput, "messages")
+    episode: str | None = field_of(CaptureInput, "episode")
+    keep: Keep = field_of(CaptureInput, "keep")
 
 
 def capture(memory: Memory, args: CaptureArgs) -> Result:

@@ -5,28 +5,43 @@ as the model does."""
 from __future__ import annotations
 
 import inspect
+from enum import Enum
 from typing import Any
 
 import click
 import pytest
-from graphql import GraphQLEnumType, GraphQLInputObjectType, Undefined, value_from_ast
+from graphql import (
+    GraphQLEnumType,
+    GraphQLInputObjectType,
+    Undefined,
+    value_from_ast,
+)
 from graphql import build_schema as parse_sdl
 from pydantic import BaseModel
 from strawberry.utils.str_converters import to_camel_case
 
-from graphmem import FactInput, LinkInput, Memory, SearchInput
+from graphmem import Client, FactInput, LinkInput, Memory, SearchInput
+from graphmem.cli import capture as capture_command
 from graphmem.cli import link as link_command
 from graphmem.cli import search as search_command
 from graphmem.cli import store as store_command
 from graphmem.cli import traverse as traverse_command
 from graphmem.graph import TraverseInput
-from graphmem.models import LINK_TYPE_MEANINGS, LINK_TYPES, LINKABLE_TYPES
+from graphmem.models import (
+    LINK_TYPE_MEANINGS,
+    LINK_TYPES,
+    LINKABLE_TYPES,
+    CaptureInput,
+    MessageInput,
+)
 from resolvers import schema_sdl
 from resolvers.mcp.tools import TOOLS
-from resolvers.types import SearchMode
+from resolvers.types import CaptureKeep, SearchMode
 
 #: The JSON schema keys that bound a value.
-BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "enum")
+#: The enum of each argument whose values are not its names.
+ENUMS: dict[str, type[Enum]] = {"mode": SearchMode, "keep": CaptureKeep}
+BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "enum", "minItems", "maxItems")
 
 
 def graphql_input(name: str) -> GraphQLInputObjectType:
@@ -50,7 +65,10 @@ def field_schema(model: type[BaseModel], name: str) -> dict[str, Any]:
     return node
 
 
-@pytest.mark.parametrize(("name", "model"), [("FactInput", FactInput), ("LinkInput", LinkInput)])
+@pytest.mark.parametrize(
+    ("name", "model"),
+    [("FactInput", FactInput), ("LinkInput", LinkInput), ("MessageInput", MessageInput)],
+)
 def test_a_graphql_input_has_every_field_of_the_core_with_its_default_and_description(
     name: str, model: type[BaseModel]
 ) -> None:
@@ -71,6 +89,7 @@ def test_a_graphql_input_has_every_field_of_the_core_with_its_default_and_descri
         ("memory_link", LinkInput, set(), {"source_id", "type", "strength", "valid_from"}),
         ("memory_recall", SearchInput, set(), {"query", "limit", "as_of", "time_hints"}),
         ("memory_traverse", TraverseInput, set(), {"ids", "depth", "types", "max_nodes"}),
+        ("memory_capture", CaptureInput, set(), {"messages", "episode", "keep"}),
     ],
 )
 def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
@@ -94,6 +113,7 @@ def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
         (link_command, LinkInput, {"strength", "valid_from", "valid_until"}),
         (search_command, SearchInput, {"limit", "tag", "mode", "include_superseded"}),
         (traverse_command, TraverseInput, {"depth", "types", "direction", "max_nodes"}),
+        (capture_command, CaptureInput, {"episode", "keep"}),
     ],
 )
 def test_a_command_helps_each_option_with_the_field_description(
@@ -132,14 +152,19 @@ def test_memory_link_defaults_the_strength_as_the_link_input_does() -> None:
 
 @pytest.mark.parametrize(
     ("field", "model", "renamed"),
-    [("search", SearchInput, {}), ("traverse", TraverseInput, {"ids": "from"})],
+    [
+        ("search", SearchInput, {}),
+        ("traverse", TraverseInput, {"ids": "from"}),
+        ("captureMessages", CaptureInput, {}),
+    ],
 )
-def test_a_graphql_query_takes_each_argument_of_the_core_with_its_default_and_description(
+def test_a_graphql_field_takes_each_argument_of_the_core_with_its_default_and_description(
     field: str, model: type[BaseModel], renamed: dict[str, str]
 ) -> None:
-    query = parse_sdl(schema_sdl()).query_type
-    assert query is not None
-    arguments = query.fields[field].args
+    schema = parse_sdl(schema_sdl())
+    root = schema.mutation_type if field == "captureMessages" else schema.query_type
+    assert root is not None
+    arguments = root.fields[field].args
     names = {name: renamed.get(name, to_camel_case(name)) for name in model.model_fields}
     assert set(arguments) == set(names.values())
     for name, core in model.model_fields.items():
@@ -147,16 +172,32 @@ def test_a_graphql_query_takes_each_argument_of_the_core_with_its_default_and_de
         assert given.description == core.description, name
         written = given.ast_node.default_value if given.ast_node else None
         default = Undefined if written is None else value_from_ast(written, given.type)
-        if name == "mode":  # the enum's value, not its name
-            default = SearchMode[str(default)].value
+        if name in ENUMS:  # the enum's value, not its name
+            default = ENUMS[name][str(default)].value
         assert default == (Undefined if core.is_required() else core.default), name
 
 
-@pytest.mark.parametrize(("verb", "model"), [("search", SearchInput), ("traverse", TraverseInput)])
-def test_memory_defaults_each_argument_as_the_input_does(verb: str, model: type[BaseModel]) -> None:
-    parameters = list(inspect.signature(getattr(Memory, verb)).parameters.values())[1:]
+@pytest.mark.parametrize("api", [Memory, Client])
+@pytest.mark.parametrize(
+    ("verb", "model"),
+    [("search", SearchInput), ("traverse", TraverseInput), ("capture", CaptureInput)],
+)
+def test_memory_defaults_each_argument_as_the_input_does(
+    api: type, verb: str, model: type[BaseModel]
+) -> None:
+    parameters = list(inspect.signature(getattr(api, verb)).parameters.values())[1:]
     assert {p.name for p in parameters} == set(model.model_fields)
     for parameter in parameters:
         core = model.model_fields[parameter.name]
         expected = inspect.Parameter.empty if core.is_required() else core.default
         assert parameter.default == expected, parameter.name
+
+
+def test_the_capture_tool_describes_each_message_field_as_the_core_does() -> None:
+    items = tool_schema("memory_capture")["properties"]["messages"]["items"]
+    assert items["required"] == ["role", "content"]
+    for name in MessageInput.model_fields:
+        core = field_schema(MessageInput, name)
+        given = items["properties"][name]
+        assert given["description"] == core["description"], name
+        assert given.get("enum") == core.get("enum"), name

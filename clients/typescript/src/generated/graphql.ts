@@ -197,9 +197,9 @@ export type MaintenanceJob =
 
 /** A chat message, as agents exchange them (OpenAI format). */
 export type MessageInput = {
-  /** The message's text. */
+  /** What was said: the message's text. */
   content: string;
-  /** system, developer, user, assistant or tool (only user and assistant messages are read). */
+  /** Who said it: system, developer, user, assistant or tool (only user and assistant messages are read). */
   role: string;
 };
 
