@@ -20,6 +20,9 @@ _.inter_op_num_threads
 _.log_severity_level
 _.binary_location
 _.should_exit
+# faiss's index and clustering parameters (bench/ann.py).
+_.nprobe
+_.niter
 
 # pydantic reads each model's configuration from this class attribute.
 model_config
