@@ -1,12 +1,14 @@
-"""The in-memory approximate tier head to head: graphmem's k-means partitions (``Mirror.probe``
-for search, ``Mirror.neighbours_many`` for the write-time checks) against faiss's inverted lists
-(``IndexIVFFlat``, and ``IndexIVFScalarQuantizer`` with 8-bit codes whose candidates are
-re-scored from the float32 rows the in-memory copy keeps anyway), at the same recall@10 against
-exact search, on the local embedder's vectors of bench.scale's facts.
+"""The in-memory approximate tier against faiss at the same recall@10, on MiniLM vectors.
+
+graphmem's k-means partitions (``Mirror.probe`` for search, ``Mirror.neighbours_many`` for the
+write-time checks) against faiss's inverted lists (``IndexIVFFlat``, and
+``IndexIVFScalarQuantizer`` with 8-bit codes whose candidates are re-scored from the float32 rows
+the in-memory copy keeps anyway), at the same recall@10 against exact search, on the local
+embedder's vectors of bench.scale's facts.
 
 For each size: build (the partitions and the write-time projection; faiss's training and adding),
 the bytes each index holds beside the float32 copy and the process's RSS growth while building
-it; recall@10 and query time (one query, one thread) at several probe counts; then, at the probe
+it (telling for a run's first size only: later ones reuse what the earlier freed); recall@10 and query time (one query, one thread) at several probe counts; then, at the probe
 counts matched on recall, the query times again, then writes: BATCHES batches of 1,000 new
 vectors, each first checked for its link candidates (cosine >= the local embedder's link
 threshold, the best autolink_max + 2, in one call: what ``store_many`` asks) then added, SINGLES
