@@ -7,14 +7,14 @@ the in-memory copy keeps anyway), at the same recall@10 against exact search, on
 embedder's vectors of bench.scale's facts.
 
 For each size: build (the partitions and the write-time projection; faiss's training and adding),
-the bytes each index holds beside the float32 copy and the process's RSS growth while building
-it (telling for a run's first size only: later ones reuse what the earlier freed); recall@10 and query time (one query, one thread) at several probe counts; then, at the probe
-counts matched on recall, the query times again, then writes: BATCHES batches of 1,000 new
-vectors, each first checked for its link candidates (cosine >= the local embedder's link
-threshold, the best autolink_max + 2, in one call: what ``store_many`` asks) then added, SINGLES
-single writes (check then add), and the removal of 1,000 rows with the next search after it. The
-contenders take turns query by query and batch by batch in one process, so a busy period of the
-shared cores slows all of them alike.
+the bytes each index holds beside the float32 copy and the process's RSS growth while building it
+(telling for a run's first size only: later ones reuse what the earlier freed); recall@10 and query
+time (one query, one thread) at several probe counts; then, at the probe counts matched on recall,
+the query times again, then writes: BATCHES batches of 1,000 new vectors, each first checked for its
+link candidates (cosine >= the local embedder's link threshold, the best autolink_max + 2, in one
+call: what ``store_many`` asks) then added, SINGLES single writes (check then add), and the removal
+of 1,000 rows with the next search after it. The contenders take turns query by query and batch by
+batch in one process, so a busy period of the shared cores slows all of them alike.
 
 The vectors are bench.scale's (``scale-local-*.npy`` in bench/out, computed once by
 ``python -m bench.scale --probe-recall --facts N``, or here when missing). faiss is a bench
