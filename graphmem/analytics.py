@@ -12,6 +12,7 @@ from typing import Any
 import networkx as nx
 
 from . import graph
+from .jsonform import json_fields
 from .limits import MAX_CYCLES
 
 
@@ -23,7 +24,7 @@ class Clusters:
     truncated: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"groups": self.groups, "truncated": self.truncated}
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class DependencyOrder:
     truncated_by: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": self.order, "cycles": self.cycles, "truncated_by": list(self.truncated_by)}
+        return json_fields(self)
 
 
 def centrality(sub: graph.Subgraph) -> list[tuple[str, float, float]]:

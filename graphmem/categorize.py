@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from .errors import LLMError
+from .jsonform import json_fields
 from .llm import ChatClient, answer_list
 from .models import Fact
 from .tagging import CATEGORY_MEANINGS, CATEGORY_NAME
@@ -77,11 +78,8 @@ class CategoryInfo:
     discovered_at: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "discovered_at": None if self.discovered_at is None else self.discovered_at.isoformat(),
-        }
+        found = self.discovered_at
+        return json_fields(self, discovered_at=None if found is None else found.isoformat())
 
 
 @dataclass
@@ -95,12 +93,7 @@ class ClassifyReport:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "relabelled": self.relabelled,
-            "discovered": self.discovered,
-            "requests": self.requests,
-            "error": self.error,
-        }
+        return json_fields(self)
 
 
 def discovered(store: Store) -> dict[str, dict[str, Any]]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .errors import InvalidInput
+from .jsonform import json_fields
 from .limits import MAX_CHECKPOINT_FILES, MAX_FIELD_LENGTH, MAX_NOTE_LENGTH
 from .models import Fact, not_text
 
@@ -47,13 +48,7 @@ class Checkpoint:
     fact: Fact
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "intent": self.intent,
-            "state": self.state,
-            "expected_outcome": self.expected_outcome,
-            "working_files": list(self.working_files),
-            "fact": self.fact.to_dict(),
-        }
+        return json_fields(self)
 
 
 def fact_input(

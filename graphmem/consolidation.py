@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from .errors import Conflict, LLMError, NotFound
+from .jsonform import json_fields
 from .limits import MAX_TAGS, MAX_TEXT_LENGTH
 from .llm import ChatClient, answer_list
 from .models import Fact, StoreResult
@@ -76,14 +77,7 @@ class ConsolidateReport:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "clusters": self.clusters,
-            "merged": [{"id": f.id, "text": f.text} for f in self.merged],
-            "superseded": self.superseded,
-            "requests": self.requests,
-            "dry_run": self.dry_run,
-            "error": self.error,
-        }
+        return json_fields(self, merged=[{"id": f.id, "text": f.text} for f in self.merged])
 
 
 def takes_part(fact: Fact) -> bool:

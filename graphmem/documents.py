@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound
+from .jsonform import json_fields
 from .limits import MAX_DOCUMENT_BYTES, MAX_FIELD_LENGTH, MAX_READ_LINES, MAX_SYNC_PATHS
 from .temporal import to_iso
 
@@ -101,15 +102,10 @@ class DocumentFile:
     inode: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "hash": self.hash,
-            "mtime": to_iso(self.mtime),
-            "size": self.size,
-            "chunks": self.chunks,
-            "synced_at": to_iso(self.synced_at),
-            "imported": self.imported,
-        }
+        """JSON-ready fields but ``inode``, which only read-back on this machine uses."""
+        out = json_fields(self, mtime=to_iso(self.mtime), synced_at=to_iso(self.synced_at))
+        del out["inode"]
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +140,7 @@ class SyncReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "changed": self.changed,
-            "removed": self.removed,
-            "unchanged": self.unchanged,
-            "chunks": self.chunks,
-            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-        }
+        return json_fields(self, skipped=[{"path": p, "reason": r} for p, r in self.skipped])
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
 from .errors import InvalidInput
 from .graph import check_metadata
+from .jsonform import json_fields
 from .limits import MAX_FIELD_LENGTH
 from .models import LinkOrigin
-from .temporal import parse_time, to_iso
+from .temporal import parse_time
 
 #: What an episode can be. Conversations are what ``capture`` and ``store_many`` usually record.
 EPISODE_KINDS: Final = ("conversation", "document", "other")
@@ -47,12 +48,7 @@ class Episode:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
-        out = asdict(self)
-        out["time"] = to_iso(self.time.timestamp())
-        out["recorded_at"] = (
-            None if self.recorded_at is None else to_iso(self.recorded_at.timestamp())
-        )
-        return out
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from .errors import InvalidInput
+from .jsonform import json_fields
 from .limits import MAX_FIELD_LENGTH, MAX_NODES
-from .temporal import to_iso
 
 #: The filters a purge takes, in the order they are described.
 FILTERS: Final = ("ids", "entity", "source", "episode")
@@ -104,13 +104,7 @@ class PurgeReport:
     dry_run: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "facts": self.facts,
-            "links": self.links,
-            "vectors": self.vectors,
-            "episodes": self.episodes,
-            "dry_run": self.dry_run,
-        }
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +120,4 @@ class Erasure:
     episodes: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "at": to_iso(self.at.timestamp()),
-            "filter": self.filter,
-            "facts": self.facts,
-            "links": self.links,
-            "vectors": self.vectors,
-            "episodes": self.episodes,
-        }
+        return json_fields(self)

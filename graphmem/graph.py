@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
+from .jsonform import json_fields
 from .limits import (
     MAX_DEPTH,
     MAX_METADATA_BYTES,
@@ -80,11 +81,7 @@ class Node:
     parent_ids: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "fact": self.fact.to_dict(),
-            "depth": self.depth,
-            "parent_ids": list(self.parent_ids),
-        }
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal, Protocol, get_args
@@ -25,6 +25,7 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
+from .jsonform import json_fields
 from .limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,
@@ -598,7 +599,7 @@ class Fact:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text; the stated time as one object
         (``stated_time``: start, end, text; or None)."""
-        out = _json_ready(asdict(self))
+        out = json_fields(self)
         for name in ("stated_start", "stated_end", "stated_text"):
             del out[name]
         stated = self.stated_time
@@ -635,7 +636,7 @@ class Link:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text."""
-        return _json_ready(asdict(self))
+        return json_fields(self)
 
 
 #: The ``facts`` and ``links`` columns that make a Fact and a Link, in field order.
@@ -767,12 +768,7 @@ class StoreResult:
     target_ids: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "fact": None if self.fact is None else self.fact.to_dict(),
-            "reason": self.reason,
-            "target_ids": list(self.target_ids),
-        }
+        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -818,17 +814,7 @@ class SearchHit:
     entity_matched: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "fact": self.fact.to_dict(),
-            "score": self.score,
-            "fts_score": self.fts_score,
-            "vector_score": self.vector_score,
-            "depth": self.depth,
-            "via": self.via,
-            "time_hint": None if self.time_hint is None else self.time_hint.to_dict(),
-            "time_matched": self.time_matched,
-            "entity_matched": self.entity_matched,
-        }
+        return json_fields(self)
 
 
 ChangeKind = Literal[
@@ -850,12 +836,7 @@ class Change:
     at: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "namespace": self.namespace,
-            "at": to_iso(self.at),
-        }
+        return json_fields(self, at=to_iso(self.at))
 
 
 @dataclass(frozen=True, slots=True)
@@ -872,10 +853,6 @@ class ChangePage:
     position: int
     more: bool
     missed: bool
-
-
-def _json_ready(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: to_iso(v.timestamp()) if isinstance(v, datetime) else v for k, v in fields.items()}
 
 
 RunStatus = Literal["running", "done", "failed", "skipped"]

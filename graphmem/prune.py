@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .decay import PRUNE_CONFIDENCE, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, classify_decay, expiry
+from .jsonform import json_fields
 from .models import is_turn
 from .storage.interface import SoftDecay, Store
 
@@ -29,12 +30,7 @@ class PruneReport:
     dry_run: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "expired": self.expired,
-            "decayed": self.decayed,
-            "low_confidence": self.low_confidence,
-            "dry_run": self.dry_run,
-        }
+        return json_fields(self)
 
 
 def prune(

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
 from .errors import InvalidInput
+from .jsonform import json_fields
 from .limits import MAX_RECALL_TOKENS
 from .models import TURN_SOURCE, Fact, FactKind, SearchHit
 
@@ -97,14 +98,7 @@ class RecallItem:
         return self.fact.kind
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "fact": self.fact.to_dict(),
-            "score": self.score,
-            "source": self.source,
-            "line": self.line,
-            "summarized": self.summarized,
-        }
+        return {"kind": self.kind, **json_fields(self)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +117,7 @@ class RecallResult:
         return [item.fact for item in self.items]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "context": self.context,
-            "items": [item.to_dict() for item in self.items],
-            "tokens": self.tokens,
-            "omitted": self.omitted,
-        }
+        return json_fields(self)
 
 
 def check(prompt: Any, max_tokens: Any, format: Any) -> None:

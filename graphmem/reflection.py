@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from .errors import LLMError
+from .jsonform import json_fields
 from .limits import MAX_TEXT_LENGTH
 from .llm import ChatClient, answer_list
 from .models import Fact, LinkOrigin, StoreResult
@@ -90,13 +91,11 @@ class ReflectReport:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "patterns": [{"id": f.id, "text": f.text} for f in self.patterns],
-            "rules": [{"id": f.id, "text": f.text} for f in self.rules],
-            "requests": self.requests,
-            "ignored": self.ignored,
-            "error": self.error,
-        }
+        return json_fields(
+            self,
+            patterns=[{"id": f.id, "text": f.text} for f in self.patterns],
+            rules=[{"id": f.id, "text": f.text} for f in self.rules],
+        )
 
 
 #: Writes new facts — (items, then(tx, results)) — and returns their results.

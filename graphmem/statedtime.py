@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from . import timewords
-from .temporal import to_iso
+from .jsonform import json_fields
 
 #: Mentions of one text that count (the first ones).
 MAX_MENTIONS: Final = 8
@@ -44,11 +44,7 @@ class StatedTime:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "start": to_iso(self.start.timestamp()),
-            "end": to_iso(self.end.timestamp()),
-            "text": self.text,
-        }
+        return json_fields(self)
 
 
 def mentions(text: str, reference: float) -> list[tuple[str, datetime, datetime]]:
