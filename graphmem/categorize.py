@@ -24,15 +24,13 @@ batches still apply. Offline (``classifier`` other than ``llm``) the job changes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from .errors import LLMError
 from .jsonform import json_fields
-from .llm import ChatClient, answer_list
+from .llm import ChatClient, ask_list
 from .models import Fact
 from .tagging import CATEGORY_MEANINGS, CATEGORY_NAME
 from .temporal import to_datetime
@@ -126,14 +124,7 @@ def relabel(store: Store, chat: ChatClient, facts: Sequence[Fact]) -> ClassifyRe
             "categories": [{"name": k, "holds": v} for k, v in sorted(menu.items())],
             "facts": [{"name": k, "text": f.text} for k, f in named.items()],
         }
-        report.requests += 1
-        try:
-            answer = chat.complete_json(PROMPT, json.dumps(question, ensure_ascii=False))
-            entries = answer_list(answer, "labels")
-        except LLMError as exc:
-            report.error = exc.message
-            continue
-        for entry in entries:
+        for entry in ask_list(chat, PROMPT, question, "labels", report):
             name = entry.get("fact") if isinstance(entry, dict) else None
             fact = named.get(name) if isinstance(name, str) else None
             if fact is None or fact.id in changes:

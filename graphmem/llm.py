@@ -9,7 +9,8 @@ MAX_ANSWER_NESTING deep, and counts the call in the meter; this module checks th
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Protocol
 
 from . import tracing
 from .bounded_http import BadAnswer, parse_json
@@ -108,6 +109,36 @@ def answer_object(answer: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise LLMError("the answer is not a JSON object")
     return parsed
+
+
+class Asking(Protocol):
+    """A report of a run that asks the chat model: the requests made, and why an answer was not
+    used."""
+
+    requests: int
+    error: str | None
+
+
+def ask_list(
+    chat: ChatClient,
+    prompt: str,
+    question: Any,
+    key: str,
+    report: Asking,
+    *,
+    named: bool = False,
+) -> list[Any]:
+    """The ``key`` list of the model's answer to ``question`` (sent as JSON) under ``prompt``,
+    the request counted in ``report``. A failed or unusable answer gives none and says why in
+    ``report.error`` (``named``: after the list's name, for a run that asks for several)."""
+    report.requests += 1
+    try:
+        return answer_list(
+            chat.complete_json(prompt, json.dumps(question, ensure_ascii=False)), key
+        )
+    except LLMError as exc:
+        report.error = f"{key}: {exc.message}" if named else exc.message
+        return []
 
 
 def answer_list(answer: str | dict[str, Any], key: str) -> list[Any]:
