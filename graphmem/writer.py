@@ -47,7 +47,7 @@ from .models import (
     Verdict,
 )
 from .settings import Settings
-from .storage.interface import BatchChanges, ImportReport, Store, Transaction
+from .storage.interface import BatchChanges, ImportReport, Purged, Store, Transaction
 from .tagging import CATEGORIES, CATEGORY_LIST
 from .temporal import TimeInput
 from .vectors.cache import EmbeddingCache
@@ -452,27 +452,27 @@ class Writer:
         index keeps older versions until compacted: ``erase`` them after the last purge."""
         if not ids:
             return 0
-        with self._store.transaction() as tx:
-            purged = tx.purge(ids)
-            tx.queue_vectors(purged.touched)
-            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
-        self._sync.sync(purged.touched)
-        self._announce_committed(tx, changes)
-        return purged.removed
+        return self._purged(lambda tx: tx.purge(ids)).removed
 
     def purge_where(self, where: PurgeFilter) -> PurgeReport:
         """Purge what ``where`` matches, record the erasure, then leave no copy on disk: the
         vector index drops its older versions and the store scrubs its files."""
-        with self._store.transaction() as tx:
-            purged = tx.purge_where(where)
-            tx.queue_vectors(purged.touched)
-            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
-        self._sync.sync(purged.touched)
-        self._announce_committed(tx, changes)
+        purged = self._purged(lambda tx: tx.purge_where(where))
         if purged.removed:
             self.erase()
             self._store.scrub()
         return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+
+    def _purged(self, purge: Callable[[Transaction], Purged]) -> Purged:
+        """What ``purge`` deleted in a transaction that also queues the vectors it touched and
+        logs each fact gone; the vectors synced and the purge announced once it commits."""
+        with self._store.transaction() as tx:
+            purged = purge(tx)
+            tx.queue_vectors(purged.touched)
+            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
+        self._sync.sync(purged.touched)
+        self._announce_committed(tx, changes)
+        return purged
 
     def _logged(
         self, tx: Transaction, changes: list[tuple[ChangeKind, str]]
