@@ -51,7 +51,6 @@ from .storage.interface import BatchChanges, ImportReport, Purged, Store, Transa
 from .tagging import CATEGORIES, CATEGORY_LIST
 from .temporal import TimeInput
 from .vectors.cache import EmbeddingCache
-from .vectors.embedders import Embedder
 from .vectors.index import VectorIndex
 from .vectors.outbox import Progress, VectorSync
 
@@ -76,7 +75,7 @@ class Writer:
         store: Store,
         vectors: VectorIndex,
         sync: VectorSync,
-        embedder: Embedder,
+        cache: EmbeddingCache,
         settings: Settings,
         llm: ChatClient | None,
     ) -> None:
@@ -84,8 +83,7 @@ class Writer:
         self._store = store
         self._vectors = vectors
         self._sync = sync
-        self._embedder = embedder
-        self._cache = EmbeddingCache(embedder)
+        self._cache = cache
         self.settings = settings
         self.llm = llm
         self._listeners: list[Listener] = []
@@ -346,7 +344,7 @@ class Writer:
                 _without_secrets(x, i, self.settings.store_secrets) for i, x in enumerate(inputs)
             ]
         vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
-        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
+        options = autolinks.Options.resolve(self.settings, self._cache.embedder.provider)
         twins, _ = self._similar(vectors, inputs, options)
         given = (
             episodes.EpisodeInput(path)
@@ -596,7 +594,7 @@ class Writer:
             return
         inputs = [x for w in writes for x in w.facts]
         vectors = np.concatenate([w.vectors for w in writes])
-        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
+        options = autolinks.Options.resolve(self.settings, self._cache.embedder.provider)
         twins, similar = self._similar(vectors, inputs, options)
         positions: list[str | None] = [None] * len(inputs)
         offset = 0
