@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound
-from .jsonform import json_fields
+from .jsonform import NOT_SHOWN, json_fields
 from .limits import MAX_DOCUMENT_BYTES, MAX_FIELD_LENGTH, MAX_READ_LINES, MAX_SYNC_PATHS
 from .temporal import to_iso
 
@@ -98,14 +98,12 @@ class DocumentFile:
     #: another machine's) until a sync here finds the file.
     imported: bool = False
     #: Which file the sync read: its device and inode numbers (``"2049:1234"``); read-back
-    #: opens that file only. None: recorded by an import, or before graphmem recorded it.
-    inode: str | None = None
+    #: opens that file only. None: recorded by an import, or before graphmem recorded it. Left
+    #: out of the JSON form: only read-back on this machine uses it.
+    inode: str | None = field(default=None, metadata=NOT_SHOWN)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields but ``inode``, which only read-back on this machine uses."""
-        out = json_fields(self, mtime=to_iso(self.mtime), synced_at=to_iso(self.synced_at))
-        del out["inode"]
-        return out
+        return json_fields(self, mtime=to_iso(self.mtime), synced_at=to_iso(self.synced_at))
 
 
 @dataclass(frozen=True, slots=True)

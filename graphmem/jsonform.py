@@ -2,27 +2,37 @@
 
 A result type's ``to_dict`` is ``json_fields(self)``: its fields by name, in field order, each
 as JSON holds it (``json_value``), with the few fields whose form is the type's own given by
-name. What a type adds beyond its fields (a property, a summary) it adds to that.
+name, and without those declared ``field(metadata=NOT_SHOWN)``. What a type adds beyond its
+fields (a property, a summary) it adds to that.
 """
 
 from __future__ import annotations
 
 from dataclasses import fields
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
 
 from .temporal import to_iso
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+#: The metadata of a field that its type's JSON form leaves out (kept for the engine's own use,
+#: or shown in another form).
+NOT_SHOWN: Final = MappingProxyType({"json": False})
+
 
 def json_fields(item: DataclassInstance, **values: Any) -> dict[str, Any]:
-    """``item``'s fields by name, in field order, each in its JSON form; ``values`` stand in
-    for the fields they name (in the field's place). A name that is no field is a TypeError."""
+    """``item``'s fields by name, in field order, each in its JSON form, but those NOT_SHOWN;
+    ``values`` stand in for the fields they name (in the field's place). A name that is no
+    field is a TypeError."""
     out: dict[str, Any] = {}
     for f in fields(item):
         name = f.name
+        if not f.metadata.get("json", True):
+            values.pop(name, None)
+            continue
         out[name] = values.pop(name) if name in values else json_value(getattr(item, name))
     if values:
         raise TypeError(f"{type(item).__name__} has no field {', '.join(sorted(values))}")

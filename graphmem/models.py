@@ -25,7 +25,7 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
-from .jsonform import json_fields
+from .jsonform import NOT_SHOWN, json_fields
 from .limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,
@@ -567,9 +567,9 @@ class Fact:
     #: When it was made cold (recall leaves it out unless asked), or None.
     cold_at: datetime | None = None
     #: The period its text states (see ``stated_time``): start, end (excluded), the words.
-    stated_start: datetime | None = None
-    stated_end: datetime | None = None
-    stated_text: str | None = None
+    stated_start: datetime | None = field(default=None, metadata=NOT_SHOWN)
+    stated_end: datetime | None = field(default=None, metadata=NOT_SHOWN)
+    stated_text: str | None = field(default=None, metadata=NOT_SHOWN)
 
     @property
     def kind(self) -> FactKind:
@@ -599,12 +599,8 @@ class Fact:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text; the stated time as one object
         (``stated_time``: start, end, text; or None)."""
-        out = json_fields(self)
-        for name in ("stated_start", "stated_end", "stated_text"):
-            del out[name]
         stated = self.stated_time
-        out["stated_time"] = None if stated is None else stated.to_dict()
-        return out
+        return {**json_fields(self), "stated_time": None if stated is None else stated.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)

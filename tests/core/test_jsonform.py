@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from graphmem.jsonform import json_fields
+from graphmem.jsonform import NOT_SHOWN, json_fields
 
 
 @dataclass(frozen=True)
@@ -27,15 +27,19 @@ class _Result:
     inner: _Inner | None
     nested: dict[str, Any] = field(default_factory=dict)
     count: int = 0
+    private: str = field(default="kept", metadata=NOT_SHOWN)
 
 
-def test_a_result_becomes_json_with_times_as_iso_text_and_tuples_as_lists() -> None:
+def test_a_result_becomes_json_with_times_as_iso_text_and_tuples_as_lists_hidden_fields_left_out() -> (
+    None
+):
     moment = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
     result = _Result(moment, ("a", "b"), _Inner("x"), {"when": [moment], "pair": ("c", 1)}, 3)
 
     out = json_fields(result)
 
     assert list(out) == ["at", "ids", "inner", "nested", "count"]
+    assert result.private == "kept"  # the value is still there, only not shown
     assert out == {
         "at": "2024-05-01T12:00:00Z",
         "ids": ["a", "b"],
