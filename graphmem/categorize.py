@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from .jsonform import json_fields
+from .jsonform import JSONForm, json_fields
 from .llm import ChatClient, ask_list
 from .models import Fact
 from .tagging import CATEGORY_MEANINGS, CATEGORY_NAME
@@ -81,7 +81,7 @@ class CategoryInfo:
 
 
 @dataclass
-class ClassifyReport:
+class ClassifyReport(JSONForm):
     """What an auto-classify run changed: facts relabelled by category, the categories it
     discovered, the chat requests made, and why an answer was not used."""
 
@@ -89,9 +89,6 @@ class ClassifyReport:
     discovered: list[str] = field(default_factory=list)
     requests: int = 0
     error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)
 
 
 def discovered(store: Store) -> dict[str, dict[str, Any]]:

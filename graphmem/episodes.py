@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from .errors import InvalidInput
 from .graph import check_metadata
-from .jsonform import json_fields
+from .jsonform import JSONForm
 from .limits import MAX_FIELD_LENGTH
 from .models import LinkOrigin
 from .temporal import parse_time
@@ -35,7 +35,7 @@ DEFAULT_KIND: Final = "conversation"
 
 
 @dataclass(frozen=True, slots=True)
-class Episode:
+class Episode(JSONForm):
     """A unit facts came from: when memory learnt of it (``recorded_at``) and the time it
     happened or was written (``time``; default: when it was recorded)."""
 
@@ -45,10 +45,6 @@ class Episode:
     time: datetime
     metadata: dict[str, Any] = field(default_factory=dict)
     recorded_at: datetime | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields: times as ISO-8601 UTC text."""
-        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from .errors import InvalidInput
-from .jsonform import json_fields
+from .jsonform import JSONForm
 from .limits import MAX_FIELD_LENGTH, MAX_NODES
 
 #: The filters a purge takes, in the order they are described.
@@ -93,7 +93,7 @@ class PurgeFilter:
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeReport:
+class PurgeReport(JSONForm):
     """How many facts, links, vectors and emptied episodes a purge removed (or, with
     ``dry_run``, would remove)."""
 
@@ -103,12 +103,9 @@ class PurgeReport:
     episodes: int
     dry_run: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)
-
 
 @dataclass(frozen=True, slots=True)
-class Erasure:
+class Erasure(JSONForm):
     """The record a purge leaves: when, the filter (its values as SHA-256 digests, ids as a
     count) and how many of each kind it removed; never the content."""
 
@@ -118,6 +115,3 @@ class Erasure:
     links: int
     vectors: int
     episodes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)

@@ -17,7 +17,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
-from .jsonform import json_fields
+from .jsonform import JSONForm
 from .limits import (
     MAX_DEPTH,
     MAX_METADATA_BYTES,
@@ -73,15 +73,12 @@ class TraverseInput(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
+class Node(JSONForm):
     """A fact reached by a traversal: its shortest depth and the facts it was reached from."""
 
     fact: Fact
     depth: int
     parent_ids: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """The JSON form of the result types graphmem's verbs return, written once for all of them.
 
-A result type's ``to_dict`` is ``json_fields(self)``: its fields by name, in field order, each
+A result type's ``to_dict`` is ``json_fields(self)`` (a ``JSONForm``'s, inherited): its fields by name, in field order, each
 as JSON holds it (``json_value``), with the few fields whose form is the type's own given by
 name, and without those declared ``field(metadata=NOT_SHOWN)``. What a type adds beyond its
 fields (a property, a summary) it adds to that.
@@ -8,10 +8,10 @@ fields (a property, a summary) it adds to that.
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import Field, fields
 from datetime import datetime
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from .temporal import to_iso
 
@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 #: The metadata of a field that its type's JSON form leaves out (kept for the engine's own use,
 #: or shown in another form).
 NOT_SHOWN: Final = MappingProxyType({"json": False})
+
+
+class JSONForm:
+    """A dataclass whose JSON form (``to_dict``) is its fields, as ``json_fields`` writes them."""
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_fields(self)
 
 
 def json_fields(item: DataclassInstance, **values: Any) -> dict[str, Any]:

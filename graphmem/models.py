@@ -25,7 +25,7 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
-from .jsonform import NOT_SHOWN, json_fields
+from .jsonform import NOT_SHOWN, JSONForm, json_fields
 from .limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,
@@ -604,7 +604,7 @@ class Fact:
 
 
 @dataclass(frozen=True, slots=True)
-class Link:
+class Link(JSONForm):
     """A typed, directed edge between two facts, bi-temporal like facts."""
 
     id: str
@@ -629,10 +629,6 @@ class Link:
         """A Link from the values of LINK_COLUMNS, in order."""
         link: Link = _make_link(values)
         return link
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields: times as ISO-8601 UTC text."""
-        return json_fields(self)
 
 
 #: The ``facts`` and ``links`` columns that make a Fact and a Link, in field order.
@@ -752,7 +748,7 @@ def _columns(
 
 
 @dataclass(frozen=True, slots=True)
-class StoreResult:
+class StoreResult(JSONForm):
     """What a write did: ``action`` ADD/UPDATE/DELETE/NOOP, the fact it stored (or matched), why.
 
     ``target_ids`` are the facts an UPDATE superseded, a DELETE retracted or a NOOP matched.
@@ -762,9 +758,6 @@ class StoreResult:
     fact: Fact | None
     reason: str = ""
     target_ids: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -785,7 +778,7 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(JSONForm):
     """A search result: the fact and its final score (higher is better), with the leg scores.
 
     A fact graph expansion added, or scored higher than the search did, has ``depth`` > 0 and
@@ -808,9 +801,6 @@ class SearchHit:
     time_matched: TimeKind | None = None
     #: The fact's entity, when the query names it (its relevance was raised), else None.
     entity_matched: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)
 
 
 ChangeKind = Literal[

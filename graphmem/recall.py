@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
 from .errors import InvalidInput
-from .jsonform import json_fields
+from .jsonform import JSONForm, json_fields
 from .limits import MAX_RECALL_TOKENS
 from .models import TURN_SOURCE, Fact, FactKind, SearchHit
 
@@ -102,7 +102,7 @@ class RecallItem:
 
 
 @dataclass(frozen=True, slots=True)
-class RecallResult:
+class RecallResult(JSONForm):
     """What ``Memory.recall`` gives an agent: the block to inject (``context``, empty when there
     is nothing to say), the facts in it in order, its size in tokens, and how many candidates
     were left out for lack of room."""
@@ -115,9 +115,6 @@ class RecallResult:
     @property
     def facts(self) -> list[Fact]:
         return [item.fact for item in self.items]
-
-    def to_dict(self) -> dict[str, Any]:
-        return json_fields(self)
 
 
 def check(prompt: Any, max_tokens: Any, format: Any) -> None:
