@@ -7,27 +7,24 @@ links) visible at a time scope, and says when the bound cut it short.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
 from . import graph
+from .jsonform import JSONForm
 from .limits import MAX_CYCLES
 
 
 @dataclass(frozen=True, slots=True)
-class Clusters:
+class Clusters(JSONForm):
     """Connected groups of facts (ids, largest group first)."""
 
     groups: list[list[str]]
     truncated: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"groups": self.groups, "truncated": self.truncated}
-
 
 @dataclass(frozen=True, slots=True)
-class DependencyOrder:
+class DependencyOrder(JSONForm):
     """The facts a fact depends on, directly or not, each after everything it depends on.
 
     ``cycles`` lists dependency cycles (their members are ordered as one block).
@@ -36,9 +33,6 @@ class DependencyOrder:
     order: list[str]
     cycles: list[list[str]]
     truncated_by: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"order": self.order, "cycles": self.cycles, "truncated_by": list(self.truncated_by)}
 
 
 def centrality(sub: graph.Subgraph) -> list[tuple[str, float, float]]:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from . import documents
 from .errors import InvalidInput
+from .jsonform import json_fields
 from .limits import MAX_BATCH, MAX_CAPTURE_MESSAGES, MAX_FIELD_LENGTH
 from .models import (
     CAPTURED_ROLES,
@@ -187,17 +188,8 @@ class CaptureResult:
     turn_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "kind": self.kind,
-            "fact": None if self.fact is None else self.fact.to_dict(),
-            "reason": self.reason,
-            "message": self.message,
-            "role": self.role,
-            "text": self.text,
-            "target_ids": list(self.target_ids),
-            "turn_id": self.turn_id,
-        }
+        # The JSON lists ``kind`` beside ``action``; as a field with a default it comes last.
+        return {"action": self.action, "kind": self.kind, **json_fields(self)}
 
 
 def parse_messages(messages: Any) -> list[Message]:

@@ -24,14 +24,13 @@ batches still apply. Offline (``classifier`` other than ``llm``) the job changes
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from .errors import LLMError
-from .llm import ChatClient, answer_list
+from .jsonform import JSONForm, json_fields
+from .llm import ChatClient, ask_list
 from .models import Fact
 from .tagging import CATEGORY_MEANINGS, CATEGORY_NAME
 from .temporal import to_datetime
@@ -77,15 +76,12 @@ class CategoryInfo:
     discovered_at: datetime | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "discovered_at": None if self.discovered_at is None else self.discovered_at.isoformat(),
-        }
+        found = self.discovered_at
+        return json_fields(self, discovered_at=None if found is None else found.isoformat())
 
 
 @dataclass
-class ClassifyReport:
+class ClassifyReport(JSONForm):
     """What an auto-classify run changed: facts relabelled by category, the categories it
     discovered, the chat requests made, and why an answer was not used."""
 
@@ -93,14 +89,6 @@ class ClassifyReport:
     discovered: list[str] = field(default_factory=list)
     requests: int = 0
     error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "relabelled": self.relabelled,
-            "discovered": self.discovered,
-            "requests": self.requests,
-            "error": self.error,
-        }
 
 
 def discovered(store: Store) -> dict[str, dict[str, Any]]:
@@ -133,14 +121,7 @@ def relabel(store: Store, chat: ChatClient, facts: Sequence[Fact]) -> ClassifyRe
             "categories": [{"name": k, "holds": v} for k, v in sorted(menu.items())],
             "facts": [{"name": k, "text": f.text} for k, f in named.items()],
         }
-        report.requests += 1
-        try:
-            answer = chat.complete_json(PROMPT, json.dumps(question, ensure_ascii=False))
-            entries = answer_list(answer, "labels")
-        except LLMError as exc:
-            report.error = exc.message
-            continue
-        for entry in entries:
+        for entry in ask_list(chat, PROMPT, question, "labels", report):
             name = entry.get("fact") if isinstance(entry, dict) else None
             fact = named.get(name) if isinstance(name, str) else None
             if fact is None or fact.id in changes:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .errors import InvalidInput
+from .jsonform import JSONForm
 from .limits import MAX_CHECKPOINT_FILES, MAX_FIELD_LENGTH, MAX_NOTE_LENGTH
 from .models import Fact, not_text
 
@@ -36,7 +37,7 @@ _FIELDS: Final = frozenset({"intent", "state", "expected_outcome", "working_file
 
 
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
+class Checkpoint(JSONForm):
     """A saved working state: what was intended, the state, what should come of it, the files
     being worked on, and the fact that holds it."""
 
@@ -45,15 +46,6 @@ class Checkpoint:
     expected_outcome: str | None
     working_files: tuple[str, ...]
     fact: Fact
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "intent": self.intent,
-            "state": self.state,
-            "expected_outcome": self.expected_outcome,
-            "working_files": list(self.working_files),
-            "fact": self.fact.to_dict(),
-        }
 
 
 def fact_input(

@@ -24,15 +24,15 @@ A dry run lists the clusters and changes nothing (it asks no model and moves no 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from .errors import Conflict, LLMError, NotFound
+from .errors import Conflict, NotFound
+from .jsonform import json_fields
 from .limits import MAX_TAGS, MAX_TEXT_LENGTH
-from .llm import ChatClient, answer_list
+from .llm import ChatClient, ask_list
 from .models import Fact, StoreResult
 from .reflection import PATTERN, RULE
 
@@ -76,14 +76,7 @@ class ConsolidateReport:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "clusters": self.clusters,
-            "merged": [{"id": f.id, "text": f.text} for f in self.merged],
-            "superseded": self.superseded,
-            "requests": self.requests,
-            "dry_run": self.dry_run,
-            "error": self.error,
-        }
+        return json_fields(self, merged=[{"id": f.id, "text": f.text} for f in self.merged])
 
 
 def takes_part(fact: Fact) -> bool:
@@ -140,14 +133,7 @@ def merged_texts(
             "clusters": [{"cluster": n, "facts": [f.text for f in c]} for n, c in enumerate(batch)]
         }
         texts: list[str | None] = [None] * len(batch)
-        report.requests += 1
-        try:
-            answer = chat.complete_json(MERGE_PROMPT, json.dumps(question, ensure_ascii=False))
-            entries = answer_list(answer, "merged")
-        except LLMError as exc:
-            report.error = exc.message
-            entries = []
-        for entry in entries:
+        for entry in ask_list(chat, MERGE_PROMPT, question, "merged", report):
             n = entry.get("cluster") if isinstance(entry, dict) else None
             text = entry.get("text") if isinstance(entry, dict) else None
             if (

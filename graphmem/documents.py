@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import InvalidInput, NotFound
+from .jsonform import NOT_SHOWN, json_fields
 from .limits import MAX_DOCUMENT_BYTES, MAX_FIELD_LENGTH, MAX_READ_LINES, MAX_SYNC_PATHS
 from .temporal import to_iso
 
@@ -97,19 +98,12 @@ class DocumentFile:
     #: another machine's) until a sync here finds the file.
     imported: bool = False
     #: Which file the sync read: its device and inode numbers (``"2049:1234"``); read-back
-    #: opens that file only. None: recorded by an import, or before graphmem recorded it.
-    inode: str | None = None
+    #: opens that file only. None: recorded by an import, or before graphmem recorded it. Left
+    #: out of the JSON form: only read-back on this machine uses it.
+    inode: str | None = field(default=None, metadata=NOT_SHOWN)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "hash": self.hash,
-            "mtime": to_iso(self.mtime),
-            "size": self.size,
-            "chunks": self.chunks,
-            "synced_at": to_iso(self.synced_at),
-            "imported": self.imported,
-        }
+        return json_fields(self, mtime=to_iso(self.mtime), synced_at=to_iso(self.synced_at))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +138,7 @@ class SyncReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "added": self.added,
-            "changed": self.changed,
-            "removed": self.removed,
-            "unchanged": self.unchanged,
-            "chunks": self.chunks,
-            "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-        }
+        return json_fields(self, skipped=[{"path": p, "reason": r} for p, r in self.skipped])
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
 from .errors import InvalidInput
 from .graph import check_metadata
+from .jsonform import JSONForm
 from .limits import MAX_FIELD_LENGTH
 from .models import LinkOrigin
-from .temporal import parse_time, to_iso
+from .temporal import parse_time
 
 #: What an episode can be. Conversations are what ``capture`` and ``store_many`` usually record.
 EPISODE_KINDS: Final = ("conversation", "document", "other")
@@ -34,7 +35,7 @@ DEFAULT_KIND: Final = "conversation"
 
 
 @dataclass(frozen=True, slots=True)
-class Episode:
+class Episode(JSONForm):
     """A unit facts came from: when memory learnt of it (``recorded_at``) and the time it
     happened or was written (``time``; default: when it was recorded)."""
 
@@ -44,15 +45,6 @@ class Episode:
     time: datetime
     metadata: dict[str, Any] = field(default_factory=dict)
     recorded_at: datetime | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields: times as ISO-8601 UTC text."""
-        out = asdict(self)
-        out["time"] = to_iso(self.time.timestamp())
-        out["recorded_at"] = (
-            None if self.recorded_at is None else to_iso(self.recorded_at.timestamp())
-        )
-        return out
 
 
 @dataclass(frozen=True, slots=True)

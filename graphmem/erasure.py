@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Any, Final
 
 from .errors import InvalidInput
+from .jsonform import JSONForm
 from .limits import MAX_FIELD_LENGTH, MAX_NODES
-from .temporal import to_iso
 
 #: The filters a purge takes, in the order they are described.
 FILTERS: Final = ("ids", "entity", "source", "episode")
@@ -93,7 +93,7 @@ class PurgeFilter:
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeReport:
+class PurgeReport(JSONForm):
     """How many facts, links, vectors and emptied episodes a purge removed (or, with
     ``dry_run``, would remove)."""
 
@@ -103,18 +103,9 @@ class PurgeReport:
     episodes: int
     dry_run: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "facts": self.facts,
-            "links": self.links,
-            "vectors": self.vectors,
-            "episodes": self.episodes,
-            "dry_run": self.dry_run,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class Erasure:
+class Erasure(JSONForm):
     """The record a purge leaves: when, the filter (its values as SHA-256 digests, ids as a
     count) and how many of each kind it removed; never the content."""
 
@@ -124,13 +115,3 @@ class Erasure:
     links: int
     vectors: int
     episodes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "at": to_iso(self.at.timestamp()),
-            "filter": self.filter,
-            "facts": self.facts,
-            "links": self.links,
-            "vectors": self.vectors,
-            "episodes": self.episodes,
-        }

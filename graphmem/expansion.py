@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from .limits import FAN_OUT
 from .models import LinkOrigin
+from .ranking import min_max
 
 if TYPE_CHECKING:
     from .storage.interface import Record, Store
@@ -147,7 +148,7 @@ def neighbours(
     frontier = [i for i, _ in hits]
     for level in range(1, depth + 1):
         steps = [s for s in walk.level(frontier) if s.rank <= FAN_OUT]
-        near = _rescaled(closeness([s.step for s in steps]) if closeness and steps else {})
+        near = min_max(closeness([s.step for s in steps]) if closeness and steps else {}, equal=0.0)
         offers: dict[str, tuple[float, str]] = {}
         for s in steps:
             reaching = score[s.via]
@@ -169,13 +170,3 @@ def neighbours(
         if not frontier:
             break
     return found
-
-
-def _rescaled(values: Mapping[str, float]) -> dict[str, float]:
-    """Values min-max scaled to 0..1 within this set (all 0 when they are equal)."""
-    if not values:
-        return {}
-    low, high = min(values.values()), max(values.values())
-    if high - low <= 1e-12:
-        return dict.fromkeys(values, 0.0)
-    return {k: (v - low) / (high - low) for k, v in values.items()}

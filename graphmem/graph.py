@@ -17,6 +17,7 @@ from typing import Any, Final, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
+from .jsonform import JSONForm
 from .limits import (
     MAX_DEPTH,
     MAX_METADATA_BYTES,
@@ -72,19 +73,12 @@ class TraverseInput(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
+class Node(JSONForm):
     """A fact reached by a traversal: its shortest depth and the facts it was reached from."""
 
     fact: Fact
     depth: int
     parent_ids: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fact": self.fact.to_dict(),
-            "depth": self.depth,
-            "parent_ids": list(self.parent_ids),
-        }
 
 
 @dataclass(frozen=True, slots=True)

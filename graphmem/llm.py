@@ -1,23 +1,23 @@
 """A client for OpenAI-compatible chat endpoints (OpenAI, Ollama, vLLM, llama.cpp…), asking for
 JSON answers.
 
-The openai package sends the request; ``openai_answer`` retries 429, 5xx and timeouts with
-exponential backoff (honouring ``retry-after``), all within ``timeout`` seconds for the whole
-request, and reads at most MAX_CHAT_ANSWER_BYTES of JSON nested at most MAX_ANSWER_NESTING deep;
-this module checks the answer and counts the call in its meter.
+The openai package sends the request; ``OpenAIEndpoint`` (the embedder's too) retries 429, 5xx
+and timeouts with exponential backoff (honouring ``retry-after``), all within ``timeout`` seconds
+for the whole request, reads at most MAX_CHAT_ANSWER_BYTES of JSON nested at most
+MAX_ANSWER_NESTING deep, and counts the call in the meter; this module checks the answer.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Protocol
 
 from . import tracing
 from .bounded_http import BadAnswer, parse_json
-from .errors import InvalidInput, LLMError, shown_url
+from .errors import InvalidInput, LLMError
 from .limits import MAX_CHAT_ANSWER_BYTES
 from .settings import Settings
-from .usage import Meter, reported_tokens
-from .vectors.embedders import openai_answer, openai_client
+from .vectors.embedders import OpenAIEndpoint
 
 
 class ChatClient:
@@ -34,14 +34,11 @@ class ChatClient:
         timeout: float = 60.0,
         max_retries: int = 4,
     ) -> None:
-        import openai
-
-        self._openai = openai
-        self._client = openai_client(base_url, api_key)
-        self._timeout = timeout
-        self._max_retries = max_retries
+        self._endpoint = OpenAIEndpoint(
+            "llm", model, base_url, api_key, timeout=timeout, max_retries=max_retries
+        )
         self.model = model
-        self.meter = Meter("llm", self.provider, model)
+        self.meter = self._endpoint.meter
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ChatClient:
@@ -63,25 +60,15 @@ class ChatClient:
 
     @property
     def endpoint(self) -> str:
-        return shown_url(self._client.base_url)
+        return self._endpoint.url
 
     def complete_json(self, system: str, user: str) -> str:
         """The model's answer to ``system`` + ``user``, asked for as a JSON object at
         temperature 0; LLMError if the endpoint fails, does not answer in time, or answers
         something unusable (too large, too deep, not JSON, no text)."""
         with tracing.model_span("chat", self.provider, self.model, inputs=1) as span:
-            body = self._answer(system, user)
-            tracing.model_usage(span, body)
-        content = _content(body)
-        if content is None:
-            raise LLMError("chat endpoint answered without a message")
-        return content
-
-    def _answer(self, system: str, user: str) -> Any:
-        """The endpoint's answer (JSON) to one request, counted in the meter."""
-        try:
-            body, retries = openai_answer(
-                lambda: self._client.chat.completions.with_raw_response.create(
+            body = self._endpoint.answer(
+                lambda: self._endpoint.client.chat.completions.with_raw_response.create(
                     model=self.model,
                     messages=[
                         {"role": "system", "content": system},
@@ -90,24 +77,14 @@ class ChatClient:
                     response_format={"type": "json_object"},
                     temperature=0,
                 ),
-                seconds=self._timeout,
+                inputs=1,
                 max_bytes=MAX_CHAT_ANSWER_BYTES,
-                max_retries=self._max_retries,
             )
-        except (self._openai.OpenAIError, TimeoutError) as exc:
-            self.meter.record(inputs=1, failed=True)
-            raise LLMError(f"chat request to {self.endpoint} failed: {exc}") from exc
-        except BadAnswer as exc:
-            self.meter.record(inputs=1, failed=True)
-            raise LLMError(f"the chat endpoint's answer is {exc}") from exc
-        usage = body.get("usage") if isinstance(body, dict) else None
-        self.meter.record(
-            inputs=1,
-            retries=retries,
-            prompt_tokens=reported_tokens(usage, "prompt_tokens"),
-            completion_tokens=reported_tokens(usage, "completion_tokens"),
-        )
-        return body
+            tracing.model_usage(span, body)
+        content = _content(body)
+        if content is None:
+            raise LLMError("chat endpoint answered without a message")
+        return content
 
 
 def _content(body: Any) -> str | None:
@@ -132,6 +109,36 @@ def answer_object(answer: str) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise LLMError("the answer is not a JSON object")
     return parsed
+
+
+class Asking(Protocol):
+    """A report of a run that asks the chat model: the requests made, and why an answer was not
+    used."""
+
+    requests: int
+    error: str | None
+
+
+def ask_list(
+    chat: ChatClient,
+    prompt: str,
+    question: Any,
+    key: str,
+    report: Asking,
+    *,
+    named: bool = False,
+) -> list[Any]:
+    """The ``key`` list of the model's answer to ``question`` (sent as JSON) under ``prompt``,
+    the request counted in ``report``. A failed or unusable answer gives none and says why in
+    ``report.error`` (``named``: after the list's name, for a run that asks for several)."""
+    report.requests += 1
+    try:
+        return answer_list(
+            chat.complete_json(prompt, json.dumps(question, ensure_ascii=False)), key
+        )
+    except LLMError as exc:
+        report.error = f"{key}: {exc.message}" if named else exc.message
+        return []
 
 
 def answer_list(answer: str | dict[str, Any], key: str) -> list[Any]:

@@ -111,7 +111,7 @@ class Memory:
         self._vectors = vectors
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
-        self._writer = Writer(namespace, store, vectors, self._sync, embedder, settings, llm)
+        self._writer = Writer(namespace, store, vectors, self._sync, self._cache, settings, llm)
         self._search = Search(
             store, vectors, embedder, settings, self._sync.pending, namespace=namespace
         )

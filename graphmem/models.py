@@ -6,7 +6,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Literal, Protocol, get_args
@@ -25,6 +25,7 @@ from pydantic import (
 
 from .decay import DECAY_CLASSES, DECAY_RULES, ttl_in_words
 from .errors import InvalidInput
+from .jsonform import NOT_SHOWN, JSONForm, json_fields
 from .limits import (
     MAX_CAPTURE_MESSAGES,
     MAX_DEPTH,
@@ -566,9 +567,9 @@ class Fact:
     #: When it was made cold (recall leaves it out unless asked), or None.
     cold_at: datetime | None = None
     #: The period its text states (see ``stated_time``): start, end (excluded), the words.
-    stated_start: datetime | None = None
-    stated_end: datetime | None = None
-    stated_text: str | None = None
+    stated_start: datetime | None = field(default=None, metadata=NOT_SHOWN)
+    stated_end: datetime | None = field(default=None, metadata=NOT_SHOWN)
+    stated_text: str | None = field(default=None, metadata=NOT_SHOWN)
 
     @property
     def kind(self) -> FactKind:
@@ -598,16 +599,12 @@ class Fact:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields: times as ISO-8601 UTC text; the stated time as one object
         (``stated_time``: start, end, text; or None)."""
-        out = _json_ready(asdict(self))
-        for name in ("stated_start", "stated_end", "stated_text"):
-            del out[name]
         stated = self.stated_time
-        out["stated_time"] = None if stated is None else stated.to_dict()
-        return out
+        return {**json_fields(self), "stated_time": None if stated is None else stated.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)
-class Link:
+class Link(JSONForm):
     """A typed, directed edge between two facts, bi-temporal like facts."""
 
     id: str
@@ -632,10 +629,6 @@ class Link:
         """A Link from the values of LINK_COLUMNS, in order."""
         link: Link = _make_link(values)
         return link
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields: times as ISO-8601 UTC text."""
-        return _json_ready(asdict(self))
 
 
 #: The ``facts`` and ``links`` columns that make a Fact and a Link, in field order.
@@ -755,7 +748,7 @@ def _columns(
 
 
 @dataclass(frozen=True, slots=True)
-class StoreResult:
+class StoreResult(JSONForm):
     """What a write did: ``action`` ADD/UPDATE/DELETE/NOOP, the fact it stored (or matched), why.
 
     ``target_ids`` are the facts an UPDATE superseded, a DELETE retracted or a NOOP matched.
@@ -765,14 +758,6 @@ class StoreResult:
     fact: Fact | None
     reason: str = ""
     target_ids: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "fact": None if self.fact is None else self.fact.to_dict(),
-            "reason": self.reason,
-            "target_ids": list(self.target_ids),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -793,7 +778,7 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchHit:
+class SearchHit(JSONForm):
     """A search result: the fact and its final score (higher is better), with the leg scores.
 
     A fact graph expansion added, or scored higher than the search did, has ``depth`` > 0 and
@@ -817,19 +802,6 @@ class SearchHit:
     #: The fact's entity, when the query names it (its relevance was raised), else None.
     entity_matched: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fact": self.fact.to_dict(),
-            "score": self.score,
-            "fts_score": self.fts_score,
-            "vector_score": self.vector_score,
-            "depth": self.depth,
-            "via": self.via,
-            "time_hint": None if self.time_hint is None else self.time_hint.to_dict(),
-            "time_matched": self.time_matched,
-            "entity_matched": self.entity_matched,
-        }
-
 
 ChangeKind = Literal[
     "FACT_STORED", "FACT_SUPERSEDED", "FACT_FORGOTTEN", "FACT_PURGED", "LINK_MADE", "LINK_REMOVED"
@@ -850,12 +822,7 @@ class Change:
     at: float
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "namespace": self.namespace,
-            "at": to_iso(self.at),
-        }
+        return json_fields(self, at=to_iso(self.at))
 
 
 @dataclass(frozen=True, slots=True)
@@ -872,10 +839,6 @@ class ChangePage:
     position: int
     more: bool
     missed: bool
-
-
-def _json_ready(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: to_iso(v.timestamp()) if isinstance(v, datetime) else v for k, v in fields.items()}
 
 
 RunStatus = Literal["running", "done", "failed", "skipped"]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from .decay import PRUNE_CONFIDENCE, SOFT_DECAY_AFTER, SOFT_DECAY_FACTOR, classify_decay, expiry
+from .jsonform import JSONForm
 from .models import is_turn
 from .storage.interface import SoftDecay, Store
 
@@ -20,21 +21,13 @@ SOFT_DECAY: Final = SoftDecay(
 
 
 @dataclass(frozen=True, slots=True)
-class PruneReport:
+class PruneReport(JSONForm):
     """What ``prune`` removed (or, with dry_run, would remove)."""
 
     expired: int
     decayed: int
     low_confidence: int
     dry_run: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "expired": self.expired,
-            "decayed": self.decayed,
-            "low_confidence": self.low_confidence,
-            "dry_run": self.dry_run,
-        }
 
 
 def prune(

@@ -175,13 +175,13 @@ def fts_terms(text: str) -> list[str]:
     return ['"' + w.replace('"', '""') + '"' for w in content[:MAX_QUERY_TERMS]]
 
 
-def min_max(scores: Mapping[str, float]) -> dict[str, float]:
-    """Scores rescaled to 0..1 within this candidate list (all 1.0 when they are equal)."""
+def min_max(scores: Mapping[str, float], *, equal: float = 1.0) -> dict[str, float]:
+    """Scores rescaled to 0..1 within this candidate list (all ``equal`` when they are equal)."""
     if not scores:
         return {}
     low, high = min(scores.values()), max(scores.values())
     if high - low <= 1e-12:
-        return dict.fromkeys(scores, 1.0)
+        return dict.fromkeys(scores, equal)
     return {k: (v - low) / (high - low) for k, v in scores.items()}
 
 

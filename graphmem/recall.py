@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
 from .errors import InvalidInput
+from .jsonform import JSONForm, json_fields
 from .limits import MAX_RECALL_TOKENS
 from .models import TURN_SOURCE, Fact, FactKind, SearchHit
 
@@ -97,18 +98,11 @@ class RecallItem:
         return self.fact.kind
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "fact": self.fact.to_dict(),
-            "score": self.score,
-            "source": self.source,
-            "line": self.line,
-            "summarized": self.summarized,
-        }
+        return {"kind": self.kind, **json_fields(self)}
 
 
 @dataclass(frozen=True, slots=True)
-class RecallResult:
+class RecallResult(JSONForm):
     """What ``Memory.recall`` gives an agent: the block to inject (``context``, empty when there
     is nothing to say), the facts in it in order, its size in tokens, and how many candidates
     were left out for lack of room."""
@@ -121,14 +115,6 @@ class RecallResult:
     @property
     def facts(self) -> list[Fact]:
         return [item.fact for item in self.items]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "context": self.context,
-            "items": [item.to_dict() for item in self.items],
-            "tokens": self.tokens,
-            "omitted": self.omitted,
-        }
 
 
 def check(prompt: Any, max_tokens: Any, format: Any) -> None:

@@ -25,16 +25,15 @@ reflecting over fewer than two facts asks nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from .errors import LLMError
+from .jsonform import json_fields
 from .limits import MAX_TEXT_LENGTH
-from .llm import ChatClient, answer_list
+from .llm import ChatClient, ask_list
 from .models import Fact, LinkOrigin, StoreResult
 from .temporal import to_iso
 
@@ -90,13 +89,11 @@ class ReflectReport:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "patterns": [{"id": f.id, "text": f.text} for f in self.patterns],
-            "rules": [{"id": f.id, "text": f.text} for f in self.rules],
-            "requests": self.requests,
-            "ignored": self.ignored,
-            "error": self.error,
-        }
+        return json_fields(
+            self,
+            patterns=[{"id": f.id, "text": f.text} for f in self.patterns],
+            rules=[{"id": f.id, "text": f.text} for f in self.rules],
+        )
 
 
 #: Writes new facts — (items, then(tx, results)) — and returns their results.
@@ -159,16 +156,8 @@ def _ask(
 ) -> list[Found]:
     """The entries of one request's answer that have text and at least ``least`` valid
     evidence names; a failed or malformed answer gives none and sets ``report.error``."""
-    report.requests += 1
-    try:
-        entries = answer_list(
-            chat.complete_json(prompt, json.dumps(question, ensure_ascii=False)), key
-        )
-    except LLMError as exc:
-        report.error = f"{key}: {exc.message}"
-        return []
     out: list[Found] = []
-    for entry in entries:
+    for entry in ask_list(chat, prompt, question, key, report, named=True):
         text = entry.get("text") if isinstance(entry, dict) else None
         names = entry.get("evidence") if isinstance(entry, dict) else None
         evidence = (

@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from . import timewords
-from .temporal import to_iso
+from .jsonform import JSONForm
 
 #: Mentions of one text that count (the first ones).
 MAX_MENTIONS: Final = 8
@@ -35,20 +35,13 @@ _OPEN: Final = frozenset({"before", "after", "prior to"})
 
 
 @dataclass(frozen=True, slots=True)
-class StatedTime:
+class StatedTime(JSONForm):
     """The time a fact's text states: the period ``start`` to ``end`` (end excluded) that covers
     its mentions, and the words that gave it."""
 
     start: datetime
     end: datetime
     text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "start": to_iso(self.start.timestamp()),
-            "end": to_iso(self.end.timestamp()),
-            "text": self.text,
-        }
 
 
 def mentions(text: str, reference: float) -> list[tuple[str, datetime, datetime]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .decay import DECAY_CLASSES
+from .jsonform import json_fields
 from .llm import ChatClient
 from .storage.interface import Store
 from .usage import Usage
@@ -45,24 +46,9 @@ class Stats:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, with the two usages under ``usage``."""
-        return {
-            "namespace": self.namespace,
-            "facts": self.facts,
-            "current": self.current,
-            "superseded": self.superseded,
-            "retracted": self.retracted,
-            "expired_pending_prune": self.expired_pending_prune,
-            "by_decay_class": self.by_decay_class,
-            "by_category": self.by_category,
-            "links": self.links,
-            "vectors": self.vectors,
-            "outbox_pending": self.outbox_pending,
-            "embedder": self.embedder,
-            "usage": {
-                "embedding": self.embedding_usage.to_dict(),
-                "llm": None if self.llm_usage is None else self.llm_usage.to_dict(),
-            },
-        }
+        out = json_fields(self)
+        out["usage"] = {"embedding": out.pop("embedding_usage"), "llm": out.pop("llm_usage")}
+        return out
 
 
 def collect(

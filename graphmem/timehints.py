@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from . import timewords
+from .jsonform import json_fields
 from .temporal import to_iso
 
 #: How much an in-period fact's relevance is raised (multiplied by 1 + this), chosen on LoCoMo
@@ -99,14 +100,9 @@ class TimeHint:
         return f"{self.text!r}: {start} to {end}{dated}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "text": self.text,
-            "start": to_iso(self.start),
-            "end": to_iso(self.end),
-            "month": self.month,
-            "event": self.event,
-            "described": self.describe(),
-        }
+        out = json_fields(self, start=to_iso(self.start), end=to_iso(self.end))
+        out["described"] = self.describe()
+        return out
 
 
 #: The characters of a query read for time words (:func:`understand`).

@@ -47,11 +47,10 @@ from .models import (
     Verdict,
 )
 from .settings import Settings
-from .storage.interface import BatchChanges, ImportReport, Store, Transaction
+from .storage.interface import BatchChanges, ImportReport, Purged, Store, Transaction
 from .tagging import CATEGORIES, CATEGORY_LIST
 from .temporal import TimeInput
 from .vectors.cache import EmbeddingCache
-from .vectors.embedders import Embedder
 from .vectors.index import VectorIndex
 from .vectors.outbox import Progress, VectorSync
 
@@ -76,7 +75,7 @@ class Writer:
         store: Store,
         vectors: VectorIndex,
         sync: VectorSync,
-        embedder: Embedder,
+        cache: EmbeddingCache,
         settings: Settings,
         llm: ChatClient | None,
     ) -> None:
@@ -84,8 +83,7 @@ class Writer:
         self._store = store
         self._vectors = vectors
         self._sync = sync
-        self._embedder = embedder
-        self._cache = EmbeddingCache(embedder)
+        self._cache = cache
         self.settings = settings
         self.llm = llm
         self._listeners: list[Listener] = []
@@ -346,7 +344,7 @@ class Writer:
                 _without_secrets(x, i, self.settings.store_secrets) for i, x in enumerate(inputs)
             ]
         vectors, fresh = self._cache.embed(self._store, [x.text for x in inputs])
-        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
+        options = autolinks.Options.resolve(self.settings, self._cache.embedder.provider)
         twins, _ = self._similar(vectors, inputs, options)
         given = (
             episodes.EpisodeInput(path)
@@ -452,27 +450,27 @@ class Writer:
         index keeps older versions until compacted: ``erase`` them after the last purge."""
         if not ids:
             return 0
-        with self._store.transaction() as tx:
-            purged = tx.purge(ids)
-            tx.queue_vectors(purged.touched)
-            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
-        self._sync.sync(purged.touched)
-        self._announce_committed(tx, changes)
-        return purged.removed
+        return self._purged(lambda tx: tx.purge(ids)).removed
 
     def purge_where(self, where: PurgeFilter) -> PurgeReport:
         """Purge what ``where`` matches, record the erasure, then leave no copy on disk: the
         vector index drops its older versions and the store scrubs its files."""
-        with self._store.transaction() as tx:
-            purged = tx.purge_where(where)
-            tx.queue_vectors(purged.touched)
-            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
-        self._sync.sync(purged.touched)
-        self._announce_committed(tx, changes)
+        purged = self._purged(lambda tx: tx.purge_where(where))
         if purged.removed:
             self.erase()
             self._store.scrub()
         return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+
+    def _purged(self, purge: Callable[[Transaction], Purged]) -> Purged:
+        """What ``purge`` deleted in a transaction that also queues the vectors it touched and
+        logs each fact gone; the vectors synced and the purge announced once it commits."""
+        with self._store.transaction() as tx:
+            purged = purge(tx)
+            tx.queue_vectors(purged.touched)
+            changes = self._logged(tx, [("FACT_PURGED", i) for i in purged.gone])
+        self._sync.sync(purged.touched)
+        self._announce_committed(tx, changes)
+        return purged
 
     def _logged(
         self, tx: Transaction, changes: list[tuple[ChangeKind, str]]
@@ -596,7 +594,7 @@ class Writer:
             return
         inputs = [x for w in writes for x in w.facts]
         vectors = np.concatenate([w.vectors for w in writes])
-        options = autolinks.Options.resolve(self.settings, self._embedder.provider)
+        options = autolinks.Options.resolve(self.settings, self._cache.embedder.provider)
         twins, similar = self._similar(vectors, inputs, options)
         positions: list[str | None] = [None] * len(inputs)
         offset = 0

@@ -24,14 +24,14 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import httpx
 import numpy as np
 
 from .. import tracing
 from ..bounded_http import BadAnswer, BoundedTransport, bounds, parse_json
-from ..errors import EmbedderError, InvalidInput, shown_url
+from ..errors import EmbedderError, GraphmemError, InvalidInput, LLMError, shown_url
 from ..limits import EMBEDDING_ANSWER_BYTES, EMBEDDING_VALUE_BYTES
 from ..models import Vectors
 from ..usage import Meter, reported_tokens
@@ -265,6 +265,66 @@ def openai_answer(
     raise AssertionError("unreachable")
 
 
+class OpenAIEndpoint:
+    """One model at an OpenAI-compatible endpoint, asked as the chat client and the embedder
+    both ask it: each request bounded by ``openai_answer``, counted in ``meter`` (kind ``llm``
+    or ``embedding``), and a failure raised as that kind's error, naming the endpoint without
+    the credentials its URL may carry."""
+
+    def __init__(
+        self,
+        kind: Literal["llm", "embedding"],
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        *,
+        timeout: float,
+        max_retries: int,
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        self.client = openai_client(base_url, api_key)
+        self.meter = Meter(kind, "openai", model)
+        self._asked, self._error = _ASKED[kind]
+        self._timeout = timeout
+        self._max_retries = max_retries
+
+    @property
+    def url(self) -> str:
+        return shown_url(self.client.base_url)
+
+    def answer(self, send: Callable[[], Any], *, inputs: int, max_bytes: int) -> Any:
+        """The JSON answer of ``send`` (see ``openai_answer``), its tokens counted in the meter;
+        the kind's error if the endpoint fails, does not answer in time, or answers too much,
+        too deep or not JSON."""
+        try:
+            body, retries = openai_answer(
+                send, seconds=self._timeout, max_bytes=max_bytes, max_retries=self._max_retries
+            )
+        except (self._openai.OpenAIError, TimeoutError) as exc:
+            self.meter.record(inputs=inputs, failed=True)
+            raise self._error(f"{self._asked} request to {self.url} failed: {exc}") from exc
+        except BadAnswer as exc:
+            self.meter.record(inputs=inputs, failed=True)
+            raise self._error(f"the {self._asked} endpoint's answer is {exc}") from exc
+        usage = body.get("usage") if isinstance(body, dict) else None
+        self.meter.record(
+            inputs=inputs,
+            retries=retries,
+            prompt_tokens=reported_tokens(usage, "prompt_tokens"),
+            completion_tokens=reported_tokens(usage, "completion_tokens"),
+        )
+        return body
+
+
+#: What each kind of endpoint is asked for, in its error messages, and the error it raises.
+_ASKED: Final[dict[str, tuple[str, type[GraphmemError]]]] = {
+    "llm": ("chat", LLMError),
+    "embedding": ("embedding", EmbedderError),
+}
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     """The wait a server asks for (``retry-after-ms``, else ``retry-after`` in seconds)."""
     for name, unit in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
@@ -301,14 +361,11 @@ class OpenAIEmbedder:
         max_retries: int = 4,
         batch_size: int = 64,
     ) -> None:
-        import openai
-
-        self._openai = openai
-        self._client = openai_client(base_url, api_key)
-        self._timeout = timeout
-        self._max_retries = max_retries
+        self._endpoint = OpenAIEndpoint(
+            "embedding", model, base_url, api_key, timeout=timeout, max_retries=max_retries
+        )
         self.model = model
-        self.meter = Meter("embedding", self.provider, model)
+        self.meter = self._endpoint.meter
         self._requested_dimensions = dimensions
         self._encoding = encoding
         self._batch_size = batch_size
@@ -335,28 +392,12 @@ class OpenAIEmbedder:
         # What the vectors may take as JSON (none known yet for the probe that learns their size).
         values = len(batch) * getattr(self, "dimensions", 0)
         with tracing.model_span("embeddings", self.provider, self.model, inputs=len(batch)) as span:
-            try:
-                body, retries = openai_answer(
-                    lambda: self._client.embeddings.with_raw_response.create(**kwargs),
-                    seconds=self._timeout,
-                    max_bytes=EMBEDDING_ANSWER_BYTES + values * EMBEDDING_VALUE_BYTES,
-                    max_retries=self._max_retries,
-                )
-            except (self._openai.OpenAIError, TimeoutError) as exc:
-                self.meter.record(inputs=len(batch), failed=True)
-                raise EmbedderError(
-                    f"embedding request to {shown_url(self._client.base_url)} failed: {exc}"
-                ) from exc
-            except BadAnswer as exc:
-                self.meter.record(inputs=len(batch), failed=True)
-                raise EmbedderError(f"the endpoint's answer is {exc}") from exc
+            body = self._endpoint.answer(
+                lambda: self._endpoint.client.embeddings.with_raw_response.create(**kwargs),
+                inputs=len(batch),
+                max_bytes=EMBEDDING_ANSWER_BYTES + values * EMBEDDING_VALUE_BYTES,
+            )
             tracing.model_usage(span, body)
-        usage = body.get("usage") if isinstance(body, dict) else None
-        self.meter.record(
-            inputs=len(batch),
-            retries=retries,
-            prompt_tokens=reported_tokens(usage, "prompt_tokens"),
-        )
         matrix = self._vectors(body, len(batch))
         expected = getattr(self, "dimensions", None)  # unset during the dimension probe
         if expected is not None and matrix.shape[1] != expected:

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import StorageError
 from ..ids import text_hash
+from ..jsonform import json_fields
 from ..models import Vectors
 from ..storage.interface import Store
 from .cache import EmbeddingCache
@@ -73,17 +74,7 @@ class CheckReport:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "facts": self.facts,
-            "vectors": self.vectors,
-            "missing_vectors": self.missing_vectors,
-            "orphan_vectors": self.orphan_vectors,
-            "stale_live_flags": self.stale_live_flags,
-            "wrong_vectors": self.wrong_vectors,
-            "duplicate_vectors": self.duplicate_vectors,
-            "pending_outbox": self.pending_outbox,
-        }
+        return {"ok": self.ok, **json_fields(self)}
 
 
 class VectorSync:

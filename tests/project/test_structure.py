@@ -107,6 +107,7 @@ BELOW_STORAGE: Final = frozenset(
         "ids",  # ids of facts and links, text hashes, namespace names
         "files",  # private files and folders, the namespace's vector folder
         "temporal",  # time values and the visibility rule (TimeScope)
+        "jsonform",  # the JSON form of the result types (their to_dict)
         "timewords",  # the time grammar statedtime and timehints read
         "timehints",  # a period named by time words (TimeHint), a filter the store applies
         "statedtime",  # the time a fact's text states, a column of the fact
