@@ -3,32 +3,36 @@
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import AsyncGenerator, Iterable, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Coroutine, Iterable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio.to_thread
 from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 from websockets.typing import Subprotocol
 
-from ..capture import CaptureResult
-from ..categorize import CategoryInfo, ClassifyReport
-from ..checkpoints import Checkpoint
-from ..consolidation import ConsolidateReport
-from ..documents import DocumentFile
-from ..episodes import Episode
-from ..erasure import Erasure, PurgeReport
 from ..errors import Code, shown_url
-from ..graph import Path, Subgraph
-from ..models import Change, Fact, Link, MaintenanceRun, SearchHit, StoreResult
-from ..prune import PruneReport
-from ..recall import RecallResult
-from ..reflection import ReflectReport
-from ..stats import Stats
-from ..storage.interface import FactPage
+from ..models import Change
 from .sync import CONNECT_TIMEOUT_S, Client
 from .wire import ChangeFeed, ServiceError
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def in_thread(
+    verb: Callable[Concatenate[Client, _P], _R],
+) -> Callable[Concatenate[AsyncClient, _P], Coroutine[Any, Any, _R]]:
+    """``Client``'s ``verb`` as a coroutine with its signature, run by the AsyncClient's
+    ``Client`` in a worker thread."""
+
+    async def run(client: AsyncClient, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await anyio.to_thread.run_sync(lambda: verb(client.sync, *args, **kwargs))
+
+    functools.update_wrapper(run, verb, updated=())
+    run.__qualname__ = f"AsyncClient.{verb.__name__}"
+    run.__doc__ = f"See ``Client.{verb.__name__}``."
+    return run
 
 
 class AsyncClient:
@@ -49,178 +53,43 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _run(self, verb: str, *args: Any, **kwargs: Any) -> Any:
-        return await anyio.to_thread.run_sync(
-            functools.partial(getattr(self.sync, verb), *args, **kwargs)
-        )
-
-    async def store(self, text: str, **fields: Any) -> StoreResult:
-        """See ``Client.store``."""
-        result: StoreResult = await self._run("store", text, **fields)
-        return result
-
-    async def store_many(self, items: Sequence[Any], **options: Any) -> list[StoreResult]:
-        """See ``Client.store_many``."""
-        return list(await self._run("store_many", items, **options))
-
-    async def capture(self, messages: Sequence[Any], **options: Any) -> list[CaptureResult]:
-        """See ``Client.capture``."""
-        return list(await self._run("capture", messages, **options))
-
-    async def search(self, query: str, **options: Any) -> list[SearchHit]:
-        """See ``Client.search``."""
-        return list(await self._run("search", query, **options))
-
-    async def recall(self, prompt: str, **options: Any) -> RecallResult:
-        """See ``Client.recall``."""
-        result: RecallResult = await self._run("recall", prompt, **options)
-        return result
-
-    async def get(self, fact_id: str, **options: Any) -> Fact | None:
-        """See ``Client.get``."""
-        found: Fact | None = await self._run("get", fact_id, **options)
-        return found
-
-    async def get_many(self, ids: Iterable[str], **options: Any) -> dict[str, Fact]:
-        """See ``Client.get_many``."""
-        return dict(await self._run("get_many", list(ids), **options))
-
-    async def facts(self, **options: Any) -> FactPage:
-        """See ``Client.facts``."""
-        page: FactPage = await self._run("facts", **options)
-        return page
-
-    async def lookup(self, entity: str, **options: Any) -> list[Fact]:
-        """See ``Client.lookup``."""
-        return list(await self._run("lookup", entity, **options))
-
-    async def history(self, fact_id: str, **options: Any) -> list[Fact]:
-        """See ``Client.history``."""
-        return list(await self._run("history", fact_id, **options))
-
-    async def link(self, source_id: str, target_id: str, type: str, **options: Any) -> Link:
-        """See ``Client.link``."""
-        made: Link = await self._run("link", source_id, target_id, type, **options)
-        return made
-
-    async def unlink(self, link_id: str) -> Link:
-        """See ``Client.unlink``."""
-        removed: Link = await self._run("unlink", link_id)
-        return removed
-
-    async def links(self, fact_id: str, **options: Any) -> list[Link]:
-        """See ``Client.links``."""
-        return list(await self._run("links", fact_id, **options))
-
-    async def traverse(self, ids: Iterable[str] | str, **options: Any) -> Subgraph:
-        """See ``Client.traverse``."""
-        sub: Subgraph = await self._run("traverse", ids, **options)
-        return sub
-
-    async def path(self, source_id: str, target_id: str, **options: Any) -> Path | None:
-        """See ``Client.path``."""
-        found: Path | None = await self._run("path", source_id, target_id, **options)
-        return found
-
-    async def forget(self, fact_id: str) -> Fact:
-        """See ``Client.forget``."""
-        fact: Fact = await self._run("forget", fact_id)
-        return fact
-
-    async def purge(self, fact_id: str | None = None, **options: Any) -> PurgeReport:
-        """See ``Client.purge``."""
-        report: PurgeReport = await self._run("purge", fact_id, **options)
-        return report
-
-    async def episode(self, episode_id: str) -> Episode | None:
-        """See ``Client.episode``."""
-        found: Episode | None = await self._run("episode", episode_id)
-        return found
-
-    async def episodes(self, **options: Any) -> list[Episode]:
-        """See ``Client.episodes``."""
-        return list(await self._run("episodes", **options))
-
-    async def episode_facts(self, episode_id: str, **options: Any) -> list[Fact]:
-        """See ``Client.episode_facts``."""
-        return list(await self._run("episode_facts", episode_id, **options))
-
-    async def documents(self, **options: Any) -> list[DocumentFile]:
-        """See ``Client.documents``."""
-        return list(await self._run("documents", **options))
-
-    async def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
-        """See ``Client.read_lines``."""
-        text: str = await self._run("read_lines", path, start, end)
-        return text
-
-    async def erasures(self, **options: Any) -> list[Erasure]:
-        """See ``Client.erasures``."""
-        return list(await self._run("erasures", **options))
-
-    async def pin(self, fact_id: str) -> Fact:
-        """See ``Client.pin``."""
-        fact: Fact = await self._run("pin", fact_id)
-        return fact
-
-    async def unpin(self, fact_id: str) -> Fact:
-        """See ``Client.unpin``."""
-        fact: Fact = await self._run("unpin", fact_id)
-        return fact
-
-    async def set_cold(self, fact_id: str, cold: bool = True) -> Fact:
-        """See ``Client.set_cold``."""
-        fact: Fact = await self._run("set_cold", fact_id, cold)
-        return fact
-
-    async def checkpoint(self, intent: str, **options: Any) -> Fact:
-        """See ``Client.checkpoint``."""
-        fact: Fact = await self._run("checkpoint", intent, **options)
-        return fact
-
-    async def restore_checkpoint(self) -> Checkpoint | None:
-        """See ``Client.restore_checkpoint``."""
-        found: Checkpoint | None = await self._run("restore_checkpoint")
-        return found
-
-    async def prune(self, **options: Any) -> PruneReport:
-        """See ``Client.prune``."""
-        report: PruneReport = await self._run("prune", **options)
-        return report
-
-    async def maintain(
-        self, jobs: Sequence[str] | None = None, **options: Any
-    ) -> list[MaintenanceRun]:
-        """See ``Client.maintain``."""
-        return list(await self._run("maintain", jobs, **options))
-
-    async def maintenance_runs(self, **options: Any) -> list[MaintenanceRun]:
-        """See ``Client.maintenance_runs``."""
-        return list(await self._run("maintenance_runs", **options))
-
-    async def reflect(self, **options: Any) -> ReflectReport:
-        """See ``Client.reflect``."""
-        report: ReflectReport = await self._run("reflect", **options)
-        return report
-
-    async def consolidate(self, **options: Any) -> ConsolidateReport:
-        """See ``Client.consolidate``."""
-        report: ConsolidateReport = await self._run("consolidate", **options)
-        return report
-
-    async def auto_classify(self) -> ClassifyReport:
-        """See ``Client.auto_classify``."""
-        report: ClassifyReport = await self._run("auto_classify")
-        return report
-
-    async def categories(self) -> list[CategoryInfo]:
-        """See ``Client.categories``."""
-        return list(await self._run("categories"))
-
-    async def stats(self) -> Stats:
-        """See ``Client.stats``."""
-        stats: Stats = await self._run("stats")
-        return stats
+    # Each verb is Client's, with its signature, run in a worker thread.
+    store = in_thread(Client.store)
+    store_many = in_thread(Client.store_many)
+    capture = in_thread(Client.capture)
+    search = in_thread(Client.search)
+    recall = in_thread(Client.recall)
+    get = in_thread(Client.get)
+    get_many = in_thread(Client.get_many)
+    facts = in_thread(Client.facts)
+    lookup = in_thread(Client.lookup)
+    history = in_thread(Client.history)
+    link = in_thread(Client.link)
+    unlink = in_thread(Client.unlink)
+    links = in_thread(Client.links)
+    traverse = in_thread(Client.traverse)
+    path = in_thread(Client.path)
+    forget = in_thread(Client.forget)
+    purge = in_thread(Client.purge)
+    episode = in_thread(Client.episode)
+    episodes = in_thread(Client.episodes)
+    episode_facts = in_thread(Client.episode_facts)
+    documents = in_thread(Client.documents)
+    read_lines = in_thread(Client.read_lines)
+    erasures = in_thread(Client.erasures)
+    pin = in_thread(Client.pin)
+    unpin = in_thread(Client.unpin)
+    set_cold = in_thread(Client.set_cold)
+    checkpoint = in_thread(Client.checkpoint)
+    restore_checkpoint = in_thread(Client.restore_checkpoint)
+    prune = in_thread(Client.prune)
+    maintain = in_thread(Client.maintain)
+    maintenance_runs = in_thread(Client.maintenance_runs)
+    reflect = in_thread(Client.reflect)
+    consolidate = in_thread(Client.consolidate)
+    auto_classify = in_thread(Client.auto_classify)
+    categories = in_thread(Client.categories)
+    stats = in_thread(Client.stats)
 
     async def changes(self, *, kinds: Iterable[str] | None = None) -> AsyncGenerator[Change, None]:
         """See ``Client.changes``: the changes as they are committed, over an asyncio

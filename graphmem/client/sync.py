@@ -1,5 +1,6 @@
 """``Client``: Memory's verbs over a service, one GraphQL request each (see
-:mod:`graphmem.client`)."""
+:mod:`graphmem.client`). Each verb takes ``Memory``'s signature (``remote``) and says only what
+it sends and how it reads the answer."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping
 from contextvars import ContextVar
 from datetime import datetime
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Concatenate, Final, ParamSpec, TypeVar, cast
 
 import httpx
 from websockets.exceptions import WebSocketException
@@ -30,7 +31,6 @@ from ..episodes import Episode
 from ..erasure import Erasure, PurgeReport
 from ..errors import Code, GraphmemError, InvalidInput, NotFound, shown_url
 from ..graph import (
-    DEFAULT_MAX_NODES,
     Node,
     Path,
     Subgraph,
@@ -38,27 +38,24 @@ from ..graph import (
     check_strength,
     check_types,
 )
-from ..limits import MAX_DEPTH, MAX_LIMIT
+from ..limits import MAX_LIMIT
 from ..maintenance import checked_jobs
+from ..memory import Memory
 from ..models import (
-    DEFAULT_KEEP,
     KEEPS,
     Change,
     Fact,
-    FactInput,
-    Keep,
     Link,
     MaintenanceRun,
     SearchHit,
     StoreResult,
 )
 from ..prune import PruneReport
-from ..recall import DEFAULT_MAX_TOKENS, FORMER_SOURCES, RecallItem, RecallResult
+from ..recall import FORMER_SOURCES, RecallItem, RecallResult
 from ..reflection import ReflectReport
 from ..settings import Settings, is_loopback
 from ..stats import Stats
 from ..storage.interface import FactPage
-from ..temporal import TimeInput
 from ..usage import Usage
 from ..version import __version__
 from .wire import (
@@ -109,6 +106,39 @@ DEFAULT_MAX_ANSWER_BYTES: Final[int] = Settings.model_fields["graphql_max_respon
 #: The header that names the namespace (resolvers/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
 _log = logging.getLogger("graphmem.client")
+
+
+#: A verb's arguments by name, as ``Memory``'s signature binds a call (its defaults applied).
+Arguments = Mapping[str, Any]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def remote(
+    core: Callable[Concatenate[Any, _P], _R],
+) -> Callable[[Callable[[Any, Arguments], _R]], Callable[Concatenate[Any, _P], _R]]:
+    """The client's verb for ``Memory``'s verb ``core``, sent by the function decorated: that
+    takes the client and the call's ``Arguments`` and returns what ``core`` returns. The verb
+    has ``core``'s signature (what mypy, ``inspect`` and an IDE see, and what binds a call: a
+    missing or unknown argument is the TypeError ``Memory`` raises), so the client's verbs
+    are written once, in ``Memory``, and sent here."""
+    full = inspect.signature(core)
+    signature = full.replace(parameters=list(full.parameters.values())[1:])  # without self
+
+    def derived(send: Callable[[Any, Arguments], _R]) -> Callable[Concatenate[Any, _P], _R]:
+        def verb(client: Any, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            call = signature.bind(*args, **kwargs)
+            call.apply_defaults()
+            return send(client, call.arguments)
+
+        functools.update_wrapper(
+            verb, send, ("__module__", "__name__", "__qualname__", "__doc__"), ()
+        )
+        # core's signature and annotations (typing.get_type_hints reads them in core's module)
+        functools.update_wrapper(verb, core, ("__annotations__",), ())
+        return verb
+
+    return derived
 
 
 def in_clear_beyond_loopback(url: str) -> bool:
@@ -172,21 +202,17 @@ class Client:
 
     # ----------------------------------------------------------------------------- writes
 
-    def store(self, text: str, **fields: Any) -> StoreResult:
+    @remote(Memory.store)
+    def store(self, a: Arguments) -> StoreResult:
         """See ``Memory.store``: one fact through the service's write rules."""
-        [result] = self.store_many([{"text": text, **fields}])
+        [result] = self.store_many([{k: v for k, v in a.items() if v is not None}])
         return result
 
-    def store_many(
-        self,
-        items: Sequence[Mapping[str, Any] | FactInput],
-        *,
-        autolink: bool | None = None,
-        episode: str | Mapping[str, Any] | None = None,
-    ) -> list[StoreResult]:
+    @remote(Memory.store_many)
+    def store_many(self, a: Arguments) -> list[StoreResult]:
         """See ``Memory.store_many``: the facts in order, one request."""
-        inputs = fact_inputs(items, autolink)
-        given = None if episode is None else episode_input(episode)
+        inputs = fact_inputs(a["items"], a["autolink"])
+        given = None if a["episode"] is None else episode_input(a["episode"])
         data = self._mutate(
             f"""mutation($inputs: [FactInput!]!, $episode: EpisodeInput) {{
               storeFacts(inputs: $inputs, episode: $episode) {{
@@ -207,36 +233,28 @@ class Client:
             for r in data["results"]
         ]
 
-    def forget(self, fact_id: str) -> Fact:
+    @remote(Memory.forget)
+    def forget(self, a: Arguments) -> Fact:
         """See ``Memory.forget``: the fact as it was before."""
         data = self._mutate(
             f"""mutation($id: ID!) {{ forgetFact(id: $id) {{
               fact {{ {FACT_FIELDS} }} error {{ code message field }} }} }}""",
-            {"id": fact_id},
+            {"id": a["fact_id"]},
             "forgetFact",
         )
         return fact_of(data["fact"])
 
-    def link(
-        self,
-        source_id: str,
-        target_id: str,
-        type: str,
-        *,
-        strength: float = 1.0,
-        valid_from: TimeInput | None = None,
-        valid_until: TimeInput | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> Link:
+    @remote(Memory.link)
+    def link(self, a: Arguments) -> Link:
         """See ``Memory.link``: ``source -[type]-> target``."""
         given = {
-            "sourceId": source_id,
-            "targetId": target_id,
-            "type": check_types(type)[0],
-            "strength": check_strength(strength, "strength"),
-            "validFrom": time_text(valid_from),
-            "validUntil": time_text(valid_until),
-            "metadata": check_metadata(None if metadata is None else dict(metadata)),
+            "sourceId": a["source_id"],
+            "targetId": a["target_id"],
+            "type": check_types(a["type"])[0],
+            "strength": check_strength(a["strength"], "strength"),
+            "validFrom": time_text(a["valid_from"]),
+            "validUntil": time_text(a["valid_until"]),
+            "metadata": check_metadata(None if a["metadata"] is None else dict(a["metadata"])),
         }
         data = self._mutate(
             f"""mutation($input: LinkInput!) {{ linkFacts(input: $input) {{
@@ -246,46 +264,31 @@ class Client:
         )
         return link_of(data["link"])
 
-    def unlink(self, link_id: str) -> Link:
+    @remote(Memory.unlink)
+    def unlink(self, a: Arguments) -> Link:
         """See ``Memory.unlink``: the link as it was before."""
         data = self._mutate(
             f"""mutation($id: ID!) {{ unlink(id: $id) {{
               link {{ {LINK_FIELDS} }} error {{ code message field }} }} }}""",
-            {"id": link_id},
+            {"id": a["link_id"]},
             "unlink",
         )
         return link_of(data["link"])
 
     # ----------------------------------------------------------------------------- reads
 
-    def get(
-        self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
-    ) -> Fact | None:
+    @remote(Memory.get)
+    def get(self, a: Arguments) -> Fact | None:
         """See ``Memory.get``: the fact visible at the time scope, else None."""
         data = self._query(
             f"""query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {{
               fact(id: $id, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }} }}""",
-            {"id": fact_id, **scope(as_of, known_at)},
+            {"id": a["fact_id"], **scope(a["as_of"], a["known_at"])},
         )
         return None if data["fact"] is None else fact_of(data["fact"])
 
-    def search(
-        self,
-        query: str,
-        *,
-        limit: int = 10,
-        mode: str = "hybrid",
-        tag: str | None = None,
-        category: str | None = None,
-        entity: str | None = None,
-        source: str | None = None,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        include_superseded: bool = False,
-        graph_depth: int = 0,
-        time_hints: bool = True,
-        episode_links: bool = True,
-    ) -> list[SearchHit]:
+    @remote(Memory.search)
+    def search(self, a: Arguments) -> list[SearchHit]:
         """See ``Memory.search``: the best facts first."""
         data = self._query(
             f"""query($query: String!, $limit: Int!, $mode: SearchMode!, $tag: String,
@@ -302,18 +305,18 @@ class Client:
               }}
             }}""",
             {
-                "query": query,
-                "limit": limit,
-                "mode": mode.upper() if isinstance(mode, str) else mode,
-                "tag": tag,
-                "category": category,
-                "entity": entity,
-                "source": source,
-                **scope(as_of, known_at),
-                "includeSuperseded": include_superseded,
-                "graphDepth": graph_depth,
-                "timeHints": time_hints,
-                "episodeLinks": episode_links,
+                "query": a["query"],
+                "limit": a["limit"],
+                "mode": a["mode"].upper() if isinstance(a["mode"], str) else a["mode"],
+                "tag": a["tag"],
+                "category": a["category"],
+                "entity": a["entity"],
+                "source": a["source"],
+                **scope(a["as_of"], a["known_at"]),
+                "includeSuperseded": a["include_superseded"],
+                "graphDepth": a["graph_depth"],
+                "timeHints": a["time_hints"],
+                "episodeLinks": a["episode_links"],
             },
         )
         return [
@@ -331,17 +334,8 @@ class Client:
             for h in data["search"]
         ]
 
-    def lookup(
-        self,
-        entity: str,
-        *,
-        key: str | None = None,
-        tag: str | None = None,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        include_superseded: bool = False,
-        limit: int = 100,
-    ) -> list[Fact]:
+    @remote(Memory.lookup)
+    def lookup(self, a: Arguments) -> list[Fact]:
         """See ``Memory.lookup``: the facts about ``entity`` (and ``key``), no ranking."""
         data = self._query(
             f"""query($entity: String!, $key: String, $tag: String, $asOf: DateTime,
@@ -350,40 +344,33 @@ class Client:
                      includeSuperseded: $includeSuperseded, limit: $limit) {{ {FACT_FIELDS} }}
             }}""",
             {
-                "entity": entity,
-                "key": key,
-                "tag": tag,
-                **scope(as_of, known_at),
-                "includeSuperseded": include_superseded,
-                "limit": limit,
+                "entity": a["entity"],
+                "key": a["key"],
+                "tag": a["tag"],
+                **scope(a["as_of"], a["known_at"]),
+                "includeSuperseded": a["include_superseded"],
+                "limit": a["limit"],
             },
         )
         return [fact_of(f) for f in data["lookup"]]
 
-    def history(
-        self, fact_id: str, *, as_of: TimeInput | None = None, known_at: TimeInput | None = None
-    ) -> list[Fact]:
+    @remote(Memory.history)
+    def history(self, a: Arguments) -> list[Fact]:
         """See ``Memory.history``: every version of the fact, oldest first."""
         data = self._query(
             f"""query($id: ID!, $asOf: DateTime, $knownAt: DateTime) {{
               history(id: $id, asOf: $asOf, knownAt: $knownAt) {{ {FACT_FIELDS} }} }}""",
-            {"id": fact_id, **scope(as_of, known_at)},
+            {"id": a["fact_id"], **scope(a["as_of"], a["known_at"])},
         )
         return [fact_of(f) for f in data["history"]]
 
-    def get_many(
-        self,
-        ids: Iterable[str],
-        *,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        include_superseded: bool = False,
-    ) -> dict[str, Fact]:
+    @remote(Memory.get_many)
+    def get_many(self, a: Arguments) -> dict[str, Fact]:
         """See ``Memory.get_many``: the facts of ``ids`` visible at the time scope (superseded
         versions too with ``include_superseded``), by id; ``ALIASES_PER_REQUEST`` a request."""
-        wanted = list(dict.fromkeys(ids))
-        when = scope(as_of, known_at)
-        field = "history" if include_superseded else "fact"
+        wanted = list(dict.fromkeys(a["ids"]))
+        when = scope(a["as_of"], a["known_at"])
+        field = "history" if a["include_superseded"] else "fact"
         out: dict[str, Fact] = {}
         for start in range(0, len(wanted), ALIASES_PER_REQUEST):
             chunk = wanted[start : start + ALIASES_PER_REQUEST]
@@ -393,7 +380,7 @@ class Client:
                 for n in range(len(chunk))
             )
             variables = {**when, **{f"i{n}": i for n, i in enumerate(chunk)}}
-            if include_superseded:  # a version chain may not hold the id (NOT_FOUND: unknown)
+            if a["include_superseded"]:  # a version chain may not hold the id (NOT_FOUND: unknown)
                 data = self._query_each(names, fields_, variables, len(chunk))
             else:
                 data = self._query(
@@ -430,15 +417,8 @@ class Client:
                 out.update(got)
             return out
 
-    def links(
-        self,
-        fact_id: str,
-        *,
-        direction: str = "BOTH",
-        types: Iterable[str] | None = None,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-    ) -> list[Link]:
+    @remote(Memory.links)
+    def links(self, a: Arguments) -> list[Link]:
         """See ``Memory.links``: the fact's links visible at the time scope, strongest first."""
         out: list[Link] = []
         after: str | None = None
@@ -454,9 +434,9 @@ class Client:
                   }}
                 }}""",
                 {
-                    "id": fact_id,
-                    **link_filter(types, direction),
-                    **scope(as_of, known_at),
+                    "id": a["fact_id"],
+                    **link_filter(a["types"], a["direction"]),
+                    **scope(a["as_of"], a["known_at"]),
                     "after": after,
                 },
             )
@@ -468,18 +448,8 @@ class Client:
                 return out
             after = page["edges"][-1]["cursor"]
 
-    def traverse(
-        self,
-        ids: Iterable[str] | str,
-        *,
-        depth: int = 2,
-        types: Iterable[str] | None = None,
-        direction: str = "BOTH",
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        max_nodes: int = DEFAULT_MAX_NODES,
-        min_strength: float = 0.0,
-    ) -> Subgraph:
+    @remote(Memory.traverse)
+    def traverse(self, a: Arguments) -> Subgraph:
         """See ``Memory.traverse``: the facts reached breadth-first, and the links among them."""
         data = self._query(
             f"""query($from: [ID!]!, $depth: Int!, $types: [LinkType!], $direction: Direction!,
@@ -494,12 +464,12 @@ class Client:
               }}
             }}""",
             {
-                "from": [ids] if isinstance(ids, str) else list(ids),
-                "depth": depth,
-                **link_filter(types, direction),
-                **scope(as_of, known_at),
-                "maxNodes": max_nodes,
-                "minStrength": check_strength(min_strength, "min_strength"),
+                "from": [a["ids"]] if isinstance(a["ids"], str) else list(a["ids"]),
+                "depth": a["depth"],
+                **link_filter(a["types"], a["direction"]),
+                **scope(a["as_of"], a["known_at"]),
+                "maxNodes": a["max_nodes"],
+                "minStrength": check_strength(a["min_strength"], "min_strength"),
             },
         )
         sub = data["traverse"]
@@ -509,17 +479,8 @@ class Client:
             tuple(sub["truncatedBy"]),
         )
 
-    def path(
-        self,
-        source_id: str,
-        target_id: str,
-        *,
-        types: Iterable[str] | None = None,
-        direction: str = "BOTH",
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        max_depth: int = MAX_DEPTH,
-    ) -> Path | None:
+    @remote(Memory.path)
+    def path(self, a: Arguments) -> Path | None:
         """See ``Memory.path``: a shortest path between two facts, or None."""
         data = self._query(
             f"""query($from: ID!, $to: ID!, $types: [LinkType!], $direction: Direction!,
@@ -530,11 +491,11 @@ class Client:
               }}
             }}""",
             {
-                "from": source_id,
-                "to": target_id,
-                **link_filter(types, direction),
-                **scope(as_of, known_at),
-                "maxDepth": max_depth,
+                "from": a["source_id"],
+                "to": a["target_id"],
+                **link_filter(a["types"], a["direction"]),
+                **scope(a["as_of"], a["known_at"]),
+                "maxDepth": a["max_depth"],
             },
         )
         found = data["path"]
@@ -542,19 +503,8 @@ class Client:
             return None
         return Path([fact_of(f) for f in found["facts"]], [link_of(k) for k in found["links"]])
 
-    def recall(
-        self,
-        prompt: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        format: str = "full",
-        graph_depth: int = 0,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        time_hints: bool = True,
-        episode_links: bool = True,
-        include_cold: bool = False,
-    ) -> RecallResult:
+    @remote(Memory.recall)
+    def recall(self, a: Arguments) -> RecallResult:
         """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt``."""
         data = self._query(
             f"""query($prompt: String!, $maxTokens: Int!, $format: RecallFormat!,
@@ -569,14 +519,14 @@ class Client:
               }}
             }}""",
             {
-                "prompt": prompt,
-                "maxTokens": max_tokens,
-                "format": format.upper(),
-                "graphDepth": graph_depth,
-                **scope(as_of, known_at),
-                "timeHints": time_hints,
-                "episodeLinks": episode_links,
-                "includeCold": include_cold,
+                "prompt": a["prompt"],
+                "maxTokens": a["max_tokens"],
+                "format": a["format"].upper(),
+                "graphDepth": a["graph_depth"],
+                **scope(a["as_of"], a["known_at"]),
+                "timeHints": a["time_hints"],
+                "episodeLinks": a["episode_links"],
+                "includeCold": a["include_cold"],
             },
         )
         found = data["recall"]
@@ -592,66 +542,51 @@ class Client:
         ]
         return RecallResult(found["context"], items, found["tokens"], found["omitted"])
 
-    def episode(self, episode_id: str) -> Episode | None:
+    @remote(Memory.episode)
+    def episode(self, a: Arguments) -> Episode | None:
         """See ``Memory.episode``: the episode with this id, or None."""
         data = self._query(
             f"query($id: String!) {{ episode(id: $id) {{ {EPISODE_FIELDS} }} }}",
-            {"id": episode_id},
+            {"id": a["episode_id"]},
         )
         return None if data["episode"] is None else episode_of(data["episode"])
 
-    def episodes(
-        self,
-        *,
-        source: str | None = None,
-        after: TimeInput | None = None,
-        before: TimeInput | None = None,
-        limit: int = 100,
-    ) -> list[Episode]:
+    @remote(Memory.episodes)
+    def episodes(self, a: Arguments) -> list[Episode]:
         """See ``Memory.episodes``: episodes by time, oldest first."""
         data = self._query(
             f"""query($source: String, $after: DateTime, $before: DateTime, $limit: Int!) {{
               episodes(source: $source, after: $after, before: $before, limit: $limit) {{
                 {EPISODE_FIELDS} }} }}""",
             {
-                "source": source,
-                "after": time_text(after),
-                "before": time_text(before),
-                "limit": limit,
+                "source": a["source"],
+                "after": time_text(a["after"]),
+                "before": time_text(a["before"]),
+                "limit": a["limit"],
             },
         )
         return [episode_of(e) for e in data["episodes"]]
 
-    def episode_facts(
-        self,
-        episode_id: str,
-        *,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-    ) -> list[Fact]:
+    @remote(Memory.episode_facts)
+    def episode_facts(self, a: Arguments) -> list[Fact]:
         """See ``Memory.episode_facts``: its facts, in the order they were written; NotFound
         for an unknown episode."""
         data = self._query(
             f"""query($id: String!, $asOf: DateTime, $knownAt: DateTime) {{
               episode(id: $id, asOf: $asOf, knownAt: $knownAt) {{ facts {{ {FACT_FIELDS} }} }}
             }}""",
-            {"id": episode_id, **scope(as_of, known_at)},
+            {"id": a["episode_id"], **scope(a["as_of"], a["known_at"])},
         )
         if data["episode"] is None:
-            raise NotFound(f"no episode with id {episode_id!r}")
+            raise NotFound(f"no episode with id {a['episode_id']!r}")
         return [fact_of(f) for f in data["episode"]["facts"]]
 
-    def purge(
-        self,
-        fact_id: str | None = None,
-        *,
-        ids: Iterable[str] | None = None,
-        entity: str | None = None,
-        source: str | None = None,
-        episode: str | None = None,
-        dry_run: bool = False,
-    ) -> PurgeReport:
+    @remote(Memory.purge)
+    def purge(self, a: Arguments) -> PurgeReport:
         """See ``Memory.purge``: erase for good what the filter matches."""
+        fact_id, ids, entity, source, episode = (
+            a[name] for name in ("fact_id", "ids", "entity", "source", "episode")
+        )
         if fact_id is not None:
             if ids is not None:
                 raise InvalidInput("give fact_id or ids, not both", field="ids")
@@ -664,7 +599,7 @@ class Client:
                 facts links vectors episodes dryRun error { code message field }
               }
             }""",
-            {"filter": {k: v for k, v in given.items() if v is not None}, "dryRun": dry_run},
+            {"filter": {k: v for k, v in given.items() if v is not None}, "dryRun": a["dry_run"]},
             "purgeFacts",
         )
         if fact_id is not None and data["facts"] == 0 and not (entity or source or episode):
@@ -674,18 +609,15 @@ class Client:
             data["facts"], data["links"], data["vectors"], data["episodes"], data["dryRun"]
         )
 
-    def capture(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        episode: str | Mapping[str, Any] | None = None,
-        keep: Keep = DEFAULT_KEEP,
-    ) -> list[CaptureResult]:
+    @remote(Memory.capture)
+    def capture(self, a: Arguments) -> list[CaptureResult]:
         """See ``Memory.capture``: the messages kept as turns of ``episode``, and the facts they
         state drawn on top (``keep="facts"``: the facts alone)."""
-        given = [{"role": m.role, "content": m.content} for m in parse_messages(messages)]
-        if keep not in KEEPS:  # as Memory refuses it, before anything is sent
-            raise InvalidInput(f"unknown keep {keep!r}; use conversation or facts", field="keep")
+        given = [{"role": m.role, "content": m.content} for m in parse_messages(a["messages"])]
+        if a["keep"] not in KEEPS:  # as Memory refuses it, before anything is sent
+            raise InvalidInput(
+                f"unknown keep {a['keep']!r}; use conversation or facts", field="keep"
+            )
         data = self._mutate(
             f"""mutation($messages: [MessageInput!]!, $episode: EpisodeInput,
                          $keep: CaptureKeep!) {{
@@ -699,8 +631,8 @@ class Client:
             }}""",
             {
                 "messages": given,
-                "episode": None if episode is None else episode_input(episode),
-                "keep": keep.upper(),
+                "episode": None if a["episode"] is None else episode_input(a["episode"]),
+                "keep": a["keep"].upper(),
             },
             "captureMessages",
         )
@@ -719,19 +651,8 @@ class Client:
             for r in data["results"]
         ]
 
-    def facts(
-        self,
-        *,
-        first: int = 50,
-        after: int | None = None,
-        tag: str | None = None,
-        category: str | None = None,
-        entity: str | None = None,
-        source: str | None = None,
-        as_of: TimeInput | None = None,
-        known_at: TimeInput | None = None,
-        include_superseded: bool = False,
-    ) -> FactPage:
+    @remote(Memory.facts)
+    def facts(self, a: Arguments) -> FactPage:
         """See ``Memory.facts``: a page of facts in the order recorded; ``after`` the position
         of the last item of the previous page."""
         data = self._query(
@@ -744,27 +665,28 @@ class Client:
             }}""",
             {
                 "filter": {
-                    "tag": tag,
-                    "category": category,
-                    "entity": entity,
-                    "source": source,
-                    "includeSuperseded": include_superseded,
+                    "tag": a["tag"],
+                    "category": a["category"],
+                    "entity": a["entity"],
+                    "source": a["source"],
+                    "includeSuperseded": a["include_superseded"],
                 },
-                "first": first,
-                "after": None if after is None else fact_cursor(after),
-                **scope(as_of, known_at),
+                "first": a["first"],
+                "after": None if a["after"] is None else fact_cursor(a["after"]),
+                **scope(a["as_of"], a["known_at"]),
             },
         )
         page = data["facts"]
         items = [(fact_position(e["cursor"]), fact_of(e["node"])) for e in page["edges"]]
         return FactPage(items, page["pageInfo"]["hasNextPage"])
 
-    def documents(self, *, under: str | os.PathLike[str] | None = None) -> list[DocumentFile]:
+    @remote(Memory.documents)
+    def documents(self, a: Arguments) -> list[DocumentFile]:
         """See ``Memory.documents``: the synced files (at or under ``under``), by path."""
         data = self._query(
             """query($under: String) { documents(under: $under) {
               path hash mtime size chunks syncedAt imported } }""",
-            {"under": None if under is None else os.fspath(under)},
+            {"under": None if a["under"] is None else os.fspath(a["under"])},
         )
         return [
             DocumentFile(
@@ -779,22 +701,24 @@ class Client:
             for d in data["documents"]
         ]
 
-    def read_lines(self, path: str | os.PathLike[str], start: int, end: int | None) -> str:
+    @remote(Memory.read_lines)
+    def read_lines(self, a: Arguments) -> str:
         """See ``Memory.read_lines``: lines of a synced file as it is on the service's disk."""
         data = self._query(
             """query($path: String!, $start: Int!, $end: Int) {
               documentLines(path: $path, start: $start, end: $end) }""",
-            {"path": os.fspath(path), "start": start, "end": end},
+            {"path": os.fspath(a["path"]), "start": a["start"], "end": a["end"]},
         )
         text: str = data["documentLines"]
         return text
 
-    def erasures(self, *, limit: int = 100) -> list[Erasure]:
+    @remote(Memory.erasures)
+    def erasures(self, a: Arguments) -> list[Erasure]:
         """See ``Memory.erasures``: the erasure records, newest first (an admin key)."""
         data = self._query(
             """query($limit: Int!) { erasures(limit: $limit) {
               at filter facts links vectors episodes } }""",
-            {"limit": limit},
+            {"limit": a["limit"]},
         )
         return [
             Erasure(
@@ -810,17 +734,22 @@ class Client:
 
     # ----------------------------------------------------------------------------- upkeep
 
-    def pin(self, fact_id: str) -> Fact:
+    @remote(Memory.pin)
+    def pin(self, a: Arguments) -> Fact:
         """See ``Memory.pin``: the fact, pinned."""
-        return self._tier("pinFact(id: $id)", fact_id)
+        return self._tier("pinFact(id: $id)", a["fact_id"])
 
-    def unpin(self, fact_id: str) -> Fact:
+    @remote(Memory.unpin)
+    def unpin(self, a: Arguments) -> Fact:
         """See ``Memory.unpin``."""
-        return self._tier("unpinFact(id: $id)", fact_id)
+        return self._tier("unpinFact(id: $id)", a["fact_id"])
 
-    def set_cold(self, fact_id: str, cold: bool = True) -> Fact:
+    @remote(Memory.set_cold)
+    def set_cold(self, a: Arguments) -> Fact:
         """See ``Memory.set_cold``."""
-        return self._tier(f"setCold(id: $id, cold: {'true' if cold else 'false'})", fact_id)
+        return self._tier(
+            "setCold(id: $id, cold: " + ("true" if a["cold"] else "false") + ")", a["fact_id"]
+        )
 
     def _tier(self, call: str, fact_id: str) -> Fact:
         field = call.partition("(")[0]
@@ -832,79 +761,81 @@ class Client:
         )
         return fact_of(data["fact"])
 
-    def checkpoint(
-        self,
-        intent: str,
-        *,
-        state: Any = None,
-        expected_outcome: str | None = None,
-        working_files: Sequence[str] = (),
-    ) -> Fact:
+    @remote(Memory.checkpoint)
+    def checkpoint(self, a: Arguments) -> Fact:
         """See ``Memory.checkpoint``: the checkpoint's fact."""
         # checked as Memory checks it, so bad input fails alike before any request
-        checkpoints.fact_input(intent, state, expected_outcome, working_files, time.time())
+        checkpoints.fact_input(
+            a["intent"], a["state"], a["expected_outcome"], a["working_files"], time.time()
+        )
         data = self._mutate(
             f"""mutation($input: CheckpointInput!) {{ saveCheckpoint(input: $input) {{
               checkpoint {{ {CHECKPOINT_FIELDS} }} error {{ code message field }} }} }}""",
             {
                 "input": {
-                    "intent": intent,
-                    "state": state,
-                    "expectedOutcome": expected_outcome,
-                    "workingFiles": list(working_files),
+                    "intent": a["intent"],
+                    "state": a["state"],
+                    "expectedOutcome": a["expected_outcome"],
+                    "workingFiles": list(a["working_files"]),
                 }
             },
             "saveCheckpoint",
         )
         return checkpoint_of(data["checkpoint"]).fact
 
-    def restore_checkpoint(self) -> Checkpoint | None:
+    @remote(Memory.restore_checkpoint)
+    def restore_checkpoint(self, a: Arguments) -> Checkpoint | None:
         """See ``Memory.restore_checkpoint``: the newest unexpired checkpoint, or None."""
         data = self._query(f"{{ checkpoint {{ {CHECKPOINT_FIELDS} }} }}", {})
         return None if data["checkpoint"] is None else checkpoint_of(data["checkpoint"])
 
-    def prune(self, *, dry_run: bool = False, soft: bool = False) -> PruneReport:
+    @remote(Memory.prune)
+    def prune(self, a: Arguments) -> PruneReport:
         """See ``Memory.prune``."""
         data = self._mutate(
             """mutation($dryRun: Boolean!, $soft: Boolean!) { prune(dryRun: $dryRun, soft: $soft) {
               expired decayed lowConfidence dryRun error { code message field } } }""",
-            {"dryRun": dry_run, "soft": soft},
+            {"dryRun": a["dry_run"], "soft": a["soft"]},
             "prune",
         )
         return PruneReport(data["expired"], data["decayed"], data["lowConfidence"], data["dryRun"])
 
-    def maintain(
-        self, jobs: Sequence[str] | None = None, *, force: bool = False
-    ) -> list[MaintenanceRun]:
+    @remote(Memory.maintain)
+    def maintain(self, a: Arguments) -> list[MaintenanceRun]:
         """See ``Memory.maintain``: the runs, in the jobs' order."""
         data = self._mutate(
             f"""mutation($jobs: [MaintenanceJob!], $force: Boolean!) {{
               maintain(jobs: $jobs, force: $force) {{
                 runs {{ {RUN_FIELDS} }} error {{ code message field }} }} }}""",
             {
-                "jobs": None if jobs is None else [j.upper() for j in checked_jobs(jobs)],
-                "force": force,
+                "jobs": None if a["jobs"] is None else [j.upper() for j in checked_jobs(a["jobs"])],
+                "force": a["force"],
             },
             "maintain",
         )
         return [run_of(r) for r in data["runs"]]
 
-    def maintenance_runs(self, *, job: str | None = None, limit: int = 100) -> list[MaintenanceRun]:
+    @remote(Memory.maintenance_runs)
+    def maintenance_runs(self, a: Arguments) -> list[MaintenanceRun]:
         """See ``Memory.maintenance_runs``: newest first."""
         data = self._query(
             f"""query($job: MaintenanceJob, $limit: Int!) {{
               maintenanceRuns(job: $job, limit: $limit) {{ {RUN_FIELDS} }} }}""",
-            {"job": None if job is None else checked_jobs([job])[0].upper(), "limit": limit},
+            {
+                "job": None if a["job"] is None else checked_jobs([a["job"]])[0].upper(),
+                "limit": a["limit"],
+            },
         )
         return [run_of(r) for r in data["maintenanceRuns"]]
 
-    def reflect(self, *, window_days: float | None = None) -> ReflectReport:
+    @remote(Memory.reflect)
+    def reflect(self, a: Arguments) -> ReflectReport:
         """See ``Memory.reflect``: the patterns and rules stored, and the requests made."""
         data = self._mutate(
             f"""mutation($windowDays: Float) {{ reflect(windowDays: $windowDays) {{
               patterns {{ {FACT_FIELDS} }} rules {{ {FACT_FIELDS} }} requests ignored problem
               error {{ code message field }} }} }}""",
-            {"windowDays": window_days},
+            {"windowDays": a["window_days"]},
             "reflect",
         )
         return ReflectReport(
@@ -915,13 +846,14 @@ class Client:
             data["problem"],
         )
 
-    def consolidate(self, *, dry_run: bool = False) -> ConsolidateReport:
+    @remote(Memory.consolidate)
+    def consolidate(self, a: Arguments) -> ConsolidateReport:
         """See ``Memory.consolidate``: the clusters found and the facts they were merged into."""
         data = self._mutate(
             f"""mutation($dryRun: Boolean!) {{ consolidate(dryRun: $dryRun) {{
               clusters merged {{ {FACT_FIELDS} }} superseded requests dryRun problem
               error {{ code message field }} }} }}""",
-            {"dryRun": dry_run},
+            {"dryRun": a["dry_run"]},
             "consolidate",
         )
         return ConsolidateReport(
@@ -933,7 +865,8 @@ class Client:
             data["problem"],
         )
 
-    def auto_classify(self) -> ClassifyReport:
+    @remote(Memory.auto_classify)
+    def auto_classify(self, a: Arguments) -> ClassifyReport:
         """See ``Memory.auto_classify``: the facts relabelled, by category, and the categories
         discovered."""
         data = self._mutate(
@@ -950,7 +883,8 @@ class Client:
             data["problem"],
         )
 
-    def categories(self) -> list[CategoryInfo]:
+    @remote(Memory.categories)
+    def categories(self, a: Arguments) -> list[CategoryInfo]:
         """See ``Memory.categories``: the built-in categories, then the discovered ones."""
         data = self._query("{ categories { name description discoveredAt } }", {})
         return [
@@ -958,7 +892,8 @@ class Client:
             for c in data["categories"]
         ]
 
-    def stats(self) -> Stats:
+    @remote(Memory.stats)
+    def stats(self, a: Arguments) -> Stats:
         """See ``Memory.stats``: counts describing the namespace, and the providers' usage."""
         data = self._query("{ stats { data } }", {})["stats"]["data"]
         usage = data.pop("usage")

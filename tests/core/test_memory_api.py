@@ -4,6 +4,9 @@ module, so a verb one of them lacks, or takes otherwise, fails ``make lint``."""
 from __future__ import annotations
 
 import inspect
+from typing import Any
+
+import pytest
 
 from graphmem import Memory, MemoryAPI
 from graphmem.client import AsyncClient, Client
@@ -41,3 +44,19 @@ def test_the_protocol_names_the_verbs_memory_and_the_clients_share() -> None:
 def test_the_async_client_offers_every_verb_as_a_coroutine() -> None:
     for verb in VERBS:
         assert inspect.iscoroutinefunction(getattr(AsyncClient, verb)), verb
+
+
+def test_the_clients_take_each_verb_with_memorys_arguments_and_defaults() -> None:
+    for verb in VERBS:
+        memory = inspect.signature(getattr(Memory, verb))
+        for cls in (Client, AsyncClient):
+            assert inspect.signature(getattr(cls, verb)) == memory, (cls.__name__, verb)
+
+
+def test_a_client_call_memory_would_refuse_fails_as_memorys_before_any_request(tmp_path) -> None:
+    unknown: dict[str, Any] = {"colour": "blue"}
+    client = Client("http://127.0.0.1:9")  # nothing listens: a request would be UNAVAILABLE
+    with Memory.open(tmp_path, embedder="hash") as memory:
+        for api in either(memory, client):
+            with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+                api.store("Alice moved to Paris", **unknown)
