@@ -132,8 +132,15 @@ _EPISODE_HELP: Final = (
     "The id of the conversation session or document this comes from (recorded on first use): "
     "each fact added belongs to it, linked to the one before it."
 )
-as_of_option = _input_option(SearchInput, "as_of")
-known_at_option = _input_option(SearchInput, "known_at")
+_as_of_option = _input_option(SearchInput, "as_of")
+_known_at_option = _input_option(SearchInput, "known_at")
+
+
+def time_scope_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--as-of`` and ``--known-at``: the time scope of a read, described as a search's."""
+    return _as_of_option(_known_at_option(command))
+
+
 no_episode_links_option = click.option(
     "--no-episode-links",
     "episode_links",
@@ -261,8 +268,7 @@ def store(
 @_search_option("category")
 @_search_option("entity")
 @_search_option("source")
-@as_of_option
-@known_at_option
+@time_scope_options
 @_search_option("include_superseded", is_flag=True)
 @_search_option("mode", type=click.Choice(SEARCH_MODES), show_default=True)
 @click.option(
@@ -290,11 +296,10 @@ def search(ctx: click.Context, /, query: str, as_json: bool, **options: Any) -> 
 
 @click.command()
 @click.argument("entity")
-@click.option("--key")
-@click.option("--tag")
-@as_of_option
-@known_at_option
-@click.option("--include-superseded", is_flag=True)
+@click.option("--key", help="Only facts stating this key (attribute).")
+@_search_option("tag")
+@time_scope_options
+@_search_option("include_superseded", is_flag=True)
 @json_option
 @click.pass_context
 def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) -> None:
@@ -325,15 +330,8 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
     show_default=True,
     help="How each fact's line is written.",
 )
-@click.option(
-    "--graph-depth",
-    default=0,
-    show_default=True,
-    type=int,
-    help="Also bring facts this many links away.",
-)
-@as_of_option
-@known_at_option
+@_search_option("graph_depth", show_default=True, type=int)
+@time_scope_options
 @no_episode_links_option
 @click.option("--include-cold", is_flag=True, help="Also facts made cold (graphmem cold).")
 @json_option
@@ -382,16 +380,13 @@ def capture(
 
 @click.command()
 @click.argument("fact_id")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
-def get(
-    ctx: click.Context, /, fact_id: str, as_of: str | None, known_at: str | None, as_json: bool
-) -> None:
+def get(ctx: click.Context, /, fact_id: str, as_json: bool, **scope: str | None) -> None:
     """One fact, if visible at the time scope."""
     with _memory(ctx) as mem:
-        fact = mem.get(fact_id, as_of=as_of, known_at=known_at)
+        fact = mem.get(fact_id, **scope)
     if fact is None:
         raise NotFound(f"no fact {fact_id!r} visible at that time")
     _emit(fact.to_dict(), as_json, (_fact_line(fact)))
@@ -399,16 +394,13 @@ def get(
 
 @click.command()
 @click.argument("fact_id")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
-def history(
-    ctx: click.Context, /, fact_id: str, as_of: str | None, known_at: str | None, as_json: bool
-) -> None:
+def history(ctx: click.Context, /, fact_id: str, as_json: bool, **scope: str | None) -> None:
     """The supersession chain of a fact, oldest first."""
     with _memory(ctx) as mem:
-        facts = mem.history(fact_id, as_of=as_of, known_at=known_at)
+        facts = mem.history(fact_id, **scope)
     _emit(
         [f.to_dict() for f in facts],
         as_json,
@@ -418,19 +410,16 @@ def history(
 
 @click.command()
 @click.argument("episode_id")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
-def episode(
-    ctx: click.Context, /, episode_id: str, as_of: str | None, known_at: str | None, as_json: bool
-) -> None:
+def episode(ctx: click.Context, /, episode_id: str, as_json: bool, **scope: str | None) -> None:
     """Show an episode and its facts, in the order they were written."""
     with _memory(ctx) as mem:
         found = mem.episode(episode_id)
         if found is None:
             raise NotFound(f"no episode with id {episode_id!r}")
-        facts = mem.episode_facts(episode_id, as_of=as_of, known_at=known_at)
+        facts = mem.episode_facts(episode_id, **scope)
     _emit(
         {**found.to_dict(), "facts": [f.to_dict() for f in facts]},
         as_json,
@@ -719,8 +708,7 @@ def unlink(ctx: click.Context, /, link_id: str, as_json: bool) -> None:
     show_default=True,
 )
 @click.option("--types", help="Comma-separated link types [default: all].")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
 def links(
@@ -739,8 +727,7 @@ def links(
 @_traverse_option(
     "direction", type=click.Choice(DIRECTIONS, case_sensitive=False), show_default=True
 )
-@as_of_option
-@known_at_option
+@time_scope_options
 @_traverse_option("max_nodes", show_default=True, type=int)
 @_traverse_option("min_strength", show_default=True, type=float)
 @json_option
@@ -764,8 +751,7 @@ def traverse(
     default="BOTH",
     show_default=True,
 )
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
 def path(
@@ -792,8 +778,7 @@ def path(
 @click.command()
 @types_option
 @click.option("--min-size", default=2, show_default=True, type=int)
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
 def clusters(ctx: click.Context, /, types: str | None, as_json: bool, **options: Any) -> None:
@@ -806,8 +791,7 @@ def clusters(ctx: click.Context, /, types: str | None, as_json: bool, **options:
 
 @click.command()
 @click.argument("fact_id")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
 def deps(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> None:
@@ -820,8 +804,7 @@ def deps(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> 
 
 @click.command()
 @click.argument("fact_id")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
 def causes(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> None:
@@ -834,8 +817,7 @@ def causes(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -
 @click.command()
 @click.argument("fact_id")
 @click.option("--above", is_flag=True, help="What the fact is part of, instead of its parts.")
-@as_of_option
-@known_at_option
+@time_scope_options
 @json_option
 @click.pass_context
 def parts(ctx: click.Context, /, fact_id: str, as_json: bool, **options: Any) -> None:

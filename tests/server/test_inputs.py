@@ -23,6 +23,8 @@ from strawberry.utils.str_converters import to_camel_case
 from graphmem import Client, FactInput, LinkInput, Memory, SearchInput
 from graphmem.cli import capture as capture_command
 from graphmem.cli import link as link_command
+from graphmem.cli import lookup as lookup_command
+from graphmem.cli import recall as recall_command
 from graphmem.cli import search as search_command
 from graphmem.cli import store as store_command
 from graphmem.cli import traverse as traverse_command
@@ -114,6 +116,8 @@ def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
         (search_command, SearchInput, {"limit", "tag", "mode", "include_superseded"}),
         (traverse_command, TraverseInput, {"depth", "types", "direction", "max_nodes"}),
         (capture_command, CaptureInput, {"episode", "keep"}),
+        (lookup_command, SearchInput, {"tag", "include_superseded", "as_of", "known_at"}),
+        (recall_command, SearchInput, {"graph_depth", "as_of", "known_at"}),
     ],
 )
 def test_a_command_helps_each_option_with_the_field_description(
