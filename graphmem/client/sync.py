@@ -236,13 +236,7 @@ class Client:
     @remote(Memory.forget)
     def forget(self, a: Arguments) -> Fact:
         """See ``Memory.forget``: the fact as it was before."""
-        data = self._mutate(
-            f"""mutation($id: ID!) {{ forgetFact(id: $id) {{
-              fact {{ {FACT_FIELDS} }} error {{ code message field }} }} }}""",
-            {"id": a["fact_id"]},
-            "forgetFact",
-        )
-        return fact_of(data["fact"])
+        return self._fact_mutation("forgetFact(id: $id)", a["fact_id"])
 
     @remote(Memory.link)
     def link(self, a: Arguments) -> Link:
@@ -737,21 +731,22 @@ class Client:
     @remote(Memory.pin)
     def pin(self, a: Arguments) -> Fact:
         """See ``Memory.pin``: the fact, pinned."""
-        return self._tier("pinFact(id: $id)", a["fact_id"])
+        return self._fact_mutation("pinFact(id: $id)", a["fact_id"])
 
     @remote(Memory.unpin)
     def unpin(self, a: Arguments) -> Fact:
         """See ``Memory.unpin``."""
-        return self._tier("unpinFact(id: $id)", a["fact_id"])
+        return self._fact_mutation("unpinFact(id: $id)", a["fact_id"])
 
     @remote(Memory.set_cold)
     def set_cold(self, a: Arguments) -> Fact:
         """See ``Memory.set_cold``."""
-        return self._tier(
+        return self._fact_mutation(
             "setCold(id: $id, cold: " + ("true" if a["cold"] else "false") + ")", a["fact_id"]
         )
 
-    def _tier(self, call: str, fact_id: str) -> Fact:
+    def _fact_mutation(self, call: str, fact_id: str) -> Fact:
+        """The fact a mutation of one fact's id (``call``) answers."""
         field = call.partition("(")[0]
         data = self._mutate(
             f"""mutation($id: ID!) {{ {call} {{
