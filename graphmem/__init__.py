@@ -37,6 +37,7 @@ from .models import (
     LinkInput,
     LinkType,
     MaintenanceRun,
+    Reranked,
     SearchHit,
     SearchInput,
     StoreResult,
@@ -44,6 +45,7 @@ from .models import (
 from .prune import PruneReport
 from .recall import RecallItem, RecallResult
 from .reflection import ReflectReport
+from .rerank import Reranker
 from .settings import Settings
 from .statedtime import StatedTime
 from .stats import Stats
@@ -100,6 +102,8 @@ __all__ = [
     "RecallItem",
     "RecallResult",
     "ReflectReport",
+    "Reranked",
+    "Reranker",
     "SearchHit",
     "SearchInput",
     "ServiceError",

@@ -77,12 +77,14 @@ from .models import (
     check_text,
 )
 from .prune import PruneReport
+from .rerank import Reranker
 from .search import Search
 from .settings import Settings
 from .stats import Stats, collect
 from .storage import open_store
 from .storage.interface import FactPage, Filters, ImportReport, Store
 from .temporal import TimeInput, TimeScope
+from .usage import Usage
 from .vectors.cache import EmbeddingCache
 from .vectors.embedders import Embedder, create_embedder
 from .vectors.index import VectorIndex
@@ -590,6 +592,7 @@ class Memory:
         graph_depth: int = 0,
         episode_links: bool = True,
         time_hints: bool = True,
+        rerank: str | Reranker | None = None,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first: keyword and vector legs fused (see
         :mod:`graphmem.search`).
@@ -614,6 +617,11 @@ class Memory:
         period of the facts' dates instead of as keywords: facts dated in it rank higher, none
         is dropped; each hit's ``time_hint`` says what was understood (see
         :mod:`graphmem.timehints`).
+
+        ``rerank`` (default: the ``reranker`` setting): ``none``, ``features``, ``http``, ``llm``
+        or a :class:`graphmem.rerank.Reranker` puts the best ``rerank_candidates`` of the fused
+        order in a new order; each hit's ``reranked`` says how (see :mod:`graphmem.rerank`). A
+        reranker that fails leaves the fused order, and says why in ``reranked.fallback``.
         """
         check_text(query=query, tag=tag, category=category, entity=entity, source=source)
         scope = self._scope(as_of, known_at)
@@ -627,9 +635,16 @@ class Memory:
             graph_depth=graph_depth,
             episode_links=episode_links,
             time_hints=time_hints,
+            rerank=rerank,
         )
         self._accessed(scope, [h.fact for h in hits])
         return hits
+
+    def rerank_usage(self) -> list[Usage]:
+        """What the rerankers this memory's searches used have done since it opened: ``calls``
+        (searches reranked), ``failed_calls`` (searches left in the fused order because the
+        reranker failed), ``retries`` and ``inputs`` (candidates read)."""
+        return self._search.reranking.usage()
 
     def recall(
         self,

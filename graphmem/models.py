@@ -778,6 +778,19 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
+class Reranked(JSONForm):
+    """How the rerank stage placed a hit (``SearchHit.reranked``): the reranker ``by`` name,
+    the hit's place in the fused order (``fused_rank``, from 1), the reranker's ``score`` for it
+    (None: it gave none, and the hit follows the ones it scored in their fused order), and
+    ``fallback``, why the fused order stands when the reranker failed (then ``score`` is None)."""
+
+    by: str
+    fused_rank: int
+    score: float | None = None
+    fallback: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SearchHit(JSONForm):
     """A search result: the fact and its final score (higher is better), with the leg scores.
 
@@ -785,6 +798,7 @@ class SearchHit(JSONForm):
     ``via``, the fact it was reached from. A fact in the period of the query's time words
     (``time_hint``) had its relevance raised; ``time_matched`` says by which of its times.
     A fact whose entity the query names had its relevance raised too (``entity_matched``).
+    A reranker may have reordered the best of the fused order (``reranked``).
     """
 
     fact: Fact
@@ -801,6 +815,9 @@ class SearchHit(JSONForm):
     time_matched: TimeKind | None = None
     #: The fact's entity, when the query names it (its relevance was raised), else None.
     entity_matched: str | None = None
+    #: How the rerank stage placed the hit; None when no reranker ran, or the hit was beyond
+    #: the candidates it reads (``rerank_candidates``).
+    reranked: Reranked | None = None
 
 
 ChangeKind = Literal[

@@ -9,7 +9,9 @@
    (:mod:`graphmem.windows`, with the episode evidence); the facts whose entity the query names
    are raised (:data:`ENTITY_BOOST`); then the relevance is adjusted by importance, confidence,
    freshness and decay class (:func:`graphmem.ranking.adjust`).
-3. The legs ran as separate statements, so a write committed between them (a supersession) may
+3. A reranker, if one is chosen, puts the best ``rerank_candidates`` of that order in a new one
+   (:mod:`graphmem.rerank`); when it fails the fused order stands.
+4. The legs ran as separate statements, so a write committed between them (a supersession) may
    have hidden a candidate since: the hits are read again in one snapshot, old and new version
    are never both returned, and the next candidates fill in.
 """
@@ -29,8 +31,9 @@ from . import expansion, ranking, timehints, tracing, windows
 from .decay import freshness
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
-from .models import Fact, SearchHit, TimeKind, Vectors, check_limit
+from .models import Fact, Reranked, SearchHit, TimeKind, Vectors, check_limit
 from .recall import entity_names
+from .rerank import Candidate, Reranker, Reranking
 from .settings import Settings
 from .storage.interface import Filters, Record, Store
 from .temporal import TimeScope
@@ -76,9 +79,12 @@ class Search:
         self._pool = ThreadPoolExecutor(
             max_workers=SEARCH_THREADS, thread_name_prefix="graphmem-search"
         )
+        #: The rerankers this search has used (:mod:`graphmem.rerank`).
+        self.reranking = Reranking()
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self.reranking.close()
 
     def run(
         self,
@@ -91,9 +97,11 @@ class Search:
         graph_depth: int,
         episode_links: bool = True,
         time_hints: bool = False,
+        rerank: str | Reranker | None = None,
     ) -> list[SearchHit]:
         """Facts matching ``query``, best first (see ``Memory.search``)."""
         _check(query, mode, limit, graph_depth)
+        reranker = self.reranking.chosen(rerank, self.settings)
         attributes: tracing.Attributes = {
             tracing.NAMESPACE: self._namespace,
             "graphmem.search.mode": mode,
@@ -102,7 +110,7 @@ class Search:
         }
         with tracing.span("graphmem.search", attributes) as span:
             hits = self._run(
-                query, scope, filters, limit, mode, graph_depth, episode_links, time_hints
+                query, scope, filters, limit, mode, graph_depth, episode_links, time_hints, reranker
             )
             span.set_attribute("graphmem.search.hits", len(hits))
             return hits
@@ -117,6 +125,7 @@ class Search:
         graph_depth: int,
         episode_links: bool,
         time_hints: bool,
+        reranker: Reranker | None,
     ) -> list[SearchHit]:
         """``run``'s search, inside its span."""
         wanted = max(self.settings.fusion_candidates, limit)
@@ -172,6 +181,7 @@ class Search:
             relevance = ranking.min_max(fts)
         else:
             relevance = dict(vec)
+        fused = relevance
         if graph_depth > 0 or episode_links:
             with tracing.span("graphmem.search.evidence", self._leg_attributes(len(relevance))):
                 if graph_depth > 0:
@@ -208,6 +218,18 @@ class Search:
             (_scored(candidates[i], rel, scope, hint) for i, rel in relevance.items()),
             reverse=True,
         )
+        placed: dict[str, Reranked] = {}
+        if reranker is not None:
+            with tracing.span("graphmem.search.rerank", self._leg_attributes(len(ranked))):
+                ranked, placed = self._reranked(
+                    reranker,
+                    query,
+                    ranked,
+                    candidates,
+                    scope,
+                    filters,
+                    _Evidence(fts, vec, fused, relevance, named, hint),
+                )
         top = ranked[:limit]
         reached: dict[str, tuple[float, int, str]] = {}
         if graph_depth > 0:
@@ -251,10 +273,61 @@ class Search:
                 hint,
                 _matched(candidates.get(fact_id), hint),
                 named.get(fact_id),
+                placed.get(fact_id),
             )
             for score, _, fact_id in top
             if fact_id in shown
         ]
+
+    def _reranked(
+        self,
+        reranker: Reranker,
+        query: str,
+        ranked: list[tuple[float, float, str]],
+        rows: _Candidates,
+        scope: TimeScope,
+        filters: Filters,
+        evidence: _Evidence,
+    ) -> tuple[list[tuple[float, float, str]], dict[str, Reranked]]:
+        """``ranked`` with its best ``rerank_candidates`` in the order ``reranker`` gives them
+        (the candidates no longer visible after them), and how each was placed."""
+        head, tail = (
+            ranked[: self.settings.rerank_candidates],
+            ranked[self.settings.rerank_candidates :],
+        )
+        facts = self._store.visible([fact_id for _, _, fact_id in head], scope, filters)
+        shown = [hit for hit in head if hit[2] in facts]
+        fts_rank = _ranks(evidence.fts)
+        vec_rank = _ranks(evidence.vec)
+        candidates = [
+            Candidate(
+                id=fact_id,
+                text=facts[fact_id].text,
+                entity=rows[fact_id]["entity"],
+                fused_rank=place,
+                score=score,
+                fused=evidence.fused.get(fact_id, 0.0),
+                relevance=evidence.relevance[fact_id],
+                fts_score=evidence.fts.get(fact_id),
+                fts_rank=fts_rank.get(fact_id),
+                vector_score=evidence.vec.get(fact_id),
+                vector_rank=vec_rank.get(fact_id),
+                entity_matched=fact_id in evidence.named,
+                time_matched=_matched(rows[fact_id], evidence.hint),
+                time_hint=evidence.hint is not None,
+                importance=rows[fact_id]["importance"],
+                confidence=rows[fact_id]["confidence"],
+                effective=effective,
+                episode_id=rows[fact_id]["episode_id"],
+            )
+            for place, (score, effective, fact_id) in enumerate(shown)
+        ]
+        order, placed = self.reranking.apply(reranker, query, candidates)
+        hidden = [hit for hit in head if hit[2] not in facts]
+        return (
+            [shown[i] for i in order] + hidden + tail,
+            {candidates[i].id: how for i, how in zip(order, placed, strict=True)},
+        )
 
     def _cosines(self, query: Vectors) -> Callable[[list[str]], dict[str, float]]:
         """The query's cosine with given facts: from the index, or the vectors waiting for it."""
@@ -346,6 +419,25 @@ class Search:
             {row["id"]: row for row in best},
             vector,
         )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Evidence:
+    """What the search knows of its candidates when the reranker runs: each leg's scores, their
+    fusion, the relevance after the loans and the entity boost, the entities the query names
+    and the period of its time words."""
+
+    fts: dict[str, float]
+    vec: dict[str, float]
+    fused: dict[str, float]
+    relevance: dict[str, float]
+    named: dict[str, str]
+    hint: timehints.TimeHint | None
+
+
+def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
+    """Each id's place (from 0) in ``scores``, best first."""
+    return {fact_id: i for i, fact_id in enumerate(sorted(scores, key=lambda k: -scores[k]))}
 
 
 def _named_entities(

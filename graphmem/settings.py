@@ -244,6 +244,50 @@ class Settings(BaseModel):
     fusion_candidates: int = Field(
         200, ge=10, le=5000, description="Candidates each leg contributes before fusion."
     )
+    reranker: Literal["none", "features", "http", "llm"] = Field(
+        "none",
+        description="What reorders the best `rerank_candidates` of the fused order: `none`; "
+        "`features` (a small model over the scores search already has, shipped with graphmem); "
+        "`http` (a reranker served at `rerank_url`); `llm` (the `llm_*` chat model, one request "
+        "a search). A failure keeps the fused order ([search.md](search.md#the-rerank-stage)).",
+    )
+    rerank_candidates: int = Field(
+        50,
+        ge=2,
+        le=200,
+        description="Candidates of the fused order the reranker reads (the rest follow them).",
+    )
+    rerank_url: str | None = Field(
+        None,
+        description="Endpoint of the `http` reranker, e.g. `http://127.0.0.1:8080/rerank` "
+        "(Hugging Face TEI) or `https://api.jina.ai/v1/rerank`.",
+    )
+    rerank_api: Literal["cohere", "tei"] = Field(
+        "cohere",
+        description="The shape `rerank_url` speaks: `cohere` (`{model, query, documents, top_n}` "
+        "→ `{results: [{index, relevance_score}]}`: Cohere, Jina, vLLM, Infinity) or `tei` "
+        "(`{query, texts}` → `[{index, score}]`: Hugging Face Text Embeddings Inference).",
+    )
+    rerank_model: str | None = Field(
+        None, description="Model the `http` reranker names (`cohere` shape); none: not sent."
+    )
+    rerank_api_key: str | None = Field(
+        None, description="Bearer key of the `http` reranker; none: no key sent."
+    )
+    rerank_timeout: float = Field(
+        5.0,
+        gt=0,
+        le=300,
+        description="Seconds a rerank (`http` or `llm`) may take in all, retries included; past "
+        "it the search answers in the fused order.",
+    )
+    rerank_max_retries: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Retries of a rerank request on 429, 5xx and timeouts, within "
+        "`rerank_timeout`.",
+    )
     graph_in_memory: bool = Field(
         True,
         description="Traversals and paths walk an in-memory copy of the graph's structure, "

@@ -44,6 +44,9 @@ from resolvers.types import CaptureKeep, SearchMode
 #: The enum of each argument whose values are not its names.
 ENUMS: dict[str, type[Enum]] = {"mode": SearchMode, "keep": CaptureKeep}
 BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "enum", "minItems", "maxItems")
+#: Arguments of an engine verb that the service does not offer yet (the rerank choice of a
+#: search: in Python and the ``reranker`` setting only, docs/search.md "The rerank stage").
+ENGINE_ONLY = {"search": {"rerank"}}
 
 
 def graphql_input(name: str) -> GraphQLInputObjectType:
@@ -189,7 +192,11 @@ def test_a_graphql_field_takes_each_argument_of_the_core_with_its_default_and_de
 def test_memory_defaults_each_argument_as_the_input_does(
     api: type, verb: str, model: type[BaseModel]
 ) -> None:
-    parameters = list(inspect.signature(getattr(api, verb)).parameters.values())[1:]
+    parameters = [
+        p
+        for p in list(inspect.signature(getattr(api, verb)).parameters.values())[1:]
+        if p.name not in ENGINE_ONLY.get(verb, set())
+    ]
     assert {p.name for p in parameters} == set(model.model_fields)
     for parameter in parameters:
         core = model.model_fields[parameter.name]
