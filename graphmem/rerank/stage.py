@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from typing import Final
 
 from ..models import Reranked
 from ..settings import Settings
@@ -18,13 +19,28 @@ from .llm import LLMReranker
 logger = logging.getLogger("graphmem")
 
 
+#: The settings each reranker is built from: another value of one builds another reranker.
+_REACHED_BY: Final = {
+    "features": (),
+    "http": (
+        "rerank_url",
+        "rerank_api",
+        "rerank_model",
+        "rerank_api_key",
+        "rerank_timeout",
+        "rerank_max_retries",
+    ),
+    "llm": ("llm_base_url", "llm_api_key", "llm_model", "rerank_timeout", "rerank_max_retries"),
+}
+
+
 class Reranking:
-    """The rerankers of one search, built on first use from the settings they were asked with.
-    Thread-safe."""
+    """The rerankers of one search, each built on first use from the settings that say how to
+    reach it (built again when one of those changes). Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._built: dict[tuple[str, Settings], Reranker] = {}
+        self._built: dict[tuple[object, ...], Reranker] = {}
         self._logged: set[str] = set()
 
     def chosen(self, rerank: str | Reranker | None, settings: Settings) -> Reranker | None:
@@ -36,10 +52,11 @@ class Reranking:
         name = settings.reranker if rerank is None else rerank
         if name == "none":
             return None
+        key = (name, *(getattr(settings, field) for field in _REACHED_BY[name]))
         with self._lock:
-            found = self._built.get((name, settings))
+            found = self._built.get(key)
             if found is None:
-                found = self._built[(name, settings)] = _build(name, settings)
+                found = self._built[key] = _build(name, settings)
             return found
 
     def close(self) -> None:

@@ -257,3 +257,17 @@ def test_the_shipped_features_model_describes_the_features_search_computes() -> 
     reranker = FeatureReranker.shipped()
     assert len(reranker.model.weights) == len(FEATURES)
     assert "bench.rerank" in reranker.model.made_by
+
+
+def test_a_reranker_counts_on_across_settings_that_do_not_say_how_to_reach_it(
+    tmp_path: Path, stub: tuple[RerankStub, str]
+) -> None:
+    _, url = stub
+    with opened(tmp_path, reranker="http", rerank_url=url + "/rerank", rerank_api="tei") as m:
+        m.search(QUERY)
+        m.settings = m.settings.model_copy(update={"fts_weight": 0.5})
+        m.search(QUERY)
+        assert [u.calls for u in m.rerank_usage()] == [2]
+        m.settings = m.settings.model_copy(update={"rerank_timeout": 2.0})
+        m.search(QUERY)
+        assert [u.calls for u in m.rerank_usage()] == [2, 1]
