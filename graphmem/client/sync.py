@@ -283,7 +283,13 @@ class Client:
 
     @remote(Memory.search)
     def search(self, a: Arguments) -> list[SearchHit]:
-        """See ``Memory.search``: the best facts first."""
+        """See ``Memory.search``: the best facts first. The service reranks as its
+        ``reranker`` setting says; a call does not choose yet."""
+        if a["rerank"] is not None:
+            raise InvalidInput(
+                "rerank is not offered over the service yet: its reranker setting applies",
+                field="rerank",
+            )
         data = self._query(
             f"""query($query: String!, $limit: Int!, $mode: SearchMode!, $tag: String,
                       $category: String, $entity: String, $source: String, $asOf: DateTime,

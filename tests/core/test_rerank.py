@@ -271,3 +271,11 @@ def test_a_reranker_counts_on_across_settings_that_do_not_say_how_to_reach_it(
         m.settings = m.settings.model_copy(update={"rerank_timeout": 2.0})
         m.search(QUERY)
         assert [u.calls for u in m.rerank_usage()] == [2, 1]
+
+
+def test_a_client_refuses_a_rerank_choice_rather_than_dropping_it() -> None:
+    from graphmem import Client
+
+    with pytest.raises(InvalidInput, match="not offered over the service") as refused:
+        Client("http://127.0.0.1:9").search(QUERY, rerank="features")
+    assert refused.value.field == "rerank"
