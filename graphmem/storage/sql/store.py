@@ -36,6 +36,7 @@ from ..interface import (
     FactPage,
     Filters,
     ImportReport,
+    ImportRules,
     Purged,
     Record,
     SoftDecay,
@@ -381,10 +382,12 @@ class SQLTransaction:
             sql_erasure.record(self.conn, self.now, where, report)
         return purged
 
-    def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+    def import_lines(
+        self, lines: Iterable[str], rules: ImportRules
+    ) -> tuple[ImportReport, list[str]]:
         """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`), and cut the
         windows of the episodes it adds facts to; returns the new fact ids."""
-        report, ids = transfer.import_rows(self.conn, lines)
+        report, ids = transfer.import_rows(self.conn, lines, rules)
         sql_windows.rebuild(self.conn, sql_windows.episodes(self.conn, of=ids))
         return report, ids
 
