@@ -40,6 +40,7 @@ from ..interface import (
     Purged,
     Record,
     SoftDecay,
+    Store,
     Transaction,
 )
 from . import analytics as sql_analytics
@@ -135,7 +136,7 @@ def _append_log(conn: SQLConnection, into: str, rows: Sequence[tuple[Any, ...]],
     return end
 
 
-class SQLTransaction:
+class SQLTransaction(Transaction):
     """One write transaction: every change made through it commits together, at ``now``."""
 
     def __init__(
@@ -589,7 +590,7 @@ class SQLTransaction:
         )
 
 
-class SQLStore(Generic[D]):
+class SQLStore(Store, Generic[D]):
     """A namespace's facts, links, keyword index, outbox, embedding cache and meta, on the
     connections ``D`` of one engine. Subclasses give the clock (``now``), transaction time
     (``_stamp``) and keyword ranking (``keyword_matches``)."""
