@@ -156,6 +156,7 @@ def import_rows(
 def _insert_lines(
     conn: SQLConnection, lines: Iterable[str], rules: ImportRules
 ) -> tuple[ImportReport, list[str]]:
+    d = conn.dialect
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
@@ -199,7 +200,9 @@ def _insert_lines(
             episode = row.get("episode_id")
             if (
                 episode is not None
-                and not conn.execute("SELECT 1 FROM episodes WHERE id = ?", [episode]).fetchone()
+                and not conn.execute(
+                    f"SELECT 1 FROM episodes WHERE id = {d.arg}", [episode]
+                ).fetchone()
             ):
                 raise InvalidInput(f"line {number}: episode_id {episode!r} is not a known episode")
             if _insert(conn, "facts", row, number):
@@ -211,7 +214,10 @@ def _insert_lines(
             _checked(rules.link, row, number)
             row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
             for end in ("source_id", "target_id"):
-                if conn.execute("SELECT 1 FROM facts WHERE id = ?", [row[end]]).fetchone() is None:
+                if (
+                    conn.execute(f"SELECT 1 FROM facts WHERE id = {d.arg}", [row[end]]).fetchone()
+                    is None
+                ):
                     raise InvalidInput(f"line {number}: {end} {row[end]!r} is not a known fact")
             if _insert(conn, "links", row, number):
                 links += 1
@@ -242,7 +248,7 @@ def _check_references(conn: SQLConnection, inserted: list[str]) -> None:
     for start in range(0, len(inserted), 500):
         for column in _REFERENCES:
             row = conn.execute(
-                f"SELECT f.id, f.{column} FROM facts f WHERE {d.in_list('f.id', ':ids')}"
+                f"SELECT f.id, f.{column} FROM facts f WHERE {d.in_list('f.id', d.param('ids'))}"
                 f" AND f.{column} IS NOT NULL"
                 f" AND NOT EXISTS (SELECT 1 FROM facts g WHERE g.id = f.{column})",
                 {"ids": id_list(inserted[start : start + 500])},
@@ -308,7 +314,7 @@ def _insert(conn: SQLConnection, table: str, row: dict[str, Any], number: int) -
     names = list(row)
     cursor = conn.execute(
         conn.dialect.insert_ignoring(
-            table, ", ".join(names), f"VALUES ({', '.join(':' + n for n in names)})"
+            table, ", ".join(names), f"VALUES ({', '.join(conn.dialect.param(n) for n in names)})"
         ),
         row,
     )
