@@ -274,10 +274,6 @@ class SQLTransaction(Transaction):
         links: Sequence[tuple[str, str, str, float, str, float]],
         metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        """New live links, recorded now: (source, target, type, strength, origin, valid_from),
-        with ``metadata[i]`` for link i if given. An episode link takes over the live link its
-        pair already has (an automatic link the same batch made); any other link already live
-        is left as it is."""
         d = self.conn.dialect
         extra = [json.dumps(m, sort_keys=True) for m in metadata or [{}] * len(links)]
         self.conn.executemany(
@@ -448,17 +444,14 @@ class SQLTransaction(Transaction):
         return sql_episodes.chain(self.conn, episode_id, fact_ids)
 
     def add_windows(self, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
-        """Cut the windows of turns ending on the episode's new facts ``facts`` (id, text)."""
         return sql_windows.add(self.conn, episode_id, facts)
 
     def rebuild_windows(self, episode_ids: Sequence[str]) -> int:
-        """Cut the windows of ``episode_ids`` again from their facts."""
         return sql_windows.rebuild(self.conn, episode_ids)
 
     # documents
 
     def current_chunks(self, episode_id: str) -> list[str]:
-        """The episode's facts neither forgotten nor ended, in the order they were written."""
         d = self.conn.dialect
         return [
             r[0]
@@ -473,7 +466,7 @@ class SQLTransaction(Transaction):
         """Record what a file was at this sync (replacing the record of the last one)."""
         d = self.conn.dialect
         self.conn.execute(
-            self.conn.dialect.upsert(
+            d.upsert(
                 "files",
                 _FILE_COLUMNS,
                 f"VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg})",
@@ -501,7 +494,7 @@ class SQLTransaction(Transaction):
         """Queue the facts whose vector must be brought in line with the store (the outbox)."""
         d = self.conn.dialect
         self.conn.executemany(
-            self.conn.dialect.upsert(
+            d.upsert(
                 "outbox",
                 "fact_id, queued_at",
                 f"VALUES ({d.arg}, {d.arg})",
@@ -545,7 +538,7 @@ class SQLTransaction(Transaction):
         """Keep newly computed embeddings by (provider, model, text hash)."""
         d = self.conn.dialect
         self.conn.executemany(
-            self.conn.dialect.upsert(
+            d.upsert(
                 "embedding_cache",
                 "provider, model, text_hash, dims, vector, created_at",
                 f"VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg})",
@@ -573,7 +566,7 @@ class SQLTransaction(Transaction):
     def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
         d = self.conn.dialect
         self.conn.execute(
-            self.conn.dialect.upsert("meta", "key, value", f"VALUES ({d.arg}, {d.arg})", ("key",)),
+            d.upsert("meta", "key, value", f"VALUES ({d.arg}, {d.arg})", ("key",)),
             [key, json.dumps(value, sort_keys=True)],
         )
 
@@ -612,7 +605,6 @@ class SQLTransaction(Transaction):
     def set_stated(
         self, changes: Sequence[tuple[float | None, float | None, str | None, str]]
     ) -> None:
-        """(start, end, words, fact id) of each fact whose stated time changes."""
         d = self.conn.dialect
         self.conn.executemany(
             f"UPDATE facts SET stated_start = {d.arg}, stated_end = {d.arg}, stated_text = {d.arg}"
@@ -621,7 +613,6 @@ class SQLTransaction(Transaction):
         )
 
     def set_categories(self, changes: Sequence[tuple[str, str]]) -> None:
-        """(fact id, category) for each fact of category ``other`` that takes another."""
         d = self.conn.dialect
         self.conn.executemany(
             f"UPDATE facts SET category = {d.arg} WHERE id = {d.arg} AND category = 'other'",
@@ -665,8 +656,6 @@ class SQLStore(Store, Generic[D]):
         raise NotImplementedError
 
     def shared_vector_lock(self) -> Callable[[], AbstractContextManager[None]] | None:
-        """The lock one writer of the namespace's vector index holds, when the store is shared
-        by several machines (None: the vector directory's lock file serves)."""
         return None
 
     @contextmanager
@@ -760,7 +749,6 @@ class SQLStore(Store, Generic[D]):
         return sql_episodes.facts(self._read(), episode_id, scope)
 
     def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
-        """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
         found: dict[str, DocumentFile] = {}
         conn = self._read()
         d = conn.dialect
@@ -876,16 +864,10 @@ class SQLStore(Store, Generic[D]):
         among ``ids``."""
         return list(reads.candidates(self._read(), "id", ids, scope, filters))
 
-    def window_matches(self, query: str, n: int) -> dict[int, tuple[float, tuple[str, ...]]]:
-        """The ``n`` best keyword matches among the windows: window -> (bm25, its facts)."""
-        raise NotImplementedError
-
     def windows_holding(self, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
-        """The windows holding any of ``fact_ids``: window -> its facts."""
         return sql_windows.holding(self._read(), fact_ids)
 
     def window_episodes(self) -> list[str]:
-        """The episodes that have facts, oldest first."""
         return sql_windows.episodes(self._read())
 
     def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]:
