@@ -23,7 +23,7 @@ from .models import LinkOrigin
 from .ranking import min_max
 
 if TYPE_CHECKING:
-    from .storage.interface import Record, Store
+    from .storage.interface import GraphReads, Record
     from .temporal import TimeScope
 
 #: Share of a linked candidate's relevance (times link strength) lent to a fact.
@@ -59,7 +59,7 @@ def skipping(origins: tuple[str, ...], episode_links: bool) -> tuple[str, ...]:
 
 
 def lend_along_episodes(
-    store: Store, relevance: Mapping[str, float], rows: Mapping[str, Record], scope: TimeScope
+    store: GraphReads, relevance: Mapping[str, float], rows: Mapping[str, Record], scope: TimeScope
 ) -> dict[str, float]:
     """:func:`lend_evidence` over the episode links alone, among the candidates (``rows``, with
     their ``episode_id``) that share an episode with another candidate (none: no read), the
@@ -82,7 +82,7 @@ def lend_along_episodes(
 
 
 def lend_evidence(
-    store: Store,
+    store: GraphReads,
     relevance: Mapping[str, float],
     scope: TimeScope,
     skip_origins: tuple[str, ...],
@@ -111,7 +111,7 @@ def lend_evidence(
 
 
 def neighbours(
-    store: Store,
+    store: GraphReads,
     hits: list[tuple[str, float]],
     depth: int,
     scope: TimeScope,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -698,49 +698,67 @@ _make_link: Final = _maker(Link, {**_time_converters(Link), "metadata": "metadat
 
 
 #: The columns a write changes after the row was recorded, each with the condition (on the row
-#: ``{a}``) under which memory knew its value at ``:known_at``: a read at a past knownAt shows
+#: ``{a}``) under which memory knew its value at ``{known_at}`` (the parameter): a read at a
+#: past knownAt shows
 #: values as known then, so a later end, successor or retraction reads as open / null. A fact's
 #: ``supersedes_id`` can be set later too (an earlier version stored afterwards): it is known
 #: from when the version it names was recorded.
 _KNOWN_FACT: Final = {
-    "valid_until": "{a}.valid_until_recorded_at <= :known_at",
-    "valid_until_recorded_at": "{a}.valid_until_recorded_at <= :known_at",
-    "superseded_by": "{a}.valid_until_recorded_at <= :known_at",
-    "retracted_at": "{a}.retracted_at <= :known_at",
-    "pinned_at": "{a}.pinned_at <= :known_at",
-    "cold_at": "{a}.cold_at <= :known_at",
+    "valid_until": "{a}.valid_until_recorded_at <= {known_at}",
+    "valid_until_recorded_at": "{a}.valid_until_recorded_at <= {known_at}",
+    "superseded_by": "{a}.valid_until_recorded_at <= {known_at}",
+    "retracted_at": "{a}.retracted_at <= {known_at}",
+    "pinned_at": "{a}.pinned_at <= {known_at}",
+    "cold_at": "{a}.cold_at <= {known_at}",
     "supersedes_id": (
-        "(SELECT v.recorded_at FROM facts v WHERE v.id = {a}.supersedes_id) <= :known_at"
+        "(SELECT v.recorded_at FROM facts v WHERE v.id = {a}.supersedes_id) <= {known_at}"
     ),
 }
 _KNOWN_LINK: Final = {
-    "valid_until": "{a}.valid_until_recorded_at <= :known_at",
-    "retracted_at": "{a}.retracted_at <= :known_at",
+    "valid_until": "{a}.valid_until_recorded_at <= {known_at}",
+    "retracted_at": "{a}.retracted_at <= {known_at}",
 }
 
 
-def fact_columns(alias: str = "", scope: TimeScope | None = None) -> str:
+def fact_columns(
+    alias: str = "",
+    scope: TimeScope | None = None,
+    *,
+    param: Callable[[str], str] | None = None,
+) -> str:
     """FACT_COLUMNS as a SELECT list, each prefixed by ``alias.`` if given. With a ``scope``
-    that is not the present (its ``:known_at`` bound by the query), the fields a later write
-    changed read as memory knew them at known_at (the alias is then required)."""
-    return _columns(FACT_COLUMNS, alias, _KNOWN_FACT, scope)
+    that is not the present (its ``known_at`` bound by the query, spelled by ``param``: the
+    store's dialect's), the fields a later write changed read as memory knew them at known_at
+    (the alias and ``param`` are then required)."""
+    return _columns(FACT_COLUMNS, alias, _KNOWN_FACT, scope, param)
 
 
-def link_columns(alias: str = "", scope: TimeScope | None = None) -> str:
+def link_columns(
+    alias: str = "",
+    scope: TimeScope | None = None,
+    *,
+    param: Callable[[str], str] | None = None,
+) -> str:
     """LINK_COLUMNS as a SELECT list, like ``fact_columns``."""
-    return _columns(LINK_COLUMNS, alias, _KNOWN_LINK, scope)
+    return _columns(LINK_COLUMNS, alias, _KNOWN_LINK, scope, param)
 
 
 def _columns(
-    names: Sequence[str], alias: str, known: Mapping[str, str], scope: TimeScope | None
+    names: Sequence[str],
+    alias: str,
+    known: Mapping[str, str],
+    scope: TimeScope | None,
+    param: Callable[[str], str] | None,
 ) -> str:
     prefix = f"{alias}." if alias else ""
     if scope is None or scope.current:
         return ", ".join(prefix + name for name in names)
-    if not alias:
-        raise ValueError("a scoped column list needs the table's alias")
+    if not alias or param is None:
+        raise ValueError("a scoped column list needs the table's alias and the dialect's param")
+    known_at = param("known_at")
     return ", ".join(
-        f"CASE WHEN {known[name].format(a=alias)} THEN {alias}.{name} END AS {name}"
+        f"CASE WHEN {known[name].format(a=alias, known_at=known_at)} THEN {alias}.{name} END AS"
+        f" {name}"
         if name in known
         else prefix + name
         for name in names

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Final
@@ -134,35 +135,43 @@ class TimeScope:
             current=t is None and k is None,
         )
 
-    def fact_clause(self, alias: str = "f", *, include_superseded: bool = False) -> str:
-        """SQL that keeps the rows of ``alias`` visible in this scope (named params :as_of, :known_at).
+    def fact_clause(
+        self,
+        alias: str = "f",
+        *,
+        include_superseded: bool = False,
+        param: Callable[[str], str] | None = None,
+    ) -> str:
+        """SQL that keeps the rows of ``alias`` visible in this scope (the parameters ``as_of``
+        and ``known_at``, of :attr:`params`, spelled by ``param``: the store's dialect's; by
+        default sqlite3's ``:as_of``, ``:known_at``).
 
         Expiry is a transaction-time event: a fact expired at K is no longer known at K.
         ``include_superseded`` also shows versions whose validity had ended by ``as_of``.
         """
-        a = alias
+        a, as_of, known_at = alias, *_named(param, "as_of", "known_at")
         parts = [
-            f"{a}.recorded_at <= :known_at",
-            f"({a}.retracted_at IS NULL OR {a}.retracted_at > :known_at)",
-            f"{a}.valid_from <= :as_of",
-            f"({a}.expires_at IS NULL OR {a}.expires_at > :known_at)",
+            f"{a}.recorded_at <= {known_at}",
+            f"({a}.retracted_at IS NULL OR {a}.retracted_at > {known_at})",
+            f"{a}.valid_from <= {as_of}",
+            f"({a}.expires_at IS NULL OR {a}.expires_at > {known_at})",
         ]
         if not include_superseded:
             parts.append(
-                f"NOT ({a}.valid_until IS NOT NULL AND {a}.valid_until_recorded_at <= :known_at"
-                f" AND {a}.valid_until <= :as_of)"
+                f"NOT ({a}.valid_until IS NOT NULL AND {a}.valid_until_recorded_at <= {known_at}"
+                f" AND {a}.valid_until <= {as_of})"
             )
         return " AND ".join(parts)
 
-    def link_clause(self, alias: str = "l") -> str:
+    def link_clause(self, alias: str = "l", *, param: Callable[[str], str] | None = None) -> str:
         """The same rule for links, which have no expiry."""
-        a = alias
+        a, as_of, known_at = alias, *_named(param, "as_of", "known_at")
         return (
-            f"{a}.recorded_at <= :known_at"
-            f" AND ({a}.retracted_at IS NULL OR {a}.retracted_at > :known_at)"
-            f" AND {a}.valid_from <= :as_of"
-            f" AND NOT ({a}.valid_until IS NOT NULL AND {a}.valid_until_recorded_at <= :known_at"
-            f" AND {a}.valid_until <= :as_of)"
+            f"{a}.recorded_at <= {known_at}"
+            f" AND ({a}.retracted_at IS NULL OR {a}.retracted_at > {known_at})"
+            f" AND {a}.valid_from <= {as_of}"
+            f" AND NOT ({a}.valid_until IS NOT NULL AND {a}.valid_until_recorded_at <= {known_at}"
+            f" AND {a}.valid_until <= {as_of})"
         )
 
     @property
@@ -189,3 +198,8 @@ def _parse_text(text: str, field: str) -> float:
         return _aware(datetime.fromisoformat(candidate)).timestamp()
     except ValueError:
         raise InvalidInput(f"cannot parse {text!r}: use {ACCEPTED_TIMES}", field=field) from None
+
+
+def _named(param: Callable[[str], str] | None, *names: str) -> list[str]:
+    """``names`` as parameters spelled by ``param`` (default: sqlite3's ``:name``)."""
+    return [f":{name}" if param is None else param(name) for name in names]

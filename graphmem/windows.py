@@ -33,7 +33,7 @@ from . import ranking
 from .storage.interface import Filters
 
 if TYPE_CHECKING:
-    from .storage.interface import Record, Store
+    from .storage.interface import KeywordReads, Record
     from .temporal import TimeScope
 
 #: Share of the best candidate's relevance a window of relevance 1 lends each fact it holds.
@@ -52,7 +52,7 @@ BACKFILL_EPISODES: Final = 100
 
 
 def lend(
-    store: Store,
+    store: KeywordReads,
     matched: Mapping[int, tuple[float, tuple[str, ...]]],
     relevance: Mapping[str, float],
     rows: dict[str, Record],

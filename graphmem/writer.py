@@ -31,6 +31,7 @@ from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput, LLMError
 from .group_commit import GroupCommit, Pending
 from .ids import text_hash
+from .imports import EXPORT_RULES
 from .limits import MAX_BATCH
 from .llm import ChatClient
 from .models import (
@@ -535,7 +536,7 @@ class Writer:
     def import_lines(self, lines: Iterable[str], progress: Progress | None) -> ImportReport:
         """See ``Memory.import_jsonl``."""
         with self._store.transaction() as tx:
-            report, ids = tx.import_lines(lines)
+            report, ids = tx.import_lines(lines, EXPORT_RULES)
             tx.queue_vectors(ids)
         self._sync.synced(ids, progress)
         return report

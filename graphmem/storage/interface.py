@@ -1,7 +1,12 @@
 """The storage interface: everything the engine asks of a storage engine, and nothing more.
 
 The rest of graphmem (the write path, search, expansion, decay, vector sync) talks to storage
-only through ``Store`` and the ``Transaction`` it opens. Both engines implement it on the shared
+only through ``Store`` and the ``Transaction`` it opens. Each is composed of roles, as graphiti
+splits its driver: a transaction of ``FactWrites``, ``LinkWrites``, ``EpisodeWrites``,
+``OutboxWrites``, ``UpkeepWrites`` and ``TransferWrites``; a store of ``Lifecycle``,
+``FactReads``, ``HistoryReads``, ``KeywordReads``, ``EpisodeReads``, ``GraphReads``,
+``OutboxReads``, ``UpkeepReads`` and ``TransferReads``. A module that needs one role types
+against it (expansion reads the graph only: ``GraphReads``). Both engines implement it on the shared
 SQL (:class:`graphmem.storage.sql.store.SQLStore`); tests/storage/test_conformance.py is the
 suite every implementation must pass.
 
@@ -56,6 +61,17 @@ class SoftDecay:
     after: float
     factor: float
     floor: float
+
+
+class ImportRules(Protocol):
+    """The engine's rules for the rows of an imported export (graphmem.imports), beyond the
+    columns and values the store can keep: each raises InvalidInput saying what is wrong with
+    ``row`` (a dict of its columns, times as epoch seconds); the store names the line."""
+
+    def episode(self, row: dict[str, Any], /) -> None: ...
+    def fact(self, row: dict[str, Any], /) -> None: ...
+    def link(self, row: dict[str, Any], /) -> None: ...
+    def file(self, row: dict[str, Any], /) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +130,9 @@ class Walker(Protocol):
     def level(self, frontier: list[str]) -> list[Step]: ...
 
 
-class Transaction(Protocol):
-    """One write transaction of a store; everything written through it commits together."""
+class FactWrites(Protocol):
+    """The write path's reads at the transaction's time and its writes of facts (rows: dicts of
+    every fact column)."""
 
     @property
     def now(self) -> float:
@@ -128,7 +145,6 @@ class Transaction(Protocol):
         raises StorageError."""
         ...
 
-    # the write path's reads, at the transaction's time (rows: dicts of every fact column)
     def live_by_hash(self, hashes: Sequence[str]) -> list[dict[str, Any]]: ...
     def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]: ...
     def fact_row(self, fact_id: str) -> dict[str, Any] | None: ...
@@ -136,9 +152,16 @@ class Transaction(Protocol):
     def live_ids(self, ids: Sequence[str]) -> set[str]: ...
     def recent_same_entity(self, fact_id: str, k: int) -> list[str]: ...
     def valid_from(self, ids: Iterable[str]) -> dict[str, float]: ...
-
-    # writes
     def apply(self, changes: BatchChanges) -> None: ...
+    def retract(self, fact_id: str) -> Fact: ...
+    def set_tier(self, fact_id: str, tier: Tier, *, only_from: Tier | None = None) -> Fact: ...
+    def purge(self, ids: Sequence[str]) -> Purged: ...
+    def purge_where(self, where: PurgeFilter) -> Purged: ...
+
+
+class LinkWrites(Protocol):
+    """Links made and ended."""
+
     def add_links(
         self,
         links: Sequence[tuple[str, str, str, float, str, float]],
@@ -149,11 +172,6 @@ class Transaction(Protocol):
         the same pair and type; another link whose pair already has one is not made."""
         ...
 
-    def retract(self, fact_id: str) -> Fact: ...
-    def set_tier(self, fact_id: str, tier: Tier, *, only_from: Tier | None = None) -> Fact: ...
-    def purge(self, ids: Sequence[str]) -> Purged: ...
-    def purge_where(self, where: PurgeFilter) -> Purged: ...
-    def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]: ...
     def link(
         self,
         source_id: str,
@@ -171,6 +189,11 @@ class Transaction(Protocol):
         ...
 
     def unlink(self, link_id: str) -> Link: ...
+
+
+class EpisodeWrites(Protocol):
+    """Episodes, their chains and windows of turns, synced files."""
+
     def episode(self, given: EpisodeInput) -> Episode: ...
     def episode_chain(self, episode_id: str, fact_ids: Sequence[str]) -> list[tuple[str, str]]: ...
     def add_windows(self, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
@@ -188,6 +211,12 @@ class Transaction(Protocol):
 
     def put_document(self, document: DocumentFile) -> None: ...
     def drop_document(self, path: str) -> None: ...
+
+
+class OutboxWrites(Protocol):
+    """What the vector index is owed and has done: the outbox, the vector and change logs, the
+    embedding cache."""
+
     def queue_vectors(self, ids: Iterable[str]) -> None: ...
     def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None: ...
     def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
@@ -207,6 +236,12 @@ class Transaction(Protocol):
     def cache_vectors(
         self, provider: str, model: str, dimensions: int, fresh: Sequence[tuple[str, Vectors]]
     ) -> None: ...
+
+
+class UpkeepWrites(Protocol):
+    """The bookkeeping of upkeep: meta, access counts, decay, stated times, categories,
+    maintenance runs."""
+
     def set_meta(self, key: str, value: Mapping[str, Any]) -> None: ...
     def record_accesses(self, accesses: Mapping[str, tuple[int, float]]) -> None: ...
     def soft_decay(self, rule: SoftDecay) -> int: ...
@@ -239,9 +274,22 @@ class Transaction(Protocol):
     ) -> None: ...
 
 
-class Store(Protocol):
-    """One namespace's system of record: facts, links, keyword index, outbox, embedding cache
-    and meta."""
+class TransferWrites(Protocol):
+    """An export loaded."""
+
+    def import_lines(
+        self, lines: Iterable[str], rules: ImportRules
+    ) -> tuple[ImportReport, list[str]]: ...
+
+
+class Transaction(
+    FactWrites, LinkWrites, EpisodeWrites, OutboxWrites, UpkeepWrites, TransferWrites, Protocol
+):
+    """One write transaction of a store; everything written through it commits together."""
+
+
+class Lifecycle(Protocol):
+    """Opening transactions and snapshots, read deadlines, closing, and the engine's own upkeep."""
 
     @property
     def closed(self) -> bool: ...
@@ -258,23 +306,6 @@ class Store(Protocol):
     @property
     def deadline(self) -> float | None: ...
     def meta(self, key: str) -> dict[str, Any] | None: ...
-
-    # facts
-    def get(self, fact_id: str, scope: TimeScope) -> Fact | None: ...
-    def get_many(
-        self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
-    ) -> dict[str, Fact]: ...
-    def known_now(self, ids: Iterable[str]) -> dict[str, Fact]: ...
-    def purge_count(self, where: PurgeFilter) -> PurgeReport: ...
-    def erasures(self, limit: int) -> list[Erasure]: ...
-    def maintenance_runs(self, job: str | None, limit: int) -> list[MaintenanceRun]:
-        """The newest ``limit`` maintenance run records (of ``job`` only, if given)."""
-        ...
-
-    def last_runs(self) -> dict[str, MaintenanceRun]:
-        """The newest maintenance run record of each job that has one."""
-        ...
-
     def scrub(self) -> bool: ...
     def analyze(self) -> None:
         """Refresh what the engine's query planner knows of the tables (after a bulk load)."""
@@ -285,20 +316,15 @@ class Store(Protocol):
         share the store (None: the vector directory's own lock file serves)."""
         ...
 
-    def episode(self, episode_id: str) -> Episode | None: ...
-    def episodes(
-        self,
-        *,
-        source: str | None,
-        after: TimeInput | None,
-        before: TimeInput | None,
-        limit: int,
-    ) -> list[Episode]: ...
-    def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]: ...
-    def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
-        """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
-        ...
 
+class FactReads(Protocol):
+    """Facts as a scope sees them."""
+
+    def get(self, fact_id: str, scope: TimeScope) -> Fact | None: ...
+    def get_many(
+        self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
+    ) -> dict[str, Fact]: ...
+    def known_now(self, ids: Iterable[str]) -> dict[str, Fact]: ...
     def page(
         self, scope: TimeScope, filters: Filters, *, first: int, after: int | None
     ) -> FactPage: ...
@@ -347,13 +373,24 @@ class Store(Protocol):
         ...
 
     def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]: ...
-    def history(self, fact_id: str, scope: TimeScope) -> list[Fact]: ...
     def visible(
         self, ids: Sequence[str], scope: TimeScope, filters: Filters
     ) -> dict[str, Fact]: ...
     def fact_ids(self) -> list[str]: ...
 
-    # search
+
+class HistoryReads(Protocol):
+    """What time did to facts: a fact's versions, what a purge would erase and what purges
+    erased."""
+
+    def history(self, fact_id: str, scope: TimeScope) -> list[Fact]: ...
+    def purge_count(self, where: PurgeFilter) -> PurgeReport: ...
+    def erasures(self, limit: int) -> list[Erasure]: ...
+
+
+class KeywordReads(Protocol):
+    """Search's legs: keyword matches, the rows a vector leg's hits read, windows of turns."""
+
     def keyword_matches(
         self, query: str, scope: TimeScope, filters: Filters, n: int
     ) -> tuple[dict[str, float], dict[str, Record]]: ...
@@ -376,7 +413,28 @@ class Store(Protocol):
         """The episodes that have facts, oldest first (what a backfill of windows cuts)."""
         ...
 
-    # graph
+
+class EpisodeReads(Protocol):
+    """Episodes and synced files."""
+
+    def episode(self, episode_id: str) -> Episode | None: ...
+    def episodes(
+        self,
+        *,
+        source: str | None,
+        after: TimeInput | None,
+        before: TimeInput | None,
+        limit: int,
+    ) -> list[Episode]: ...
+    def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]: ...
+    def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
+        """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
+        ...
+
+
+class GraphReads(Protocol):
+    """Links and the graph they make."""
+
     def links_of(
         self,
         fact_id: str,
@@ -438,7 +496,11 @@ class Store(Protocol):
     ) -> list[tuple[str, str, float]]: ...
     def walk(self, scope: TimeScope, *, skip_origins: Sequence[str]) -> Walker: ...
 
-    # vectors
+
+class OutboxReads(Protocol):
+    """What the vector index is owed: vector owners and sources, the outbox, the vector and
+    change logs, the embedding cache."""
+
     def vector_owners(self, ids: Iterable[str] | None = None) -> dict[str, bool]: ...
     def vector_sources(self, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]: ...
     def outbox(self, ids: Iterable[str] | None = None) -> list[tuple[str, int]]: ...
@@ -467,16 +529,48 @@ class Store(Protocol):
     def cached_vectors(
         self, provider: str, model: str, dimensions: int, hashes: Sequence[str]
     ) -> dict[str, Vectors]: ...
+    def vector_owner_count(self) -> int: ...
 
-    # decay, stats, export
+
+class UpkeepReads(Protocol):
+    """What upkeep reads: maintenance runs, decay and stated-time inputs, counts."""
+
+    def maintenance_runs(self, job: str | None, limit: int) -> list[MaintenanceRun]:
+        """The newest ``limit`` maintenance run records (of ``job`` only, if given)."""
+        ...
+
+    def last_runs(self) -> dict[str, MaintenanceRun]:
+        """The newest maintenance run record of each job that has one."""
+        ...
+
     def expired(self, now: float) -> list[str]: ...
     def faded(self, rule: SoftDecay) -> list[str]: ...
     def decay_forecast(self, now: float, rule: SoftDecay, *, soft: bool) -> tuple[int, int]: ...
     def decay_inputs(self) -> Iterator[Record]: ...
     def stated_inputs(self) -> Iterator[Record]: ...
-    def vector_owner_count(self) -> int: ...
     def counts(self, now: float) -> Counts: ...
+
+
+class TransferReads(Protocol):
+    """A namespace written out."""
+
     def export(self, namespace: str, out: IO[str]) -> int: ...
+
+
+class Store(
+    Lifecycle,
+    FactReads,
+    HistoryReads,
+    KeywordReads,
+    EpisodeReads,
+    GraphReads,
+    OutboxReads,
+    UpkeepReads,
+    TransferReads,
+    Protocol,
+):
+    """One namespace's system of record: facts, links, keyword index, outbox, embedding cache
+    and meta."""
 
 
 @dataclass(frozen=True, slots=True)

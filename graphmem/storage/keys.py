@@ -58,10 +58,14 @@ class KeyStore:
     ``graphmem.storage.open_keys(settings)`` opens the data directory's key file (``KeyFile``)
     or, with a PostgreSQL store, its keys table (``PostgresKeyStore``)."""
 
+    #: The keys' table, and a parameter given by position, as the engine's driver spells them.
+    _table = "api_keys"
+    _arg = "?"
+
     def any_active(self) -> bool:
         """Whether at least one unrevoked key exists (then every request needs one)."""
         with self._connect() as conn:
-            row = conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
+            row = conn.execute(f"SELECT 1 FROM {self._table} WHERE revoked_at IS NULL").fetchone()
         return row is not None
 
     def known_any_active(self) -> bool | None:
@@ -87,8 +91,10 @@ class KeyStore:
         record = ApiKey(key_id, names, read_only, label, time.time(), None, admin)
         with self._connect() as conn:
             conn.execute(
-                "INSERT INTO api_keys (id, secret_hash, namespaces, read_only, label, created_at,"
-                " admin) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO {self._table} (id, secret_hash, namespaces, read_only, label,"
+                " created_at,"
+                f" admin) VALUES ({self._arg}, {self._arg}, {self._arg}, {self._arg}, {self._arg},"
+                f" {self._arg}, {self._arg})",
                 [
                     key_id,
                     _digest(secret),
@@ -108,7 +114,9 @@ class KeyStore:
             return None
         key_id, secret = match.groups()
         with self._connect() as conn:
-            row = conn.execute("SELECT * FROM api_keys WHERE id = ?", [key_id]).fetchone()
+            row = conn.execute(
+                f"SELECT * FROM {self._table} WHERE id = {self._arg}", [key_id]
+            ).fetchone()
         if row is None or not hmac.compare_digest(row["secret_hash"], _digest(secret)):
             return None
         key = _record(row)
@@ -120,7 +128,8 @@ class KeyStore:
             return False
         with self._connect() as conn:
             row = conn.execute(
-                "SELECT 1 FROM api_keys WHERE id = ? AND revoked_at IS NULL", [key_id]
+                f"SELECT 1 FROM {self._table} WHERE id = {self._arg} AND revoked_at IS NULL",
+                [key_id],
             ).fetchone()
         return row is not None
 
@@ -128,10 +137,13 @@ class KeyStore:
         """Revoke a key by id; requests with it fail from now on. NotFound for an unknown id."""
         with self._connect() as conn:
             conn.execute(
-                "UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                f"UPDATE {self._table} SET revoked_at = {self._arg} WHERE id = {self._arg} AND"
+                " revoked_at IS NULL",
                 [time.time(), key_id],
             )
-            row = conn.execute("SELECT * FROM api_keys WHERE id = ?", [key_id]).fetchone()
+            row = conn.execute(
+                f"SELECT * FROM {self._table} WHERE id = {self._arg}", [key_id]
+            ).fetchone()
         if row is None:
             raise NotFound(f"no API key with id {key_id!r}")
         return _record(row)
@@ -141,7 +153,9 @@ class KeyStore:
         if not self._exists():
             return []
         with self._connect() as conn:
-            return [_record(r) for r in conn.execute("SELECT * FROM api_keys ORDER BY created_at")]
+            return [
+                _record(r) for r in conn.execute(f"SELECT * FROM {self._table} ORDER BY created_at")
+            ]
 
     def close(self) -> None:
         """Release what the store holds open (its connections)."""
@@ -152,7 +166,7 @@ class KeyStore:
 
     def _connect(self) -> AbstractContextManager[Any]:
         """A connection in one transaction (committed when the block ends): ``execute(sql,
-        params)`` with ``?`` placeholders on the table ``api_keys``, rows readable by column
+        params)`` with ``_arg`` placeholders on the table ``_table``, rows readable by column
         name."""
         raise NotImplementedError
 

@@ -4,15 +4,18 @@ shared SQL written through them rather than in one engine's spelling."""
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 import sqlite3
+import tokenize
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import graphmem.storage.sql
-from graphmem.storage.postgres.dialect import POSTGRES, translate
+from graphmem.storage.postgres.dialect import POSTGRES
 from graphmem.storage.sql.dialect import SQLITE, Dialect
 from graphmem.storage.sql.params import id_list
 
@@ -75,6 +78,8 @@ from graphmem.storage.sql.params import id_list
         (lambda d: d.lower_key("o"), "lower(o.key)", "o.lower_key"),
         (lambda d: d.dated("o"), "COALESCE(o.source_date, o.valid_from)", "o.dated"),
         (lambda d: d.rowid, "rowid", "seq"),
+        (lambda d: d.param("ids"), ":ids", "%(ids)s"),
+        (lambda d: d.arg, "?", "%s"),
         (lambda d: d.like, "LIKE", "ILIKE"),
     ],
 )
@@ -108,15 +113,6 @@ def test_sqlites_spellings_run_on_sqlite_as_meant() -> None:
     assert names == ["key", "value"]
 
 
-def test_parameters_are_given_in_psycopgs_style_and_nothing_else_is_rewritten() -> None:
-    assert translate("SELECT id FROM facts WHERE id = ? AND n = :n_2") == (
-        "SELECT id FROM facts WHERE id = %s AND n = %(n_2)s"
-    )
-    assert translate("SELECT x::text WHERE t LIKE '%a:b%' AND rowid IN (1)") == (
-        "SELECT x::text WHERE t LIKE '%%a:b%%' AND rowid IN (1)"
-    )
-
-
 #: What only SQLite understands: shared SQL that wrote it would fail, or mean something else,
 #: on PostgreSQL.
 _SQLITE_ONLY = re.compile(
@@ -137,3 +133,42 @@ def test_the_shared_sql_spells_sqlite_only_constructs_through_its_dialect() -> N
         if _SQLITE_ONLY.search(line) and not line.lstrip().startswith("#")
     ]
     assert found == []
+
+
+#: A parameter written into a statement (sqlite3's ``?`` or ``:name``) instead of taken from the
+#: dialect: psycopg would not know it, and PostgreSQL would read ``:name`` as nothing it knows.
+_PLACEHOLDER = re.compile(r"\?|(?<![:\w]):[A-Za-z_]\w*(?![:`])")
+
+
+def test_the_shared_sql_takes_its_parameters_from_its_dialect() -> None:
+    folder = Path(graphmem.storage.sql.__file__).parent
+    exempt = {"dialect.py", "keyword_index.py"}
+    found = [
+        f"{path.name}:{line}: {text}"
+        for path in sorted(folder.glob("*.py"))
+        if path.name not in exempt
+        for line, text in _statements(path.read_text())
+        if _PLACEHOLDER.search(text)
+    ]
+    assert found == []
+
+
+def _statements(source: str) -> list[tuple[int, str]]:
+    """The string literals of ``source`` but its docstrings, as (line, text): without what SQL
+    quotes (``'...'``) and with what an f-string computes (``{...}``) as ``x``."""
+    tree = ast.parse(source)
+    docstrings = {
+        node.body[0].lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.STRING or token.start[0] in docstrings:
+            continue
+        text = re.sub(r"\{[^{}]*\}", "x", re.sub(r"'[^']*'", "", token.string.strip("rbfRBF")))
+        found.append((token.start[0], text))
+    return found

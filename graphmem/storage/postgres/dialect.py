@@ -9,8 +9,9 @@ what the engines spell differently through the connection's dialect
    ``ON CONFLICT`` on keys that lead with the namespace, ``GREATEST``, ``LATERAL``, …);
 2. :class:`Connection` gives it a psycopg connection with the surface it is written for
    (:class:`graphmem.storage.sql.connections.SQLConnection`: ``execute``, ``executemany``,
-   ``cursor``, rows read by index or by name, ``in_transaction``, ``dialect``), its parameters
-   passed in psycopg's style (:func:`translate`).
+   ``cursor``, rows read by index or by name, ``in_transaction``, ``dialect``); its statements
+   reach psycopg as they are written, their parameters in psycopg's style (``%(name)s``,
+   ``%s``: :meth:`PostgresDialect.param`, :attr:`PostgresDialect.arg`).
 
 The conformance suite (tests/storage/test_conformance.py) and the Memory-level suites run every
 statement the store issues against a real PostgreSQL.
@@ -19,8 +20,6 @@ statement the store issues against a real PostgreSQL.
 from __future__ import annotations
 
 import contextlib
-import functools
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -48,6 +47,10 @@ class PostgresDialect(Dialect):
     rowid = "seq"
     # SQLite's LIKE ignores ASCII case.
     like = "ILIKE"
+    arg = "%s"
+
+    def param(self, name: str) -> str:
+        return f"%({name})s"
 
     def in_list(
         self, column: str, param: str, *, negated: bool = False, kind: Kind = "text"
@@ -120,34 +123,6 @@ class PostgresDialect(Dialect):
 
 #: The one PostgreSQL dialect.
 POSTGRES: Final = PostgresDialect()
-
-
-@functools.lru_cache(maxsize=4096)
-def translate(sql: str) -> str:
-    """``sql`` with its parameters as psycopg takes them: ``:name`` and ``?`` (the style both
-    engines' statements are written in, sqlite3's) become ``%(name)s`` and ``%s``, and a
-    literal ``%`` becomes ``%%``. Nothing else is rewritten: what PostgreSQL spells
-    differently, the statements say through :class:`PostgresDialect`."""
-    return _parameters(sql)
-
-
-_PARAM = re.compile(r"'[^']*'|::|:(\w+)|\?|%")
-
-
-def _parameters(sql: str) -> str:
-    def one(m: re.Match[str]) -> str:
-        text = m[0]
-        if text.startswith("'"):
-            return text.replace("%", "%%")
-        if text == "::":
-            return text
-        if text == "?":
-            return "%s"
-        if text == "%":
-            return "%%"
-        return f"%({m[1]})s"
-
-    return _PARAM.sub(one, sql)
 
 
 def _params(params: Any) -> Any:
@@ -276,7 +251,7 @@ class Connection:
         if not batch:
             return
         with self._errors():
-            self.raw.cursor().executemany(translate(sql), batch)
+            self.raw.cursor().executemany(sql, batch)
 
     def close(self) -> None:
         with self._replacing:
@@ -285,7 +260,7 @@ class Connection:
 
     def point(self, namespace: str) -> None:
         """Point the connection at ``namespace`` (outside a transaction)."""
-        self.execute("SELECT set_config(?, ?, false)", [NAMESPACE_SETTING, namespace])
+        self.execute("SELECT set_config(%s, %s, false)", [NAMESPACE_SETTING, namespace])
         self.namespace = namespace
 
     def _run(self, sql: str, params: Any, *, tuples: bool) -> psycopg.Cursor[Any]:
@@ -329,7 +304,7 @@ class Connection:
             self._limit()
         with self._errors():  # a closed connection refuses the cursor already
             cursor = self.raw.cursor(row_factory=tuple_row if tuples else _row_factory)
-            cursor.execute(translate(sql), _params(params) if params else None)
+            cursor.execute(sql, _params(params) if params else None)
         return cursor
 
     def _limit(self) -> None:

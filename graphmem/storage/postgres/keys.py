@@ -25,6 +25,9 @@ class PostgresKeyStore(KeyStore):
     made or revoked through one is seen by the next request to any other. Every check is one
     query on one connection of its own (reconnected when the server dropped it)."""
 
+    _table = "gm_api_keys"
+    _arg = "%s"
+
     def __init__(self, url: str) -> None:
         if not is_postgres_url(url):
             raise InvalidInput(f"not a PostgreSQL URL: {redacted(url)!r}")
@@ -37,11 +40,6 @@ class PostgresKeyStore(KeyStore):
     def known_any_active(self) -> bool | None:
         return None  # only the database knows (another replica may have made a key)
 
-    def any_active(self) -> bool:
-        with self._connect() as conn:
-            row = conn.execute("SELECT 1 FROM api_keys WHERE revoked_at IS NULL").fetchone()
-        return row is not None
-
     def _exists(self) -> bool:
         return True
 
@@ -53,7 +51,7 @@ class PostgresKeyStore(KeyStore):
             try:
                 conn = self._begin()
                 try:
-                    yield _KeySQL(conn)
+                    yield conn.cursor(row_factory=dict_row)
                     conn.execute("COMMIT")
                 finally:
                     if conn.info.transaction_status != pq.TransactionStatus.IDLE:
@@ -87,14 +85,3 @@ class PostgresKeyStore(KeyStore):
             self._closed = True
             if self._conn is not None:
                 self._conn.close()
-
-
-class _KeySQL:
-    """The key store's SQL (``?`` placeholders, table ``api_keys``) on ``gm_api_keys``."""
-
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._conn = conn
-
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        cursor = self._conn.cursor(row_factory=dict_row)
-        return cursor.execute(sql.replace("?", "%s").replace("api_keys", "gm_api_keys"), params)

@@ -46,13 +46,13 @@ _MINE: Final = "p.namespace = current_setting('graphmem.namespace')"
 #: graphmem.storage.postgres.schema.LABEL_WEIGHTS) and the fact's length in tokens.
 _POSTINGS: Final = (
     f"SELECT p.seq, p.lexeme, p.tf, p.tokens FROM gm_postings p WHERE {_MINE}"
-    " AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
+    " AND p.lexeme = ANY(CAST(%(lexemes)s AS text[]))"
 )
 #: For each window of turns holding a lexeme of ``:lexemes``: the lexeme's frequency in it and
 #: the window's length in characters (bm25 weighs it against the mean of the matches).
 _WINDOW_POSTINGS: Final = (
     "SELECT p.seq, p.lexeme, p.tf, p.chars FROM gm_window_postings p WHERE"
-    f" {_MINE} AND p.lexeme = ANY(CAST(:lexemes AS text[]))"
+    f" {_MINE} AND p.lexeme = ANY(CAST(%(lexemes)s AS text[]))"
 )
 #: The scoring words' postings are read whole, rather than looked up for each selected fact,
 #: while they number at most this many times the selected facts.
@@ -168,7 +168,7 @@ class Bm25Ranker:
         if missing:
             rows = conn.execute(
                 "SELECT w, array_remove(array_agg(u.lexeme), NULL)"
-                " FROM unnest(CAST(:words AS text[])) w"
+                " FROM unnest(CAST(%(words)s AS text[])) w"
                 " LEFT JOIN LATERAL unnest(to_tsvector('graphmem', w)) u ON true GROUP BY w",
                 {"words": missing},
             ).fetchall()
@@ -207,7 +207,7 @@ class Bm25Ranker:
                 r[0]: r[1]
                 for r in conn.execute(
                     f"SELECT p.lexeme, count(*) FROM gm_postings p WHERE {_MINE}"
-                    " AND p.lexeme = ANY(CAST(:lexemes AS text[])) GROUP BY p.lexeme",
+                    " AND p.lexeme = ANY(CAST(%(lexemes)s AS text[])) GROUP BY p.lexeme",
                     {"lexemes": missing},
                 )
             }
@@ -255,7 +255,7 @@ def _scores(
             more = cursor.execute(_POSTINGS, {"lexemes": rest}).fetchall()
         else:
             more = cursor.execute(
-                _POSTINGS + " AND p.seq = ANY(CAST(:seqs AS bigint[]))",
+                _POSTINGS + " AND p.seq = ANY(CAST(%(seqs)s AS bigint[]))",
                 {"lexemes": rest, "seqs": list(tokens)},
             ).fetchall()
         for seq, lexeme, tf, _ in more:
@@ -320,7 +320,7 @@ class CommonWords:
             if not group:
                 continue
             rows = cursor.execute(
-                _POSTINGS + " AND p.seq > :since", {"lexemes": group, "since": since}
+                _POSTINGS + " AND p.seq > %(since)s", {"lexemes": group, "since": since}
             ).fetchall()
             # One statement, one snapshot: it holds every posting up to the newest it read
             # (or the newest fact looked up, which an earlier snapshot saw).

@@ -123,7 +123,7 @@ class PostgresDatabase(Connections[Connection]):
                 return
             conn.execute("BEGIN")
             try:
-                conn.execute("SELECT pg_advisory_xact_lock(?)", [self._lock_key])
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", [self._lock_key])
                 if self._holder == threading.get_ident():
                     self._check_held()
                 if not durable:
@@ -159,7 +159,7 @@ class PostgresDatabase(Connections[Connection]):
         with self._exclusive_lock:
             self._check_open()
             self._locker = self._usable(self._locker, reader=False)
-            self._locker.execute("SELECT pg_advisory_lock(?)", [key])
+            self._locker.execute("SELECT pg_advisory_lock(%s)", [key])
             self._holder = threading.get_ident()
             try:
                 yield
@@ -167,7 +167,7 @@ class PostgresDatabase(Connections[Connection]):
                 self._holder = None
                 if not self._locker.raw.closed:
                     try:
-                        self._locker.execute("SELECT pg_advisory_unlock(?)", [key])
+                        self._locker.execute("SELECT pg_advisory_unlock(%s)", [key])
                     except StorageError:
                         self._locker.close()  # the server dropped it, and the lock with it
 
@@ -364,9 +364,9 @@ class PostgresTransaction(SQLTransaction):
         d = self.conn.dialect
         scope = TimeScope(self.now, self.now)
         rows = self.conn.execute(
-            "SELECT f.* FROM unnest(CAST(:entities AS text[]), CAST(:keys AS text[]))"
+            "SELECT f.* FROM unnest(CAST(%(entities)s AS text[]), CAST(%(keys)s AS text[]))"
             f" AS w(entity, key) JOIN facts f ON {d.lower_entity('f')} = w.entity"
-            f" AND {d.lower_key('f')} = w.key WHERE {scope.fact_clause()}",
+            f" AND {d.lower_key('f')} = w.key WHERE {scope.fact_clause(param=d.param)}",
             {"entities": [p[0] for p in pairs], "keys": [p[1] for p in pairs], **scope.params},
         )
         return [dict(r) for r in rows]
@@ -409,7 +409,7 @@ class PostgresStore(SQLStore["PostgresDatabase"]):
         else:
             stamp = max(round(self._given_clock(), 6), last)
         conn.execute(
-            "UPDATE gm_namespaces SET last_recorded_at = ?"
+            "UPDATE gm_namespaces SET last_recorded_at = %s"
             " WHERE namespace = current_setting('graphmem.namespace')",
             [stamp],
         )

@@ -27,13 +27,15 @@ def clusters(
     d = conn.dialect
     kinds = graph.check_types(types)
     history = "SUPERSEDES" in kinds
-    ends = " AND ".join(scope.fact_clause(a, include_superseded=history) for a in ("s", "t"))
+    ends = " AND ".join(
+        scope.fact_clause(a, include_superseded=history, param=d.param) for a in ("s", "t")
+    )
     rows = conn.execute(
         "SELECT l.source_id, l.target_id FROM links l"
         " JOIN facts s ON s.id = l.source_id JOIN facts t ON t.id = l.target_id"
-        f" WHERE {d.in_list('l.type', ':types')}"
-        f" AND {scope.link_clause()} AND {ends}"
-        f" ORDER BY l.strength DESC, l.seq {d.limit(':limit')}",
+        f" WHERE {d.in_list('l.type', d.param('types'))}"
+        f" AND {scope.link_clause(param=d.param)} AND {ends}"
+        f" ORDER BY l.strength DESC, l.seq {d.limit(d.param('limit'))}",
         {"types": id_list(kinds), "limit": CLUSTER_MAX_LINKS + 1, **scope.params},
     ).fetchall()
     g: nx.Graph[str] = nx.Graph()

@@ -7,8 +7,9 @@ of an epoch, the rows a correlated subquery picks (top-per-row), planner hints, 
 ``LIKE``, the columns of a table, a ``LIMIT`` that may be negative. :class:`SQLiteDialect` is
 SQLite's; PostgreSQL's is :class:`graphmem.storage.postgres.dialect.PostgresDialect`.
 
-Parameters are written ``:name`` or ``?`` in both; PostgreSQL's connection gives them to psycopg
-in its own style.
+Parameters too are the dialect's (``d.param("ids")``, ``d.arg``), each in its driver's own style
+(sqlite3's ``:name`` and ``?``, psycopg's ``%(name)s`` and ``%s``), so no statement is rewritten
+on its way to the server.
 """
 
 from __future__ import annotations
@@ -29,6 +30,12 @@ class Dialect:
     rowid: str = "rowid"
     #: ``LIKE`` that ignores ASCII case (SQLite's LIKE does).
     like: str = "LIKE"
+    #: A parameter given by position (sqlite3's ``?``).
+    arg: str = "?"
+
+    def param(self, name: str) -> str:
+        """The parameter ``name``, given by name (sqlite3's ``:name``)."""
+        return f":{name}"
 
     def in_list(
         self, column: str, param: str, *, negated: bool = False, kind: Kind = "text"

@@ -20,11 +20,12 @@ from .params import id_list
 def resolve(conn: SQLConnection, now: float, given: EpisodeInput) -> Episode:
     """The episode ``given`` names, recorded at ``now`` if it is new. Conflict when it exists
     with another kind, source, time or metadata than ``given`` states."""
+    d = conn.dialect
     found = get(conn, given.id)
     if found is None:
         conn.execute(
             "INSERT INTO episodes (id, kind, source, time, metadata, recorded_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            f" VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg})",
             [
                 given.id,
                 given.kind or DEFAULT_KIND,
@@ -59,8 +60,8 @@ def chain(conn: SQLConnection, episode_id: str, fact_ids: Sequence[str]) -> list
     if not fact_ids:
         return []
     row = conn.execute(
-        "SELECT id FROM facts WHERE episode_id = ? AND retracted_at IS NULL"
-        f" AND {d.in_list('id', '?', negated=True)} ORDER BY seq DESC LIMIT 1",
+        f"SELECT id FROM facts WHERE episode_id = {d.arg} AND retracted_at IS NULL"
+        f" AND {d.in_list('id', d.arg, negated=True)} ORDER BY seq DESC LIMIT 1",
         [episode_id, id_list(fact_ids)],
     ).fetchone()
     order = ([row[0]] if row else []) + list(fact_ids)
@@ -68,7 +69,10 @@ def chain(conn: SQLConnection, episode_id: str, fact_ids: Sequence[str]) -> list
 
 
 def get(conn: SQLConnection, episode_id: str) -> Episode | None:
-    row = conn.execute(f"SELECT {_COLUMNS} FROM episodes WHERE id = ?", [episode_id]).fetchone()
+    d = conn.dialect
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM episodes WHERE id = {d.arg}", [episode_id]
+    ).fetchone()
     return None if row is None else _episode(row)
 
 
@@ -88,16 +92,16 @@ def listing(
     where: list[str] = ["1 = 1"]
     params: dict[str, Any] = {"limit": limit}
     if source is not None:
-        where.append("source = :source")
+        where.append(f"source = {d.param('source')}")
         params["source"] = source
     for name, op, value in (("after", ">=", after), ("before", "<", before)):
         moment = parse_time(value, field=name)
         if moment is not None:
-            where.append(f"time {op} :{name}")
+            where.append(f"time {op} {d.param(name)}")
             params[name] = moment
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM episodes WHERE {' AND '.join(where)}"
-        f" ORDER BY time, seq {d.limit(':limit')}",
+        f" ORDER BY time, seq {d.limit(d.param('limit'))}",
         params,
     )
     return [_episode(r) for r in rows]
@@ -106,11 +110,13 @@ def listing(
 def facts(conn: SQLConnection, episode_id: str, scope: TimeScope) -> list[Fact]:
     """The episode's facts visible in ``scope`` (superseded versions included), in the order
     they were written. NotFound for an unknown episode."""
+    d = conn.dialect
     if get(conn, episode_id) is None:
         raise NotFound(f"no episode with id {episode_id!r}")
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.episode_id = :episode"
-        f" AND {scope.fact_clause(include_superseded=True)} ORDER BY f.seq",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f WHERE f.episode_id ="
+        f" {d.param('episode')}"
+        f" AND {scope.fact_clause(include_superseded=True, param=d.param)} ORDER BY f.seq",
         {"episode": episode_id, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]

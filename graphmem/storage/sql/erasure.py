@@ -26,20 +26,20 @@ def purge_clause(d: Dialect, where: PurgeFilter) -> tuple[str, dict[str, Any]]:
     """The SQL condition on ``facts f`` that selects what ``where`` names, and its parameters."""
     clauses, params = [], {}
     if where.ids is not None:
-        clauses.append(f"{d.in_list('f.id', ':purge_ids')}")
+        clauses.append(f"{d.in_list('f.id', d.param('purge_ids'))}")
         params["purge_ids"] = id_list(where.ids)
     if where.entity is not None:
-        clauses.append(f"{d.lower_entity('f')} = lower(:purge_entity)")
+        clauses.append(f"{d.lower_entity('f')} = lower({d.param('purge_entity')})")
         params["purge_entity"] = where.entity.strip()
     if where.source is not None:
         # A document's chunks: the file's path followed by ":first-last".
         clauses.append(
-            "(f.source = :purge_source OR (f.source > :purge_source || ':'"
-            " AND f.source < :purge_source || ';'))"
+            f"(f.source = {d.param('purge_source')} OR (f.source > {d.param('purge_source')} || ':'"
+            f" AND f.source < {d.param('purge_source')} || ';'))"
         )
         params["purge_source"] = where.source
     if where.episode is not None:
-        clauses.append("f.episode_id = :purge_episode")
+        clauses.append(f"f.episode_id = {d.param('purge_episode')}")
         params["purge_episode"] = where.episode
     return " AND ".join(clauses), params
 
@@ -50,19 +50,19 @@ def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
     ids = matching(conn, where)
     found = id_list(ids)
     (links,) = conn.execute(
-        f"SELECT count(*) FROM links WHERE {d.in_list('source_id', '?')}"
-        f" OR {d.in_list('target_id', '?')}",
+        f"SELECT count(*) FROM links WHERE {d.in_list('source_id', d.arg)}"
+        f" OR {d.in_list('target_id', d.arg)}",
         [found, found],
     ).fetchone()
     (vectors,) = conn.execute(
-        f"SELECT count(*) FROM facts WHERE {d.in_list('id', '?')} AND vector_of IS NULL",
+        f"SELECT count(*) FROM facts WHERE {d.in_list('id', d.arg)} AND vector_of IS NULL",
         [found],
     ).fetchone()
     (episodes,) = conn.execute(
         "SELECT count(DISTINCT e.id) FROM episodes e JOIN facts f ON f.episode_id = e.id"
-        f" WHERE {d.in_list('f.id', ':ids')} AND NOT EXISTS ("
+        f" WHERE {d.in_list('f.id', d.param('ids'))} AND NOT EXISTS ("
         "  SELECT 1 FROM facts o WHERE o.episode_id = e.id"
-        f"  AND {d.in_list('o.id', ':ids', negated=True)})",
+        f"  AND {d.in_list('o.id', d.param('ids'), negated=True)})",
         {"ids": found},
     ).fetchone()
     return PurgeReport(len(ids), int(links), int(vectors), int(episodes), dry_run=True)
@@ -78,19 +78,21 @@ def matching(conn: SQLConnection, where: PurgeFilter) -> list[str]:
         return named
     # Links in any state: a fact whose link was retracted still repeats its turn's words.
     drawn = conn.execute(
-        "SELECT target_id FROM links WHERE origin = :origin AND type = 'PART_OF'"
-        f" AND {d.in_list('source_id', ':ids')}"
-        " UNION SELECT source_id FROM links WHERE origin = :origin AND type = 'PART_OF'"
-        f" AND {d.in_list('target_id', ':ids')}",
+        f"SELECT target_id FROM links WHERE origin = {d.param('origin')} AND type = 'PART_OF'"
+        f" AND {d.in_list('source_id', d.param('ids'))}"
+        f" UNION SELECT source_id FROM links WHERE origin = {d.param('origin')} AND type ="
+        " 'PART_OF'"
+        f" AND {d.in_list('target_id', d.param('ids'))}",
         {"origin": LinkOrigin.CAPTURE.value, "ids": id_list(named)},
     )
     return named + sorted({r[0] for r in drawn} - set(named))
 
 
 def record(conn: SQLConnection, at: float, where: PurgeFilter, report: PurgeReport) -> None:
+    d = conn.dialect
     conn.execute(
         "INSERT INTO erasures (at, filter, facts, links, vectors, episodes)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
+        f" VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg})",
         [
             at,
             json.dumps(where.digest(), sort_keys=True),
@@ -108,7 +110,7 @@ def listing(conn: SQLConnection, limit: int) -> list[Erasure]:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_LIMIT}", field="limit")
     rows = conn.execute(
         "SELECT at, filter, facts, links, vectors, episodes FROM erasures"
-        f" ORDER BY seq DESC {d.limit('?')}",
+        f" ORDER BY seq DESC {d.limit(d.arg)}",
         [limit],
     )
     out = []

@@ -124,8 +124,9 @@ def _until_recorded(
 
 def prune_graph_log(conn: SQLConnection) -> None:
     """Drop the graph log's entries beyond the newest GRAPH_LOG_KEPT (in a write transaction)."""
+    d = conn.dialect
     (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM graph_log").fetchone()
-    conn.execute("DELETE FROM graph_log WHERE seq <= ?", [last - GRAPH_LOG_KEPT])
+    conn.execute(f"DELETE FROM graph_log WHERE seq <= {d.arg}", [last - GRAPH_LOG_KEPT])
 
 
 class _Stopped(Exception):
@@ -299,19 +300,24 @@ class Adjacency:
         """
         d = conn.dialect
         entries = conn.execute(
-            "SELECT seq, kind, row FROM graph_log WHERE seq > ? ORDER BY seq", [self.position]
+            f"SELECT seq, kind, row FROM graph_log WHERE seq > {d.arg} ORDER BY seq",
+            [self.position],
         ).fetchall()
         if entries and entries[0][0] != self.position + 1:
             return False
         if any(kind in (FACT_DELETED, LINK_DELETED) for _, kind, _ in entries):
             return False
-        facts = conn.execute(_FACT_SQL + " WHERE seq > ? ORDER BY seq", [self.fact_seq]).fetchall()
-        links = conn.execute(_LINK_SQL + " WHERE seq > ? ORDER BY seq", [self.link_seq]).fetchall()
+        facts = conn.execute(
+            _FACT_SQL + f" WHERE seq > {d.arg} ORDER BY seq", [self.fact_seq]
+        ).fetchall()
+        links = conn.execute(
+            _LINK_SQL + f" WHERE seq > {d.arg} ORDER BY seq", [self.link_seq]
+        ).fetchall()
         changed_facts = [r for _, kind, r in entries if kind == FACT_CHANGED and r <= self.fact_seq]
         changed_links = [r for _, kind, r in entries if kind == LINK_CHANGED and r <= self.link_seq]
         if changed_facts:
             rows = conn.execute(
-                _FACT_SQL + f" WHERE {d.in_list('seq', '?', kind='bigint')}",
+                _FACT_SQL + f" WHERE {d.in_list('seq', d.arg, kind='bigint')}",
                 [id_list(changed_facts)],
             ).fetchall()
             if not self._update_facts(rows):
@@ -319,7 +325,7 @@ class Adjacency:
         self._read_facts(facts)
         if changed_links:
             rows = conn.execute(
-                _LINK_SQL + f" WHERE {d.in_list('seq', '?', kind='bigint')}",
+                _LINK_SQL + f" WHERE {d.in_list('seq', d.arg, kind='bigint')}",
                 [id_list(changed_links)],
             ).fetchall()
             if not self._update_links(rows):
@@ -593,7 +599,7 @@ class IndexWalk:
             return []
         found = dict(
             self.conn.execute(
-                f"SELECT seq, id FROM links WHERE {d.in_list('seq', '?', kind='bigint')}",
+                f"SELECT seq, id FROM links WHERE {d.in_list('seq', d.arg, kind='bigint')}",
                 [id_list(seqs)],
             ).fetchall()
         )
@@ -628,8 +634,8 @@ class IndexWalk:
         if not seqs:
             return []
         rows = self.conn.execute(
-            f"SELECT {link_columns('k', self.scope)} FROM links k"
-            f" WHERE {d.in_list('k.seq', ':seqs', kind='bigint')} ORDER BY k.seq",
+            f"SELECT {link_columns('k', self.scope, param=d.param)} FROM links k"
+            f" WHERE {d.in_list('k.seq', d.param('seqs'), kind='bigint')} ORDER BY k.seq",
             {"seqs": id_list(seqs), **self.scope.params},
         )
         cursor_rows = rows.fetchall()

@@ -58,7 +58,7 @@ class _LinkBatch:
         self.facts: dict[str, tuple[float | None, float]] = {
             r[0]: (r[1], r[2])
             for r in conn.execute(
-                f"SELECT id, retracted_at, valid_from FROM facts WHERE {d.in_list('id', '?')}",
+                f"SELECT id, retracted_at, valid_from FROM facts WHERE {d.in_list('id', d.arg)}",
                 [id_list(named)],
             )
         }
@@ -73,13 +73,13 @@ class _LinkBatch:
             seq
             for seq, source, target in conn.execute(
                 f"SELECT {d.rowid}, source_id, target_id FROM links"
-                f" WHERE {d.in_list('source_id', '?')} AND retracted_at IS NULL",
+                f" WHERE {d.in_list('source_id', d.arg)} AND retracted_at IS NULL",
                 [id_list(s for s in sources if isinstance(s, str))],
             )
             if (source, target) in pairs
         ]
         rows = conn.execute(
-            f"SELECT * FROM links WHERE {d.in_list(d.rowid, '?', kind='bigint')}", [id_list(kept)]
+            f"SELECT * FROM links WHERE {d.in_list(d.rowid, d.arg, kind='bigint')}", [id_list(kept)]
         )
         for row in rows:
             values = {name: row[name] for name in _LINK_ROW}
@@ -177,15 +177,17 @@ class _LinkBatch:
             self.changed[live["id"]] = live
 
     def write(self) -> None:
+        d = self.conn.dialect
         for row in self.changed.values():
             self.conn.execute(
-                "UPDATE links SET strength = ?, metadata = ?, retracted_at = ? WHERE id = ?",
+                f"UPDATE links SET strength = {d.arg}, metadata = {d.arg}, retracted_at = {d.arg}"
+                f" WHERE id = {d.arg}",
                 [row["strength"], row["metadata"], row["retracted_at"], row["id"]],
             )
         if self.new:
             self.conn.executemany(
                 f"INSERT INTO links ({', '.join(_LINK_ROW)})"
-                f" VALUES ({', '.join('?' for _ in _LINK_ROW)})",
+                f" VALUES ({', '.join(d.arg for _ in _LINK_ROW)})",
                 [[row[name] for name in _LINK_ROW] for row in self.new],
             )
 
@@ -204,7 +206,8 @@ def _link_of(row: dict[str, Any]) -> Link:
 def unlink(conn: SQLConnection, now: float, link_id: str) -> Link:
     """Retract a link (history keeps it). NotFound if unknown, Conflict if already retracted;
     supersession links belong to their facts and cannot be unlinked."""
-    row = conn.execute("SELECT * FROM links WHERE id = ?", [link_id]).fetchone()
+    d = conn.dialect
+    row = conn.execute(f"SELECT * FROM links WHERE id = {d.arg}", [link_id]).fetchone()
     if row is None:
         raise NotFound(f"no link with id {link_id!r}")
     if row["retracted_at"] is not None:
@@ -213,7 +216,7 @@ def unlink(conn: SQLConnection, now: float, link_id: str) -> Link:
         raise Conflict(
             "a supersession link is part of the facts' history; forget the newer fact instead"
         )
-    conn.execute("UPDATE links SET retracted_at = ? WHERE id = ?", [now, link_id])
+    conn.execute(f"UPDATE links SET retracted_at = {d.arg} WHERE id = {d.arg}", [now, link_id])
     return Link.from_row(row)
 
 
@@ -229,15 +232,17 @@ def links_of(
     d = conn.dialect
     direction = check_direction(direction)
     kinds = check_types(types, default=LINK_TYPES)
-    if conn.execute("SELECT 1 FROM facts WHERE id = ?", [fact_id]).fetchone() is None:
+    if conn.execute(f"SELECT 1 FROM facts WHERE id = {d.arg}", [fact_id]).fetchone() is None:
         raise NotFound(f"no fact with id {fact_id!r}")
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
     rows: list[tuple[Any, ...]] = []
     for end in ends[direction]:
         rows.extend(
             _tuples(conn).execute(
-                f"SELECT l.seq, {link_columns('l', scope)} FROM links l WHERE l.{end} = :id"
-                f" AND {d.in_list('l.type', ':types')} AND " + scope.link_clause(),
+                f"SELECT l.seq, {link_columns('l', scope, param=d.param)} FROM links l WHERE"
+                f" l.{end} = {d.param('id')}"
+                f" AND {d.in_list('l.type', d.param('types'))} AND "
+                + scope.link_clause(param=d.param),
                 {"id": fact_id, "types": id_list(kinds), **scope.params},
             )
         )
@@ -265,18 +270,19 @@ def links_page(
     first = _check_count(first, "first", 0, MAX_LIMIT)
     ends = {"OUT": ["source_id"], "IN": ["target_id"], "BOTH": ["source_id", "target_id"]}
     sides = " UNION ALL ".join(
-        f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l', scope)}"
-        f" FROM {d.list_table(':ids', 'fr')} JOIN links l ON l.{end} = fr.value"
-        f" WHERE {d.in_list('l.type', ':types')}"
-        " AND (CAST(:after_seq AS INTEGER) IS NULL OR l.strength < :after_strength"
-        "      OR (l.strength = :after_strength AND l.seq > :after_seq))"
-        f" AND {scope.link_clause()}"
+        f"SELECT fr.value AS owner, l.seq AS pos, {link_columns('l', scope, param=d.param)}"
+        f" FROM {d.list_table(d.param('ids'), 'fr')} JOIN links l ON l.{end} = fr.value"
+        f" WHERE {d.in_list('l.type', d.param('types'))}"
+        f" AND (CAST({d.param('after_seq')} AS INTEGER) IS NULL OR l.strength <"
+        f" {d.param('after_strength')}"
+        f"      OR (l.strength = {d.param('after_strength')} AND l.seq > {d.param('after_seq')}))"
+        f" AND {scope.link_clause(param=d.param)}"
         for end in ends[direction]
     )
     rows = _tuples(conn).execute(
         f"SELECT * FROM (SELECT *, row_number() OVER"
         f" (PARTITION BY owner ORDER BY strength DESC, pos) AS rank FROM ({sides}) AS sides)"
-        " AS ranked WHERE rank <= :first + 1 ORDER BY owner, rank",
+        f" AS ranked WHERE rank <= {d.param('first')} + 1 ORDER BY owner, rank",
         {
             "ids": id_list(dict.fromkeys(fact_ids)),
             "types": id_list(kinds),
@@ -306,7 +312,8 @@ def links_among(
     ``:min_strength``, and ``:skip_origins``, a JSON list of origins left out). The pairs are
     found in the (source, strength, target) index alone, so a hub costs a scan of its index
     entries; only the links found are read."""
-    rows = _among(conn, link_columns("k", scope), ids, scope, params)
+    d = conn.dialect
+    rows = _among(conn, link_columns("k", scope, param=d.param), ids, scope, params)
     return [Link.from_values(r) for r in rows]
 
 
@@ -329,11 +336,11 @@ def link_pairs(
         return []
     found = _tuples(conn).execute(
         f"SELECT k.source_id, k.target_id, k.strength FROM links k WHERE k.{d.rowid} IN ("
-        f"  SELECT l.{d.rowid} FROM {d.list_table(':from', 'fr')}"
+        f"  SELECT l.{d.rowid} FROM {d.list_table(d.param('from'), 'fr')}"
         f"  JOIN links l{d.indexed_by('links_source_strength')} ON l.source_id = fr.value"
-        f"  UNION ALL SELECT l.{d.rowid} FROM {d.list_table(':from', 'fr')}"
+        f"  UNION ALL SELECT l.{d.rowid} FROM {d.list_table(d.param('from'), 'fr')}"
         f"  JOIN links l{d.indexed_by('links_target_strength')} ON l.target_id = fr.value)"
-        f" AND {_kept_links(d)} AND {scope.link_clause('k')} ORDER BY k.seq",
+        f" AND {_kept_links(d)} AND {scope.link_clause('k', param=d.param)} ORDER BY k.seq",
         {**params, "from": id_list(touching)},
     )
     among = set(ids)
@@ -343,8 +350,8 @@ def link_pairs(
 def _kept_links(d: Dialect) -> str:
     """The links of the types, strength and origins a graph read's parameters ask for."""
     return (
-        f"{d.in_list('k.type', ':types')} AND k.strength >= :min_strength"
-        f" AND {d.in_list('k.origin', ':skip_origins', negated=True)}"
+        f"{d.in_list('k.type', d.param('types'))} AND k.strength >= {d.param('min_strength')}"
+        f" AND {d.in_list('k.origin', d.param('skip_origins'), negated=True)}"
     )
 
 
@@ -358,10 +365,10 @@ def _among(
         _tuples(conn)
         .execute(
             f"SELECT {columns} FROM links k WHERE k.{d.rowid} IN ("
-            f"  SELECT l.{d.rowid} FROM {d.list_table(':ids', 'fr')}"
+            f"  SELECT l.{d.rowid} FROM {d.list_table(d.param('ids'), 'fr')}"
             f"  JOIN links l{d.indexed_by('links_source_strength')} ON l.source_id = fr.value"
-            f"  WHERE {d.in_list(d.unindexed('l.target_id'), ':ids')})"
-            f" AND {_kept_links(d)} AND {scope.link_clause('k')} ORDER BY k.seq",
+            f"  WHERE {d.in_list(d.unindexed('l.target_id'), d.param('ids'))})"
+            f" AND {_kept_links(d)} AND {scope.link_clause('k', param=d.param)} ORDER BY k.seq",
             {**params, "ids": id_list(ids)},
         )
         .fetchall()

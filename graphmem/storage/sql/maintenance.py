@@ -25,8 +25,9 @@ def claim(conn: SQLConnection, job: str, now: float, lease: float) -> int | None
     """Record ``job`` as running from ``now`` and return its record's number, or None when a
     run of it started less than ``lease`` seconds ago is still running. A running record
     older than that was abandoned (its process stopped) and is closed as failed."""
+    d = conn.dialect
     running = conn.execute(
-        "SELECT seq, started_at FROM maintenance_runs WHERE job = ? AND status = 'running'",
+        f"SELECT seq, started_at FROM maintenance_runs WHERE job = {d.arg} AND status = 'running'",
         [job],
     ).fetchall()
     if any(started > now - lease for _, started in running):
@@ -35,12 +36,12 @@ def claim(conn: SQLConnection, job: str, now: float, lease: float) -> int | None
         finish(conn, seq, now, "failed", {}, 0, "abandoned: the process running it stopped")
     row = conn.execute(
         "INSERT INTO maintenance_runs (job, started_at, status, changed, requests)"
-        " VALUES (?, ?, 'running', '{}', 0) RETURNING seq",
+        f" VALUES ({d.arg}, {d.arg}, 'running', '{{}}', 0) RETURNING seq",
         [job, now],
     ).fetchone()
     conn.execute(
         "DELETE FROM maintenance_runs WHERE seq < (SELECT seq FROM maintenance_runs"
-        " ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+        f" ORDER BY seq DESC LIMIT 1 OFFSET {d.arg})",
         [RUNS_KEPT - 1],
     )
     return int(row[0])
@@ -55,9 +56,11 @@ def finish(
     requests: int,
     error: str | None,
 ) -> None:
+    d = conn.dialect
     conn.execute(
-        "UPDATE maintenance_runs SET finished_at = ?, status = ?, changed = ?, requests = ?,"
-        " error = ? WHERE seq = ?",
+        f"UPDATE maintenance_runs SET finished_at = {d.arg}, status = {d.arg}, changed = {d.arg},"
+        f" requests = {d.arg},"
+        f" error = {d.arg} WHERE seq = {d.arg}",
         [now, status, json.dumps(dict(changed), sort_keys=True), requests, error, seq],
     )
 
@@ -67,9 +70,9 @@ def runs(conn: SQLConnection, job: str | None, limit: int) -> list[MaintenanceRu
     d = conn.dialect
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RUNS:
         raise InvalidInput(f"limit must be an integer from 1 to {MAX_RUNS}", field="limit")
-    where, params = ("WHERE job = ?", [job]) if job is not None else ("", [])
+    where, params = (f"WHERE job = {d.arg}", [job]) if job is not None else ("", [])
     rows = conn.execute(
-        f"SELECT {_COLUMNS} FROM maintenance_runs {where} ORDER BY seq DESC {d.limit('?')}",
+        f"SELECT {_COLUMNS} FROM maintenance_runs {where} ORDER BY seq DESC {d.limit(d.arg)}",
         [*params, limit],
     ).fetchall()
     return [_run(row) for row in rows]

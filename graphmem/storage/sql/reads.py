@@ -32,15 +32,15 @@ def filter_clause(d: Dialect, filters: Filters, scope: TimeScope) -> tuple[str, 
     """The SQL condition on ``facts f`` that keeps what ``filters`` keep in ``scope``, and its
     parameters."""
     params: dict[str, Any] = dict(scope.params)
-    where = [scope.fact_clause(include_superseded=filters.include_superseded)]
+    where = [scope.fact_clause(include_superseded=filters.include_superseded, param=d.param)]
     if filters.category is not None:
-        where.append("f.category = :category")
+        where.append(f"f.category = {d.param('category')}")
         params["category"] = filters.category.lower()
     if filters.entity is not None:
-        where.append(f"{d.lower_entity('f')} = lower(:entity)")
+        where.append(f"{d.lower_entity('f')} = lower({d.param('entity')})")
         params["entity"] = filters.entity
     if filters.source is not None:
-        where.append("f.source = :source")
+        where.append(f"f.source = {d.param('source')}")
         params["source"] = filters.source
     if filters.tag is not None:
         where.append(_tag_clause(d, filters.tag, params))
@@ -57,15 +57,15 @@ def period_clause(d: Dialect, period: TimeHint, params: dict[str, Any]) -> str:
     dated_at = d.dated("f")
     if period.month is not None:
         params["month"] = period.month
-        return f"{d.month(dated_at)} = :month"
+        return f"{d.month(dated_at)} = {d.param('month')}"
     dated, stated = [], ["f.stated_start IS NOT NULL"]
     if period.start is not None:
-        dated.append(f"{dated_at} >= :period_start")
-        stated.append("f.stated_end > :period_start")
+        dated.append(f"{dated_at} >= {d.param('period_start')}")
+        stated.append(f"f.stated_end > {d.param('period_start')}")
         params["period_start"] = period.start
     if period.end is not None:
-        dated.append(f"{dated_at} < :period_end")
-        stated.append("f.stated_start < :period_end")
+        dated.append(f"{dated_at} < {d.param('period_end')}")
+        stated.append(f"f.stated_start < {d.param('period_end')}")
         params["period_end"] = period.end
     return f"(({' AND '.join(dated)}) OR ({' AND '.join(stated)}))"
 
@@ -87,7 +87,8 @@ def dated_in(
     )
     if clause is None:
         return None
-    count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} {d.limit(':cap')} + 1) c"
+    limit = d.limit(d.param("cap"))
+    count = f"SELECT count(*) FROM (SELECT 1 FROM facts f WHERE {clause} {limit} + 1) c"
     held = int(conn.execute(count, params).fetchone()[0])
     if held > cap:
         return None
@@ -102,6 +103,7 @@ MONTH_YEARS_MAX: Final = 200
 def _months(conn: SQLConnection, month: int, params: dict[str, Any]) -> str | None:
     """The condition that a fact is dated in ``month`` of a year its facts span, as ranges of
     dates (parameters into ``params``); None when no fact is dated or they span too many years."""
+    d = conn.dialect
     dated_at = conn.dialect.dated("f")
     oldest, newest = conn.execute(  # each read from an end of the date index
         f"SELECT (SELECT min({dated_at}) FROM facts f), (SELECT max({dated_at}) FROM facts f)"
@@ -123,15 +125,20 @@ def _months(conn: SQLConnection, month: int, params: dict[str, Any]) -> str | No
     ranges = []
     for i, (start, end) in enumerate(spans):
         params[f"month_start_{i}"], params[f"month_end_{i}"] = start, end
-        ranges.append(f"({dated_at} >= :month_start_{i} AND {dated_at} < :month_end_{i})")
+        ranges.append(
+            f"({dated_at} >= {d.param(f'month_start_{i}')} AND {dated_at} <"
+            f" {d.param(f'month_end_{i}')})"
+        )
     return "(" + " OR ".join(ranges) + ")"
 
 
 def get(conn: SQLConnection, fact_id: str, scope: TimeScope) -> Fact | None:
     """The fact if it is visible in ``scope``, else None (also for unknown ids)."""
+    d = conn.dialect
     found = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE f.id = :id"
-        f" AND {scope.fact_clause()}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f WHERE f.id ="
+        f" {d.param('id')}"
+        f" AND {scope.fact_clause(param=d.param)}",
         {"id": fact_id, **scope.params},
     ).fetchone()
     return None if found is None else Fact.from_values(found)
@@ -143,8 +150,9 @@ def get_many(
     """The facts among ``ids`` visible in ``scope``, by id, in one query."""
     d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {d.in_list('f.id', ':ids')}"
-        f" AND {scope.fact_clause(include_superseded=include_superseded)}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f WHERE"
+        f" {d.in_list('f.id', d.param('ids'))}"
+        f" AND {scope.fact_clause(include_superseded=include_superseded, param=d.param)}",
         {"ids": id_list(ids), **scope.params},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
@@ -154,7 +162,7 @@ def known_now(conn: SQLConnection, ids: Iterable[str]) -> dict[str, Fact]:
     """The facts among ``ids`` whatever their state, every field as it is now, by id."""
     d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f')} FROM facts f WHERE {d.in_list('f.id', ':ids')}",
+        f"SELECT {fact_columns('f')} FROM facts f WHERE {d.in_list('f.id', d.param('ids'))}",
         {"ids": id_list(ids)},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
@@ -170,9 +178,10 @@ def page(
         raise InvalidInput("after must be a position from a previous page", field="after")
     visible, params = filter_clause(d, filters, scope)
     rows = conn.execute(
-        f"SELECT f.seq, {fact_columns('f', scope)} FROM facts f WHERE f.seq > :after"
+        f"SELECT f.seq, {fact_columns('f', scope, param=d.param)} FROM facts f WHERE f.seq >"
+        f" {d.param('after')}"
         f" AND {visible}"
-        f" ORDER BY f.seq {d.limit(':first')}",
+        f" ORDER BY f.seq {d.limit(d.param('first'))}",
         {**params, "after": after or 0, "first": first + 1},
     ).fetchall()
     items = [(r[0], Fact.from_values(r[1:])) for r in rows[:first]]
@@ -196,19 +205,19 @@ def lookup(
         raise InvalidInput("entity must be a non-empty string", field="entity")
     check_limit(limit)
     where = [
-        f"{d.lower_entity('f')} = lower(:entity)",
-        scope.fact_clause(include_superseded=include_superseded),
+        f"{d.lower_entity('f')} = lower({d.param('entity')})",
+        scope.fact_clause(include_superseded=include_superseded, param=d.param),
     ]
     params: dict[str, Any] = {"entity": entity.strip(), **scope.params, "limit": limit}
     if key is not None:
-        where.append(f"{d.lower_key('f')} = lower(:key)")
+        where.append(f"{d.lower_key('f')} = lower({d.param('key')})")
         params["key"] = key.strip()
     if tag is not None:
         where.append(_tag_clause(d, tag, params))
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {' AND '.join(where)}"
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f WHERE {' AND '.join(where)}"
         f" ORDER BY f.confidence DESC, {d.dated('f')} DESC, f.seq DESC"
-        f" {d.limit(':limit')}",
+        f" {d.limit(d.param('limit'))}",
         params,
     )
     return [Fact.from_values(r) for r in rows]
@@ -220,9 +229,11 @@ def latest(
     """The visible facts with this entity and key (case-insensitive), latest valid first."""
     d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f"
-        f" WHERE {d.lower_entity('f')} = lower(:entity) AND {d.lower_key('f')} = lower(:key)"
-        f" AND {scope.fact_clause()} ORDER BY f.valid_from DESC {d.limit(':n')}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f"
+        f" WHERE {d.lower_entity('f')} = lower({d.param('entity')}) AND {d.lower_key('f')} ="
+        f" lower({d.param('key')})"
+        f" AND {scope.fact_clause(param=d.param)} ORDER BY f.valid_from DESC"
+        f" {d.limit(d.param('n'))}",
         {"entity": entity, "key": key, "n": limit, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -232,9 +243,10 @@ def pinned(conn: SQLConnection, scope: TimeScope, *, limit: int) -> list[Fact]:
     """The visible pinned facts (pinned by ``:known_at``), the earliest pinned first."""
     d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f"
-        " WHERE f.pinned_at IS NOT NULL AND f.pinned_at <= :known_at"
-        f" AND {scope.fact_clause()} ORDER BY f.pinned_at, f.seq {d.limit(':n')}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f"
+        f" WHERE f.pinned_at IS NOT NULL AND f.pinned_at <= {d.param('known_at')}"
+        f" AND {scope.fact_clause(param=d.param)} ORDER BY f.pinned_at, f.seq"
+        f" {d.limit(d.param('n'))}",
         {"n": limit, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -254,10 +266,12 @@ def newest_keyed(
     cannot put an old fact first)."""
     d = conn.dialect
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f"
-        f" WHERE {d.lower_entity('f')} = lower(:entity) AND f.key >= :low AND f.key < :high"
-        " AND (f.expires_at IS NULL OR f.expires_at > :now)"
-        f" AND {scope.fact_clause()} ORDER BY f.recorded_at DESC, f.seq DESC {d.limit(':n')}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f"
+        f" WHERE {d.lower_entity('f')} = lower({d.param('entity')}) AND f.key >= {d.param('low')}"
+        f" AND f.key < {d.param('high')}"
+        f" AND (f.expires_at IS NULL OR f.expires_at > {d.param('now')})"
+        f" AND {scope.fact_clause(param=d.param)} ORDER BY f.recorded_at DESC, f.seq DESC"
+        f" {d.limit(d.param('n'))}",
         {
             "entity": entity,
             "low": prefix,
@@ -284,11 +298,13 @@ def recent(
     d = conn.dialect
     rows = conn.execute(
         f"""SELECT {FACT_LIST} FROM (
-            SELECT {fact_columns("f", scope)}, f.seq AS seq, row_number() OVER (
+            SELECT {fact_columns("f", scope, param=d.param)}, f.seq AS seq, row_number() OVER (
                 PARTITION BY f.category ORDER BY f.recorded_at DESC, f.seq DESC) AS n
-            FROM facts f WHERE f.recorded_at >= :since AND {d.in_list("f.category", ":values", negated=True)}
-            AND lower(COALESCE(f.entity, '')) <> lower(:entity) AND {scope.fact_clause()}
-        ) AS ranked WHERE n <= :per ORDER BY seq""",
+            FROM facts f WHERE f.recorded_at >= {d.param("since")}
+            AND {d.in_list("f.category", d.param("values"), negated=True)}
+            AND lower(COALESCE(f.entity, '')) <> lower({d.param("entity")})
+            AND {scope.fact_clause(param=d.param)}
+        ) AS ranked WHERE n <= {d.param("per")} ORDER BY seq""",
         {
             "since": since,
             "values": id_list(skip_categories),
@@ -308,9 +324,11 @@ def texts_by_hash(
     d = conn.dialect
     out: dict[str, set[str]] = {}
     for h, text in conn.execute(
-        f"SELECT normalized_hash, text FROM facts f WHERE {d.in_list('normalized_hash', ':values')}"
-        f" AND {scope.fact_clause()}"
-        " AND (f.source IS NULL OR substr(f.source, 1, :turn_length) <> :turn_source)",
+        "SELECT normalized_hash, text FROM facts f WHERE"
+        f" {d.in_list('normalized_hash', d.param('values'))}"
+        f" AND {scope.fact_clause(param=d.param)}"
+        f" AND (f.source IS NULL OR substr(f.source, 1, {d.param('turn_length')}) <>"
+        f" {d.param('turn_source')})",
         {
             "values": id_list(hashes),
             "turn_length": len(TURN_SOURCE),
@@ -330,12 +348,12 @@ def entity_facts(
     d = conn.dialect
     rows = conn.execute(
         f"""SELECT {FACT_LIST} FROM (
-            SELECT {fact_columns("f", scope)}, f.seq AS seq, row_number() OVER (
+            SELECT {fact_columns("f", scope, param=d.param)}, f.seq AS seq, row_number() OVER (
                 PARTITION BY {d.lower_entity("f")} ORDER BY f.confidence DESC,
                 {d.dated("f")} DESC, f.seq DESC) AS n
-            FROM facts f WHERE {d.in_list(d.lower_entity("f"), ":names")}
-            AND {scope.fact_clause()}
-        ) AS ranked WHERE n <= :per_entity ORDER BY n, seq""",
+            FROM facts f WHERE {d.in_list(d.lower_entity("f"), d.param("names"))}
+            AND {scope.fact_clause(param=d.param)}
+        ) AS ranked WHERE n <= {d.param("per_entity")} ORDER BY n, seq""",
         {"names": id_list(names), "per_entity": per_entity, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -344,23 +362,24 @@ def entity_facts(
 def history(conn: SQLConnection, fact_id: str, scope: TimeScope) -> list[Fact]:
     """Every version in ``fact_id``'s supersession chain visible in ``scope``, oldest first.
     NotFound if the id is unknown."""
+    d = conn.dialect
     if row(conn, fact_id) is None:
         raise NotFound(f"no fact with id {fact_id!r}")
     rows = conn.execute(
-        """
+        f"""
         WITH RECURSIVE chain(id) AS (
-            SELECT id FROM facts WHERE id = :id
+            SELECT id FROM facts WHERE id = {d.param("id")}
             UNION
             SELECT CASE WHEN l.source_id = chain.id THEN l.target_id ELSE l.source_id END
             FROM links l JOIN chain ON l.source_id = chain.id OR l.target_id = chain.id
             WHERE l.type = 'SUPERSEDES'
         )
-        SELECT {columns} FROM facts f JOIN chain ON f.id = chain.id
-        WHERE f.recorded_at <= :known_at
-          AND (f.retracted_at IS NULL OR f.retracted_at > :known_at)
-          AND f.valid_from <= :as_of
+        SELECT {fact_columns("f", scope, param=d.param)} FROM facts f JOIN chain ON f.id = chain.id
+        WHERE f.recorded_at <= {d.param("known_at")}
+          AND (f.retracted_at IS NULL OR f.retracted_at > {d.param("known_at")})
+          AND f.valid_from <= {d.param("as_of")}
         ORDER BY f.valid_from, f.recorded_at, f.seq
-        """.format(columns=fact_columns("f", scope)),
+        """,
         {"id": fact_id, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
@@ -375,7 +394,8 @@ def visible(
         return {}
     where, params = filter_clause(d, filters, scope)
     rows = conn.execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {d.in_list('f.id', ':ids')} AND {where}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f WHERE"
+        f" {d.in_list('f.id', d.param('ids'))} AND {where}",
         {**params, "ids": id_list(ids)},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
@@ -395,15 +415,17 @@ def candidates(
         return []
     where, params = filter_clause(d, filters, scope)
     return conn.execute(
-        f"SELECT {CANDIDATE_COLUMNS} FROM facts f WHERE {d.in_list(f'f.{column}', ':values', kind=_kind(column))} AND {where}",
+        f"SELECT {CANDIDATE_COLUMNS} FROM facts f WHERE"
+        f" {d.in_list(f'f.{column}', d.param('values'), kind=_kind(column))} AND {where}",
         {**params, "values": id_list(values)},
     ).fetchall()
 
 
 def row(conn: SQLConnection, fact_id: str) -> sqlite3.Row | None:
     """Every column of a fact, whatever its state; None for an unknown id."""
+    d = conn.dialect
     found: sqlite3.Row | None = conn.execute(
-        "SELECT * FROM facts WHERE id = ?", [fact_id]
+        f"SELECT * FROM facts WHERE id = {d.arg}", [fact_id]
     ).fetchone()
     return found
 
@@ -414,7 +436,8 @@ def rows_by_id(
     """``columns`` (which must include id) of the facts among ``ids``, whatever their state."""
     d = conn.dialect
     rows = conn.execute(
-        f"SELECT {columns} FROM facts WHERE {d.in_list('id', ':ids')}", {"ids": id_list(ids)}
+        f"SELECT {columns} FROM facts WHERE {d.in_list('id', d.param('ids'))}",
+        {"ids": id_list(ids)},
     )
     return {r["id"]: r for r in rows}
 
@@ -430,4 +453,4 @@ def _kind(column: str) -> Kind:
 
 def _tag_clause(d: Dialect, tag: str, params: dict[str, Any]) -> str:
     params["tag_pattern"] = "%," + tag.strip().lower().replace("%", "").replace("_", "\\_") + ",%"
-    return f"(',' || f.tags || ',') {d.like} :tag_pattern ESCAPE '\\'"
+    return f"(',' || f.tags || ',') {d.like} {d.param('tag_pattern')} ESCAPE '\\'"

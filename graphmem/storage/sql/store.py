@@ -36,9 +36,11 @@ from ..interface import (
     FactPage,
     Filters,
     ImportReport,
+    ImportRules,
     Purged,
     Record,
     SoftDecay,
+    Store,
     Transaction,
 )
 from . import analytics as sql_analytics
@@ -48,6 +50,7 @@ from . import keyword_index, links, reads, transfer, traversal
 from . import maintenance as sql_maintenance
 from . import windows as sql_windows
 from .connections import Connections, SQLConnection
+from .dialect import Dialect
 from .graph_copy import GraphCopy, prune_graph_log
 from .params import id_list
 
@@ -62,12 +65,14 @@ VECTOR_LOG_KEPT: Final = 100_000
 _FILE_COLUMNS: Final = "path, hash, mtime, size, chunks, synced_at, imported, inode"
 
 
-#: The condition under which an ageing fact loses confidence (soft decay), on ``facts``.
-_AGEING: Final = (
-    "expires_at IS NOT NULL AND expires_at > :now AND last_confirmed_at IS NOT NULL"
-    " AND (:now - last_confirmed_at) > (expires_at - last_confirmed_at) * :after"
-    " AND confidence > :floor"
-)
+def _ageing(d: Dialect) -> str:
+    """The condition under which an ageing fact loses confidence (soft decay), on ``facts``."""
+    now = d.param("now")
+    return (
+        f"expires_at IS NOT NULL AND expires_at > {now} AND last_confirmed_at IS NOT NULL"
+        f" AND ({now} - last_confirmed_at) > (expires_at - last_confirmed_at) * {d.param('after')}"
+        f" AND confidence > {d.param('floor')}"
+    )
 
 
 _FACT_COLUMNS: Final = (
@@ -108,10 +113,11 @@ _OPTIONAL_FACT_COLUMNS: Final[tuple[tuple[str, ...], ...]] = (
 )
 
 
-def _insert_fact(optional: tuple[tuple[str, ...], ...]) -> str:
+def _insert_fact(d: Dialect, optional: tuple[tuple[str, ...], ...]) -> str:
     """The INSERT of a new fact with the ``optional`` column groups besides the others."""
     names = [*_FACT_COLUMNS, *(c for group in optional for c in group)]
-    return f"INSERT INTO facts ({', '.join(names)}) VALUES ({', '.join(':' + c for c in names)})"
+    values = ", ".join(d.param(c) for c in names)
+    return f"INSERT INTO facts ({', '.join(names)}) VALUES ({values})"
 
 
 def _append_log(conn: SQLConnection, into: str, rows: Sequence[tuple[Any, ...]], kept: int) -> int:
@@ -122,19 +128,20 @@ def _append_log(conn: SQLConnection, into: str, rows: Sequence[tuple[Any, ...]],
     Positions are given, not drawn from the table's own counter, so that a namespace's are
     consecutive: a PostgreSQL identity column counts every namespace of the database, and a
     follower reads a gap as entries pruned before it read them."""
+    d = conn.dialect
     table = into.split()[0]
     (last,) = conn.execute(f"SELECT coalesce(max(seq), 0) FROM {table}").fetchone()
-    marks = ", ".join("?" * (into.count(",") + 1))
+    marks = ", ".join([d.arg] * (into.count(",") + 1))
     conn.executemany(
         f"INSERT INTO {into} VALUES ({marks})",
         [(last + n, *row) for n, row in enumerate(rows, 1)],
     )
     end = int(last) + len(rows)
-    conn.execute(f"DELETE FROM {table} WHERE seq <= ?", [end - kept])
+    conn.execute(f"DELETE FROM {table} WHERE seq <= {d.arg}", [end - kept])
     return end
 
 
-class SQLTransaction:
+class SQLTransaction(Transaction):
     """One write transaction: every change made through it commits together, at ``now``."""
 
     def __init__(
@@ -174,8 +181,8 @@ class SQLTransaction:
         d = self.conn.dialect
         scope = TimeScope(self.now, self.now)
         rows = self.conn.execute(
-            f"SELECT * FROM facts f WHERE {d.in_list('f.normalized_hash', ':ids')}"
-            f" AND {scope.fact_clause()} ORDER BY f.seq",
+            f"SELECT * FROM facts f WHERE {d.in_list('f.normalized_hash', d.param('ids'))}"
+            f" AND {scope.fact_clause(param=d.param)} ORDER BY f.seq",
             {"ids": id_list(hashes), **scope.params},
         )
         return [dict(r) for r in rows]
@@ -198,7 +205,7 @@ class SQLTransaction:
         """The facts among ``ids`` neither retracted nor superseded."""
         d = self.conn.dialect
         rows = self.conn.execute(
-            f"SELECT id FROM facts WHERE {d.in_list('id', ':ids')}"
+            f"SELECT id FROM facts WHERE {d.in_list('id', d.param('ids'))}"
             " AND retracted_at IS NULL AND superseded_by IS NULL",
             {"ids": id_list(ids)},
         )
@@ -209,10 +216,11 @@ class SQLTransaction:
         it."""
         d = self.conn.dialect
         rows = self.conn.execute(
-            f"SELECT o.id FROM facts f JOIN facts o ON {d.lower_entity('o')} = {d.lower_entity('f')}"
+            f"SELECT o.id FROM facts f JOIN facts o ON {d.lower_entity('o')} ="
+            f" {d.lower_entity('f')}"
             " AND o.entity IS NOT NULL AND o.seq < f.seq AND o.retracted_at IS NULL"
             " AND o.superseded_by IS NULL"
-            f" WHERE f.id = ? ORDER BY o.seq DESC {d.limit('?')}",
+            f" WHERE f.id = {d.arg} ORDER BY o.seq DESC {d.limit(d.arg)}",
             [fact_id, k],
         )
         return [r[0] for r in rows]
@@ -226,6 +234,7 @@ class SQLTransaction:
     def apply(self, changes: BatchChanges) -> None:
         """Write a stored batch: its facts (and their keyword index entries), supersessions,
         retractions and SUPERSEDES links."""
+        d = self.conn.dialect
         conn = self.conn
         # Inserted in the batch's order (runs of rows with the same columns at once): a fact's
         # seq is its place in its episode (episode_facts, the chain, windows of turns).
@@ -238,20 +247,25 @@ class SQLTransaction:
                 runs.append((groups, [row]))
         with keyword_index.indexing(conn):
             for groups, rows in runs:
-                conn.executemany(_insert_fact(groups), rows)
+                conn.executemany(_insert_fact(conn.dialect, groups), rows)
         conn.executemany(
-            "UPDATE facts SET valid_until = ?, valid_until_recorded_at = ?, superseded_by = ?"
-            " WHERE id = ?",
+            f"UPDATE facts SET valid_until = {d.arg}, valid_until_recorded_at = {d.arg},"
+            f" superseded_by = {d.arg}"
+            f" WHERE id = {d.arg}",
             changes.supersessions,
         )
-        conn.executemany("UPDATE facts SET retracted_at = ? WHERE id = ?", changes.retractions)
+        conn.executemany(
+            f"UPDATE facts SET retracted_at = {d.arg} WHERE id = {d.arg}", changes.retractions
+        )
         conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-            f" valid_from) VALUES (?, ?, ?, 'SUPERSEDES', 1.0, '{LinkOrigin.SUPERSESSION}', ?, ?)",
+            f" valid_from) VALUES ({d.arg}, {d.arg}, {d.arg}, 'SUPERSEDES', 1.0,"
+            f" '{LinkOrigin.SUPERSESSION}', {d.arg}, {d.arg})",
             [(new_id(), *link) for link in changes.links],
         )
         conn.executemany(
-            "UPDATE facts SET supersedes_id = ? WHERE id = ? AND supersedes_id IS NULL",
+            f"UPDATE facts SET supersedes_id = {d.arg}"
+            f" WHERE id = {d.arg} AND supersedes_id IS NULL",
             changes.back_links,
         )
 
@@ -260,14 +274,12 @@ class SQLTransaction:
         links: Sequence[tuple[str, str, str, float, str, float]],
         metadata: Sequence[Mapping[str, Any]] | None = None,
     ) -> None:
-        """New live links, recorded now: (source, target, type, strength, origin, valid_from),
-        with ``metadata[i]`` for link i if given. An episode link takes over the live link its
-        pair already has (an automatic link the same batch made); any other link already live
-        is left as it is."""
+        d = self.conn.dialect
         extra = [json.dumps(m, sort_keys=True) for m in metadata or [{}] * len(links)]
         self.conn.executemany(
             "INSERT INTO links (id, source_id, target_id, type, strength, origin, recorded_at,"
-            " valid_from, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            f" valid_from, metadata) VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg},"
+            f" {d.arg}, {d.arg}, {d.arg})"
             f" {self.conn.dialect.on_conflict('source_id, target_id, type')}"
             " WHERE retracted_at IS NULL DO UPDATE"
             " SET origin = excluded.origin, strength = excluded.strength"
@@ -280,12 +292,15 @@ class SQLTransaction:
 
     def retract(self, fact_id: str) -> Fact:
         """Retract a live fact; returns it as it was. NotFound, or Conflict if retracted."""
+        d = self.conn.dialect
         row = reads.row(self.conn, fact_id)
         if row is None:
             raise NotFound(f"no fact with id {fact_id!r}")
         if row["retracted_at"] is not None:
             raise Conflict(f"fact {fact_id} was already forgotten")
-        self.conn.execute("UPDATE facts SET retracted_at = ? WHERE id = ?", [self.now, fact_id])
+        self.conn.execute(
+            f"UPDATE facts SET retracted_at = {d.arg} WHERE id = {d.arg}", [self.now, fact_id]
+        )
         return Fact.from_row(row)
 
     def set_tier(self, fact_id: str, tier: Tier, *, only_from: Tier | None = None) -> Fact:
@@ -293,6 +308,7 @@ class SQLTransaction:
         kept when it was there already), unless ``only_from`` names a tier it is not in; returns
         it as it is after. NotFound if unknown, Conflict if it is no longer live (forgotten or
         superseded)."""
+        d = self.conn.dialect
         row = reads.row(self.conn, fact_id)
         if row is None:
             raise NotFound(f"no fact with id {fact_id!r}")
@@ -304,7 +320,7 @@ class SQLTransaction:
         if now_in == tier or (only_from is not None and now_in != only_from):
             return Fact.from_row(row)
         self.conn.execute(
-            "UPDATE facts SET pinned_at = ?, cold_at = ? WHERE id = ?",
+            f"UPDATE facts SET pinned_at = {d.arg}, cold_at = {d.arg} WHERE id = {d.arg}",
             [self.now if tier == "pinned" else None, self.now if tier == "cold" else None, fact_id],
         )
         updated = reads.row(self.conn, fact_id)
@@ -317,57 +333,61 @@ class SQLTransaction:
         d = self.conn.dialect
         conn, param = self.conn, {"ids": id_list(ids)}
         found = conn.execute(
-            f"SELECT id, text FROM facts WHERE {d.in_list('id', ':ids')}", param
+            f"SELECT id, text FROM facts WHERE {d.in_list('id', d.param('ids'))}", param
         ).fetchall()
         gone = [r[0] for r in found]
         dependants = [
             r[0]
             for r in conn.execute(
-                f"SELECT id FROM facts WHERE {d.in_list('vector_of', ':ids')}", param
+                f"SELECT id FROM facts WHERE {d.in_list('vector_of', d.param('ids'))}", param
             )
         ]
         (vectors,) = conn.execute(
-            f"SELECT count(*) FROM facts WHERE {d.in_list('id', ':ids')} AND vector_of IS NULL",
+            f"SELECT count(*) FROM facts WHERE {d.in_list('id', d.param('ids'))} AND vector_of IS"
+            " NULL",
             param,
         ).fetchone()
         touched_episodes = [
             r[0]
             for r in conn.execute(
-                f"SELECT DISTINCT episode_id FROM facts WHERE {d.in_list('id', ':ids')}"
+                f"SELECT DISTINCT episode_id FROM facts WHERE {d.in_list('id', d.param('ids'))}"
                 " AND episode_id IS NOT NULL",
                 param,
             )
         ]
-        removed = conn.execute(f"DELETE FROM facts WHERE {d.in_list('id', ':ids')}", param).rowcount
+        removed = conn.execute(
+            f"DELETE FROM facts WHERE {d.in_list('id', d.param('ids'))}", param
+        ).rowcount
         links = conn.execute(
-            f"DELETE FROM links WHERE {d.in_list('source_id', ':ids')} OR {d.in_list('target_id', ':ids')}",
+            f"DELETE FROM links WHERE {d.in_list('source_id', d.param('ids'))} OR"
+            f" {d.in_list('target_id', d.param('ids'))}",
             param,
         ).rowcount
         # No window keeps an erased text: the episodes' windows are cut again without it.
         sql_windows.rebuild(conn, touched_episodes)
         emptied = conn.execute(
-            f"DELETE FROM episodes WHERE {d.in_list('id', '?')}"
+            f"DELETE FROM episodes WHERE {d.in_list('id', d.arg)}"
             " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.episode_id = episodes.id)",
             [id_list(touched_episodes)],
         ).rowcount
         # A document missing a chunk is indexed again from its file at the next sync.
         conn.execute(
-            f"DELETE FROM files WHERE {d.in_list('path', '?')}",
+            f"DELETE FROM files WHERE {d.in_list('path', d.arg)}",
             [id_list(touched_episodes)],
         )
         for column in ("superseded_by", "supersedes_id", "vector_of"):
             conn.execute(
-                f"UPDATE facts SET {column} = NULL WHERE {d.in_list(column, ':ids')}", param
+                f"UPDATE facts SET {column} = NULL WHERE {d.in_list(column, d.param('ids'))}", param
             )
         orphaned = {text_hash(r[1]) for r in found} - {
             text_hash(r[0])
             for r in conn.execute(
-                f"SELECT text FROM facts WHERE {d.in_list('text', ':texts')}",
+                f"SELECT text FROM facts WHERE {d.in_list('text', d.param('texts'))}",
                 {"texts": id_list(r[1] for r in found)},
             )
         }
         conn.execute(
-            f"DELETE FROM embedding_cache WHERE {d.in_list('text_hash', '?')}",
+            f"DELETE FROM embedding_cache WHERE {d.in_list('text_hash', d.arg)}",
             [id_list(orphaned)],
         )
         return Purged(removed, gone, [*ids, *dependants], links, int(vectors), emptied)
@@ -381,10 +401,12 @@ class SQLTransaction:
             sql_erasure.record(self.conn, self.now, where, report)
         return purged
 
-    def import_lines(self, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+    def import_lines(
+        self, lines: Iterable[str], rules: ImportRules
+    ) -> tuple[ImportReport, list[str]]:
         """Load an export (:func:`graphmem.storage.sql.transfer.import_rows`), and cut the
         windows of the episodes it adds facts to; returns the new fact ids."""
-        report, ids = transfer.import_rows(self.conn, lines)
+        report, ids = transfer.import_rows(self.conn, lines, rules)
         sql_windows.rebuild(self.conn, sql_windows.episodes(self.conn, of=ids))
         return report, ids
 
@@ -422,21 +444,19 @@ class SQLTransaction:
         return sql_episodes.chain(self.conn, episode_id, fact_ids)
 
     def add_windows(self, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
-        """Cut the windows of turns ending on the episode's new facts ``facts`` (id, text)."""
         return sql_windows.add(self.conn, episode_id, facts)
 
     def rebuild_windows(self, episode_ids: Sequence[str]) -> int:
-        """Cut the windows of ``episode_ids`` again from their facts."""
         return sql_windows.rebuild(self.conn, episode_ids)
 
     # documents
 
     def current_chunks(self, episode_id: str) -> list[str]:
-        """The episode's facts neither forgotten nor ended, in the order they were written."""
+        d = self.conn.dialect
         return [
             r[0]
             for r in self.conn.execute(
-                "SELECT id FROM facts WHERE episode_id = ? AND retracted_at IS NULL"
+                f"SELECT id FROM facts WHERE episode_id = {d.arg} AND retracted_at IS NULL"
                 " AND valid_until IS NULL ORDER BY seq",
                 [episode_id],
             )
@@ -444,9 +464,13 @@ class SQLTransaction:
 
     def put_document(self, document: DocumentFile) -> None:
         """Record what a file was at this sync (replacing the record of the last one)."""
+        d = self.conn.dialect
         self.conn.execute(
-            self.conn.dialect.upsert(
-                "files", _FILE_COLUMNS, "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", ("path",)
+            d.upsert(
+                "files",
+                _FILE_COLUMNS,
+                f"VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg})",
+                ("path",),
             ),
             [
                 document.path,
@@ -461,23 +485,31 @@ class SQLTransaction:
         )
 
     def drop_document(self, path: str) -> None:
-        self.conn.execute("DELETE FROM files WHERE path = ?", [path])
+        d = self.conn.dialect
+        self.conn.execute(f"DELETE FROM files WHERE path = {d.arg}", [path])
 
     # bookkeeping
 
     def queue_vectors(self, ids: Iterable[str]) -> None:
         """Queue the facts whose vector must be brought in line with the store (the outbox)."""
+        d = self.conn.dialect
         self.conn.executemany(
-            self.conn.dialect.upsert(
-                "outbox", "fact_id, queued_at", "VALUES (?, ?)", ("fact_id",), renumber=True
+            d.upsert(
+                "outbox",
+                "fact_id, queued_at",
+                f"VALUES ({d.arg}, {d.arg})",
+                ("fact_id",),
+                renumber=True,
             ),
             [(i, self.now) for i in ids],
         )
 
     def vectors_synced(self, queued: Sequence[tuple[str, int]]) -> None:
         """Clear outbox rows (as ``outbox`` returned them) once the vector index agrees."""
+        d = self.conn.dialect
         self.conn.executemany(
-            f"DELETE FROM outbox WHERE fact_id = ? AND {self.conn.dialect.rowid} = ?", queued
+            f"DELETE FROM outbox WHERE fact_id = {d.arg} AND {self.conn.dialect.rowid} = {d.arg}",
+            queued,
         )
 
     def log_vectors(self, ids: Sequence[str], states: Sequence[int] | None = None) -> int:
@@ -504,11 +536,12 @@ class SQLTransaction:
         self, provider: str, model: str, dimensions: int, fresh: Sequence[tuple[str, Vectors]]
     ) -> None:
         """Keep newly computed embeddings by (provider, model, text hash)."""
+        d = self.conn.dialect
         self.conn.executemany(
-            self.conn.dialect.upsert(
+            d.upsert(
                 "embedding_cache",
                 "provider, model, text_hash, dims, vector, created_at",
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                f"VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg}, {d.arg})",
                 ("provider", "model", "text_hash"),
             ),
             [
@@ -531,23 +564,27 @@ class SQLTransaction:
         sql_maintenance.finish(self.conn, run, self.now, status, changed, requests, error)
 
     def set_meta(self, key: str, value: Mapping[str, Any]) -> None:
+        d = self.conn.dialect
         self.conn.execute(
-            self.conn.dialect.upsert("meta", "key, value", "VALUES (?, ?)", ("key",)),
+            d.upsert("meta", "key, value", f"VALUES ({d.arg}, {d.arg})", ("key",)),
             [key, json.dumps(value, sort_keys=True)],
         )
 
     def record_accesses(self, accesses: Mapping[str, tuple[int, float]]) -> None:
         """Add each fact's accesses (id -> (count, last time)); facts in a class refreshed on
         access have their TTL restarted from that time."""
+        d = self.conn.dialect
         classes = sorted(REFRESH_ON_ACCESS)
         refreshed = f"decay_class IN ({','.join(map(repr, classes))}) AND expires_at IS NOT NULL"
-        restart = " ".join(f"WHEN '{c}' THEN :{c}" for c in classes)
+        restart = " ".join(f"WHEN '{c}' THEN {d.param(c)}" for c in classes)
+        at = d.param("at")
         self.conn.executemany(
-            f"""UPDATE facts SET access_count = access_count + :count, last_accessed_at = :at,
-                last_confirmed_at = CASE WHEN {refreshed} THEN :at ELSE last_confirmed_at END,
+            f"""UPDATE facts SET access_count = access_count + {d.param("count")},
+                last_accessed_at = {at},
+                last_confirmed_at = CASE WHEN {refreshed} THEN {at} ELSE last_confirmed_at END,
                 expires_at = CASE WHEN {refreshed}
                     THEN CASE decay_class {restart} END ELSE expires_at END
-                WHERE id = :id""",
+                WHERE id = {d.param("id")}""",
             [
                 {"id": i, "count": n, "at": at, **{c: expiry(c, at) for c in classes}}
                 for i, (n, at) in accesses.items()
@@ -556,9 +593,11 @@ class SQLTransaction:
 
     def soft_decay(self, rule: SoftDecay) -> int:
         """Lower the confidence of ageing facts (past ``rule.after`` of their TTL)."""
+        d = self.conn.dialect
         return int(
             self.conn.execute(
-                f"UPDATE facts SET confidence = confidence * :factor WHERE {_AGEING}",
+                f"UPDATE facts SET confidence = confidence * {d.param('factor')}"
+                f" WHERE {_ageing(d)}",
                 _decay_args(self.now, rule),
             ).rowcount
         )
@@ -566,27 +605,30 @@ class SQLTransaction:
     def set_stated(
         self, changes: Sequence[tuple[float | None, float | None, str | None, str]]
     ) -> None:
-        """(start, end, words, fact id) of each fact whose stated time changes."""
+        d = self.conn.dialect
         self.conn.executemany(
-            "UPDATE facts SET stated_start = ?, stated_end = ?, stated_text = ? WHERE id = ?",
+            f"UPDATE facts SET stated_start = {d.arg}, stated_end = {d.arg}, stated_text = {d.arg}"
+            f" WHERE id = {d.arg}",
             changes,
         )
 
     def set_categories(self, changes: Sequence[tuple[str, str]]) -> None:
-        """(fact id, category) for each fact of category ``other`` that takes another."""
+        d = self.conn.dialect
         self.conn.executemany(
-            "UPDATE facts SET category = ? WHERE id = ? AND category = 'other'",
+            f"UPDATE facts SET category = {d.arg} WHERE id = {d.arg} AND category = 'other'",
             [(category, fact_id) for fact_id, category in changes],
         )
 
     def set_decay_classes(self, changes: Sequence[tuple[str, float | None, str]]) -> None:
         """(decay class, expiry, fact id) for each fact that moves to another class."""
+        d = self.conn.dialect
         self.conn.executemany(
-            "UPDATE facts SET decay_class = ?, expires_at = ? WHERE id = ?", changes
+            f"UPDATE facts SET decay_class = {d.arg}, expires_at = {d.arg} WHERE id = {d.arg}",
+            changes,
         )
 
 
-class SQLStore(Generic[D]):
+class SQLStore(Store, Generic[D]):
     """A namespace's facts, links, keyword index, outbox, embedding cache and meta, on the
     connections ``D`` of one engine. Subclasses give the clock (``now``), transaction time
     (``_stamp``) and keyword ranking (``keyword_matches``)."""
@@ -614,8 +656,6 @@ class SQLStore(Generic[D]):
         raise NotImplementedError
 
     def shared_vector_lock(self) -> Callable[[], AbstractContextManager[None]] | None:
-        """The lock one writer of the namespace's vector index holds, when the store is shared
-        by several machines (None: the vector directory's lock file serves)."""
         return None
 
     @contextmanager
@@ -653,7 +693,10 @@ class SQLStore(Generic[D]):
         return self._db.deadline
 
     def meta(self, key: str) -> dict[str, Any] | None:
-        row = self._read().execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        conn = self._read()
+        row = conn.execute(
+            f"SELECT value FROM meta WHERE key = {conn.dialect.arg}", [key]
+        ).fetchone()
         return None if row is None else dict(json.loads(row[0]))
 
     # ------------------------------------------------------------------------- facts
@@ -706,13 +749,14 @@ class SQLStore(Generic[D]):
         return sql_episodes.facts(self._read(), episode_id, scope)
 
     def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
-        """The synced files each of ``scopes`` is, or holds (a folder's path), by path."""
         found: dict[str, DocumentFile] = {}
+        conn = self._read()
+        d = conn.dialect
         for scope in dict.fromkeys(scopes):
             folder = scope.rstrip("/")
-            rows = self._read().execute(
-                f"SELECT {_FILE_COLUMNS} FROM files WHERE path = ?"
-                " OR (path > ? || '/' AND path < ? || '0')",
+            rows = conn.execute(
+                f"SELECT {_FILE_COLUMNS} FROM files WHERE path = {d.arg}"
+                f" OR (path > {d.arg} || '/' AND path < {d.arg} || '0')",
                 [scope, folder, folder],
             )
             found.update((r[0], _document(r)) for r in rows)
@@ -759,8 +803,8 @@ class SQLStore(Generic[D]):
         if not ids:
             return {}
         rows = self._read().execute(
-            f"SELECT source_id, target_id FROM links WHERE {d.in_list('source_id', ':ids')}"
-            " AND origin = :origin AND retracted_at IS NULL",
+            f"SELECT source_id, target_id FROM links WHERE {d.in_list('source_id', d.param('ids'))}"
+            f" AND origin = {d.param('origin')} AND retracted_at IS NULL",
             {"ids": id_list(ids), "origin": LinkOrigin.CAPTURE.value},
         )
         out: dict[str, list[str]] = {}
@@ -820,16 +864,10 @@ class SQLStore(Generic[D]):
         among ``ids``."""
         return list(reads.candidates(self._read(), "id", ids, scope, filters))
 
-    def window_matches(self, query: str, n: int) -> dict[int, tuple[float, tuple[str, ...]]]:
-        """The ``n`` best keyword matches among the windows: window -> (bm25, its facts)."""
-        raise NotImplementedError
-
     def windows_holding(self, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
-        """The windows holding any of ``fact_ids``: window -> its facts."""
         return sql_windows.holding(self._read(), fact_ids)
 
     def window_episodes(self) -> list[str]:
-        """The episodes that have facts, oldest first."""
         return sql_windows.episodes(self._read())
 
     def sharing_vectors(self, owners: Iterable[str]) -> list[tuple[str, str]]:
@@ -838,7 +876,7 @@ class SQLStore(Generic[D]):
         return [
             (r[0], r[1])
             for r in self._read().execute(
-                f"SELECT vector_of, id FROM facts WHERE {d.in_list('vector_of', ':ids')}",
+                f"SELECT vector_of, id FROM facts WHERE {d.in_list('vector_of', d.param('ids'))}",
                 {"ids": id_list(owners)},
             )
         ]
@@ -972,7 +1010,9 @@ class SQLStore(Generic[D]):
         conn = self._read()
         if ids is None:
             return {r[0]: bool(r[1]) for r in conn.execute(sql + " ORDER BY o.seq")}
-        rows = conn.execute(sql + f" AND {d.in_list('o.id', ':ids')}", {"ids": id_list(ids)})
+        rows = conn.execute(
+            sql + f" AND {d.in_list('o.id', d.param('ids'))}", {"ids": id_list(ids)}
+        )
         return {r[0]: bool(r[1]) for r in rows}
 
     def vector_sources(self, ids: Iterable[str]) -> dict[str, tuple[str, str | None]]:
@@ -987,23 +1027,26 @@ class SQLStore(Generic[D]):
         if ids is None:
             return [(r[0], r[1]) for r in conn.execute(f"SELECT fact_id, {d.rowid} FROM outbox")]
         rows = conn.execute(
-            f"SELECT fact_id, {d.rowid} FROM outbox WHERE {d.in_list('fact_id', ':ids')}",
+            f"SELECT fact_id, {d.rowid} FROM outbox WHERE {d.in_list('fact_id', d.param('ids'))}",
             {"ids": id_list(ids)},
         )
         return [(r[0], r[1]) for r in rows]
 
     def waiting(self, limit: int, *, queued_before: float | None = None) -> list[str]:
         d = self._read().dialect
-        before = "" if queued_before is None else " WHERE queued_at < :before"
+        before = "" if queued_before is None else f" WHERE queued_at < {d.param('before')}"
         rows = self._read().execute(
-            f"SELECT fact_id FROM outbox{before} ORDER BY {d.rowid} {d.limit(':limit')}",
+            f"SELECT fact_id FROM outbox{before} ORDER BY {d.rowid} {d.limit(d.param('limit'))}",
             {"before": queued_before, "limit": limit},
         )
         return [r[0] for r in rows]
 
     def vector_log(self, after: int) -> list[tuple[int, str, int | None]]:
-        rows = self._read().execute(
-            "SELECT seq, fact_id, state FROM vector_log WHERE seq > ? ORDER BY seq", [after]
+        conn = self._read()
+        rows = conn.execute(
+            f"SELECT seq, fact_id, state FROM vector_log WHERE seq > {conn.dialect.arg} ORDER BY"
+            " seq",
+            [after],
         )
         return [(r[0], r[1], r[2]) for r in rows]
 
@@ -1017,8 +1060,8 @@ class SQLStore(Generic[D]):
         reader = self._read()
         d = reader.dialect
         rows = reader.execute(
-            "SELECT seq, kind, item, changed_at, origin FROM change_log WHERE seq > ?"
-            f" ORDER BY seq {d.limit('?')}",
+            f"SELECT seq, kind, item, changed_at, origin FROM change_log WHERE seq > {d.arg}"
+            f" ORDER BY seq {d.limit(d.arg)}",
             [after, limit],
         ).fetchall()
         (end,) = reader.execute("SELECT coalesce(max(seq), 0) FROM change_log").fetchone()
@@ -1030,8 +1073,9 @@ class SQLStore(Generic[D]):
         """Cached embeddings by text hash (of this provider, model and size)."""
         d = self._read().dialect
         rows = self._read().execute(
-            "SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = ? AND model = ?"
-            f" AND {d.in_list('text_hash', '?')}",
+            f"SELECT text_hash, dims, vector FROM embedding_cache WHERE provider = {d.arg} AND"
+            f" model = {d.arg}"
+            f" AND {d.in_list('text_hash', d.arg)}",
             [provider, model, id_list(dict.fromkeys(hashes))],
         )
         return {h: np.frombuffer(blob, dtype="<f4") for h, dims, blob in rows if dims == dimensions}
@@ -1040,23 +1084,32 @@ class SQLStore(Generic[D]):
 
     def expired(self, now: float) -> list[str]:
         """Facts whose expiry has passed."""
-        sql = "SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?"
-        return [r[0] for r in self._read().execute(sql, [now])]
+        conn = self._read()
+        sql = (
+            f"SELECT id FROM facts WHERE expires_at IS NOT NULL AND expires_at < {conn.dialect.arg}"
+        )
+        return [r[0] for r in conn.execute(sql, [now])]
 
     def faded(self, rule: SoftDecay) -> list[str]:
         """Facts whose confidence fell below ``rule.floor``."""
-        sql = "SELECT id FROM facts WHERE confidence < ?"
-        return [r[0] for r in self._read().execute(sql, [rule.floor])]
+        conn = self._read()
+        sql = f"SELECT id FROM facts WHERE confidence < {conn.dialect.arg}"
+        return [r[0] for r in conn.execute(sql, [rule.floor])]
 
     def decay_forecast(self, now: float, rule: SoftDecay, *, soft: bool) -> tuple[int, int]:
         """What a prune at ``now`` would do after the hard prune: (facts soft-decayed, facts
         then below ``rule.floor``)."""
         conn, args = self._read(), _decay_args(now, rule)
-        decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {_AGEING}", args).fetchone()[0]
+        d = conn.dialect
+        decayed = conn.execute(f"SELECT count(*) FROM facts WHERE {_ageing(d)}", args).fetchone()[0]
         faded = conn.execute(
-            f"SELECT count(*) FROM facts WHERE (confidence < :floor OR ({_AGEING}"
-            " AND confidence * :factor < :floor))"
-            + ("" if soft else " AND NOT (expires_at IS NOT NULL AND expires_at < :now)"),
+            f"SELECT count(*) FROM facts WHERE (confidence < {d.param('floor')} OR ({_ageing(d)}"
+            f" AND confidence * {d.param('factor')} < {d.param('floor')}))"
+            + (
+                ""
+                if soft
+                else f" AND NOT (expires_at IS NOT NULL AND expires_at < {d.param('now')})"
+            ),
             args,
         ).fetchone()[0]
         return int(decayed), int(faded)
@@ -1089,8 +1142,9 @@ class SQLStore(Generic[D]):
 
     def counts(self, now: float) -> Counts:
         conn = self._read()
+        d = conn.dialect
         scope = TimeScope(now, now)
-        live = scope.fact_clause()
+        live = scope.fact_clause(param=d.param)
 
         def one(sql: str, *args: Any) -> int:
             return int(conn.execute(sql, args).fetchone()[0])
@@ -1104,7 +1158,8 @@ class SQLStore(Generic[D]):
             superseded=one("SELECT count(*) FROM facts WHERE superseded_by IS NOT NULL"),
             retracted=one("SELECT count(*) FROM facts WHERE retracted_at IS NOT NULL"),
             expired=one(
-                "SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < ?", now
+                f"SELECT count(*) FROM facts WHERE expires_at IS NOT NULL AND expires_at < {d.arg}",
+                now,
             ),
             by_decay_class=grouped("decay_class"),
             by_category=grouped("category"),

@@ -19,18 +19,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Final
 
-from ... import documents
-from ...decay import DECAY_CLASSES
-from ...episodes import EPISODE_KINDS
 from ...errors import InvalidInput
-from ...limits import MAX_FIELD_LENGTH, MAX_METADATA_BYTES, MAX_NOTE_LENGTH, MAX_TEXT_LENGTH
-from ...models import LINK_ORIGINS, LINK_TYPES, not_text
-from ...tagging import CATEGORIES
+from ...models import not_text
 from ...temporal import parse_time, to_iso
-from ..interface import ImportReport
+from ..interface import ImportReport, ImportRules
 from . import keyword_index
 from .connections import SQLConnection
 from .params import id_list
@@ -145,17 +140,23 @@ def write_export(conn: SQLConnection, namespace: str, out: IO[str]) -> int:
     return n
 
 
-def import_rows(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
-    """Insert an export's facts and links in ``conn``'s open transaction.
+def import_rows(
+    conn: SQLConnection, lines: Iterable[str], rules: ImportRules
+) -> tuple[ImportReport, list[str]]:
+    """Insert an export's facts and links in ``conn``'s open transaction, each row kept to the
+    engine's ``rules`` (:mod:`graphmem.imports`).
 
     Ids already present are skipped. Raises InvalidInput naming the line of the first problem;
     the caller rolls back. Returns the report and the ids of the facts inserted.
     """
     with keyword_index.indexing(conn):
-        return _insert_lines(conn, lines)
+        return _insert_lines(conn, lines, rules)
 
 
-def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportReport, list[str]]:
+def _insert_lines(
+    conn: SQLConnection, lines: Iterable[str], rules: ImportRules
+) -> tuple[ImportReport, list[str]]:
+    d = conn.dialect
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
@@ -189,17 +190,19 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
                 raise InvalidInput(f"line {number}: an episode's kind is given as episode_kind")
             item["kind"] = item.pop("episode_kind", None)
             row = _common(item, episode_columns, _REQUIRED_EPISODE, EPISODE_TIMES, number)
-            if row["kind"] not in EPISODE_KINDS:
-                raise InvalidInput(f"line {number}: unknown episode kind {row['kind']!r}")
+            _checked(rules.episode, row, number)
             row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
             if not _insert(conn, "episodes", row, number):
                 skipped += 1
         elif kind == "fact":
             row = _fact_row(item, fact_columns, number)
+            _checked(rules.fact, row, number)
             episode = row.get("episode_id")
             if (
                 episode is not None
-                and not conn.execute("SELECT 1 FROM episodes WHERE id = ?", [episode]).fetchone()
+                and not conn.execute(
+                    f"SELECT 1 FROM episodes WHERE id = {d.arg}", [episode]
+                ).fetchone()
             ):
                 raise InvalidInput(f"line {number}: episode_id {episode!r} is not a known episode")
             if _insert(conn, "facts", row, number):
@@ -207,16 +210,23 @@ def _insert_lines(conn: SQLConnection, lines: Iterable[str]) -> tuple[ImportRepo
             else:
                 skipped += 1
         elif kind == "link":
-            row = _link_row(item, link_columns, number)
+            row = _common(item, link_columns, _REQUIRED_LINK, LINK_TIMES, number)
+            _checked(rules.link, row, number)
+            row["metadata"] = json.dumps(row.get("metadata") or {}, sort_keys=True)
             for end in ("source_id", "target_id"):
-                if conn.execute("SELECT 1 FROM facts WHERE id = ?", [row[end]]).fetchone() is None:
+                if (
+                    conn.execute(f"SELECT 1 FROM facts WHERE id = {d.arg}", [row[end]]).fetchone()
+                    is None
+                ):
                     raise InvalidInput(f"line {number}: {end} {row[end]!r} is not a known fact")
             if _insert(conn, "links", row, number):
                 links += 1
             else:
                 skipped += 1
         elif kind == "file":
-            row = _file_row(item, file_columns, number)
+            row = _common(item, file_columns, _REQUIRED_FILE, FILE_TIMES, number)
+            _checked(rules.file, row, number)
+            row[FILE_IMPORTED] = 1
             if not _insert(conn, "files", row, number):
                 skipped += 1
         else:
@@ -238,7 +248,7 @@ def _check_references(conn: SQLConnection, inserted: list[str]) -> None:
     for start in range(0, len(inserted), 500):
         for column in _REFERENCES:
             row = conn.execute(
-                f"SELECT f.id, f.{column} FROM facts f WHERE {d.in_list('f.id', ':ids')}"
+                f"SELECT f.id, f.{column} FROM facts f WHERE {d.in_list('f.id', d.param('ids'))}"
                 f" AND f.{column} IS NOT NULL"
                 f" AND NOT EXISTS (SELECT 1 FROM facts g WHERE g.id = f.{column})",
                 {"ids": id_list(inserted[start : start + 500])},
@@ -255,64 +265,20 @@ def _columns(conn: SQLConnection, table: str) -> set[str]:
     return {r[1] for r in conn.execute(conn.dialect.columns_of(table))} - {"seq"}
 
 
-#: The longest each text field of a fact may be, as a write allows (graphmem.limits).
-_FIELD_LIMITS: Final = {
-    **dict.fromkeys(("entity", "key", "value", "source"), MAX_FIELD_LENGTH),
-    **dict.fromkeys(("summary", "why", "context"), MAX_NOTE_LENGTH),
-}
-
-
 def _fact_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
     row = _common(item, columns, _REQUIRED_FACT, FACT_TIMES, number)
-    if not isinstance(row["text"], str) or not 0 < len(row["text"]) <= MAX_TEXT_LENGTH:
-        raise InvalidInput(f"line {number}: text must be 1-{MAX_TEXT_LENGTH} characters")
-    if row["category"] not in CATEGORIES:
-        raise InvalidInput(f"line {number}: unknown category {row['category']!r}")
-    for name, limit in _FIELD_LIMITS.items():
-        if isinstance(row.get(name), str) and len(row[name]) > limit:
-            raise InvalidInput(f"line {number}: {name} is longer than {limit:,} characters")
-    if row["decay_class"] not in DECAY_CLASSES:
-        raise InvalidInput(f"line {number}: unknown decay class {row['decay_class']!r}")
-    for name in ("importance", "confidence"):
-        if not isinstance(row[name], int | float) or not 0 <= row[name] <= 1:
-            raise InvalidInput(f"line {number}: {name} must be a number from 0 to 1")
-    if row.get("pinned_at") is not None and row.get("cold_at") is not None:
-        raise InvalidInput(f"line {number}: a fact is pinned or cold, not both")
     row.setdefault("tags", "")
     row.setdefault("date_terms", "")
     row.setdefault("access_count", 0)
     return row
 
 
-def _link_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
-    row = _common(item, columns, _REQUIRED_LINK, LINK_TIMES, number)
-    if row["type"] not in LINK_TYPES:
-        raise InvalidInput(f"line {number}: unknown link type {row['type']!r}")
-    # Checked here: the store's own checks would make INSERT OR IGNORE skip the line unsaid.
-    if row["origin"] not in LINK_ORIGINS:
-        raise InvalidInput(f"line {number}: unknown link origin {row['origin']!r}")
-    strength = row["strength"]
-    if (
-        isinstance(strength, bool)
-        or not isinstance(strength, int | float)
-        or not 0 <= strength <= 1
-    ):
-        raise InvalidInput(f"line {number}: strength must be a number from 0 to 1")
-    metadata = row.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise InvalidInput(f"line {number}: a link's metadata must be a JSON object")
-    row["metadata"] = json.dumps(metadata, sort_keys=True)
-    if len(row["metadata"].encode()) > MAX_METADATA_BYTES:
-        raise InvalidInput(f"line {number}: metadata is over {MAX_METADATA_BYTES:,} bytes")
-    return row
-
-
-def _file_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str, Any]:
-    row = _common(item, columns, _REQUIRED_FILE, FILE_TIMES, number)
-    if not documents.is_document_path(row["path"]):
-        raise InvalidInput(f"line {number}: a file's path must be an absolute markdown file path")
-    row[FILE_IMPORTED] = 1
-    return row
+def _checked(rule: Callable[[dict[str, Any]], None], row: dict[str, Any], number: int) -> None:
+    """The engine's ``rule`` for ``row``, its InvalidInput naming the line."""
+    try:
+        rule(row)
+    except InvalidInput as exc:
+        raise InvalidInput(f"line {number}: {exc.message}") from None
 
 
 def _common(
@@ -348,7 +314,7 @@ def _insert(conn: SQLConnection, table: str, row: dict[str, Any], number: int) -
     names = list(row)
     cursor = conn.execute(
         conn.dialect.insert_ignoring(
-            table, ", ".join(names), f"VALUES ({', '.join(':' + n for n in names)})"
+            table, ", ".join(names), f"VALUES ({', '.join(conn.dialect.param(n) for n in names)})"
         ),
         row,
     )

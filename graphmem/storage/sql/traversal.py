@@ -209,12 +209,14 @@ class Walk:
             "skip_origins": id_list(skip_origins),
             **scope.params,
         }
-        self.fact_clause = scope.fact_clause(include_superseded="SUPERSEDES" in types)
+        self.fact_clause = scope.fact_clause(
+            include_superseded="SUPERSEDES" in types, param=d.param
+        )
         self.direction = direction
         link_filter = (
-            f"{d.in_list('l.type', ':types')} AND l.strength >= :min_strength"
-            f" AND {d.in_list('l.origin', ':skip_origins', negated=True)}"
-            f" AND {scope.link_clause()} AND {self.fact_clause}"
+            f"{d.in_list('l.type', d.param('types'))} AND l.strength >= {d.param('min_strength')}"
+            f" AND {d.in_list('l.origin', d.param('skip_origins'), negated=True)}"
+            f" AND {scope.link_clause(param=d.param)} AND {self.fact_clause}"
         )
         # Per frontier fact, its links strongest first, cut after :cap rows: the index on
         # (end, strength) makes that a short range scan however many links a hub has.
@@ -229,20 +231,21 @@ class Walk:
             sides.append(
                 f"SELECT fr.value AS via, l.{far} AS step, l.id AS link_id, l.strength,"
                 f" {side} AS side, fr.key AS position, l.seq"
-                f" FROM {d.list_table(':frontier', 'fr')} "
+                f" FROM {d.list_table(d.param('frontier'), 'fr')} "
                 + d.picked(
                     "links",
                     "l",
                     f"links l JOIN facts f ON f.id = l.{far}"
                     f" WHERE l.{near} = fr.value AND {link_filter}"
-                    f" ORDER BY l.strength DESC, l.seq {d.limit(':cap')}",
+                    f" ORDER BY l.strength DESC, l.seq {d.limit(d.param('cap'))}",
                 )
             )
         self._level = " UNION ALL ".join(sides)
         self._beyond = " UNION ALL ".join(
-            f"SELECT 1 FROM {d.list_table(':frontier', 'fr')} JOIN links l ON l.{near} = fr.value"
+            f"SELECT 1 FROM {d.list_table(d.param('frontier'), 'fr')} JOIN links l ON l.{near} ="
+            " fr.value"
             f" JOIN facts f ON f.id = l.{far} WHERE {link_filter}"
-            f" AND {d.in_list(f'l.{far}', ':reached', negated=True)}"
+            f" AND {d.in_list(f'l.{far}', d.param('reached'), negated=True)}"
             for near, far in (("source_id", "target_id"), ("target_id", "source_id"))
             if direction != ("IN" if near == "source_id" else "OUT")
         )
@@ -278,7 +281,8 @@ class Walk:
     def visible(self, ids: list[str]) -> set[str]:
         d = self.conn.dialect
         rows = self.conn.execute(
-            f"SELECT f.id FROM facts f WHERE {d.in_list('f.id', ':ids')} AND {self.fact_clause}",
+            f"SELECT f.id FROM facts f WHERE {d.in_list('f.id', d.param('ids'))} AND"
+            f" {self.fact_clause}",
             {**self.scope.params, "ids": id_list(ids)},
         )
         return {r[0] for r in rows}
@@ -309,7 +313,9 @@ def _require_known(conn: SQLConnection, ids: list[str], adjacency: Adjacency | N
         return
     known = {
         r[0]
-        for r in conn.execute(f"SELECT id FROM facts WHERE {d.in_list('id', '?')}", [id_list(ids)])
+        for r in conn.execute(
+            f"SELECT id FROM facts WHERE {d.in_list('id', d.arg)}", [id_list(ids)]
+        )
     }
     missing = [i for i in ids if i not in known]
     if missing:
@@ -326,11 +332,11 @@ def _facts(
     by their seqs when ``adjacency`` knows them: one lookup each instead of two)."""
     d = conn.dialect
     if adjacency is None:
-        where, values = f"{d.in_list('f.id', ':ids')}", id_list(ids)
+        where, values = f"{d.in_list('f.id', d.param('ids'))}", id_list(ids)
     else:
-        where, values = f"{d.in_list('f.seq', ':ids', kind='bigint')}", adjacency.seqs(ids)
+        where, values = f"{d.in_list('f.seq', d.param('ids'), kind='bigint')}", adjacency.seqs(ids)
     rows = _tuples(conn).execute(
-        f"SELECT {fact_columns('f', scope)} FROM facts f WHERE {where}",
+        f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f WHERE {where}",
         {"ids": values, **scope.params},
     )
     return {r[0]: Fact.from_values(r) for r in rows}
@@ -340,7 +346,8 @@ def _links(conn: SQLConnection, ids: list[str], scope: TimeScope) -> list[Link]:
     """The links among ``ids`` (visible ones: the walk checked), as known at the scope."""
     d = conn.dialect
     rows = _tuples(conn).execute(
-        f"SELECT {link_columns('l', scope)} FROM links l WHERE {d.in_list('l.id', ':ids')}",
+        f"SELECT {link_columns('l', scope, param=d.param)} FROM links l WHERE"
+        f" {d.in_list('l.id', d.param('ids'))}",
         {"ids": id_list(ids), **scope.params},
     )
     return [Link.from_values(r) for r in rows]

@@ -15,9 +15,6 @@ from .params import id_list
 #: Facts a window holds at most: the fact it ends on and those before it in the episode.
 WINDOW_TURNS: Final = 4
 
-_INSERT: Final = "INSERT INTO windows (end_id, episode_id, fact_ids, text) VALUES (?, ?, ?, ?)"
-_MEMBER: Final = "INSERT INTO window_facts (fact_id, end_id) VALUES (?, ?)"
-
 
 def add(conn: SQLConnection, episode_id: str, facts: Sequence[tuple[str, str]]) -> int:
     """Cut the windows ending on each of ``facts`` (new facts of the episode, (id, text), in
@@ -26,8 +23,10 @@ def add(conn: SQLConnection, episode_id: str, facts: Sequence[tuple[str, str]]) 
     if not facts:
         return 0
     earlier = conn.execute(
-        "SELECT id, text FROM facts WHERE episode_id = :episode AND retracted_at IS NULL"
-        f" AND {d.in_list('id', ':ids', negated=True)} ORDER BY seq DESC {d.limit(':n')}",
+        f"SELECT id, text FROM facts WHERE episode_id = {d.param('episode')} AND retracted_at IS"
+        " NULL"
+        f" AND {d.in_list('id', d.param('ids'), negated=True)} ORDER BY seq DESC"
+        f" {d.limit(d.param('n'))}",
         {"episode": episode_id, "ids": id_list(i for i, _ in facts), "n": WINDOW_TURNS - 1},
     ).fetchall()
     order = [(r[0], r[1]) for r in reversed(earlier)] + list(facts)
@@ -42,14 +41,18 @@ def rebuild(conn: SQLConnection, episode_ids: Iterable[str]) -> int:
     for episode_id in episode_ids:
         old = [
             r[0]
-            for r in conn.execute("SELECT end_id FROM windows WHERE episode_id = ?", [episode_id])
+            for r in conn.execute(
+                f"SELECT end_id FROM windows WHERE episode_id = {d.arg}", [episode_id]
+            )
         ]
         conn.execute(
-            f"DELETE FROM window_facts WHERE {d.in_list('end_id', ':ids')}", {"ids": id_list(old)}
+            f"DELETE FROM window_facts WHERE {d.in_list('end_id', d.param('ids'))}",
+            {"ids": id_list(old)},
         )
-        conn.execute("DELETE FROM windows WHERE episode_id = ?", [episode_id])
+        conn.execute(f"DELETE FROM windows WHERE episode_id = {d.arg}", [episode_id])
         order = conn.execute(
-            "SELECT id, text FROM facts WHERE episode_id = ? AND retracted_at IS NULL ORDER BY seq",
+            f"SELECT id, text FROM facts WHERE episode_id = {d.arg} AND retracted_at IS NULL ORDER"
+            " BY seq",
             [episode_id],
         ).fetchall()
         made += _insert(conn, episode_id, cut([(r[0], r[1]) for r in order], first=0))
@@ -67,7 +70,7 @@ def episodes(conn: SQLConnection, *, of: Sequence[str] | None = None) -> list[st
     else:
         rows = conn.execute(
             "SELECT id FROM episodes e WHERE id IN"
-            f" (SELECT episode_id FROM facts WHERE {d.in_list('id', ':ids')}) ORDER BY seq",
+            f" (SELECT episode_id FROM facts WHERE {d.in_list('id', d.param('ids'))}) ORDER BY seq",
             {"ids": id_list(of)},
         )
     return [r[0] for r in rows]
@@ -80,7 +83,7 @@ def holding(conn: SQLConnection, fact_ids: Sequence[str]) -> dict[int, tuple[str
         return {}
     rows = conn.execute(
         "SELECT w.seq, w.fact_ids FROM windows w WHERE w.end_id IN"
-        f" (SELECT m.end_id FROM window_facts m WHERE {d.in_list('m.fact_id', ':ids')})",
+        f" (SELECT m.end_id FROM window_facts m WHERE {d.in_list('m.fact_id', d.param('ids'))})",
         {"ids": id_list(fact_ids)},
     )
     return {int(r[0]): tuple(r[1].split()) for r in rows}
@@ -92,7 +95,8 @@ def members(conn: SQLConnection, seqs: Sequence[int]) -> dict[int, tuple[str, ..
     if not seqs:
         return {}
     rows = conn.execute(
-        f"SELECT seq, fact_ids FROM windows WHERE {d.in_list('seq', ':ids', kind='bigint')}",
+        f"SELECT seq, fact_ids FROM windows"
+        f" WHERE {d.in_list('seq', d.param('ids'), kind='bigint')}",
         {"ids": id_list(seqs)},
     )
     return {int(r[0]): tuple(r[1].split()) for r in rows}
@@ -117,6 +121,14 @@ def cut(order: Sequence[tuple[str, str]], *, first: int) -> list[Window]:
 
 
 def _insert(conn: SQLConnection, episode_id: str, made: list[Window]) -> int:
-    conn.executemany(_INSERT, [(w.end_id, episode_id, " ".join(w.fact_ids), w.text) for w in made])
-    conn.executemany(_MEMBER, [(f, w.end_id) for w in made for f in w.fact_ids])
+    d = conn.dialect
+    conn.executemany(
+        f"INSERT INTO windows (end_id, episode_id, fact_ids, text)"
+        f" VALUES ({d.arg}, {d.arg}, {d.arg}, {d.arg})",
+        [(w.end_id, episode_id, " ".join(w.fact_ids), w.text) for w in made],
+    )
+    conn.executemany(
+        f"INSERT INTO window_facts (fact_id, end_id) VALUES ({d.arg}, {d.arg})",
+        [(f, w.end_id) for w in made for f in w.fact_ids],
+    )
     return len(made)

@@ -15,6 +15,49 @@ from ..sql.keyword_index import FTS_COLUMNS
 #: The keyword index's tokenizer (graphmem.storage.sqlite.bm25 tokenizes with it too).
 FTS_TOKENIZER: Final = "porter unicode61"
 
+
+def _links_rebuilt(version: int, origins: str) -> str:
+    """The links table rebuilt as migration ``version``: the same rows, seq, indexes and
+    graph-log triggers, with the link origins ``origins`` allowed beside the first six."""
+    return f"""
+    CREATE TABLE links_v{version} (
+        seq INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        source_id TEXT NOT NULL,
+        target_id TEXT NOT NULL,
+        type TEXT NOT NULL CHECK (type IN
+            ('SUPERSEDES', 'CAUSED_BY', 'PART_OF', 'RELATED_TO', 'DEPENDS_ON')),
+        strength REAL NOT NULL CHECK (strength >= 0 AND strength <= 1),
+        origin TEXT NOT NULL CHECK (origin IN
+            ('explicit', 'auto_similarity', 'auto_entity', 'supersession', 'import', 'episode',
+             {origins})),
+        recorded_at REAL NOT NULL,
+        valid_from REAL NOT NULL,
+        valid_until REAL,
+        valid_until_recorded_at REAL,
+        retracted_at REAL,
+        metadata TEXT NOT NULL DEFAULT '{{}}'
+    );
+    INSERT INTO links_v{version} SELECT seq, id, source_id, target_id, type, strength, origin,
+        recorded_at, valid_from, valid_until, valid_until_recorded_at, retracted_at, metadata
+        FROM links;
+    DROP TABLE links;
+    ALTER TABLE links_v{version} RENAME TO links;
+    CREATE UNIQUE INDEX links_one_live ON links(source_id, target_id, type)
+        WHERE retracted_at IS NULL;
+    CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
+    CREATE INDEX links_target_strength ON links(target_id, strength DESC);
+    CREATE TRIGGER links_graph_update AFTER UPDATE OF source_id, target_id, type, strength,
+        origin, recorded_at, retracted_at, valid_from, valid_until, valid_until_recorded_at
+        ON links BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (1, new.seq);
+    END;
+    CREATE TRIGGER links_graph_delete AFTER DELETE ON links BEGIN
+        INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
+    END;
+    """
+
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     # 1: facts, FTS5, links, outbox, embedding cache, meta.
     f"""
@@ -352,43 +395,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     # 20: links drawn by reflection and by the LLM classifier have origins of their own
     # ('reflection', 'classifier'): the links table is rebuilt with the same rows, seq, indexes
     # and graph-log triggers.
-    """
-    CREATE TABLE links_v20 (
-        seq INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        source_id TEXT NOT NULL,
-        target_id TEXT NOT NULL,
-        type TEXT NOT NULL CHECK (type IN
-            ('SUPERSEDES', 'CAUSED_BY', 'PART_OF', 'RELATED_TO', 'DEPENDS_ON')),
-        strength REAL NOT NULL CHECK (strength >= 0 AND strength <= 1),
-        origin TEXT NOT NULL CHECK (origin IN
-            ('explicit', 'auto_similarity', 'auto_entity', 'supersession', 'import', 'episode',
-             'reflection', 'classifier')),
-        recorded_at REAL NOT NULL,
-        valid_from REAL NOT NULL,
-        valid_until REAL,
-        valid_until_recorded_at REAL,
-        retracted_at REAL,
-        metadata TEXT NOT NULL DEFAULT '{}'
-    );
-    INSERT INTO links_v20 SELECT seq, id, source_id, target_id, type, strength, origin,
-        recorded_at, valid_from, valid_until, valid_until_recorded_at, retracted_at, metadata
-        FROM links;
-    DROP TABLE links;
-    ALTER TABLE links_v20 RENAME TO links;
-    CREATE UNIQUE INDEX links_one_live ON links(source_id, target_id, type)
-        WHERE retracted_at IS NULL;
-    CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
-    CREATE INDEX links_target_strength ON links(target_id, strength DESC);
-    CREATE TRIGGER links_graph_update AFTER UPDATE OF source_id, target_id, type, strength,
-        origin, recorded_at, retracted_at, valid_from, valid_until, valid_until_recorded_at
-        ON links BEGIN
-        INSERT INTO graph_log (kind, row) VALUES (1, new.seq);
-    END;
-    CREATE TRIGGER links_graph_delete AFTER DELETE ON links BEGIN
-        INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
-    END;
-    """,
+    _links_rebuilt(20, "'reflection', 'classifier'"),
     # 21: the time a fact's text states (graphmem.statedtime): the period its mentions cover and
     # their words; facts stored before get it from `graphmem backfill-stated-time`.
     """
@@ -432,43 +439,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     """,
     # 24: the PART_OF link from a fact capture drew to the turn it came from has an origin of
     # its own ('capture'): the links table is rebuilt as in 20.
-    """
-    CREATE TABLE links_v24 (
-        seq INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        source_id TEXT NOT NULL,
-        target_id TEXT NOT NULL,
-        type TEXT NOT NULL CHECK (type IN
-            ('SUPERSEDES', 'CAUSED_BY', 'PART_OF', 'RELATED_TO', 'DEPENDS_ON')),
-        strength REAL NOT NULL CHECK (strength >= 0 AND strength <= 1),
-        origin TEXT NOT NULL CHECK (origin IN
-            ('explicit', 'auto_similarity', 'auto_entity', 'supersession', 'import', 'episode',
-             'reflection', 'classifier', 'capture')),
-        recorded_at REAL NOT NULL,
-        valid_from REAL NOT NULL,
-        valid_until REAL,
-        valid_until_recorded_at REAL,
-        retracted_at REAL,
-        metadata TEXT NOT NULL DEFAULT '{}'
-    );
-    INSERT INTO links_v24 SELECT seq, id, source_id, target_id, type, strength, origin,
-        recorded_at, valid_from, valid_until, valid_until_recorded_at, retracted_at, metadata
-        FROM links;
-    DROP TABLE links;
-    ALTER TABLE links_v24 RENAME TO links;
-    CREATE UNIQUE INDEX links_one_live ON links(source_id, target_id, type)
-        WHERE retracted_at IS NULL;
-    CREATE INDEX links_source_strength ON links(source_id, strength DESC, target_id);
-    CREATE INDEX links_target_strength ON links(target_id, strength DESC);
-    CREATE TRIGGER links_graph_update AFTER UPDATE OF source_id, target_id, type, strength,
-        origin, recorded_at, retracted_at, valid_from, valid_until, valid_until_recorded_at
-        ON links BEGIN
-        INSERT INTO graph_log (kind, row) VALUES (1, new.seq);
-    END;
-    CREATE TRIGGER links_graph_delete AFTER DELETE ON links BEGIN
-        INSERT INTO graph_log (kind, row) VALUES (3, old.seq);
-    END;
-    """,
+    _links_rebuilt(24, "'reflection', 'classifier', 'capture'"),
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

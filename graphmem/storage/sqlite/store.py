@@ -39,6 +39,7 @@ class SQLiteTransaction(SQLTransaction):
 
     def current_by_key(self, pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
         """The facts live now with one of these (entity, key) pairs, ASCII lower-cased."""
+        d = self.conn.dialect
         scope = TimeScope(self.now, self.now)
         # One index probe per pair: the CTE drives the join (CROSS JOIN keeps it outermost) into
         # the (lower(entity), lower(key)) index. Pairs are distinct, so no row comes twice.
@@ -46,7 +47,7 @@ class SQLiteTransaction(SQLTransaction):
             "WITH wanted(entity, key) AS (SELECT json_extract(value, '$[0]'),"
             " json_extract(value, '$[1]') FROM json_each(:pairs)) SELECT f.* FROM wanted w"
             " CROSS JOIN facts f WHERE lower(f.entity) = w.entity AND lower(f.key) = w.key"
-            f" AND {scope.fact_clause()}",
+            f" AND {scope.fact_clause(param=d.param)}",
             {"pairs": id_list(pairs), **scope.params},
         )
         return [dict(r) for r in rows]
