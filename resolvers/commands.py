@@ -21,8 +21,7 @@ from graphmem.settings import Settings
 from graphmem.storage import open_keys
 
 #: The WebSocket protocol uvicorn serves sockets with: websockets-sansio, bounded for clients
-#: that do not read (``sockets.WebSocketProtocol``). Named from this package, whichever name it
-#: was imported by (``graphmem.server`` installed, ``resolvers`` in the repository).
+#: that do not read (``sockets.WebSocketProtocol``), named from this package.
 WEBSOCKETS: Final = f"{__package__}.sockets:WebSocketProtocol"
 
 
@@ -102,7 +101,7 @@ def serve(
         return
     os.environ[SETTINGS_ENV] = settings.model_dump_json()  # for the workers' create_app
     uvicorn.run(
-        f"{__package__}.app:app_from_environment",  # graphmem.server once installed
+        f"{__package__}.app:app_from_environment",
         factory=True,
         workers=workers,
         host=settings.host,

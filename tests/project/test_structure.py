@@ -16,7 +16,9 @@ from typing import Final
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The folders of the installed packages; ``resolvers/`` is installed as ``SERVICE``.
 PACKAGES = ("graphmem", "resolvers")
+SERVICE: Final = "graphmem.server"
 
 
 def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> None:
@@ -38,35 +40,59 @@ def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> N
         assert not sql_call.search(text), source.name
 
 
-def test_the_service_installs_as_graphmem_server_under_either_name() -> None:
-    """The wheel installs ``resolvers/`` as ``graphmem.server`` (pyproject.toml): the service's
-    modules import each other relatively, the repository's code says ``resolvers`` only, and the
-    list of packages to install names every package folder."""
-    by_its_name = [
-        f"{_module(source)}: {name}"
-        for source in sorted((ROOT / "resolvers").rglob("*.py"))
-        for name in _absolute_imports(source)
-        if name.split(".")[0] == "resolvers"
-    ]
-    assert by_its_name == []
-    installed_name = [
-        f"{source.relative_to(ROOT)}: {name}"
+def test_the_service_has_one_name_graphmem_server() -> None:
+    """The wheel installs ``resolvers/`` as ``graphmem.server`` (pyproject.toml), the name users
+    import and the ``graphmem`` command runs: no code of the repository imports it as
+    ``resolvers``, no doc shows that import, and the list of packages to install names every
+    package folder."""
+    sources = [
+        source
         for folder in ("graphmem", "resolvers", "tests", "bench", "devtools")
         for source in sorted((ROOT / folder).rglob("*.py"))
-        for name in _absolute_imports(source)
-        if name.startswith("graphmem.server")
     ]
-    assert installed_name == []
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert other_name_imports(sources, docs) == []
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]
-    assert setuptools["package-dir"] == {"graphmem.server": "resolvers"}
+    assert setuptools["package-dir"] == {SERVICE: "resolvers"}
     folders = {
-        ".".join(init.parent.relative_to(ROOT).parts).replace("resolvers", "graphmem.server", 1)
-        for package in PACKAGES
-        for init in (ROOT / package).rglob("__init__.py")
+        _module(init) for package in PACKAGES for init in (ROOT / package).rglob("__init__.py")
     }
     assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def test_an_import_of_the_service_as_resolvers_is_named(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from . import sibling\nimport graphmem.server.app\n"
+        "def load():\n    from resolvers.mcp import tools\n    import resolvers\n",
+        encoding="utf-8",
+    )
+    doc = tmp_path / "guide.md"
+    doc.write_text("```python\nfrom resolvers import create_app\n```\n", encoding="utf-8")
+    assert other_name_imports([planted], [doc]) == [
+        f"{planted}: resolvers.mcp",
+        f"{planted}: resolvers",
+        f"{doc}: from resolvers import create_app",
+    ]
+
+
+def other_name_imports(sources: list[Path], docs: list[Path]) -> list[str]:
+    """Each absolute import of the service by its folder's name, ``resolvers``, in ``sources``,
+    and each such import line in ``docs``."""
+    found = [
+        f"{source}: {name}"
+        for source in sources
+        for name in _absolute_imports(source)
+        if name.split(".")[0] == "resolvers"
+    ]
+    by_folder = re.compile(r"^\s*(?:from|import) resolvers\b.*$", re.M)
+    return found + [
+        f"{doc}: {line.strip()}"
+        for doc in docs
+        for line in by_folder.findall(doc.read_text(encoding="utf-8"))
+    ]
 
 
 def _absolute_imports(source: Path) -> list[str]:
@@ -149,17 +175,17 @@ def test_a_storage_import_above_or_into_an_engine_is_named() -> None:
         "graphmem.models": {"graphmem.errors", "graphmem.vectors.embedders"},
         "graphmem.search": {"graphmem.storage.sql.reads", "graphmem.storage.interface"},
         "graphmem.cli": {"graphmem.storage"},
-        "resolvers.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
+        "graphmem.server.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
     }
     assert storage_layer_violations(graph) == [
         "graphmem.models (below storage) imports graphmem.vectors.embedders",
         "graphmem.search imports graphmem.storage.sql.reads, inside storage",
+        "graphmem.server.app imports graphmem.storage.postgres, inside storage",
         "graphmem.storage.interface imports graphmem.storage.sql.graph_copy: a face imports no"
         " implementation",
         "graphmem.storage.postgres.keyword imports graphmem.storage.sqlite.keyword, the other engine",
         "graphmem.storage.sql.keyword_index imports graphmem.storage.sqlite.migrations, an engine",
         "graphmem.storage.sql.maintenance imports graphmem.maintenance, above storage",
-        "resolvers.app imports graphmem.storage.postgres, inside storage",
     ]
 
 
@@ -179,15 +205,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .types import Fact
 def load():
-    from resolvers import schema
+    from graphmem.server import schema
     import graphmem.graph
     from . import Context
 """
-    assert set(_imports("resolvers.context", ast.parse(source), package="resolvers")) == {
-        "resolvers.types",
-        "resolvers.schema",
+    assert set(_imports("graphmem.server.context", ast.parse(source), package="")) == {
+        "graphmem.server.types",
+        "graphmem.server.schema",
         "graphmem.graph",
-        "resolvers",
+        "graphmem.server",
     }
 
 
@@ -255,9 +281,11 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _module(path: Path) -> str:
-    """The dotted name of the module at ``path`` (a package's for its ``__init__.py``)."""
+    """The dotted name of the module at ``path`` (a package's for its ``__init__.py``), the
+    service's by its installed name."""
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return SERVICE + name.removeprefix("resolvers") if name.split(".")[0] == "resolvers" else name
 
 
 def _imports(module: str, tree: ast.Module, *, package: str) -> Iterator[str]:
@@ -284,10 +312,12 @@ def _imports(module: str, tree: ast.Module, *, package: str) -> Iterator[str]:
 
 
 def _internal(name: str) -> bool:
-    return name.split(".")[0] in PACKAGES
+    return name.split(".")[0] == "graphmem"
 
 
 def _exists(module: str) -> bool:
+    if module == SERVICE or module.startswith(SERVICE + "."):
+        module = "resolvers" + module.removeprefix(SERVICE)
     path = ROOT.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 

@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 import strawberry
+from graphmem.server.completion import LeanExecutor
+from graphmem.server.context import Context
+from graphmem.server.events import Broadcaster
+from graphmem.server.schema import build_schema
 from graphql import GraphQLError
 from graphql.execution import Executor
 from starlette.requests import Request
@@ -19,10 +23,6 @@ from strawberry.types import ExecutionResult
 
 from graphmem import Link, Memory
 from graphmem.temporal import parse_time
-from resolvers.completion import LeanExecutor
-from resolvers.context import Context
-from resolvers.events import Broadcaster
-from resolvers.schema import build_schema
 
 
 class Counted(LeanExecutor):

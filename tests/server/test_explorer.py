@@ -8,8 +8,9 @@ import re
 import tomllib
 from pathlib import Path
 
+from graphmem.server.explorer import GRAPHIQL_PAGE, STATIC_DIR
+
 from graphmem.storage.sqlite.keys import KeyFile
-from resolvers.explorer import GRAPHIQL_PAGE, STATIC_DIR
 
 from ..support.graphql_clients import InProcess
 
