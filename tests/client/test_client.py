@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 
 import graphmem
 from graphmem import Conflict, Fact, Forbidden, InvalidInput, KeyStore, Memory, NotFound, Settings

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 
 from graphmem import Settings
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 
 from graphmem import InvalidInput, KeyStore, Memory, Settings
 from graphmem.cli import cli

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from click.testing import CliRunner
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 
 import graphmem
 from graphmem import errors

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 from graphmem.server.mcp import tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -65,7 +65,7 @@ def test_the_service_has_one_name_graphmem_server() -> None:
 def test_an_import_of_the_service_as_resolvers_is_named(tmp_path: Path) -> None:
     planted = tmp_path / "planted.py"
     planted.write_text(
-        "from . import sibling\nimport graphmem.server.app\n"
+        "from . import sibling\nimport graphmem.server.http.app\n"
         "def load():\n    from resolvers.mcp import tools\n    import resolvers\n",
         encoding="utf-8",
     )
@@ -93,6 +93,108 @@ def other_name_imports(sources: list[Path], docs: list[Path]) -> list[str]:
         for doc in docs
         for line in by_folder.findall(doc.read_text(encoding="utf-8"))
     ]
+
+
+#: The one module of the service that may use strawberry's private API (docs/architecture.md).
+FAST_PATHS: Final = ROOT / "resolvers" / "graphql" / "fastpaths.py"
+
+
+def test_only_the_fast_paths_use_a_private_strawberry_name() -> None:
+    private = strawberry_private_names()
+    found = [
+        f"{source.relative_to(ROOT)}:{use}"
+        for source in sorted((ROOT / "resolvers").rglob("*.py"))
+        if source != FAST_PATHS
+        for use in private_strawberry_uses(source.read_text(encoding="utf-8"), private)
+    ]
+    assert found == []
+    assert private_strawberry_uses(FAST_PATHS.read_text(encoding="utf-8"), private) != []
+
+
+def test_a_private_strawberry_name_is_found_however_it_is_reached() -> None:
+    source = """
+from strawberry.extensions import MaskErrors
+from strawberry.types.arguments import _is_leaf_type
+from strawberry.schema._private import thing
+
+class Codes(MaskErrors):
+    def _process_errors(self, errors):
+        return errors
+
+class Own:
+    def __init__(self):
+        self._cache = None
+    def _process_errors(self):
+        return self._cache
+
+def admit(schema):
+    return schema._schema
+"""
+    assert private_strawberry_uses(source, strawberry_private_names()) == [
+        "3: _is_leaf_type",
+        "4: strawberry.schema._private",
+        "7: def _process_errors",
+        "17: ._schema",
+    ]
+
+
+def strawberry_private_names() -> frozenset[str]:
+    """The private names strawberry defines: its functions, classes and attributes whose name
+    starts with one underscore."""
+    import strawberry
+
+    names: set[str] = set()
+    for source in Path(strawberry.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return frozenset(n for n in names if n.startswith("_") and not n.endswith("__"))
+
+
+def private_strawberry_uses(text: str, private: frozenset[str]) -> list[str]:
+    """Each use of strawberry's private API in ``text``, by line: a private module or name
+    imported from strawberry, a private method of a strawberry class overridden, a private
+    strawberry attribute read that the module does not define itself."""
+    tree = ast.parse(text)
+    found: list[tuple[int, str]] = []
+    from_strawberry = {"strawberry"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "strawberry":
+            module = node.module or ""
+            if any(part.startswith("_") for part in module.split(".")):
+                found.append((node.lineno, module))
+            for alias in node.names:
+                from_strawberry.add(alias.asname or alias.name)
+                if alias.name.startswith("_"):
+                    found.append((node.lineno, alias.name))
+    own = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+    }
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = {ast.unparse(base).split(".")[0] for base in node.bases}
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name in private:
+                if bases & from_strawberry:
+                    found.append((item.lineno, f"def {item.name}"))
+                else:
+                    own.add(item.name)
+    found += [
+        (node.lineno, f".{node.attr}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Load)
+        and node.attr in private
+        and node.attr not in own
+    ]
+    return [f"{line}: {what}" for line, what in sorted(found)]
 
 
 def _absolute_imports(source: Path) -> list[str]:
@@ -175,12 +277,12 @@ def test_a_storage_import_above_or_into_an_engine_is_named() -> None:
         "graphmem.models": {"graphmem.errors", "graphmem.vectors.embedders"},
         "graphmem.search": {"graphmem.storage.sql.reads", "graphmem.storage.interface"},
         "graphmem.cli": {"graphmem.storage"},
-        "graphmem.server.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
+        "graphmem.server.http.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
     }
     assert storage_layer_violations(graph) == [
         "graphmem.models (below storage) imports graphmem.vectors.embedders",
         "graphmem.search imports graphmem.storage.sql.reads, inside storage",
-        "graphmem.server.app imports graphmem.storage.postgres, inside storage",
+        "graphmem.server.http.app imports graphmem.storage.postgres, inside storage",
         "graphmem.storage.interface imports graphmem.storage.sql.graph_copy: a face imports no"
         " implementation",
         "graphmem.storage.postgres.keyword imports graphmem.storage.sqlite.keyword, the other engine",
@@ -205,13 +307,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .types import Fact
 def load():
-    from graphmem.server import schema
+    from graphmem.server.graphql import schema
     import graphmem.graph
     from . import Context
 """
     assert set(_imports("graphmem.server.context", ast.parse(source), package="")) == {
         "graphmem.server.types",
-        "graphmem.server.schema",
+        "graphmem.server.graphql.schema",
         "graphmem.graph",
         "graphmem.server",
     }

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 from graphmem.server import create_app
-from graphmem.server.explorer import EXPLORE_PATH, load_assets
+from graphmem.server.http.explorer import EXPLORE_PATH, load_assets
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from graphmem.server import create_app, sockets
+from graphmem.server import create_app
+from graphmem.server.http import sockets
 from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from graphmem import KeyStore, Settings

@@ -11,8 +11,8 @@ from typing import Any
 import click
 import pytest
 from graphmem.server import schema_sdl
+from graphmem.server.graphql.types import CaptureKeep, SearchMode
 from graphmem.server.mcp.tools import TOOLS
-from graphmem.server.types import CaptureKeep, SearchMode
 from graphql import (
     GraphQLEnumType,
     GraphQLInputObjectType,

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig

@@ -1,5 +1,5 @@
 """Documents the service has validated before are executed without strawberry's per-request
-pipeline (``graphmem.server.schema.Prepared``): the answers, errors and codes are those of the first
+pipeline (``graphmem.server.graphql.schema.Prepared``): the answers, errors and codes are those of the first
 request, and whatever the shortcut does not cover goes through strawberry's view as before."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from graphmem.server.schema import Prepared, Schema
+from graphmem.server.graphql.schema import Prepared, Schema
 from graphql import parse
 
 import graphmem

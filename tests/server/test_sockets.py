@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from graphmem.server import app as app_module
-from graphmem.server import create_app, events, sockets
+from graphmem.server import create_app, events
+from graphmem.server.http import app as app_module
+from graphmem.server.http import sockets
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol

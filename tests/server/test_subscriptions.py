@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 import pytest
-from graphmem.server import app as app_module
-from graphmem.server import create_app, events, sockets
+from graphmem.server import create_app, events
+from graphmem.server.http import app as app_module
+from graphmem.server.http import sockets
 from starlette.applications import Starlette
 from starlette.testclient import WebSocketTestSession
 from starlette.websockets import WebSocketDisconnect

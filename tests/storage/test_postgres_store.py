@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
-from graphmem.server.app import create_app
 from graphmem.server.commands import cli as service_cli
+from graphmem.server.http.app import create_app
 
 from devtools.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem import (

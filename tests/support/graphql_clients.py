@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import httpx2
 import uvicorn
-from graphmem.server.sockets import WebSocketProtocol
+from graphmem.server.http.sockets import WebSocketProtocol
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from graphmem.server.app import create_app
+from graphmem.server.http.app import create_app
 
 from graphmem import Client, Settings
 

@@ -19,7 +19,7 @@ from graphmem.limits import (
 )
 from graphmem.models import CaptureInput, Keep
 
-from .context import Context
+from ..context import Context
 from .types import (
     JSON,
     NOW,

@@ -15,7 +15,7 @@ from graphmem import recall as recalls
 from graphmem.graph import TraverseInput
 from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_READ_LINES, MAX_RECALL_TOKENS
 
-from .context import Context, Scope
+from ..context import Context, Scope
 from .types import (
     JSON,
     Category,
