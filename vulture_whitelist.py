@@ -92,7 +92,7 @@ _.on_validate
 _.on_execute
 
 # Methods graphql-core's visitor calls by the kind of node they name (tests/system/test_reliability_hostile.py, and
-# the depth and alias rules of resolvers/schema.py).
+# the depth and alias rules of resolvers/graphql/schema.py).
 _.enter_argument
 _.enter_document
 _.leave_operation_definition
@@ -123,7 +123,7 @@ _.get_results
 _.process_errors
 _.run_operation
 
-# Read by the websockets library and uvicorn's protocol (resolvers/sockets.py): the message
+# Read by the websockets library and uvicorn's protocol (resolvers/http/sockets.py): the message
 # size a connection takes, and that its close frame is on its way.
 _.max_message_size
 _.close_sent

@@ -5,7 +5,7 @@ each command opens the namespace, does one thing and closes it. ``--json`` print
 Errors print ``error [CODE]: message`` on stderr and exit with status 1 (2 for usage errors).
 
 The commands are listed in ``COMMANDS`` and ``command_group`` puts them in a group; ``cli`` is
-the core's command line, and the service (``resolvers.commands``) builds the installed one with
+the core's command line, and the service (``graphmem.server.commands``) builds the installed one with
 its own commands added.
 """
 

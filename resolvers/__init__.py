@@ -3,7 +3,7 @@
 This package calls ``graphmem`` and never writes SQL; ``graphmem`` never imports it.
 """
 
-from .app import create_app
-from .schema import build_schema, schema_sdl
+from .graphql.schema import build_schema, schema_sdl
+from .http.app import create_app
 
 __all__ = ["build_schema", "create_app", "schema_sdl"]

@@ -21,9 +21,8 @@ from graphmem.settings import Settings
 from graphmem.storage import open_keys
 
 #: The WebSocket protocol uvicorn serves sockets with: websockets-sansio, bounded for clients
-#: that do not read (``sockets.WebSocketProtocol``). Named from this package, whichever name it
-#: was imported by (``graphmem.server`` installed, ``resolvers`` in the repository).
-WEBSOCKETS: Final = f"{__package__}.sockets:WebSocketProtocol"
+#: that do not read (``sockets.WebSocketProtocol``), named from this package.
+WEBSOCKETS: Final = f"{__package__}.http.sockets:WebSocketProtocol"
 
 
 @click.command()
@@ -67,7 +66,7 @@ def serve(
 
     from graphmem.settings import is_loopback
 
-    from .app import SETTINGS_ENV, create_app, tune_process
+    from .http.app import SETTINGS_ENV, create_app, tune_process
 
     given = {"host": host, "port": port, "data_dir": data_dir}
     settings: Settings = ctx.obj.model_copy(
@@ -102,7 +101,7 @@ def serve(
         return
     os.environ[SETTINGS_ENV] = settings.model_dump_json()  # for the workers' create_app
     uvicorn.run(
-        f"{__package__}.app:app_from_environment",  # graphmem.server once installed
+        f"{__package__}.http.app:app_from_environment",
         factory=True,
         workers=workers,
         host=settings.host,
@@ -144,7 +143,7 @@ def mcp_stdio(ctx: click.Context, /, log_level: str) -> None:
 @click.argument("path", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 def export_schema(path: str) -> None:
     """Print the GraphQL schema (SDL), or write it to PATH (the repo keeps schema.graphql)."""
-    from .schema import schema_sdl
+    from .graphql.schema import schema_sdl
 
     with click.open_file(path, "w", encoding="utf-8") as out:
         out.write(schema_sdl())

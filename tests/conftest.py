@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import psycopg
 import pytest
+from graphmem.server import create_app
 from starlette.applications import Starlette
 
 from devtools.cluster import ObjectStore, Postgres, Unavailable
@@ -19,7 +20,6 @@ from graphmem import KeyStore, Memory, Settings
 from graphmem.client import Client
 from graphmem.storage import open_keys
 from graphmem.storage.postgres import schema as pgschema
-from resolvers import create_app
 
 from .support.clock import Clock
 from .support.graphql_clients import InProcess, LiveServer

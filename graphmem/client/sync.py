@@ -103,7 +103,7 @@ CONNECT_TIMEOUT_S: Final = 5.0
 #: The most bytes of one answer a client reads unless told otherwise: the service's own default
 #: largest answer (``graphql_max_response_bytes``), so that none it sends is refused.
 DEFAULT_MAX_ANSWER_BYTES: Final[int] = Settings.model_fields["graphql_max_response_bytes"].default
-#: The header that names the namespace (resolvers/auth.py reads it).
+#: The header that names the namespace (resolvers/http/auth.py reads it).
 NAMESPACE_HEADER: Final = "X-Graphmem-Namespace"
 _log = logging.getLogger("graphmem.client")
 

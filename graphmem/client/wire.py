@@ -207,7 +207,7 @@ class ChangeFeed:
 
 
 def fact_cursor(position: int) -> str:
-    """The service's cursor of a page position (see resolvers/types.py encode_cursor)."""
+    """The service's cursor of a page position (see resolvers/graphql/types.py encode_cursor)."""
     return base64.urlsafe_b64encode(f"fact:{position}".encode()).decode()
 
 

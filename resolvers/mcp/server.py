@@ -75,11 +75,11 @@ from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Set
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code, QueryTimeout
 
-from ..auth import ADMITTED, INVALID_REQUEST, replaying
 from ..cost import HEAVY_COST, CostError, capture_points
 from ..fairness import Admission
+from ..graphql.schema import unexpected_log
+from ..http.auth import ADMITTED, INVALID_REQUEST, replaying
 from ..inputs import check_arguments, problem
-from ..schema import unexpected_log
 from .tools import (
     BY_NAME,
     TOOLS,

@@ -1,6 +1,8 @@
-"""The MCP tools: each one's arguments (a pydantic model, from which its JSON schema is
-generated), its description for a model, and its handler, named after the ``Memory`` verb it
-calls.
+"""The MCP tools, each in one place: its arguments (a pydantic model, from which its JSON
+schema is generated), then its handler, named after the ``Memory`` verb it calls, under the
+:func:`tool` decorator that holds its name, title, description and hints. The catalogue
+(:data:`TOOLS`) is the tools in the order they are written here, which is the order clients
+list them in.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_type_hints
 
 from mcp_types import Tool as ToolSpec
 from mcp_types import (
@@ -109,6 +111,32 @@ class Tool:
         )
 
 
+#: The tools as :func:`tool` registers them, in the order they are written.
+_CATALOGUE: list[Tool] = []
+
+
+def tool(
+    name: str,
+    title: str,
+    description: str,
+    *,
+    read_only: bool = True,
+    destructive: bool = False,
+    writes_when: Callable[[Any], bool] | None = None,
+) -> Callable[[Callable[[Memory, Any], Result]], Callable[[Memory, Any], Result]]:
+    """Register the decorated handler as the tool ``name``, whose arguments are the model its
+    ``args`` parameter is annotated with."""
+
+    def register(run: Callable[[Memory, Any], Result]) -> Callable[[Memory, Any], Result]:
+        args = get_type_hints(run)["args"]
+        _CATALOGUE.append(
+            Tool(name, title, description, args, run, read_only, destructive, writes_when)
+        )
+        return run
+
+    return register
+
+
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -152,6 +180,17 @@ class StoreArgs(_Args):
     )
 
 
+@tool(
+    "memory_store",
+    "Store a fact",
+    "Store one fact in long-term memory so that later conversations can use it. Write one "
+    "self-contained statement per call, not a transcript. For an attribute that can change, "
+    "give entity, key and value (entity 'alice', key 'city', value 'Paris'): a new value for "
+    "the same entity and key supersedes the old fact (action UPDATE), which stays readable "
+    "as history. A fact memory already holds is not stored twice (NOOP). Returns the action "
+    "(ADD, UPDATE, NOOP or DELETE), the fact with its id, and why.",
+    read_only=False,
+)
 def store(memory: Memory, args: StoreArgs) -> Result:
     [result] = memory.store_many(
         [args.model_dump(exclude_none=True, exclude={"episode"})], episode=args.episode
@@ -177,6 +216,16 @@ class SearchArgs(_Args):
     episode_links: bool = field_of(SearchInput, "episode_links")
 
 
+@tool(
+    "memory_recall",
+    "Search memory",
+    "Search long-term memory for the facts relevant to a query (keywords and meaning "
+    "combined), best first. Use it when what you were given from memory does not answer the "
+    "question. By default only facts true and known now are returned; set as_of to ask what "
+    "was true at an earlier date (e.g. where someone lived in 2021, a version since "
+    "replaced), known_at to ask what memory believed at an earlier moment. One line per "
+    "fact: id, text, [entity.key=value], (category; validity).",
+)
 def search(memory: Memory, args: SearchArgs) -> Result:
     hits = memory.search(**args.model_dump())
     lines = [
@@ -227,6 +276,13 @@ class RecallArgs(_Args):
     )
 
 
+@tool(
+    "memory_context",
+    "Memory for a prompt",
+    "Build the <memory-context> block for a prompt: the facts most relevant to it, best "
+    "first, one line each, within max_tokens. Use it at the start of a task to load what "
+    "memory knows about it; use memory_recall for a targeted search that shows fact ids.",
+)
 def recall(memory: Memory, args: RecallArgs) -> Result:
     result = memory.recall(**args.model_dump())
     return result.context or "Memory holds nothing relevant to this prompt.", result.to_dict()
@@ -245,6 +301,13 @@ class LookupArgs(_Args):
     known_at: Time = Field(None, description=KNOWN_AT)
 
 
+@tool(
+    "memory_lookup",
+    "Look up an entity",
+    "Exact lookup of the facts about one entity, optionally one attribute (entity 'user', "
+    "key 'email'), most confident and newest first; no search ranking. Use it when you know "
+    "what the fact is about; memory_recall otherwise.",
+)
 def lookup(memory: Memory, args: LookupArgs) -> Result:
     facts = memory.lookup(**args.model_dump())
     about = f"{args.entity}.{args.key}" if args.key else args.entity
@@ -266,6 +329,15 @@ class LinkArgs(_Args):
     valid_until: Time = field_of(LinkInput, "valid_until")
 
 
+@tool(
+    "memory_link",
+    "Link two facts",
+    "Record a typed, directed relationship between two stored facts: source -[type]-> "
+    "target (e.g. a decision CAUSED_BY an incident, a task PART_OF a project). Linking the "
+    "same pair with the same type again updates its strength. Versions are linked "
+    "(SUPERSEDES) by memory_store itself.",
+    read_only=False,
+)
 def link(memory: Memory, args: LinkArgs) -> Result:
     made = memory.link(**args.model_dump())
     return (
@@ -286,6 +358,13 @@ class TraverseArgs(_Args):
     max_nodes: int = field_of(TraverseInput, "max_nodes")
 
 
+@tool(
+    "memory_traverse",
+    "Follow links",
+    "Walk the links from one or more facts, breadth-first, and return the facts reached "
+    "(with their depth) and the links among them. Use it to gather what surrounds a fact: "
+    "its causes, parts, dependencies and related facts.",
+)
 def traverse(memory: Memory, args: TraverseArgs) -> Result:
     found = memory.traverse(**args.model_dump())
     stopped = f", stopped by {' and '.join(found.truncated_by)}" if found.truncated else ""
@@ -304,6 +383,12 @@ class IdArgs(_Args):
     id: str = Field(min_length=1, description=FACT_ID)
 
 
+@tool(
+    "memory_history",
+    "History of a fact",
+    "Every version of a fact, oldest first: the facts it replaced and those that replaced "
+    "it, each with the period it was valid. Use it to see how something changed over time.",
+)
 def history(memory: Memory, args: IdArgs) -> Result:
     versions = memory.history(args.id)
     lines = [f"{len(versions)} {plural(len(versions), 'version')}, oldest first:"]
@@ -311,6 +396,16 @@ def history(memory: Memory, args: IdArgs) -> Result:
     return "\n".join(lines), {"versions": [f.to_dict() for f in versions]}
 
 
+@tool(
+    "memory_forget",
+    "Forget a fact",
+    "Forget a fact that is wrong, or that the user wants forgotten: current reads stop "
+    "returning it (reads with an earlier known_at still see it). When something changed in "
+    "the world instead, store the new fact with memory_store, which keeps the old one as "
+    "history.",
+    read_only=False,
+    destructive=True,
+)
 def forget(memory: Memory, args: IdArgs) -> Result:
     fact = memory.forget(args.id)
     return (
@@ -318,6 +413,28 @@ def forget(memory: Memory, args: IdArgs) -> Result:
         "known_at still do.",
         {"fact": fact.to_dict()},
     )
+
+
+class TierArgs(_Args):
+    id: str = Field(min_length=1, description=FACT_ID)
+    tier: Tier = Field(
+        description="pinned: in every memory context, first; cold: left out of memory contexts "
+        "(memory_recall still finds it); normal: neither."
+    )
+
+
+@tool(
+    "memory_tier",
+    "Pin a fact, or make it cold",
+    "Pin a fact that must be in every memory context (a blocker, a standing instruction): "
+    "memory_context puts pinned facts first, whatever the prompt; a newer version of it "
+    "stays pinned. Make a fact cold when it should stay out of memory contexts unless "
+    "asked (a closed task); memory_recall still finds it. normal undoes either.",
+    read_only=False,
+)
+def tier(memory: Memory, args: TierArgs) -> Result:
+    fact = memory.set_tier(args.id, args.tier)
+    return f"Now {args.tier}: {fact_line(fact)}", {"fact": fact.to_dict()}
 
 
 class CheckpointArgs(_Args):
@@ -345,6 +462,16 @@ class CheckpointArgs(_Args):
     )
 
 
+@tool(
+    "memory_checkpoint",
+    "Save or restore a checkpoint",
+    "Save your working state before a risky or long step (action 'save': intent, state as "
+    "any JSON value, expected_outcome, working_files), and get the newest one back after a "
+    "failure, a restart or a new session (action 'restore'). A checkpoint expires after a "
+    "few hours (decay class checkpoint); restore returns nothing when none is left.",
+    read_only=False,
+    writes_when=lambda args: args.action == "save",
+)
 def checkpoint(memory: Memory, args: CheckpointArgs) -> Result:
     if args.action == "save":
         if args.intent is None:
@@ -379,6 +506,16 @@ class PruneArgs(_Args):
     )
 
 
+@tool(
+    "memory_prune",
+    "Prune memory",
+    "Tidy memory by its decay rules: delete facts past their expiry, lower the confidence of "
+    "ageing ones, and delete those whose confidence has faded. dry_run only counts. The "
+    "server also does this on its own schedule; call it after a large clean-up.",
+    read_only=False,
+    destructive=True,
+    writes_when=lambda args: not args.dry_run,
+)
 def prune(memory: Memory, args: PruneArgs) -> Result:
     report = memory.prune(dry_run=args.dry_run, soft=args.soft)
     verb = "Would remove" if args.dry_run else "Removed"
@@ -403,6 +540,16 @@ class MaintainArgs(_Args):
     )
 
 
+@tool(
+    "memory_maintain",
+    "Run or list memory maintenance",
+    "Run the maintenance jobs that are due (or those named, with force): "
+    f"{', '.join(REGISTRY)}; the server runs them on its own schedule, so call this only "
+    "after a large change. list_runs shows the newest recorded runs: what each changed and "
+    "why one failed.",
+    read_only=False,
+    writes_when=lambda args: not args.list_runs,
+)
 def maintain(memory: Memory, args: MaintainArgs) -> Result:
     jobs = None if args.jobs is None else checked_jobs(args.jobs)
     if args.list_runs:
@@ -431,6 +578,17 @@ class ReflectArgs(_Args):
     )
 
 
+@tool(
+    "memory_reflect",
+    "Reflect on recent memory",
+    "Look for patterns across the facts of the last days (habits, recurring problems, "
+    "preferences shown several times), each backed by at least two facts, and rules to "
+    "follow from them; they are stored as facts (categories pattern and rule) linked to "
+    "their evidence, and memory_context shows them like any fact. Asks the server's chat "
+    "model (one request for patterns, one for rules). Call it at the end of a long task "
+    "or a session.",
+    read_only=False,
+)
 def reflect(memory: Memory, args: ReflectArgs) -> Result:
     report = memory.reflect(window_days=args.window_days)
     lines = [f"Pattern: {fact_line(f)}" for f in report.patterns]
@@ -455,6 +613,16 @@ class ConsolidateArgs(_Args):
     dry_run: bool = Field(False, description="Only list the clusters of near-duplicates.")
 
 
+@tool(
+    "memory_consolidate",
+    "Merge near-duplicate facts",
+    "Merge clusters of facts that say nearly the same thing (paraphrases stored over time) "
+    "into one fact each, which replaces them; the old ones stay in history. Contact "
+    "details, ids and numbers are never merged. dry_run only lists the clusters.",
+    read_only=False,
+    destructive=True,
+    writes_when=lambda args: not args.dry_run,
+)
 def consolidate(memory: Memory, args: ConsolidateArgs) -> Result:
     report = memory.consolidate(dry_run=args.dry_run)
     if args.dry_run:
@@ -479,41 +647,6 @@ def consolidate(memory: Memory, args: ConsolidateArgs) -> Result:
     }
 
 
-class TierArgs(_Args):
-    id: str = Field(min_length=1, description=FACT_ID)
-    tier: Tier = Field(
-        description="pinned: in every memory context, first; cold: left out of memory contexts "
-        "(memory_recall still finds it); normal: neither."
-    )
-
-
-def tier(memory: Memory, args: TierArgs) -> Result:
-    fact = memory.set_tier(args.id, args.tier)
-    return f"Now {args.tier}: {fact_line(fact)}", {"fact": fact.to_dict()}
-
-
-# The arguments of graphmem.CaptureInput, as the core describes and bounds them.
-class CaptureArgs(_Args):
-    messages: list[MessageInput] = field_of(CaptureInput, "messages")
-    episode: str | None = field_of(CaptureInput, "episode")
-    keep: Keep = field_of(CaptureInput, "keep")
-
-
-def capture(memory: Memory, args: CaptureArgs) -> Result:
-    results = memory.capture(args.model_dump()["messages"], episode=args.episode, keep=args.keep)
-    written = [r for r in results if r.action in ("ADD", "UPDATE")]
-    turns = sum(r.kind == "turn" for r in written)
-    facts = len(written) - turns
-    lines = [f"{turns} {plural(turns, 'turn')} kept, {facts} {plural(facts, 'fact')} stored:"]
-    for r in results:
-        if r.fact is None:
-            lines.append(f"{r.action} {r.kind} of message {r.message} ({r.role}): {r.reason}")
-        else:
-            drawn = f" (from turn {r.turn_id})" if r.turn_id else ""
-            lines.append(f"{r.action} {r.kind} ({r.role}): {fact_line(r.fact)}{drawn}")
-    return "\n".join(lines), {"results": [r.to_dict() for r in results]}
-
-
 class PurgeArgs(_Args):
     ids: list[str] | None = Field(None, min_length=1, description="Erase these facts. " + FACT_ID)
     entity: str | None = Field(
@@ -531,6 +664,17 @@ class PurgeArgs(_Args):
     dry_run: bool = Field(False, description="Only count what would be erased.")
 
 
+@tool(
+    "memory_purge",
+    "Erase facts for good",
+    "Erase facts for good when the user asks that something be deleted, not just "
+    "forgotten: every fact matching all the filters given (ids, entity, source, episode), "
+    "in any state, with its links and vectors; nothing of it stays on disk, and no read, "
+    "whatever its known_at, sees it again. At least one filter is required. Use dry_run "
+    "first to see how much would go.",
+    read_only=False,
+    destructive=True,
+)
 def purge(memory: Memory, args: PurgeArgs) -> Result:
     report = memory.purge(**args.model_dump())
     verb = "Would erase" if report.dry_run else "Erased"
@@ -556,209 +700,59 @@ class ReadArgs(_Args):
     )
 
 
+@tool(
+    "memory_read",
+    "Read a note's lines",
+    "Read lines of a markdown note memory has indexed, as the file is now. A fact that "
+    "came from a note has source 'path:start-end'; call this with that path and range (or "
+    "a wider one) to see exactly what the note says around it.",
+)
 def read_lines(memory: Memory, args: ReadArgs) -> Result:
     text = memory.read_lines(args.path, args.start, args.end)
     last = args.start + text.count("\n") if text else args.start
     return text, {"path": args.path, "start": args.start, "end": last, "text": text}
 
 
-TOOLS: Final = (
-    Tool(
-        "memory_store",
-        "Store a fact",
-        "Store one fact in long-term memory so that later conversations can use it. Write one "
-        "self-contained statement per call, not a transcript. For an attribute that can change, "
-        "give entity, key and value (entity 'alice', key 'city', value 'Paris'): a new value for "
-        "the same entity and key supersedes the old fact (action UPDATE), which stays readable "
-        "as history. A fact memory already holds is not stored twice (NOOP). Returns the action "
-        "(ADD, UPDATE, NOOP or DELETE), the fact with its id, and why.",
-        StoreArgs,
-        store,
-        read_only=False,
-    ),
-    Tool(
-        "memory_recall",
-        "Search memory",
-        "Search long-term memory for the facts relevant to a query (keywords and meaning "
-        "combined), best first. Use it when what you were given from memory does not answer the "
-        "question. By default only facts true and known now are returned; set as_of to ask what "
-        "was true at an earlier date (e.g. where someone lived in 2021, a version since "
-        "replaced), known_at to ask what memory believed at an earlier moment. One line per "
-        "fact: id, text, [entity.key=value], (category; validity).",
-        SearchArgs,
-        search,
-    ),
-    Tool(
-        "memory_context",
-        "Memory for a prompt",
-        "Build the <memory-context> block for a prompt: the facts most relevant to it, best "
-        "first, one line each, within max_tokens. Use it at the start of a task to load what "
-        "memory knows about it; use memory_recall for a targeted search that shows fact ids.",
-        RecallArgs,
-        recall,
-    ),
-    Tool(
-        "memory_lookup",
-        "Look up an entity",
-        "Exact lookup of the facts about one entity, optionally one attribute (entity 'user', "
-        "key 'email'), most confident and newest first; no search ranking. Use it when you know "
-        "what the fact is about; memory_recall otherwise.",
-        LookupArgs,
-        lookup,
-    ),
-    Tool(
-        "memory_link",
-        "Link two facts",
-        "Record a typed, directed relationship between two stored facts: source -[type]-> "
-        "target (e.g. a decision CAUSED_BY an incident, a task PART_OF a project). Linking the "
-        "same pair with the same type again updates its strength. Versions are linked "
-        "(SUPERSEDES) by memory_store itself.",
-        LinkArgs,
-        link,
-        read_only=False,
-    ),
-    Tool(
-        "memory_traverse",
-        "Follow links",
-        "Walk the links from one or more facts, breadth-first, and return the facts reached "
-        "(with their depth) and the links among them. Use it to gather what surrounds a fact: "
-        "its causes, parts, dependencies and related facts.",
-        TraverseArgs,
-        traverse,
-    ),
-    Tool(
-        "memory_history",
-        "History of a fact",
-        "Every version of a fact, oldest first: the facts it replaced and those that replaced "
-        "it, each with the period it was valid. Use it to see how something changed over time.",
-        IdArgs,
-        history,
-    ),
-    Tool(
-        "memory_forget",
-        "Forget a fact",
-        "Forget a fact that is wrong, or that the user wants forgotten: current reads stop "
-        "returning it (reads with an earlier known_at still see it). When something changed in "
-        "the world instead, store the new fact with memory_store, which keeps the old one as "
-        "history.",
-        IdArgs,
-        forget,
-        read_only=False,
-        destructive=True,
-    ),
-    Tool(
-        "memory_tier",
-        "Pin a fact, or make it cold",
-        "Pin a fact that must be in every memory context (a blocker, a standing instruction): "
-        "memory_context puts pinned facts first, whatever the prompt; a newer version of it "
-        "stays pinned. Make a fact cold when it should stay out of memory contexts unless "
-        "asked (a closed task); memory_recall still finds it. normal undoes either.",
-        TierArgs,
-        tier,
-        read_only=False,
-    ),
-    Tool(
-        "memory_checkpoint",
-        "Save or restore a checkpoint",
-        "Save your working state before a risky or long step (action 'save': intent, state as "
-        "any JSON value, expected_outcome, working_files), and get the newest one back after a "
-        "failure, a restart or a new session (action 'restore'). A checkpoint expires after a "
-        "few hours (decay class checkpoint); restore returns nothing when none is left.",
-        CheckpointArgs,
-        checkpoint,
-        read_only=False,
-        writes_when=lambda args: args.action == "save",
-    ),
-    Tool(
-        "memory_prune",
-        "Prune memory",
-        "Tidy memory by its decay rules: delete facts past their expiry, lower the confidence of "
-        "ageing ones, and delete those whose confidence has faded. dry_run only counts. The "
-        "server also does this on its own schedule; call it after a large clean-up.",
-        PruneArgs,
-        prune,
-        read_only=False,
-        destructive=True,
-        writes_when=lambda args: not args.dry_run,
-    ),
-    Tool(
-        "memory_maintain",
-        "Run or list memory maintenance",
-        "Run the maintenance jobs that are due (or those named, with force): "
-        f"{', '.join(REGISTRY)}; the server runs them on its own schedule, so call this only "
-        "after a large change. list_runs shows the newest recorded runs: what each changed and "
-        "why one failed.",
-        MaintainArgs,
-        maintain,
-        read_only=False,
-        writes_when=lambda args: not args.list_runs,
-    ),
-    Tool(
-        "memory_reflect",
-        "Reflect on recent memory",
-        "Look for patterns across the facts of the last days (habits, recurring problems, "
-        "preferences shown several times), each backed by at least two facts, and rules to "
-        "follow from them; they are stored as facts (categories pattern and rule) linked to "
-        "their evidence, and memory_context shows them like any fact. Asks the server's chat "
-        "model (one request for patterns, one for rules). Call it at the end of a long task "
-        "or a session.",
-        ReflectArgs,
-        reflect,
-        read_only=False,
-    ),
-    Tool(
-        "memory_consolidate",
-        "Merge near-duplicate facts",
-        "Merge clusters of facts that say nearly the same thing (paraphrases stored over time) "
-        "into one fact each, which replaces them; the old ones stay in history. Contact "
-        "details, ids and numbers are never merged. dry_run only lists the clusters.",
-        ConsolidateArgs,
-        consolidate,
-        read_only=False,
-        destructive=True,
-        writes_when=lambda args: not args.dry_run,
-    ),
-    Tool(
-        "memory_purge",
-        "Erase facts for good",
-        "Erase facts for good when the user asks that something be deleted, not just "
-        "forgotten: every fact matching all the filters given (ids, entity, source, episode), "
-        "in any state, with its links and vectors; nothing of it stays on disk, and no read, "
-        "whatever its known_at, sees it again. At least one filter is required. Use dry_run "
-        "first to see how much would go.",
-        PurgeArgs,
-        purge,
-        read_only=False,
-        destructive=True,
-    ),
-    Tool(
-        "memory_read",
-        "Read a note's lines",
-        "Read lines of a markdown note memory has indexed, as the file is now. A fact that "
-        "came from a note has source 'path:start-end'; call this with that path and range (or "
-        "a wider one) to see exactly what the note says around it.",
-        ReadArgs,
-        read_lines,
-    ),
-    Tool(
-        "memory_capture",
-        "Capture a turn",
-        "Keep a conversation turn's messages, and what they state that is worth remembering: "
-        "each user and assistant message is kept as a turn of the episode (found again by "
-        "memory_recall and memory_context with its speaker and date), and its memorable "
-        "sentences (preferences, decisions, personal details, contacts, conventions) become "
-        "facts through the same rules as memory_store, each linked to its turn; keep='facts' "
-        "stores the facts alone. Messages holding secrets (passwords, keys, card numbers) are "
-        "skipped whole. Pass the turn's messages in order, with the session as episode. "
-        "Returns what was done with each turn and fact.",
-        CaptureArgs,
-        capture,
-        read_only=False,
-    ),
+# The arguments of graphmem.CaptureInput, as the core describes and bounds them.
+class CaptureArgs(_Args):
+    messages: list[MessageInput] = field_of(CaptureInput, "messages")
+    episode: str | None = field_of(CaptureInput, "episode")
+    keep: Keep = field_of(CaptureInput, "keep")
+
+
+@tool(
+    "memory_capture",
+    "Capture a turn",
+    "Keep a conversation turn's messages, and what they state that is worth remembering: "
+    "each user and assistant message is kept as a turn of the episode (found again by "
+    "memory_recall and memory_context with its speaker and date), and its memorable "
+    "sentences (preferences, decisions, personal details, contacts, conventions) become "
+    "facts through the same rules as memory_store, each linked to its turn; keep='facts' "
+    "stores the facts alone. Messages holding secrets (passwords, keys, card numbers) are "
+    "skipped whole. Pass the turn's messages in order, with the session as episode. "
+    "Returns what was done with each turn and fact.",
+    read_only=False,
 )
+def capture(memory: Memory, args: CaptureArgs) -> Result:
+    results = memory.capture(args.model_dump()["messages"], episode=args.episode, keep=args.keep)
+    written = [r for r in results if r.action in ("ADD", "UPDATE")]
+    turns = sum(r.kind == "turn" for r in written)
+    facts = len(written) - turns
+    lines = [f"{turns} {plural(turns, 'turn')} kept, {facts} {plural(facts, 'fact')} stored:"]
+    for r in results:
+        if r.fact is None:
+            lines.append(f"{r.action} {r.kind} of message {r.message} ({r.role}): {r.reason}")
+        else:
+            drawn = f" (from turn {r.turn_id})" if r.turn_id else ""
+            lines.append(f"{r.action} {r.kind} ({r.role}): {fact_line(r.fact)}{drawn}")
+    return "\n".join(lines), {"results": [r.to_dict() for r in results]}
 
 
-BY_NAME: Final = {tool.name: tool for tool in TOOLS}
+#: Every tool, in the order clients list them.
+TOOLS: Final = tuple(_CATALOGUE)
+
+
+BY_NAME: Final = {spec.name: spec for spec in TOOLS}
 
 
 def _schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
+from graphmem.server.http.app import create_app
 
 import graphmem
 from graphmem import Conflict, Fact, Forbidden, InvalidInput, KeyStore, Memory, NotFound, Settings
 from graphmem.client import AsyncClient, Client, ServiceError
 from graphmem.client.wire import FACT_FIELDS
-from resolvers.app import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, LiveServer

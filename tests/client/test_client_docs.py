@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from graphmem.server.http.app import create_app
 
 from graphmem import Settings
-from resolvers.app import create_app
 
 from ..support.graphql_clients import LiveServer
 

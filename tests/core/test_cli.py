@@ -1,5 +1,5 @@
 """The `graphmem` command line, driven in-process with click's CliRunner (successes), through
-its console entry point ``resolvers.commands.main`` (errors: "error [CODE]: message", exit 1),
+its console entry point ``graphmem.server.commands.main`` (errors: "error [CODE]: message", exit 1),
 and a few times as the installed script in a subprocess. Always on the hash embedder."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from graphmem.server.commands import cli as installed_cli
+from graphmem.server.commands import main
 
 from graphmem import Memory, Settings
 from graphmem.cli import cli
 from graphmem.decay import DAY, DECAY_CLASSES
-from resolvers.commands import cli as installed_cli
-from resolvers.commands import main
 
 HASH_ENV = {"GRAPHMEM_EMBEDDER": "hash"}
 

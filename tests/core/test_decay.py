@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import Memory, Settings
 from graphmem.decay import DECAY_CLASSES, TTL_SECONDS, classify_decay
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from graphmem.server.mcp import tools
 from starlette.applications import Starlette
 
 from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings, documents
 from graphmem.cli import cli
 from graphmem.documents import CHARS_PER_TOKEN, chunk_markdown, lines_of
 from graphmem.limits import MAX_DOCUMENT_BYTES, MAX_READ_LINES
-from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from graphmem.server.mcp import tools
 from starlette.applications import Starlette
 
 from graphmem import Conflict, InvalidInput, Memory, NotFound, Settings
 from graphmem.cli import cli
-from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

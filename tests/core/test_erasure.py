@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from graphmem.server.mcp import tools
 
 from graphmem import InvalidInput, KeyStore, Memory, NotFound, Settings
 from graphmem.cli import cli
 from graphmem.storage.sqlite.backup import backup, restore
-from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer

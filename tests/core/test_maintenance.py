@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from graphmem.server.http.app import create_app
 
 from graphmem import InvalidInput, KeyStore, Memory, Settings
 from graphmem.cli import cli
 from graphmem.maintenance import LEASE_S, REGISTRY, UNEXPECTED, check_every, interval
-from resolvers.app import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer
@@ -274,8 +274,8 @@ maintenance.REGISTRY["vacuum"] = maintenance.Job(
 )
 
 from graphmem.cli import cli
-from resolvers import create_app, schema_sdl
-from resolvers.mcp.tools import BY_NAME
+from graphmem.server import create_app, schema_sdl
+from graphmem.server.mcp.tools import BY_NAME
 from tests.project.test_docs import render_maintenance_jobs
 from tests.support.graphql_clients import InProcess
 from tests.support.mcp_clients import call_in_process

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from click.testing import CliRunner
+from graphmem.server.http.app import create_app
 
 import graphmem
 from graphmem import errors
 from graphmem.cli import cli
-from resolvers.app import create_app
 
 from ..support.graphql_clients import InProcess
 

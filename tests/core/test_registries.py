@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+from graphmem.server import create_app, schema_sdl
 from graphql import GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType
 from graphql import build_schema as parse_sdl
 
@@ -15,7 +16,6 @@ from graphmem.decay import DECAY_CLASSES, DECAY_RULES
 from graphmem.errors import CODES, Code, GraphmemError, SubscriberTooSlow
 from graphmem.limits import LIMITS, MAX_LIMIT
 from graphmem.models import LINK_ORIGINS, LinkOrigin
-from resolvers import create_app, schema_sdl
 
 from ..support.clock import Clock
 from ..support.connections import read_connection

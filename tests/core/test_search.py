@@ -7,9 +7,9 @@ import time
 from pathlib import Path
 
 import pytest
+from graphmem.server.mcp import tools
 
 from graphmem import InvalidInput, Memory, Settings
-from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.connections import read_connection

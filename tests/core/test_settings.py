@@ -95,7 +95,7 @@ def test_a_malformed_config_file_is_rejected(tmp_path: Path) -> None:
 
 
 def test_a_server_process_takes_the_switch_interval_setting() -> None:
-    from resolvers.app import tune_process
+    from graphmem.server.http.app import tune_process
 
     before = sys.getswitchinterval()
     try:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from graphmem.server.mcp.rendering import fact_line
 
 from graphmem import Memory, Settings
 from graphmem.cli import cli
 from graphmem.statedtime import MAX_MENTIONS, stated_time
-from resolvers.mcp.rendering import fact_line
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

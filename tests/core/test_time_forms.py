@@ -11,11 +11,11 @@ from typing import Any
 import anyio
 import pytest
 from click.testing import CliRunner
+from graphmem.server.commands import cli
+from graphmem.server.mcp import call
 
 from graphmem import InvalidInput, Memory
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS, parse_time
-from resolvers.commands import cli
-from resolvers.mcp import call
 
 from ..support.graphql_clients import InProcess
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from graphmem.server.mcp import tools
 from starlette.applications import Starlette
 
 from graphmem import Memory
 from graphmem.statedtime import stated_time
 from graphmem.timehints import event, understand
-from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

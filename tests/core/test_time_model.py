@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
+from graphmem.server.http.app import create_app
+from graphmem.server.mcp import tools
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphmem import Conflict, Fact, InvalidInput, Link, Memory, Settings
 from graphmem.temporal import parse_time
-from resolvers.app import create_app
-from resolvers.mcp import tools
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

@@ -16,6 +16,8 @@ from typing import Literal, get_args, get_origin
 
 from annotated_types import Ge, Gt, Le
 from click.testing import CliRunner
+from graphmem.server.commands import cli  # the full command set, serve included
+from graphmem.server.cost import LIST_SIZES, WORK
 from pydantic.fields import FieldInfo
 
 import graphmem
@@ -27,8 +29,6 @@ from graphmem.maintenance import REGISTRY
 from graphmem.models import LINK_ORIGINS
 from graphmem.settings import ENV_PREFIX
 from graphmem.temporal import ACCEPTED_TIMES, TIME_FORMS
-from resolvers.commands import cli  # the full command set, serve included
-from resolvers.cost import LIST_SIZES, WORK
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 HEADER = f"""# CLI reference
@@ -190,7 +190,7 @@ def _allowed(info: FieldInfo) -> str:
 
 
 def render_list_sizes() -> str:
-    """What each list counts for in a document's cost (``resolvers.cost``)."""
+    """What each list counts for in a document's cost (``graphmem.server.cost``)."""
     rows = []
     for (parent, field), size in LIST_SIZES.items():
         if size.counted_above:
@@ -275,7 +275,7 @@ def test_no_text_cites_documents_outside_the_repository() -> None:
     root = DOCS.parent
     files = [
         *(root / "graphmem").glob("*.py"),
-        *(root / "resolvers").glob("*.py"),
+        *(root / "resolvers").rglob("*.py"),
         *DOCS.glob("*.md"),
         *(root / "bench").glob("*.md"),
         root / "README.md",

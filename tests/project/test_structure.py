@@ -16,7 +16,9 @@ from typing import Final
 import networkx as nx
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The folders of the installed packages; ``resolvers/`` is installed as ``SERVICE``.
 PACKAGES = ("graphmem", "resolvers")
+SERVICE: Final = "graphmem.server"
 
 
 def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> None:
@@ -38,35 +40,161 @@ def test_the_core_never_imports_the_service_and_the_service_writes_no_sql() -> N
         assert not sql_call.search(text), source.name
 
 
-def test_the_service_installs_as_graphmem_server_under_either_name() -> None:
-    """The wheel installs ``resolvers/`` as ``graphmem.server`` (pyproject.toml): the service's
-    modules import each other relatively, the repository's code says ``resolvers`` only, and the
-    list of packages to install names every package folder."""
-    by_its_name = [
-        f"{_module(source)}: {name}"
-        for source in sorted((ROOT / "resolvers").rglob("*.py"))
-        for name in _absolute_imports(source)
-        if name.split(".")[0] == "resolvers"
-    ]
-    assert by_its_name == []
-    installed_name = [
-        f"{source.relative_to(ROOT)}: {name}"
+def test_the_service_has_one_name_graphmem_server() -> None:
+    """The wheel installs ``resolvers/`` as ``graphmem.server`` (pyproject.toml), the name users
+    import and the ``graphmem`` command runs: no code of the repository imports it as
+    ``resolvers``, no doc shows that import, and the list of packages to install names every
+    package folder."""
+    sources = [
+        source
         for folder in ("graphmem", "resolvers", "tests", "bench", "devtools")
         for source in sorted((ROOT / folder).rglob("*.py"))
-        for name in _absolute_imports(source)
-        if name.startswith("graphmem.server")
     ]
-    assert installed_name == []
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert other_name_imports(sources, docs) == []
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]
-    assert setuptools["package-dir"] == {"graphmem.server": "resolvers"}
+    assert setuptools["package-dir"] == {SERVICE: "resolvers"}
     folders = {
-        ".".join(init.parent.relative_to(ROOT).parts).replace("resolvers", "graphmem.server", 1)
-        for package in PACKAGES
-        for init in (ROOT / package).rglob("__init__.py")
+        _module(init) for package in PACKAGES for init in (ROOT / package).rglob("__init__.py")
     }
     assert sorted(setuptools["packages"]) == sorted(folders)
+
+
+def test_an_import_of_the_service_as_resolvers_is_named(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from . import sibling\nimport graphmem.server.http.app\n"
+        "def load():\n    from resolvers.mcp import tools\n    import resolvers\n",
+        encoding="utf-8",
+    )
+    doc = tmp_path / "guide.md"
+    doc.write_text("```python\nfrom resolvers import create_app\n```\n", encoding="utf-8")
+    assert other_name_imports([planted], [doc]) == [
+        f"{planted}: resolvers.mcp",
+        f"{planted}: resolvers",
+        f"{doc}: from resolvers import create_app",
+    ]
+
+
+def other_name_imports(sources: list[Path], docs: list[Path]) -> list[str]:
+    """Each absolute import of the service by its folder's name, ``resolvers``, in ``sources``,
+    and each such import line in ``docs``."""
+    found = [
+        f"{source}: {name}"
+        for source in sources
+        for name in _absolute_imports(source)
+        if name.split(".")[0] == "resolvers"
+    ]
+    by_folder = re.compile(r"^\s*(?:from|import) resolvers\b.*$", re.M)
+    return found + [
+        f"{doc}: {line.strip()}"
+        for doc in docs
+        for line in by_folder.findall(doc.read_text(encoding="utf-8"))
+    ]
+
+
+#: The one module of the service that may use strawberry's private API (docs/architecture.md).
+FAST_PATHS: Final = ROOT / "resolvers" / "graphql" / "fastpaths.py"
+
+
+def test_only_the_fast_paths_use_a_private_strawberry_name() -> None:
+    private = strawberry_private_names()
+    found = [
+        f"{source.relative_to(ROOT)}:{use}"
+        for source in sorted((ROOT / "resolvers").rglob("*.py"))
+        if source != FAST_PATHS
+        for use in private_strawberry_uses(source.read_text(encoding="utf-8"), private)
+    ]
+    assert found == []
+    assert private_strawberry_uses(FAST_PATHS.read_text(encoding="utf-8"), private) != []
+
+
+def test_a_private_strawberry_name_is_found_however_it_is_reached() -> None:
+    source = """
+from strawberry.extensions import MaskErrors
+from strawberry.types.arguments import _is_leaf_type
+from strawberry.schema._private import thing
+
+class Codes(MaskErrors):
+    def _process_errors(self, errors):
+        return errors
+
+class Own:
+    def __init__(self):
+        self._cache = None
+    def _process_errors(self):
+        return self._cache
+
+def admit(schema):
+    return schema._schema
+"""
+    assert private_strawberry_uses(source, strawberry_private_names()) == [
+        "3: _is_leaf_type",
+        "4: strawberry.schema._private",
+        "7: def _process_errors",
+        "17: ._schema",
+    ]
+
+
+def strawberry_private_names() -> frozenset[str]:
+    """The private names strawberry defines: its functions, classes and attributes whose name
+    starts with one underscore."""
+    import strawberry
+
+    names: set[str] = set()
+    for source in Path(strawberry.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return frozenset(n for n in names if n.startswith("_") and not n.endswith("__"))
+
+
+def private_strawberry_uses(text: str, private: frozenset[str]) -> list[str]:
+    """Each use of strawberry's private API in ``text``, by line: a private module or name
+    imported from strawberry, a private method of a strawberry class overridden, a private
+    strawberry attribute read that the module does not define itself."""
+    tree = ast.parse(text)
+    found: list[tuple[int, str]] = []
+    from_strawberry = {"strawberry"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "strawberry":
+            module = node.module or ""
+            if any(part.startswith("_") for part in module.split(".")):
+                found.append((node.lineno, module))
+            for alias in node.names:
+                from_strawberry.add(alias.asname or alias.name)
+                if alias.name.startswith("_"):
+                    found.append((node.lineno, alias.name))
+    own = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+    }
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = {ast.unparse(base).split(".")[0] for base in node.bases}
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name in private:
+                if bases & from_strawberry:
+                    found.append((item.lineno, f"def {item.name}"))
+                else:
+                    own.add(item.name)
+    found += [
+        (node.lineno, f".{node.attr}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.ctx, ast.Load)
+        and node.attr in private
+        and node.attr not in own
+    ]
+    return [f"{line}: {what}" for line, what in sorted(found)]
 
 
 def _absolute_imports(source: Path) -> list[str]:
@@ -149,17 +277,17 @@ def test_a_storage_import_above_or_into_an_engine_is_named() -> None:
         "graphmem.models": {"graphmem.errors", "graphmem.vectors.embedders"},
         "graphmem.search": {"graphmem.storage.sql.reads", "graphmem.storage.interface"},
         "graphmem.cli": {"graphmem.storage"},
-        "resolvers.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
+        "graphmem.server.http.app": {"graphmem.storage.keys", "graphmem.storage.postgres"},
     }
     assert storage_layer_violations(graph) == [
         "graphmem.models (below storage) imports graphmem.vectors.embedders",
         "graphmem.search imports graphmem.storage.sql.reads, inside storage",
+        "graphmem.server.http.app imports graphmem.storage.postgres, inside storage",
         "graphmem.storage.interface imports graphmem.storage.sql.graph_copy: a face imports no"
         " implementation",
         "graphmem.storage.postgres.keyword imports graphmem.storage.sqlite.keyword, the other engine",
         "graphmem.storage.sql.keyword_index imports graphmem.storage.sqlite.migrations, an engine",
         "graphmem.storage.sql.maintenance imports graphmem.maintenance, above storage",
-        "resolvers.app imports graphmem.storage.postgres, inside storage",
     ]
 
 
@@ -179,15 +307,15 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .types import Fact
 def load():
-    from resolvers import schema
+    from graphmem.server.graphql import schema
     import graphmem.graph
     from . import Context
 """
-    assert set(_imports("resolvers.context", ast.parse(source), package="resolvers")) == {
-        "resolvers.types",
-        "resolvers.schema",
+    assert set(_imports("graphmem.server.context", ast.parse(source), package="")) == {
+        "graphmem.server.types",
+        "graphmem.server.graphql.schema",
         "graphmem.graph",
-        "resolvers",
+        "graphmem.server",
     }
 
 
@@ -255,9 +383,11 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _module(path: Path) -> str:
-    """The dotted name of the module at ``path`` (a package's for its ``__init__.py``)."""
+    """The dotted name of the module at ``path`` (a package's for its ``__init__.py``), the
+    service's by its installed name."""
     parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+    return SERVICE + name.removeprefix("resolvers") if name.split(".")[0] == "resolvers" else name
 
 
 def _imports(module: str, tree: ast.Module, *, package: str) -> Iterator[str]:
@@ -284,10 +414,12 @@ def _imports(module: str, tree: ast.Module, *, package: str) -> Iterator[str]:
 
 
 def _internal(name: str) -> bool:
-    return name.split(".")[0] in PACKAGES
+    return name.split(".")[0] == "graphmem"
 
 
 def _exists(module: str) -> bool:
+    if module == SERVICE or module.startswith(SERVICE + "."):
+        module = "resolvers" + module.removeprefix(SERVICE)
     path = ROOT.joinpath(*module.split("."))
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 

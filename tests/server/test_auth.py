@@ -13,6 +13,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from graphmem.server import create_app
 from starlette.applications import Starlette
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
@@ -21,7 +22,6 @@ from websockets.typing import Subprotocol
 from graphmem import KeyStore, Memory, Settings, StorageError
 from graphmem.storage import open_keys
 from graphmem.storage.sqlite.keys import KeyFile
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import SEARCH, STORE, WS, InProcess, LiveServer, bearer

@@ -1,4 +1,4 @@
-"""The cheaper completion of plain objects (resolvers/completion.py) answers exactly what graphql-core's
+"""The cheaper completion of plain objects (resolvers/graphql/fastpaths.py) answers exactly what graphql-core's
 own completion answers: the same data in the same order, and the same errors at the same paths
 when a value does not fit its type."""
 
@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 import strawberry
+from graphmem.server.context import Context
+from graphmem.server.events import Broadcaster
+from graphmem.server.graphql.fastpaths import LeanExecutor
+from graphmem.server.graphql.schema import build_schema
 from graphql import GraphQLError
 from graphql.execution import Executor
 from starlette.requests import Request
@@ -19,10 +23,6 @@ from strawberry.types import ExecutionResult
 
 from graphmem import Link, Memory
 from graphmem.temporal import parse_time
-from resolvers.completion import LeanExecutor
-from resolvers.context import Context
-from resolvers.events import Broadcaster
-from resolvers.schema import build_schema
 
 
 class Counted(LeanExecutor):
@@ -179,7 +179,7 @@ def test_a_traversal_answers_the_same_through_the_service_schema(mem: Memory) ->
 
 
 def test_every_field_of_a_traversed_fact_and_link_is_the_engines(mem: Memory) -> None:
-    # The GraphQL objects read each field from the engine's object when asked (resolvers/types.py
+    # The GraphQL objects read each field from the engine's object when asked (resolvers/graphql/types.py
     # _View): every field, renamed or converted or not, must say what the engine says.
     old = mem.store("Ana lives in Lisbon", entity="Ana", key="city", value="Lisbon").fact
     assert old is not None

@@ -22,6 +22,9 @@ from typing import Any
 
 import httpx
 import pytest
+from graphmem.server import cost, create_app, fairness, mcp, schema_sdl
+from graphmem.server.mcp import tool_cost
+from graphmem.server.mcp.tools import CaptureArgs, ConsolidateArgs, MaintainArgs, ReflectArgs
 from graphql import (
     FragmentDefinitionNode,
     GraphQLInterfaceType,
@@ -38,9 +41,6 @@ from graphql import build_schema as parse_sdl
 
 from graphmem import ApiKey, KeyStore, Memory, Settings
 from graphmem.consolidation import MAX_CONSIDERED, ConsolidateReport
-from resolvers import cost, create_app, fairness, mcp, schema_sdl
-from resolvers.mcp import tool_cost
-from resolvers.mcp.tools import CaptureArgs, ConsolidateArgs, MaintainArgs, ReflectArgs
 
 from ..support.clock import Clock
 from ..support.graphql_clients import WS, WS_URL, InProcess, bearer

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import InvalidInput, Settings
 from graphmem.client import Client
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, LiveServer

@@ -8,8 +8,9 @@ import re
 import tomllib
 from pathlib import Path
 
+from graphmem.server.http.explorer import GRAPHIQL_PAGE, STATIC_DIR
+
 from graphmem.storage.sqlite.keys import KeyFile
-from resolvers.explorer import GRAPHIQL_PAGE, STATIC_DIR
 
 from ..support.graphql_clients import InProcess
 
@@ -49,7 +50,7 @@ def test_assets_are_sent_with_their_type_and_revalidated_by_etag(service: InProc
     assert "default-src 'self'" in policy and "connect-src 'self'" in policy
     for missing in (
         "/explore/nothing.js",
-        "/explore/../resolvers/app.py",
+        "/explore/../resolvers/http/app.py",
         "/explore/%2e%2e/app.py",
     ):
         assert service.request("GET", missing).status_code == 404, missing

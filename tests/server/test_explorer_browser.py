@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import Memory, Settings
 from graphmem.storage.sqlite.keys import KeyFile
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import LiveServer

@@ -1,6 +1,6 @@
 """One key's work takes at most its share: reads, heavy documents and MCP calls run in pools
 served to keys in turn, each key's server time is charged and capped, every request has a
-deadline, and subscription events are paced and bounded per key (resolvers.fairness)."""
+deadline, and subscription events are paced and bounded per key (graphmem.server.fairness)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
+from graphmem.server import create_app, events, fairness, mcp
+from graphmem.server.events import Broadcaster
+from graphmem.server.mcp import tool_cost
+from graphmem.server.mcp.tools import CaptureArgs
 
 from graphmem import ApiKey, Change, KeyStore, Memory, Settings
 from graphmem.errors import SubscriberTooSlow
-from resolvers import create_app, events, fairness, mcp
-from resolvers.events import Broadcaster
-from resolvers.mcp import tool_cost
-from resolvers.mcp.tools import CaptureArgs
 
 from ..support.graphql_clients import InProcess, LiveServer, bearer
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from resolvers.explorer import IMMUTABLE, STATIC_DIR
+from graphmem.server.http.explorer import IMMUTABLE, STATIC_DIR
 
 from ..support.graphql_clients import InProcess
 

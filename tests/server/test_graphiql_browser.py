@@ -15,13 +15,13 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
+from graphmem.server import create_app
+from graphmem.server.http.explorer import EXPLORE_PATH, load_assets
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute, Mount, Route
 
 from graphmem import Settings
 from graphmem.storage.sqlite.keys import KeyFile
-from resolvers import create_app
-from resolvers.explorer import EXPLORE_PATH, load_assets
 
 from ..support.graphql_clients import LiveServer, bearer
 from .test_explorer_browser import require_chromium, start_browser

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
+from graphmem.server.http import sockets
 from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from graphmem import KeyStore, Settings
-from resolvers import create_app, sockets
 
 from ..support.clock import Clock
 from ..support.graphql_clients import STORE, WS, WS_URL, InProcess, bearer

@@ -10,6 +10,9 @@ from typing import Any
 
 import click
 import pytest
+from graphmem.server import schema_sdl
+from graphmem.server.graphql.types import CaptureKeep, SearchMode
+from graphmem.server.mcp.tools import TOOLS
 from graphql import (
     GraphQLEnumType,
     GraphQLInputObjectType,
@@ -36,9 +39,6 @@ from graphmem.models import (
     CaptureInput,
     MessageInput,
 )
-from resolvers import schema_sdl
-from resolvers.mcp.tools import TOOLS
-from resolvers.types import CaptureKeep, SearchMode
 
 #: The JSON schema keys that bound a value.
 #: The enum of each argument whose values are not its names.

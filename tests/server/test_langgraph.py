@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("langgraph", reason="the langgraph extra is not installed")
 
+from graphmem.server.http.app import create_app
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -31,7 +32,6 @@ from langgraph.store.base import (
 
 from graphmem import Client, InvalidInput, Memory, Settings
 from graphmem.integrations.langgraph import GraphmemStore
-from resolvers.app import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import LiveServer

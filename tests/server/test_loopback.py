@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from graphmem.server import create_app
+from graphmem.server.commands import cli
 from starlette.websockets import WebSocketDisconnect
 
 from graphmem import Settings
 from graphmem.storage.sqlite.keys import KeyFile
-from resolvers import create_app
-from resolvers.commands import cli
 
 from ..support.clock import Clock
 from ..support.graphql_clients import SEARCH, STORE, WS, WS_URL, InProcess

@@ -23,6 +23,9 @@ import anyio
 import httpx
 import httpx2
 import pytest
+from graphmem.server import create_app
+from graphmem.server.mcp import TOOLS, build_server
+from graphmem.server.mcp.server import NO_OAUTH, OAUTH_PATHS
 from mcp import Client, StdioServerParameters
 from mcp.client.auth import OAuthClientProvider, OAuthRegistrationError, TokenStorage
 from mcp.client.streamable_http import streamable_http_client
@@ -31,9 +34,6 @@ from mcp.shared.exceptions import MCPError
 from pydantic import AnyUrl
 
 from graphmem import KeyStore, Memory, Settings
-from resolvers import create_app
-from resolvers.mcp import TOOLS, build_server
-from resolvers.mcp.server import NO_OAUTH, OAUTH_PATHS
 
 from ..support.graphql_clients import LiveServer, bearer
 from ..support.mcp_clients import ok, over_http, refused

@@ -1,4 +1,4 @@
-"""mem0's REST API at /mem0 (resolvers.mem0), in process: each endpoint in the shapes mem0's
+"""mem0's REST API at /mem0 (graphmem.server.http.mem0), in process: each endpoint in the shapes mem0's
 client reads, owners kept apart, keys checked as on /graphql, bad input refused with a typed
 400. mem0's own client drives it in tests/thirdparty/test_mem0_client.py."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import KeyStore, Settings
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import Settings
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import STORE, InProcess

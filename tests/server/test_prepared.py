@@ -1,5 +1,5 @@
 """Documents the service has validated before are executed without strawberry's per-request
-pipeline (``resolvers.schema.Prepared``): the answers, errors and codes are those of the first
+pipeline (``graphmem.server.graphql.schema.Prepared``): the answers, errors and codes are those of the first
 request, and whatever the shortcut does not cover goes through strawberry's view as before."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from graphmem.server.graphql.schema import Prepared, Schema
 from graphql import parse
 
 import graphmem
-from resolvers.schema import Prepared, Schema
 
 from ..support.graphql_clients import STORE, InProcess
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from graphmem.server import build_schema, create_app, schema_sdl
+from graphmem.server.commands import cli
 from graphql import GraphQLArgument, GraphQLEnumType, GraphQLInputObjectType, GraphQLObjectType
 
 from graphmem import Fact, Memory, Settings
-from resolvers import build_schema, create_app, schema_sdl
-from resolvers.commands import cli
 
 from ..support.graphql_clients import InProcess
 

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from resolvers import app
+from graphmem.server.http import app
 
 
 class SlowMemory:

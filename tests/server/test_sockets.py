@@ -14,13 +14,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from graphmem.server import create_app, events
+from graphmem.server.http import app as app_module
+from graphmem.server.http import sockets
 from starlette.testclient import TestClient, WebSocketDenialResponse
 from starlette.websockets import WebSocketDisconnect
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from graphmem import KeyStore, Settings
-from resolvers import app as app_module
-from resolvers import create_app, events, sockets
 
 from ..support.clock import Clock
 from ..support.graphql_clients import WS, WS_URL, InProcess, LiveServer, bearer

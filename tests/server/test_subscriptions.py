@@ -9,6 +9,9 @@ import time
 from typing import Any
 
 import pytest
+from graphmem.server import create_app, events
+from graphmem.server.http import app as app_module
+from graphmem.server.http import sockets
 from starlette.applications import Starlette
 from starlette.testclient import WebSocketTestSession
 from starlette.websockets import WebSocketDisconnect
@@ -17,8 +20,6 @@ from websockets.typing import Subprotocol
 
 from graphmem import KeyStore, Memory, Settings, memory
 from graphmem.storage.sql import store as sql_store
-from resolvers import app as app_module
-from resolvers import create_app, events, sockets
 
 from ..support.clock import Clock
 from ..support.graphql_clients import STORE, WS, WS_URL, Api, InProcess, LiveServer, bearer

@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 
+from graphmem.server import create_app
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -24,7 +25,6 @@ from opentelemetry.trace import StatusCode
 
 from graphmem import InvalidInput, Memory, Settings, tracing
 from graphmem.llm import ChatClient
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess

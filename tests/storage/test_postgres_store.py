@@ -16,6 +16,8 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
+from graphmem.server.commands import cli as service_cli
+from graphmem.server.http.app import create_app
 
 from devtools.cluster import ROLE, Postgres, Unavailable, free_port
 from graphmem import (
@@ -38,8 +40,6 @@ from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sql.dialect import Dialect
 from graphmem.vectors.index import FOLLOW_EVERY, ROW_LIVE, VectorIndex
 from graphmem.vectors.mirror import Mirror
-from resolvers.app import create_app
-from resolvers.commands import cli as service_cli
 
 from ..support.graphql_clients import InProcess
 

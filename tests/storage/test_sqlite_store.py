@@ -434,7 +434,7 @@ def test_the_embedded_default_needs_no_postgresql_driver(tmp_path: Path) -> None
     script = f"""
 import sys
 sys.modules["psycopg"] = None
-import graphmem.server.app  # the service, by its installed name
+import graphmem.server.http.app  # the service, by its installed name
 from graphmem import Memory, Settings, StorageError
 with Memory.open({str(tmp_path)!r}, settings=Settings(embedder="hash")) as mem:
     mem.store("Ana lives in Lisbon")

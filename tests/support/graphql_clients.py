@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 import httpx2
 import uvicorn
+from graphmem.server.http.sockets import WebSocketProtocol
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
-
-from resolvers.sockets import WebSocketProtocol
 
 #: What most service tests send: a fact stored from its text alone, and a search for texts.
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"

@@ -9,12 +9,12 @@ from typing import Any
 
 import anyio
 import httpx2
+from graphmem.server.mcp import call
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from graphmem import ApiKey, Memory
-from resolvers.mcp import call
 
 #: A read-only key of the default namespace.
 READ_ONLY_KEY = ApiKey(

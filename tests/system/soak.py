@@ -88,7 +88,7 @@ def server(
     command = [
         sys.executable,
         "-c",
-        "from resolvers.commands import main; main()",
+        "from graphmem.server.commands import main; main()",
         "serve",
         "--port",
         str(port),
@@ -145,7 +145,7 @@ def check_cli(
         [
             sys.executable,
             "-c",
-            "from resolvers.commands import main; main()",
+            "from graphmem.server.commands import main; main()",
             "--data-dir",
             str(data),
             "--namespace",

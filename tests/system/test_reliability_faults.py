@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import Memory, QueryTimeout, Settings, StorageError
 from graphmem.files import VECTOR_DIR
 from graphmem.storage.sqlite.store import SQLITE_FILE
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.connections import read_connection
@@ -346,9 +346,8 @@ def test_an_mcp_tool_call_whose_reads_outrun_the_time_limit_is_a_timeout_tool_er
     tmp_path: Path, clock: Clock
 ) -> None:
     import anyio
+    from graphmem.server.mcp import build_server
     from mcp import Client
-
-    from resolvers.mcp import build_server
 
     strict = Settings(embedder="hash", sql_time_limit=1e-6)
     with Memory.open(tmp_path, settings=strict, clock=clock) as memory:

@@ -18,6 +18,8 @@ from typing import Any
 
 import anyio
 import pytest
+from graphmem.server import create_app, schema_sdl
+from graphmem.server.mcp import build_server
 from graphql import (
     ArgumentNode,
     DocumentNode,
@@ -41,8 +43,6 @@ from hypothesis_graphql import Mode, from_schema, nodes
 from mcp import Client
 
 from graphmem import InvalidInput, Memory, Settings
-from resolvers import create_app, schema_sdl
-from resolvers.mcp import build_server
 
 from ..support.graphql_clients import InProcess
 

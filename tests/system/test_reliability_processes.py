@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from graphmem.server.events import FOLLOW_CHANGES_EVERY
 from websockets.sync.client import connect
 from websockets.typing import Subprotocol
 
@@ -26,7 +27,6 @@ from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sql.store import SQLTransaction
 from graphmem.storage.sqlite.store import SQLiteStore
 from graphmem.vectors.index import FOLLOW_EVERY
-from resolvers.events import FOLLOW_CHANGES_EVERY
 
 from ..support.graphql_clients import STORE, WS
 from .soak import server

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import Settings
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import LiveServer

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
 
 from graphmem import KeyStore, Settings
-from resolvers import create_app
 
 from ..support.clock import Clock
 from ..support.graphql_clients import LiveServer

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from graphmem.server.http.app import create_app
 
 from graphmem import Client, Settings
-from resolvers.app import create_app
 
 from ..support.graphql_clients import LiveServer
 from ..support.thirdparty import python_packages, sdist

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from graphmem.server import create_app
+from graphmem.server.mcp import TOOLS
+from graphmem.server.mcp.server import NO_OAUTH
 
 from graphmem import KeyStore, Settings
-from resolvers import create_app
-from resolvers.mcp import TOOLS
-from resolvers.mcp.server import NO_OAUTH
 
 from ..support.clock import Clock
 from ..support.graphql_clients import LiveServer

@@ -425,9 +425,10 @@ def test_a_server_prepares_the_partitions_when_it_opens_a_namespace(
     million facts); a server makes them in the background as it opens the namespace."""
     import threading
 
+    from graphmem.server.namespaces import Namespaces
+
     from graphmem import Settings
     from graphmem.vectors.embedders import create_embedder
-    from resolvers.namespaces import Namespaces
 
     monkeypatch.setattr(vectors, "EXACT_SEARCH_MAX_ROWS", 10)
     monkeypatch.setattr(mirror_engine, "PARTITION_MIN_ROWS", 30)

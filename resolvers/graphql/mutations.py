@@ -6,7 +6,8 @@ from enum import Enum
 from typing import Annotated, Any, Final, TypeVar, cast
 
 import strawberry
-from strawberry.types import Info
+from strawberry.tools import merge_types
+from strawberry.types import Info, get_object_definition
 
 import graphmem
 from graphmem.capture import TURN_PART_CHARS
@@ -19,7 +20,7 @@ from graphmem.limits import (
 )
 from graphmem.models import CaptureInput, Keep
 
-from .context import Context
+from ..context import Context
 from .types import (
     JSON,
     NOW,
@@ -341,8 +342,8 @@ class ConsolidatePayload:
     error: UserError | None = strawberry.field(description="Set when nothing was done.")
 
 
-@strawberry.type(description="Writes. Each needs a key that may write (or none, on loopback).")
-class Mutation:
+@strawberry.type(description="Facts stored and captured.")
+class FactWrites:
     @strawberry.mutation(description="Store one fact through the write rules (dedup, update).")
     async def store_fact(
         self,
@@ -423,6 +424,9 @@ class Mutation:
 
         return await _guarded(info, capture, lambda e: CapturePayload(results=[], error=e))
 
+
+@strawberry.type(description="Links made and retracted.")
+class LinkWrites:
     @strawberry.mutation(description="Link two facts, or update the strength of their live link.")
     async def link_facts(
         self,
@@ -460,6 +464,9 @@ class Mutation:
 
         return await _guarded(info, unlink, lambda e: LinkPayload(link=None, error=e))
 
+
+@strawberry.type(description="Checkpoints saved.")
+class CheckpointWrites:
     @strawberry.mutation(
         description="Save the agent's working state before a risky step; `checkpoint` gives "
         "back the newest one."
@@ -484,6 +491,9 @@ class Mutation:
 
         return await _guarded(info, save, lambda e: CheckpointPayload(checkpoint=None, error=e))
 
+
+@strawberry.type(description="Facts pinned and made cold.")
+class TierWrites:
     @strawberry.mutation(
         description="Pin a live fact: it leads every recall block, whatever the prompt, until "
         "unpinned (a version that supersedes it stays pinned)."
@@ -516,6 +526,9 @@ class Mutation:
     ) -> TierPayload:
         return await _tier(info, "cold" if cold else "warm", str(id))
 
+
+@strawberry.type(description="Facts forgotten and erased.")
+class ErasureWrites:
     @strawberry.mutation(
         description="Retract a fact: current reads stop seeing it; reads known at an earlier "
         "time still do (nothing is deleted)."
@@ -577,6 +590,11 @@ class Mutation:
             ),
         )
 
+
+@strawberry.type(
+    description="Maintenance: pruning, scheduled jobs, classification, reflection, consolidation."
+)
+class UpkeepWrites:
     @strawberry.mutation(
         description="Delete expired facts, lower the confidence of ageing ones, delete the faded."
     )
@@ -728,6 +746,15 @@ class Mutation:
                 error=e,
             ),
         )
+
+
+#: The Mutation root: every domain's writes, in the order the schema lists them.
+Mutation = merge_types(
+    "Mutation", (FactWrites, LinkWrites, CheckpointWrites, TierWrites, ErasureWrites, UpkeepWrites)
+)
+get_object_definition(
+    Mutation, strict=True
+).description = "Writes. Each needs a key that may write (or none, on loopback)."
 
 
 async def _guarded(

@@ -1,6 +1,19 @@
-"""A cheaper completion of plain objects for graphql-core's executor.
+"""The fast paths around strawberry, and the one module that reaches into its private API.
 
-graphql-core completes each field of an answer on its own: a resolve info, the field's
+What strawberry does not offer by a public name is reached here and only here (a structure
+test fails on a private strawberry name anywhere else in the service), so that a strawberry
+upgrade has one module to read:
+
+- the executor's completion of plain objects (:class:`LeanExecutor`) and the inputs built
+  without strawberry's per-argument conversion (:func:`lean_inputs`);
+- a schema's graphql-core schema (:func:`core_schema`), its error logging
+  (:meth:`BaseSchema.log_errors`) and ``__Type.isOneOf`` as the spec says
+  (:class:`BaseSchema`), which the prepared documents' shortcut (``schema.Schema``) runs on;
+- the answer's errors processed under a public name (:class:`MaskingErrors`);
+- the operation name a client sent (:func:`provided_operation_name`);
+- a WebSocket operation's result stream sent (:func:`send_result_stream`).
+
+The completion of plain objects: graphql-core completes each field of an answer on its own: a resolve info, the field's
 resolver (strawberry's wrapper around ``getattr``), a nullability check, a coercion. At about
 5-7 µs a field, that costs more than the walk itself for the 2,000 or so fields of a depth-2
 traversal. :class:`LeanExecutor`:
@@ -24,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, Final
 
 import strawberry
@@ -36,12 +49,14 @@ from graphql import (
     GraphQLError,
     GraphQLFloat,
     GraphQLID,
+    GraphQLInputObjectType,
     GraphQLInt,
     GraphQLLeafType,
     GraphQLList,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLResolveInfo,
+    GraphQLSchema,
     GraphQLString,
     get_named_type,
     is_leaf_type,
@@ -51,8 +66,15 @@ from graphql import (
 )
 from graphql.execution.collect_fields import FieldDetailsList
 from graphql.pyutils import AwaitableOrValue, Path, Undefined
+from strawberry.extensions import MaskErrors
 from strawberry.relay.types import GlobalID
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+    BaseGraphQLTransportWSHandler,
+    Operation,
+    _OperationStreamClosed,
+)
+from strawberry.types import ExecutionContext
 from strawberry.types.arguments import InputContext, _is_leaf_type, _is_optional_leaf_type
 from strawberry.types.base import (
     StrawberryList,
@@ -541,3 +563,74 @@ class _InputBuilder:
 
 _LEAF: Final = object()
 _LEAVES: Final = object()
+
+
+# ------------------------------------------------------- strawberry's private API, used here only
+
+
+#: strawberry's signal that a WebSocket operation's stream was closed under it (the client
+#: completed it, or the socket went).
+OperationStreamClosed: Final = _OperationStreamClosed
+
+
+class BaseSchema(strawberry.Schema):
+    """strawberry's schema with ``__Type.isOneOf`` as the spec says, and by public names the
+    graphql-core schema it wraps (:attr:`core`) and its logging of an answer's errors."""
+
+    def _extend_introspection(self) -> None:
+        # strawberry's isOneOf reads the extensions of whatever type it is asked of, and a
+        # non-null or list wrapper has none: an INTERNAL_ERROR for each wrapped type.
+        super()._extend_introspection()
+        introspected = self._schema.type_map["__Type"]
+        assert isinstance(introspected, GraphQLObjectType)
+        introspected.fields["isOneOf"].resolve = _is_one_of
+
+    @property
+    def core(self) -> GraphQLSchema:
+        """The graphql-core schema this one executes on."""
+        return self._schema
+
+    def log_errors(self, errors: list[GraphQLError]) -> None:
+        """strawberry's handling of an answer's errors (``process_errors``, as ``execute``
+        calls it)."""
+        self._process_errors(errors)
+
+
+class MaskingErrors(MaskErrors):
+    """strawberry's MaskErrors whose processing of an answer's errors is :meth:`process`, a
+    public name a subclass overrides and the prepared documents' shortcut calls."""
+
+    def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        return self.process(errors)
+
+    def process(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+        return super()._process_errors(errors)
+
+
+def core_schema(schema: strawberry.Schema) -> GraphQLSchema:
+    """The graphql-core schema a strawberry schema executes on."""
+    return schema._schema
+
+
+def provided_operation_name(context: ExecutionContext) -> str | None:
+    """The ``operationName`` the client sent (``operation_name`` falls back to the first
+    operation's name)."""
+    return context._provided_operation_name
+
+
+async def send_result_stream(
+    handler: BaseGraphQLTransportWSHandler[Any, Any],
+    operation: Operation[Any, Any],
+    stream: AsyncGenerator[Any, None],
+) -> None:
+    """Send each result of ``stream`` to ``operation``'s client, as strawberry's handler does."""
+    await handler._send_result_stream(operation, stream)
+
+
+def _is_one_of(kind: Any, _info: Any) -> bool | None:
+    """``__Type.isOneOf`` as the spec says: whether an input object is ``@oneOf``, null for
+    any other type (a wrapper included)."""
+    if not isinstance(kind, GraphQLInputObjectType):
+        return None
+    definition = kind.extensions.get("strawberry-definition")
+    return kind.is_one_of if definition is None else bool(definition.is_one_of)

@@ -7,7 +7,7 @@ from typing import Annotated
 import strawberry
 from strawberry.types import Info
 
-from .context import Context
+from ..context import Context
 from .types import ChangeKind, DateTime, MemoryChange
 
 

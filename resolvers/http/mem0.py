@@ -55,9 +55,9 @@ from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_CAPTURE_MESSAGES, MAX_LIMIT, MAX_NODES
 from graphmem.temporal import to_iso
 
+from ..cost import HEAVY_COST, CostError, capture_points
+from ..fairness import Admission, Turns
 from .auth import NAMESPACE_HEADER, Authenticator, Denied
-from .cost import HEAVY_COST, CostError, capture_points
-from .fairness import Admission, Turns
 
 MEM0_PATH: Final = "/mem0"
 #: The ids that scope a mem0 memory, the owner's first (the first one given owns it).

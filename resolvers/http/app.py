@@ -52,6 +52,10 @@ from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
 
+from ..context import Context
+from ..events import Broadcaster
+from ..graphql.schema import Schema, build_schema
+from ..namespaces import Namespaces
 from .answers import GRAPHQL_RESPONSE_JSON, JSON, negotiate, refusal, status_of
 from .auth import (
     ADMITTED,
@@ -63,13 +67,9 @@ from .auth import (
     Denied,
     LoopbackOnly,
 )
-from .context import Context
-from .events import Broadcaster
 from .explorer import explorer_routes, graphiql_page
 from .mem0 import mem0_routes
 from .metrics import Metrics, Timing
-from .namespaces import Namespaces
-from .schema import Schema, build_schema
 from .sockets import INIT_WAIT_S, SocketHandler, Sockets
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ def create_app(
     )
     gate = Authenticator(open_keys(settings), namespaces, keyless=is_loopback(settings.host))
     # Imported here: the MCP SDK is large, and the CLI's other commands import this module.
-    from .mcp import HttpEndpoint, build_server, no_oauth_routes
+    from ..mcp import HttpEndpoint, build_server, no_oauth_routes
 
     schema = build_schema(settings)
     graphql = GraphQLApp(

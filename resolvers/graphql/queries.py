@@ -7,7 +7,8 @@ from typing import Annotated, Any, cast
 
 import strawberry
 from pydantic import BaseModel
-from strawberry.types import Info
+from strawberry.tools import merge_types
+from strawberry.types import Info, get_object_definition
 
 import graphmem
 from graphmem import graph
@@ -15,7 +16,7 @@ from graphmem import recall as recalls
 from graphmem.graph import TraverseInput
 from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_READ_LINES, MAX_RECALL_TOKENS
 
-from .context import Context, Scope
+from ..context import Context, Scope
 from .types import (
     JSON,
     Category,
@@ -78,8 +79,10 @@ class FactFilter:
     )
 
 
-@strawberry.type(description="Reads: search, lookup, traversal, history, listing.")
-class Query:
+@strawberry.type(
+    description="The service: its version, the caller's namespace and whether it may write."
+)
+class ServiceReads:
     @strawberry.field(description="The version of graphmem serving this request.")
     def version(self) -> str:
         return graphmem.__version__
@@ -95,6 +98,9 @@ class Query:
     def can_write(self, info: Info[Context, None]) -> bool:
         return info.context.may_write
 
+
+@strawberry.type(description="Facts by id and by page.")
+class FactReads:
     @strawberry.field(
         description="A fact by id as seen at the time scope; null if unknown or not visible then "
         "(a superseded version is visible at an `asOf` within its validity)."
@@ -155,6 +161,9 @@ class Query:
             ),
         )
 
+
+@strawberry.type(description="Search, recall and exact lookup.")
+class SearchReads:
     @strawberry.field(
         description="Facts matching a query, best first: keywords and meaning fused, optionally "
         "with linked facts (`graphDepth`)."
@@ -287,6 +296,9 @@ class Query:
         )
         return [Fact.of(f, (as_of, known_at)) for f in facts]
 
+
+@strawberry.type(description="Walks and paths over links.")
+class GraphReads:
     @strawberry.field(
         description="Breadth-first from the given facts: each fact reached once, at its shortest "
         "depth, with the facts it was reached from, and every visible link among them."
@@ -355,6 +367,9 @@ class Query:
             facts=[Fact.of(f, scope) for f in found], links=[Link.of(k, scope) for k in found.links]
         )
 
+
+@strawberry.type(description="A fact's versions.")
+class HistoryReads:
     @strawberry.field(
         description="Every version in a fact's supersession chain, oldest first (those recorded "
         "after `knownAt`, or starting after `asOf`, left out)."
@@ -371,6 +386,9 @@ class Query:
         )
         return [Fact.of(f, (as_of, known_at)) for f in facts]
 
+
+@strawberry.type(description="Checkpoints, episodes and synced notes.")
+class EpisodeReads:
     @strawberry.field(
         description="The newest unexpired checkpoint (`saveCheckpoint`); null when there is none."
     )
@@ -442,6 +460,9 @@ class Query:
     ) -> str:
         return await info.context.run(info.context.memory.read_lines, path, start, end)
 
+
+@strawberry.type(description="Erasures, maintenance, categories and counts.")
+class UpkeepReads:
     @strawberry.field(
         description="The erasure records of this namespace, newest first (admin keys only: "
         "`graphmem create-key --admin`; FORBIDDEN for others)."
@@ -493,6 +514,16 @@ class Query:
     async def stats(self, info: Info[Context, None]) -> Stats:
         stats = await info.context.run(info.context.memory.stats)
         return Stats(namespace=stats.namespace, data=JSON(stats.to_dict()))
+
+
+#: The Query root: every domain's reads, in the order the schema lists them.
+Query = merge_types(
+    "Query",
+    (ServiceReads, FactReads, SearchReads, GraphReads, HistoryReads, EpisodeReads, UpkeepReads),
+)
+get_object_definition(
+    Query, strict=True
+).description = "Reads: search, lookup, traversal, history, listing."
 
 
 def _types(types: list[LinkType] | None) -> list[str] | None:

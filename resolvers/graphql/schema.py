@@ -23,7 +23,6 @@ from contextlib import AbstractContextManager
 from inspect import isawaitable
 from typing import Any
 
-import strawberry
 from graphql import (
     ASTValidationRule,
     DocumentNode,
@@ -31,8 +30,6 @@ from graphql import (
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
-    GraphQLInputObjectType,
-    GraphQLObjectType,
     InlineFragmentNode,
     OperationDefinitionNode,
     OperationType,
@@ -48,7 +45,6 @@ from starlette.responses import Response
 from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.extensions import (
     AddValidationRules,
-    MaskErrors,
     MaxTokensLimiter,
     ParserCache,
     SchemaExtension,
@@ -60,11 +56,19 @@ from strawberry.types import ExecutionResult
 from graphmem import GraphmemError, Settings, tracing
 from graphmem.errors import Code
 
-from .completion import AnswerTooLarge, LeanExecutor, lean_inputs
-from .context import Context
-from .cost import Cost, CostError
-from .fairness import Admission
-from .inputs import TextArguments, error_field, refusal
+from ..context import Context
+from ..cost import Cost, CostError
+from ..fairness import Admission
+from ..inputs import TextArguments, error_field, refusal
+from .fastpaths import (
+    AnswerTooLarge,
+    BaseSchema,
+    LeanExecutor,
+    MaskingErrors,
+    core_schema,
+    lean_inputs,
+    provided_operation_name,
+)
 from .mutations import Mutation
 from .queries import Query
 from .subscriptions import Subscription
@@ -123,7 +127,7 @@ class UnexpectedLog:
 unexpected_log = UnexpectedLog()
 
 
-class ErrorCodes(MaskErrors):
+class ErrorCodes(MaskingErrors):
     """Give every error a code, and the argument it is about its ``field``
     (``inputs.error_field``); mask the unexpected ones (their details only go to the log, by
     ``unexpected_log``); keep the first MAX_ANSWER_ERRORS."""
@@ -150,7 +154,7 @@ class ErrorCodes(MaskErrors):
         else:
             self._not_logged += 1
 
-    def _process_errors(self, errors: list[GraphQLError]) -> list[GraphQLError]:
+    def process(self, errors: list[GraphQLError]) -> list[GraphQLError]:
         self._not_logged = 0
         out = []
         for error in errors[:MAX_ANSWER_ERRORS]:
@@ -227,7 +231,7 @@ class OneOperation(SchemaExtension):
             else [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
         )
         # operation_name falls back to the first operation's name: read what the client sent.
-        if context._provided_operation_name is None and len(operations) > 1:
+        if provided_operation_name(context) is None and len(operations) > 1:
             error = GraphQLError(
                 "this document has several operations: say which to run with `operationName`"
             )
@@ -362,7 +366,7 @@ class CostLimit(SchemaExtension):
         )
         caller = context.context
         if document is not None and operation is not None and isinstance(caller, Context):
-            schema = context.schema._schema
+            schema = core_schema(context.schema)
             with operation_span(operation, caller) as span:
                 self.cost = admit(
                     self.admission, schema, document, operation, context.variables, caller
@@ -391,21 +395,13 @@ class CostLimit(SchemaExtension):
         return {"cost": self.cost.extension()} if self.cost is not None else {}
 
 
-class Schema(strawberry.Schema):
+class Schema(BaseSchema):
     """strawberry's schema, and a shortcut for documents it has validated before."""
 
     def __init__(self, *args: Any, prepared: Prepared, admission: Admission, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prepared = prepared
         self.admission = admission
-
-    def _extend_introspection(self) -> None:
-        # strawberry's isOneOf reads the extensions of whatever type it is asked of, and a
-        # non-null or list wrapper has none: an INTERNAL_ERROR for each wrapped type.
-        super()._extend_introspection()
-        introspected = self._schema.type_map["__Type"]
-        assert isinstance(introspected, GraphQLObjectType)
-        introspected.fields["isOneOf"].resolve = _is_one_of
 
     def process_errors(self, errors: list[GraphQLError], execution_context: Any = None) -> None:
         """Log an expected error (a graphmem error: an unknown id, bad input) as one line, for
@@ -432,19 +428,19 @@ class Schema(strawberry.Schema):
                 _traced_errors(span, [refused])
                 return ExecutionResult(data=None, errors=[refused])
             try:
-                cost = admit(self.admission, self._schema, document, operation, variables, context)
+                cost = admit(self.admission, self.core, document, operation, variables, context)
             except GraphQLError as error:
                 _traced_errors(span, [error])
                 return ExecutionResult(data=None, errors=[error])
             span.set_attribute(tracing.COST, cost.cost)
             result = await run_admitted(
-                self.admission, self._schema, document, variables, operation_name, context, cost
+                self.admission, self.core, document, variables, operation_name, context, cost
             )
             _traced_errors(span, result.errors)
         errors = result.errors
         if errors:
-            self._process_errors(errors)
-            errors = ErrorCodes(document)._process_errors(errors)
+            self.log_errors(errors)
+            errors = ErrorCodes(document).process(errors)
         return ExecutionResult(
             data=result.data, errors=errors, extensions={"cost": cost.extension()}
         )
@@ -627,15 +623,6 @@ async def _execute(
     if isawaitable(result):
         result = await result
     return result
-
-
-def _is_one_of(kind: Any, _info: Any) -> bool | None:
-    """``__Type.isOneOf`` as the spec says: whether an input object is ``@oneOf``, null for
-    any other type (a wrapper included)."""
-    if not isinstance(kind, GraphQLInputObjectType):
-        return None
-    definition = kind.extensions.get("strawberry-definition")
-    return kind.is_one_of if definition is None else bool(definition.is_one_of)
 
 
 def _kind_of(exc: BaseException | None) -> tuple[str, str, int]:

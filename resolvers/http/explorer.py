@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Route
 
 EXPLORE_PATH: Final = "/explore"
 #: Where the page and its assets live inside the package.
-STATIC_DIR: Final = Path(__file__).parent / "static"
+STATIC_DIR: Final = Path(__file__).parents[1] / "static"
 #: Content types by file suffix; anything else is not served.
 CONTENT_TYPES: Final = {
     ".html": "text/html; charset=utf-8",

@@ -14,9 +14,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphmem import GraphmemError
 
+from ..namespaces import Namespaces
 from .auth import GRAPHQL_PATH, MCP_PATH
 from .explorer import EXPLORE_PATH
-from .namespaces import Namespaces
 
 #: The routes counted under their own name; the explorer's pages count as EXPLORE_PATH, any
 #: other path as "other".

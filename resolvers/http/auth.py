@@ -32,8 +32,8 @@ from graphmem import ApiKey, GraphmemError, InvalidInput, KeyStore, Memory
 from graphmem.errors import Code
 from graphmem.settings import is_loopback
 
+from ..namespaces import Namespaces
 from .answers import JSON, negotiate, refusal
-from .namespaces import Namespaces
 
 NAMESPACE_HEADER: Final = "x-graphmem-namespace"
 #: Brackets a request's JSON may open before it is parsed once here to make sure it is not

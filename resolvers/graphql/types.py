@@ -26,7 +26,7 @@ from graphmem.models import LINK_ORIGINS, LINK_TYPE_MEANINGS
 from graphmem.tagging import CATEGORY_LIST
 from graphmem.temporal import ACCEPTED_TIMES, parse_time
 
-from .context import Context, Scope
+from ..context import Context, Scope
 
 # ------------------------------------------------------------------------------------ scalars
 

@@ -34,7 +34,6 @@ from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
-    _OperationStreamClosed,
 )
 from strawberry.subscriptions.protocols.graphql_transport_ws.types import (
     CompleteMessage,
@@ -48,8 +47,9 @@ from graphmem import ApiKey
 from graphmem.errors import Code
 from graphmem.limits import MAX_SOCKETS_PER_KEY
 
+from ..context import Context
+from ..graphql.fastpaths import OperationStreamClosed, send_result_stream
 from .answers import refusal
-from .context import Context
 
 if TYPE_CHECKING:
     from uvicorn._types import ASGIReceiveEvent, ASGISendEvent
@@ -216,11 +216,11 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
                 operation_name=operation.operation_name,
             )
             async with aclosing(result_source):
-                await self._send_result_stream(operation, result_source)
+                await send_result_stream(self, operation, result_source)
             await operation.send_operation_message(
                 CompleteMessage(id=operation.id, type="complete")
             )
-        except _OperationStreamClosed:
+        except OperationStreamClosed:
             return
         except WebSocketDisconnected:  # the client went away mid-stream: nothing to say
             self.operations.pop(operation.id, None)
