@@ -3,8 +3,8 @@ MCP tools, see ``resolvers.mcp``), ``/healthz``, ``/metrics``, and the relations
 ``/explore/`` (a static page that calls ``/graphql``).
 
 ``/graphql`` and ``/mcp`` are behind the gate (``resolvers.auth``): body size limit, API key,
-namespace. The lifespan opens the default namespace (replaying its outbox), runs the maintenance
-jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
+namespace. The lifespan opens the default namespace (replaying its outbox; a store that cannot
+be reached then does not stop the server from starting), runs the maintenance jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
 runs the MCP endpoint.
 """
 
@@ -44,7 +44,7 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
-from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, tracing
+from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, StorageError, tracing
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.maintenance import check_every, local_jobs
@@ -168,10 +168,17 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
-        default = await run_in_threadpool(namespaces.get, settings.namespace)
-        # The local jobs are quick: done before the first request. The jobs that may ask a model
-        # (and wait on it for minutes) run in the background, with every later look.
-        await run_in_threadpool(_maintain, default, local_jobs())
+        try:
+            default = await run_in_threadpool(namespaces.get, settings.namespace)
+        except StorageError as exc:
+            # A store down (the object store in an outage, say) does not keep the server from
+            # starting: each request to the namespace opens it again, or is refused (503)
+            # within the store's time limit, until it answers.
+            _log.error("namespace %r cannot be opened now: %s", settings.namespace, exc.message)
+        else:
+            # The local jobs are quick: done before the first request. The jobs that may ask a
+            # model (and wait on it for minutes) run in the background, with every later look.
+            await run_in_threadpool(_maintain, default, local_jobs())
         if own_process:
             # What the server has made by now (modules, the schema, the default namespace)
             # lives as long as it does: kept out of the collector's full passes, which hold
