@@ -224,30 +224,32 @@ def test_opening_stats_and_check_answer_within_the_time_limit_while_the_object_s
         with (
             Memory.open(tmp_path / "a", namespace=NAMESPACE, settings=proxied) as mem,
             Memory.open(tmp_path / "b", namespace=NAMESPACE, settings=direct) as other,
+            Memory.open(tmp_path / "c", namespace=NAMESPACE, settings=proxied) as checker,
         ):
             mem.store("Written before the outage", autolink=False)
             # Another replica's writes: reading them needs the object store.
             other.store_many([{"text": f"Written elsewhere {n}"} for n in range(3)])
             proxy.black_hole()
+            taken: dict[str, float] = {}  # seconds each answer took
             began = time.monotonic()
             stats = mem.stats()
-            assert time.monotonic() - began < S3_TIMEOUT + MARGIN
+            taken["stats_s"] = time.monotonic() - began
             assert stats.vectors is None and stats.facts == 4
             assert mem.degraded is not None and "cannot be read" in mem.degraded
             began = time.monotonic()
-            report = mem.check()
-            assert time.monotonic() - began < S3_TIMEOUT + MARGIN
+            report = checker.check()  # a process of its own: its own wait
+            taken["check_s"] = time.monotonic() - began
             assert not report.ok and report.vectors is None and report.facts == 4
             assert report.unreadable and "cannot be read" in report.unreadable
             began = time.monotonic()
             with pytest.raises(StorageError, match="did not answer within"):
-                Memory.open(tmp_path / "c", namespace=NAMESPACE, settings=proxied)
-            assert time.monotonic() - began < S3_TIMEOUT + MARGIN
+                Memory.open(tmp_path / "d", namespace=NAMESPACE, settings=proxied)
+            taken["open_s"] = time.monotonic() - began
             late.start().wait_ready(timeout=60)  # it serves, though its namespace cannot open
             with httpx.Client(base_url=late.url, headers=bearer(token), timeout=60) as client:
                 began = time.monotonic()
                 refused = client.post("/graphql", json={"query": SEARCH, "variables": {"q": "x"}})
-                assert time.monotonic() - began < S3_TIMEOUT + MARGIN
+                taken["refused_by_a_replica_started_meanwhile_s"] = time.monotonic() - began
                 assert refused.status_code == 503, refused.text
                 assert refused.json()["errors"][0]["extensions"]["code"] == "STORAGE_ERROR"
                 proxy.passing()
@@ -264,3 +266,5 @@ def test_opening_stats_and_check_answer_within_the_time_limit_while_the_object_s
     finally:
         late.stop()
         proxy.stop()
+    print(json.dumps({"object_store_hanging": {k: round(v, 2) for k, v in taken.items()}}))
+    assert max(taken.values()) < S3_TIMEOUT + MARGIN, taken
