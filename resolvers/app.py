@@ -3,8 +3,8 @@ MCP tools, see ``resolvers.mcp``), ``/healthz``, ``/metrics``, and the relations
 ``/explore/`` (a static page that calls ``/graphql``).
 
 ``/graphql`` and ``/mcp`` are behind the gate (``resolvers.auth``): body size limit, API key,
-namespace. The lifespan opens the default namespace (replaying its outbox; a store that cannot
-be reached then does not stop the server from starting), runs the maintenance jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
+namespace. The lifespan opens the default namespace (replaying its outbox; an object store that
+does not answer then does not stop the server from starting), runs the maintenance jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
 runs the MCP endpoint.
 """
 
@@ -44,13 +44,14 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
-from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, StorageError, tracing
+from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, tracing
 from graphmem.errors import Code
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.maintenance import check_every, local_jobs
 from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
+from graphmem.vectors.remote import Unreachable
 
 from .answers import GRAPHQL_RESPONSE_JSON, JSON, negotiate, refusal, status_of
 from .auth import (
@@ -170,10 +171,10 @@ def create_app(
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         try:
             default = await run_in_threadpool(namespaces.get, settings.namespace)
-        except StorageError as exc:
-            # A store down (the object store in an outage, say) does not keep the server from
-            # starting: each request to the namespace opens it again, or is refused (503)
-            # within the store's time limit, until it answers.
+        except Unreachable as exc:
+            # An object store in an outage does not keep the server from starting: each
+            # request to the namespace opens it again, or is refused (503) within s3_timeout,
+            # until it answers. Any other failure (a read-only data directory) stops it.
             _log.error("namespace %r cannot be opened now: %s", settings.namespace, exc.message)
         else:
             # The local jobs are quick: done before the first request. The jobs that may ask a
