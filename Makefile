@@ -50,9 +50,9 @@ cluster-stop: $(STAMP)
 EXCLUDED := not slow and not thirdparty
 
 # The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) and the
-# object store outage under load (about 55 s) and the loss of its primary (a standby promoted
-# under load, tests/system/test_failover.py: about 2 minutes) run in `make test-engines`, which
-# keeps `make test` within its ten minutes.
+# object store outage under load and hanging (about 80 s) and the loss of its primary (a standby
+# promoted under load, then the maintenance runner on it, tests/system/test_failover.py: about
+# 100 s) run in `make test-engines`, which keeps `make test` within its ten minutes.
 TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_outage.py \
 	tests/system/test_failover.py
 
@@ -72,13 +72,14 @@ test-engines: $(STAMP)
 # The reliability scenarios at length against a real server (docs/operations.md#reliability):
 # 20 SIGKILLs in the middle of bulk ingests, then 2 minutes of 16 writers and 16 readers.
 # About 8 minutes; prints the figures as JSON and exits 1 on any lost, duplicated or half write.
-# Then the bitemporal model check (tests/core/test_time_model.py) with 1,000 histories (about 7
-# minutes), the live scale-out topology's scenarios with 2 minutes of load
-# (tests/system/test_cluster.py), the object store down for 30 s then slow for 30 s under load
-# (tests/system/test_object_store_outage.py, about 2 minutes), the primary lost and a standby
-# promoted with a minute of load before and after, synchronous then asynchronous
-# (tests/system/test_failover.py, about 6 minutes), and 2,000 generated hostile documents per
-# generator (tests/system/test_reliability_hostile.py, about 5 minutes).
+# Then the live scale-out topology's scenarios with 2 minutes of load
+# (tests/system/test_cluster.py, about 7 minutes), the object store down for 30 s then slow for
+# 30 s under load, then hanging (tests/system/test_object_store_outage.py, about 3 minutes), the
+# primary lost and a standby promoted with a minute of load before and after, synchronous then
+# asynchronous (tests/system/test_failover.py, about 6 minutes), the bitemporal model check
+# (tests/core/test_time_model.py) with 1,000 histories (about 7 minutes), and 2,000 generated
+# hostile documents per generator (tests/system/test_reliability_hostile.py, about 5 minutes).
+# About 35 minutes in all.
 soak: $(STAMP)
 	$(PY) -m tests.system.soak --kills 20 --seconds 120
 	CLUSTER_SOAK_SECONDS=120 $(PY) -m pytest -q -s -p no:cacheprovider tests/system/test_cluster.py

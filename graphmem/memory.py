@@ -1182,12 +1182,15 @@ class Memory:
     def stats(self) -> Stats:
         """Counts by state, decay class and category, plus index and embedder facts, and the
         usage of the embedder and the classifier's chat model (calls, retries, tokens; see
-        :mod:`graphmem.usage`)."""
+        :mod:`graphmem.usage`). On an object store that does not answer within ``s3_timeout``,
+        ``vectors`` is None (``degraded`` says why)."""
         return collect(self.namespace, self._store, self._vectors, self.embedder, self._writer.llm)
 
     def check(self, *, progress: Progress | None = None) -> CheckReport:
         """Compare the vector index with the store and list every disagreement (changes
-        nothing). ``progress(done, total)`` is called after each batch of vectors read."""
+        nothing). ``progress(done, total)`` is called after each batch of vectors read. An
+        index on an object store that does not answer within ``s3_timeout`` (or fails a read)
+        is reported ``unreadable``."""
         return self._sync.check(progress)
 
     def reindex(self, *, progress: Progress | None = None) -> int:

@@ -24,8 +24,9 @@ from .ids import check_namespace
 from .settings import Settings
 from .storage.interface import Store
 from .vectors.embedders import Embedder
-from .vectors.index import Location, VectorIndex
+from .vectors.index import Location, VectorIndex, opening_calls
 from .vectors.outbox import Progress, VectorSync
+from .vectors.remote import Unreachable
 
 #: Times the object store client retries a failed request (its default, 10 over 3 minutes,
 #: outlasts any request's time limit).
@@ -123,8 +124,10 @@ def open_vectors(
     try:
         return VectorIndex(where, dimensions), rebuild
     except StorageError as exc:  # the index cannot be read: it is derived, rebuild it
+        if isinstance(exc, Unreachable):  # no answer in time: said as it is
+            raise
         if where.uri is not None and not _reachable(where):
-            raise StorageError(
+            raise Unreachable(
                 f"cannot reach the vector store at {where.uri}: {exc.message}"
             ) from None
         _log.warning("%s: namespace %r: rebuilding it from the store", exc.message, namespace)
@@ -135,7 +138,7 @@ def open_vectors(
 def _reachable(where: Location) -> bool:
     """Whether the object store answers (a damaged table is rebuilt; an outage is not)."""
     try:
-        where.connect().list_tables()
+        opening_calls(where).call(lambda: where.connect().list_tables())
     except Exception:
         return False
     return True
@@ -160,12 +163,13 @@ def recover(
         rebuild = True
     if not rebuild:
         sync.replay()
-        if not sync.failed and vectors.count() != owners:
+        counted = None if sync.failed else vectors.count_if_answered()
+        if counted is not None and counted != owners:
             _log.warning(
                 "the vector index of namespace %r holds %d vectors where the store has %d "
                 "facts to index: run `graphmem check`, then `graphmem reindex`",
                 namespace,
-                vectors.count(),
+                counted,
                 owners,
             )
     if rebuild:

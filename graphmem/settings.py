@@ -77,7 +77,8 @@ class Settings(BaseModel):
         "and the longest a search or a write waits for the vector index there: past it a "
         "search answers from the keyword leg and the writes still waiting in the outbox, a "
         "write is acknowledged with its vectors in the outbox, and both say so in `degraded` "
-        "(docs/scale-out.md).",
+        "(docs/scale-out.md). Opening a namespace, `stats` and `check` wait as long for the "
+        "index's first answer.",
     )
     embedder: EmbedderName = Field(
         "local",

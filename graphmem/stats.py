@@ -34,8 +34,9 @@ class Stats:
     by_category: dict[str, int]
     #: Links not retracted.
     links: int
-    #: Rows in the vector index.
-    vectors: int
+    #: Rows in the vector index; None when the index, on an object store, did not answer
+    #: within ``s3_timeout`` (``Memory.degraded`` says why).
+    vectors: int | None
     #: Vector writes waiting in the outbox.
     outbox_pending: int
     #: provider, model and dimensions of the embedder.
@@ -70,7 +71,7 @@ def collect(
         by_decay_class=by_class,
         by_category=counts.by_category,
         links=counts.links,
-        vectors=vectors.count(),
+        vectors=vectors.count_if_answered(),
         outbox_pending=counts.outbox,
         embedder={
             "provider": embedder.provider,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import importlib
 import logging
 import math
 import os
@@ -48,7 +49,7 @@ from ..errors import StorageError
 from ..files import PRIVATE_FILE, PRIVATE_FOLDER, private_folder, private_opener
 from ..models import Vectors
 from .mirror import Mirror, columns
-from .remote import RemoteCalls, Unanswered
+from .remote import RemoteCalls, Unanswered, Unreachable
 
 _log = logging.getLogger("graphmem")
 T = TypeVar("T")
@@ -179,8 +180,13 @@ class VectorIndex:
         self.unanswered: str | None = None
         self._lock_path = self.location.path.parent / LOCK_FILE
         try:
-            self._db = self.location.connect()
-            self.missing = TABLE not in self._db.list_tables().tables
+            # The first request, waited for at most the timeout: an object store that is down
+            # or hangs refuses the open in seconds (the client's own timeouts and retries held
+            # it for over a minute). Once it has answered, loading the table may take as long
+            # as its size needs.
+            # Imported before the wait starts: that takes seconds on a busy machine.
+            importlib.import_module("lancedb")
+            self._db, self.missing = opening_calls(self.location).call(self._listed)
             self._table = (
                 self._db.create_table(TABLE, schema=self._schema)
                 if self.missing
@@ -189,6 +195,8 @@ class VectorIndex:
             stored = self._table.schema.field("vector").type
             if self.count() <= IN_MEMORY_MAX_ROWS:
                 self._mirror = self._loaded()  # reads every row: finds damaged files
+        except Unanswered as exc:
+            raise Unreachable(f"cannot reach the vector store at {path}: {exc}") from exc
         except (OSError, ValueError, RuntimeError, KeyError, pa.ArrowException) as exc:
             raise StorageError(f"cannot read the vector index at {path} ({exc})") from exc
         if getattr(stored, "list_size", dimensions) != dimensions:
@@ -197,6 +205,12 @@ class VectorIndex:
                 f"the embedder makes {dimensions}"
             )
         self._made_private()  # what it made, and what an older graphmem left
+
+    def _listed(self) -> tuple[Any, bool]:
+        """The connection to the table's database (connecting lists it), and whether the
+        table is missing from it."""
+        db = self.location.connect()
+        return db, TABLE not in db.list_tables().tables
 
     def _opened(self) -> Any:
         """The table, opened. It may be listed before it can be opened: another process (in
@@ -529,6 +543,27 @@ class VectorIndex:
             self.unanswered = None
         return result
 
+    def count_if_answered(self) -> int | None:
+        """``count``; on an object store, None if it does not answer within the location's
+        timeout (``degraded`` says why)."""
+        counted: int | None = self._answered(self.count, None)
+        return counted
+
+    def stored_rows(self) -> int | None:
+        """The rows the table holds, read from the table itself once the copy has caught up
+        with the vector log; on an object store, None if it does not answer within the
+        location's timeout (``degraded`` says why): what a check asks first, so that a
+        store that is down costs it one wait."""
+
+        def read() -> int:
+            self.catch_up(force=True)
+            with self._lock:
+                self._table.checkout_latest()  # a request, where the count may be cached
+                return int(self._table.count_rows())
+
+        counted: int | None = self._answered(read, None)
+        return counted
+
     def count(self) -> int:
         self.catch_up()
         with self._lock:
@@ -611,6 +646,23 @@ class VectorIndex:
         """Give what LanceDB wrote of a local table the data directory's modes."""
         if self.location.uri is None:
             made_private(self.location.path, self._private)
+
+
+#: The calls that open each table on an object store (by its URI): while one is overdue, the
+#: next opens of that table are refused at once instead of each waiting again.
+_OPENING: Final[dict[str, RemoteCalls]] = {}
+_OPENING_LOCK: Final = threading.Lock()
+
+
+def opening_calls(location: Location) -> RemoteCalls:
+    """What opening ``location``'s table waits through (straight through for a local one)."""
+    if location.uri is None:
+        return RemoteCalls(None, "graphmem-open")
+    with _OPENING_LOCK:
+        calls = _OPENING.get(location.uri)
+        if calls is None or calls.seconds != location.timeout:
+            calls = _OPENING[location.uri] = RemoteCalls(location.timeout, "graphmem-open")
+        return calls
 
 
 def made_private(folder: Path, seen: dict[str, set[tuple[str, int]]] | None = None) -> None:

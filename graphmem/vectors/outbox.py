@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
+import pyarrow as pa
 
 from ..errors import StorageError
 from ..ids import text_hash
@@ -54,18 +55,23 @@ class CheckReport:
     """Every disagreement between the store (the truth) and the vector index."""
 
     facts: int
-    vectors: int
+    #: Rows read from the index (None when it is ``unreadable``).
+    vectors: int | None
     missing_vectors: list[str] = field(default_factory=list)
     orphan_vectors: list[str] = field(default_factory=list)
     stale_live_flags: list[str] = field(default_factory=list)
     wrong_vectors: list[str] = field(default_factory=list)
     duplicate_vectors: list[str] = field(default_factory=list)
     pending_outbox: int = 0
+    #: Why the vector index could not be read, so that nothing was compared (on an object
+    #: store: no answer within ``s3_timeout``, or a failed request); None when it was read.
+    unreadable: str | None = None
 
     @property
     def ok(self) -> bool:
         return not (
-            self.missing_vectors
+            self.unreadable
+            or self.missing_vectors
             or self.orphan_vectors
             or self.stale_live_flags
             or self.wrong_vectors
@@ -269,15 +275,41 @@ class VectorSync:
         """Compare the index with the store and list every disagreement (changes nothing).
 
         The table is read a batch at a time, each batch compared with the facts' cached
-        embeddings, so memory stays bounded whatever the namespace's size."""
-        self._vectors.catch_up(force=True)  # the table as the other processes left it
+        embeddings, so memory stays bounded whatever the namespace's size. An index on an
+        object store that does not answer its first request in time, or fails a later one,
+        is reported ``unreadable``."""
+        # The table as the other processes left it; on an object store, waited for at most
+        # s3_timeout (a store that hangs held a check for over a minute).
+        total = self._vectors.stored_rows()
+        if total is None:
+            return self._unreadable(self._vectors.unanswered or "no answer in time")
+        try:
+            return self._compared(total, progress)
+        except (OSError, RuntimeError, ValueError, pa.ArrowException) as exc:
+            if self._vectors.location.uri is None:  # a local table's damage is not an outage
+                raise
+            _log.error(
+                "namespace %r: the vector index could not be read (%s)", self._namespace, exc
+            )
+            return self._unreadable("the request failed")
+
+    def _unreadable(self, why: str) -> CheckReport:
+        counts = self._store.counts(self._store.now())
+        return CheckReport(
+            facts=counts.facts,
+            vectors=None,
+            pending_outbox=counts.outbox,
+            unreadable=f"the vector index on the object store cannot be read ({why})",
+        )
+
+    def _compared(self, total: int, progress: Progress | None) -> CheckReport:
         owners = self._store.vector_owners()
         seen: set[str] = set()
         orphans: set[str] = set()
         stale: set[str] = set()
         wrong: set[str] = set()
         duplicates: set[str] = set()
-        total, done = self._vectors.count(), 0
+        done = 0
         for ids, vectors, live in self._vectors.scan():
             duplicates.update(i for i in ids if i in seen)
             seen.update(ids)

@@ -3,8 +3,8 @@ MCP tools, see ``resolvers.mcp``), ``/healthz``, ``/metrics``, and the relations
 ``/explore/`` (a static page that calls ``/graphql``).
 
 ``/graphql`` and ``/mcp`` are behind the gate (``resolvers.auth``): body size limit, API key,
-namespace. The lifespan opens the default namespace (replaying its outbox), runs the maintenance
-jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
+namespace. The lifespan opens the default namespace (replaying its outbox; an object store that
+does not answer then does not stop the server from starting), runs the maintenance jobs due in it, then those due in every open namespace each minute (graphmem.maintenance), and
 runs the MCP endpoint.
 """
 
@@ -51,6 +51,7 @@ from graphmem.maintenance import check_every, local_jobs
 from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
+from graphmem.vectors.remote import Unreachable
 
 from ..context import Context
 from ..events import Broadcaster
@@ -168,10 +169,17 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
-        default = await run_in_threadpool(namespaces.get, settings.namespace)
-        # The local jobs are quick: done before the first request. The jobs that may ask a model
-        # (and wait on it for minutes) run in the background, with every later look.
-        await run_in_threadpool(_maintain, default, local_jobs())
+        try:
+            default = await run_in_threadpool(namespaces.get, settings.namespace)
+        except Unreachable as exc:
+            # An object store in an outage does not keep the server from starting: each
+            # request to the namespace opens it again, or is refused (503) within s3_timeout,
+            # until it answers. Any other failure (a read-only data directory) stops it.
+            _log.error("namespace %r cannot be opened now: %s", settings.namespace, exc.message)
+        else:
+            # The local jobs are quick: done before the first request. The jobs that may ask a
+            # model (and wait on it for minutes) run in the background, with every later look.
+            await run_in_threadpool(_maintain, default, local_jobs())
         if own_process:
             # What the server has made by now (modules, the schema, the default namespace)
             # lives as long as it does: kept out of the collector's full passes, which hold

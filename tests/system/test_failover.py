@@ -10,7 +10,10 @@ INTERNAL_ERROR), the first acknowledged write after the promotion, and the ackno
 missing afterwards: 0 with synchronous replication (asserted); with asynchronous replication
 the loss window is measured and printed, not asserted (docs/scale-out.md#losing-the-primary).
 Every batch is found whole or not at all, none twice, and the outbox drains on the new primary
-(the vector writer's lock is taken there). Skipped, saying why, without Debian's postgresql and
+(the vector writer's lock is taken there, by one replica at a time, as pg_locks shows). The
+maintenance runner moves too: a run recorded before the kill is there after it, and two
+replicas asked to run one job at the same moment on the new primary run it once (one claims
+it, the other answers ``skipped``). Skipped, saying why, without Debian's postgresql and
 haproxy packages.
 
 ``CLUSTER_SOAK_SECONDS`` sets the seconds of load before the kill and after the promotion
@@ -33,8 +36,9 @@ import httpx
 import psycopg
 import pytest
 
-from devtools.cluster import Cluster, Postgres, Unavailable
+from devtools.cluster import DATABASE, Cluster, Postgres, Unavailable
 from graphmem import Memory, Settings
+from graphmem.storage.postgres.store import lock_key
 
 from . import soak
 
@@ -47,6 +51,15 @@ AGAIN = ("fo5", "fo6", "fo7", "fo8")
 BATCH = 5
 #: How a refusal may look: haproxy's or the replica's 503, or the store's error code.
 CLEAN_CODES = {"STORAGE_ERROR"}
+#: The namespace of the maintenance runs, and the jobs the server schedules by default (run
+#: before the kill, so that no replica's schedule runs them meanwhile).
+MAINTAINED = "fomaint"
+SCHEDULED = "[PRUNE, CLASSIFY]"
+MAINTAIN = (
+    "mutation($force: Boolean!) { maintain(jobs: %s, force: $force) {"
+    " runs { id job status error } error { code message } } }"
+)
+RUNS = "{ maintenanceRuns(job: PRUNE) { id status } }"
 
 
 @dataclass
@@ -65,6 +78,10 @@ class Outcome:
     promoted_at: float = 0.0
     promote_s: float = 0.0
     lag_bytes: int = 0
+    #: Samples of pg_locks on the new primary that found a writer namespace's vector lock
+    #: held, and the most sessions found holding one of them at once.
+    vector_lock_seen: int = 0
+    vector_lock_holders: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -83,6 +100,8 @@ def cluster() -> Iterator[Cluster]:
 def test_promoting_a_synchronous_standby_loses_no_acknowledged_write(
     cluster: Cluster, tmp_path: Path
 ) -> None:
+    before = maintain(cluster.url, SCHEDULED)
+    assert [run["status"] for run in before] == ["done", "done"], before
     outcome = fail_over(cluster, WRITERS)
     figures = verify(cluster, outcome, tmp_path)
     print(json.dumps({"failover, synchronous": figures}))  # make soak shows the figures
@@ -90,6 +109,51 @@ def test_promoting_a_synchronous_standby_loses_no_acknowledged_write(
     assert figures["acknowledged"] > 20 and figures["refused"] > 0, figures
     assert figures["missing"] == 0, figures
     assert figures["first_acknowledged_after_promote_s"] <= 10, figures
+    # The vector writers' lock was taken on the new primary, by one session at a time.
+    assert outcome.vector_lock_seen > 0 and outcome.vector_lock_holders == 1, figures
+    # A maintenance run acknowledged before the kill outlived the primary.
+    with httpx.Client(base_url=cluster.url, timeout=60) as client:
+        runs = graphql(client, RUNS)["maintenanceRuns"]
+    assert {"id": before[0]["id"], "status": "done"} in runs, runs
+
+
+def test_two_replicas_asked_to_run_one_job_on_the_promoted_primary_run_it_once(
+    cluster: Cluster,
+) -> None:
+    """Both replicas asked at the same moment, made exact by holding the namespace's write lock
+    on the new primary until both wait for it: the first to get it records the run; the
+    other then finds it running and skips it. One new record, none lost."""
+    assert cluster.standby is not None and not cluster.standby.standby_of  # promoted
+    for replica in cluster.replicas:  # each holds the namespace open: nothing left to do first
+        with httpx.Client(base_url=replica.url, timeout=60) as client:
+            graphql(client, RUNS)
+    answers: list[list[dict[str, Any]]] = []
+    key = lock_key(MAINTAINED)
+    with cluster.standby.superuser(DATABASE) as conn:
+        conn.execute("BEGIN")
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [key])
+        asked = [
+            threading.Thread(target=lambda url=r.url: answers.append(maintain(url, "[PRUNE]")))
+            for r in cluster.replicas
+        ]
+        for thread in asked:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while waiting_for(conn, key) < len(asked):
+            assert time.monotonic() < deadline, "the replicas did not both wait for the lock"
+            time.sleep(0.05)
+        conn.execute("COMMIT")
+        for thread in asked:
+            thread.join(timeout=60)
+    statuses = sorted(run["status"] for runs in answers for run in runs)
+    assert statuses == ["done", "skipped"], answers
+    skipped = next(run for runs in answers for run in runs if run["status"] == "skipped")
+    assert skipped["id"] == 0 and "another process is running it" in skipped["error"]
+    with httpx.Client(base_url=cluster.url, timeout=60) as client:
+        runs = graphql(client, RUNS)["maintenanceRuns"]
+    done = next(run for runs in answers for run in runs if run["status"] == "done")
+    assert runs[0] == {"id": done["id"], "status": "done"}, runs
+    assert len(runs) == 2, runs  # the run from before the kill, and this one
 
 
 def test_the_old_primary_comes_back_as_a_standby_and_an_asynchronous_one_is_measured(
@@ -140,12 +204,71 @@ def fail_over(cluster: Cluster, namespaces: tuple[str, ...]) -> Outcome:
         time.sleep(OUTAGE_S)
         outcome.promote_s = cluster.standby.promote()
         outcome.promoted_at = time.monotonic()
-        time.sleep(max(SOAK_SECONDS, 4.0))
+        watch_vector_locks(cluster.standby, namespaces, outcome, max(SOAK_SECONDS, 4.0))
     finally:
         stop.set()
         for thread in threads:
             thread.join(timeout=120)
     return outcome
+
+
+def watch_vector_locks(
+    server: Postgres, namespaces: tuple[str, ...], outcome: Outcome, seconds: float
+) -> None:
+    """For ``seconds``, sample pg_locks on ``server``: how often a writer namespace's vector
+    lock is held, and by how many sessions at most."""
+    keys = [lock_key(f"{ns}/vectors") for ns in namespaces]
+    end = time.monotonic() + seconds
+    with server.superuser(DATABASE) as conn:
+        while time.monotonic() < end:
+            holders = [held(conn, key) for key in keys]
+            outcome.vector_lock_seen += sum(1 for n in holders if n)
+            outcome.vector_lock_holders = max(outcome.vector_lock_holders, *holders)
+            time.sleep(0.01)
+
+
+def held(conn: psycopg.Connection[Any], key: int) -> int:
+    """How many sessions hold the advisory lock ``key``."""
+    return _advisory(conn, key, granted=True)
+
+
+def waiting_for(conn: psycopg.Connection[Any], key: int) -> int:
+    """How many sessions wait for the advisory lock ``key``."""
+    return _advisory(conn, key, granted=False)
+
+
+def _advisory(conn: psycopg.Connection[Any], key: int, *, granted: bool) -> int:
+    # A bigint key shows in pg_locks as its high and low 32 bits (classid, objid), objsubid 1.
+    row = conn.execute(
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+        " AND classid::bigint = %s AND objid::bigint = %s AND granted = %s",
+        [(key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF, granted],
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def maintain(url: str, jobs: str) -> list[dict[str, Any]]:
+    """The runs answered by asking ``url`` to run ``jobs`` now in MAINTAINED."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        payload = graphql(client, MAINTAIN % jobs, {"force": True})["maintain"]
+    assert payload["error"] is None, payload
+    runs: list[dict[str, Any]] = payload["runs"]
+    return runs
+
+
+def graphql(
+    client: httpx.Client, query: str, variables: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The data of ``query`` in MAINTAINED (an error fails the test)."""
+    response = client.post(
+        "/graphql",
+        json={"query": query, "variables": variables or {}},
+        headers={"X-Graphmem-Namespace": MAINTAINED},
+    )
+    body = _json(response)
+    assert response.status_code == 200 and not body.get("errors"), response.text[:500]
+    data: dict[str, Any] = body["data"]
+    return data
 
 
 def write(cluster: Cluster, ns: str, outcome: Outcome, stop: threading.Event) -> None:
@@ -283,6 +406,8 @@ def verify(cluster: Cluster, outcome: Outcome, tmp_path: Path) -> dict[str, Any]
         "promote_s": round(outcome.promote_s, 2),
         "first_acknowledged_after_promote_s": round(after_promote[0], 2) if after_promote else None,
         "outbox_drained_after_s": drained_s,
+        "vector_lock_samples_held": outcome.vector_lock_seen,
+        "vector_lock_most_holders": outcome.vector_lock_holders,
     }
 
 

@@ -7,8 +7,13 @@ three times ``s3_timeout`` late for as long, then passes again. Asserted: no wri
 search fails, every search answers within ``s3_timeout`` plus a margin and says
 ``extensions.degraded`` while the vector index cannot be read or written, the outbox drains
 after, and every acknowledged fact is found by vector search with ``check`` ok. The drain lag
-is printed (bench/REPORT.md, "Object store outage"). Skipped, saying why, without PostgreSQL
-or moto.
+is printed (bench/REPORT.md, "Object store outage").
+
+With the object store hanging (accepting requests, answering none), what reads the vector index
+outside a search answers within ``s3_timeout`` too: ``stats`` with the vector count unknown,
+``check`` with the index unreadable, opening a namespace with a StorageError, and a replica
+started meanwhile serves, refusing that namespace with a clean 503 until the store answers.
+Skipped, saying why, without PostgreSQL or moto.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import pytest
 
 from devtools.cluster import ObjectStore, Postgres, Replica, Unavailable
 from devtools.faults import FaultProxy
-from graphmem import Memory, Settings
+from graphmem import Memory, Settings, StorageError
 from graphmem.storage import open_keys
 
 from ..support.graphql_clients import bearer
@@ -42,6 +47,16 @@ SEARCHERS = 2
 NAMESPACE = "outage"
 STORE = "mutation($t: String!) { storeFact(input: {text: $t}) { fact { id } error { code } } }"
 SEARCH = "query($q: String!) { search(query: $q, limit: 10) { fact { id } } }"
+#: The settings the replica started during a hang needs (as GRAPHMEM_* variables).
+ENV = (
+    "store",
+    "embedder",
+    "s3_timeout",
+    "vectors",
+    "s3_endpoint",
+    "s3_access_key_id",
+    "s3_secret_access_key",
+)
 
 
 @pytest.fixture
@@ -187,3 +202,69 @@ def _scenario(
         assert mem.stats().outbox_pending == 0 and mem.check().ok
         unfound = [t for t in acknowledged if not soak._found_by_vector(mem, t)]
         assert not unfound, f"{len(unfound)} acknowledged facts not found by vector search"
+
+
+def test_opening_stats_and_check_answer_within_the_time_limit_while_the_object_store_hangs(
+    postgres_url: str, object_store: ObjectStore, tmp_path: Path
+) -> None:
+    prefix = f"hang{time.monotonic_ns()}"
+    direct = Settings(
+        store=postgres_url, embedder="hash", s3_timeout=S3_TIMEOUT, **object_store.settings(prefix)
+    )
+    proxy = FaultProxy(object_store.port).start()
+    proxied = direct.model_copy(update={"s3_endpoint": proxy.endpoint})
+    keys = open_keys(direct)
+    try:
+        token, _ = keys.create([NAMESPACE])
+    finally:
+        keys.close()
+    env = {f"GRAPHMEM_{k.upper()}": str(v) for k, v in proxied.model_dump().items() if k in ENV}
+    late = Replica("late", {**env, "GRAPHMEM_NAMESPACE": NAMESPACE}, tmp_path)
+    try:
+        with (
+            Memory.open(tmp_path / "a", namespace=NAMESPACE, settings=proxied) as mem,
+            Memory.open(tmp_path / "b", namespace=NAMESPACE, settings=direct) as other,
+            Memory.open(tmp_path / "c", namespace=NAMESPACE, settings=proxied) as checker,
+        ):
+            mem.store("Written before the outage", autolink=False)
+            # Another replica's writes: reading them needs the object store.
+            other.store_many([{"text": f"Written elsewhere {n}"} for n in range(3)])
+            proxy.black_hole()
+            taken: dict[str, float] = {}  # seconds each answer took
+            began = time.monotonic()
+            stats = mem.stats()
+            taken["stats_s"] = time.monotonic() - began
+            assert stats.vectors is None and stats.facts == 4
+            assert mem.degraded is not None and "cannot be read" in mem.degraded
+            began = time.monotonic()
+            report = checker.check()  # a process of its own: its own wait
+            taken["check_s"] = time.monotonic() - began
+            assert not report.ok and report.vectors is None and report.facts == 4
+            assert report.unreadable and "cannot be read" in report.unreadable
+            began = time.monotonic()
+            with pytest.raises(StorageError, match="did not answer within"):
+                Memory.open(tmp_path / "d", namespace=NAMESPACE, settings=proxied)
+            taken["open_s"] = time.monotonic() - began
+            late.start().wait_ready(timeout=60)  # it serves, though its namespace cannot open
+            with httpx.Client(base_url=late.url, headers=bearer(token), timeout=60) as client:
+                began = time.monotonic()
+                refused = client.post("/graphql", json={"query": SEARCH, "variables": {"q": "x"}})
+                taken["refused_by_a_replica_started_meanwhile_s"] = time.monotonic() - began
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["errors"][0]["extensions"]["code"] == "STORAGE_ERROR"
+                proxy.passing()
+                deadline = time.monotonic() + 30
+                while True:  # the namespace opens at a request once the store answers
+                    answer = client.post(
+                        "/graphql", json={"query": SEARCH, "variables": {"q": "written"}}
+                    )
+                    if answer.status_code == 200 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.5)
+                assert answer.status_code == 200 and len(answer.json()["data"]["search"]) == 4
+            assert mem.stats().vectors == 4 and mem.check().ok
+    finally:
+        late.stop()
+        proxy.stop()
+    print(json.dumps({"object_store_hanging": {k: round(v, 2) for k, v in taken.items()}}))
+    assert max(taken.values()) < S3_TIMEOUT + MARGIN, taken
