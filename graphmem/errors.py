@@ -240,9 +240,14 @@ class LLMError(GraphmemError):
 class StorageError(GraphmemError):
     """The namespace's files cannot be used or written: the disk is full, the directory is
     read-only, a file is damaged or written by a newer graphmem. A write that fails with it
-    wrote nothing."""
+    wrote nothing. ``unreachable``: the store (an object store holding the vector index) did
+    not answer in time: an outage, not damage, so the same call may succeed later."""
 
     code = Code.STORAGE_ERROR
+
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 class QueryTimeout(GraphmemError, TimeoutError):

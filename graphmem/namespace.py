@@ -26,7 +26,6 @@ from .storage.interface import Store
 from .vectors.embedders import Embedder
 from .vectors.index import Location, VectorIndex, opening_calls
 from .vectors.outbox import Progress, VectorSync
-from .vectors.remote import Unreachable
 
 #: Times the object store client retries a failed request (its default, 10 over 3 minutes,
 #: outlasts any request's time limit).
@@ -124,11 +123,11 @@ def open_vectors(
     try:
         return VectorIndex(where, dimensions), rebuild
     except StorageError as exc:  # the index cannot be read: it is derived, rebuild it
-        if isinstance(exc, Unreachable):  # no answer in time: said as it is
+        if exc.unreachable:  # no answer in time: said as it is
             raise
         if where.uri is not None and not _reachable(where):
-            raise Unreachable(
-                f"cannot reach the vector store at {where.uri}: {exc.message}"
+            raise StorageError(
+                f"cannot reach the vector store at {where.uri}: {exc.message}", unreachable=True
             ) from None
         _log.warning("%s: namespace %r: rebuilding it from the store", exc.message, namespace)
         where.remove()

@@ -49,7 +49,7 @@ from ..errors import StorageError
 from ..files import PRIVATE_FILE, PRIVATE_FOLDER, private_folder, private_opener
 from ..models import Vectors
 from .mirror import Mirror, columns
-from .remote import RemoteCalls, Unanswered, Unreachable
+from .remote import RemoteCalls, Unanswered
 
 _log = logging.getLogger("graphmem")
 T = TypeVar("T")
@@ -196,7 +196,9 @@ class VectorIndex:
             if self.count() <= IN_MEMORY_MAX_ROWS:
                 self._mirror = self._loaded()  # reads every row: finds damaged files
         except Unanswered as exc:
-            raise Unreachable(f"cannot reach the vector store at {path}: {exc}") from exc
+            raise StorageError(
+                f"cannot reach the vector store at {path}: {exc}", unreachable=True
+            ) from exc
         except (OSError, ValueError, RuntimeError, KeyError, pa.ArrowException) as exc:
             raise StorageError(f"cannot read the vector index at {path} ({exc})") from exc
         if getattr(stored, "list_size", dimensions) != dimensions:

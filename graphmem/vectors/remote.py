@@ -20,8 +20,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Final, TypeVar
 
-from ..errors import StorageError
-
 T = TypeVar("T")
 
 #: Threads per pool: the concurrent searches of one namespace (graphmem.search.SEARCH_THREADS)
@@ -31,11 +29,6 @@ CALL_THREADS: Final = 5
 
 class Unanswered(Exception):
     """The object store did not answer within the wait (or an earlier call still waits)."""
-
-
-class Unreachable(StorageError):
-    """A namespace's vector index cannot be opened because its object store does not answer
-    (an outage, not damage): the server starts all the same and opens it at a later request."""
 
 
 class RemoteCalls:

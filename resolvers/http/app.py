@@ -45,13 +45,12 @@ from strawberry.types.graphql import OperationType
 from strawberry.types.unset import UNSET
 
 from graphmem import ApiKey, Forbidden, GraphmemError, Memory, Settings, tracing
-from graphmem.errors import Code
+from graphmem.errors import Code, StorageError
 from graphmem.limits import MAX_SUBSCRIPTIONS_PER_SOCKET
 from graphmem.maintenance import check_every, local_jobs
 from graphmem.settings import is_loopback
 from graphmem.storage import open_keys
 from graphmem.vectors.embedders import Embedder, create_embedder
-from graphmem.vectors.remote import Unreachable
 
 from ..context import Context
 from ..events import Broadcaster
@@ -171,7 +170,9 @@ def create_app(
         namespaces.broadcaster = Broadcaster(asyncio.get_running_loop())
         try:
             default = await run_in_threadpool(namespaces.get, settings.namespace)
-        except Unreachable as exc:
+        except StorageError as exc:
+            if not exc.unreachable:
+                raise
             # An object store in an outage does not keep the server from starting: each
             # request to the namespace opens it again, or is refused (503) within s3_timeout,
             # until it answers. Any other failure (a read-only data directory) stops it.
