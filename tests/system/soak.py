@@ -647,3 +647,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def stored_texts(settings: Settings, namespace: str, data: Path) -> list[str]:
+    """Every fact's text in ``namespace``, superseded ones included, read page by page."""
+    texts: list[str] = []
+    with Memory.open(data, namespace=namespace, settings=settings) as mem:
+        after = None
+        while True:
+            page = mem.facts(first=1000, after=after, include_superseded=True)
+            texts += [fact.text for _, fact in page.items]
+            if not page.has_more:
+                return texts
+            after = page.items[-1][0]

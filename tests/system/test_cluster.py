@@ -28,7 +28,7 @@ import psycopg
 import pytest
 
 from devtools.cluster import Cluster, Unavailable, main, skewed
-from graphmem import Memory, Settings
+from graphmem import Settings
 from graphmem.storage import open_keys
 
 from ..support.graphql_clients import bearer
@@ -188,15 +188,7 @@ def test_a_replica_killed_mid_ingest_loses_no_acknowledged_write(
     print(f"served again after the kill (s): {gaps}")
     settings = Settings(**live.settings(), track_access=False)
     for ns in INGESTED:
-        with Memory.open(tmp_path, namespace=ns, settings=settings) as mem:
-            texts: list[str] = []
-            after_cursor = None
-            while True:
-                page = mem.facts(first=1000, after=after_cursor, include_superseded=True)
-                texts += [fact.text for _, fact in page.items]
-                if not page.has_more:
-                    break
-                after_cursor = page.items[-1][0]
+        texts = soak.stored_texts(settings, ns, tmp_path)
         assert acknowledged[ns] <= set(texts), ns  # every acknowledged write survived
         assert len(texts) == len(set(texts)), ns  # none stored twice
         assert set(texts) <= sent[ns], ns

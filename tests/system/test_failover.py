@@ -37,7 +37,7 @@ import psycopg
 import pytest
 
 from devtools.cluster import DATABASE, Cluster, Postgres, Unavailable
-from graphmem import Memory, Settings
+from graphmem import Settings
 from graphmem.storage.postgres.store import lock_key
 
 from . import soak
@@ -368,15 +368,7 @@ def verify(cluster: Cluster, outcome: Outcome, tmp_path: Path) -> dict[str, Any]
     settings = Settings(**cluster.settings(), track_access=False)
     missing = 0
     for ns in outcome.sent:
-        with Memory.open(tmp_path, namespace=ns, settings=settings) as mem:
-            texts: list[str] = []
-            after = None
-            while True:
-                page = mem.facts(first=1000, after=after, include_superseded=True)
-                texts += [fact.text for _, fact in page.items]
-                if not page.has_more:
-                    break
-                after = page.items[-1][0]
+        texts = soak.stored_texts(settings, ns, tmp_path)
         stored = set(texts)
         assert len(texts) == len(stored), ns  # none twice
         assert stored <= outcome.sent[ns], ns
