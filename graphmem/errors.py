@@ -260,3 +260,10 @@ class SubscriberTooSlow(GraphmemError):
     """A subscription to memory's changes fell too far behind the writes and was ended."""
 
     code = Code.UNAVAILABLE
+
+
+#: The exception class of each code graphmem raises itself: the classes above, whose tree the
+#: module's docstring draws (a client raises the same for the codes the service answers).
+RAISED: Final[Mapping[str, type[GraphmemError]]] = {
+    cls.code: cls for cls in GraphmemError.__subclasses__()
+}

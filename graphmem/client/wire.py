@@ -17,39 +17,12 @@ import httpx
 from ..bounded_http import BadAnswer, parse_json
 from ..checkpoints import Checkpoint
 from ..episodes import Episode, EpisodeInput
-from ..errors import (
-    Code,
-    Conflict,
-    EmbedderError,
-    EmbedderMismatch,
-    Forbidden,
-    GraphmemError,
-    InvalidInput,
-    LLMError,
-    NotFound,
-    QueryTimeout,
-    StorageError,
-    SubscriberTooSlow,
-)
+from ..errors import RAISED, Code, Forbidden, GraphmemError, InvalidInput
 from ..graph import check_direction, check_types
 from ..limits import MAX_BATCH
 from ..models import Change, Fact, FactInput, Link, MaintenanceRun
 from ..temporal import TimeInput, parse_time, to_iso
 from ..timehints import TimeHint
-
-#: The exception class of each code ``Memory`` raises itself.
-_RAISED: Final[Mapping[str, type[GraphmemError]]] = {
-    Code.INVALID_INPUT: InvalidInput,
-    Code.NOT_FOUND: NotFound,
-    Code.CONFLICT: Conflict,
-    Code.FORBIDDEN: Forbidden,
-    Code.EMBEDDER_MISMATCH: EmbedderMismatch,
-    Code.EMBEDDER_ERROR: EmbedderError,
-    Code.LLM_ERROR: LLMError,
-    Code.STORAGE_ERROR: StorageError,
-    Code.TIMEOUT: QueryTimeout,
-    Code.UNAVAILABLE: SubscriberTooSlow,
-}
 
 
 class ServiceError(GraphmemError):
@@ -413,7 +386,7 @@ def exception(code: str, message: str, field: str | None) -> GraphmemError:
     """The exception ``Memory`` raises for ``code`` (the service's message kept as it is)."""
     if code == Code.UNAUTHENTICATED:
         return Unauthenticated(message)
-    cls = _RAISED.get(code)
+    cls = RAISED.get(code)
     if cls is None:
         return ServiceError(code, message)
     error = cls(message)

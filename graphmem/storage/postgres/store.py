@@ -207,22 +207,13 @@ class PostgresDatabase(Connections[Connection]):
                 self._readers = [c for c in self._readers if c is not conn] + [fresh]
         return fresh
 
-    @contextmanager
-    def snapshot(self) -> Iterator[Connection]:
-        """A read connection inside one repeatable-read transaction."""
-        conn = self.reader()
-        if conn.in_transaction:
-            yield conn
-            return
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            if not conn.raw.closed:
-                try:
-                    conn.raw.execute("ROLLBACK")
-                except psycopg.Error:
-                    conn.raw.close()  # replaced on next use
+    def _end_snapshot(self, conn: Connection) -> None:
+        """Roll the read transaction back (a reader begins a repeatable-read one)."""
+        if not conn.raw.closed:
+            try:
+                conn.raw.execute("ROLLBACK")
+            except psycopg.Error:
+                conn.raw.close()  # replaced on next use
 
     @contextmanager
     def time_limit(self, deadline: float | None) -> Iterator[None]:

@@ -12,12 +12,17 @@ from ...errors import StorageError
 from .dialect import Dialect
 
 
-class _Closable(Protocol):
+class _Connection(Protocol):
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, /) -> object: ...
+
     def close(self) -> None: ...
 
 
 #: A connection of either engine (sqlite3's, or graphmem.storage.postgres.dialect's).
-C = TypeVar("C", bound=_Closable)
+C = TypeVar("C", bound=_Connection)
 
 
 class SQLCursor(Protocol):
@@ -86,8 +91,22 @@ class Connections(Generic[C]):
         """This thread's read connection."""
         raise NotImplementedError
 
-    def snapshot(self) -> AbstractContextManager[C]:
-        """Inside the block, this thread's reads all see one state of the namespace."""
+    @contextmanager
+    def snapshot(self) -> Iterator[C]:
+        """Inside the block, this thread's reads all see one state of the namespace: its read
+        connection inside one transaction (the one it is in already, if any)."""
+        conn = self.reader()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            self._end_snapshot(conn)
+
+    def _end_snapshot(self, conn: C) -> None:
+        """End the read transaction ``snapshot`` began on ``conn``."""
         raise NotImplementedError
 
     def time_limit(self, deadline: float | None) -> AbstractContextManager[None]:

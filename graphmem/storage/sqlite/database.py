@@ -175,18 +175,8 @@ class Database(Connections[SQLiteConnection]):
                 self._readers.append(conn)
         return conn
 
-    @contextmanager
-    def snapshot(self) -> Iterator[SQLiteConnection]:
-        """A read connection inside one transaction, so several queries see the same state."""
-        conn = self.reader()
-        if conn.in_transaction:
-            yield conn
-            return
-        conn.execute("BEGIN")
-        try:
-            yield conn
-        finally:
-            conn.execute("COMMIT")
+    def _end_snapshot(self, conn: SQLiteConnection) -> None:
+        conn.execute("COMMIT")
 
     @contextmanager
     def time_limit(self, deadline: float | None) -> Iterator[None]:
