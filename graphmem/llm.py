@@ -41,12 +41,20 @@ class ChatClient:
         self.meter = self._endpoint.meter
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ChatClient:
-        """The chat model of ``llm_*`` settings; InvalidInput if neither a key nor a base URL
-        says where to send requests."""
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        user: str = "classifier = llm",
+        timeout: float | None = None,
+        max_retries: int | None = None,
+    ) -> ChatClient:
+        """The chat model of ``llm_*`` settings (``timeout`` and ``max_retries`` in place of
+        ``llm_timeout`` and ``llm_max_retries`` when given); InvalidInput, naming the ``user``
+        that needs it, if neither a key nor a base URL says where to send requests."""
         if settings.llm_base_url is None and settings.llm_api_key is None:
             raise InvalidInput(
-                "classifier = llm needs llm_base_url (any OpenAI-compatible server) or "
+                f"{user} needs llm_base_url (any OpenAI-compatible server) or "
                 "llm_api_key / OPENAI_API_KEY (api.openai.com)",
                 field="llm_base_url",
             )
@@ -54,8 +62,8 @@ class ChatClient:
             base_url=settings.llm_base_url,
             api_key=settings.llm_api_key,
             model=settings.llm_model,
-            timeout=settings.llm_timeout,
-            max_retries=settings.llm_max_retries,
+            timeout=settings.llm_timeout if timeout is None else timeout,
+            max_retries=settings.llm_max_retries if max_retries is None else max_retries,
         )
 
     @property

@@ -113,10 +113,8 @@ class Memory:
         self._vectors = vectors
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
-        self._writer = Writer(namespace, store, vectors, self._sync, self._cache, settings, llm)
-        self._search = Search(
-            store, vectors, embedder, settings, self._sync.pending, namespace=namespace
-        )
+        self._writer = Writer(self._sync, settings, llm)
+        self._search = Search(self._sync, embedder, settings)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None
 

@@ -35,10 +35,10 @@ from .models import Fact, Reranked, SearchHit, TimeKind, Vectors, check_limit
 from .recall import entity_names
 from .rerank import Candidate, Reranker, Reranking
 from .settings import Settings
-from .storage.interface import Filters, Record, Store
+from .storage.interface import Filters, Record
 from .temporal import TimeScope
 from .vectors.embedders import Embedder
-from .vectors.index import VectorIndex
+from .vectors.outbox import VectorSync
 
 #: Threads that run the vector leg beside the keyword leg (one per concurrent search).
 SEARCH_THREADS: Final = 4
@@ -58,22 +58,10 @@ _Candidates = dict[str, Record]
 class Search:
     """Hybrid, keyword or vector search over one namespace. Thread-safe."""
 
-    def __init__(
-        self,
-        store: Store,
-        vectors: VectorIndex,
-        embedder: Embedder,
-        settings: Settings,
-        pending: Callable[[], dict[str, Vectors]] = dict,
-        *,
-        namespace: str = "",
-    ) -> None:
-        self._store = store
-        #: What the spans say (:mod:`graphmem.tracing`).
-        self._namespace = namespace
-        self._vectors = vectors
-        #: The vectors of writes not in the index yet (VectorSync.pending), scored exactly.
-        self._pending = pending
+    def __init__(self, sync: VectorSync, embedder: Embedder, settings: Settings) -> None:
+        #: The namespace's index, and the vectors of writes not in it yet (scored exactly).
+        self._sync = sync
+        self._store = sync.store
         self._embedder = embedder
         self.settings = settings
         self._pool = ThreadPoolExecutor(
@@ -103,7 +91,7 @@ class Search:
         _check(query, mode, limit, graph_depth)
         reranker = self.reranking.chosen(rerank, self.settings)
         attributes: tracing.Attributes = {
-            tracing.NAMESPACE: self._namespace,
+            tracing.NAMESPACE: self._sync.namespace,
             "graphmem.search.mode": mode,
             "graphmem.search.limit": limit,
             "graphmem.search.graph_depth": graph_depth,
@@ -243,7 +231,7 @@ class Search:
                     {fact_id: score for score, _, fact_id in ranked},
                     None
                     if query_vector is None
-                    else functools.partial(self._vectors.similarities, query_vector),
+                    else functools.partial(self._sync.vectors.similarities, query_vector),
                     skip_origins=expansion.skipping(expansion.NEIGHBOUR_SKIPS, episode_links),
                 )
                 span.set_attribute(FOUND, len(reached))
@@ -333,8 +321,8 @@ class Search:
         """The query's cosine with given facts: from the index, or the vectors waiting for it."""
 
         def cosines(ids: list[str]) -> dict[str, float]:
-            found = self._vectors.similarities(query, ids)
-            waiting = self._pending()
+            found = self._sync.vectors.similarities(query, ids)
+            waiting = self._sync.pending()
             found.update(_cosines(query, {i: waiting[i] for i in ids if i in waiting}))
             return found
 
@@ -343,7 +331,7 @@ class Search:
     def _leg_attributes(self, wanted: int) -> tracing.Attributes:
         """What a leg's span says before it runs: the namespace, the candidates it works on
         (or asks for)."""
-        return {tracing.NAMESPACE: self._namespace, "graphmem.search.wanted": wanted}
+        return {tracing.NAMESPACE: self._sync.namespace, "graphmem.search.wanted": wanted}
 
     def _limited(self, deadline: float | None, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` with its reads stopped at ``deadline`` (for work on pool threads)."""
@@ -396,12 +384,12 @@ class Search:
         search as needed; and the query's vector. Runs on a pool thread."""
         with tracing.span("graphmem.search.vector", self._leg_attributes(n)) as span:
             vector = self._embedder.embed([query])[0]
-            waiting = _cosines(vector, self._pending())
+            waiting = _cosines(vector, self._sync.pending())
             k = n
             while True:
                 # Fewer than k: the index has no more (or, on an object store that does not
                 # answer, none: then the writes waiting are all the leg scores).
-                nearest = self._vectors.nearest(vector, k, live_only=live_only)
+                nearest = self._sync.vectors.nearest(vector, k, live_only=live_only)
                 hits = dict(nearest)
                 hits.update(waiting)  # the index may hold an older vector of these, or none
                 scores = dict(hits)

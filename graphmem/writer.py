@@ -48,11 +48,9 @@ from .models import (
     Verdict,
 )
 from .settings import Settings
-from .storage.interface import BatchChanges, ImportReport, Purged, Store, Transaction
+from .storage.interface import BatchChanges, ImportReport, Purged, Transaction
 from .tagging import CATEGORIES, CATEGORY_LIST
 from .temporal import TimeInput
-from .vectors.cache import EmbeddingCache
-from .vectors.index import VectorIndex
 from .vectors.outbox import Progress, VectorSync
 
 _log = logging.getLogger("graphmem")
@@ -70,21 +68,12 @@ class Writer:
     Forget, link and unlink go through the same group commit as ``store_many``; purge, import
     and document syncs follow the same order in a transaction of their own."""
 
-    def __init__(
-        self,
-        namespace: str,
-        store: Store,
-        vectors: VectorIndex,
-        sync: VectorSync,
-        cache: EmbeddingCache,
-        settings: Settings,
-        llm: ChatClient | None,
-    ) -> None:
-        self._namespace = namespace
-        self._store = store
-        self._vectors = vectors
+    def __init__(self, sync: VectorSync, settings: Settings, llm: ChatClient | None) -> None:
+        #: Brings the index in line with each write: the store, index, embedding cache and
+        #: namespace written are the ones it keeps.
         self._sync = sync
-        self._cache = cache
+        self._store = sync.store
+        self._cache = sync.cache
         self.settings = settings
         self.llm = llm
         self._listeners: list[Listener] = []
@@ -202,7 +191,9 @@ class Writer:
         texts = list(dict.fromkeys(p for *_, text in sent for p in captures.turn_parts(text)))
         vectors, fresh = self._cache.embed(self._store, texts)
         now = self._store.now()
-        neighbours = self._vectors.neighbours_many(vectors, classify.CANDIDATES, live_only=True)
+        neighbours = self._sync.vectors.neighbours_many(
+            vectors, classify.CANDIDATES, live_only=True
+        )
         keys = [(x["entity"], x["key"]) for x in planned.items if x.get("entity") and x.get("key")]
         shown = classify.shown_facts(self._store, neighbours, keys, now)
         asked = _Asked([], dict(zip(texts, vectors, strict=True)), fresh)
@@ -560,7 +551,7 @@ class Writer:
         # request's read time limit must not stop the group (everyone's writes, their
         # embedding cache reads among them); writes are bounded by their size.
         attributes: tracing.Attributes = {
-            tracing.NAMESPACE: self._namespace,
+            tracing.NAMESPACE: self._sync.namespace,
             "graphmem.write.writes": len(group),
             "graphmem.write.items": sum(p.items for p in group),
         }
@@ -739,7 +730,7 @@ class Writer:
     def _announce(self, changes: Sequence[tuple[ChangeKind, str]], at: float) -> None:
         if not changes or not self._listeners:
             return
-        batch = [Change(kind, item, self._namespace, at) for kind, item in changes]
+        batch = [Change(kind, item, self._sync.namespace, at) for kind, item in changes]
         for listener in list(self._listeners):
             try:
                 listener(batch)
@@ -761,7 +752,7 @@ class Writer:
         if not asked:
             return out
         chosen = [inputs[i] for i in asked]
-        neighbours = self._vectors.neighbours_many(
+        neighbours = self._sync.vectors.neighbours_many(
             vectors[asked], classify.CANDIDATES, live_only=True
         )
         similar = classify.similar_facts(self._store, chosen, neighbours, now)
@@ -785,7 +776,7 @@ class Writer:
         similar: list[list[autolinks.Neighbour]] = [[] for _ in range(len(vectors))]
         if floor > 1.0:
             return twins, similar
-        stored = self._vectors.neighbours_many(vectors, k, live_only=True, floor=floor)
+        stored = self._sync.vectors.neighbours_many(vectors, k, live_only=True, floor=floor)
         in_batch = autolinks.batch_neighbours(vectors, k, floor)
         for i in range(len(vectors)):
             merged = sorted([*stored[i], *in_batch[i]], key=lambda hit: -hit[1])

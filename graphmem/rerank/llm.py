@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from ..errors import InvalidInput, LLMError
+from ..errors import LLMError
 from ..llm import ChatClient, answer_list
 from ..settings import Settings
 from ..usage import Meter
@@ -42,17 +42,10 @@ class LLMReranker:
     def from_settings(cls, settings: Settings) -> LLMReranker:
         """The reranker of the ``llm_*`` settings, bounded by the ``rerank_*`` ones;
         InvalidInput if they name no endpoint."""
-        if settings.llm_base_url is None and settings.llm_api_key is None:
-            raise InvalidInput(
-                "reranker llm needs llm_base_url (any OpenAI-compatible server) or "
-                "llm_api_key / OPENAI_API_KEY (api.openai.com)",
-                field="llm_base_url",
-            )
         return cls(
-            ChatClient(
-                base_url=settings.llm_base_url,
-                api_key=settings.llm_api_key,
-                model=settings.llm_model,
+            ChatClient.from_settings(
+                settings,
+                user="reranker llm",
                 timeout=settings.rerank_timeout,
                 max_retries=settings.rerank_max_retries,
             )

@@ -84,15 +84,18 @@ class CheckReport:
 
 
 class VectorSync:
-    """Brings one namespace's vector index in line with its store. Thread-safe."""
+    """Brings one namespace's vector index in line with its store. Thread-safe.
+
+    Its ``store``, ``vectors``, ``cache`` and ``namespace`` are the ones the namespace's writer
+    and search work on: the vectors of writes not in the index yet are its to hand out."""
 
     def __init__(
         self, store: Store, vectors: VectorIndex, cache: EmbeddingCache, namespace: str
     ) -> None:
-        self._store = store
-        self._vectors = vectors
-        self._cache = cache
-        self._namespace = namespace
+        self.store = store
+        self.vectors = vectors
+        self.cache = cache
+        self.namespace = namespace
         self._lock = threading.Lock()
         self._failed = False  # a vector write failed: the next sync replays the outbox
         location = vectors.location
@@ -138,7 +141,7 @@ class VectorSync:
                 _log.error(
                     "namespace %r: the vector index on the object store did not answer in "
                     "time; its outbox keeps the writes and retries them",
-                    self._namespace,
+                    self.namespace,
                 )
             self._failed = True
             return False
@@ -147,11 +150,11 @@ class VectorSync:
         """``sync``'s work, in the caller's thread or (on an object store) one of its own."""
         with self._lock:
             if self._failed:
-                ids = list(dict.fromkeys([*ids, *(i for i, _ in self._store.outbox())]))
+                ids = list(dict.fromkeys([*ids, *(i for i, _ in self.store.outbox())]))
             try:
-                with self._vectors.writing():
+                with self.vectors.writing():
                     if reread:
-                        self._vectors.reread(ids)
+                        self.vectors.reread(ids)
                     for start in range(0, len(ids), SYNC_CHUNK):
                         self._sync_chunk(ids[start : start + SYNC_CHUNK], known)
             except (OSError, RuntimeError, ValueError, StorageError) as exc:
@@ -159,7 +162,7 @@ class VectorSync:
                     _log.error(
                         "namespace %r: the vector index could not be written (%s); its "
                         "outbox keeps the writes and retries them",
-                        self._namespace,
+                        self.namespace,
                         exc,
                     )
                 self._failed = True
@@ -168,7 +171,7 @@ class VectorSync:
                 _log.warning(
                     "namespace %r: the vector index is written again; the writes its outbox "
                     "kept are in it",
-                    self._namespace,
+                    self.namespace,
                 )
             self._failed = False
             return True
@@ -189,9 +192,7 @@ class VectorSync:
         flight, or refused by the index) and rows other processes wrote since this process
         last followed the vector log. Searches score them exactly, so an acknowledged write
         is found by meaning at once, from any process."""
-        ids = list(
-            dict.fromkeys([*self._store.waiting(PENDING_SCORED_MAX), *self._vectors.unseen()])
-        )
+        ids = list(dict.fromkeys([*self.store.waiting(PENDING_SCORED_MAX), *self.vectors.unseen()]))
         return self.expected(ids[:PENDING_SCORED_MAX]) if ids else {}
 
     def drain(self, older_than: float = DRAIN_AFTER_S) -> int:
@@ -201,7 +202,7 @@ class VectorSync:
         idempotent). The process may have died after writing a row and before logging it: the
         rows are read back from the table first, so that none is appended twice. Returns how
         many facts it synced (none if the index could not be written)."""
-        ids = self._store.waiting(SYNC_CHUNK, queued_before=self._store.now() - older_than)
+        ids = self.store.waiting(SYNC_CHUNK, queued_before=self.store.now() - older_than)
         if ids and not self.sync(ids, reread=True):
             return 0
         return len(ids)
@@ -212,7 +213,7 @@ class VectorSync:
 
     def replay(self) -> int:
         """Apply vector writes that a crash left pending; returns how many facts were synced."""
-        ids = [i for i, _ in self._store.outbox()]
+        ids = [i for i, _ in self.store.outbox()]
         for start in range(0, len(ids), REBUILD_CHUNK):
             self.sync(ids[start : start + REBUILD_CHUNK])
         return len(ids)
@@ -229,15 +230,15 @@ class VectorSync:
 
         Texts missing from the cache are embedded (and cached).
         """
-        with self._lock, self._vectors.writing():
-            self._vectors.clear()
-            owners = self._store.vector_owners()
+        with self._lock, self.vectors.writing():
+            self.vectors.clear()
+            owners = self.store.vector_owners()
             ids = list(owners)
             written = 0
             for start in range(0, len(ids), REBUILD_CHUNK):
                 chunk = ids[start : start + REBUILD_CHUNK]
                 vectors = self.expected(chunk, embed_missing=True)
-                self._vectors.upsert(
+                self.vectors.upsert(
                     chunk, np.stack([vectors[i] for i in chunk]), [owners[i] for i in chunk]
                 )
                 written += len(chunk)
@@ -245,31 +246,31 @@ class VectorSync:
                     progress(written, len(ids))
             # The table was made anew: none of its earlier versions is of use to anyone (other
             # processes reload it on REBUILT), and at a million rows they held 12 GB.
-            self._vectors.compact(erase=True)
-            with self._store.transaction() as tx:
+            self.vectors.compact(erase=True)
+            with self.store.transaction() as tx:
                 tx.clear_outbox()
                 logged = tx.log_vectors([REBUILT])
-            self._vectors.logged(logged, 1)
+            self.vectors.logged(logged, 1)
         return written
 
     def optimize(self) -> dict[str, Any]:
         """``VectorIndex.optimize``, logged like ``compact``."""
-        with self._lock, self._vectors.writing():
-            report = self._vectors.optimize()
+        with self._lock, self.vectors.writing():
+            report = self.vectors.optimize()
             self._log_compacted()
         return report
 
     def compact(self, *, erase: bool = False) -> None:
         """Compact the vector index (see ``VectorIndex.compact``); the other processes move to
         the compacted table at their next look at the vector log."""
-        with self._lock, self._vectors.writing():
-            self._vectors.compact(erase=erase)
+        with self._lock, self.vectors.writing():
+            self.vectors.compact(erase=erase)
             self._log_compacted()
 
     def _log_compacted(self) -> None:
-        with self._store.transaction(durable=False) as tx:
+        with self.store.transaction(durable=False) as tx:
             logged = tx.log_vectors([COMPACTED])
-        self._vectors.logged(logged, 1)
+        self.vectors.logged(logged, 1)
 
     def check(self, progress: Progress | None = None) -> CheckReport:
         """Compare the index with the store and list every disagreement (changes nothing).
@@ -280,21 +281,19 @@ class VectorSync:
         is reported ``unreadable``."""
         # The table as the other processes left it; on an object store, waited for at most
         # s3_timeout (a store that hangs held a check for over a minute).
-        total = self._vectors.stored_rows()
+        total = self.vectors.stored_rows()
         if total is None:
-            return self._unreadable(self._vectors.unanswered or "no answer in time")
+            return self._unreadable(self.vectors.unanswered or "no answer in time")
         try:
             return self._compared(total, progress)
         except (OSError, RuntimeError, ValueError, pa.ArrowException) as exc:
-            if self._vectors.location.uri is None:  # a local table's damage is not an outage
+            if self.vectors.location.uri is None:  # a local table's damage is not an outage
                 raise
-            _log.error(
-                "namespace %r: the vector index could not be read (%s)", self._namespace, exc
-            )
+            _log.error("namespace %r: the vector index could not be read (%s)", self.namespace, exc)
             return self._unreadable("the request failed")
 
     def _unreadable(self, why: str) -> CheckReport:
-        counts = self._store.counts(self._store.now())
+        counts = self.store.counts(self.store.now())
         return CheckReport(
             facts=counts.facts,
             vectors=None,
@@ -303,14 +302,14 @@ class VectorSync:
         )
 
     def _compared(self, total: int, progress: Progress | None) -> CheckReport:
-        owners = self._store.vector_owners()
+        owners = self.store.vector_owners()
         seen: set[str] = set()
         orphans: set[str] = set()
         stale: set[str] = set()
         wrong: set[str] = set()
         duplicates: set[str] = set()
         done = 0
-        for ids, vectors, live in self._vectors.scan():
+        for ids, vectors, live in self.vectors.scan():
             duplicates.update(i for i in ids if i in seen)
             seen.update(ids)
             orphans.update(i for i in ids if i not in owners)
@@ -325,7 +324,7 @@ class VectorSync:
             done += len(ids)
             if progress:
                 progress(min(done, total), total)
-        counts = self._store.counts(self._store.now())
+        counts = self.store.counts(self.store.now())
         return CheckReport(
             facts=counts.facts,
             vectors=len(seen),
@@ -342,29 +341,29 @@ class VectorSync:
         ``embed_missing``) embedded now and cached."""
         if not ids:
             return {}
-        texts = {i: text for i, (text, _) in self._store.vector_sources(ids).items()}
+        texts = {i: text for i, (text, _) in self.store.vector_sources(ids).items()}
         by_hash = {i: text_hash(t) for i, t in texts.items()}
-        cached = self._cache.lookup(self._store, list(by_hash.values()))
+        cached = self.cache.lookup(self.store, list(by_hash.values()))
         out = {i: cached[h] for i, h in by_hash.items() if h in cached}
         todo = [i for i in by_hash if i not in out]
         if todo and embed_missing:
-            vectors, fresh = self._cache.embed(self._store, [texts[i] for i in todo])
-            with self._store.transaction() as tx:
-                self._cache.keep(tx, fresh)
+            vectors, fresh = self.cache.embed(self.store, [texts[i] for i in todo])
+            with self.store.transaction() as tx:
+                self.cache.keep(tx, fresh)
             out.update(zip(todo, vectors, strict=True))
         return out
 
     def _sync_chunk(self, chunk: list[str], known: Mapping[str, Vectors]) -> None:
-        queued = self._store.outbox(chunk)
-        found = self._store.vector_sources(chunk)
+        queued = self.store.outbox(chunk)
+        found = self.store.vector_sources(chunk)
         gone = [i for i in chunk if i not in found or found[i][1] is not None]
-        owners = self._store.vector_owners({found[i][1] or i for i in chunk if i in found})
+        owners = self.store.vector_owners({found[i][1] or i for i in chunk if i in found})
         vectors = {i: known[i] for i in owners if i in known}
         vectors.update(self.expected([i for i in owners if i not in vectors], embed_missing=True))
-        self._vectors.delete(gone)
+        self.vectors.delete(gone)
         ordered = list(owners)
         if ordered:
-            self._vectors.upsert(
+            self.vectors.upsert(
                 ordered, np.stack([vectors[i] for i in ordered]), [owners[i] for i in ordered]
             )
         # Only the rows read above: one queued again since (a new position) stays for its own
@@ -375,7 +374,7 @@ class VectorSync:
         states = [ROW_DELETED] * len(gone) + [
             ROW_LIVE if owners[i] else ROW_STORED for i in ordered
         ]
-        with self._store.transaction(durable=False) as tx:
+        with self.store.transaction(durable=False) as tx:
             tx.vectors_synced(queued)
             logged = tx.log_vectors(changed, states)
-        self._vectors.logged(logged, len(changed))
+        self.vectors.logged(logged, len(changed))

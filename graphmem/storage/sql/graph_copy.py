@@ -98,6 +98,12 @@ def _marks(conn: SQLConnection) -> tuple[int, int, int]:
     return (position, fact_seq, link_seq)
 
 
+def _rows(conn: SQLConnection, select: str, where: str, value: Any) -> list[Any]:
+    """The rows of ``select`` (``_FACT_SQL`` or ``_LINK_SQL``) where ``where`` holds, its one
+    parameter being ``value``."""
+    return conn.execute(f"{select} WHERE {where}", [value]).fetchall()
+
+
 def _positions(columns: _Columns, rows: Sequence[Sequence[Any]]) -> list[int]:
     """Where the rows (seq first) are in ``columns``, appended in seq order; rows not there
     are left out."""
@@ -307,29 +313,20 @@ class Adjacency:
             return False
         if any(kind in (FACT_DELETED, LINK_DELETED) for _, kind, _ in entries):
             return False
-        facts = conn.execute(
-            _FACT_SQL + f" WHERE seq > {d.arg} ORDER BY seq", [self.fact_seq]
-        ).fetchall()
-        links = conn.execute(
-            _LINK_SQL + f" WHERE seq > {d.arg} ORDER BY seq", [self.link_seq]
-        ).fetchall()
+        facts = _rows(conn, _FACT_SQL, f"seq > {d.arg} ORDER BY seq", self.fact_seq)
+        links = _rows(conn, _LINK_SQL, f"seq > {d.arg} ORDER BY seq", self.link_seq)
         changed_facts = [r for _, kind, r in entries if kind == FACT_CHANGED and r <= self.fact_seq]
         changed_links = [r for _, kind, r in entries if kind == LINK_CHANGED and r <= self.link_seq]
-        if changed_facts:
-            rows = conn.execute(
-                _FACT_SQL + f" WHERE {d.in_list('seq', d.arg, kind='bigint')}",
-                [id_list(changed_facts)],
-            ).fetchall()
-            if not self._update_facts(rows):
-                return False
+        changed = d.in_list("seq", d.arg, kind="bigint")
+        if changed_facts and not self._update_facts(
+            _rows(conn, _FACT_SQL, changed, id_list(changed_facts))
+        ):
+            return False
         self._read_facts(facts)
-        if changed_links:
-            rows = conn.execute(
-                _LINK_SQL + f" WHERE {d.in_list('seq', d.arg, kind='bigint')}",
-                [id_list(changed_links)],
-            ).fetchall()
-            if not self._update_links(rows):
-                return False
+        if changed_links and not self._update_links(
+            _rows(conn, _LINK_SQL, changed, id_list(changed_links))
+        ):
+            return False
         if links:
             first = self._read_links(links)
             self._add_to_rows(range(first, self.links.size))
