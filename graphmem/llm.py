@@ -41,17 +41,9 @@ class ChatClient:
         self.meter = self._endpoint.meter
 
     @classmethod
-    def from_settings(
-        cls,
-        settings: Settings,
-        *,
-        user: str = "classifier = llm",
-        timeout: float | None = None,
-        max_retries: int | None = None,
-    ) -> ChatClient:
-        """The chat model of ``llm_*`` settings (``timeout`` and ``max_retries`` in place of
-        ``llm_timeout`` and ``llm_max_retries`` when given); InvalidInput, naming the ``user``
-        that needs it, if neither a key nor a base URL says where to send requests."""
+    def from_settings(cls, settings: Settings, *, user: str = "classifier = llm") -> ChatClient:
+        """The chat model of ``llm_*`` settings; InvalidInput, naming the ``user`` that needs
+        it, if neither a key nor a base URL says where to send requests."""
         if settings.llm_base_url is None and settings.llm_api_key is None:
             raise InvalidInput(
                 f"{user} needs llm_base_url (any OpenAI-compatible server) or "
@@ -62,8 +54,8 @@ class ChatClient:
             base_url=settings.llm_base_url,
             api_key=settings.llm_api_key,
             model=settings.llm_model,
-            timeout=settings.llm_timeout if timeout is None else timeout,
-            max_retries=settings.llm_max_retries if max_retries is None else max_retries,
+            timeout=settings.llm_timeout,
+            max_retries=settings.llm_max_retries,
         )
 
     @property

@@ -42,14 +42,13 @@ class LLMReranker:
     def from_settings(cls, settings: Settings) -> LLMReranker:
         """The reranker of the ``llm_*`` settings, bounded by the ``rerank_*`` ones;
         InvalidInput if they name no endpoint."""
-        return cls(
-            ChatClient.from_settings(
-                settings,
-                user="reranker llm",
-                timeout=settings.rerank_timeout,
-                max_retries=settings.rerank_max_retries,
-            )
+        bounded = settings.model_copy(
+            update={
+                "llm_timeout": settings.rerank_timeout,
+                "llm_max_retries": settings.rerank_max_retries,
+            }
         )
+        return cls(ChatClient.from_settings(bounded, user="reranker llm"))
 
     def rerank(self, query: str, candidates: Sequence[Candidate]) -> list[tuple[int, float]]:
         passages = "\n".join(

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import IO, Any, Final, Generic, TypeVar
+from typing import IO, Any, Concatenate, Final, Generic, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -24,16 +24,15 @@ from ... import analytics, graph
 from ...decay import REFRESH_ON_ACCESS, expiry
 from ...documents import DocumentFile
 from ...episodes import Episode, EpisodeInput
-from ...erasure import Erasure, PurgeFilter, PurgeReport
+from ...erasure import PurgeFilter, PurgeReport
 from ...errors import Conflict, NotFound
 from ...ids import new_id, text_hash
 from ...limits import CHANGE_LOG_KEPT
-from ...models import Fact, Link, LinkOrigin, MaintenanceRun, RunStatus, Tier, Vectors
+from ...models import Fact, Link, LinkOrigin, RunStatus, Tier, Vectors
 from ...temporal import TimeInput, TimeScope
 from ..interface import (
     BatchChanges,
     Counts,
-    FactPage,
     Filters,
     ImportReport,
     ImportRules,
@@ -628,6 +627,23 @@ class SQLTransaction(Transaction):
         )
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _on_reader(
+    read: Callable[Concatenate[SQLConnection, _P], _R],
+) -> Callable[Concatenate[SQLStore[Any], _P], _R]:
+    """The store's method that is ``read`` (a read of this package, taking the connection
+    first) run on this thread's read connection: its other parameters are the method's, which
+    mypy checks against the role's."""
+
+    def method(store: SQLStore[Any], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return read(store._read(), *args, **kwargs)
+
+    return method
+
+
 class SQLStore(Store, Generic[D]):
     """A namespace's facts, links, keyword index, outbox, embedding cache and meta, on the
     connections ``D`` of one engine. Subclasses give the clock (``now``), transaction time
@@ -701,28 +717,18 @@ class SQLStore(Store, Generic[D]):
 
     # ------------------------------------------------------------------------- facts
 
-    def get(self, fact_id: str, scope: TimeScope) -> Fact | None:
-        return reads.get(self._read(), fact_id, scope)
+    get = _on_reader(reads.get)
 
     def get_many(
         self, ids: Iterable[str], scope: TimeScope, *, include_superseded: bool = False
     ) -> dict[str, Fact]:
         return reads.get_many(self._read(), ids, scope, include_superseded=include_superseded)
 
-    def known_now(self, ids: Iterable[str]) -> dict[str, Fact]:
-        return reads.known_now(self._read(), ids)
-
-    def purge_count(self, where: PurgeFilter) -> PurgeReport:
-        return sql_erasure.count(self._read(), where)
-
-    def erasures(self, limit: int) -> list[Erasure]:
-        return sql_erasure.listing(self._read(), limit)
-
-    def maintenance_runs(self, job: str | None, limit: int) -> list[MaintenanceRun]:
-        return sql_maintenance.runs(self._read(), job, limit)
-
-    def last_runs(self) -> dict[str, MaintenanceRun]:
-        return sql_maintenance.last_runs(self._read())
+    known_now = _on_reader(reads.known_now)
+    purge_count = _on_reader(sql_erasure.count)
+    erasures = _on_reader(sql_erasure.listing)
+    maintenance_runs = _on_reader(sql_maintenance.runs)
+    last_runs = _on_reader(sql_maintenance.last_runs)
 
     def scrub(self) -> bool:
         return self._db.scrub()
@@ -730,23 +736,9 @@ class SQLStore(Store, Generic[D]):
     def analyze(self) -> None:
         self._db.analyze()
 
-    def episode(self, episode_id: str) -> Episode | None:
-        return sql_episodes.get(self._read(), episode_id)
-
-    def episodes(
-        self,
-        *,
-        source: str | None,
-        after: TimeInput | None,
-        before: TimeInput | None,
-        limit: int,
-    ) -> list[Episode]:
-        return sql_episodes.listing(
-            self._read(), source=source, after=after, before=before, limit=limit
-        )
-
-    def episode_facts(self, episode_id: str, scope: TimeScope) -> list[Fact]:
-        return sql_episodes.facts(self._read(), episode_id, scope)
+    episode = _on_reader(sql_episodes.get)
+    episodes = _on_reader(sql_episodes.listing)
+    episode_facts = _on_reader(sql_episodes.facts)
 
     def documents(self, scopes: Sequence[str]) -> list[DocumentFile]:
         found: dict[str, DocumentFile] = {}
@@ -762,10 +754,7 @@ class SQLStore(Store, Generic[D]):
             found.update((r[0], _document(r)) for r in rows)
         return [found[p] for p in sorted(found)]
 
-    def page(
-        self, scope: TimeScope, filters: Filters, *, first: int, after: int | None
-    ) -> FactPage:
-        return reads.page(self._read(), scope, filters, first=first, after=after)
+    page = _on_reader(reads.page)
 
     def lookup(
         self,
@@ -787,16 +776,9 @@ class SQLStore(Store, Generic[D]):
             limit=limit,
         )
 
-    def entity_facts(
-        self, names: Sequence[str], scope: TimeScope, *, per_entity: int
-    ) -> list[Fact]:
-        return reads.entity_facts(self._read(), names, scope, per_entity=per_entity)
-
-    def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]:
-        return reads.latest(self._read(), entity, key, scope, limit=limit)
-
-    def pinned(self, scope: TimeScope, *, limit: int) -> list[Fact]:
-        return reads.pinned(self._read(), scope, limit=limit)
+    entity_facts = _on_reader(reads.entity_facts)
+    latest = _on_reader(reads.latest)
+    pinned = _on_reader(reads.pinned)
 
     def drawn_from(self, ids: Sequence[str]) -> dict[str, list[str]]:
         d = self._read().dialect
@@ -812,39 +794,11 @@ class SQLStore(Store, Generic[D]):
             out.setdefault(source, []).append(target)
         return out
 
-    def newest_keyed(
-        self, entity: str, prefix: str, scope: TimeScope, *, unexpired_at: float, limit: int
-    ) -> list[Fact]:
-        return reads.newest_keyed(
-            self._read(), entity, prefix, scope, unexpired_at=unexpired_at, limit=limit
-        )
-
-    def recent(
-        self,
-        scope: TimeScope,
-        *,
-        since: float,
-        per_category: int,
-        skip_categories: Sequence[str],
-        skip_entity: str,
-    ) -> list[Fact]:
-        return reads.recent(
-            self._read(),
-            scope,
-            since=since,
-            per_category=per_category,
-            skip_categories=skip_categories,
-            skip_entity=skip_entity,
-        )
-
-    def texts_by_hash(self, hashes: Sequence[str], scope: TimeScope) -> dict[str, set[str]]:
-        return reads.texts_by_hash(self._read(), hashes, scope)
-
-    def history(self, fact_id: str, scope: TimeScope) -> list[Fact]:
-        return reads.history(self._read(), fact_id, scope)
-
-    def visible(self, ids: Sequence[str], scope: TimeScope, filters: Filters) -> dict[str, Fact]:
-        return reads.visible(self._read(), ids, scope, filters)
+    newest_keyed = _on_reader(reads.newest_keyed)
+    recent = _on_reader(reads.recent)
+    texts_by_hash = _on_reader(reads.texts_by_hash)
+    history = _on_reader(reads.history)
+    visible = _on_reader(reads.visible)
 
     def fact_ids(self) -> list[str]:
         """Every fact's id, whatever its state, in the order recorded."""
@@ -864,8 +818,7 @@ class SQLStore(Store, Generic[D]):
         among ``ids``."""
         return list(reads.candidates(self._read(), "id", ids, scope, filters))
 
-    def windows_holding(self, fact_ids: Sequence[str]) -> dict[int, tuple[str, ...]]:
-        return sql_windows.holding(self._read(), fact_ids)
+    windows_holding = _on_reader(sql_windows.holding)
 
     def window_episodes(self) -> list[str]:
         return sql_windows.episodes(self._read())
@@ -883,35 +836,8 @@ class SQLStore(Store, Generic[D]):
 
     # ------------------------------------------------------------------------- graph
 
-    def links_of(
-        self,
-        fact_id: str,
-        scope: TimeScope,
-        *,
-        direction: str = "BOTH",
-        types: Iterable[str] | None = None,
-    ) -> list[Link]:
-        return links.links_of(self._read(), fact_id, scope, direction=direction, types=types)
-
-    def links_page(
-        self,
-        fact_ids: Sequence[str],
-        scope: TimeScope,
-        *,
-        direction: str = "BOTH",
-        types: Iterable[str] | None = None,
-        first: int = 50,
-        after: graph.LinkPosition | None = None,
-    ) -> dict[str, tuple[list[tuple[graph.LinkPosition, Link]], bool]]:
-        return links.links_page(
-            self._read(),
-            fact_ids,
-            scope,
-            direction=direction,
-            types=types,
-            first=first,
-            after=after,
-        )
+    links_of = _on_reader(links.links_of)
+    links_page = _on_reader(links.links_page)
 
     def traverse(
         self,
