@@ -13,6 +13,7 @@ from .client import AsyncClient, Client, ServiceError
 from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
 from .episodes import Episode
+from .entities import Entity
 from .erasure import Erasure, PurgeReport
 from .errors import (
     Conflict,
@@ -76,6 +77,7 @@ __all__ = [
     "EmbedderError",
     "EmbedderMismatch",
     "Episode",
+    "Entity",
     "Erasure",
     "Fact",
     "FactInput",
