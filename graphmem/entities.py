@@ -123,7 +123,7 @@ def entity_key(name: str) -> str:
 
 def check_name(name: Any, field: str) -> str:
     """``name`` stripped, or InvalidInput naming ``field``: not a string, empty, longer than
-    MAX_FIELD_LENGTH, not text, or with nothing a key keeps ("'s", "!!")."""
+    MAX_FIELD_LENGTH, not text, or with nothing a key keeps ("!!")."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput(f"{field} must be a non-empty string", field=field)
     if len(name) > MAX_FIELD_LENGTH:
