@@ -12,8 +12,8 @@ from .checkpoints import Checkpoint
 from .client import AsyncClient, Client, ServiceError
 from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
-from .episodes import Episode
 from .entities import Entity
+from .episodes import Episode
 from .erasure import Erasure, PurgeReport
 from .errors import (
     Conflict,
@@ -76,8 +76,8 @@ __all__ = [
     "DocumentFile",
     "EmbedderError",
     "EmbedderMismatch",
-    "Episode",
     "Entity",
+    "Episode",
     "Erasure",
     "Fact",
     "FactInput",

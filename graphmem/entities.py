@@ -114,8 +114,8 @@ class Entity:
 
 
 def entity_key(name: str) -> str:
-    """The key two names of one spelling share: "Melanie's", "melanie’s" and " MELANIE "
-    are all "melanie"; "Jean-Luc" is "jean luc"."""
+    """The key two names of one spelling share: "Melanie's" (straight or curly apostrophe)
+    and " MELANIE " are both "melanie"; "Jean-Luc" is "jean luc"."""
     folded = unicodedata.normalize("NFKC", name).translate(_APOSTROPHES).casefold()
     folded = _POSSESSIVE.sub("", folded).replace("'", "")
     return " ".join(_NOT_WORD.sub(" ", folded).split())
@@ -459,9 +459,7 @@ def _near_spellings(keys: Sequence[str]) -> list[tuple[str, str]]:
         for n, gs in enumerate(grams):
             shared = Counter(m for g in gs for m in postings[g] if m != n)
             alike = [
-                m
-                for m, s in shared.items()
-                if s / (len(gs) + len(grams[m]) - s) >= NEAR_SPELLING
+                m for m, s in shared.items() if s / (len(gs) + len(grams[m]) - s) >= NEAR_SPELLING
             ]
             if len(alike) == 1:
                 pairs.append((members[n][1], members[alike[0]][1]))

@@ -29,7 +29,7 @@ def mem(tmp_path, clock: Clock) -> Iterator[Memory]:
 
 
 def test_a_name_is_keyed_by_case_spacing_possessive_and_punctuation() -> None:
-    assert {entity_key(n) for n in ["Melanie's", "melanie’s", "  MELANIE ", "Melanie."]} == {
+    assert {entity_key(n) for n in ["Melanie's", "melanie\u2019s", "  MELANIE ", "Melanie."]} == {
         "melanie"
     }
     assert entity_key("Jean-Luc") == "jean luc"
@@ -39,7 +39,7 @@ def test_mel_melanie_and_melanies_reach_the_same_facts(mem: Memory) -> None:
     texts = {f.text for f in mem.lookup("Melanie")}
     assert texts == {"Melanie paints sunsets by the lake", "Mel ran a charity race in June"}
     assert {f.text for f in mem.lookup("mel")} == texts
-    assert {f.text for f in mem.lookup("melanie’s")} == texts
+    assert {f.text for f in mem.lookup("melanie\u2019s")} == texts
     assert mem.entity("Mel") == mem.entity("Melanie")
     assert {n for e in mem.entities() for n in e.names} == {"Melanie", "Mel", "Caroline", "Lopez"}
 

@@ -600,7 +600,13 @@ def test_entity_names_follow_writes_and_purges_and_declarations_keep_their_time(
         declared_at = tx.now
     clock.advance(10)
     [(seq, kind, name, target, recorded, retracted)] = store.entity_declarations()
-    assert (kind, name, target, recorded, retracted) == ("alias", "Teacher", "lopez", declared_at, None)
+    assert (kind, name, target, recorded, retracted) == (
+        "alias",
+        "Teacher",
+        "lopez",
+        declared_at,
+        None,
+    )
     signature = store.entity_signature()
     with store.transaction() as tx:
         tx.declare_entity(None, "Teacher", "", retract=[seq])

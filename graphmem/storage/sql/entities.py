@@ -23,6 +23,7 @@ from typing import Any
 from .connections import SQLConnection
 from .params import id_list
 
+
 def count_in(conn: SQLConnection, inserts: Iterable[Mapping[str, Any]], now: float) -> None:
     """Count the entity names of newly written fact rows in: one upsert per distinct name."""
     d = conn.dialect
@@ -62,8 +63,7 @@ def recount(conn: SQLConnection, names: Sequence[str]) -> None:
         param,
     )
     conn.execute(
-        f"DELETE FROM entity_names WHERE {d.in_list('name', d.param('names'))}"
-        " AND fact_count = 0",
+        f"DELETE FROM entity_names WHERE {d.in_list('name', d.param('names'))} AND fact_count = 0",
         param,
     )
     conn.execute(
@@ -101,8 +101,7 @@ def aliases(conn: SQLConnection) -> list[tuple[int, str, str, str, float, float 
     """Every declaration, retracted or not, oldest first: (seq, kind, name, target, recorded_at,
     retracted_at)."""
     rows = conn.execute(
-        "SELECT seq, kind, name, target, recorded_at, retracted_at FROM entity_aliases"
-        " ORDER BY seq"
+        "SELECT seq, kind, name, target, recorded_at, retracted_at FROM entity_aliases ORDER BY seq"
     )
     return [(int(r[0]), r[1], r[2], r[3], float(r[4]), r[5]) for r in rows]
 
