@@ -12,6 +12,7 @@ from .checkpoints import Checkpoint
 from .client import AsyncClient, Client, ServiceError
 from .consolidation import ConsolidateReport
 from .documents import DocumentFile, SyncReport
+from .entities import Entity
 from .episodes import Episode
 from .erasure import Erasure, PurgeReport
 from .errors import (
@@ -75,6 +76,7 @@ __all__ = [
     "DocumentFile",
     "EmbedderError",
     "EmbedderMismatch",
+    "Entity",
     "Episode",
     "Erasure",
     "Fact",

@@ -12,6 +12,7 @@ graph                :mod:`graphmem.graph`, :mod:`graphmem.analytics`
 agent loop, files    :mod:`graphmem.recall`, :mod:`graphmem.capture`, :mod:`graphmem.documents`
 vector index         :mod:`graphmem.vectors.outbox`, :mod:`graphmem.vectors.cache`
 upkeep               :mod:`graphmem.access`, :mod:`graphmem.decay`, :mod:`graphmem.prune`
+entities             :mod:`graphmem.entities` (names, aliases, merges, splits)
 statistics           :mod:`graphmem.stats`
 ===================  ==================================================================
 """
@@ -47,6 +48,7 @@ from . import prune as pruning
 from . import recall as recalls
 from .access import AccessTracker
 from .documents import DocumentFile, SyncReport
+from .entities import Entities, Entity
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
@@ -74,6 +76,7 @@ from .models import (
     SearchHit,
     StoreResult,
     Tier,
+    check_limit,
     check_text,
 )
 from .prune import PruneReport
@@ -114,7 +117,8 @@ class Memory:
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
         self._writer = Writer(self._sync, settings, llm)
-        self._search = Search(self._sync, embedder, settings)
+        self._entities = Entities(store)
+        self._search = Search(self._sync, embedder, settings, entities=self._entities)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None
 
@@ -544,8 +548,9 @@ class Memory:
         ``after`` (a keyset: facts written meanwhile join the end, so no page repeats or skips
         a fact that stays visible)."""
         check_text(tag=tag, category=category, entity=entity, source=source)
-        filters = Filters(tag, category, entity, source, include_superseded)
-        return self._store.page(self._scope(as_of, known_at), filters, first=first, after=after)
+        scope = self._scope(as_of, known_at)
+        filters = self._filters(tag, category, entity, source, include_superseded, scope)
+        return self._store.page(scope, filters, first=first, after=after)
 
     def fact_ids(self) -> list[str]:
         """The id of every fact the namespace holds, in any state, in the order recorded."""
@@ -562,14 +567,23 @@ class Memory:
         include_superseded: bool = False,
         limit: int = 100,
     ) -> list[Fact]:
-        """Facts about ``entity`` (and ``key``), case-insensitive, by SQL alone (no embedding).
+        """Facts about ``entity`` (and ``key``), case-insensitive, by SQL alone (no embedding):
+        about any name of the entity ``entity`` reaches ("Mel", "Melanie", "melanie's"; see
+        :mod:`graphmem.entities`).
 
         Ordered by confidence, then the newest effective date first.
         """
         check_text(entity=entity, key=key, tag=tag)
         scope = self._scope(as_of, known_at)
+        names = self._entities.names(entity, scope.known_at) if isinstance(entity, str) else []
         facts = self._store.lookup(
-            entity, scope, key=key, tag=tag, include_superseded=include_superseded, limit=limit
+            entity,
+            scope,
+            key=key,
+            tag=tag,
+            include_superseded=include_superseded,
+            limit=limit,
+            names=names,
         )
         self._accessed(scope, facts)
         return facts
@@ -623,7 +637,7 @@ class Memory:
         """
         check_text(query=query, tag=tag, category=category, entity=entity, source=source)
         scope = self._scope(as_of, known_at)
-        filters = Filters(tag, category, entity, source, include_superseded)
+        filters = self._filters(tag, category, entity, source, include_superseded, scope)
         hits = self._search.run(
             query,
             scope,
@@ -637,6 +651,41 @@ class Memory:
         )
         self._accessed(scope, [h.fact for h in hits])
         return hits
+
+    def entities(self, *, known_at: TimeInput | None = None, limit: int = 100) -> list[Entity]:
+        """The namespace's entities, the most facts first: each with every name its facts
+        carry and the aliases declared for it, grouped as :mod:`graphmem.entities` says (as
+        memory knew them at ``known_at``)."""
+        check_limit(limit)
+        return self._entities.listing(self._known_at(known_at), limit)
+
+    def entity(self, name: str, *, known_at: TimeInput | None = None) -> Entity:
+        """The entity ``name`` reaches: one of its names or aliases, whatever the case, spacing
+        or possessive ("melanie's"), or a short form or nickname that fits one entity ("Mel").
+        NotFound when it reaches none; InvalidInput for an empty or overlong name."""
+        return self._entities.find(name, self._known_at(known_at))
+
+    def alias(self, name: str, *, of: str) -> Entity:
+        """Declare ``name`` another name of the entity ``of`` reaches, from now on (an as-of
+        read at an earlier ``known_at`` does not see it); returns the entity. NotFound when
+        ``of`` reaches no entity."""
+        return self._entities.alias(name, of)
+
+    def merge_entities(self, a: str, b: str) -> Entity:
+        """Declare the entity ``b`` reaches to be the entity ``a`` reaches, from now on; returns
+        it, under ``a``'s name. NotFound when either reaches none."""
+        return self._entities.merge(a, b)
+
+    def split_alias(self, alias: str) -> Entity:
+        """Take the name ``alias`` out of its entity from now on, whether it was declared or
+        found by the rules; returns the entity it left. NotFound for a name no entity has,
+        Conflict for an entity's only name or a name others are declared on."""
+        return self._entities.split(alias)
+
+    def rebuild_entities(self) -> int:
+        """Count the entity names again from the facts (they are derived, like the vector
+        index); returns how many there are."""
+        return self._entities.rebuild()
 
     def rerank_usage(self) -> list[Usage]:
         """What the rerankers this memory's searches used have done since it opened: ``calls``
@@ -683,8 +732,11 @@ class Memory:
             episode_links=episode_links,
             time_hints=time_hints,
         )
+        said = recalls.entity_names(query)
         named = self._store.entity_facts(
-            recalls.entity_names(query), scope, per_entity=recalls.ENTITY_FACTS
+            list(dict.fromkeys([*said, *self._entities.reached(said, scope.known_at)])),
+            scope,
+            per_entity=recalls.ENTITY_FACTS,
         )
         pinned = self._store.pinned(scope, limit=recalls.PINNED)
         found = recalls.candidates(hits)
@@ -1246,6 +1298,25 @@ class Memory:
         return self._sync.optimize()
 
     # ----------------------------------------------------------------------------- internals
+
+    def _filters(
+        self,
+        tag: str | None,
+        category: str | None,
+        entity: str | None,
+        source: str | None,
+        include_superseded: bool,
+        scope: TimeScope,
+    ) -> Filters:
+        """The filters of a read, ``entity`` reaching every name of its entity."""
+        names = (
+            tuple(self._entities.names(entity, scope.known_at)) if isinstance(entity, str) else ()
+        )
+        return Filters(tag, category, entity, source, include_superseded, entity_names=names)
+
+    def _known_at(self, known_at: TimeInput | None) -> float | None:
+        """``known_at`` as a moment, None (now) when not given."""
+        return None if known_at is None else self._scope(None, known_at).known_at
 
     def _scope(self, as_of: TimeInput | None, known_at: TimeInput | None) -> TimeScope:
         return TimeScope.resolve(self._store.now(), as_of, known_at)

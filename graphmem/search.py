@@ -7,7 +7,7 @@
    default) or by any link (``graph_depth`` > 0) lend each other evidence
    (:mod:`graphmem.expansion`), and so do the windows of turns that hold them
    (:mod:`graphmem.windows`, with the episode evidence); the facts whose entity the query names
-   are raised (:data:`ENTITY_BOOST`); then the relevance is adjusted by importance, confidence,
+   (by any of its names, :mod:`graphmem.entities`) are raised (:data:`ENTITY_BOOST`); then the relevance is adjusted by importance, confidence,
    freshness and decay class (:func:`graphmem.ranking.adjust`).
 3. A reranker, if one is chosen, puts the best ``rerank_candidates`` of that order in a new one
    (:mod:`graphmem.rerank`); when it fails the fused order stands.
@@ -29,6 +29,7 @@ import numpy as np
 
 from . import expansion, ranking, timehints, tracing, windows
 from .decay import freshness
+from .entities import Entities
 from .errors import InvalidInput
 from .limits import MAX_DEPTH, MAX_TEXT_LENGTH
 from .models import Fact, Reranked, SearchHit, TimeKind, Vectors, check_limit
@@ -58,10 +59,19 @@ _Candidates = dict[str, Record]
 class Search:
     """Hybrid, keyword or vector search over one namespace. Thread-safe."""
 
-    def __init__(self, sync: VectorSync, embedder: Embedder, settings: Settings) -> None:
+    def __init__(
+        self,
+        sync: VectorSync,
+        embedder: Embedder,
+        settings: Settings,
+        *,
+        entities: Entities | None = None,
+    ) -> None:
         #: The namespace's index, and the vectors of writes not in it yet (scored exactly).
         self._sync = sync
         self._store = sync.store
+        #: The names of each entity, for the entity boost.
+        self._entities = entities or Entities(sync.store)
         self._embedder = embedder
         self.settings = settings
         self._pool = ThreadPoolExecutor(
@@ -200,7 +210,7 @@ class Search:
                     scope,
                     filters,
                 )
-        named = _named_entities(query, relevance, candidates)
+        named = _named_entities(query, relevance, candidates, self._entities, scope)
         relevance = {i: r * (1 + ENTITY_BOOST) if i in named else r for i, r in relevance.items()}
         ranked = sorted(
             (_scored(candidates[i], rel, scope, hint) for i, rel in relevance.items()),
@@ -429,14 +439,22 @@ def _ranks(scores: Mapping[str, float]) -> dict[str, int]:
 
 
 def _named_entities(
-    query: str, relevance: Mapping[str, float], candidates: _Candidates
+    query: str,
+    relevance: Mapping[str, float],
+    candidates: _Candidates,
+    entities: Entities,
+    scope: TimeScope,
 ) -> dict[str, str]:
     """The candidates whose entity ``query`` names: id -> the entity, as the fact spells it. A
     name is a word or a run of words of the query (:func:`graphmem.recall.entity_names`), a
     possessive read as the name ("Caroline's"); an entity of several words is also named by
-    its first ("Caroline" for "Caroline Smith")."""
+    its first ("Caroline" for "Caroline Smith"), and every entity by each of its names
+    ("Mel" for "Melanie" when a fact or a declaration gives that alias)."""
     names = set(entity_names(query))
     names |= {n.removesuffix("'s") for n in names}
+    if not any(candidates[i]["entity"] for i in relevance):
+        return {}
+    names |= set(entities.reached(sorted(names), scope.known_at))
     named: dict[str, str] = {}
     for fact_id in relevance:
         entity = candidates[fact_id]["entity"]

@@ -3,12 +3,12 @@
 The rest of graphmem (the write path, search, expansion, decay, vector sync) talks to storage
 only through ``Store`` and the ``Transaction`` it opens. Each is composed of roles, as graphiti
 splits its driver: a transaction of ``FactWrites``, ``LinkWrites``, ``EpisodeWrites``,
-``OutboxWrites``, ``UpkeepWrites`` and ``TransferWrites``; a store of ``Lifecycle``,
-``FactReads``, ``HistoryReads``, ``KeywordReads``, ``EpisodeReads``, ``GraphReads``,
-``OutboxReads``, ``UpkeepReads`` and ``TransferReads``. A module that needs one role types
-against it (expansion reads the graph only: ``GraphReads``). Both engines implement it on the shared
-SQL (:class:`graphmem.storage.sql.store.SQLStore`); tests/storage/test_conformance.py is the
-suite every implementation must pass.
+``OutboxWrites``, ``UpkeepWrites``, ``TransferWrites`` and ``EntityWrites``; a store of
+``Lifecycle``, ``FactReads``, ``HistoryReads``, ``KeywordReads``, ``EpisodeReads``,
+``GraphReads``, ``OutboxReads``, ``UpkeepReads``, ``TransferReads`` and ``EntityReads``. A
+module that needs one role types against it (expansion reads the graph only: ``GraphReads``).
+Both engines implement it on the shared SQL (:class:`graphmem.storage.sql.store.SQLStore`);
+tests/storage/test_conformance.py is the suite every implementation must pass.
 
 Contracts every implementation keeps:
 
@@ -40,6 +40,13 @@ if TYPE_CHECKING:
     from ..erasure import Erasure, PurgeFilter, PurgeReport
     from ..models import Fact, Link, MaintenanceRun, RunStatus, Tier, Vectors
     from ..temporal import TimeInput, TimeScope
+
+
+#: An entity name as a store keeps it: (name as compared, a spelling, facts carrying it, first
+#: recorded at).
+EntityName = tuple[str, str, int, float]
+#: A declaration as a store keeps it: (position, kind, name, target, recorded_at, retracted_at).
+Declaration = tuple[int, str, str, str, float, float | None]
 
 
 class Step(NamedTuple):
@@ -282,8 +289,36 @@ class TransferWrites(Protocol):
     ) -> tuple[ImportReport, list[str]]: ...
 
 
+class EntityWrites(Protocol):
+    """Aliases, merges and splits declared on entities, and the derived names rebuilt (the
+    names follow the facts' writes, purges and imports by themselves)."""
+
+    def entity_declarations(self) -> list[Declaration]:
+        """Every declaration, retracted or not, oldest first, as this transaction sees them."""
+        ...
+
+    def declare_entity(
+        self, kind: str | None, name: str, target: str, *, retract: Sequence[int] = ()
+    ) -> None:
+        """Record a declaration (``kind``: alias, merge or split; None: none) of ``name`` on the
+        entity name ``target`` at transaction time, retracting the live declarations
+        ``retract``."""
+        ...
+
+    def rebuild_entities(self) -> int:
+        """Count every entity name again from the facts; returns how many there are."""
+        ...
+
+
 class Transaction(
-    FactWrites, LinkWrites, EpisodeWrites, OutboxWrites, UpkeepWrites, TransferWrites, Protocol
+    FactWrites,
+    LinkWrites,
+    EpisodeWrites,
+    OutboxWrites,
+    UpkeepWrites,
+    TransferWrites,
+    EntityWrites,
+    Protocol,
 ):
     """One write transaction of a store; everything written through it commits together."""
 
@@ -337,7 +372,12 @@ class FactReads(Protocol):
         tag: str | None = None,
         include_superseded: bool = False,
         limit: int = 100,
-    ) -> list[Fact]: ...
+        names: Sequence[str] = (),
+    ) -> list[Fact]:
+        """Facts about ``entity`` (and ``key``), case-insensitive, or (``names`` given) about
+        any of those names, as the facts' index compares them (the names of one entity)."""
+        ...
+
     def entity_facts(
         self, names: Sequence[str], scope: TimeScope, *, per_entity: int
     ) -> list[Fact]: ...
@@ -551,6 +591,24 @@ class UpkeepReads(Protocol):
     def counts(self, now: float) -> Counts: ...
 
 
+class EntityReads(Protocol):
+    """The entity names the facts carry and the declarations made on them."""
+
+    def entity_names(self) -> list[EntityName]:
+        """Every entity name: (name as the facts' index compares it, one spelling, how many
+        facts carry it, when memory first recorded one)."""
+        ...
+
+    def entity_declarations(self) -> list[Declaration]:
+        """Every declaration, retracted or not, oldest first."""
+        ...
+
+    def entity_signature(self) -> tuple[Any, ...]:
+        """A value that changes whenever a name comes or goes or a declaration is made or
+        retracted (what a cache of the names checks)."""
+        ...
+
+
 class TransferReads(Protocol):
     """A namespace written out."""
 
@@ -567,6 +625,7 @@ class Store(
     OutboxReads,
     UpkeepReads,
     TransferReads,
+    EntityReads,
     Protocol,
 ):
     """One namespace's system of record: facts, links, keyword index, outbox, embedding cache
@@ -593,6 +652,9 @@ class Filters:
     include_superseded: bool = False
     #: Only facts dated (source date, else valid_from) in this period of a query's time words.
     period: TimeHint | None = None
+    #: The names (as the facts' index compares them) of the entity ``entity`` reaches through
+    #: its aliases (graphmem.entities); empty: ``entity`` itself, case-insensitive.
+    entity_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -580,3 +580,45 @@ def test_documents_are_recorded_found_by_scope_and_dropped(store: Store) -> None
     with store.transaction() as tx:
         tx.purge([first])
     assert store.documents(["/n/a.md"]) == []
+
+
+# ------------------------------------------------------------------------------- entities
+
+
+def test_entity_names_follow_writes_and_purges_and_declarations_keep_their_time(
+    store: Store, clock: Clock
+) -> None:
+    ids = put(
+        store,
+        {"text": "Melanie paints", "entity": "Melanie"},
+        {"text": "Melanie sings", "entity": "melanie"},
+        {"text": "Lopez teaches", "entity": "Lopez"},
+    )
+    assert sorted((n, c) for n, _, c, _ in store.entity_names()) == [("lopez", 1), ("melanie", 2)]
+    with store.transaction() as tx:
+        tx.declare_entity("alias", "Teacher", "lopez")
+        declared_at = tx.now
+    clock.advance(10)
+    [(seq, kind, name, target, recorded, retracted)] = store.entity_declarations()
+    assert (kind, name, target, recorded, retracted) == (
+        "alias",
+        "Teacher",
+        "lopez",
+        declared_at,
+        None,
+    )
+    signature = store.entity_signature()
+    with store.transaction() as tx:
+        tx.declare_entity(None, "Teacher", "", retract=[seq])
+    assert store.entity_declarations()[0][5] is not None
+    assert store.entity_signature() != signature
+    with store.transaction() as tx:
+        tx.declare_entity("alias", "Teacher", "lopez")
+        tx.purge([ids[2]])
+    assert [n for n, *_ in store.entity_names()] == ["melanie"]
+    assert store.entity_declarations() == []
+    with store.transaction() as tx:
+        assert tx.rebuild_entities() == 1
+    assert [(n, c) for n, _, c, _ in store.entity_names()] == [("melanie", 2)]
+    found = store.lookup("x", now(store), names=["melanie"])
+    assert {f.text for f in found} == {"Melanie paints", "Melanie sings"}

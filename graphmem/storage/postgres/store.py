@@ -254,6 +254,8 @@ class PostgresDatabase(Connections[Connection]):
                 "window_facts",
                 "postings",
                 "window_postings",
+                "entity_names",
+                "entity_aliases",
             ):
                 conn.execute(f"VACUUM gm_{table}")
         finally:

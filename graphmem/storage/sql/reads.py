@@ -36,7 +36,10 @@ def filter_clause(d: Dialect, filters: Filters, scope: TimeScope) -> tuple[str, 
     if filters.category is not None:
         where.append(f"f.category = {d.param('category')}")
         params["category"] = filters.category.lower()
-    if filters.entity is not None:
+    if filters.entity_names:
+        where.append(d.in_list(d.lower_entity("f"), d.param("entity_names")))
+        params["entity_names"] = id_list(filters.entity_names)
+    elif filters.entity is not None:
         where.append(f"{d.lower_entity('f')} = lower({d.param('entity')})")
         params["entity"] = filters.entity
     if filters.source is not None:
@@ -197,18 +200,24 @@ def lookup(
     tag: str | None,
     include_superseded: bool,
     limit: int,
+    names: Sequence[str] = (),
 ) -> list[Fact]:
-    """Facts about ``entity`` (and ``key``), case-insensitive: the most confident first, then
-    the newest effective date."""
+    """Facts about ``entity`` (and ``key``), case-insensitive, or (``names`` given) about any
+    of the entity's ``names`` as the facts' index compares them: the most confident first,
+    then the newest effective date."""
     d = conn.dialect
     if not isinstance(entity, str) or not entity.strip():
         raise InvalidInput("entity must be a non-empty string", field="entity")
     check_limit(limit)
     where = [
-        f"{d.lower_entity('f')} = lower({d.param('entity')})",
+        d.in_list(d.lower_entity("f"), d.param("names"))
+        if names
+        else f"{d.lower_entity('f')} = lower({d.param('entity')})",
         scope.fact_clause(include_superseded=include_superseded, param=d.param),
     ]
     params: dict[str, Any] = {"entity": entity.strip(), **scope.params, "limit": limit}
+    if names:
+        params["names"] = id_list(names)
     if key is not None:
         where.append(f"{d.lower_key('f')} = lower({d.param('key')})")
         params["key"] = key.strip()

@@ -43,6 +43,7 @@ from ..interface import (
     Transaction,
 )
 from . import analytics as sql_analytics
+from . import entities as sql_entities
 from . import episodes as sql_episodes
 from . import erasure as sql_erasure
 from . import keyword_index, links, reads, transfer, traversal
@@ -247,6 +248,7 @@ class SQLTransaction(Transaction):
         with keyword_index.indexing(conn):
             for groups, rows in runs:
                 conn.executemany(_insert_fact(conn.dialect, groups), rows)
+        sql_entities.count_in(conn, changes.inserts, self.now)
         conn.executemany(
             f"UPDATE facts SET valid_until = {d.arg}, valid_until_recorded_at = {d.arg},"
             f" superseded_by = {d.arg}"
@@ -354,9 +356,12 @@ class SQLTransaction(Transaction):
                 param,
             )
         ]
+        named = sql_entities.names_of(conn, ids)
         removed = conn.execute(
             f"DELETE FROM facts WHERE {d.in_list('id', d.param('ids'))}", param
         ).rowcount
+        # No entity name or declaration keeps a name only the erased facts carried.
+        sql_entities.recount(conn, named)
         links = conn.execute(
             f"DELETE FROM links WHERE {d.in_list('source_id', d.param('ids'))} OR"
             f" {d.in_list('target_id', d.param('ids'))}",
@@ -407,7 +412,22 @@ class SQLTransaction(Transaction):
         windows of the episodes it adds facts to; returns the new fact ids."""
         report, ids = transfer.import_rows(self.conn, lines, rules)
         sql_windows.rebuild(self.conn, sql_windows.episodes(self.conn, of=ids))
+        if ids:
+            sql_entities.rebuild(self.conn)
         return report, ids
+
+    # entities
+
+    def entity_declarations(self) -> list[tuple[int, str, str, str, float, float | None]]:
+        return sql_entities.aliases(self.conn)
+
+    def declare_entity(
+        self, kind: str | None, name: str, target: str, *, retract: Sequence[int] = ()
+    ) -> None:
+        sql_entities.declare(self.conn, kind, name, target, self.now, retract=retract)
+
+    def rebuild_entities(self) -> int:
+        return sql_entities.rebuild(self.conn)
 
     # links
 
@@ -765,6 +785,7 @@ class SQLStore(Store, Generic[D]):
         tag: str | None = None,
         include_superseded: bool = False,
         limit: int = 100,
+        names: Sequence[str] = (),
     ) -> list[Fact]:
         return reads.lookup(
             self._read(),
@@ -774,6 +795,7 @@ class SQLStore(Store, Generic[D]):
             tag=tag,
             include_superseded=include_superseded,
             limit=limit,
+            names=names,
         )
 
     entity_facts = _on_reader(reads.entity_facts)
@@ -803,6 +825,17 @@ class SQLStore(Store, Generic[D]):
     def fact_ids(self) -> list[str]:
         """Every fact's id, whatever its state, in the order recorded."""
         return [r[0] for r in self._read().execute("SELECT id FROM facts ORDER BY seq")]
+
+    # ------------------------------------------------------------------------- entities
+
+    def entity_names(self) -> list[tuple[str, str, int, float]]:
+        return sql_entities.names(self._read())
+
+    def entity_declarations(self) -> list[tuple[int, str, str, str, float, float | None]]:
+        return sql_entities.aliases(self._read())
+
+    def entity_signature(self) -> tuple[Any, ...]:
+        return sql_entities.signature(self._read())
 
     # ------------------------------------------------------------------------- search
 

@@ -440,6 +440,31 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     # 24: the PART_OF link from a fact capture drew to the turn it came from has an origin of
     # its own ('capture'): the links table is rebuilt as in 20.
     _links_rebuilt(24, "'reflection', 'classifier', 'capture'"),
+    # 25: entities (graphmem.storage.sql.entities): the names the facts carry, counted from the
+    # facts already stored, and the aliases, merges and splits declared on them, with
+    # transaction time. AUTOINCREMENT: a position is never reused, so the newest tells a
+    # reader's cache that the names changed.
+    """
+    CREATE TABLE entity_names (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        name TEXT NOT NULL UNIQUE,
+        spelling TEXT NOT NULL,
+        fact_count INTEGER NOT NULL,
+        first_recorded_at REAL NOT NULL
+    );
+    INSERT INTO entity_names (name, spelling, fact_count, first_recorded_at)
+        SELECT lower(entity), min(entity), count(*), min(recorded_at) FROM facts
+        WHERE entity IS NOT NULL GROUP BY lower(entity);
+    CREATE TABLE entity_aliases (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        kind TEXT NOT NULL CHECK (kind IN ('alias', 'merge', 'split')),
+        name TEXT NOT NULL,
+        target TEXT NOT NULL,
+        recorded_at REAL NOT NULL,
+        retracted_at REAL
+    );
+    CREATE INDEX entity_aliases_target ON entity_aliases(target);
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -1,0 +1,466 @@
+"""Entities: the names a namespace's facts give who or what they are about, grouped so that
+every name of one entity reaches the same facts ("Mel", "Melanie", "melanie's").
+
+1. A name is compared by its key (:func:`entity_key`): case folded, curly apostrophes
+   straightened, a possessive dropped ("Melanie's" is "melanie"), other punctuation and runs
+   of spaces read as one space.
+2. The store keeps the names the facts carry (:mod:`graphmem.storage.sql.entities`). Among
+   them, names are found to be one entity when exactly one other entity fits:
+   - a short form: a one-word name that begins the first word of a longer one ("Mel" and
+     "Melanie"), or a common nickname of it ("Bob" and "Robert"), or the first word of a
+     longer name ("Caroline" and "Caroline Smith");
+   - a near spelling: names with the same words but one, that one spelt alike (trigram
+     similarity at least :data:`NEAR_SPELLING`, both at least :data:`NEAR_SPELLING_MIN`
+     letters: "Melany Smith" and "Melanie Smith", not "Jane" and "John").
+   A name that fits two entities ("Mel" beside "Melanie" and "Melvin") joins neither.
+3. Callers declare what rules cannot know, with transaction time (``Memory.alias``,
+   ``merge_entities``, ``split_alias``): an alias or a merge joins two names, a split keeps a
+   name on its own against the rules. A read as known at an earlier moment groups the names
+   memory had and the declarations it had made by then.
+
+The grouping of the current names is kept per namespace and built again only when a name comes
+or goes or a declaration changes (:meth:`Entities.index`), so resolving a name costs a few
+dictionary reads; the write path does no alias work at all.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .errors import Conflict, InvalidInput, NotFound
+from .limits import MAX_FIELD_LENGTH
+from .models import check_text
+from .storage.interface import Declaration, EntityName, Store
+
+#: Trigram similarity (shared over all, of the padded words) from which two words differing in
+#: one name are one spelling: "melanie"/"melany" 0.5, "jonathan"/"jonathon" 0.5,
+#: "caroline"/"carolyn" 0.42 (not), "john"/"jane" 0.11.
+NEAR_SPELLING: Final = 0.5
+#: Letters a word needs, in both names, to be compared by spelling (short words share too
+#: few trigrams to tell a typo from another name).
+NEAR_SPELLING_MIN: Final = 4
+#: Letters a short form needs ("Mel"; "Al" would begin too many names).
+SHORT_FORM_MIN: Final = 3
+#: Words compared by spelling in one group (names alike but one word) at most; a larger group
+#: is left to exact names, short forms and declarations, so that building stays quick.
+NEAR_SPELLING_GROUP: Final = 5_000
+
+#: Common English nicknames and the first name each stands for.
+NICKNAMES: Final[dict[str, str]] = {
+    "bob": "robert",
+    "bobby": "robert",
+    "rob": "robert",
+    "bill": "william",
+    "billy": "william",
+    "will": "william",
+    "liz": "elizabeth",
+    "beth": "elizabeth",
+    "betty": "elizabeth",
+    "kate": "katherine",
+    "katie": "katherine",
+    "jim": "james",
+    "jimmy": "james",
+    "mike": "michael",
+    "dick": "richard",
+    "rick": "richard",
+    "tom": "thomas",
+    "tony": "anthony",
+    "dave": "david",
+    "steve": "steven",
+    "chris": "christopher",
+    "matt": "matthew",
+    "nick": "nicholas",
+    "alex": "alexander",
+    "sam": "samuel",
+    "ben": "benjamin",
+    "joe": "joseph",
+    "jack": "john",
+    "peggy": "margaret",
+    "maggie": "margaret",
+    "sue": "susan",
+    "jenny": "jennifer",
+}
+
+_APOSTROPHES: Final = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u02bc": "'"})
+_POSSESSIVE: Final = re.compile(r"(?<=\w)'s?\b")
+_NOT_WORD: Final = re.compile(r"[\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One entity of a namespace: its ``name`` (the first name memory recorded, of those the
+    most facts then the longest; or the one a merge kept), every name its facts carry (``names``, ``name`` first), the ``aliases``
+    declared for it, and how many facts carry one of its names (any state)."""
+
+    name: str
+    names: tuple[str, ...]
+    aliases: tuple[str, ...]
+    facts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "names": list(self.names),
+            "aliases": list(self.aliases),
+            "facts": self.facts,
+        }
+
+
+def entity_key(name: str) -> str:
+    """The key two names of one spelling share: "Melanie's" (straight or curly apostrophe)
+    and " MELANIE " are both "melanie"; "Jean-Luc" is "jean luc"."""
+    folded = unicodedata.normalize("NFKC", name).translate(_APOSTROPHES).casefold()
+    folded = _POSSESSIVE.sub("", folded).replace("'", "")
+    return " ".join(_NOT_WORD.sub(" ", folded).split())
+
+
+def check_name(name: Any, field: str) -> str:
+    """``name`` stripped, or InvalidInput naming ``field``: not a string, empty, longer than
+    MAX_FIELD_LENGTH, not text, or with nothing a key keeps ("!!")."""
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidInput(f"{field} must be a non-empty string", field=field)
+    if len(name) > MAX_FIELD_LENGTH:
+        raise InvalidInput(f"{field} longer than {MAX_FIELD_LENGTH} characters", field=field)
+    check_text(**{field: name})
+    if not entity_key(name):
+        raise InvalidInput(f"{field} {name!r} holds no letter or digit", field=field)
+    return name.strip()
+
+
+def similarity(a: str, b: str) -> float:
+    """Trigram similarity of two words (shared trigrams over all, each padded as pg_trgm
+    pads: two spaces before, one after)."""
+    x, y = _trigrams(a), _trigrams(b)
+    return len(x & y) / len(x | y) if x or y else 1.0
+
+
+class EntityIndex:
+    """The names of a namespace grouped into entities, as known at one moment."""
+
+    def __init__(
+        self,
+        names: Iterable[EntityName],
+        declarations: Iterable[Declaration],
+        known_at: float | None = None,
+    ) -> None:
+        #: key -> the names (as the facts' index compares them) with that key.
+        self._stored: dict[str, list[str]] = defaultdict(list)
+        self._spelling: dict[str, str] = {}
+        self._facts: Counter[str] = Counter()
+        first: dict[str, float] = {}
+        for name, spelling, count, recorded in names:
+            if known_at is not None and recorded > known_at:
+                continue
+            key = entity_key(name)
+            if not key:
+                continue
+            self._stored[key].append(name)
+            self._facts[key] += count
+            if key not in first or recorded < first[key]:
+                first[key], self._spelling[key] = recorded, spelling
+        #: key -> its live declaration: (position, kind, name as given, target key).
+        self.declared: dict[str, tuple[int, str, str, str]] = {}
+        for seq, kind, name, target, recorded, retracted in declarations:
+            if known_at is not None and (
+                recorded > known_at or (retracted is not None and retracted <= known_at)
+            ):
+                continue
+            if retracted is not None and known_at is None:
+                continue
+            self.declared[entity_key(name)] = (seq, kind, name, entity_key(target))
+        self._parent: dict[str, str] = {k: k for k in self._stored}
+        for key, (_, _, name, _) in self.declared.items():
+            self._parent.setdefault(key, key)
+            self._spelling.setdefault(key, name)
+        for key, (_, kind, _, target) in self.declared.items():
+            if kind != "split" and target in self._parent:
+                self._join(key, target)
+        split = {k for k, (_, kind, _, _) in self.declared.items() if kind == "split"}
+        self._derive([k for k in self._stored if k not in split])
+        subjects = {k for k, (_, kind, _, _) in self.declared.items() if kind != "split"}
+        order = sorted(
+            self._parent,
+            key=lambda k: (k in subjects, first.get(k, float("inf")), -self._facts[k], -len(k), k),
+        )
+        #: group root -> its keys, the entity's own name first.
+        self._members: dict[str, list[str]] = defaultdict(list)
+        for key in order:
+            self._members[self._find(key)].append(key)
+        self._ordered = sorted(self._parent)
+
+    def resolve(self, name: str, *, guess: bool = False) -> str | None:
+        """The group of ``name`` (the key of its entity), or None when no fact and no
+        declaration gives it. ``guess``: a one-word name no fact gives is also read as the
+        short form or nickname of the one entity it fits ("Mel" for "Melanie")."""
+        key = entity_key(name)
+        if key in self._parent:
+            return self._find(key)
+        if not guess or " " in key or not key:
+            return None
+        fits = _longer_names(key, self._ordered)
+        formal = NICKNAMES.get(key)
+        if formal is not None:
+            known = {formal} & set(self._parent)
+            fits |= known | _longer_names(formal, self._ordered, exact=True)
+        groups = {self._find(k) for k in fits}
+        return groups.pop() if len(groups) == 1 else None
+
+    def names_of(self, group: str) -> list[str]:
+        """The names, as the facts' index compares them, of every fact name of ``group``."""
+        return [n for key in self._members[group] for n in self._stored.get(key, ())]
+
+    def entity(self, group: str) -> Entity:
+        keys = self._members[group]
+        carried = [k for k in keys if k in self._stored]
+        head = carried[0] if carried else keys[0]
+        return Entity(
+            name=self._spelling[head],
+            names=tuple(self._spelling[k] for k in carried),
+            aliases=tuple(
+                self.declared[k][2]
+                for k in keys
+                if k in self.declared and self.declared[k][1] == "alias"
+            ),
+            facts=sum(self._facts[k] for k in keys),
+        )
+
+    def groups(self) -> list[str]:
+        """Every entity's group, the most facts first."""
+        return sorted(
+            self._members, key=lambda g: (-sum(self._facts[k] for k in self._members[g]), g)
+        )
+
+    def members(self, group: str) -> list[str]:
+        """The keys of ``group``."""
+        return list(self._members[group])
+
+    def _derive(self, keys: Sequence[str]) -> None:
+        """Join the names the rules find to be one entity (module docstring, 2): first near
+        spellings and the first words of longer names, then short forms and nicknames, each
+        when the names it fits are one entity by then."""
+        ordered = sorted(keys)
+        for a, b in _near_spellings(keys):
+            self._join(a, b)
+        for key in keys:
+            fits = _longer_names(key, ordered, exact=True) if " " not in key else set()
+            if fits and _one_entity(fits):
+                for other in fits:
+                    self._join(key, other)
+        present = set(keys)
+        for key in keys:
+            if " " in key:
+                continue
+            fits = _longer_names(key, ordered)
+            formal = NICKNAMES.get(key)
+            if formal is not None:
+                fits |= ({formal} & present) | _longer_names(formal, ordered, exact=True)
+            if fits and len({self._find(k) for k in fits}) == 1:
+                self._join(key, next(iter(fits)))
+
+    def _find(self, key: str) -> str:
+        root = key
+        while self._parent[root] != root:
+            root = self._parent[root]
+        while self._parent[key] != root:
+            self._parent[key], key = root, self._parent[key]
+        return root
+
+    def _join(self, a: str, b: str) -> None:
+        self._parent[self._find(a)] = self._find(b)
+
+
+class Entities:
+    """A namespace's entities: the index, built again only when its names or declarations
+    change, and the declarations. Thread-safe."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._current: tuple[tuple[Any, ...], EntityIndex] | None = None
+
+    def index(self, known_at: float | None = None) -> EntityIndex:
+        """The index as known at ``known_at`` (None: now)."""
+        signature = self._store.entity_signature()
+        with self._lock:
+            current = self._current
+        if current is not None and current[0] == signature and _covers(signature, known_at):
+            return current[1]
+        names, declared = self._store.entity_names(), self._store.entity_declarations()
+        if not _covers(signature, known_at):
+            return EntityIndex(names, declared, known_at)
+        built = EntityIndex(names, declared)
+        with self._lock:
+            self._current = (signature, built)
+        return built
+
+    def names(self, name: str, known_at: float | None = None) -> list[str]:
+        """The names, as the facts' index compares them, of the entity ``name`` reaches, a
+        short form or nickname guessed (a lower-cased ``name`` itself when it reaches none)."""
+        index = self.index(known_at)
+        group = index.resolve(name, guess=True)
+        return [name.strip().lower()] if group is None else index.names_of(group)
+
+    def reached(self, names: Sequence[str], known_at: float | None = None) -> list[str]:
+        """The stored names of every entity that one of ``names`` (a query's words and runs of
+        words) reaches, in the order of the names that reach them."""
+        index = self.index(known_at)
+        out: dict[str, None] = {}
+        for name in names:
+            group = index.resolve(name)
+            if group is not None:
+                out.update(dict.fromkeys(index.names_of(group)))
+        return list(out)
+
+    def find(self, name: str, known_at: float | None = None) -> Entity:
+        """The entity ``name`` reaches (a short form or nickname guessed); NotFound when none
+        does."""
+        index = self.index(known_at)
+        return index.entity(_group(index, check_name(name, "name"), "name"))
+
+    def listing(self, known_at: float | None, limit: int) -> list[Entity]:
+        """The entities, the most facts first, at most ``limit``."""
+        index = self.index(known_at)
+        return [index.entity(g) for g in index.groups()[:limit]]
+
+    def alias(self, name: str, of: str) -> Entity:
+        """Declare ``name`` another name of the entity ``of`` reaches; returns that entity.
+        InvalidInput for a bad name, NotFound when ``of`` reaches no entity."""
+        name, of = check_name(name, "name"), check_name(of, "of")
+        with self._store.transaction() as tx:
+            index = EntityIndex(self._store.entity_names(), tx.entity_declarations())
+            group = _group(index, of, "of")
+            key = entity_key(name)
+            if index.resolve(name) != group or key not in index.declared:
+                target = index.names_of(group)[0]
+                tx.declare_entity("alias", name, target, retract=_live(index, key))
+        return self.find(of)
+
+    def merge(self, kept: str, merged: str) -> Entity:
+        """Declare the entity ``merged`` reaches the entity ``kept`` reaches (whose name it
+        keeps); returns it. NotFound when either reaches none; one entity already: unchanged."""
+        kept, merged = check_name(kept, "a"), check_name(merged, "b")
+        with self._store.transaction() as tx:
+            index = EntityIndex(self._store.entity_names(), tx.entity_declarations())
+            into, other = _group(index, kept, "a"), _group(index, merged, "b")
+            if into != other:
+                head = index.entity(other).name
+                tx.declare_entity(
+                    "merge", head, index.names_of(into)[0], retract=_live(index, entity_key(head))
+                )
+        return self.find(kept)
+
+    def split(self, alias: str) -> Entity:
+        """Take the name ``alias`` out of the entity it is a name of, whether the rules found it
+        or a caller declared it (a declared alias no fact carries is then no name at all);
+        returns the entity it left, as it is after. NotFound when no entity has the name,
+        Conflict when it is its entity's only name or other names are declared on it."""
+        alias = check_name(alias, "alias")
+        key = entity_key(alias)
+        with self._store.transaction() as tx:
+            names, declared = self._store.entity_names(), tx.entity_declarations()
+            index = EntityIndex(names, declared)
+            group = index.resolve(alias)
+            if group is None:
+                raise NotFound(f"no entity named {alias!r}")
+            others = [k for k in index.members(group) if k != key]
+            if not others:
+                raise Conflict(f"{alias!r} is the only name of its entity: nothing to split")
+            carried = [n for n in index.names_of(group) if entity_key(n) == key]
+            retract = _live(index, key)
+            after = [d for d in declared if d[0] not in retract]
+            if carried:
+                after.append((0, "split", alias, carried[0], tx.now, None))
+            then = EntityIndex(names, after)
+            still = then.resolve(alias)
+            if still is not None and len(then.members(still)) > 1:
+                raise Conflict(f"other names are declared on {alias!r}: split those first")
+            tx.declare_entity(
+                "split" if carried else None, alias, carried[0] if carried else "", retract=retract
+            )
+        return self.find(others[0])
+
+    def rebuild(self) -> int:
+        """Count every entity name again from the facts; returns how many there are."""
+        with self._store.transaction() as tx:
+            return tx.rebuild_entities()
+
+
+def _group(index: EntityIndex, name: str, field: str) -> str:
+    group = index.resolve(name, guess=True)
+    if group is None:
+        raise NotFound(f"{field}: no entity named {name!r}")
+    return group
+
+
+def _live(index: EntityIndex, key: str) -> list[int]:
+    """The live declaration of ``key``, which a new one replaces."""
+    return [index.declared[key][0]] if key in index.declared else []
+
+
+def _covers(signature: tuple[Any, ...], known_at: float | None) -> bool:
+    """Whether a read as known at ``known_at`` sees every name and declaration, and every
+    retraction of one, that the store holds (then the current index answers it): the last
+    three values of the signature are the newest of those times."""
+    return known_at is None or all(t is None or known_at >= t for t in signature[-3:])
+
+
+def _trigrams(word: str) -> set[str]:
+    padded = f"  {word} "
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def _longer_names(key: str, ordered: Sequence[str], *, exact: bool = False) -> set[str]:
+    """The keys after ``key`` in ``ordered`` whose first word begins with it (is it, when
+    ``exact`` or ``key`` is shorter than SHORT_FORM_MIN)."""
+    found: set[str] = set()
+    start = bisect.bisect_right(ordered, key)
+    for other in ordered[start:]:
+        if not other.startswith(key):
+            break
+        head = other.split(" ", 1)[0]
+        if head == key or (not exact and len(key) >= SHORT_FORM_MIN):
+            found.add(other)
+    return found
+
+
+def _one_entity(keys: Iterable[str]) -> bool:
+    """Whether ``keys`` may all name one entity: one first word, and at most one name of more
+    words ("melanie" and "melanie smith" may; "caroline smith" and "caroline jones" may not)."""
+    listed = list(keys)
+    return len({k.split(" ", 1)[0] for k in listed}) == 1 and sum(" " in k for k in listed) <= 1
+
+
+def _near_spellings(keys: Sequence[str]) -> list[tuple[str, str]]:
+    """Pairs of keys with the same words but one, that one spelt alike; a key alike to more
+    than one other in its group pairs with none."""
+    groups: dict[tuple[int, str], list[tuple[str, str]]] = defaultdict(list)
+    for key in keys:
+        words = key.split(" ")
+        for i, word in enumerate(words):
+            if len(word) >= NEAR_SPELLING_MIN:
+                rest = " ".join([*words[:i], "\0", *words[i + 1 :]])
+                groups[(i, rest)].append((word, key))
+    pairs: list[tuple[str, str]] = []
+    for members in groups.values():
+        if not 1 < len(members) <= NEAR_SPELLING_GROUP:
+            continue
+        postings: dict[str, list[int]] = defaultdict(list)
+        grams = [_trigrams(word) for word, _ in members]
+        for n, gs in enumerate(grams):
+            for g in gs:
+                postings[g].append(n)
+        for n, gs in enumerate(grams):
+            shared = Counter(m for g in gs for m in postings[g] if m != n)
+            alike = [
+                m for m, s in shared.items() if s / (len(gs) + len(grams[m]) - s) >= NEAR_SPELLING
+            ]
+            if len(alike) == 1:
+                pairs.append((members[n][1], members[alike[0]][1]))
+    return pairs
