@@ -27,6 +27,9 @@ _.niter
 # pydantic reads each model's configuration from this class attribute.
 model_config
 
+# inspect.signature reads a function's signature from this attribute (graphql/arguments.py).
+_.__signature__
+
 # pytest reads a module's marks from `pytestmark`, and runs autouse fixtures unasked.
 pytestmark
 _isolated_settings
@@ -37,6 +40,7 @@ RELATED_TO
 DEPENDS_ON
 OUT
 IN
+HYBRID
 FTS
 VECTOR
 ADD

@@ -64,11 +64,10 @@ from graphmem.maintenance import REGISTRY, most_changed_kinds
 from graphmem.reflection import MAX_FOUND
 from graphmem.tagging import CATEGORIES
 
-#: Documents of at least this cost run on a thread of their own (``Lane``): completing a few
-#: thousand items takes tens of ms of the event loop, which every other request would wait for.
+#: Documents of at least this cost run on a thread of their own (the lane, ``fairness.py``, which
+#: says how many run at once): completing a few thousand items takes tens of ms of the event
+#: loop, which every other request would wait for.
 HEAVY_COST: Final = 2_000
-#: Heavy documents that run at once in one process; the others wait their turn.
-LANE_THREADS: Final = 2
 #: The most a subscription may cost: each of its events is answered on the event loop, once
 #: for every change, and a key may hold a thousand subscriptions (20 a socket, 50 sockets).
 SUBSCRIPTION_MAX_COST: Final = 100

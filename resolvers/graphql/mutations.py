@@ -21,6 +21,7 @@ from graphmem.limits import (
 from graphmem.models import CaptureInput, Keep
 
 from ..context import Context
+from .arguments import takes
 from .types import (
     JSON,
     NOW,
@@ -139,16 +140,6 @@ class EpisodeInput:
         return {k: v for k, v in given.items() if v is not None}
 
 
-#: What ``captureMessages`` keeps unless told: the core's default.
-_KEEP: Final = CaptureKeep(CaptureInput.model_fields["keep"].default)
-
-
-def _capture(field: str) -> strawberry.types.arguments.StrawberryArgumentAnnotation:
-    """The argument of ``captureMessages`` that sets ``field``, described as the core's
-    ``CaptureInput`` describes it."""
-    return strawberry.argument(description=CaptureInput.model_fields[field].description)
-
-
 def _episode(episode: EpisodeInput | None) -> dict[str, Any] | None:
     return None if episode is None else episode.to_core()
 
@@ -163,6 +154,14 @@ class MessageInput:
 
     role: strawberry.auto
     content: strawberry.auto
+
+
+#: The GraphQL types of ``captureMessages``' arguments.
+CAPTURE_TYPES: Final = {
+    "messages": list[MessageInput],
+    "episode": EpisodeInput | None,
+    "keep": CaptureKeep,
+}
 
 
 @strawberry.type(
@@ -390,19 +389,14 @@ class FactWrites:
         "memorable sentences are drawn from it as facts through the write rules, each linked to "
         "its turn; `keep: FACTS` keeps the facts alone. One batch (docs/agents.md)."
     )
-    async def capture_messages(
-        self,
-        info: Info[Context, None],
-        messages: Annotated[list[MessageInput], _capture("messages")],
-        episode: Annotated[EpisodeInput | None, _capture("episode")] = None,
-        keep: Annotated[CaptureKeep, _capture("keep")] = _KEEP,
-    ) -> CapturePayload:
+    @takes(CaptureInput, *CaptureInput.model_fields, types=CAPTURE_TYPES)
+    async def capture_messages(self, info: Info[Context, None], **given: Any) -> CapturePayload:
         async def capture() -> CapturePayload:
             results = await info.context.write(
                 info.context.memory.capture,
-                [{"role": m.role, "content": m.content} for m in messages],
-                episode=_episode(episode),
-                keep=cast(Keep, keep.value),
+                [{"role": m.role, "content": m.content} for m in given["messages"]],
+                episode=_episode(given["episode"]),
+                keep=cast(Keep, given["keep"].value),
             )
             return CapturePayload(
                 results=[

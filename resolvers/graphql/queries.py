@@ -3,20 +3,19 @@ applies to everything beneath it. A failure (bad argument, unknown id) is a Grap
 ``extensions.code`` says which, and ``extensions.field`` the argument at fault (docs/graphql.md)."""
 
 from enum import Enum
-from typing import Annotated, Any, cast
+from typing import Annotated, Any, Final, cast
 
 import strawberry
-from pydantic import BaseModel
 from strawberry.tools import merge_types
 from strawberry.types import Info, get_object_definition
 
 import graphmem
-from graphmem import graph
 from graphmem import recall as recalls
 from graphmem.graph import TraverseInput
 from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_READ_LINES, MAX_RECALL_TOKENS
 
-from ..context import Context, Scope
+from ..context import Context
+from .arguments import TIMES, core, scope_of, takes, time_scope
 from .types import (
     JSON,
     Category,
@@ -47,19 +46,16 @@ from .types import (
     encode_cursor,
 )
 
-
-def described(
-    field: str, model: type[BaseModel] = graphmem.SearchInput, **options: Any
-) -> strawberry.types.arguments.StrawberryArgumentAnnotation:
-    """The argument that sets ``field`` (of a search, unless another ``model`` is named),
-    described as the core's input model describes it."""
-    return strawberry.argument(description=model.model_fields[field].description, **options)
-
-
-AsOf = Annotated[DateTime | None, described("as_of")]
-KnownAt = Annotated[DateTime | None, described("known_at")]
-EpisodeLinks = Annotated[bool, described("episode_links")]
-TimeHints = Annotated[bool, described("time_hints")]
+#: The GraphQL types of a search's and a walk's arguments where they are not the core's.
+SEARCH_TYPES: Final = {**TIMES, "mode": SearchMode}
+TRAVERSE_TYPES: Final = {
+    **TIMES,
+    "ids": list[strawberry.ID],
+    "types": list[LinkType] | None,
+    "direction": Direction,
+}
+#: A walk starts ``from`` its ids (a Python keyword).
+FROM: Final = {"ids": "from"}
 Types = Annotated[
     list[LinkType] | None,
     strawberry.argument(description="Link types to follow (default: all but SUPERSEDES)."),
@@ -105,22 +101,21 @@ class FactReads:
         description="A fact by id as seen at the time scope; null if unknown or not visible then "
         "(a superseded version is visible at an `asOf` within its validity)."
     )
+    @time_scope
     async def fact(
         self,
         info: Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="The fact's id.")],
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
+        **scope: Any,
     ) -> Fact | None:
-        found = await info.context.run(
-            info.context.memory.get, str(id), as_of=as_of, known_at=known_at
-        )
-        return None if found is None else Fact.of(found, (as_of, known_at))
+        found = await info.context.run(info.context.memory.get, str(id), **scope)
+        return None if found is None else Fact.of(found, scope_of(scope))
 
     @strawberry.field(
         description="Facts in the order memory recorded them, a page at a time. The cursor is a "
         "position, so facts written while paging join the end: no fact is repeated or skipped."
     )
+    @time_scope
     async def facts(
         self,
         info: Info[Context, None],
@@ -133,8 +128,7 @@ class FactReads:
         after: Annotated[
             str | None, strawberry.argument(description="The `cursor` to continue after.")
         ] = None,
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
+        **scope: Any,
     ) -> FactConnection:
         wanted = filter or FactFilter()
         page = await info.context.run(
@@ -145,13 +139,11 @@ class FactReads:
             category=wanted.category,
             entity=wanted.entity,
             source=wanted.source,
-            as_of=as_of,
-            known_at=known_at,
             include_superseded=wanted.include_superseded,
+            **scope,
         )
-        scope = (as_of, known_at)
         edges = [
-            FactEdge(cursor=encode_cursor("fact", str(pos)), node=Fact.of(f, scope))
+            FactEdge(cursor=encode_cursor("fact", str(pos)), node=Fact.of(f, scope_of(scope)))
             for pos, f in page.items
         ]
         return FactConnection(
@@ -168,40 +160,10 @@ class SearchReads:
         description="Facts matching a query, best first: keywords and meaning fused, optionally "
         "with linked facts (`graphDepth`)."
     )
-    async def search(
-        self,
-        info: Info[Context, None],
-        query: Annotated[str, described("query")],
-        limit: Annotated[int, described("limit")] = 10,
-        tag: Annotated[str | None, described("tag")] = None,
-        category: Annotated[str | None, described("category")] = None,
-        entity: Annotated[str | None, described("entity")] = None,
-        source: Annotated[str | None, described("source")] = None,
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
-        include_superseded: Annotated[bool, described("include_superseded")] = False,
-        mode: Annotated[SearchMode, described("mode")] = SearchMode.HYBRID,
-        graph_depth: Annotated[int, described("graph_depth")] = 0,
-        time_hints: TimeHints = True,
-        episode_links: EpisodeLinks = True,
-    ) -> list[SearchHit]:
-        hits = await info.context.run(
-            info.context.memory.search,
-            query,
-            limit=limit,
-            tag=tag,
-            category=category,
-            entity=entity,
-            as_of=as_of,
-            known_at=known_at,
-            include_superseded=include_superseded,
-            mode=mode.name.lower(),
-            source=source,
-            graph_depth=graph_depth,
-            time_hints=time_hints,
-            episode_links=episode_links,
-        )
-        scope = (as_of, known_at)
+    @takes(graphmem.SearchInput, *graphmem.SearchInput.model_fields, types=SEARCH_TYPES)
+    async def search(self, info: Info[Context, None], **given: Any) -> list[SearchHit]:
+        hits = await info.context.run(info.context.memory.search, **core(given))
+        scope = scope_of(given)
         return [
             SearchHit(
                 score=h.score,
@@ -222,6 +184,7 @@ class SearchReads:
         "hybrid search on the prompt, the facts of entities it names, optionally linked facts; "
         "best first, long facts as summaries, within a token budget (docs/agents.md)."
     )
+    @takes(graphmem.SearchInput, "as_of", "known_at", "time_hints", "episode_links")
     async def recall(
         self,
         info: Info[Context, None],
@@ -242,14 +205,11 @@ class SearchReads:
                 description=f"Also bring facts up to this many links away (0 to {MAX_DEPTH})."
             ),
         ] = 0,
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
-        time_hints: TimeHints = True,
-        episode_links: EpisodeLinks = True,
         include_cold: Annotated[
             bool,
             strawberry.argument(description="Also cold facts (`setCold`), left out by default."),
         ] = False,
+        **given: Any,
     ) -> Recall:
         result = await info.context.run(
             info.context.memory.recall,
@@ -257,44 +217,31 @@ class SearchReads:
             max_tokens=max_tokens,
             format=cast(recalls.Format, format.value),
             graph_depth=graph_depth,
-            as_of=as_of,
-            known_at=known_at,
-            time_hints=time_hints,
-            episode_links=episode_links,
             include_cold=include_cold,
+            **given,
         )
-        return Recall.of(result, (as_of, known_at))
+        return Recall.of(result, scope_of(given))
 
     @strawberry.field(
         description="Facts about an entity (and key), by exact match, most confident and newest "
         "first; no embedding involved."
     )
+    @takes(graphmem.SearchInput, "as_of", "known_at", "include_superseded")
     async def lookup(
         self,
         info: Info[Context, None],
         entity: Annotated[str, strawberry.argument(description="The entity (case-insensitive).")],
         key: Annotated[str | None, strawberry.argument(description="Only this key.")] = None,
         tag: Annotated[str | None, strawberry.argument(description="Only this tag.")] = None,
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
-        include_superseded: Annotated[
-            bool, strawberry.argument(description="Also list replaced versions.")
-        ] = False,
         limit: Annotated[
             int, strawberry.argument(description=f"Most facts (1 to {MAX_LIMIT:,}).")
         ] = 100,
+        **given: Any,
     ) -> list[Fact]:
         facts = await info.context.run(
-            info.context.memory.lookup,
-            entity,
-            key=key,
-            tag=tag,
-            as_of=as_of,
-            known_at=known_at,
-            include_superseded=include_superseded,
-            limit=limit,
+            info.context.memory.lookup, entity, key=key, tag=tag, limit=limit, **given
         )
-        return [Fact.of(f, (as_of, known_at)) for f in facts]
+        return [Fact.of(f, scope_of(given)) for f in facts]
 
 
 @strawberry.type(description="Walks and paths over links.")
@@ -303,32 +250,13 @@ class GraphReads:
         description="Breadth-first from the given facts: each fact reached once, at its shortest "
         "depth, with the facts it was reached from, and every visible link among them."
     )
-    async def traverse(
-        self,
-        info: Info[Context, None],
-        from_: Annotated[list[strawberry.ID], described("ids", TraverseInput, name="from")],
-        depth: Annotated[int, described("depth", TraverseInput)] = 2,
-        types: Annotated[list[LinkType] | None, described("types", TraverseInput)] = None,
-        direction: Annotated[Direction, described("direction", TraverseInput)] = Direction.BOTH,
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
-        max_nodes: Annotated[int, described("max_nodes", TraverseInput)] = graph.DEFAULT_MAX_NODES,
-        min_strength: Annotated[float, described("min_strength", TraverseInput)] = 0.0,
-    ) -> Subgraph:
-        sub = await info.context.run(
-            info.context.memory.traverse,
-            [str(i) for i in from_],
-            depth=depth,
-            types=_types(types),
-            direction=direction.name,
-            as_of=as_of,
-            known_at=known_at,
-            max_nodes=max_nodes,
-            min_strength=min_strength,
-        )
-        return Subgraph.of(sub, (as_of, known_at))
+    @takes(TraverseInput, *TraverseInput.model_fields, types=TRAVERSE_TYPES, renamed=FROM)
+    async def traverse(self, info: Info[Context, None], **given: Any) -> Subgraph:
+        sub = await info.context.run(info.context.memory.traverse, **core(given))
+        return Subgraph.of(sub, scope_of(given))
 
     @strawberry.field(description="A shortest path between two facts over visible links, or null.")
+    @time_scope
     async def path(
         self,
         info: Info[Context, None],
@@ -340,8 +268,6 @@ class GraphReads:
         direction: Annotated[
             Direction, strawberry.argument(description="Follow links OUT, IN or BOTH ways.")
         ] = Direction.BOTH,
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
         max_depth: Annotated[
             int,
             strawberry.argument(
@@ -349,22 +275,19 @@ class GraphReads:
                 "that short is null."
             ),
         ] = MAX_DEPTH,
+        **scope: Any,
     ) -> Path | None:
         found = await info.context.run(
             info.context.memory.path,
             str(from_),
             str(to),
-            types=_types(types),
-            direction=direction.name,
-            as_of=as_of,
-            known_at=known_at,
-            max_depth=max_depth,
+            **core({"types": types, "direction": direction, "max_depth": max_depth, **scope}),
         )
         if found is None:
             return None
-        scope: Scope = (as_of, known_at)
+        at = scope_of(scope)
         return Path(
-            facts=[Fact.of(f, scope) for f in found], links=[Link.of(k, scope) for k in found.links]
+            facts=[Fact.of(f, at) for f in found], links=[Link.of(k, at) for k in found.links]
         )
 
 
@@ -374,17 +297,15 @@ class HistoryReads:
         description="Every version in a fact's supersession chain, oldest first (those recorded "
         "after `knownAt`, or starting after `asOf`, left out)."
     )
+    @time_scope
     async def history(
         self,
         info: Info[Context, None],
         id: Annotated[strawberry.ID, strawberry.argument(description="Any version's id.")],
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
+        **scope: Any,
     ) -> list[Fact]:
-        facts = await info.context.run(
-            info.context.memory.history, str(id), as_of=as_of, known_at=known_at
-        )
-        return [Fact.of(f, (as_of, known_at)) for f in facts]
+        facts = await info.context.run(info.context.memory.history, str(id), **scope)
+        return [Fact.of(f, scope_of(scope)) for f in facts]
 
 
 @strawberry.type(description="Checkpoints, episodes and synced notes.")
@@ -399,15 +320,15 @@ class EpisodeReads:
     @strawberry.field(
         description="An episode by id (its `facts` read at the given time scope); null if unknown."
     )
+    @time_scope
     async def episode(
         self,
         info: Info[Context, None],
         id: Annotated[str, strawberry.argument(description="The episode's id.")],
-        as_of: AsOf = None,
-        known_at: KnownAt = None,
+        **scope: Any,
     ) -> Episode | None:
         found = await info.context.run(info.context.memory.episode, id)
-        return None if found is None else Episode.of(found, (as_of, known_at))
+        return None if found is None else Episode.of(found, scope_of(scope))
 
     @strawberry.field(description="Episodes by their time, oldest first.")
     async def episodes(
@@ -524,7 +445,3 @@ Query = merge_types(
 get_object_definition(
     Query, strict=True
 ).description = "Reads: search, lookup, traversal, history, listing."
-
-
-def _types(types: list[LinkType] | None) -> list[str] | None:
-    return None if types is None else [t.name for t in types]

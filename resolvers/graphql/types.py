@@ -235,6 +235,15 @@ def _instant(moment: datetime | None) -> str:
     return "now" if moment is None else _iso(moment)
 
 
+def _view_id(kind: str) -> Any:
+    """The ``viewId`` field of a fact, link or episode (``kind``) read at ``scope``."""
+
+    def view_id(self: Any) -> strawberry.ID:
+        return view_id_of(self.id, self.scope)
+
+    return strawberry.field(resolver=view_id, description=_view_id_description(kind))
+
+
 def _view_id_description(kind: str) -> str:
     return (
         f"This view of the {kind}: its id and the time scope it was read at (`asOf` and "
@@ -290,9 +299,7 @@ class Link:
     def of(cls, link: graphmem.Link, scope: Scope) -> "Link":
         return _LinkView(link, scope)
 
-    @strawberry.field(description=_view_id_description("link"))
-    def view_id(self) -> strawberry.ID:
-        return view_id_of(self.id, self.scope)
+    view_id: strawberry.ID = _view_id("link")
 
     @strawberry.field(description="The source fact, as seen at the same time scope.")
     async def source(self, info: Info[Context, None]) -> "Fact | None":
@@ -399,9 +406,7 @@ class Fact:
     def of(cls, fact: graphmem.Fact, scope: Scope) -> "Fact":
         return _FactView(fact, scope)
 
-    @strawberry.field(description=_view_id_description("fact"))
-    def view_id(self) -> strawberry.ID:
-        return view_id_of(self.id, self.scope)
+    view_id: strawberry.ID = _view_id("fact")
 
     @strawberry.field(description="The episode it came from, if any.")
     async def episode(self, info: Info[Context, None]) -> "Episode | None":
@@ -542,9 +547,7 @@ class Episode:
             scope=scope,
         )
 
-    @strawberry.field(description=_view_id_description("episode"))
-    def view_id(self) -> str:
-        return view_id_of(self.id, self.scope)
+    view_id: str = _view_id("episode")
 
     @strawberry.field(
         description="Its facts visible at the time scope (replaced versions included), in the "

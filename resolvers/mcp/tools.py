@@ -24,6 +24,7 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     WithJsonSchema,
+    create_model,
 )
 
 from graphmem import InvalidInput, Memory
@@ -123,14 +124,15 @@ def tool(
     read_only: bool = True,
     destructive: bool = False,
     writes_when: Callable[[Any], bool] | None = None,
+    args: type[BaseModel] | None = None,
 ) -> Callable[[Callable[[Memory, Any], Result]], Callable[[Memory, Any], Result]]:
-    """Register the decorated handler as the tool ``name``, whose arguments are the model its
-    ``args`` parameter is annotated with."""
+    """Register the decorated handler as the tool ``name``, whose arguments are the model
+    ``args`` (a :func:`picked` one), else the model its ``args`` parameter is annotated with."""
 
     def register(run: Callable[[Memory, Any], Result]) -> Callable[[Memory, Any], Result]:
-        args = get_type_hints(run)["args"]
+        model = get_type_hints(run)["args"] if args is None else args
         _CATALOGUE.append(
-            Tool(name, title, description, args, run, read_only, destructive, writes_when)
+            Tool(name, title, description, model, run, read_only, destructive, writes_when)
         )
         return run
 
@@ -139,6 +141,32 @@ def tool(
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+#: The fields of the core's input models that hold a time, which a tool takes as text or a number.
+_TIMES: Final = frozenset(
+    {"valid_from", "valid_until", "source_date", "expires_at", "as_of", "known_at"}
+)
+
+
+def picked(name: str, model: type[BaseModel], names: str, **own: Any) -> type[BaseModel]:
+    """A tool's arguments ``name``: the fields of the core's ``model`` that ``names`` lists
+    (separated by spaces), bounded, defaulted and described as the core does (a time as
+    ``Time``), then the tool's ``own`` (each a type and its ``Field``)."""
+    fields: dict[str, Any] = {
+        field: (
+            Time if field in _TIMES else model.model_fields[field].annotation,
+            field_of(model, field),
+        )
+        for field in names.split()
+    }
+    created: type[BaseModel] = create_model(name, __base__=_Args, **fields, **own)
+    return created
+
+
+def _scope(given: dict[str, Any]) -> str:
+    """The time scope of a call's arguments ``given``, as its answer's first line says it."""
+    return scope_text(given["as_of"], given["known_at"])
 
 
 def _default(method: Callable[..., Any], parameter: str) -> Any:
@@ -164,20 +192,15 @@ TIME_HINTS: Final = SearchInput.model_fields["time_hints"].description
 
 
 # The fields of graphmem.FactInput a model gives, as the core describes and bounds them.
-class StoreArgs(_Args):
-    text: str = field_of(FactInput, "text")
-    entity: str | None = field_of(FactInput, "entity")
-    key: str | None = field_of(FactInput, "key")
-    value: str | None = field_of(FactInput, "value")
-    category: str | None = field_of(FactInput, "category")
-    tags: list[str] | None = field_of(FactInput, "tags")
-    importance: float | None = field_of(FactInput, "importance")
-    decay_class: str | None = field_of(FactInput, "decay_class")
-    valid_from: Time = field_of(FactInput, "valid_from")
-    supersedes: str | None = field_of(FactInput, "supersedes")
-    episode: str | None = Field(
-        None, min_length=1, max_length=MAX_FIELD_LENGTH, description=EPISODE
-    )
+StoreArgs = picked(
+    "StoreArgs",
+    FactInput,
+    "text entity key value category tags importance decay_class valid_from supersedes",
+    episode=(
+        str | None,
+        Field(None, min_length=1, max_length=MAX_FIELD_LENGTH, description=EPISODE),
+    ),
+)
 
 
 @tool(
@@ -190,11 +213,11 @@ class StoreArgs(_Args):
     "as history. A fact memory already holds is not stored twice (NOOP). Returns the action "
     "(ADD, UPDATE, NOOP or DELETE), the fact with its id, and why.",
     read_only=False,
+    args=StoreArgs,
 )
-def store(memory: Memory, args: StoreArgs) -> Result:
-    [result] = memory.store_many(
-        [args.model_dump(exclude_none=True, exclude={"episode"})], episode=args.episode
-    )
+def store(memory: Memory, args: BaseModel) -> Result:
+    given = args.model_dump(exclude_none=True)
+    [result] = memory.store_many([given], episode=given.pop("episode", None))
     lines = [f"{result.action}: {fact_line(result.fact)}" if result.fact else result.action]
     if result.reason:
         lines.append(f"reason: {result.reason}")
@@ -204,16 +227,11 @@ def store(memory: Memory, args: StoreArgs) -> Result:
 
 
 # The arguments of graphmem.SearchInput a model gives, as the core describes and bounds them.
-class SearchArgs(_Args):
-    query: str = field_of(SearchInput, "query")
-    limit: int = field_of(SearchInput, "limit")
-    tag: str | None = field_of(SearchInput, "tag")
-    as_of: Time = field_of(SearchInput, "as_of")
-    known_at: Time = field_of(SearchInput, "known_at")
-    include_superseded: bool = field_of(SearchInput, "include_superseded")
-    graph_depth: int = field_of(SearchInput, "graph_depth")
-    time_hints: bool = field_of(SearchInput, "time_hints")
-    episode_links: bool = field_of(SearchInput, "episode_links")
+SearchArgs = picked(
+    "SearchArgs",
+    SearchInput,
+    "query limit tag as_of known_at include_superseded graph_depth time_hints episode_links",
+)
 
 
 @tool(
@@ -225,12 +243,12 @@ class SearchArgs(_Args):
     "was true at an earlier date (e.g. where someone lived in 2021, a version since "
     "replaced), known_at to ask what memory believed at an earlier moment. One line per "
     "fact: id, text, [entity.key=value], (category; validity).",
+    args=SearchArgs,
 )
-def search(memory: Memory, args: SearchArgs) -> Result:
-    hits = memory.search(**args.model_dump())
-    lines = [
-        f"{len(hits)} {plural(len(hits), 'fact')}{scope_text(args.as_of, args.known_at)}, best first:"
-    ]
+def search(memory: Memory, args: BaseModel) -> Result:
+    given = args.model_dump()
+    hits = memory.search(**given)
+    lines = [f"{len(hits)} {plural(len(hits), 'fact')}{_scope(given)}, best first:"]
     named = list(dict.fromkeys(h.entity_matched for h in hits if h.entity_matched))
     if named:
         lines.insert(0, f"Entities named: {', '.join(named)}.")
@@ -320,13 +338,7 @@ def lookup(memory: Memory, args: LookupArgs) -> Result:
 
 
 # The fields of graphmem.LinkInput a model gives, as the core describes and bounds them.
-class LinkArgs(_Args):
-    source_id: str = field_of(LinkInput, "source_id")
-    target_id: str = field_of(LinkInput, "target_id")
-    type: str = field_of(LinkInput, "type")
-    strength: float = field_of(LinkInput, "strength")
-    valid_from: Time = field_of(LinkInput, "valid_from")
-    valid_until: Time = field_of(LinkInput, "valid_until")
+LinkArgs = picked("LinkArgs", LinkInput, "source_id target_id type strength valid_from valid_until")
 
 
 @tool(
@@ -337,8 +349,9 @@ class LinkArgs(_Args):
     "same pair with the same type again updates its strength. Versions are linked "
     "(SUPERSEDES) by memory_store itself.",
     read_only=False,
+    args=LinkArgs,
 )
-def link(memory: Memory, args: LinkArgs) -> Result:
+def link(memory: Memory, args: BaseModel) -> Result:
     made = memory.link(**args.model_dump())
     return (
         f"Linked {made.source_id} -[{made.type}]-> {made.target_id} "
@@ -348,14 +361,11 @@ def link(memory: Memory, args: LinkArgs) -> Result:
 
 
 # The arguments of graphmem.graph.TraverseInput a model gives, as the core describes them.
-class TraverseArgs(_Args):
-    ids: list[str] = field_of(TraverseInput, "ids")
-    depth: int = field_of(TraverseInput, "depth")
-    types: list[str] | None = field_of(TraverseInput, "types")
-    direction: str = field_of(TraverseInput, "direction")
-    as_of: Time = field_of(TraverseInput, "as_of")
-    known_at: Time = field_of(TraverseInput, "known_at")
-    max_nodes: int = field_of(TraverseInput, "max_nodes")
+TraverseArgs = picked(
+    "TraverseArgs",
+    TraverseInput,
+    "ids depth types direction as_of known_at max_nodes",
+)
 
 
 @tool(
@@ -364,13 +374,15 @@ class TraverseArgs(_Args):
     "Walk the links from one or more facts, breadth-first, and return the facts reached "
     "(with their depth) and the links among them. Use it to gather what surrounds a fact: "
     "its causes, parts, dependencies and related facts.",
+    args=TraverseArgs,
 )
-def traverse(memory: Memory, args: TraverseArgs) -> Result:
-    found = memory.traverse(**args.model_dump())
+def traverse(memory: Memory, args: BaseModel) -> Result:
+    given = args.model_dump()
+    found = memory.traverse(**given)
     stopped = f", stopped by {' and '.join(found.truncated_by)}" if found.truncated else ""
     lines = [
         f"{len(found.nodes)} {plural(len(found.nodes), 'fact')} and {len(found.edges)} "
-        f"{plural(len(found.edges), 'link')}{scope_text(args.as_of, args.known_at)}{stopped}:"
+        f"{plural(len(found.edges), 'link')}{_scope(given)}{stopped}:"
     ]
     lines += [f"depth {node.depth}  {fact_line(node.fact)}" for node in found.nodes]
     lines += [
