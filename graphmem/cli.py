@@ -32,6 +32,7 @@ from .maintenance import REGISTRY
 from .memory import Memory
 from .models import (
     KEEPS,
+    RERANK_CHOICES,
     SEARCH_MODES,
     CaptureInput,
     Fact,
@@ -271,6 +272,7 @@ def store(
 @time_scope_options
 @_search_option("include_superseded", is_flag=True)
 @_search_option("mode", type=click.Choice(SEARCH_MODES), show_default=True)
+@_search_option("rerank", type=click.Choice(RERANK_CHOICES))
 @click.option(
     "--no-time-hints",
     "time_hints",

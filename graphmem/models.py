@@ -35,6 +35,7 @@ from .limits import (
     MAX_NOTE_LENGTH,
     MAX_TEXT_LENGTH,
 )
+from .settings import Settings
 from .statedtime import StatedTime
 from .tagging import CATEGORY_LIST, MAX_CATEGORY_LENGTH, check_category, normalize_tags
 from .temporal import ACCEPTED_TIMES, TimeInput, TimeScope, parse_time, to_iso
@@ -392,6 +393,8 @@ class LinkInput(BaseModel):
 #: How a search finds its candidates (``Memory.search``'s ``mode``).
 SearchMode = Literal["hybrid", "fts", "vector"]
 SEARCH_MODES: Final[tuple[str, ...]] = get_args(SearchMode)
+#: The rerankers a search may name (``Memory.search``'s ``rerank``): the ``reranker`` setting's.
+RERANK_CHOICES: Final[tuple[str, ...]] = get_args(Settings.model_fields["reranker"].annotation)
 
 
 class SearchInput(BaseModel):
@@ -450,6 +453,14 @@ class SearchInput(BaseModel):
         "chunks of one document) lend each other part of their relevance, and windows of up "
         "to four consecutive turns lend theirs to the turns they hold (which may bring in a "
         "turn the search did not find). False: neither plays a part in ranking.",
+    )
+    rerank: str | None = Field(
+        default=None,
+        json_schema_extra={"enum": list(RERANK_CHOICES)},
+        description="What reorders the best candidates of the fused order: none; features (a "
+        "small model over the scores the search has); http (the server's reranker service); "
+        "llm (its chat model, one request). Default: the server's reranker setting. A failure "
+        "keeps the fused order (docs/search.md#the-rerank-stage).",
     )
 
 

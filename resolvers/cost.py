@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from graphql import (
+    EnumValueNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
@@ -173,6 +174,10 @@ WORK: Final[Mapping[tuple[str, str], int]] = {
     ("Mutation", "reflect"): HEAVY_COST,
     ("Mutation", "autoClassify"): HEAVY_COST,
 }
+#: The rerankers that send a request (to a reranker service, to the chat model): a search that
+#: names one (``rerank``) counts HEAVY_COST more, and so runs on the lane like the mutations
+#: above. A search reranked by the server's ``reranker`` setting alone is charged as any search.
+CALLING_OUT: Final = frozenset({"http", "llm"})
 
 
 class CostError(Exception):
@@ -294,6 +299,10 @@ class _Walk:
             return 0
         args = self.arguments(definition, node)
         work = times * WORK.get((parent.name, name), 0)
+        if (parent.name, name) == ("Query", "search") and str(
+            args.get("rerank")
+        ).lower() in CALLING_OUT:
+            work += times * HEAVY_COST
         size = LIST_SIZES.get((parent.name, name)) or self.introspection.get((parent.name, name))
         if size is None and _is_list(definition):
             size = Size(fixed=MAX_LIMIT)
@@ -330,6 +339,8 @@ class _Walk:
             return None if default is None else self.value(default)
         if isinstance(node, IntValueNode):
             return int(node.value)
+        if isinstance(node, EnumValueNode):  # a reranker's name
+            return node.value
         if isinstance(node, ListValueNode):  # its items, as a variable's: counted as listed
             return value_from_ast_untyped(node, dict(self.variables))
         return None

@@ -82,6 +82,8 @@ from .wire import (
     malformed,
     parsed,
     refused,
+    rerank_name,
+    reranked_of,
     retry_after,
     run_of,
     scope,
@@ -283,24 +285,20 @@ class Client:
 
     @remote(Memory.search)
     def search(self, a: Arguments) -> list[SearchHit]:
-        """See ``Memory.search``: the best facts first. The service reranks as its
-        ``reranker`` setting says; a call does not choose yet."""
-        if a["rerank"] is not None:
-            raise InvalidInput(
-                "rerank is not offered over the service yet: its reranker setting applies",
-                field="rerank",
-            )
+        """See ``Memory.search``: the best facts first, reranked as ``rerank`` names (a name:
+        a ``Reranker`` object runs in Python only), else as the service's setting says."""
         data = self._query(
             f"""query($query: String!, $limit: Int!, $mode: SearchMode!, $tag: String,
                       $category: String, $entity: String, $source: String, $asOf: DateTime,
                       $knownAt: DateTime, $includeSuperseded: Boolean!, $graphDepth: Int!,
-                      $timeHints: Boolean!, $episodeLinks: Boolean!) {{
+                      $timeHints: Boolean!, $episodeLinks: Boolean!, $rerank: Rerank) {{
               search(query: $query, limit: $limit, mode: $mode, tag: $tag, category: $category,
                      entity: $entity, source: $source, asOf: $asOf, knownAt: $knownAt,
                      includeSuperseded: $includeSuperseded, graphDepth: $graphDepth,
-                     timeHints: $timeHints, episodeLinks: $episodeLinks) {{
+                     timeHints: $timeHints, episodeLinks: $episodeLinks, rerank: $rerank) {{
                 score ftsScore vectorScore depth via timeMatched entityMatched
                 timeHint {{ text start end month event }}
+                reranked {{ by fusedRank score fallback }}
                 fact {{ {FACT_FIELDS} }}
               }}
             }}""",
@@ -317,6 +315,7 @@ class Client:
                 "graphDepth": a["graph_depth"],
                 "timeHints": a["time_hints"],
                 "episodeLinks": a["episode_links"],
+                "rerank": rerank_name(a["rerank"]),
             },
         )
         return [
@@ -330,6 +329,7 @@ class Client:
                 hint_of(h["timeHint"]),
                 None if h["timeMatched"] is None else h["timeMatched"].lower(),
                 h["entityMatched"],
+                reranked_of(h["reranked"]),
             )
             for h in data["search"]
         ]

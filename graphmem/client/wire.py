@@ -20,7 +20,8 @@ from ..episodes import Episode, EpisodeInput
 from ..errors import RAISED, Code, Forbidden, GraphmemError, InvalidInput
 from ..graph import check_direction, check_types
 from ..limits import MAX_BATCH
-from ..models import Change, Fact, FactInput, Link, MaintenanceRun
+from ..models import RERANK_CHOICES, Change, Fact, FactInput, Link, MaintenanceRun, Reranked
+from ..rerank.interface import check_choice
 from ..temporal import TimeInput, parse_time, to_iso
 from ..timehints import TimeHint
 
@@ -217,6 +218,25 @@ def parsed(raw: Any, annotation: Any) -> Any:
     if "datetime" in str(annotation) and isinstance(raw, str):
         return datetime.fromisoformat(raw.replace("Z", "+00:00"))
     return raw
+
+
+def rerank_name(rerank: object) -> str | None:
+    """The ``Rerank`` value of a search's ``rerank``: a reranker's name (None: the service's
+    setting); InvalidInput for a ``Reranker`` object, which runs in Python only."""
+    check_choice(rerank)
+    if rerank is not None and not isinstance(rerank, str):
+        raise InvalidInput(
+            "a Reranker object reranks in Python only; over the service name one of "
+            + ", ".join(RERANK_CHOICES),
+            field="rerank",
+        )
+    return None if rerank is None else rerank.upper()
+
+
+def reranked_of(data: Mapping[str, Any] | None) -> Reranked | None:
+    if data is None:
+        return None
+    return Reranked(data["by"], data["fusedRank"], data["score"], data["fallback"])
 
 
 def hint_of(data: Mapping[str, Any] | None) -> TimeHint | None:

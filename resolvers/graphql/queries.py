@@ -36,18 +36,17 @@ from .types import (
     Path,
     Recall,
     RecallFormat,
+    Rerank,
     SearchHit,
     SearchMode,
     Stats,
     Subgraph,
-    TimeHint,
-    TimeKind,
     decode_fact_cursor,
     encode_cursor,
 )
 
 #: The GraphQL types of a search's and a walk's arguments where they are not the core's.
-SEARCH_TYPES: Final = {**TIMES, "mode": SearchMode}
+SEARCH_TYPES: Final = {**TIMES, "mode": SearchMode, "rerank": Rerank | None}
 TRAVERSE_TYPES: Final = {
     **TIMES,
     "ids": list[strawberry.ID],
@@ -163,21 +162,7 @@ class SearchReads:
     @takes(graphmem.SearchInput, *graphmem.SearchInput.model_fields, types=SEARCH_TYPES)
     async def search(self, info: Info[Context, None], **given: Any) -> list[SearchHit]:
         hits = await info.context.run(info.context.memory.search, **core(given))
-        scope = scope_of(given)
-        return [
-            SearchHit(
-                score=h.score,
-                fact=Fact.of(h.fact, scope),
-                fts_score=h.fts_score,
-                vector_score=h.vector_score,
-                depth=h.depth,
-                via=None if h.via is None else strawberry.ID(h.via),
-                time_hint=TimeHint.of(h.time_hint),
-                time_matched=None if h.time_matched is None else TimeKind(h.time_matched),
-                entity_matched=h.entity_matched,
-            )
-            for h in hits
-        ]
+        return [SearchHit.of(h, scope_of(given)) for h in hits]
 
     @strawberry.field(
         description="The `<memory-context>` block to put before an agent's turn (auto-recall): "

@@ -102,6 +102,21 @@ class SearchMode(Enum):
     VECTOR = strawberry.enum_value("vector", description="Meaning only (embedding cosine).")
 
 
+@strawberry.enum(
+    description="What reorders the best candidates of a search's fused order "
+    "(docs/search.md#the-rerank-stage)."
+)
+class Rerank(Enum):
+    NONE = strawberry.enum_value("none", description="Nothing: the fused order stands.")
+    FEATURES = strawberry.enum_value(
+        "features", description="A small model over the scores the search has (no request)."
+    )
+    HTTP = strawberry.enum_value(
+        "http", description="The server's reranker service (`rerank_url`): one request."
+    )
+    LLM = strawberry.enum_value("llm", description="The server's chat model: one request.")
+
+
 @strawberry.enum(description="What a write did.")
 class StoreAction(Enum):
     ADD = strawberry.enum_value("ADD", description="Stored as a new fact.")
@@ -690,6 +705,19 @@ class MaintenanceRun:
         )
 
 
+@strawberry.type(description="How the rerank stage placed a search hit.")
+class Reranked:
+    by: str = strawberry.field(description="The reranker: features, http or llm.")
+    fused_rank: int = strawberry.field(description="The hit's place in the fused order, from 1.")
+    score: float | None = strawberry.field(
+        description="The reranker's score for it; null when it gave none (the hit follows those "
+        "it scored, in their fused order) or failed."
+    )
+    fallback: str | None = strawberry.field(
+        description="Why the fused order stands: the reranker failed (then `score` is null)."
+    )
+
+
 @strawberry.type(description="A search result.")
 class SearchHit:
     score: float = strawberry.field(description="The final score; higher is better.")
@@ -719,6 +747,34 @@ class SearchHit:
         description="This fact's entity, when the query names it (a word or run of words, a "
         "possessive, or the first word of a longer name); such facts rank higher.",
     )
+    reranked: Reranked | None = strawberry.field(
+        default=None,
+        description="How the rerank stage placed it; null when no reranker ran (`rerank`, else "
+        "the server's `reranker` setting) or the hit was beyond the candidates it reads.",
+    )
+
+    @classmethod
+    def of(cls, hit: graphmem.SearchHit, scope: Scope) -> "SearchHit":
+        placed = hit.reranked
+        return cls(
+            score=hit.score,
+            fact=Fact.of(hit.fact, scope),
+            fts_score=hit.fts_score,
+            vector_score=hit.vector_score,
+            depth=hit.depth,
+            via=None if hit.via is None else strawberry.ID(hit.via),
+            time_hint=TimeHint.of(hit.time_hint),
+            time_matched=None if hit.time_matched is None else TimeKind(hit.time_matched),
+            entity_matched=hit.entity_matched,
+            reranked=None
+            if placed is None
+            else Reranked(
+                by=placed.by,
+                fused_rank=placed.fused_rank,
+                score=placed.score,
+                fallback=placed.fallback,
+            ),
+        )
 
 
 @strawberry.type(

@@ -171,4 +171,27 @@ class _UsageCollector(Collector):
                 family.add_metric(key, getattr(usage, name))
             tokens.add_metric([*key, "prompt"], usage.prompt_tokens)
             tokens.add_metric([*key, "completion"], usage.completion_tokens)
-        yield from (*counters.values(), tokens)
+        yield from (*counters.values(), tokens, *self.reranks())
+
+    def reranks(self) -> tuple[CounterMetricFamily, CounterMetricFamily]:
+        """Searches reranked, and those left in the fused order because the reranker failed
+        (``Memory.rerank_usage``), by reranker over the open namespaces."""
+        labels = ["reranker", "model"]
+        requests = CounterMetricFamily(
+            "graphmem_rerank_requests", "Searches the rerank stage ran on.", labels=labels
+        )
+        fallbacks = CounterMetricFamily(
+            "graphmem_rerank_fallbacks",
+            "Searches left in the fused order because their reranker failed.",
+            labels=labels,
+        )
+        totals: dict[tuple[str, str], list[int]] = {}
+        for memory in self.namespaces.opened().values():
+            for usage in memory.rerank_usage():
+                counts = totals.setdefault((usage.provider, usage.model), [0, 0])
+                counts[0] += usage.calls
+                counts[1] += usage.failed_calls
+        for key, (calls, failed) in sorted(totals.items()):
+            requests.add_metric(list(key), calls)
+            fallbacks.add_metric(list(key), failed)
+        return requests, fallbacks

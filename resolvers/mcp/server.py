@@ -75,7 +75,7 @@ from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Set
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code, QueryTimeout
 
-from ..cost import HEAVY_COST, CostError, capture_points
+from ..cost import CALLING_OUT, HEAVY_COST, CostError, capture_points
 from ..fairness import Admission
 from ..graphql.schema import unexpected_log
 from ..http.auth import ADMITTED, INVALID_REQUEST, replaying
@@ -245,6 +245,8 @@ def tool_cost(args: BaseModel) -> int:
     work = 0 if getattr(args, "list_runs", False) else TOOL_WORK.get(type(args), 0)
     if isinstance(args, CaptureArgs):
         work = capture_points(m.content for m in args.messages)
+    if getattr(args, "rerank", None) in CALLING_OUT:  # a request to a reranker, as in GraphQL
+        work += HEAVY_COST
     return max(
         [
             1,

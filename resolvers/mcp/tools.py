@@ -230,7 +230,7 @@ def store(memory: Memory, args: BaseModel) -> Result:
 SearchArgs = picked(
     "SearchArgs",
     SearchInput,
-    "query limit tag as_of known_at include_superseded graph_depth time_hints episode_links",
+    "query limit tag as_of known_at include_superseded graph_depth time_hints episode_links rerank",
 )
 
 

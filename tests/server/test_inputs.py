@@ -44,9 +44,6 @@ from graphmem.models import (
 #: The enum of each argument whose values are not its names.
 ENUMS: dict[str, type[Enum]] = {"mode": SearchMode, "keep": CaptureKeep}
 BOUNDS = ("minLength", "maxLength", "minimum", "maximum", "enum", "minItems", "maxItems")
-#: Arguments of an engine verb that the service does not offer yet (the rerank choice of a
-#: search: in Python and the ``reranker`` setting only, docs/search.md "The rerank stage").
-ENGINE_ONLY = {"search": {"rerank"}}
 
 
 def graphql_input(name: str) -> GraphQLInputObjectType:
@@ -92,7 +89,7 @@ def test_a_graphql_input_has_every_field_of_the_core_with_its_default_and_descri
     [
         ("memory_store", FactInput, {"episode"}, {"text", "entity", "valid_from"}),
         ("memory_link", LinkInput, set(), {"source_id", "type", "strength", "valid_from"}),
-        ("memory_recall", SearchInput, set(), {"query", "limit", "as_of", "time_hints"}),
+        ("memory_recall", SearchInput, set(), {"query", "limit", "as_of", "time_hints", "rerank"}),
         ("memory_traverse", TraverseInput, set(), {"ids", "depth", "types", "max_nodes"}),
         ("memory_capture", CaptureInput, set(), {"messages", "episode", "keep"}),
     ],
@@ -116,7 +113,7 @@ def test_a_tool_bounds_and_describes_each_field_as_the_core_does(
     [
         (store_command, FactInput, {"entity", "key", "value", "category", "valid_from"}),
         (link_command, LinkInput, {"strength", "valid_from", "valid_until"}),
-        (search_command, SearchInput, {"limit", "tag", "mode", "include_superseded"}),
+        (search_command, SearchInput, {"limit", "tag", "mode", "include_superseded", "rerank"}),
         (traverse_command, TraverseInput, {"depth", "types", "direction", "max_nodes"}),
         (capture_command, CaptureInput, {"episode", "keep"}),
         (lookup_command, SearchInput, {"tag", "include_superseded", "as_of", "known_at"}),
@@ -192,11 +189,7 @@ def test_a_graphql_field_takes_each_argument_of_the_core_with_its_default_and_de
 def test_memory_defaults_each_argument_as_the_input_does(
     api: type, verb: str, model: type[BaseModel]
 ) -> None:
-    parameters = [
-        p
-        for p in list(inspect.signature(getattr(api, verb)).parameters.values())[1:]
-        if p.name not in ENGINE_ONLY.get(verb, set())
-    ]
+    parameters = list(inspect.signature(getattr(api, verb)).parameters.values())[1:]
     assert {p.name for p in parameters} == set(model.model_fields)
     for parameter in parameters:
         core = model.model_fields[parameter.name]
