@@ -273,9 +273,9 @@ def test_a_reranker_counts_on_across_settings_that_do_not_say_how_to_reach_it(
         assert [u.calls for u in m.rerank_usage()] == [2, 1]
 
 
-def test_a_client_refuses_a_rerank_choice_rather_than_dropping_it() -> None:
+def test_a_client_refuses_a_python_reranker_rather_than_dropping_it() -> None:
     from graphmem import Client
 
-    with pytest.raises(InvalidInput, match="not offered over the service") as refused:
-        Client("http://127.0.0.1:9").search(QUERY, rerank="features")
+    with pytest.raises(InvalidInput, match="Python only") as refused:
+        Client("http://127.0.0.1:9").search(QUERY, rerank=FeatureReranker.shipped())
     assert refused.value.field == "rerank"
