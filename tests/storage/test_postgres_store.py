@@ -35,6 +35,7 @@ from graphmem.storage.postgres import redacted
 from graphmem.storage.postgres import schema as pgschema
 from graphmem.storage.postgres.keyword import CommonWords
 from graphmem.storage.postgres.store import PostgresStore
+from graphmem.storage.sql import entities as sql_entities
 from graphmem.storage.sql import keyword
 from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sql.dialect import Dialect
@@ -66,9 +67,11 @@ def open_memory(url: str, directory: Path, namespace: str = "default") -> Memory
 @contextmanager
 def schema_version(version: int) -> Iterator[None]:
     """Inside the block, databases are made (or migrated) to ``version`` only, and the SQL is
-    spoken as to that version (before migration 4, without the computed columns). The vector
-    log has its rows' states and the change log exists at every version: the code reads and
-    writes them, and migrations 5 and 6, which add them, run again harmlessly."""
+    spoken as to that version (before migration 4, without the computed columns; before the
+    entities migration, writes count no entity names: the migration counts them from the facts).
+    The vector log has its rows' states and the change log exists at every version: the code
+    reads and writes them, and migrations 5 and 6, which add them, run again harmlessly."""
+    entities = pgschema.MIGRATIONS.index(pgschema.ENTITIES) + 1
     migrations = pgschema.MIGRATIONS[:version]
     later = [m for m in (pgschema.VECTOR_LOG_STATE, pgschema.CHANGE_LOG) if m not in migrations]
     if later:
@@ -79,6 +82,8 @@ def schema_version(version: int) -> Iterator[None]:
         if version < 4:  # the expressions as written, not the columns that keep them
             for name in ("lower_entity", "lower_key", "dated"):
                 before.setattr(pgsql.PostgresDialect, name, getattr(Dialect, name))
+        if version < entities:
+            before.setattr(sql_entities, "count_in", lambda conn, inserts, now: None)
         yield
 
 
