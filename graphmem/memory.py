@@ -108,12 +108,8 @@ class Memory:
         settings: Settings,
         llm: ChatClient | None = None,
     ) -> None:
-        self.directory = directory
-        self.namespace = namespace
-        self._settings = settings
-        self.embedder = embedder
-        self._store = store
-        self._vectors = vectors
+        self.directory, self.namespace, self.embedder = directory, namespace, embedder
+        self._store, self._vectors, self._settings = store, vectors, settings
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
         self._writer = Writer(self._sync, settings, llm)
@@ -830,15 +826,10 @@ class Memory:
         one, InvalidInput when ``valid_until`` is not later than ``valid_from``.
         """
         check_text(source_id=source_id, target_id=target_id)
-        return self._writer.link(
-            source_id,
-            target_id,
-            type,
-            strength,
-            valid_from=valid_from,
-            valid_until=valid_until,
-            metadata=metadata,
-        )
+        # One link is a batch of one: the same checks, errors and change record as link_many.
+        fields: dict[str, Any] = {"source_id": source_id, "target_id": target_id, "type": type}
+        fields |= {"strength": strength, "valid_from": valid_from, "valid_until": valid_until}
+        return self._writer.link_many([{**fields, "metadata": metadata}])[0]
 
     def link_many(self, links: Iterable[Mapping[str, Any]]) -> list[Link]:
         """Make many links in one transaction, all or none: each a mapping with ``source_id``,

@@ -50,7 +50,6 @@ from .models import (
 from .settings import Settings
 from .storage.interface import BatchChanges, ImportReport, Purged, Transaction
 from .tagging import CATEGORIES, CATEGORY_LIST
-from .temporal import TimeInput
 from .vectors.outbox import Progress, VectorSync
 
 _log = logging.getLogger("graphmem")
@@ -474,34 +473,6 @@ class Writer:
     def erase(self) -> None:
         """Compact the vector index so that no older table version keeps a purged vector."""
         self._sync.compact(erase=True)
-
-    def link(
-        self,
-        source_id: str,
-        target_id: str,
-        type: str,
-        strength: float,
-        *,
-        valid_from: TimeInput | None,
-        valid_until: TimeInput | None,
-        metadata: dict[str, Any] | None,
-    ) -> Link:
-        """See ``Memory.link``."""
-
-        def run(tx: Transaction, write: _Write) -> Link:
-            made = tx.link(
-                source_id,
-                target_id,
-                type,
-                strength,
-                valid_from=valid_from,
-                valid_until=valid_until,
-                metadata=metadata,
-            )
-            write.changes = [("LINK_MADE", made.id)]
-            return made
-
-        return self._run(run)
 
     def link_many(self, links: Iterable[Mapping[str, Any]]) -> list[Link]:
         """See ``Memory.link_many``."""

@@ -46,9 +46,7 @@ class HttpReranker:
         timeout: float = 5.0,
         max_retries: int = 1,
     ) -> None:
-        self.url = url
-        self.api = api
-        self.model = model
+        self.url, self.api, self.model = url, api, model
         self._timeout = timeout
         self._max_retries = max_retries
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
