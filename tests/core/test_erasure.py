@@ -45,6 +45,10 @@ def _secrets(mem: Memory, texts: list[str]) -> list[bytes]:
     )
 
 
+#: The entity name the erased facts carry and an alias declared for it, as bytes on disk.
+_ENTITY_NAMES = [b"Zanzibarquill", b"zanzibarquill", b"Quillzanna", b"quillzanna"]
+
+
 @pytest.mark.parametrize("by", ["ids", "entity", "source", "episode"])
 def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
     data_dir: Path, clock: Clock, by: str
@@ -61,10 +65,13 @@ def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
             episode="zq-session",
         )
         mem.store("Another ordinary fact about lunch")
+        mem.alias("Quillzanna", of="Zanzibarquill")
         ids = [r.fact.id for r in results if r.fact is not None]
-        needles = _secrets(mem, texts)
+        # The entity's name and its declared alias, as spelled and as the names compare them.
+        needles = [*_secrets(mem, texts), *_ENTITY_NAMES]
         namespace = data_dir / "default"
         assert _hits(namespace, needles), "the positive control: before the purge they are there"
+        assert _hits(namespace, [b"Quillzanna"]), "the alias is on disk before the purge"
         filters = {
             "ids": {"ids": ids},
             "entity": {"entity": "zanzibarquill"},
@@ -75,6 +82,8 @@ def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
         assert (report.facts, report.vectors, report.episodes) == (2, 2, 1)
         assert report.links >= 1  # the episode link between the two, and any automatic ones
         assert mem.get(ids[0]) is None and mem.episode("zq-session") is None
+        with pytest.raises(NotFound):
+            mem.entity("Quillzanna")
         assert mem.search("Zanzibarquill savings") == [] or all(
             h.fact.id not in ids for h in mem.search("Zanzibarquill savings")
         )

@@ -89,10 +89,14 @@ def test_a_purge_takes_the_turn_its_windows_and_its_facts_leaving_no_row_holding
             [{"text": f"An ordinary fact number {n} about the trams"} for n in range(10)]
         )
         turn, fact, reply = (r.fact for r in mem.capture(CHAT, episode="zq-session"))
-        assert turn and fact and reply
+        assert turn and fact and reply and fact.entity == "Zanzibarquill"
+        mem.alias("Quillzanna", of="Zanzibarquill")
+        # The entity's name and its declared alias (the rows are read ignoring case).
         needles = [turn.text.encode(), fact.text.encode(), b"vrontim", b"quillowm"]
+        needles += [b"zanzibarquill", b"quillzanna"]
         needles += _vectors(mem, [turn.text, fact.text])
         assert _rows_holding(postgres, namespace, needles), "the positive control"
+        assert _rows_holding(postgres, namespace, [b"quillzanna"]) == ["gm_entity_aliases"]
         assert mem._store.window_matches("Quillowmere", 10)  # the turn is in a window
         filters = turn_filter(by, turn.id, fact.id)
         counted = mem.purge(**filters, dry_run=True)
@@ -104,5 +108,6 @@ def test_a_purge_takes_the_turn_its_windows_and_its_facts_leaving_no_row_holding
         assert mem.get(turn.id) is None and mem.get(fact.id) is None
         assert (mem.get(reply.id) is None) == whole
         assert mem._store.window_matches("Quillowmere", 10) == {}
+        assert [e.name for e in mem.entities()] == []
     assert _rows_holding(postgres, namespace, needles) == []
     assert _hits(tmp_path, needles) == []
