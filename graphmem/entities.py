@@ -425,7 +425,10 @@ def _longer_names(key: str, ordered: Sequence[str], *, exact: bool = False) -> s
         if not other.startswith(key):
             break
         head = other.split(" ", 1)[0]
-        if head == key or (not exact and len(key) >= SHORT_FORM_MIN):
+        # Only words of letters shorten: "mover" is not "mover0", nor "gpt" "gpt4".
+        if head == key or (
+            not exact and len(key) >= SHORT_FORM_MIN and key.isalpha() and head.isalpha()
+        ):
             found.add(other)
     return found
 
@@ -444,7 +447,9 @@ def _near_spellings(keys: Sequence[str]) -> list[tuple[str, str]]:
     for key in keys:
         words = key.split(" ")
         for i, word in enumerate(words):
-            if len(word) >= NEAR_SPELLING_MIN:
+            # Only words of letters are spelt alike: "mover0" and "mover1", "room 101" and
+            # "room 102" are as far apart as their numbers.
+            if len(word) >= NEAR_SPELLING_MIN and word.isalpha():
                 rest = " ".join([*words[:i], "\0", *words[i + 1 :]])
                 groups[(i, rest)].append((word, key))
     pairs: list[tuple[str, str]] = []

@@ -74,6 +74,22 @@ def test_near_spellings_are_one_entity_but_other_first_names_are_not(tmp_path) -
         assert [f.text for f in m.lookup("Jane Smith")] == ["Jane Smith cooks"]
 
 
+def test_names_that_differ_in_a_number_are_other_entities(tmp_path) -> None:
+    with Memory.open(tmp_path, embedder="hash") as m:
+        m.store_many(
+            [
+                {"text": "mover0 lives in Lisbon", "entity": "mover0", "key": "city"},
+                {"text": "mover1 lives in Porto", "entity": "mover1", "key": "city"},
+                {"text": "Room 101 is booked", "entity": "Room 101"},
+                {"text": "Room 102 is free", "entity": "Room 102"},
+            ]
+        )
+        assert [f.text for f in m.lookup("mover0")] == ["mover0 lives in Lisbon"]
+        assert [f.text for f in m.lookup("Room 102")] == ["Room 102 is free"]
+        m.store("The mover arrived", entity="mover")  # not a short form of "mover0"
+        assert [f.text for f in m.lookup("mover")] == ["The mover arrived"]
+
+
 def test_the_search_boost_and_the_entity_filter_reach_a_declared_alias(mem: Memory) -> None:
     mem.alias("Teacher", of="Lopez")
     assert [f.text for f in mem.lookup("teacher")] == ["Mrs Lopez teaches chemistry"]
