@@ -1,26 +1,30 @@
-"""The in-memory approximate tier against faiss at the same recall@10, on MiniLM vectors.
+"""The in-memory approximate tier against faiss at the same recall@10, on bench.scale's vectors.
 
 graphmem's k-means partitions (``Mirror.probe`` for search, ``Mirror.neighbours_many`` for the
 write-time checks) against faiss's inverted lists (``IndexIVFFlat``, and
 ``IndexIVFScalarQuantizer`` with 8-bit codes whose candidates are re-scored from the float32 rows
-the in-memory copy keeps anyway), at the same recall@10 against exact search, on the local
-embedder's vectors of bench.scale's facts.
+the in-memory copy keeps anyway), at the same recall@10 against exact search, on the vectors
+of bench.scale's facts by the local embedder (MiniLM) or the hash embedder (bench.scale's default).
 
 For each size: build (the partitions and the write-time projection; faiss's training and adding),
 the bytes each index holds beside the float32 copy and the process's RSS growth while building it
 (telling for a run's first size only: later ones reuse what the earlier freed); recall@10 and query
 time (one query, one thread) at several probe counts; then, at the probe counts matched on recall,
 the query times again, then writes: BATCHES batches of 1,000 new vectors, each first checked for its
-link candidates (cosine >= the local embedder's link threshold, the best autolink_max + 2, in one
+link candidates (cosine >= the embedder's link threshold, the best autolink_max + 2, in one
 call: what ``store_many`` asks) then added, SINGLES single writes (check then add), and the removal
 of 1,000 rows with the next search after it. The contenders take turns query by query and batch by
 batch in one process, so a busy period of the shared cores slows all of them alike.
 
-The vectors are bench.scale's (``scale-local-*.npy`` in bench/out, computed once by
-``python -m bench.scale --probe-recall --facts N``, or here when missing). faiss is a bench
-requirement only: ``make bench-ann`` installs it.
+The local embedder's vectors are bench.scale's (``scale-local-*.npy`` in bench/out, computed once
+by ``python -m bench.scale --probe-recall --facts N``, or here when missing: a million take about
+three hours on two cores); the hash embedder's are computed here (a million in well under a
+minute). Recall counts a hit scoring at least the exact k-th best, and a write-time candidate
+scoring at least the exact bar (the link threshold, or the k-th best above it): the hash
+embedder's vectors of texts sharing their words tie. faiss is a bench requirement only:
+``make bench-ann`` installs it.
 
-    python -m bench.ann [--facts 100000 300000] [--out FILE]
+    python -m bench.ann [--facts 100000 300000] [--embedder local|hash] [--out FILE]
 """
 
 from __future__ import annotations
@@ -48,6 +52,9 @@ from graphmem.vectors.mirror import Mirror
 from . import scale
 from .common import OUT_DIR, machine, make_embedder, markdown_table, patched, percentile, write_json
 
+#: A tie: scores this close to the exact bar count as reaching it (float32 sums in other orders).
+TIE: Final = 1e-6
+
 K: Final = 10
 BATCH: Final = 1_000
 #: Batches of new vectors written onto each table (checked, then added).
@@ -70,6 +77,8 @@ TRAIN_ROUNDS: Final = 10
 SEARCH_PROBES: Final = (32, 40, 48, 56, 64)
 FAISS_PROBES: Final = (8, 16, 24, 32, 40, 48, 56, 64, 80)
 CHECK_PROBES: Final = (2, 3, 4, 6, 8)
+#: New vectors whose link candidates match the contenders' check probes (the first batches).
+SWEPT: Final = 5 * BATCH
 
 
 class Contender(Protocol):
@@ -205,20 +214,45 @@ class FaissTier:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.ann", description=__doc__.split("\n")[0])
     parser.add_argument("--facts", type=int, nargs="+", default=[100_000, 300_000])
+    parser.add_argument(
+        "--embedder",
+        choices=("local", "hash"),
+        default="local",
+        help="whose vectors of bench.scale's facts (and link threshold)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = parser.parse_args(argv)
-    embedder = make_embedder("local")
+    embedder = make_embedder(args.embedder)
     queries = embedder.embed([f["text"][:60] for f in scale.facts(scale.QUERIES, start=5_000_000)])
     results = []
     for n in args.facts:
-        print(f"== {n:,} vectors", flush=True)
-        results.append(head_to_head(n, queries))
+        print(f"== {n:,} {args.embedder} vectors", flush=True)
+        results.append(head_to_head(fact_vectors(args.embedder, n), queries, args.embedder))
         print(summary_markdown(results[-1]), flush=True)
     write_json(
-        args.out or OUT_DIR / "ann.json",
-        {"machine": machine(), "threads": os.cpu_count(), "sizes": results},
+        args.out or OUT_DIR / f"ann-{args.embedder}.json",
+        {
+            "machine": machine(),
+            "threads": os.cpu_count(),
+            "embedder": args.embedder,
+            "sizes": results,
+        },
     )
     return 0
+
+
+def fact_vectors(embedder: str, n: int) -> Vectors:
+    """The vectors of bench.scale's first ``n`` facts by ``embedder``."""
+    if embedder == "local":
+        return local_vectors(n)
+    hashing = make_embedder(embedder)
+    texts = [f["text"] for f in scale.facts(n)]
+    out = np.empty((n, hashing.dimensions), dtype=np.float32)
+    for start in range(0, n, scale.PRECOMPUTED_CHUNK):
+        out[start : start + scale.PRECOMPUTED_CHUNK] = hashing.embed(
+            texts[start : start + scale.PRECOMPUTED_CHUNK]
+        )
+    return out
 
 
 def local_vectors(n: int) -> Vectors:
@@ -238,13 +272,13 @@ def rss() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def head_to_head(size: int, queries: Vectors) -> dict[str, Any]:
-    """The contenders on a table of ``size`` vectors less the BATCHES x BATCH + SINGLES written
-    onto it, which bring it to ``size``."""
-    vectors = local_vectors(size)
+def head_to_head(vectors: Vectors, queries: Vectors, embedder: str) -> dict[str, Any]:
+    """The contenders on a table of the ``vectors`` less the BATCHES x BATCH + SINGLES written
+    onto it, which bring it to all of them; the link threshold is ``embedder``'s."""
+    size = len(vectors)
     n = size - BATCHES * BATCH - SINGLES
     table = vectors[:n]
-    floor, k = THRESHOLDS["local"], Settings().autolink_max + 2
+    floor, k = THRESHOLDS[embedder], Settings().autolink_max + 2
     partitions = PartitionsTier(vectors.shape[1])
     partitions.add(0, table)
     contenders: list[Contender] = [
@@ -252,7 +286,7 @@ def head_to_head(size: int, queries: Vectors) -> dict[str, Any]:
         FaissTier(vectors, quantised=True),
         FaissTier(vectors, quantised=False),
     ]
-    out: dict[str, Any] = {"facts": size, "table": n, "contenders": {}}
+    out: dict[str, Any] = {"facts": size, "embedder": embedder, "table": n, "contenders": {}}
     for c in contenders:
         before = rss()
         began = time.perf_counter()
@@ -267,12 +301,12 @@ def head_to_head(size: int, queries: Vectors) -> dict[str, Any]:
     ivf = partitions.mirror._ivf
     assert ivf is not None
     out["partitions"] = len(ivf.centroids)
-    exact = [set(np.argpartition(-(table @ q), K - 1)[:K].tolist()) for q in queries]
+    exact = [float(-np.partition(-(table @ q), K - 1)[K - 1]) for q in queries]
 
     sweeps: dict[str, dict[int, dict[str, float]]] = {}
     for c in contenders:
         probes = SEARCH_PROBES if c is partitions else FAISS_PROBES
-        sweeps[c.name] = {p: searched(c, queries, exact, p) for p in probes}
+        sweeps[c.name] = {p: searched(c, table, queries, exact, p) for p in probes}
     out["search_sweep"] = sweeps
     matched = {
         partitions.name: mirror_engine.SEARCH_PROBES,
@@ -298,19 +332,28 @@ def head_to_head(size: int, queries: Vectors) -> dict[str, Any]:
             "p95": percentile(times[c.name], 95),
         }
 
-    # The write-time check's probe counts, matched on the share of link candidates found on
-    # the first batch (against the table as built).
-    batch = vectors[n : n + BATCH]
-    wanted = link_candidates(vectors[:n], batch, k, floor)
+    # The write-time check's probe counts, matched on the share of link candidates found among
+    # the first SWEPT new vectors (against the table as built); where an exact scan finds none
+    # (the hash embedder's threshold asks for near-copies), every contender probes as many lists
+    # as the partitions.
+    swept = vectors[n : n + SWEPT]
+    wanted = link_candidates(vectors[:n], swept, k, floor)
+    out["check_sweep_candidates"] = wanted_total(wanted)
     check_sweep = {
-        c.name: {p: found_share(c.check(batch, p, k, floor), wanted) for p in CHECK_PROBES}
+        c.name: {
+            p: found(c.check(swept, p, k, floor), vectors, swept, wanted)
+            / max(wanted_total(wanted), 1)
+            for p in CHECK_PROBES
+        }
         for c in contenders
     }
     out["check_sweep"] = check_sweep
     base = check_sweep[partitions.name][partitions_engine.PARTITION_PROBES]
     checks = {
-        partitions.name: partitions_engine.PARTITION_PROBES,
-        **{c.name: matching_share(check_sweep[c.name], base) for c in contenders[1:]},
+        c.name: partitions_engine.PARTITION_PROBES
+        if c is partitions or not wanted_total(wanted)
+        else matching_share(check_sweep[c.name], base)
+        for c in contenders
     }
     out["check_probes"] = checks
     out["writes"] = writes(contenders, vectors, n, checks, matched, k, floor)
@@ -318,15 +361,17 @@ def head_to_head(size: int, queries: Vectors) -> dict[str, Any]:
 
 
 def searched(
-    c: Contender, queries: Vectors, exact: list[set[int]], probes: int
+    c: Contender, table: Vectors, queries: Vectors, exact: list[float], probes: int
 ) -> dict[str, float]:
-    found, took = 0, []
-    for q, best in zip(queries, exact, strict=True):
+    """Recall@10 at ``probes``: the share of hits scoring at least the exact 10th best
+    (``exact``, per query), and the median query time."""
+    reached, took = 0, []
+    for q, kth in zip(queries, exact, strict=True):
         began = time.perf_counter()
         hits = c.search(q, probes)
         took.append(1000 * (time.perf_counter() - began))
-        found += len(set(hits) & best)
-    return {"recall_at_10": found / (K * len(queries)), "ms_p50": percentile(took[1:], 50)}
+        reached += int(np.count_nonzero(table[hits] @ q >= kth - TIE)) if hits else 0
+    return {"recall_at_10": reached / (K * len(queries)), "ms_p50": percentile(took[1:], 50)}
 
 
 def matching(sweep: dict[int, dict[str, float]], target: dict[str, float]) -> int:
@@ -344,20 +389,37 @@ def matching_share(sweep: dict[int, float], target: float) -> int:
     return max(sweep)
 
 
-def link_candidates(table: Vectors, batch: Vectors, k: int, floor: float) -> list[set[int]]:
-    """Per vector of ``batch``, its best ``k`` rows of ``table`` with cosine >= ``floor``."""
-    out = []
-    for start in range(0, len(batch), 256):
-        scores = batch[start : start + 256] @ table.T
-        top = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-        for s, t in zip(scores, top, strict=True):
-            out.append({int(r) for r in t if s[r] >= floor})
+def link_candidates(
+    table: Vectors, batch: Vectors, k: int, floor: float
+) -> list[tuple[int, float]]:
+    """Per vector of ``batch``, how many link candidates an exact scan of ``table`` finds (its
+    best ``k`` rows with cosine >= ``floor``) and the bar a row's cosine must reach to be one
+    of them: ``floor``, or the k-th best cosine where that is higher (rows tying with it are
+    as good a candidate as the one a scan happens to pick)."""
+    out: list[tuple[int, float]] = []
+    for start in range(0, len(batch), 128):  # 128 x a million scores: half a GB
+        scores = batch[start : start + 128] @ table.T
+        kth = -np.partition(-scores, k - 1, axis=1)[:, k - 1]
+        above = np.count_nonzero(scores >= floor, axis=1)
+        out.extend((min(int(a), k), max(float(t), floor)) for a, t in zip(above, kth, strict=True))
     return out
 
 
-def found_share(found: list[set[int]], wanted: list[set[int]]) -> float:
-    total = sum(len(w) for w in wanted)
-    return sum(len(f & w) for f, w in zip(found, wanted, strict=True)) / max(total, 1)
+def wanted_total(wanted: list[tuple[int, float]]) -> int:
+    return sum(count for count, _ in wanted)
+
+
+def found(
+    hits: list[set[int]], vectors: Vectors, batch: Vectors, wanted: list[tuple[int, float]]
+) -> int:
+    """How many of the link candidates ``wanted`` a check's ``hits`` (rows of ``vectors``) hold:
+    per vector of ``batch``, its hits reaching the bar, at most as many as the scan found."""
+    total = 0
+    for h, v, (count, bar) in zip(hits, batch, wanted, strict=True):
+        if h and count:
+            reached = np.count_nonzero(vectors[sorted(h)] @ v >= bar - TIE)
+            total += min(int(reached), count)
+    return total
 
 
 def writes(
@@ -375,13 +437,13 @@ def writes(
         c.name: {"batch_check": [], "batch_add": [], "single": [], "remove": [], "after_remove": []}
         for c in contenders
     }
-    found = {c.name: 0 for c in contenders}
-    wanted_total = 0
+    reached = {c.name: 0 for c in contenders}
+    wanted_sum = 0
     at = n
     for b in range(BATCHES):
         batch = vectors[at : at + BATCH]
         wanted = link_candidates(vectors[:at], batch, k, floor)
-        wanted_total += sum(len(w) for w in wanted)
+        wanted_sum += wanted_total(wanted)
         for c in contenders if b % 2 == 0 else contenders[::-1]:
             began = time.perf_counter()
             hits = c.check(batch, checks[c.name], k, floor)
@@ -389,7 +451,7 @@ def writes(
             c.add(at, batch)
             timed[c.name]["batch_check"].append(1000 * (middle - began))
             timed[c.name]["batch_add"].append(1000 * (time.perf_counter() - middle))
-            found[c.name] += sum(len(h & w) for h, w in zip(hits, wanted, strict=True))
+            reached[c.name] += found(hits, vectors, batch, wanted)
         at += BATCH
     for s in range(SINGLES):
         one = vectors[at : at + 1]
@@ -414,7 +476,7 @@ def writes(
         t = timed[c.name]
         out[c.name] = {
             "check_probes": checks[c.name],
-            "link_candidates_found": found[c.name] / max(wanted_total, 1),
+            "link_candidates_found": reached[c.name] / max(wanted_sum, 1),
             "batch_check_ms": summary(t["batch_check"]),
             "batch_add_ms": summary(t["batch_add"]),
             "single_write_ms": summary(t["single"]),
@@ -452,7 +514,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
             ]
         )
     return (
-        f"{r['table']:,} vectors growing to {r['facts']:,} ({r['partitions']} partitions)\n\n"
+        f"{r['table']:,} {r['embedder']} vectors growing to {r['facts']:,} ({r['partitions']} partitions)\n\n"
         + markdown_table(
             [
                 "",
