@@ -333,31 +333,48 @@ def head_to_head(vectors: Vectors, queries: Vectors, embedder: str) -> dict[str,
         }
 
     # The write-time check's probe counts, matched on the share of link candidates found among
-    # the first SWEPT new vectors (against the table as built); where an exact scan finds none
-    # (the hash embedder's threshold asks for near-copies), every contender probes as many lists
-    # as the partitions.
+    # the first SWEPT new vectors, checked at once (against the table as built); where an exact
+    # scan finds none (the hash embedder's threshold asks for near-copies), every contender
+    # probes as many lists as the partitions.
     swept = vectors[n : n + SWEPT]
     wanted = link_candidates(vectors[:n], swept, k, floor)
     out["check_sweep_candidates"] = wanted_total(wanted)
-    check_sweep = {
-        c.name: {
-            p: found(c.check(swept, p, k, floor), vectors, swept, wanted)
-            / max(wanted_total(wanted), 1)
-            for p in CHECK_PROBES
-        }
-        for c in contenders
+    check_sweep: dict[str, dict[int, tuple[list[set[int]], float]]] = {
+        c.name: {} for c in contenders
     }
-    out["check_sweep"] = check_sweep
-    base = check_sweep[partitions.name][partitions_engine.PARTITION_PROBES]
+    for turn, p in enumerate(CHECK_PROBES):  # in turn, as the writes
+        for c in contenders if turn % 2 == 0 else contenders[::-1]:
+            check_sweep[c.name][p] = swept_check(c, swept, p, k, floor)
+    found_by = {
+        name: {
+            p: found(hits, vectors, swept, wanted) / max(wanted_total(wanted), 1)
+            for p, (hits, _) in sweep.items()
+        }
+        for name, sweep in check_sweep.items()
+    }
+    out["check_sweep"] = {
+        name: {p: {"found": found_by[name][p], "ms": check_sweep[name][p][1]} for p in CHECK_PROBES}
+        for name in check_sweep
+    }
+    base = found_by[partitions.name][partitions_engine.PARTITION_PROBES]
     checks = {
         c.name: partitions_engine.PARTITION_PROBES
         if c is partitions or not wanted_total(wanted)
-        else matching_share(check_sweep[c.name], base)
+        else matching_share(found_by[c.name], base)
         for c in contenders
     }
     out["check_probes"] = checks
     out["writes"] = writes(contenders, vectors, n, checks, matched, k, floor)
     return out
+
+
+def swept_check(
+    c: Contender, vectors: Vectors, probes: int, k: int, floor: float
+) -> tuple[list[set[int]], float]:
+    """A check of all ``vectors`` at once at ``probes``: its hits and milliseconds."""
+    began = time.perf_counter()
+    hits = c.check(vectors, probes, k, floor)
+    return hits, 1000 * (time.perf_counter() - began)
 
 
 def searched(
