@@ -196,10 +196,10 @@ def lookup(
     entity: str,
     scope: TimeScope,
     *,
-    key: str | None,
-    tag: str | None,
-    include_superseded: bool,
-    limit: int,
+    key: str | None = None,
+    tag: str | None = None,
+    include_superseded: bool = False,
+    limit: int = 100,
     names: Sequence[str] = (),
 ) -> list[Fact]:
     """Facts about ``entity`` (and ``key``), case-insensitive, or (``names`` given) about any

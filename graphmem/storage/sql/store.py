@@ -776,28 +776,7 @@ class SQLStore(Store, Generic[D]):
 
     page = _on_reader(reads.page)
 
-    def lookup(
-        self,
-        entity: str,
-        scope: TimeScope,
-        *,
-        key: str | None = None,
-        tag: str | None = None,
-        include_superseded: bool = False,
-        limit: int = 100,
-        names: Sequence[str] = (),
-    ) -> list[Fact]:
-        return reads.lookup(
-            self._read(),
-            entity,
-            scope,
-            key=key,
-            tag=tag,
-            include_superseded=include_superseded,
-            limit=limit,
-            names=names,
-        )
-
+    lookup = _on_reader(reads.lookup)
     entity_facts = _on_reader(reads.entity_facts)
     latest = _on_reader(reads.latest)
     pinned = _on_reader(reads.pinned)
