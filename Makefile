@@ -48,6 +48,12 @@ cluster-stop: $(STAMP)
 # cannot). `make test` runs those marked `quick_client_api`, `make test-engines` all.
 # A -m given here replaces pyproject's, so each selection keeps its exclusions.
 EXCLUDED := not slow and not thirdparty
+# The suites run in two worker processes (pytest-xdist), a test file to a worker: each worker
+# has its own session servers (PostgreSQL, moto, the stubs) on free loopback ports. On 2 cores
+# that takes `make test`'s first run from about ten minutes to about seven; WORKERS=0 runs it
+# in one process (a failing test's output then comes in order).
+WORKERS ?= 2
+PARALLEL := $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 # The live scale-out topology (PostgreSQL, moto, three replicas, haproxy: about 70 s) and the
 # object store outage under load and hanging (about 80 s) and the loss of its primary (a standby
@@ -57,9 +63,9 @@ TOPOLOGY_TESTS := tests/system/test_cluster.py tests/system/test_object_store_ou
 	tests/system/test_failover.py
 
 test: $(STAMP)
-	$(PY) -m pytest $(addprefix --ignore=,$(TOPOLOGY_TESTS))
-	$(PY) -m pytest --store postgresql --vectors s3 -m "quick_engines and $(EXCLUDED)"
-	$(PY) -m pytest --api client -m "quick_client_api and $(EXCLUDED)"
+	$(PY) -m pytest $(PARALLEL) $(addprefix --ignore=,$(TOPOLOGY_TESTS))
+	$(PY) -m pytest $(PARALLEL) --store postgresql --vectors s3 -m "quick_engines and $(EXCLUDED)"
+	$(PY) -m pytest $(PARALLEL) --api client -m "quick_client_api and $(EXCLUDED)"
 
 test-engines: $(STAMP)
 	$(PY) -m pytest -m thirdparty tests/thirdparty
