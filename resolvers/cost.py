@@ -39,6 +39,7 @@ from graphql import (
     OperationDefinitionNode,
     OperationType,
     SelectionSetNode,
+    Undefined,
     ValueNode,
     VariableNode,
     get_named_type,
@@ -174,10 +175,20 @@ WORK: Final[Mapping[tuple[str, str], int]] = {
     ("Mutation", "reflect"): HEAVY_COST,
     ("Mutation", "autoClassify"): HEAVY_COST,
 }
-#: The rerankers that send a request (to a reranker service, to the chat model): a search that
-#: names one (``rerank``) counts HEAVY_COST more, and so runs on the lane like the mutations
-#: above. A search reranked by the server's ``reranker`` setting alone is charged as any search.
+#: The rerankers that send a request (to a reranker service, to the chat model): a search or
+#: recall one reranks counts HEAVY_COST more (:func:`rerank_work`), and so runs on the lane like
+#: the mutations above.
 CALLING_OUT: Final = frozenset({"http", "llm"})
+#: The fields the rerank stage runs in (recall names no reranker: the setting's runs).
+RERANKED: Final = frozenset({("Query", "search"), ("Query", "recall")})
+
+
+def rerank_work(named: Any, default: str) -> int:
+    """HEAVY_COST when the reranker a search runs sends a request: the one it names, or when it
+    names none (None, or an argument left out), the server's ``reranker`` setting ``default``;
+    else 0. A call that names ``none`` or ``features`` sends none, whatever the setting."""
+    chosen = default if named is None or named is Undefined else str(named)
+    return HEAVY_COST if chosen.lower() in CALLING_OUT else 0
 
 
 class CostError(Exception):
@@ -196,9 +207,11 @@ def cost_of(
     operation: OperationDefinitionNode,
     fragments: Mapping[str, FragmentDefinitionNode],
     variables: Mapping[str, Any] | None,
+    default_rerank: str = "none",
 ) -> tuple[int, bool]:
     """The worst-case cost of ``operation``, and whether it selects a list of no knowable
-    bound (``Size.unbounded``).
+    bound (``Size.unbounded``); ``default_rerank`` is the server's ``reranker`` setting, which
+    reranks the searches that name none and every recall.
 
     Each list of objects counts its page size (``first``, ``limit``, ``maxNodes``, or the
     number of inputs, clamped to the field's own maximum) times the items of the lists above
@@ -221,7 +234,7 @@ def cost_of(
         for d in operation.variable_definitions or ()
         if d.default_value is not None
     }
-    walk = _Walk(schema, fragments, variables or {}, defaults)
+    walk = _Walk(schema, fragments, variables or {}, defaults, default_rerank)
     # At least 1: every request spends something from its key's bucket.
     return max(1, walk.selections(root, operation.selection_set, 1, {}, set())), walk.unbounded
 
@@ -233,8 +246,10 @@ class _Walk:
         fragments: Mapping[str, FragmentDefinitionNode],
         variables: Mapping[str, Any],
         defaults: Mapping[str, ValueNode],
+        default_rerank: str,
     ) -> None:
         self.schema = schema
+        self.default_rerank = default_rerank
         self.types = schema.type_map
         self.introspection = introspection_sizes(schema)
         self.fragments = fragments
@@ -299,10 +314,8 @@ class _Walk:
             return 0
         args = self.arguments(definition, node)
         work = times * WORK.get((parent.name, name), 0)
-        if (parent.name, name) == ("Query", "search") and str(
-            args.get("rerank")
-        ).lower() in CALLING_OUT:
-            work += times * HEAVY_COST
+        if (parent.name, name) in RERANKED:
+            work += times * rerank_work(args.get("rerank"), self.default_rerank)
         size = LIST_SIZES.get((parent.name, name)) or self.introspection.get((parent.name, name))
         if size is None and _is_list(definition):
             size = Size(fixed=MAX_LIMIT)

@@ -81,8 +81,11 @@ class Admission:
         read_threads: int = 1,
         server_seconds_per_minute: float = 0.0,
         events_per_second: float = 0.0,
+        default_rerank: str = "none",
     ) -> None:
         self.budget = budget
+        #: The server's ``reranker`` setting: what reranks a search that names no reranker.
+        self.default_rerank = default_rerank
         self.buckets = Buckets(per_minute)
         self.server_time = ServerTime(server_seconds_per_minute)
         used = self.server_time
@@ -107,7 +110,7 @@ class Admission:
         fragments = {
             d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
         }
-        cost, unbounded = cost_of(schema, operation, fragments, variables)
+        cost, unbounded = cost_of(schema, operation, fragments, variables, self.default_rerank)
         budget = self.budget
         if operation.operation is OperationType.SUBSCRIPTION:
             # Each event is answered on the server's event loop, where every request waits.

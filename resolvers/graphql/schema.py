@@ -465,6 +465,7 @@ def build_schema(settings: Settings | None = None) -> Schema:
         read_threads=settings.read_threads or os.cpu_count() or 1,
         server_seconds_per_minute=settings.server_seconds_per_minute,
         events_per_second=settings.subscription_events_per_second,
+        default_rerank=settings.reranker,
     )
     schema = Schema(
         query=Query,

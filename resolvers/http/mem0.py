@@ -55,7 +55,7 @@ from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_CAPTURE_MESSAGES, MAX_LIMIT, MAX_NODES
 from graphmem.temporal import to_iso
 
-from ..cost import HEAVY_COST, CostError, capture_points
+from ..cost import HEAVY_COST, CostError, capture_points, rerank_work
 from ..fairness import Admission, Turns
 from .auth import NAMESPACE_HEADER, Authenticator, Denied
 
@@ -203,6 +203,13 @@ class Mem0Api:
         self._owners: set[str] = set()
         self._owners_lock = threading.Lock()
 
+    def _search_cost(self, body: Mapping[str, Any], query: Mapping[str, str]) -> int:
+        """The hits a search reads, and its rerank stage's request if the server's reranker
+        sends one (mem0's ``rerank`` option is left aside: graphmem reranks as it is set)."""
+        top_k = body.get("top_k", DEFAULT_TOP_K)
+        read = min(MAX_LIMIT, OVERFETCH * top_k) if isinstance(top_k, int) else 1
+        return read + rerank_work(None, self.admission.default_rerank)
+
     def open_owner(self, name: str) -> Memory:
         """The owner's namespace ``name``, opened; UNAVAILABLE once ``mem0_max_owners`` others
         are open in this process."""
@@ -222,7 +229,11 @@ class Mem0Api:
         ops: list[tuple[str, str, Operation]] = [
             ("/v1/ping/", "GET", Operation(ping, writes=False)),
             ("/v3/memories/add/", "POST", Operation(add, writes=True, cost=_add_cost)),
-            ("/v3/memories/search/", "POST", Operation(search, writes=False, cost=_search_cost)),
+            (
+                "/v3/memories/search/",
+                "POST",
+                Operation(search, writes=False, cost=self._search_cost),
+            ),
             ("/v3/memories/", "POST", Operation(get_all, writes=False, cost=_scan_cost)),
             ("/v1/memories/", "DELETE", Operation(delete_all, writes=True, cost=_scan_cost)),
             (memory_id, "GET", Operation(get, writes=False)),
@@ -1056,11 +1067,6 @@ def _add_cost(body: Mapping[str, Any], query: Mapping[str, str]) -> int:
     if not isinstance(messages, list):
         return 1
     return capture_points(m.get("content") if isinstance(m, dict) else m for m in messages)
-
-
-def _search_cost(body: Mapping[str, Any], query: Mapping[str, str]) -> int:
-    top_k = body.get("top_k", DEFAULT_TOP_K)
-    return min(MAX_LIMIT, OVERFETCH * top_k) if isinstance(top_k, int) else 1
 
 
 def _scan_cost(body: Mapping[str, Any], query: Mapping[str, str]) -> int:

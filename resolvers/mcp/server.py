@@ -75,7 +75,7 @@ from graphmem import ApiKey, Forbidden, GraphmemError, InvalidInput, Memory, Set
 from graphmem.consolidation import MAX_CONSIDERED
 from graphmem.errors import Code, QueryTimeout
 
-from ..cost import CALLING_OUT, HEAVY_COST, CostError, capture_points
+from ..cost import HEAVY_COST, CostError, capture_points, rerank_work
 from ..fairness import Admission
 from ..graphql.schema import unexpected_log
 from ..http.auth import ADMITTED, INVALID_REQUEST, replaying
@@ -86,11 +86,16 @@ from .tools import (
     CaptureArgs,
     ConsolidateArgs,
     MaintainArgs,
+    RecallArgs,
     ReflectArgs,
     Result,
+    SearchArgs,
     Tool,
 )
 
+#: The tools the rerank stage runs in: a search (its ``rerank``, else the server's setting) and
+#: recall (the setting's).
+RERANKED_ARGS: Final = (SearchArgs, RecallArgs)
 #: The server's name in the MCP handshake.
 SERVER_NAME: Final = "graphmem"
 #: Where a client that meets a 401 looks for OAuth: the protected resource's metadata (RFC 9728,
@@ -207,7 +212,7 @@ async def call(
             raise Forbidden(f"API key {key.id} is read-only")
         admission = admission or _own_admission(memory.settings)
         key_id = None if key is None else key.id
-        cost = tool_cost(args)
+        cost = tool_cost(args, memory.settings.reranker)
         tracing.annotate({tracing.NAMESPACE: memory.namespace, tracing.COST: cost})
         admission.spend(key_id, cost)
         pool = admission.lane if cost >= HEAVY_COST else admission.reads
@@ -236,17 +241,19 @@ async def call(
     return CallToolResult(content=[TextContent(text=text)], structured_content=data)
 
 
-def tool_cost(args: BaseModel) -> int:
+def tool_cost(args: BaseModel, default_rerank: str = "none") -> int:
     """What a tool call spends of its key's points: the most results it may return (its
     ``limit`` or ``max_nodes``), the items it works on (``COUNTED_ITEMS``; a capture's turn
-    parts), or its work (``TOOL_WORK``; listing maintenance runs is not work), at least 1."""
+    parts), or its work (``TOOL_WORK``; listing maintenance runs is not work), at least 1;
+    a search or recall reranked by a reranker that sends a request (the one it names, else
+    ``default_rerank``, the server's setting) HEAVY_COST more."""
     sizes = [getattr(args, name, None) for name in ("limit", "max_nodes")]
     items = [getattr(args, name, None) for name in COUNTED_ITEMS]
     work = 0 if getattr(args, "list_runs", False) else TOOL_WORK.get(type(args), 0)
     if isinstance(args, CaptureArgs):
         work = capture_points(m.content for m in args.messages)
-    if getattr(args, "rerank", None) in CALLING_OUT:  # a request to a reranker, as in GraphQL
-        work += HEAVY_COST
+    if isinstance(args, RERANKED_ARGS):  # a request to a reranker, as in GraphQL
+        work += rerank_work(getattr(args, "rerank", None), default_rerank)
     return max(
         [
             1,

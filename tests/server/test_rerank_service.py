@@ -1,6 +1,7 @@
 """The rerank stage over the service: GraphQL's ``search(rerank:)`` and each hit's ``reranked``,
 the MCP search tool's ``rerank``, the client's, counted in /metrics and charged as a request
-that calls out (against the reranker stub of tests/core/test_rerank.py)."""
+that calls out, whether the call names the reranker or the server's setting chose it (against
+the reranker stub of tests/core/test_rerank.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from graphmem.server.mcp.tools import TOOLS
 from graphmem import InvalidInput, Settings
 from graphmem.client.wire import rerank_name
 from graphmem.rerank.features import FeatureReranker
+from graphmem.storage import open_keys
 
 from ..core.test_rerank import TEXTS, RerankStub, opened
+from ..support.clock import Clock
 from ..support.graphql_clients import InProcess
 
 SEARCH = """query($q: String!, $r: Rerank) {
@@ -99,6 +102,68 @@ def test_a_graphql_search_that_names_a_calling_out_reranker_is_charged_as_heavy(
             for rerank in (None, "FEATURES", "LLM")
         }
     assert costs[None] == costs["FEATURES"] and costs["LLM"] >= costs[None] + HEAVY_COST
+
+
+RECALL = 'query { recall(prompt: "x") { context } }'
+
+
+def test_searches_and_recalls_the_servers_reranker_reranks_are_charged_as_heavy(
+    tmp_path: Path,
+) -> None:
+    """A search that names no reranker, and every recall, run the server's ``reranker``
+    setting: one that sends a request is charged for it, as when the call names it."""
+    costs = {}
+    for reranker in ("none", "llm"):
+        settings = Settings(data_dir=tmp_path / reranker, embedder="hash", reranker=reranker)
+        with InProcess(create_app(settings)) as client:
+            for rerank in (None, "NONE"):
+                costs[reranker, rerank] = client.request(
+                    "POST", "/graphql", json={"query": SEARCH, "variables": {"q": "x", "r": rerank}}
+                ).json()["extensions"]["cost"]["requested"]
+            costs[reranker, "recall"] = client.request(
+                "POST", "/graphql", json={"query": RECALL}
+            ).json()["extensions"]["cost"]["requested"]
+    assert costs["llm", None] >= costs["none", None] + HEAVY_COST
+    assert (
+        costs["llm", "NONE"] == costs["none", None]
+    )  # named off: no request, whatever the setting
+    assert costs["none", "recall"] < HEAVY_COST <= costs["llm", "recall"]
+    [search] = [t for t in TOOLS if t.name == "memory_recall"]
+    [context] = [t for t in TOOLS if t.name == "memory_context"]
+    plain = search.args.model_validate({"query": "Alice"})
+    named_off = search.args.model_validate({"query": "Alice", "rerank": "none"})
+    assert tool_cost(plain) < HEAVY_COST <= tool_cost(plain, "http")  # on the lane
+    assert tool_cost(named_off, "http") == tool_cost(plain)
+    prompt = context.args.model_validate({"prompt": "Alice"})
+    assert tool_cost(prompt) < HEAVY_COST <= tool_cost(prompt, "http")
+
+
+def test_a_mem0_search_the_servers_reranker_reranks_spends_the_request(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """With points for light searches only, a mem0 search is answered while the server does
+    not rerank and refused RATE_LIMITED once its reranker sends a request per search."""
+    statuses = {}
+    for reranker in ("none", "llm"):
+        settings = Settings(
+            data_dir=tmp_path / reranker,
+            embedder="hash",
+            mem0_api=True,
+            reranker=reranker,
+            graphql_max_cost=HEAVY_COST // 2,
+            rate_limit_per_minute=HEAVY_COST // 2,
+        )
+        keys = open_keys(settings)
+        token, _ = keys.create(["default"])
+        keys.close()
+        with InProcess(create_app(settings, clock=clock)) as service:
+            statuses[reranker] = service.request(
+                "POST",
+                "/mem0/v3/memories/search/",
+                json={"query": "sailing", "filters": {"user_id": "a"}},
+                headers={"Authorization": f"Token {token}"},
+            ).status_code
+    assert statuses == {"none": 200, "llm": 429}
 
 
 def test_the_client_sends_a_rerankers_name_and_refuses_a_python_reranker() -> None:
