@@ -38,6 +38,7 @@ from .errors import Conflict, InvalidInput, NotFound
 from .limits import MAX_FIELD_LENGTH
 from .models import check_text
 from .storage.interface import Declaration, EntityName, Store
+from .temporal import ACCEPTED_TIMES
 
 #: Trigram similarity (shared over all, of the padded words) from which two words differing in
 #: one name are one spelling: "melanie"/"melany" 0.5, "jonathan"/"jonathon" 0.5,
@@ -51,6 +52,12 @@ SHORT_FORM_MIN: Final = 3
 #: Words compared by spelling in one group (names alike but one word) at most; a larger group
 #: is left to exact names, short forms and declarations, so that building stays quick.
 NEAR_SPELLING_GROUP: Final = 5_000
+
+#: What ``known_at`` means to a read of entities, as every face describes the argument.
+KNOWN_AT: Final = (
+    "Transaction time: group the names memory had at this moment, with the aliases, merges "
+    f"and splits declared by then. {ACCEPTED_TIMES}. Default: now."
+)
 
 #: Common English nicknames and the first name each stands for.
 NICKNAMES: Final[dict[str, str]] = {

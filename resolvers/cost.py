@@ -110,6 +110,7 @@ class Size:
 LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("Query", "search"): Size("limit", MAX_LIMIT),
     ("Query", "lookup"): Size("limit", MAX_LIMIT),
+    ("Query", "entities"): Size("limit", MAX_LIMIT),
     ("Query", "episodes"): Size("limit", MAX_LIMIT),
     ("Query", "erasures"): Size("limit", MAX_LIMIT),
     ("Query", "maintenanceRuns"): Size("limit", MAX_LIMIT),
@@ -167,13 +168,15 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
 
 #: Mutations whose work is far more than the items of their answer, with the items that work
 #: counts as: a consolidation reads, embeds and searches up to MAX_CONSIDERED facts (and so may
-#: maintenance, which runs it); reflection and auto-classify send requests to the chat model.
+#: maintenance, which runs it); reflection and auto-classify send requests to the chat model;
+#: rebuilding the entity names reads every fact of the namespace in one write transaction.
 #: Each counts at least HEAVY_COST, so it also runs on the lane, a few at a time.
 WORK: Final[Mapping[tuple[str, str], int]] = {
     ("Mutation", "consolidate"): MAX_CONSIDERED,
     ("Mutation", "maintain"): MAX_CONSIDERED,
     ("Mutation", "reflect"): HEAVY_COST,
     ("Mutation", "autoClassify"): HEAVY_COST,
+    ("Mutation", "rebuildEntities"): HEAVY_COST,
 }
 #: The rerankers that send a request (to a reranker service, to the chat model): a search or
 #: recall one reranks counts HEAVY_COST more (:func:`rerank_work`), and so runs on the lane like

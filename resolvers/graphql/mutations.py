@@ -29,6 +29,7 @@ from .types import (
     CaptureKeep,
     Checkpoint,
     DateTime,
+    Entity,
     Fact,
     FactKind,
     Link,
@@ -233,6 +234,21 @@ class StoreFactsPayload:
 class LinkPayload:
     link: Link | None = strawberry.field(description="The link made or retracted.")
     error: UserError | None = strawberry.field(description="Set when nothing changed.")
+
+
+@strawberry.type(description="The result of `alias`, `mergeEntities` and `splitAlias`.")
+class EntityPayload:
+    entity: Entity | None = strawberry.field(
+        description="The entity as it is now: the one aliased or merged into, or the one a "
+        "split name left."
+    )
+    error: UserError | None = strawberry.field(description="Set when nothing was declared.")
+
+
+@strawberry.type(description="The result of `rebuildEntities`.")
+class RebuildEntitiesPayload:
+    names: int = strawberry.field(description="How many entity names the facts carry.")
+    error: UserError | None = strawberry.field(description="Set when nothing was rebuilt.")
 
 
 @strawberry.type(description="The result of `pinFact`, `unpinFact` and `setCold`.")
@@ -457,6 +473,56 @@ class LinkWrites:
             return LinkPayload(link=Link.of(removed, NOW), error=None)
 
         return await _guarded(info, unlink, lambda e: LinkPayload(link=None, error=e))
+
+
+@strawberry.type(description="Entity names declared, and counted again.")
+class EntityWrites:
+    @strawberry.mutation(
+        description="Declare `name` another name of the entity `of` reaches, from now on (a "
+        "read known at an earlier time does not see it); NOT_FOUND when `of` reaches none."
+    )
+    async def alias(
+        self,
+        info: Info[Context, None],
+        name: Annotated[str, strawberry.argument(description="The name to declare.")],
+        of: Annotated[str, strawberry.argument(description="A name of the entity it names.")],
+    ) -> EntityPayload:
+        return await _entity(info, lambda: info.context.memory.alias(name, of=of))
+
+    @strawberry.mutation(
+        description="Declare the entity `b` reaches to be the one `a` reaches, from now on, "
+        "under `a`'s name; NOT_FOUND when either reaches none."
+    )
+    async def merge_entities(
+        self,
+        info: Info[Context, None],
+        a: Annotated[str, strawberry.argument(description="A name of the entity kept.")],
+        b: Annotated[str, strawberry.argument(description="A name of the entity merged in.")],
+    ) -> EntityPayload:
+        return await _entity(info, lambda: info.context.memory.merge_entities(a, b))
+
+    @strawberry.mutation(
+        description="Take a name out of its entity from now on, whether it was declared or "
+        "found by the rules; the answer is the entity it left. NOT_FOUND for a name no entity "
+        "has, CONFLICT for an entity's only name or a name others are declared on."
+    )
+    async def split_alias(
+        self,
+        info: Info[Context, None],
+        alias: Annotated[str, strawberry.argument(description="The name to take out.")],
+    ) -> EntityPayload:
+        return await _entity(info, lambda: info.context.memory.split_alias(alias))
+
+    @strawberry.mutation(
+        description="Count the entity names again from the facts (they are derived, like the "
+        "vector index: counted as facts are written, so this is needed only to repair them)."
+    )
+    async def rebuild_entities(self, info: Info[Context, None]) -> RebuildEntitiesPayload:
+        async def rebuild() -> RebuildEntitiesPayload:
+            names = await info.context.write(info.context.memory.rebuild_entities)
+            return RebuildEntitiesPayload(names=names, error=None)
+
+        return await _guarded(info, rebuild, lambda e: RebuildEntitiesPayload(names=0, error=e))
 
 
 @strawberry.type(description="Checkpoints saved.")
@@ -744,7 +810,16 @@ class UpkeepWrites:
 
 #: The Mutation root: every domain's writes, in the order the schema lists them.
 Mutation = merge_types(
-    "Mutation", (FactWrites, LinkWrites, CheckpointWrites, TierWrites, ErasureWrites, UpkeepWrites)
+    "Mutation",
+    (
+        FactWrites,
+        LinkWrites,
+        EntityWrites,
+        CheckpointWrites,
+        TierWrites,
+        ErasureWrites,
+        UpkeepWrites,
+    ),
 )
 get_object_definition(
     Mutation, strict=True
@@ -781,6 +856,16 @@ async def _tier(info: Info[Context, None], change: str, fact_id: str) -> TierPay
         return TierPayload(fact=Fact.of(fact, NOW), error=None)
 
     return await _guarded(info, run, lambda e: TierPayload(fact=None, error=e))
+
+
+async def _entity(
+    info: Info[Context, None], declare: Callable[[], graphmem.Entity]
+) -> EntityPayload:
+    async def run() -> EntityPayload:
+        entity = await info.context.write(declare)
+        return EntityPayload(entity=Entity.of(entity), error=None)
+
+    return await _guarded(info, run, lambda e: EntityPayload(entity=None, error=e))
 
 
 def _failed_store(error: UserError) -> StoreFactPayload:

@@ -10,6 +10,7 @@ from strawberry.tools import merge_types
 from strawberry.types import Info, get_object_definition
 
 import graphmem
+from graphmem import entities
 from graphmem import recall as recalls
 from graphmem.graph import TraverseInput
 from graphmem.limits import MAX_DEPTH, MAX_LIMIT, MAX_READ_LINES, MAX_RECALL_TOKENS
@@ -23,6 +24,7 @@ from .types import (
     DateTime,
     Direction,
     Document,
+    Entity,
     Episode,
     Erasure,
     Fact,
@@ -229,6 +231,42 @@ class SearchReads:
         return [Fact.of(f, scope_of(given)) for f in facts]
 
 
+#: An entity read's ``knownAt``, which groups names as memory had them then.
+KnownNames = Annotated[DateTime | None, strawberry.argument(description=entities.KNOWN_AT)]
+
+
+@strawberry.type(description="Entities: the names facts give who or what they are about.")
+class EntityReads:
+    @strawberry.field(
+        description="The namespace's entities, the most facts first: each with every name its "
+        "facts carry and the aliases declared for it (as memory knew them at `knownAt`)."
+    )
+    async def entities(
+        self,
+        info: Info[Context, None],
+        limit: Annotated[
+            int, strawberry.argument(description=f"Most entities (1 to {MAX_LIMIT:,}).")
+        ] = 100,
+        known_at: KnownNames = None,
+    ) -> list[Entity]:
+        found = await info.context.run(info.context.memory.entities, limit=limit, known_at=known_at)
+        return [Entity.of(e) for e in found]
+
+    @strawberry.field(
+        description="The entity a name reaches: one of its names or aliases, whatever the "
+        "case, spacing or possessive, or a short form or nickname that fits one entity "
+        "(NOT_FOUND when it reaches none; INVALID_INPUT for an empty or overlong name)."
+    )
+    async def entity(
+        self,
+        info: Info[Context, None],
+        name: Annotated[str, strawberry.argument(description="A name of the entity.")],
+        known_at: KnownNames = None,
+    ) -> Entity:
+        found = await info.context.run(info.context.memory.entity, name, known_at=known_at)
+        return Entity.of(found)
+
+
 @strawberry.type(description="Walks and paths over links.")
 class GraphReads:
     @strawberry.field(
@@ -425,8 +463,17 @@ class UpkeepReads:
 #: The Query root: every domain's reads, in the order the schema lists them.
 Query = merge_types(
     "Query",
-    (ServiceReads, FactReads, SearchReads, GraphReads, HistoryReads, EpisodeReads, UpkeepReads),
+    (
+        ServiceReads,
+        FactReads,
+        SearchReads,
+        EntityReads,
+        GraphReads,
+        HistoryReads,
+        EpisodeReads,
+        UpkeepReads,
+    ),
 )
 get_object_definition(
     Query, strict=True
-).description = "Reads: search, lookup, traversal, history, listing."
+).description = "Reads: search, lookup, entities, traversal, history, listing."

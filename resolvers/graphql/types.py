@@ -666,6 +666,31 @@ class Category:
         )
 
 
+@strawberry.type(
+    description="An entity of the namespace: the names its facts give who or what they are "
+    "about, grouped so that every name reaches the same facts (docs/concepts.md#entities)."
+)
+class Entity:
+    name: str = strawberry.field(
+        description="Its name: the first memory recorded, of those the most facts carry, then "
+        "the longest; or the one a merge kept."
+    )
+    names: list[str] = strawberry.field(
+        description="Every name its facts carry, `name` first (what `lookup` reaches)."
+    )
+    aliases: list[str] = strawberry.field(description="The names declared for it (`alias`).")
+    facts: int = strawberry.field(description="How many facts carry one of its names (any state).")
+
+    @classmethod
+    def of(cls, entity: graphmem.Entity) -> "Entity":
+        return cls(
+            name=entity.name,
+            names=list(entity.names),
+            aliases=list(entity.aliases),
+            facts=entity.facts,
+        )
+
+
 @strawberry.type(description="How many of one kind a maintenance run changed.")
 class ChangedCount:
     kind: str = strawberry.field(description="What changed (e.g. `expired`, `patterns`).")

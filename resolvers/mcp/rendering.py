@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from graphmem import Fact
+from graphmem import Entity, Fact
 
 #: What a store result's target_ids are, by action.
 VERDICT_TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already stored as"}
@@ -25,6 +25,17 @@ def fact_line(fact: Fact) -> str:
     if fact.retracted_at:
         notes.append(f"forgotten {moment_text(fact.retracted_at)}")
     return f"{fact.id}  {' '.join(fact.text.split())}{about}  ({'; '.join(notes)})"
+
+
+def entity_line(entity: Entity) -> str:
+    """One entity on one line: its name, how many facts, its other names and its aliases."""
+    others = [n for n in entity.names if n != entity.name]
+    notes = [f"{entity.facts} {plural(entity.facts, 'fact')}"]
+    if others:
+        notes.append(f"also {', '.join(others)}")
+    if entity.aliases:
+        notes.append(f"aliases {', '.join(entity.aliases)}")
+    return f"{entity.name}  ({'; '.join(notes)})"
 
 
 def moment_text(moment: datetime) -> str:

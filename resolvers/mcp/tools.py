@@ -28,11 +28,13 @@ from pydantic import (
 )
 
 from graphmem import InvalidInput, Memory
+from graphmem.entities import KNOWN_AT as ENTITIES_KNOWN_AT
 from graphmem.graph import TraverseInput
 from graphmem.limits import (
     MAX_CHECKPOINT_FILES,
     MAX_DEPTH,
     MAX_FIELD_LENGTH,
+    MAX_LIMIT,
     MAX_NOTE_LENGTH,
     MAX_READ_LINES,
     MAX_RECALL_TOKENS,
@@ -51,7 +53,14 @@ from graphmem.models import (
 )
 from graphmem.recall import FORMATS
 
-from .rendering import VERDICT_TARGETS, fact_line, moment_text, plural, scope_text
+from .rendering import (
+    VERDICT_TARGETS,
+    entity_line,
+    fact_line,
+    moment_text,
+    plural,
+    scope_text,
+)
 
 #: A time argument: text in one of the accepted forms, or epoch seconds as a number. Its schema
 #: says so as ``anyOf`` branches of one type each, not as a ``type`` array: clients that map tool
@@ -335,6 +344,99 @@ def lookup(memory: Memory, args: LookupArgs) -> Result:
     ]
     lines += [fact_line(f) for f in facts]
     return "\n".join(lines), {"facts": [f.to_dict() for f in facts]}
+
+
+def _name(description: str) -> Any:
+    """A name an entity tool requires, bounded as the core bounds an entity's."""
+    return Field(min_length=1, max_length=MAX_FIELD_LENGTH, description=description)
+
+
+class EntitiesArgs(_Args):
+    name: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_FIELD_LENGTH,
+        description="Only the entity this name reaches (a name, an alias, a short form or "
+        "nickname such as 'Mel'). Default: list them all, the most facts first.",
+    )
+    limit: int = Field(
+        _default(Memory.entities, "limit"),
+        ge=1,
+        le=MAX_LIMIT,
+        description=f"Most entities to list (1 to {MAX_LIMIT:,}).",
+    )
+    known_at: Time = Field(None, description=ENTITIES_KNOWN_AT)
+
+
+@tool(
+    "memory_entities",
+    "List or find entities",
+    "The entities memory knows, the most facts first, or the one a name reaches: each with "
+    "every name its facts carry (spellings, short forms, nicknames found to be the same "
+    "entity) and the aliases declared for it. Use it to see which names memory_lookup "
+    "treats as one, before declaring an alias or a merge.",
+)
+def entities(memory: Memory, args: EntitiesArgs) -> Result:
+    if args.name is None:
+        found = memory.entities(known_at=args.known_at, limit=args.limit)
+    else:
+        found = [memory.entity(args.name, known_at=args.known_at)]
+    head = f"{len(found)} {plural(len(found), 'entity')}{scope_text(None, args.known_at)}:"
+    return "\n".join([head, *map(entity_line, found)]), {"entities": [e.to_dict() for e in found]}
+
+
+class AliasArgs(_Args):
+    name: str = _name("The other name, e.g. 'Teacher' or 'Mum'.")
+    of: str = _name("A name of the entity it names, e.g. 'Mrs Lopez'.")
+
+
+@tool(
+    "memory_alias",
+    "Declare another name of an entity",
+    "Declare that a name stands for an entity memory knows (the user calls Mrs Lopez "
+    "'Teacher'), from now on: memory_lookup, memory_recall and memory_context then reach "
+    "the entity's facts by that name too. Returns the entity.",
+    read_only=False,
+)
+def alias(memory: Memory, args: AliasArgs) -> Result:
+    entity = memory.alias(args.name, of=args.of)
+    return f"{args.name} now names {entity_line(entity)}", {"entity": entity.to_dict()}
+
+
+class MergeArgs(_Args):
+    a: str = _name("A name of the entity kept: its name stays.")
+    b: str = _name("A name of the entity merged into it.")
+
+
+@tool(
+    "memory_merge_entities",
+    "Merge two entities",
+    "Declare that two entities memory keeps apart are one (the user's 'Caroline' is the "
+    "'Caroline Lopez' of other facts), from now on, under a's name: every name of either "
+    "then reaches the facts of both. Returns the merged entity.",
+    read_only=False,
+)
+def merge_entities(memory: Memory, args: MergeArgs) -> Result:
+    entity = memory.merge_entities(args.a, args.b)
+    return f"Merged: {entity_line(entity)}", {"entity": entity.to_dict()}
+
+
+class SplitArgs(_Args):
+    alias: str = _name("The name to take out of its entity.")
+
+
+@tool(
+    "memory_split_alias",
+    "Split a name off its entity",
+    "Take a name out of the entity it was declared or found to be part of, from now on (two "
+    "people called 'Mel' are not one): it stands on its own again. Reads with an earlier "
+    "known_at still group it as before. Returns the entity it left.",
+    read_only=False,
+    destructive=True,
+)
+def split_alias(memory: Memory, args: SplitArgs) -> Result:
+    entity = memory.split_alias(args.alias)
+    return f"{args.alias} no longer names {entity_line(entity)}", {"entity": entity.to_dict()}
 
 
 # The fields of graphmem.LinkInput a model gives, as the core describes and bounds them.
