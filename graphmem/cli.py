@@ -25,6 +25,8 @@ from pydantic import BaseModel
 
 from . import storage
 from .documents import SyncReport
+from .entities import KNOWN_AT as ENTITIES_KNOWN_AT
+from .entities import Entity
 from .errors import GraphmemError, InvalidInput, NotFound
 from .files import private_opener
 from .graph import DIRECTIONS, Subgraph, TraverseInput
@@ -313,6 +315,75 @@ def lookup(ctx: click.Context, /, entity: str, as_json: bool, **options: Any) ->
         as_json,
         (_fact_line(f) for f in facts),
     )
+
+
+_known_names_option = click.option("--known-at", help=ENTITIES_KNOWN_AT)
+
+
+def _entity_line(entity: Entity) -> str:
+    facts = f"{entity.facts} fact{'' if entity.facts == 1 else 's'}"
+    line = f"{entity.name}  ({facts})  names: {', '.join(entity.names)}"
+    return line + (f"  aliases: {', '.join(entity.aliases)}" if entity.aliases else "")
+
+
+@click.command()
+@click.option("--limit", default=100, show_default=True, type=int, help="Most entities.")
+@_known_names_option
+@json_option
+@click.pass_context
+def entities(ctx: click.Context, /, limit: int, known_at: str | None, as_json: bool) -> None:
+    """The entities, the most facts first: every name their facts carry, and their aliases."""
+    with _memory(ctx) as mem:
+        found = mem.entities(known_at=known_at, limit=limit)
+    _emit([e.to_dict() for e in found], as_json, (_entity_line(e) for e in found))
+
+
+@click.command()
+@click.argument("name")
+@_known_names_option
+@json_option
+@click.pass_context
+def entity(ctx: click.Context, /, name: str, known_at: str | None, as_json: bool) -> None:
+    """The entity NAME reaches: a name, an alias, or a short form or nickname of one."""
+    with _memory(ctx) as mem:
+        found = mem.entity(name, known_at=known_at)
+    _emit(found.to_dict(), as_json, _entity_line(found))
+
+
+@click.command()
+@click.argument("name")
+@click.option("--of", "of", required=True, help="A name of the entity NAME names.")
+@json_option
+@click.pass_context
+def alias(ctx: click.Context, /, name: str, of: str, as_json: bool) -> None:
+    """Declare NAME another name of an entity, from now on."""
+    with _memory(ctx) as mem:
+        found = mem.alias(name, of=of)
+    _emit(found.to_dict(), as_json, f"aliased {_entity_line(found)}")
+
+
+@click.command("merge-entities")
+@click.argument("a")
+@click.argument("b")
+@json_option
+@click.pass_context
+def merge_entities(ctx: click.Context, /, a: str, b: str, as_json: bool) -> None:
+    """Declare the entity B reaches to be the one A reaches, from now on, under A's name."""
+    with _memory(ctx) as mem:
+        found = mem.merge_entities(a, b)
+    _emit(found.to_dict(), as_json, f"merged {_entity_line(found)}")
+
+
+@click.command("split-alias")
+@click.argument("name")
+@json_option
+@click.pass_context
+def split_alias(ctx: click.Context, /, name: str, as_json: bool) -> None:
+    """Take NAME out of its entity from now on (declared or found by the rules); prints the
+    entity it left."""
+    with _memory(ctx) as mem:
+        found = mem.split_alias(name)
+    _emit(found.to_dict(), as_json, f"split {name} off {_entity_line(found)}")
 
 
 @click.command()
@@ -1029,6 +1100,16 @@ def reindex(ctx: click.Context, /, as_json: bool) -> None:
     _emit(data, as_json, f"reindexed {data['vectors']} vectors with {data['embedder']}")
 
 
+@click.command("rebuild-entities")
+@json_option
+@click.pass_context
+def rebuild_entities(ctx: click.Context, /, as_json: bool) -> None:
+    """Count the entity names again from the facts (they are derived, like the vectors)."""
+    with _memory(ctx) as mem:
+        names = mem.rebuild_entities()
+    _emit({"names": names}, as_json, f"rebuilt {names} entity names")
+
+
 @click.command()
 @json_option
 @click.pass_context
@@ -1238,6 +1319,11 @@ COMMANDS: Final = (
     store,
     search,
     lookup,
+    entities,
+    entity,
+    alias,
+    merge_entities,
+    split_alias,
     recall,
     capture,
     get,
@@ -1271,6 +1357,7 @@ COMMANDS: Final = (
     backfill_windows,
     stats,
     reindex,
+    rebuild_entities,
     check,
     export,
     import_,

@@ -27,6 +27,7 @@ from ..categorize import CategoryInfo, ClassifyReport
 from ..checkpoints import Checkpoint
 from ..consolidation import ConsolidateReport
 from ..documents import DocumentFile
+from ..entities import Entity
 from ..episodes import Episode
 from ..erasure import Erasure, PurgeReport
 from ..errors import Code, GraphmemError, InvalidInput, NotFound, shown_url
@@ -60,6 +61,7 @@ from ..usage import Usage
 from ..version import __version__
 from .wire import (
     CHECKPOINT_FIELDS,
+    ENTITY_FIELDS,
     EPISODE_FIELDS,
     FACT_FIELDS,
     LINK_FIELDS,
@@ -68,6 +70,7 @@ from .wire import (
     ServiceError,
     checkpoint_of,
     data_of,
+    entity_of,
     episode_input,
     episode_of,
     epoch,
@@ -271,6 +274,34 @@ class Client:
         )
         return link_of(data["link"])
 
+    @remote(Memory.alias)
+    def alias(self, a: Arguments) -> Entity:
+        """See ``Memory.alias``: the entity ``name`` now names too."""
+        return self._entity_mutation("alias", {"name": a["name"], "of": a["of"]})
+
+    @remote(Memory.merge_entities)
+    def merge_entities(self, a: Arguments) -> Entity:
+        """See ``Memory.merge_entities``: the merged entity, under ``a``'s name."""
+        return self._entity_mutation("mergeEntities", {"a": a["a"], "b": a["b"]})
+
+    @remote(Memory.split_alias)
+    def split_alias(self, a: Arguments) -> Entity:
+        """See ``Memory.split_alias``: the entity the name left."""
+        return self._entity_mutation("splitAlias", {"alias": a["alias"]})
+
+    def _entity_mutation(self, field: str, names: Mapping[str, str]) -> Entity:
+        """The entity that the mutation ``field`` of entity names (its arguments ``names``,
+        each sent as the variable of its name) answers."""
+        declared = ", ".join(f"${n}: String!" for n in names)
+        given = ", ".join(f"{n}: ${n}" for n in names)
+        data = self._mutate(
+            f"""mutation({declared}) {{ {field}({given}) {{
+              entity {{ {ENTITY_FIELDS} }} error {{ code message field }} }} }}""",
+            names,
+            field,
+        )
+        return entity_of(data["entity"])
+
     # ----------------------------------------------------------------------------- reads
 
     @remote(Memory.get)
@@ -353,6 +384,26 @@ class Client:
             },
         )
         return [fact_of(f) for f in data["lookup"]]
+
+    @remote(Memory.entities)
+    def entities(self, a: Arguments) -> list[Entity]:
+        """See ``Memory.entities``: the entities, the most facts first."""
+        data = self._query(
+            f"""query($knownAt: DateTime, $limit: Int!) {{
+              entities(knownAt: $knownAt, limit: $limit) {{ {ENTITY_FIELDS} }} }}""",
+            {"knownAt": time_text(a["known_at"]), "limit": a["limit"]},
+        )
+        return [entity_of(e) for e in data["entities"]]
+
+    @remote(Memory.entity)
+    def entity(self, a: Arguments) -> Entity:
+        """See ``Memory.entity``: the entity ``name`` reaches; NotFound when none."""
+        data = self._query(
+            f"""query($name: String!, $knownAt: DateTime) {{
+              entity(name: $name, knownAt: $knownAt) {{ {ENTITY_FIELDS} }} }}""",
+            {"name": a["name"], "knownAt": time_text(a["known_at"])},
+        )
+        return entity_of(data["entity"])
 
     @remote(Memory.history)
     def history(self, a: Arguments) -> list[Fact]:
@@ -883,6 +934,17 @@ class Client:
             data["requests"],
             data["problem"],
         )
+
+    @remote(Memory.rebuild_entities)
+    def rebuild_entities(self, a: Arguments) -> int:
+        """See ``Memory.rebuild_entities``: how many entity names the facts carry."""
+        data = self._mutate(
+            "mutation { rebuildEntities { names error { code message field } } }",
+            {},
+            "rebuildEntities",
+        )
+        names: int = data["names"]
+        return names
 
     @remote(Memory.categories)
     def categories(self, a: Arguments) -> list[CategoryInfo]:

@@ -16,6 +16,7 @@ import httpx
 
 from ..bounded_http import BadAnswer, parse_json
 from ..checkpoints import Checkpoint
+from ..entities import Entity
 from ..episodes import Episode, EpisodeInput
 from ..errors import RAISED, Code, Forbidden, GraphmemError, InvalidInput
 from ..graph import check_direction, check_types
@@ -87,6 +88,8 @@ EPISODE_FIELDS: Final = "id kind source time metadata recordedAt"
 CHECKPOINT_FIELDS: Final = f"intent state expectedOutcome workingFiles fact {{ {FACT_FIELDS} }}"
 #: Every field of a MaintenanceRun, as GraphQL names it.
 RUN_FIELDS: Final = "id job startedAt finishedAt status changed { kind count } requests error"
+#: Every field of an Entity, as GraphQL names it.
+ENTITY_FIELDS: Final = _selection(Entity, {})
 
 
 def checkpoint_of(data: Mapping[str, Any]) -> Checkpoint:
@@ -110,6 +113,10 @@ def run_of(data: Mapping[str, Any]) -> MaintenanceRun:
         data["error"],
         data["id"],
     )
+
+
+def entity_of(data: Mapping[str, Any]) -> Entity:
+    return Entity(data["name"], tuple(data["names"]), tuple(data["aliases"]), data["facts"])
 
 
 def episode_of(data: Mapping[str, Any]) -> Episode:

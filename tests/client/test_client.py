@@ -16,7 +16,17 @@ import pytest
 from graphmem.server.http.app import create_app
 
 import graphmem
-from graphmem import Conflict, Fact, Forbidden, InvalidInput, KeyStore, Memory, NotFound, Settings
+from graphmem import (
+    Conflict,
+    Entity,
+    Fact,
+    Forbidden,
+    InvalidInput,
+    KeyStore,
+    Memory,
+    NotFound,
+    Settings,
+)
 from graphmem.client import AsyncClient, Client, ServiceError
 from graphmem.client.wire import FACT_FIELDS
 
@@ -346,6 +356,42 @@ def test_capture_paging_documents_erasures_and_stats_answer_alike(api: Any, tmp_
     assert stats.facts == stats.current == 3 and stats.embedding_usage.kind == "embedding"
     with pytest.raises(InvalidInput):
         api.capture("not a list")
+
+
+def test_entity_names_are_read_declared_and_refused_alike(api: Any, clock: Clock) -> None:
+    api.store_many(
+        [
+            {"text": "Melanie paints sunsets by the lake", "entity": "Melanie"},
+            {"text": "Mel ran a charity race in June", "entity": "Mel"},
+            {"text": "Caroline went to a support group", "entity": "Caroline"},
+            {"text": "Mrs Lopez teaches chemistry", "entity": "Lopez"},
+        ]
+    )
+    melanie = Entity("Melanie", ("Melanie", "Mel"), (), 2)
+    assert api.entities(limit=1) == [melanie] and api.entity("mel\u2019s") == melanie
+    clock.advance(60)
+    before = clock.now - 30
+    taught = api.alias("Teacher", of="Lopez")
+    assert taught == Entity("Lopez", ("Lopez",), ("Teacher",), 1) == api.entity("teacher")
+    assert api.entity("Lopez", known_at=before).aliases == ()  # declared after that moment
+    with pytest.raises(NotFound):
+        api.entity("Teacher", known_at=before)
+    merged = api.merge_entities("Caroline", "Lopez")
+    assert (merged.name, set(merged.names), merged.facts) == ("Caroline", {"Caroline", "Lopez"}, 2)
+    assert api.split_alias("Mel") == Entity("Melanie", ("Melanie",), (), 1)
+    assert api.entity("Mel").names == ("Mel",)
+    with pytest.raises(Conflict):
+        api.split_alias("Melanie")  # the only name left
+    with pytest.raises(NotFound):
+        api.alias("Prof", of="Nobody Known")
+    with pytest.raises(NotFound):
+        api.merge_entities("Melanie", "Nobody Known")
+    with pytest.raises(InvalidInput) as refused:
+        api.entity("!!")
+    assert refused.value.field == "name"
+    with pytest.raises(InvalidInput):
+        api.entities(limit=0)
+    assert api.rebuild_entities() == 4
 
 
 def test_changes_arrive_as_an_iterator_and_end_when_closed(
