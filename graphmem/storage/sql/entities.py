@@ -110,12 +110,13 @@ def signature(conn: SQLConnection) -> tuple[Any, ...]:
     """What changes whenever a name comes or goes or a declaration is made or retracted: the
     rows' counts and newest positions (never reused), then the newest time a name was first
     recorded, a declaration recorded and one retracted."""
-    named = conn.execute("SELECT count(*), max(seq), max(first_recorded_at) FROM entity_names")
-    named = named.fetchone()
-    declared = conn.execute(
+    names, name_seq, named_at = conn.execute(
+        "SELECT count(*), max(seq), max(first_recorded_at) FROM entity_names"
+    ).fetchone()
+    declarations, declared_seq, declared_at, retracted_at = conn.execute(
         "SELECT count(*), max(seq), max(recorded_at), max(retracted_at) FROM entity_aliases"
     ).fetchone()
-    return (*named, *declared)
+    return (names, name_seq, declarations, declared_seq, named_at, declared_at, retracted_at)
 
 
 def declare(
