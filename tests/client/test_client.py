@@ -362,13 +362,16 @@ def test_entity_names_are_read_declared_and_refused_alike(api: Any, clock: Clock
     api.store_many(
         [
             {"text": "Melanie paints sunsets by the lake", "entity": "Melanie"},
-            {"text": "Mel ran a charity race in June", "entity": "Mel"},
             {"text": "Caroline went to a support group", "entity": "Caroline"},
             {"text": "Mrs Lopez teaches chemistry", "entity": "Lopez"},
         ]
     )
+    clock.advance(60)
+    api.store("Mel ran a charity race in June", entity="Mel")
     melanie = Entity("Melanie", ("Melanie", "Mel"), (), 2)
     assert api.entities(limit=1) == [melanie] and api.entity("mel\u2019s") == melanie
+    assert api.entity("Melanie", known_at=clock.now - 30).names == ("Melanie",)  # Mel: later
+    assert api.entities(known_at=clock.now - 120) == []  # before any fact
     clock.advance(60)
     before = clock.now - 30
     taught = api.alias("Teacher", of="Lopez")

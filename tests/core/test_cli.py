@@ -585,6 +585,36 @@ def test_graph_commands_link_walk_and_unlink(gm: Gm, gm_main: Gm) -> None:
     assert bad.code == 1 and "error [INVALID_INPUT]" in bad.stderr
 
 
+def test_entity_commands_list_find_alias_merge_split_and_rebuild(gm: Gm, gm_main: Gm) -> None:
+    for text, entity in [
+        ("Melanie paints sunsets", "Melanie"),
+        ("Mel ran a charity race", "Mel"),
+        ("Caroline went to a support group", "Caroline"),
+        ("Mrs Lopez teaches chemistry", "Lopez"),
+    ]:
+        gm("store", text, "--entity", entity)
+    listed = gm("entities", "--limit", "2", "--json")
+    assert listed[0] == {"name": "Melanie", "names": ["Melanie", "Mel"], "aliases": [], "facts": 2}
+    assert len(listed) == 2
+    assert gm("entity", "mel's", "--json") == listed[0]
+    assert "Melanie  (2 facts)  names: Melanie, Mel" in gm("entities")
+    before = gm("store", "A note between the two", "--json")["fact"]["recorded_at"]
+    time.sleep(0.01)
+    assert gm("alias", "Teacher", "--of", "Lopez", "--json")["aliases"] == ["Teacher"]
+    assert gm("entity", "Lopez", "--known-at", before, "--json")["aliases"] == []
+    merged = gm("merge-entities", "Caroline", "Lopez", "--json")
+    assert (merged["name"], set(merged["names"])) == ("Caroline", {"Caroline", "Lopez"})
+    assert gm("split-alias", "Mel", "--json")["names"] == ["Melanie"]
+    assert "split Teacher off Caroline" in gm("split-alias", "Teacher")
+    assert gm("rebuild-entities", "--json") == {"names": 4}
+    unknown = gm_main("entity", "Nobody Known")
+    assert unknown.code == 1 and unknown.stderr.startswith("error [NOT_FOUND]:")
+    only = gm_main("split-alias", "Melanie")
+    assert only.code == 1 and only.stderr.startswith("error [CONFLICT]:")
+    empty = gm_main("alias", "!!", "--of", "Melanie")
+    assert empty.code == 1 and empty.stderr.startswith("error [INVALID_INPUT]:")
+
+
 def test_the_installed_command_line_is_the_core_commands_and_the_services_three() -> None:
     added = set(installed_cli.commands) - set(cli.commands)
     assert added == {"serve", "mcp", "export-schema"}
