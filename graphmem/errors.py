@@ -78,10 +78,13 @@ CODES: Final[Mapping[str, CodeUse]] = {
         http_status=400,
         payload=True,
     ),
-    Code.NOT_FOUND: CodeUse("no fact or link with that id in this namespace", payload=True),
+    Code.NOT_FOUND: CodeUse(
+        "no fact or link with that id, or no entity a name reaches, in this namespace",
+        payload=True,
+    ),
     Code.CONFLICT: CodeUse(
         "the request contradicts the stored state (forgetting a forgotten fact, superseding a "
-        "replaced one, linking a forgotten fact)",
+        "replaced one, linking a forgotten fact, splitting an entity's only name)",
         payload=True,
     ),
     Code.FORBIDDEN: CodeUse(

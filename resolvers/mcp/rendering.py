@@ -60,5 +60,6 @@ def scope_text(as_of: str | float | None, known_at: str | float | None) -> str:
     return f" ({', '.join(p for p in parts if p)})" if any(parts) else ""
 
 
-def plural(n: int, word: str) -> str:
-    return word if n == 1 else word + "s"
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``word`` for one, else ``words`` (default: ``word`` and an s)."""
+    return word if n == 1 else words or word + "s"

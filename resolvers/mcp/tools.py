@@ -381,7 +381,9 @@ def entities(memory: Memory, args: EntitiesArgs) -> Result:
         found = memory.entities(known_at=args.known_at, limit=args.limit)
     else:
         found = [memory.entity(args.name, known_at=args.known_at)]
-    head = f"{len(found)} {plural(len(found), 'entity')}{scope_text(None, args.known_at)}:"
+    head = (
+        f"{len(found)} {plural(len(found), 'entity', 'entities')}{scope_text(None, args.known_at)}:"
+    )
     return "\n".join([head, *map(entity_line, found)]), {"entities": [e.to_dict() for e in found]}
 
 

@@ -46,7 +46,9 @@ def test_mutations_return_as_data_exactly_the_codes_the_registry_marks() -> None
     enum = parse_sdl(schema_sdl()).get_type("ErrorCode")
     assert isinstance(enum, GraphQLEnumType)
     assert set(enum.values) == {code for code, use in CODES.items() if use.payload}
-    assert enum.values["NOT_FOUND"].description == "No fact or link with that id in this namespace."
+    assert enum.values["NOT_FOUND"].description == (
+        "No fact or link with that id, or no entity a name reaches, in this namespace."
+    )
 
 
 def test_a_namespace_indexed_by_another_embedder_answers_its_documented_status(

@@ -75,13 +75,13 @@ export type EpisodeInput = {
 
 /** The code of an expected error that a mutation returns as data (every code: docs/graphql.md). */
 export type ErrorCode =
-  /** The request contradicts the stored state (forgetting a forgotten fact, superseding a replaced one, linking a forgotten fact). */
+  /** The request contradicts the stored state (forgetting a forgotten fact, superseding a replaced one, linking a forgotten fact, splitting an entity's only name). */
   | 'CONFLICT'
   /** The key is read-only (mutations and writing tools answer it), or has no access to the namespace asked for; HTTP 403 for that, and for a request to a loopback server that names another host or comes from a page elsewhere. */
   | 'FORBIDDEN'
   /** An argument was refused (empty text, a number out of range, a time in none of the accepted forms, a bad cursor, an unknown tool or tool argument…); the message names it and nothing was written. HTTP 400 when `X-Graphmem-Namespace` is not a valid name. */
   | 'INVALID_INPUT'
-  /** No fact or link with that id in this namespace. */
+  /** No fact or link with that id, or no entity a name reaches, in this namespace. */
   | 'NOT_FOUND';
 
 /** Which facts `facts` lists. */
