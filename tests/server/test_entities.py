@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from graphmem.server.cost import HEAVY_COST
 
-from graphmem import KeyStore, Memory
+from graphmem import ApiKey, KeyStore, Memory
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer
@@ -176,7 +176,7 @@ def test_the_mcp_entity_tools_refuse_as_the_engine_does_and_a_read_only_key_neve
     mem: Memory,
 ) -> None:
     mem.store_many(FACTS)
-    refused = [
+    refused: list[tuple[ApiKey | None, str, dict[str, Any], str]] = [
         (READ_ONLY_KEY, "memory_alias", {"name": "Teacher", "of": "Lopez"}, "FORBIDDEN"),
         (READ_ONLY_KEY, "memory_merge_entities", {"a": "Caroline", "b": "Lopez"}, "FORBIDDEN"),
         (READ_ONLY_KEY, "memory_split_alias", {"alias": "Mel"}, "FORBIDDEN"),
