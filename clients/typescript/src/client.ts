@@ -1,6 +1,7 @@
 import { ChangeStream, type WebSocketImpl } from './changes.js';
 import { GraphmemError } from './errors.js';
 import {
+  AliasDocument,
   AutoClassifyDocument,
   CaptureMessagesDocument,
   CategoriesDocument,
@@ -8,6 +9,8 @@ import {
   ConsolidateDocument,
   DocumentLinesDocument,
   DocumentsDocument,
+  EntitiesDocument,
+  EntityDocument,
   EpisodeDocument,
   EpisodeFactsDocument,
   EpisodesDocument,
@@ -22,16 +25,19 @@ import {
   LookupDocument,
   MaintainDocument,
   MaintenanceRunsDocument,
+  MergeEntitiesDocument,
   NamespaceDocument,
   PathDocument,
   PinFactDocument,
   PruneDocument,
   PurgeFactsDocument,
+  RebuildEntitiesDocument,
   RecallDocument,
   ReflectDocument,
   SaveCheckpointDocument,
   SearchDocument,
   SetColdDocument,
+  SplitAliasDocument,
   StatsDocument,
   StoreFactsDocument,
   TraverseDocument,
@@ -47,6 +53,9 @@ import {
   type CheckpointInput,
   type ConsolidateMutation,
   type DocumentsQuery,
+  type EntitiesQueryVariables,
+  type EntityFieldsFragment,
+  type EntityQueryVariables,
   type EpisodeFieldsFragment,
   type EpisodeInput,
   type EpisodesQueryVariables,
@@ -92,6 +101,9 @@ const LINKS_PER_PAGE = 1000;
 export type Fact = FactFieldsFragment;
 export type Link = LinkFieldsFragment;
 export type Episode = EpisodeFieldsFragment;
+/** An entity: its `name`, every name its facts carry (`names`, `name` first), the `aliases`
+ * declared for it, and how many `facts` carry one of its names. */
+export type Entity = EntityFieldsFragment;
 export type StoreResult = StoreFactsMutation['storeFacts']['results'][number];
 export type CaptureResult = CaptureMessagesMutation['captureMessages']['results'][number];
 export type SearchHit = SearchQuery['search'][number];
@@ -257,6 +269,28 @@ export class GraphmemClient {
     return payload(data.unlink).link!;
   }
 
+  /** Declare `name` another name of the entity `of` reaches, from now on (a read known at an
+   * earlier time does not see it); the entity. NOT_FOUND when `of` reaches none. */
+  async alias(name: string, of: string): Promise<Entity> {
+    const data = await this.#http.execute(AliasDocument, { name, of }, { write: true });
+    return payload(data.alias).entity!;
+  }
+
+  /** Declare the entity `b` reaches to be the one `a` reaches, from now on; the entity, under
+   * `a`'s name. NOT_FOUND when either reaches none. */
+  async mergeEntities(a: string, b: string): Promise<Entity> {
+    const data = await this.#http.execute(MergeEntitiesDocument, { a, b }, { write: true });
+    return payload(data.mergeEntities).entity!;
+  }
+
+  /** Take the name `alias` out of its entity from now on, whether it was declared or found by
+   * the rules; the entity it left. NOT_FOUND for a name no entity has, CONFLICT for an
+   * entity's only name or a name others are declared on. */
+  async splitAlias(alias: string): Promise<Entity> {
+    const data = await this.#http.execute(SplitAliasDocument, { alias }, { write: true });
+    return payload(data.splitAlias).entity!;
+  }
+
   // ------------------------------------------------------------------------------- upkeep
 
   /** Pin a live fact: it leads every recall block, whatever the prompt, until unpinned. */
@@ -356,6 +390,13 @@ export class GraphmemClient {
     return report;
   }
 
+  /** Count the entity names again from the facts (they are derived, like the vector index,
+   * so this only repairs them); how many there are. */
+  async rebuildEntities(): Promise<number> {
+    const data = await this.#http.execute(RebuildEntitiesDocument, {}, { write: true });
+    return payload(data.rebuildEntities).names;
+  }
+
   /** The categories a fact may have: the built-in ones, then those discovered here. */
   async categories(): Promise<Category[]> {
     return (await this.#http.execute(CategoriesDocument, {}, READ)).categories;
@@ -430,6 +471,19 @@ export class GraphmemClient {
     options: Omit<LookupQueryVariables, 'entity'> = {},
   ): Promise<Fact[]> {
     return (await this.#http.execute(LookupDocument, { ...options, entity }, READ)).lookup;
+  }
+
+  /** The namespace's entities, the most facts first (at most `limit`, 1 to 1,000, default
+   * 100), grouped as memory knew them at `knownAt` (default: now). */
+  async entities(options: EntitiesQueryVariables = {}): Promise<Entity[]> {
+    return (await this.#http.execute(EntitiesDocument, options, READ)).entities;
+  }
+
+  /** The entity `name` reaches (one of its names or aliases, whatever the case, spacing or
+   * possessive, or a short form that fits one entity), as memory knew it at `knownAt`;
+   * NOT_FOUND when it reaches none. */
+  async entity(name: string, options: Omit<EntityQueryVariables, 'name'> = {}): Promise<Entity> {
+    return (await this.#http.execute(EntityDocument, { ...options, name }, READ)).entity;
   }
 
   /** Every version of the fact, oldest first; NOT_FOUND for an unknown id. */

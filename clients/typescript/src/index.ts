@@ -9,6 +9,7 @@ export {
   type ClientOptions,
   type ConsolidateReport,
   type DocumentFile,
+  type Entity,
   type Episode,
   type Erasure,
   type Fact,

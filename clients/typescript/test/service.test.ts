@@ -230,6 +230,86 @@ describe('links', { skip: NO_SERVICE }, () => {
   });
 });
 
+/** A first name no other test gives, of letters (names that differ in a digit are other
+ * entities), and its short form: `{ mel: 'Mel…', melanie: 'Mel…anie' }`. */
+function names(): { mel: string; melanie: string } {
+  const mel = uniqueWord('Mel');
+  return { mel, melanie: `${mel}anie` };
+}
+
+describe('entities', { skip: NO_SERVICE }, () => {
+  test('a name and its short form are one entity; an alias is seen only by reads known after it', async () => {
+    const memory = client();
+    const { mel, melanie } = names();
+    await memory.storeMany([
+      { text: `${melanie} paints sunsets by the lake`, entity: melanie },
+      { text: `${melanie} keeps bees on the roof`, entity: melanie },
+      { text: `${mel} ran a charity race in June`, entity: mel },
+    ]);
+    const grouped = await memory.entity(`${mel.toLowerCase()}'s`);
+    assert.deepEqual(grouped, { name: melanie, names: [melanie, mel], aliases: [], facts: 3 });
+    const listed = await memory.entities({ limit: 1000 });
+    assert.deepEqual(
+      listed.find((entity) => entity.names.includes(mel)),
+      grouped,
+    );
+    assert.equal((await memory.entities({ limit: 1 })).length, 1);
+
+    await pause(50);
+    const before = new Date();
+    await pause(50);
+    const teacher = uniqueWord('Teacher');
+    const aliased = await memory.alias(teacher, mel);
+    assert.deepEqual(aliased, { ...grouped, aliases: [teacher] });
+    assert.deepEqual(await memory.entity(teacher), aliased);
+    assert.deepEqual((await memory.entity(melanie, { knownAt: before })).aliases, []);
+    await rejectsWith(memory.entity(teacher, { knownAt: before }), 'NOT_FOUND');
+    assert.ok((await memory.rebuildEntities()) >= 2, 'rebuilding counts the names again');
+    assert.deepEqual(await memory.entity(mel), aliased);
+  });
+
+  test('a merge joins two entities under the name of the first; a split takes a name out', async () => {
+    const memory = client();
+    const { mel, melanie } = names();
+    const painter = uniqueWord('Painter');
+    await memory.storeMany([
+      { text: `${melanie} paints sunsets by the lake`, entity: melanie },
+      { text: `${mel} ran a charity race in June`, entity: mel },
+      { text: `${painter} sold a canvas at the fair`, entity: painter },
+    ]);
+    const merged = await memory.mergeEntities(melanie, painter);
+    assert.equal(merged.name, melanie);
+    assert.deepEqual([...merged.names].sort(), [mel, melanie, painter].sort());
+    assert.equal(merged.facts, 3);
+    assert.equal((await memory.lookup(painter)).length, 3, 'every name reaches every fact');
+
+    const left = await memory.splitAlias(mel);
+    assert.deepEqual(
+      { ...left, names: [...left.names].sort() },
+      { name: melanie, names: [melanie, painter].sort(), aliases: [], facts: 2 },
+    );
+    assert.deepEqual(
+      (await memory.lookup(mel)).map((f) => f.text),
+      [`${mel} ran a charity race in June`],
+    );
+    await rejectsWith(memory.splitAlias(mel), 'CONFLICT');
+  });
+
+  test('a name that reaches no entity is NOT_FOUND; an empty one INVALID_INPUT', async () => {
+    const memory = client();
+    const { melanie } = names();
+    await memory.store(`${melanie} paints sunsets by the lake`, { entity: melanie });
+    const nobody = uniqueWord('Nobody');
+    await rejectsWith(memory.entity(nobody), 'NOT_FOUND');
+    await rejectsWith(memory.alias(uniqueWord('Prof'), nobody), 'NOT_FOUND');
+    await rejectsWith(memory.mergeEntities(melanie, nobody), 'NOT_FOUND');
+    await rejectsWith(memory.splitAlias(nobody), 'NOT_FOUND');
+    await rejectsWith(memory.entity('!!'), 'INVALID_INPUT', 'name');
+    await rejectsWith(memory.alias('', melanie), 'INVALID_INPUT', 'name');
+    await rejectsWith(memory.entities({ limit: 0 }), 'INVALID_INPUT', 'limit');
+  });
+});
+
 describe('errors', { skip: NO_SERVICE }, () => {
   test('bad input is INVALID_INPUT naming the field', async () => {
     const memory = client();
@@ -306,6 +386,10 @@ describe('changes', { skip: NO_SERVICE }, () => {
     assert.deepEqual(await loop, []);
   });
 });
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 
 /** `unique` with letters for digits: consolidation leaves alone any text with a digit. */
 function uniqueWord(prefix: string): string {

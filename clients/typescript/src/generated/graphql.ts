@@ -272,6 +272,8 @@ export type CheckpointFieldsFragment = { intent: string, state: unknown, expecte
 
 export type MaintenanceRunFieldsFragment = { id: number, job: string, startedAt: string, finishedAt: string | null, status: string, requests: number, error: string | null, changed: Array<{ kind: string, count: number }> };
 
+export type EntityFieldsFragment = { name: string, names: Array<string>, aliases: Array<string>, facts: number };
+
 export type UserErrorFieldsFragment = { code: ErrorCode, message: string, field: string | null };
 
 export type StoreFactsMutationVariables = Exact<{
@@ -319,6 +321,29 @@ export type UnlinkMutationVariables = Exact<{
 
 
 export type UnlinkMutation = { unlink: { link: { id: string, sourceId: string, targetId: string, type: LinkType, strength: number, origin: string, recordedAt: string, validFrom: string, validUntil: string | null, retractedAt: string | null, metadata: unknown } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+
+export type AliasMutationVariables = Exact<{
+  name: string;
+  of: string;
+}>;
+
+
+export type AliasMutation = { alias: { entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+
+export type MergeEntitiesMutationVariables = Exact<{
+  a: string;
+  b: string;
+}>;
+
+
+export type MergeEntitiesMutation = { mergeEntities: { entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
+
+export type SplitAliasMutationVariables = Exact<{
+  alias: string;
+}>;
+
+
+export type SplitAliasMutation = { splitAlias: { entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } | null, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type PinFactMutationVariables = Exact<{
   id: string | number;
@@ -383,6 +408,11 @@ export type AutoClassifyMutationVariables = Exact<{ [key: string]: never; }>;
 
 
 export type AutoClassifyMutation = { autoClassify: { discovered: Array<string>, requests: number, problem: string | null, relabelled: Array<{ category: string, count: number }>, error: { code: ErrorCode, message: string, field: string | null } | null } };
+
+export type RebuildEntitiesMutationVariables = Exact<{ [key: string]: never; }>;
+
+
+export type RebuildEntitiesMutation = { rebuildEntities: { names: number, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type VersionQueryVariables = Exact<{ [key: string]: never; }>;
 
@@ -469,6 +499,22 @@ export type LookupQueryVariables = Exact<{
 
 
 export type LookupQuery = { lookup: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }> };
+
+export type EntitiesQueryVariables = Exact<{
+  limit?: number | null | undefined;
+  knownAt?: string | number | Date | null | undefined;
+}>;
+
+
+export type EntitiesQuery = { entities: Array<{ name: string, names: Array<string>, aliases: Array<string>, facts: number }> };
+
+export type EntityQueryVariables = Exact<{
+  name: string;
+  knownAt?: string | number | Date | null | undefined;
+}>;
+
+
+export type EntityQuery = { entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } };
 
 export type LinksQueryVariables = Exact<{
   id: string | number;
@@ -733,6 +779,14 @@ export const MaintenanceRunFieldsFragmentDoc = new TypedDocumentString(`
   error
 }
     `, {"fragmentName":"MaintenanceRunFields"}) as unknown as TypedDocumentString<MaintenanceRunFieldsFragment, unknown>;
+export const EntityFieldsFragmentDoc = new TypedDocumentString(`
+    fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}
+    `, {"fragmentName":"EntityFields"}) as unknown as TypedDocumentString<EntityFieldsFragment, unknown>;
 export const UserErrorFieldsFragmentDoc = new TypedDocumentString(`
     fragment UserErrorFields on UserError {
   code
@@ -990,6 +1044,72 @@ fragment UserErrorFields on UserError {
   message
   field
 }`) as unknown as TypedDocumentString<UnlinkMutation, UnlinkMutationVariables>;
+export const AliasDocument = new TypedDocumentString(`
+    mutation Alias($name: String!, $of: String!) {
+  alias(name: $name, of: $of) {
+    entity {
+      ...EntityFields
+    }
+    error {
+      ...UserErrorFields
+    }
+  }
+}
+    fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}
+fragment UserErrorFields on UserError {
+  code
+  message
+  field
+}`) as unknown as TypedDocumentString<AliasMutation, AliasMutationVariables>;
+export const MergeEntitiesDocument = new TypedDocumentString(`
+    mutation MergeEntities($a: String!, $b: String!) {
+  mergeEntities(a: $a, b: $b) {
+    entity {
+      ...EntityFields
+    }
+    error {
+      ...UserErrorFields
+    }
+  }
+}
+    fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}
+fragment UserErrorFields on UserError {
+  code
+  message
+  field
+}`) as unknown as TypedDocumentString<MergeEntitiesMutation, MergeEntitiesMutationVariables>;
+export const SplitAliasDocument = new TypedDocumentString(`
+    mutation SplitAlias($alias: String!) {
+  splitAlias(alias: $alias) {
+    entity {
+      ...EntityFields
+    }
+    error {
+      ...UserErrorFields
+    }
+  }
+}
+    fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}
+fragment UserErrorFields on UserError {
+  code
+  message
+  field
+}`) as unknown as TypedDocumentString<SplitAliasMutation, SplitAliasMutationVariables>;
 export const PinFactDocument = new TypedDocumentString(`
     mutation PinFact($id: ID!) {
   pinFact(id: $id) {
@@ -1394,6 +1514,20 @@ export const AutoClassifyDocument = new TypedDocumentString(`
   message
   field
 }`) as unknown as TypedDocumentString<AutoClassifyMutation, AutoClassifyMutationVariables>;
+export const RebuildEntitiesDocument = new TypedDocumentString(`
+    mutation RebuildEntities {
+  rebuildEntities {
+    names
+    error {
+      ...UserErrorFields
+    }
+  }
+}
+    fragment UserErrorFields on UserError {
+  code
+  message
+  field
+}`) as unknown as TypedDocumentString<RebuildEntitiesMutation, RebuildEntitiesMutationVariables>;
 export const VersionDocument = new TypedDocumentString(`
     query Version {
   version
@@ -1737,6 +1871,30 @@ export const LookupDocument = new TypedDocumentString(`
     text
   }
 }`) as unknown as TypedDocumentString<LookupQuery, LookupQueryVariables>;
+export const EntitiesDocument = new TypedDocumentString(`
+    query Entities($limit: Int, $knownAt: DateTime) {
+  entities(limit: $limit, knownAt: $knownAt) {
+    ...EntityFields
+  }
+}
+    fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}`) as unknown as TypedDocumentString<EntitiesQuery, EntitiesQueryVariables>;
+export const EntityDocument = new TypedDocumentString(`
+    query Entity($name: String!, $knownAt: DateTime) {
+  entity(name: $name, knownAt: $knownAt) {
+    ...EntityFields
+  }
+}
+    fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}`) as unknown as TypedDocumentString<EntityQuery, EntityQueryVariables>;
 export const LinksDocument = new TypedDocumentString(`
     query Links($id: ID!, $direction: Direction, $types: [LinkType!], $asOf: DateTime, $knownAt: DateTime, $first: Int, $after: String) {
   fact(id: $id, asOf: $asOf, knownAt: $knownAt) {
