@@ -43,6 +43,7 @@ from .models import (
     SearchInput,
     StoreResult,
 )
+from .profiles import Profile
 from .prune import PruneReport
 from .recall import RecallItem, RecallResult
 from .reflection import ReflectReport
@@ -98,6 +99,7 @@ __all__ = [
     "Node",
     "NotFound",
     "Path",
+    "Profile",
     "PruneReport",
     "PurgeReport",
     "QueryTimeout",

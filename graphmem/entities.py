@@ -328,8 +328,15 @@ class Entities:
     def find(self, name: str, known_at: float | None = None) -> Entity:
         """The entity ``name`` reaches (a short form or nickname guessed); NotFound when none
         does."""
+        index, group = self.group(name, known_at)
+        return index.entity(group)
+
+    def group(self, name: str, known_at: float | None = None) -> tuple[EntityIndex, str]:
+        """The index as known at ``known_at`` and the group of the entity ``name`` reaches (a
+        short form or nickname guessed); InvalidInput for a bad name, NotFound when it reaches
+        none."""
         index = self.index(known_at)
-        return index.entity(_group(index, check_name(name, "name"), "name"))
+        return index, _group(index, check_name(name, "name"), "name")
 
     def listing(self, known_at: float | None, limit: int) -> list[Entity]:
         """The entities, the most facts first, at most ``limit``."""

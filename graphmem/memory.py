@@ -12,7 +12,8 @@ graph                :mod:`graphmem.graph`, :mod:`graphmem.analytics`
 agent loop, files    :mod:`graphmem.recall`, :mod:`graphmem.capture`, :mod:`graphmem.documents`
 vector index         :mod:`graphmem.vectors.outbox`, :mod:`graphmem.vectors.cache`
 upkeep               :mod:`graphmem.access`, :mod:`graphmem.decay`, :mod:`graphmem.prune`
-entities             :mod:`graphmem.entities` (names, aliases, merges, splits)
+entities             :mod:`graphmem.entities` (names, aliases, merges, splits),
+                     :mod:`graphmem.profiles` (who an entity is)
 statistics           :mod:`graphmem.stats`
 ===================  ==================================================================
 """
@@ -36,6 +37,7 @@ from . import (
     documents,
     graph,
     maintenance,
+    profiles,
     reflection,
     sensitive,
     statedtime,
@@ -79,6 +81,7 @@ from .models import (
     check_limit,
     check_text,
 )
+from .profiles import Profile
 from .prune import PruneReport
 from .rerank import Reranker
 from .search import Search
@@ -661,6 +664,29 @@ class Memory:
         NotFound when it reaches none; InvalidInput for an empty or overlong name."""
         return self._entities.find(name, self._known_at(known_at))
 
+    def profile(
+        self,
+        entity: str,
+        *,
+        as_of: TimeInput | None = None,
+        known_at: TimeInput | None = None,
+        summary: bool = False,
+    ) -> Profile:
+        """Who or what the entity ``entity`` reaches is (as :meth:`entity` finds it) at the
+        time scope: its current values by key, each with its valid time and the fact behind
+        it, its facts without a key, and the entities linked to it, each list bounded (see
+        :mod:`graphmem.profiles`). ``summary``: with a chat model configured (the ``llm_*``
+        settings), also a few sentences on it citing the facts they rest on, written in one
+        request and kept until those facts change; when there is none, ``summary_error`` says
+        why. NotFound when the name reaches no entity; InvalidInput for a bad name."""
+        scope = self._scope(as_of, known_at)
+        index, group = self._entities.group(entity, self._known_at(known_at))
+        found = profiles.read(self._store, index, group, scope)
+        if summary:
+            found = profiles.summarize(found, self._chat(required=False), self._store)
+        self._accessed(scope, found.shown)
+        return found
+
     def alias(self, name: str, *, of: str) -> Entity:
         """Declare ``name`` another name of the entity ``of`` reaches, from now on (an as-of
         read at an earlier ``known_at`` does not see it); returns the entity. NotFound when
@@ -701,6 +727,7 @@ class Memory:
         time_hints: bool = True,
         episode_links: bool = True,
         include_cold: bool = False,
+        profile: bool | None = None,
     ) -> recalls.RecallResult:
         """The ``<memory-context>`` block for a prompt, within ``max_tokens`` (auto-recall).
 
@@ -713,6 +740,10 @@ class Memory:
         ``graph_depth`` > 0, linked facts; best first, long texts as summaries, one line per
         fact in ``format`` (full, short or minimal). See :mod:`graphmem.recall`. The facts in
         the block count as accessed. ``time_hints`` and ``episode_links`` as for ``search``.
+
+        ``profile`` (default: the ``recall_profile`` setting): the block leads with the profile
+        of each entity the prompt names (the first two; :meth:`profile`), one line of its
+        current values by key in a quarter of the budget at most.
         """
         recalls.check(prompt, max_tokens, format)
         check_text(prompt=prompt)
@@ -734,6 +765,10 @@ class Memory:
             scope,
             per_entity=recalls.ENTITY_FACTS,
         )
+        found_profiles: list[Profile] = []
+        if self.settings.recall_profile if profile is None else profile:
+            index = self._entities.index(self._known_at(known_at))
+            found_profiles = profiles.named(self._store, index, said, scope, most=recalls.PROFILES)
         pinned = self._store.pinned(scope, limit=recalls.PINNED)
         found = recalls.candidates(hits)
         if not include_cold:  # before ranking: a cold hit must not set the bar for the others
@@ -747,8 +782,8 @@ class Memory:
         shown = self._store.visible([c.fact.id for c in ranked], scope, Filters())
         ranked = [c for c in ranked if c.fact.id in shown]
         ranked = recalls.merged(ranked, self._store.drawn_from([c.fact.id for c in ranked]))
-        result = recalls.assemble(ranked, max_tokens, format, self._count_tokens())
-        self._accessed(scope, result.facts)
+        result = recalls.assemble(ranked, max_tokens, format, self._count_tokens(), found_profiles)
+        self._accessed(scope, [*result.facts, *(f for p in result.profiles for f in p.shown)])
         return result
 
     def checkpoint(

@@ -4,6 +4,10 @@
 facts, ``graph_depth``), adjusted for importance, confidence, freshness and decay class; and the
 facts of each entity the prompt names (:func:`entity_names`). This module makes the block:
 
+With ``profile`` (the ``recall_profile`` setting), the block leads with the profile of each
+entity the prompt names (:mod:`graphmem.profiles`): one line of its current values by key,
+within PROFILE_SHARE of the budget (:func:`profile_lines`).
+
 1. candidates best first, hits far below the best one dropped (:func:`ranked`);
 2. a fact capture drew from a turn that is a candidate too is shown as that turn, once, at the
    better of their places (:func:`merged`): the turn says what the fact says, and more;
@@ -20,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol, get_args
 
@@ -28,6 +32,7 @@ from .errors import InvalidInput
 from .jsonform import JSONForm, json_fields
 from .limits import MAX_RECALL_TOKENS
 from .models import TURN_SOURCE, Fact, FactKind, SearchHit
+from .profiles import Attribute, Profile
 
 Format = Literal["full", "short", "minimal"]
 FORMATS: Final[tuple[str, ...]] = get_args(Format)
@@ -59,6 +64,12 @@ ENTITY_SCORE: Final = 0.25
 PINNED: Final = 50
 #: Longest run of words tried as an entity name.
 ENTITY_WORDS: Final = 3
+#: Entities the prompt names whose profiles lead the block, at most (the first named).
+PROFILES: Final = 2
+#: The share of the budget the profile lines may take together, at most.
+PROFILE_SHARE: Final = 0.25
+#: Characters of one value a profile line shows at most.
+PROFILE_VALUE_CHARS: Final = 80
 
 OPEN_TAG: Final = "<memory-context>"
 CLOSE_TAG: Final = "</memory-context>"
@@ -104,13 +115,15 @@ class RecallItem:
 @dataclass(frozen=True, slots=True)
 class RecallResult(JSONForm):
     """What ``Memory.recall`` gives an agent: the block to inject (``context``, empty when there
-    is nothing to say), the facts in it in order, its size in tokens, and how many candidates
-    were left out for lack of room."""
+    is nothing to say), the facts in it in order, its size in tokens, how many candidates
+    were left out for lack of room, and the profiles its first lines show (each with the
+    attributes its line holds)."""
 
     context: str
     items: list[RecallItem]
     tokens: int
     omitted: int
+    profiles: tuple[Profile, ...] = ()
 
     @property
     def facts(self) -> list[Fact]:
@@ -205,16 +218,21 @@ def merged(candidates: Sequence[Candidate], drawn: Mapping[str, Sequence[str]]) 
 
 
 def assemble(
-    candidates: Sequence[Candidate], max_tokens: int, format: Format, count: TokenCounter
+    candidates: Sequence[Candidate],
+    max_tokens: int,
+    format: Format,
+    count: TokenCounter,
+    profiles: Sequence[Profile] = (),
 ) -> RecallResult:
-    """The block of as many candidates as fit ``max_tokens``, in order: a line is added while
-    the whole block, tags included, fits; a line that does not fit is left out, and shorter
-    ones after it may still go in. ``count`` counts tokens: one per CHARS_PER_TOKEN characters
-    (rounded up, :func:`chars_counter`) unless ``recall_tokenizer`` names a tokenizer file."""
+    """The block of as many candidates as fit ``max_tokens``, in order, after the lines of
+    ``profiles`` (:func:`profile_lines`): a line is added while the whole block, tags
+    included, fits; a line that does not fit is left out, and shorter ones after it may still
+    go in. ``count`` counts tokens: one per CHARS_PER_TOKEN characters (rounded up,
+    :func:`chars_counter`) unless ``recall_tokenizer`` names a tokenizer file."""
     items: list[RecallItem] = []
-    lines: list[str] = []
+    lines, shown = profile_lines(profiles, max_tokens, format, count)
     omitted = 0
-    tokens = 0
+    tokens = count(_block(lines)) if lines else 0
     for c in candidates:
         line, summarized = format_line(c.fact, c.source, format)
         size = count(_block([*lines, line]))
@@ -224,7 +242,47 @@ def assemble(
         lines.append(line)
         items.append(RecallItem(c.fact, c.score, c.source, line, summarized))
         tokens = size
-    return RecallResult(_block(lines) if lines else "", items, tokens, omitted)
+    return RecallResult(_block(lines) if lines else "", items, tokens, omitted, tuple(shown))
+
+
+def profile_lines(
+    profiles: Sequence[Profile], max_tokens: int, format: Format, count: TokenCounter
+) -> tuple[list[str], list[Profile]]:
+    """A line per profile with as many of its attributes as fit, all the lines together in
+    PROFILE_SHARE of ``max_tokens``, and each profile cut to the attributes its line shows (a
+    profile none of whose attributes fits has no line)::
+
+        full     [profile/Ana] city: Paris; pets: dog, cat
+        short    profile Ana — city: Paris; pets: dog, cat
+        minimal  Ana — city: Paris; pets: dog, cat
+    """
+    budget = int(max_tokens * PROFILE_SHARE)
+    lines: list[str] = []
+    shown: list[Profile] = []
+    for profile in profiles:
+        parts: list[str] = []
+        kept: list[Attribute] = []
+        for attribute in profile.attributes:
+            values = ", ".join(
+                shorten(_clean(v.value or v.fact.text), PROFILE_VALUE_CHARS)
+                for v in attribute.values
+            )
+            part = f"{_clean(attribute.key)}: {values}"
+            if count("\n".join([*lines, _profile_line(profile, [*parts, part], format)])) > budget:
+                break
+            parts.append(part)
+            kept.append(attribute)
+        if kept:
+            lines.append(_profile_line(profile, parts, format))
+            shown.append(replace(profile, attributes=tuple(kept), facts=(), linked=()))
+    return lines, shown
+
+
+def _profile_line(profile: Profile, parts: Sequence[str], format: Format) -> str:
+    name, said = _clean(profile.entity.name), "; ".join(parts)
+    if format == "full":
+        return f"[profile/{name}] {said}"
+    return f"profile {name} — {said}" if format == "short" else f"{name} — {said}"
 
 
 def format_line(fact: Fact, source: Source, format: Format) -> tuple[str, bool]:

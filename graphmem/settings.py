@@ -336,6 +336,12 @@ class Settings(BaseModel):
         "(its last access or confirmation) is cold: recall leaves it out unless asked, search "
         "still finds it; pinned facts never are. `0`: only facts made cold explicitly.",
     )
+    recall_profile: bool = Field(
+        False,
+        description="`recall` leads the block with the profile of each entity the prompt names "
+        "(at most two; its current values by key, in a quarter of the budget at most; "
+        "[concepts.md](concepts.md#profiles)); a call's `profile` argument overrides it.",
+    )
     recall_tokenizer: Path | None = Field(
         None,
         description="A `tokenizer.json` (Hugging Face tokenizers format, e.g. your chat "

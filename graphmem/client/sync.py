@@ -556,7 +556,14 @@ class Client:
 
     @remote(Memory.recall)
     def recall(self, a: Arguments) -> RecallResult:
-        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt``."""
+        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt``. The service
+        leads it with profiles as its ``recall_profile`` setting says; a call does not choose
+        yet."""
+        if a["profile"] is not None:
+            raise InvalidInput(
+                "profile is not offered over the service yet: its recall_profile setting applies",
+                field="profile",
+            )
         data = self._query(
             f"""query($prompt: String!, $maxTokens: Int!, $format: RecallFormat!,
                       $graphDepth: Int!, $asOf: DateTime, $knownAt: DateTime,

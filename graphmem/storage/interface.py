@@ -290,8 +290,9 @@ class TransferWrites(Protocol):
 
 
 class EntityWrites(Protocol):
-    """Aliases, merges and splits declared on entities, and the derived names rebuilt (the
-    names follow the facts' writes, purges and imports by themselves)."""
+    """Aliases, merges and splits declared on entities, the derived names rebuilt (the names
+    follow the facts' writes, purges and imports by themselves), and profile summaries kept
+    (a purge deletes those resting on what it erases)."""
 
     def entity_declarations(self) -> list[Declaration]:
         """Every declaration, retracted or not, oldest first, as this transaction sees them."""
@@ -307,6 +308,21 @@ class EntityWrites(Protocol):
 
     def rebuild_entities(self) -> int:
         """Count every entity name again from the facts; returns how many there are."""
+        ...
+
+    def keep_profile_summary(
+        self,
+        entity: str,
+        signature: str,
+        text: str,
+        cited: Sequence[str],
+        shown: Sequence[str],
+    ) -> bool:
+        """Keep a summary of ``entity`` written from what ``signature`` stands for, citing the
+        facts ``cited``, in place of one kept under that signature before; a purge of any of
+        the facts ``shown`` (those the model was shown) deletes it. The entity's oldest
+        summaries beyond a few go. Not when a fact shown is gone (purged since it was read):
+        returns whether it kept it."""
         ...
 
 
@@ -592,7 +608,8 @@ class UpkeepReads(Protocol):
 
 
 class EntityReads(Protocol):
-    """The entity names the facts carry and the declarations made on them."""
+    """The entity names the facts carry, the declarations made on them, and what an entity's
+    profile reads: its facts, the entities linked to it, its summaries."""
 
     def entity_names(self) -> list[EntityName]:
         """Every entity name: (name as the facts' index compares it, one spelling, how many
@@ -606,6 +623,29 @@ class EntityReads(Protocol):
     def entity_signature(self) -> tuple[Any, ...]:
         """A value that changes whenever a name comes or goes or a declaration is made or
         retracted (what a cache of the names checks)."""
+        ...
+
+    def profile_facts(
+        self, names: Sequence[str], scope: TimeScope, *, keys: int, per_key: int, unkeyed: int
+    ) -> tuple[list[Fact], list[Fact]]:
+        """The visible facts of the entity ``names`` (as the facts' index compares them): those
+        with a key, at most ``per_key`` a key (the latest valid first) of the ``keys`` keys
+        whose most important value is the most important, keys together; and those without
+        one, at most ``unkeyed``, the most important then the newest first. Each list holds one
+        more fact than asked for when more are visible."""
+        ...
+
+    def profile_links(
+        self, names: Sequence[str], scope: TimeScope, *, limit: int
+    ) -> list[tuple[str, str, int]]:
+        """(an entity name as compared, a link type, how many links) of the other entities
+        whose visible facts visible links other than SUPERSEDES join to visible facts of the
+        entity ``names``, either way; the most links first, at most ``limit``."""
+        ...
+
+    def profile_summary(self, entity: str, signature: str) -> tuple[str, list[str]] | None:
+        """The summary kept of ``entity`` under ``signature`` and the ids of the facts it
+        cites, or None."""
         ...
 
 

@@ -256,6 +256,8 @@ class PostgresDatabase(Connections[Connection]):
                 "window_postings",
                 "entity_names",
                 "entity_aliases",
+                "profile_summaries",
+                "profile_summary_facts",
             ):
                 conn.execute(f"VACUUM gm_{table}")
         finally:

@@ -48,6 +48,7 @@ from . import episodes as sql_episodes
 from . import erasure as sql_erasure
 from . import keyword_index, links, reads, transfer, traversal
 from . import maintenance as sql_maintenance
+from . import profiles as sql_profiles
 from . import windows as sql_windows
 from .connections import Connections, SQLConnection
 from .dialect import Dialect
@@ -362,6 +363,8 @@ class SQLTransaction(Transaction):
         ).rowcount
         # No entity name or declaration keeps a name only the erased facts carried.
         sql_entities.recount(conn, named)
+        # No summary of a profile keeps what an erased fact said.
+        sql_profiles.forget(conn, ids)
         links = conn.execute(
             f"DELETE FROM links WHERE {d.in_list('source_id', d.param('ids'))} OR"
             f" {d.in_list('target_id', d.param('ids'))}",
@@ -428,6 +431,16 @@ class SQLTransaction(Transaction):
 
     def rebuild_entities(self) -> int:
         return sql_entities.rebuild(self.conn)
+
+    def keep_profile_summary(
+        self,
+        entity: str,
+        signature: str,
+        text: str,
+        cited: Sequence[str],
+        shown: Sequence[str],
+    ) -> bool:
+        return sql_profiles.keep(self.conn, entity, signature, text, cited, shown, self.now)
 
     # links
 
@@ -815,6 +828,10 @@ class SQLStore(Store, Generic[D]):
 
     def entity_signature(self) -> tuple[Any, ...]:
         return sql_entities.signature(self._read())
+
+    profile_facts = _on_reader(sql_profiles.facts)
+    profile_links = _on_reader(sql_profiles.links)
+    profile_summary = _on_reader(sql_profiles.summary)
 
     # ------------------------------------------------------------------------- search
 

@@ -465,6 +465,26 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     );
     CREATE INDEX entity_aliases_target ON entity_aliases(target);
     """,
+    # 26: the summaries of entity profiles a chat model wrote (graphmem.storage.sql.profiles),
+    # each under its entity and the signature of what the model was shown, and the facts it was
+    # shown, so that a purge of any of them deletes it.
+    """
+    CREATE TABLE profile_summaries (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        entity TEXT NOT NULL,
+        signature TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        cited TEXT NOT NULL,                   -- JSON list of fact ids
+        created_at REAL NOT NULL,
+        UNIQUE (entity, signature)
+    );
+    CREATE TABLE profile_summary_facts (
+        fact_id TEXT NOT NULL,
+        summary_seq INTEGER NOT NULL,
+        PRIMARY KEY (fact_id, summary_seq)
+    ) WITHOUT ROWID;
+    CREATE INDEX profile_summary_facts_summary ON profile_summary_facts(summary_seq);
+    """,
 )
 
 SCHEMA_VERSION: Final = len(MIGRATIONS)
