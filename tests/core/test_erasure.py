@@ -20,6 +20,7 @@ from graphmem.storage.sqlite.backup import backup, restore
 
 from ..support.clock import Clock
 from ..support.graphql_clients import InProcess, bearer
+from ..support.openai_stub import OpenAIStub
 
 pytestmark = [pytest.mark.engines, pytest.mark.client_api]
 
@@ -47,17 +48,27 @@ def _secrets(mem: Memory, texts: list[str]) -> list[bytes]:
 
 #: The entity name the erased facts carry and an alias declared for it, as bytes on disk.
 _ENTITY_NAMES = [b"Zanzibarquill", b"zanzibarquill", b"Quillzanna", b"quillzanna"]
+#: What the chat model (the stub) says of Zanzibarquill's profile, citing its first fact, and
+#: those words as bytes on disk.
+SUMMARY_ANSWER = json.dumps({"summary": "She hoards coins in tins qz5.", "facts": ["F1"]})
+SUMMARY_NEEDLE = b"hoards coins in tins qz5"
+
+
+def chat_settings(stub: OpenAIStub) -> dict[str, Any]:
+    """The settings that send chat requests to ``stub``."""
+    return {"llm_base_url": stub.base_url, "llm_api_key": "test", "llm_max_retries": 0}
 
 
 @pytest.mark.parametrize("by", ["ids", "entity", "source", "episode"])
 def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
-    data_dir: Path, clock: Clock, by: str
+    data_dir: Path, clock: Clock, by: str, stub: OpenAIStub
 ) -> None:
     texts = [
         "Zanzibarquill keeps her savings in the blue tin xq7",
         "Zanzibarquill was born in Vrontimal in 1984 xq7",
     ]
-    with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
+    settings = Settings(embedder="hash", **chat_settings(stub))
+    with Memory.open(data_dir, settings=settings, clock=clock) as mem:
         for n in range(40):  # other facts, so pages and segments are shared with the erased
             mem.store(f"An ordinary fact number {n} about the weather and the trams")
         results = mem.store_many(
@@ -66,12 +77,16 @@ def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
         )
         mem.store("Another ordinary fact about lunch")
         mem.alias("Quillzanna", of="Zanzibarquill")
+        stub.reply_next(SUMMARY_ANSWER)
+        assert mem.profile("Zanzibarquill", summary=True).summary is not None
         ids = [r.fact.id for r in results if r.fact is not None]
-        # The entity's name and its declared alias, as spelled and as the names compare them.
-        needles = [*_secrets(mem, texts), *_ENTITY_NAMES]
+        # The entity's name and its declared alias, as spelled and as the names compare them,
+        # and what the summary of its profile says.
+        needles = [*_secrets(mem, texts), *_ENTITY_NAMES, SUMMARY_NEEDLE]
         namespace = data_dir / "default"
         assert _hits(namespace, needles), "the positive control: before the purge they are there"
         assert _hits(namespace, [b"Quillzanna"]), "the alias is on disk before the purge"
+        assert _hits(namespace, [SUMMARY_NEEDLE]), "the summary is on disk before the purge"
         filters = {
             "ids": {"ids": ids},
             "entity": {"entity": "zanzibarquill"},

@@ -622,3 +622,67 @@ def test_entity_names_follow_writes_and_purges_and_declarations_keep_their_time(
     assert [(n, c) for n, _, c, _ in store.entity_names()] == [("melanie", 2)]
     found = store.lookup("x", now(store), names=["melanie"])
     assert {f.text for f in found} == {"Melanie paints", "Melanie sings"}
+
+
+def test_profile_reads_give_an_entitys_facts_by_key_and_the_entities_linked_to_it(
+    store: Store, clock: Clock
+) -> None:
+    berlin, cat, dog, tea, bob = put(
+        store,
+        {"text": "Ana lives in Berlin", "entity": "Ana", "key": "city", "value": "Berlin"},
+        {"text": "Ana has a cat", "entity": "ana", "key": "pets", "value": "cat"},
+        {"text": "Ana has a dog", "entity": "Ana", "key": "Pets", "value": "dog"},
+        {"text": "Ana likes tea", "entity": "Ana", "importance": 0.9},
+        {"text": "Bob fixes bikes", "entity": "Bob"},
+    )
+    before = now(store)
+    clock.advance(10)
+    (paris,) = put(
+        store, {"text": "Ana lives in Paris", "entity": "Ana", "key": "city", "value": "Paris"}
+    )
+    with store.transaction() as tx:
+        tx.link(tea, bob, "RELATED_TO", 0.5)
+        tx.link(bob, paris, "DEPENDS_ON", 0.5)
+    keyed, plain = store.profile_facts(["ana"], now(store), keys=5, per_key=5, unkeyed=5)
+    assert {(f.key or "").lower(): f.value for f in keyed if f.key == "city"} == {"city": "Paris"}
+    assert sorted(f.value or "" for f in keyed if (f.key or "").lower() == "pets") == ["cat", "dog"]
+    assert [f.id for f in plain] == [tea]
+    keyed, _ = store.profile_facts(["ana"], before, keys=5, per_key=5, unkeyed=5)
+    assert berlin in {f.id for f in keyed} and paris not in {f.id for f in keyed}
+    keyed, _ = store.profile_facts(["ana"], now(store), keys=0, per_key=0, unkeyed=0)
+    assert len(keyed) == 1  # one more than asked for: there are more
+    links = store.profile_links(["ana"], now(store), limit=10)
+    assert sorted(links) == [("bob", "DEPENDS_ON", 1), ("bob", "RELATED_TO", 1)]
+    assert store.profile_links(["ana"], before, limit=10) == []  # the links came later
+    assert {f.id for f in keyed} <= {cat, dog, paris}
+
+
+def test_a_profile_summary_is_kept_by_signature_and_a_purge_of_a_fact_it_was_shown_deletes_it(
+    store: Store,
+) -> None:
+    a, b, c = put(
+        store,
+        {"text": "Ana lives in Paris", "entity": "Ana"},
+        {"text": "Ana likes tea", "entity": "Ana"},
+        {"text": "Bob fixes bikes", "entity": "Bob"},
+    )
+    with store.transaction() as tx:
+        assert tx.keep_profile_summary("ana", "s1", "Ana, of Paris.", [a], [a, b])
+        assert tx.keep_profile_summary("ana", "s2", "Ana drinks tea.", [b], [b])
+        assert tx.keep_profile_summary("bob", "s1", "Bob fixes bikes.", [c], [c])
+        assert not tx.keep_profile_summary("bob", "s3", "Bob.", [c], [c, "no-such-fact"])
+    assert store.profile_summary("ana", "s1") == ("Ana, of Paris.", [a])
+    assert store.profile_summary("bob", "s3") is None
+    with store.transaction() as tx:
+        tx.keep_profile_summary("ana", "s1", "Ana lives in Paris.", [a], [a, b])  # replaced
+    assert store.profile_summary("ana", "s1") == ("Ana lives in Paris.", [a])
+    with store.transaction() as tx:
+        tx.purge([a])
+    assert store.profile_summary("ana", "s1") is None  # it was shown the purged fact
+    assert store.profile_summary("ana", "s2") == ("Ana drinks tea.", [b])
+    assert store.profile_summary("bob", "s1") == ("Bob fixes bikes.", [c])
+    with store.transaction() as tx:
+        for n in range(6):
+            tx.keep_profile_summary("bob", f"t{n}", f"Bob, take {n}.", [c], [c])
+    kept = [n for n in range(6) if store.profile_summary("bob", f"t{n}") is not None]
+    assert kept == [2, 3, 4, 5] and store.profile_summary("bob", "s1") is None  # the newest

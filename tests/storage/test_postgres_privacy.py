@@ -18,8 +18,17 @@ import pytest
 from devtools.cluster import Postgres
 from graphmem import Memory, Settings
 
-from ..core.test_erasure import CHAT, TURN_FILTERS, _hits, turn_filter
+from ..core.test_erasure import (
+    CHAT,
+    SUMMARY_ANSWER,
+    SUMMARY_NEEDLE,
+    TURN_FILTERS,
+    _hits,
+    chat_settings,
+    turn_filter,
+)
 from ..core.test_sensitive import HIDDEN, KEPT, SAID, _said_needles
+from ..support.openai_stub import OpenAIStub
 
 
 @pytest.fixture
@@ -82,21 +91,31 @@ def test_no_message_holding_a_secret_is_kept_in_any_row_or_file(
 
 @pytest.mark.parametrize("by", TURN_FILTERS)
 def test_a_purge_takes_the_turn_its_windows_and_its_facts_leaving_no_row_holding_them(
-    postgres: Postgres, postgres_url: str, namespace: str, tmp_path: Path, by: str
+    postgres: Postgres,
+    postgres_url: str,
+    namespace: str,
+    tmp_path: Path,
+    by: str,
+    stub: OpenAIStub,
 ) -> None:
-    with open_memory(postgres_url, tmp_path, namespace) as mem:
+    settings = Settings(embedder="hash", store=postgres_url, **chat_settings(stub))
+    with Memory.open(tmp_path, namespace=namespace, settings=settings) as mem:
         mem.store_many(
             [{"text": f"An ordinary fact number {n} about the trams"} for n in range(10)]
         )
         turn, fact, reply = (r.fact for r in mem.capture(CHAT, episode="zq-session"))
         assert turn and fact and reply and fact.entity == "Zanzibarquill"
         mem.alias("Quillzanna", of="Zanzibarquill")
-        # The entity's name and its declared alias (the rows are read ignoring case).
+        stub.reply_next(SUMMARY_ANSWER)
+        assert mem.profile("Zanzibarquill", summary=True).summary is not None
+        # The entity's name, its declared alias (the rows are read ignoring case) and what the
+        # summary of its profile says.
         needles = [turn.text.encode(), fact.text.encode(), b"vrontim", b"quillowm"]
-        needles += [b"zanzibarquill", b"quillzanna"]
+        needles += [b"zanzibarquill", b"quillzanna", SUMMARY_NEEDLE]
         needles += _vectors(mem, [turn.text, fact.text])
         assert _rows_holding(postgres, namespace, needles), "the positive control"
         assert _rows_holding(postgres, namespace, [b"quillzanna"]) == ["gm_entity_aliases"]
+        assert _rows_holding(postgres, namespace, [SUMMARY_NEEDLE]) == ["gm_profile_summaries"]
         assert mem._store.window_matches("Quillowmere", 10)  # the turn is in a window
         filters = turn_filter(by, turn.id, fact.id)
         counted = mem.purge(**filters, dry_run=True)
