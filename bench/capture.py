@@ -28,7 +28,7 @@ off: the bench's recalls would otherwise write accesses between questions (and i
 figure), and every turn is within its decay class's lifetime anyway.
 
     python -m bench.capture [--samples A-B] [--embedder hash|local] [--path capture|whole|both]
-                            [--keep conversation|facts] [--speakers]
+                            [--keep conversation|facts] [--speakers] [--profile]
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     paths = PATHS if args.path == "both" else (args.path,)
     embedder = make_embedder(args.embedder)
     embedder.embed(["warm the model up before the first timed write"])
-    settings = Settings(track_access=False)
+    settings = Settings(track_access=False, recall_profile=args.profile)
     started = time.perf_counter()
     records: list[dict[str, Any]] = []
     writes: dict[str, list[Written]] = {p: [] for p in paths}
@@ -112,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "keep": args.keep,
             "speakers": args.speakers,
             "max_tokens": BUDGET,
-            "settings": "defaults, track_access=False",
+            "settings": "defaults, track_access=False"
+            + (", recall_profile=True" if args.profile else ""),
             "category_numbering": {str(k): v for k, v in CATEGORIES.items()},
         },
         "quality": quality(records, paths),
@@ -125,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary_markdown(report))
     suffix = "" if args.keep == "conversation" else f"-{args.keep}"
     suffix += "-speakers" if args.speakers else ""
+    suffix += "-profile" if args.profile else ""
     suffix += "" if args.path == "both" else f"-{args.path}"
     suffix += "" if args.samples is None else f"-{first}-{samples[-1].index}"
     write_json(args.out or OUT_DIR / f"capture-{args.embedder}{suffix}.json", report)
@@ -753,6 +755,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="each message's text after its speaker's name (\"Caroline: ...\"), as the "
         "retrieval benches store LoCoMo's turns",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="recall leads each block with the profiles the question names (recall_profile)",
     )
     parser.add_argument("--out", type=Path, default=None, help="JSON output path")
     args = parser.parse_args(argv)

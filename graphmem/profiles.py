@@ -151,20 +151,22 @@ def read(store: Store, index: EntityIndex, group: str, scope: TimeScope) -> Prof
 def named(
     store: Store, index: EntityIndex, names: Sequence[str], scope: TimeScope, *, most: int
 ) -> list[Profile]:
-    """The profiles of the first ``most`` entities that ``names`` (a prompt's words and runs of
-    words) name, in the order named, those with no attribute left out."""
+    """The attributes alone (no other facts, no links) of the first ``most`` entities that
+    ``names`` (a prompt's words and runs of words) name exactly, in the order named; those
+    without an attribute left out."""
     groups: dict[str, None] = {}
     for name in names:
         group = index.resolve(name)
-        if group is not None:
+        if group is not None and len(groups) < most:
             groups.setdefault(group)
-    found: list[Profile] = []
+    found = []
     for group in groups:
-        if len(found) == most:
-            break
-        profile = read(store, index, group, scope)
-        if profile.attributes:
-            found.append(profile)
+        keyed, _ = store.profile_facts(
+            index.names_of(group), scope, keys=KEYS, per_key=VALUES_PER_KEY, unkeyed=0
+        )
+        attributes, cut = _attributes(keyed)
+        if attributes:
+            found.append(Profile(index.entity(group), attributes, (), (), truncated=cut))
     return found
 
 
