@@ -14,13 +14,15 @@ when none does, InvalidInput for a bad name) and reads, in one snapshot at the r
    SUPERSEDES joins to its own, the most links first, each with the types of those links, at
    most LINKED;
 4. with ``summary=True`` and a chat model (the ``llm_*`` settings), a **summary** the model
-   writes of 1-3 in one request, citing the facts it rests on (:func:`summarize`).
+   writes of the entity's names and the facts of 1 and 2 in one request, citing the facts it
+   rests on (:func:`summarize`). The model is not shown the linked entities: a summary holds
+   nothing but what its own facts and names say, so deleting it with them erases it all.
 
 ``truncated`` says whether a bound left something out.
 
 The summary is kept in the store under the entity and a signature of what the model was shown
-(facts, names, links, the prompt and the model), so the model is asked again only when one of
-them changes; a purge deletes every summary that was shown a fact it erases. The answer is
+(facts, names, the prompt and the model), so the model is asked again only when one of them
+changes; a purge deletes every summary that was shown a fact it erases. The answer is
 ``{"summary": text, "facts": [the names of the facts it rests on]}``: names of facts it was not
 shown are dropped; an answer that cites none of them, a failed request or an unusable answer
 leaves the profile without a summary, saying why (``summary_error``), and writes nothing. Each
@@ -61,8 +63,8 @@ TEXT_CHARACTERS: Final = 600
 
 SUMMARY_PROMPT: Final = """\
 You keep the long-term memory of an AI agent. Below is what it knows about one entity: its \
-names, its facts (each under a name: F1, F2, …; with a key and value when it is an attribute, \
-and the time it holds from) and the entities it is linked to. Write a short profile of the \
+names and its facts (each under a name: F1, F2, …; with a key and value when it is an \
+attribute, and the time it holds from). Write a short profile of the \
 entity: who or what it is, from these facts only, in at most five sentences.
 Answer with one JSON object and nothing else:
 {"summary": <the profile>, "facts": [<names of the facts it rests on, e.g. "F1", "F3">]}"""
@@ -245,7 +247,7 @@ def _linked(
 
 
 def _question(profile: Profile, listed: dict[str, Fact]) -> dict[str, Any]:
-    """What the model is shown: the entity's names, its facts under their names, its links."""
+    """What the model is shown: the entity's names and its facts under their names."""
     facts = []
     for name, fact in listed.items():
         item = {
@@ -262,10 +264,6 @@ def _question(profile: Profile, listed: dict[str, Fact]) -> dict[str, Any]:
         "entity": entity.name,
         "names": [*entity.names, *entity.aliases],
         "facts": facts,
-        "linked": [
-            {"entity": link.entity.name, "links": link.links, "types": list(link.types)}
-            for link in profile.linked
-        ],
     }
 
 

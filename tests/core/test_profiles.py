@@ -237,6 +237,8 @@ def test_a_summary_cites_its_facts_takes_one_request_and_is_kept_until_they_chan
     [request] = stub.chat_requests
     assert {f["text"] for f in shown(request.body).values()} == {f.text for f in profile.shown}
     assert "Ana lives in Berlin" not in {f["text"] for f in shown(request.body).values()}
+    # Its names and facts alone: no linked entity's name, which a purge of it would leave.
+    assert set(json.loads(request.body["messages"][1]["content"])) == {"entity", "names", "facts"}
     assert usage(mem).calls == 1
     again = mem.profile("Ana", summary=True)
     assert again.summary is not None and again.summary.cached and len(stub.chat_requests) == 1
