@@ -352,6 +352,39 @@ def entity(ctx: click.Context, /, name: str, known_at: str | None, as_json: bool
 
 @click.command()
 @click.argument("name")
+@time_scope_options
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="Also the chat model's summary (the llm_* settings), citing the facts it rests on.",
+)
+@json_option
+@click.pass_context
+def profile(ctx: click.Context, /, name: str, as_json: bool, **options: Any) -> None:
+    """Who or what the entity NAME reaches is: its current values by key, its other facts and
+    the entities its facts are linked to."""
+    with _memory(ctx) as mem:
+        found = mem.profile(name, **options)
+    lines = [_entity_line(found.entity)]
+    lines += [
+        f"  {a.key}: "
+        + "; ".join(
+            f"{v.value or v.fact.text} (from {to_iso(v.valid_from.timestamp())}, {v.fact.id})"
+            for v in a.values
+        )
+        for a in found.attributes
+    ]
+    lines += [f"  {_fact_line(f)}" for f in found.facts]
+    lines += [f"  linked: {e.entity.name} ({', '.join(e.types)})" for e in found.linked]
+    if found.summary is not None:
+        lines.append(f"  summary: {found.summary.text}")
+    elif found.summary_error is not None:
+        lines.append(f"  no summary: {found.summary_error}")
+    _emit(found.to_dict(), as_json, lines)
+
+
+@click.command()
+@click.argument("name")
 @click.option("--of", "of", required=True, help="A name of the entity NAME names.")
 @json_option
 @click.pass_context
@@ -1321,6 +1354,7 @@ COMMANDS: Final = (
     lookup,
     entities,
     entity,
+    profile,
     alias,
     merge_entities,
     split_alias,

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from graphql import (
+    BooleanValueNode,
     EnumValueNode,
     FieldNode,
     FragmentDefinitionNode,
@@ -50,6 +51,7 @@ from graphql import (
     value_from_ast_untyped,
 )
 
+from graphmem import profiles
 from graphmem.capture import TURN_PART_CHARS
 from graphmem.categorize import ASSIGNABLE, MAX_DISCOVERED
 from graphmem.consolidation import MAX_CONSIDERED
@@ -161,6 +163,10 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ),
     ("Path", "facts"): Size(fixed=MAX_DEPTH + 1),
     ("Path", "links"): Size(fixed=MAX_DEPTH),
+    ("Profile", "attributes"): Size(fixed=profiles.KEYS),
+    ("ProfileAttribute", "values"): Size(fixed=profiles.VALUES_PER_KEY),
+    ("Profile", "facts"): Size(fixed=profiles.FACTS),
+    ("Profile", "linked"): Size(fixed=profiles.LINKED),
     ("Recall", "items"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
     ("Recall", "facts"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
 }
@@ -184,6 +190,9 @@ WORK: Final[Mapping[tuple[str, str], int]] = {
 CALLING_OUT: Final = frozenset({"http", "llm"})
 #: The fields the rerank stage runs in (recall names no reranker: the setting's runs).
 RERANKED: Final = frozenset({("Query", "search"), ("Query", "recall")})
+#: The fields that send the chat model a request when the boolean argument named here is true:
+#: each then counts HEAVY_COST more, and so runs on the lane.
+ASKING: Final[Mapping[tuple[str, str], str]] = {("Query", "profile"): "summary"}
 
 
 def rerank_work(named: Any, default: str) -> int:
@@ -319,6 +328,9 @@ class _Walk:
         work = times * WORK.get((parent.name, name), 0)
         if (parent.name, name) in RERANKED:
             work += times * rerank_work(args.get("rerank"), self.default_rerank)
+        asking = ASKING.get((parent.name, name))
+        if asking is not None and args.get(asking) is True:
+            work += times * HEAVY_COST
         size = LIST_SIZES.get((parent.name, name)) or self.introspection.get((parent.name, name))
         if size is None and _is_list(definition):
             size = Size(fixed=MAX_LIMIT)
@@ -356,6 +368,8 @@ class _Walk:
         if isinstance(node, IntValueNode):
             return int(node.value)
         if isinstance(node, EnumValueNode):  # a reranker's name
+            return node.value
+        if isinstance(node, BooleanValueNode):  # whether to ask the chat model
             return node.value
         if isinstance(node, ListValueNode):  # its items, as a variable's: counted as listed
             return value_from_ast_untyped(node, dict(self.variables))

@@ -36,6 +36,7 @@ from .types import (
     MaintenanceRun,
     PageInfo,
     Path,
+    Profile,
     Recall,
     RecallFormat,
     Rerank,
@@ -196,6 +197,13 @@ class SearchReads:
             bool,
             strawberry.argument(description="Also cold facts (`setCold`), left out by default."),
         ] = False,
+        profile: Annotated[
+            bool | None,
+            strawberry.argument(
+                description="Lead the block with the profile of each entity the prompt names "
+                "(its current values by key; default: the server's `recall_profile` setting)."
+            ),
+        ] = None,
         **given: Any,
     ) -> Recall:
         result = await info.context.run(
@@ -205,6 +213,7 @@ class SearchReads:
             format=cast(recalls.Format, format.value),
             graph_depth=graph_depth,
             include_cold=include_cold,
+            profile=profile,
             **given,
         )
         return Recall.of(result, scope_of(given))
@@ -265,6 +274,32 @@ class EntityReads:
     ) -> Entity:
         found = await info.context.run(info.context.memory.entity, name, known_at=known_at)
         return Entity.of(found)
+
+    @strawberry.field(
+        description="Who or what the entity a name reaches is at the time scope: its current "
+        "values by key (each with its valid time and fact), its facts without a key, the "
+        "entities its facts are linked to; with `summary`, the chat model's summary citing its "
+        "facts (docs/concepts.md#profiles). NOT_FOUND when the name reaches no entity."
+    )
+    @time_scope
+    async def profile(
+        self,
+        info: Info[Context, None],
+        entity: Annotated[str, strawberry.argument(description="A name of the entity.")],
+        summary: Annotated[
+            bool,
+            strawberry.argument(
+                description="Also the chat model's summary: one request when the facts changed "
+                "since the last (charged as a heavy document), none when the server has no "
+                "chat model (`summaryError` says why)."
+            ),
+        ] = False,
+        **given: Any,
+    ) -> Profile:
+        found = await info.context.run(
+            info.context.memory.profile, entity, summary=summary, **given
+        )
+        return Profile.of(found, scope_of(given))
 
 
 @strawberry.type(description="Walks and paths over links.")

@@ -17,7 +17,7 @@ import strawberry
 from strawberry.types import Info
 
 import graphmem
-from graphmem import graph
+from graphmem import graph, profiles
 from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
@@ -688,6 +688,113 @@ class Entity:
             names=list(entity.names),
             aliases=list(entity.aliases),
             facts=entity.facts,
+        )
+
+
+@strawberry.type(description="One current value of a key, when it holds, and the fact saying it.")
+class AttributeValue:
+    value: str | None = strawberry.field(
+        description="The value, or null when the fact gives none (its text says it)."
+    )
+    valid_from: DateTime = strawberry.field(description="When it holds from (valid time).")
+    valid_until: DateTime | None = strawberry.field(
+        description="When it stops holding, as memory knew at `knownAt`; null: open."
+    )
+    fact: Fact = strawberry.field(description="The fact that says it.")
+
+
+@strawberry.type(description="A key of an entity and its current values, the latest valid first.")
+class ProfileAttribute:
+    key: str = strawberry.field(description="The key, as its latest value's fact spells it.")
+    values: list[AttributeValue] = strawberry.field(
+        description="Every value current at the time scope (several for a multi-valued key), "
+        f"at most {profiles.VALUES_PER_KEY}."
+    )
+
+
+@strawberry.type(description="An entity whose facts are linked to the profiled entity's facts.")
+class LinkedEntity:
+    entity: Entity = strawberry.field(description="The entity.")
+    links: int = strawberry.field(description="How many visible links join their facts.")
+    types: list[LinkType] = strawberry.field(description="Their types, the most links first.")
+
+
+@strawberry.type(description="What the chat model wrote of an entity from its profile.")
+class ProfileSummary:
+    text: str = strawberry.field(description="The summary.")
+    facts: list[strawberry.ID] = strawberry.field(
+        description="The ids of the facts it cites (each shown to the model)."
+    )
+    cached: bool = strawberry.field(
+        description="Kept from an earlier profile of the same facts: no request was made."
+    )
+
+
+@strawberry.type(
+    description="Who or what an entity is at the time scope, from its current facts "
+    "(docs/concepts.md#profiles)."
+)
+class Profile:
+    entity: Entity = strawberry.field(description="The entity: its names and aliases.")
+    attributes: list[ProfileAttribute] = strawberry.field(
+        description="Its current values by key, the keys whose most important value is the most "
+        f"important first, at most {profiles.KEYS}."
+    )
+    facts: list[Fact] = strawberry.field(
+        description="Its facts without a key, the most important then the newest first, at most "
+        f"{profiles.FACTS}."
+    )
+    linked: list[LinkedEntity] = strawberry.field(
+        description="The entities its facts are linked to (not by SUPERSEDES), the most links "
+        f"first, at most {profiles.LINKED}."
+    )
+    truncated: bool = strawberry.field(description="Whether a bound left something out.")
+    summary: ProfileSummary | None = strawberry.field(
+        description="The chat model's summary, when `summary` asked for one and it was written."
+    )
+    summary_error: str | None = strawberry.field(
+        description="Why there is no summary when one was asked for (no chat model, a failed "
+        "request, an unusable answer)."
+    )
+
+    @classmethod
+    def of(cls, profile: graphmem.Profile, scope: Scope) -> "Profile":
+        summary = profile.summary
+        return cls(
+            entity=Entity.of(profile.entity),
+            attributes=[
+                ProfileAttribute(
+                    key=a.key,
+                    values=[
+                        AttributeValue(
+                            value=v.value,
+                            valid_from=_time(v.valid_from),
+                            valid_until=_maybe_time(v.valid_until),
+                            fact=Fact.of(v.fact, scope),
+                        )
+                        for v in a.values
+                    ],
+                )
+                for a in profile.attributes
+            ],
+            facts=[Fact.of(f, scope) for f in profile.facts],
+            linked=[
+                LinkedEntity(
+                    entity=Entity.of(e.entity),
+                    links=e.links,
+                    types=[_LINK_TYPES[t] for t in e.types],
+                )
+                for e in profile.linked
+            ],
+            truncated=profile.truncated,
+            summary=None
+            if summary is None
+            else ProfileSummary(
+                text=summary.text,
+                facts=[strawberry.ID(i) for i in summary.facts],
+                cached=summary.cached,
+            ),
+            summary_error=profile.summary_error,
         )
 
 

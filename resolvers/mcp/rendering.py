@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from graphmem import Entity, Fact
+from graphmem.profiles import Attribute
 
 #: What a store result's target_ids are, by action.
 VERDICT_TARGETS: Final = {"UPDATE": "supersedes", "DELETE": "forgot", "NOOP": "already stored as"}
@@ -36,6 +37,17 @@ def entity_line(entity: Entity) -> str:
     if entity.aliases:
         notes.append(f"aliases {', '.join(entity.aliases)}")
     return f"{entity.name}  ({'; '.join(notes)})"
+
+
+def attribute_line(attribute: Attribute) -> str:
+    """One key of a profile on one line: its values, each with when it holds from and the id of
+    the fact saying it."""
+    values = "; ".join(
+        f"{v.value or ' '.join(v.fact.text.split())} (since {moment_text(v.valid_from)}, "
+        f"{v.fact.id})"
+        for v in attribute.values
+    )
+    return f"{attribute.key}: {values}"
 
 
 def moment_text(moment: datetime) -> str:

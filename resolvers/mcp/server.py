@@ -86,6 +86,7 @@ from .tools import (
     CaptureArgs,
     ConsolidateArgs,
     MaintainArgs,
+    ProfileArgs,
     RecallArgs,
     ReflectArgs,
     Result,
@@ -254,6 +255,8 @@ def tool_cost(args: BaseModel, default_rerank: str = "none") -> int:
         work = capture_points(m.content for m in args.messages)
     if isinstance(args, RERANKED_ARGS):  # a request to a reranker, as in GraphQL
         work += rerank_work(getattr(args, "rerank", None), default_rerank)
+    if isinstance(args, ProfileArgs) and args.summary:  # a request to the chat model
+        work += HEAVY_COST
     return max(
         [
             1,

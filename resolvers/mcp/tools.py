@@ -55,6 +55,7 @@ from graphmem.recall import FORMATS
 
 from .rendering import (
     VERDICT_TARGETS,
+    attribute_line,
     entity_line,
     fact_line,
     moment_text,
@@ -385,6 +386,42 @@ def entities(memory: Memory, args: EntitiesArgs) -> Result:
         f"{len(found)} {plural(len(found), 'entity', 'entities')}{scope_text(None, args.known_at)}:"
     )
     return "\n".join([head, *map(entity_line, found)]), {"entities": [e.to_dict() for e in found]}
+
+
+class ProfileArgs(_Args):
+    entity: str = _name("A name of the entity (a name, an alias, a short form such as 'Mel').")
+    as_of: Time = Field(None, description=AS_OF)
+    known_at: Time = Field(None, description=KNOWN_AT)
+    summary: bool = Field(
+        _default(Memory.profile, "summary"),
+        description="Also a summary by the server's chat model, citing the facts it rests on "
+        "(one request when they changed since the last; none without a chat model).",
+    )
+
+
+@tool(
+    "memory_profile",
+    "Who an entity is",
+    "What memory knows of one entity now (or as_of / known_at a time): its current value of "
+    "each attribute (several for a multi-valued one), its other facts, and the entities its "
+    "facts are linked to. Use it to answer 'who is X' or before writing about X; "
+    "memory_lookup lists every fact instead.",
+)
+def profile(memory: Memory, args: ProfileArgs) -> Result:
+    found = memory.profile(**args.model_dump())
+    head = f"{entity_line(found.entity)}{scope_text(args.as_of, args.known_at)}"
+    lines = [head, *map(attribute_line, found.attributes), *map(fact_line, found.facts)]
+    if found.linked:
+        lines.append(
+            "linked: " + "; ".join(f"{e.entity.name} ({', '.join(e.types)})" for e in found.linked)
+        )
+    if found.summary is not None:
+        lines.append(f"summary: {found.summary.text}")
+    elif found.summary_error is not None:
+        lines.append(f"no summary: {found.summary_error}")
+    if found.truncated:
+        lines.append("(more than shown: the lists are bounded)")
+    return "\n".join(lines), found.to_dict()
 
 
 class AliasArgs(_Args):

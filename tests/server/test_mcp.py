@@ -46,6 +46,7 @@ TOOL_NAMES = [
     "memory_context",
     "memory_lookup",
     "memory_entities",
+    "memory_profile",
     "memory_alias",
     "memory_merge_entities",
     "memory_split_alias",
