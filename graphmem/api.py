@@ -19,6 +19,7 @@ from .episodes import Episode
 from .erasure import Erasure, PurgeReport
 from .graph import Path, Subgraph
 from .models import Fact, FactInput, Keep, Link, MaintenanceRun, SearchHit, StoreResult
+from .profiles import Profile
 from .prune import PruneReport
 from .recall import Format, RecallResult
 from .reflection import ReflectReport
@@ -126,6 +127,14 @@ class MemoryAPI(Protocol):
     ) -> list[Fact]: ...
     def entities(self, *, known_at: TimeInput | None = ..., limit: int = ...) -> list[Entity]: ...
     def entity(self, name: str, *, known_at: TimeInput | None = ...) -> Entity: ...
+    def profile(
+        self,
+        entity: str,
+        *,
+        as_of: TimeInput | None = ...,
+        known_at: TimeInput | None = ...,
+        summary: bool = ...,
+    ) -> Profile: ...
     def alias(self, name: str, *, of: str) -> Entity: ...
     def merge_entities(self, a: str, b: str) -> Entity: ...
     def split_alias(self, alias: str) -> Entity: ...
@@ -142,6 +151,7 @@ class MemoryAPI(Protocol):
         time_hints: bool = ...,
         episode_links: bool = ...,
         include_cold: bool = ...,
+        profile: bool | None = ...,
     ) -> RecallResult: ...
     def links(
         self,

@@ -65,6 +65,7 @@ class AsyncClient:
     lookup = in_thread(Client.lookup)
     entities = in_thread(Client.entities)
     entity = in_thread(Client.entity)
+    profile = in_thread(Client.profile)
     alias = in_thread(Client.alias)
     merge_entities = in_thread(Client.merge_entities)
     split_alias = in_thread(Client.split_alias)

@@ -51,6 +51,7 @@ from ..models import (
     SearchHit,
     StoreResult,
 )
+from ..profiles import Profile
 from ..prune import PruneReport
 from ..recall import FORMER_SOURCES, RecallItem, RecallResult
 from ..reflection import ReflectReport
@@ -65,6 +66,7 @@ from .wire import (
     EPISODE_FIELDS,
     FACT_FIELDS,
     LINK_FIELDS,
+    PROFILE_FIELDS,
     RUN_FIELDS,
     ChangeFeed,
     ServiceError,
@@ -84,6 +86,7 @@ from .wire import (
     link_of,
     malformed,
     parsed,
+    profile_of,
     refused,
     rerank_name,
     reranked_of,
@@ -405,6 +408,22 @@ class Client:
         )
         return entity_of(data["entity"])
 
+    @remote(Memory.profile)
+    def profile(self, a: Arguments) -> Profile:
+        """See ``Memory.profile``: who or what the entity ``entity`` reaches is."""
+        data = self._query(
+            f"""query($entity: String!, $asOf: DateTime, $knownAt: DateTime,
+                      $summary: Boolean!) {{
+              profile(entity: $entity, asOf: $asOf, knownAt: $knownAt, summary: $summary) {{
+                {PROFILE_FIELDS} }} }}""",
+            {
+                "entity": a["entity"],
+                **scope(a["as_of"], a["known_at"]),
+                "summary": a["summary"],
+            },
+        )
+        return profile_of(data["profile"])
+
     @remote(Memory.history)
     def history(self, a: Arguments) -> list[Fact]:
         """See ``Memory.history``: every version of the fact, oldest first."""
@@ -556,22 +575,17 @@ class Client:
 
     @remote(Memory.recall)
     def recall(self, a: Arguments) -> RecallResult:
-        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt``. The service
-        leads it with profiles as its ``recall_profile`` setting says; a call does not choose
-        yet."""
-        if a["profile"] is not None:
-            raise InvalidInput(
-                "profile is not offered over the service yet: its recall_profile setting applies",
-                field="profile",
-            )
+        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt`` (its
+        ``profiles`` are not sent: the block's first lines show them)."""
         data = self._query(
             f"""query($prompt: String!, $maxTokens: Int!, $format: RecallFormat!,
                       $graphDepth: Int!, $asOf: DateTime, $knownAt: DateTime,
-                      $timeHints: Boolean!, $episodeLinks: Boolean!, $includeCold: Boolean!) {{
+                      $timeHints: Boolean!, $episodeLinks: Boolean!, $includeCold: Boolean!,
+                      $profile: Boolean) {{
               recall(prompt: $prompt, maxTokens: $maxTokens, format: $format,
                      graphDepth: $graphDepth, asOf: $asOf, knownAt: $knownAt,
                      timeHints: $timeHints, episodeLinks: $episodeLinks,
-                     includeCold: $includeCold) {{
+                     includeCold: $includeCold, profile: $profile) {{
                 context tokens omitted
                 items {{ score source line summarized fact {{ {FACT_FIELDS} }} }}
               }}
@@ -585,6 +599,7 @@ class Client:
                 "timeHints": a["time_hints"],
                 "episodeLinks": a["episode_links"],
                 "includeCold": a["include_cold"],
+                "profile": a["profile"],
             },
         )
         found = data["recall"]

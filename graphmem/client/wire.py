@@ -22,6 +22,7 @@ from ..errors import RAISED, Code, Forbidden, GraphmemError, InvalidInput
 from ..graph import check_direction, check_types
 from ..limits import MAX_BATCH
 from ..models import RERANK_CHOICES, Change, Fact, FactInput, Link, MaintenanceRun, Reranked
+from ..profiles import Attribute, AttributeValue, LinkedEntity, Profile, ProfileSummary
 from ..rerank.interface import check_choice
 from ..temporal import TimeInput, parse_time, to_iso
 from ..timehints import TimeHint
@@ -117,6 +118,46 @@ def run_of(data: Mapping[str, Any]) -> MaintenanceRun:
 
 def entity_of(data: Mapping[str, Any]) -> Entity:
     return Entity(data["name"], tuple(data["names"]), tuple(data["aliases"]), data["facts"])
+
+
+#: Every field of a Profile, as GraphQL names it.
+PROFILE_FIELDS: Final = f"""entity {{ {ENTITY_FIELDS} }}
+    attributes {{ key values {{ value validFrom validUntil fact {{ {FACT_FIELDS} }} }} }}
+    facts {{ {FACT_FIELDS} }} linked {{ entity {{ {ENTITY_FIELDS} }} links types }}
+    truncated summary {{ text facts cached }} summaryError"""
+
+
+def profile_of(data: Mapping[str, Any]) -> Profile:
+    """A Profile from the GraphQL fields of PROFILE_FIELDS."""
+    summary = data["summary"]
+    return Profile(
+        entity_of(data["entity"]),
+        tuple(
+            Attribute(
+                a["key"],
+                tuple(
+                    AttributeValue(
+                        v["value"],
+                        parsed(v["validFrom"], datetime),
+                        parsed(v["validUntil"], datetime),
+                        fact_of(v["fact"]),
+                    )
+                    for v in a["values"]
+                ),
+            )
+            for a in data["attributes"]
+        ),
+        tuple(fact_of(f) for f in data["facts"]),
+        tuple(
+            LinkedEntity(entity_of(e["entity"]), e["links"], tuple(e["types"]))
+            for e in data["linked"]
+        ),
+        data["truncated"],
+        None
+        if summary is None
+        else ProfileSummary(summary["text"], tuple(summary["facts"]), summary["cached"]),
+        data["summaryError"],
+    )
 
 
 def episode_of(data: Mapping[str, Any]) -> Episode:
