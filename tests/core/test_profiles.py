@@ -10,16 +10,17 @@ from typing import Any
 
 import pytest
 
-from graphmem import Client, InvalidInput, Memory, NotFound, Profile, Settings, Usage
+from graphmem import InvalidInput, Memory, NotFound, Profile, Settings, Usage
 from graphmem import profiles as profiles_module
 from graphmem.limits import MAX_FIELD_LENGTH
 
 from ..support.clock import Clock
 from ..support.openai_stub import OpenAIStub
+from .test_erasure import chat_settings
 
 pytestmark = [
     pytest.mark.engines,
-    pytest.mark.in_process("profiles are the Python API's only for now"),
+    pytest.mark.in_process("reads Memory's bounds, settings and recall profiles"),
 ]
 
 
@@ -195,20 +196,12 @@ def test_the_recall_profile_setting_turns_it_on_for_every_recall(
     assert not mem.recall("Where does Ana live?", profile=False).profiles
 
 
-def test_the_client_refuses_a_profile_choice_instead_of_dropping_it() -> None:
-    with Client("http://127.0.0.1:9") as client, pytest.raises(InvalidInput) as refused:
-        client.recall("Where does Ana live?", profile=True)  # before any request is sent
-    assert refused.value.field == "profile"
-
-
 # ------------------------------------------------------------------------------- summaries
 
 
 @pytest.fixture
 def settings(settings: Settings, stub: OpenAIStub) -> Settings:
-    return settings.model_copy(
-        update={"llm_base_url": stub.base_url, "llm_api_key": "test", "llm_max_retries": 0}
-    )
+    return settings.model_copy(update=chat_settings(stub))
 
 
 def shown(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
