@@ -52,6 +52,7 @@ from graphql import (
 )
 
 from graphmem import profiles
+from graphmem import recall as recalls
 from graphmem.capture import TURN_PART_CHARS
 from graphmem.categorize import ASSIGNABLE, MAX_DISCOVERED
 from graphmem.consolidation import MAX_CONSIDERED
@@ -167,6 +168,7 @@ LIST_SIZES: Final[Mapping[tuple[str, str], Size]] = {
     ("ProfileAttribute", "values"): Size(fixed=profiles.VALUES_PER_KEY),
     ("Profile", "facts"): Size(fixed=profiles.FACTS),
     ("Profile", "linked"): Size(fixed=profiles.LINKED),
+    ("Recall", "profiles"): Size(fixed=recalls.PROFILES),
     ("Recall", "items"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
     ("Recall", "facts"): Size(fixed=RECALL_ITEMS_COUNT, note=f"counted as {RECALL_ITEMS_COUNT}"),
 }

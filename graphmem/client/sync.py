@@ -575,8 +575,7 @@ class Client:
 
     @remote(Memory.recall)
     def recall(self, a: Arguments) -> RecallResult:
-        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt`` (its
-        ``profiles`` are not sent: the block's first lines show them)."""
+        """See ``Memory.recall``: the ``<memory-context>`` block for ``prompt``."""
         data = self._query(
             f"""query($prompt: String!, $maxTokens: Int!, $format: RecallFormat!,
                       $graphDepth: Int!, $asOf: DateTime, $knownAt: DateTime,
@@ -588,6 +587,7 @@ class Client:
                      includeCold: $includeCold, profile: $profile) {{
                 context tokens omitted
                 items {{ score source line summarized fact {{ {FACT_FIELDS} }} }}
+                profiles {{ {PROFILE_FIELDS} }}
               }}
             }}""",
             {
@@ -613,7 +613,8 @@ class Client:
             )
             for i in found["items"]
         ]
-        return RecallResult(found["context"], items, found["tokens"], found["omitted"])
+        profiles = tuple(profile_of(p) for p in found["profiles"])
+        return RecallResult(found["context"], items, found["tokens"], found["omitted"], profiles)
 
     @remote(Memory.episode)
     def episode(self, a: Arguments) -> Episode | None:

@@ -18,6 +18,7 @@ from strawberry.types import Info
 
 import graphmem
 from graphmem import graph, profiles
+from graphmem import recall as recalls
 from graphmem.decay import DECAY_CLASSES
 from graphmem.errors import CODES, Code
 from graphmem.limits import MAX_LIMIT
@@ -992,6 +993,11 @@ class Recall:
         description="Candidates left out because they did not fit the budget."
     )
     items: list[RecallItem] = strawberry.field(description="The facts in the block, in order.")
+    profiles: list[Profile] = strawberry.field(
+        description="The profiles the block's first lines show, each with the attributes its "
+        "line holds (no other facts, links or summary); empty unless `profile` or the "
+        f"`recall_profile` setting asked for them, at most {recalls.PROFILES}."
+    )
 
     @classmethod
     def of(cls, result: graphmem.RecallResult, scope: Scope) -> "Recall":
@@ -999,6 +1005,7 @@ class Recall:
             context=result.context,
             tokens=result.tokens,
             omitted=result.omitted,
+            profiles=[Profile.of(p, scope) for p in result.profiles],
             items=[
                 RecallItem(
                     fact=Fact.of(item.fact, scope),

@@ -25,6 +25,7 @@ from graphmem import (
     KeyStore,
     Memory,
     NotFound,
+    Profile,
     Settings,
 )
 from graphmem.client import AsyncClient, Client, ServiceError
@@ -165,7 +166,7 @@ def test_the_source_names_of_a_service_one_release_older_are_read_as_their_new_n
         }
         for s, name in ((0.9, "SQLITE"), (0.5, "LANCE"), (0.4, "GRAPH"))
     ]
-    recall = {"context": "…", "tokens": 9, "omitted": 0, "items": old}
+    recall = {"context": "…", "tokens": 9, "omitted": 0, "items": old, "profiles": []}
     transport, _ = answering((200, {"data": {"recall": recall}}))
     with Client("http://memory.test", transport=transport) as client:
         found = client.recall("where does Ana live")
@@ -395,6 +396,42 @@ def test_entity_names_are_read_declared_and_refused_alike(api: Any, clock: Clock
     with pytest.raises(InvalidInput):
         api.entities(limit=0)
     assert api.rebuild_entities() == 4
+
+
+def attributes(profile: Profile) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """A profile's attributes: each key's values with their valid times and facts' ids."""
+    return [
+        (a.key, [(v.value, v.valid_from, v.valid_until, v.fact.id) for v in a.values])
+        for a in profile.attributes
+    ]
+
+
+def test_a_profile_and_the_recall_it_leads_answer_alike(api: Any, clock: Clock) -> None:
+    api.store_many(
+        [
+            {"text": "Ana lives in Berlin", "entity": "Ana", "key": "city", "value": "Berlin"},
+            *[
+                {"text": f"Ana has a {pet}", "entity": "Ana", "key": "pets", "value": pet}
+                for pet in ("cat", "dog")
+            ],
+        ]
+    )
+    before = clock.now
+    clock.advance(60)
+    paris = api.store("Ana lives in Paris", entity="Ana", key="city", value="Paris").fact
+    profile = api.profile("ana's")
+    values = {a.key: sorted(v.value for v in a.values) for a in profile.attributes}
+    assert values == {"city": ["Paris"], "pets": ["cat", "dog"]}
+    then = api.profile("Ana", known_at=before)
+    assert [v.value for v in then.attributes[0].values] == ["Berlin"]
+    block = api.recall("Where does Ana live?", profile=True)
+    [shown] = block.profiles
+    assert shown.entity == profile.entity and shown.summary is None
+    assert attributes(shown) == attributes(profile) and (shown.facts, shown.linked) == ((), ())
+    assert paris.id in {v.fact.id for a in shown.attributes for v in a.values}
+    assert api.recall("Where does Ana live?", profile=False).profiles == ()
+    with pytest.raises(NotFound):
+        api.profile("Nobody Known")
 
 
 def test_changes_arrive_as_an_iterator_and_end_when_closed(

@@ -20,7 +20,7 @@ from .test_erasure import chat_settings
 
 pytestmark = [
     pytest.mark.engines,
-    pytest.mark.in_process("reads Memory's bounds, settings and recall profiles"),
+    pytest.mark.in_process("reads Memory's bounds and settings"),
 ]
 
 

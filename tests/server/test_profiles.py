@@ -99,11 +99,17 @@ def test_the_engines_refusals_are_typed_errors(service: InProcess, ana: list[str
 
 
 def test_recall_leads_with_the_profile_when_asked(service: InProcess, ana: list[str]) -> None:
-    query = '{ recall(prompt: "Where does Ana live?", profile: %s) { context } }'
-    first = service.data(query % "true")["recall"]["context"].splitlines()[1]
+    query = """{ recall(prompt: "Where does Ana live?", profile: %s) {
+        context profiles { entity { name } attributes { key values { value } } facts { id } } } }"""
+    led = service.data(query % "true")["recall"]
+    first = led["context"].splitlines()[1]
     assert first.startswith("[profile/Ana] ") and "Berlin" in first
-    plain = service.data(query % "false")["recall"]["context"].splitlines()[1]
-    assert not plain.startswith("[profile/")
+    [shown] = led["profiles"]
+    assert shown["entity"] == {"name": "Ana"} and shown["facts"] == []
+    assert {a["key"] for a in shown["attributes"]} == {"city", "pets"}
+    plain = service.data(query % "false")["recall"]
+    assert not plain["context"].splitlines()[1].startswith("[profile/")
+    assert plain["profiles"] == []
 
 
 def test_the_mcp_tool_reads_a_profile_and_a_read_only_key_may(mem: Memory) -> None:
