@@ -302,6 +302,12 @@ class RecallArgs(_Args):
         _default(Memory.recall, "include_cold"),
         description="Also facts made cold (memory_tier), left out by default.",
     )
+    profile: bool | None = Field(
+        _default(Memory.recall, "profile"),
+        description="Lead the block with the profile of each entity the prompt names (a line "
+        "of its current values by key, as memory_profile reads them); default: the server's "
+        "recall_profile setting.",
+    )
 
 
 @tool(

@@ -121,6 +121,25 @@ def test_the_mcp_tool_reads_a_profile_and_a_read_only_key_may(mem: Memory) -> No
     assert failed and data["error"]["code"] == "NOT_FOUND"
 
 
+def test_the_mcp_context_tool_leads_with_the_profile_when_asked_or_set(mem: Memory) -> None:
+    mem.store_many(FACTS)
+
+    def context(**arguments: Any) -> tuple[bool, Any]:
+        return call_in_process(
+            mem, None, "memory_context", prompt="Where does Ana live?", **arguments
+        )
+
+    failed, led = context(profile=True)
+    assert not failed and led["context"].splitlines()[1].startswith("[profile/Ana] ")
+    assert [p["entity"]["name"] for p in led["profiles"]] == ["Ana"]
+    _, plain = context()
+    assert not plain["context"].splitlines()[1].startswith("[profile/") and plain["profiles"] == []
+    mem.settings = mem.settings.model_copy(update={"recall_profile": True})
+    assert context()[1]["profiles"] and context(profile=False)[1]["profiles"] == []
+    failed, refused = context(profile="sometimes")
+    assert failed and refused["error"]["code"] == "INVALID_INPUT"
+
+
 def test_the_cli_prints_a_profile(mem: Memory, settings: Settings) -> None:
     # Lasting: the CLI reads on the real clock, long after the test clock's writes.
     mem.store_many([{**f, "decay_class": "permanent"} for f in FACTS])
