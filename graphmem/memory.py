@@ -50,7 +50,7 @@ from . import prune as pruning
 from . import recall as recalls
 from .access import AccessTracker
 from .documents import DocumentFile, SyncReport
-from .entities import Entities, Entity
+from .entities import Entities, Entity, check_name
 from .episodes import Episode
 from .erasure import Erasure, PurgeFilter, PurgeReport
 from .errors import InvalidInput, NotFound
@@ -679,6 +679,7 @@ class Memory:
         settings), also a few sentences on it citing the facts they rest on, written in one
         request and kept until those facts change; when there is none, ``summary_error`` says
         why. NotFound when the name reaches no entity; InvalidInput for a bad name."""
+        check_name(entity, "entity")  # a refusal names this argument, not the index's `name`
         scope = self._scope(as_of, known_at)
         index, group = self._entities.group(entity, self._known_at(known_at))
         found = profiles.read(self._store, index, group, scope)

@@ -432,6 +432,9 @@ def test_a_profile_and_the_recall_it_leads_answer_alike(api: Any, clock: Clock) 
     assert api.recall("Where does Ana live?", profile=False).profiles == ()
     with pytest.raises(NotFound):
         api.profile("Nobody Known")
+    with pytest.raises(InvalidInput) as refused:
+        api.profile("!!")
+    assert refused.value.field == "entity"
 
 
 def test_changes_arrive_as_an_iterator_and_end_when_closed(

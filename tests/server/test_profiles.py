@@ -89,13 +89,15 @@ def test_a_summary_is_asked_for_once_and_charged_as_heavy_work(
 
 
 def test_the_engines_refusals_are_typed_errors(service: InProcess, ana: list[str]) -> None:
-    for document, code in [
-        ('{ profile(entity: "Nobody Known") { truncated } }', "NOT_FOUND"),
-        ('{ profile(entity: "!!") { truncated } }', "INVALID_INPUT"),
-        ('{ profile(entity: "Ana", asOf: "last May") { truncated } }', "INVALID_INPUT"),
+    for document, code, field in [
+        ('{ profile(entity: "Nobody Known") { truncated } }', "NOT_FOUND", None),
+        ('{ profile(entity: "!!") { truncated } }', "INVALID_INPUT", "entity"),
+        ('{ profile(entity: "Ana", asOf: "last May") { truncated } }', "INVALID_INPUT", "asOf"),
     ]:
         status, body = service.post(document)
-        assert status == 200 and body["errors"][0]["extensions"]["code"] == code, document
+        extensions = body["errors"][0]["extensions"]
+        assert status == 200 and extensions["code"] == code, document
+        assert extensions.get("field") == field, document
 
 
 def test_recall_leads_with_the_profile_when_asked(service: InProcess, ana: list[str]) -> None:
