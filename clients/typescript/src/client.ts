@@ -29,6 +29,7 @@ import {
   NamespaceDocument,
   PathDocument,
   PinFactDocument,
+  ProfileDocument,
   PruneDocument,
   PurgeFactsDocument,
   RebuildEntitiesDocument,
@@ -76,6 +77,8 @@ import {
   type MessageInput,
   type PathQuery,
   type PathQueryVariables,
+  type ProfileFieldsFragment,
+  type ProfileQueryVariables,
   type PruneMutation,
   type PurgeFactsMutation,
   type PurgeFilter,
@@ -104,6 +107,12 @@ export type Episode = EpisodeFieldsFragment;
 /** An entity: its `name`, every name its facts carry (`names`, `name` first), the `aliases`
  * declared for it, and how many `facts` carry one of its names. */
 export type Entity = EntityFieldsFragment;
+/** Who or what an entity is at a time scope: the `entity`, its current values by key
+ * (`attributes`, each value with its valid time and fact, several for a multi-valued key), its
+ * `facts` without a key, the entities `linked` to it, whether a bound left something out
+ * (`truncated`), and the chat model's `summary` when one was asked for (`summaryError`: why
+ * there is none). A recall's `profiles` hold only the attributes their lines show. */
+export type Profile = ProfileFieldsFragment;
 export type StoreResult = StoreFactsMutation['storeFacts']['results'][number];
 export type CaptureResult = CaptureMessagesMutation['captureMessages']['results'][number];
 export type SearchHit = SearchQuery['search'][number];
@@ -442,7 +451,9 @@ export class GraphmemClient {
     return (await this.#http.execute(SearchDocument, { ...options, query }, READ)).search;
   }
 
-  /** The `<memory-context>` block for `prompt`, within `maxTokens`. */
+  /** The `<memory-context>` block for `prompt`, within `maxTokens`. With `profile: true`
+   * (default: the service's `recall_profile` setting) it leads with a line of the current
+   * values of each entity the prompt names, which `profiles` lists. */
   async recall(
     prompt: string,
     options: Omit<RecallQueryVariables, 'prompt'> = {},
@@ -484,6 +495,17 @@ export class GraphmemClient {
    * NOT_FOUND when it reaches none. */
   async entity(name: string, options: Omit<EntityQueryVariables, 'name'> = {}): Promise<Entity> {
     return (await this.#http.execute(EntityDocument, { ...options, name }, READ)).entity;
+  }
+
+  /** Who or what the entity `entity` names is at the time scope (`asOf`, `knownAt`): its
+   * current values by key, its facts without a key and the entities its facts are linked to;
+   * with `summary: true`, also the service's chat model's summary citing its facts (it waits
+   * on that model: give it a longer `timeoutMs`). NOT_FOUND when the name reaches no entity. */
+  async profile(
+    entity: string,
+    options: Omit<ProfileQueryVariables, 'entity'> = {},
+  ): Promise<Profile> {
+    return (await this.#http.execute(ProfileDocument, { ...options, entity }, READ)).profile;
   }
 
   /** Every version of the fact, oldest first; NOT_FOUND for an unknown id. */

@@ -17,6 +17,7 @@ export {
   type Link,
   type MaintenanceRun,
   type Path,
+  type Profile,
   type PruneReport,
   type PurgeReport,
   type RecallResult,

@@ -10,6 +10,7 @@ import {
   type Fact,
   type MaintenanceJob,
   type MaintenanceRun,
+  type Profile,
 } from '@graphmem/client';
 import { NO_SERVICE, unique } from './support.js';
 
@@ -309,6 +310,72 @@ describe('entities', { skip: NO_SERVICE }, () => {
     await rejectsWith(memory.entities({ limit: 0 }), 'INVALID_INPUT', 'limit');
   });
 });
+
+describe('profiles', { skip: NO_SERVICE }, () => {
+  test("a profile shows each key's current values, the older one as known before the newest", async () => {
+    const memory = client();
+    const { mel, melanie } = names();
+    await memory.storeMany([
+      { text: `${melanie} lives in Berlin`, entity: melanie, key: 'city', value: 'Berlin' },
+      { text: `${melanie} has a cat`, entity: melanie, key: 'pets', value: 'cat' },
+      { text: `${mel} has a dog`, entity: mel, key: 'pets', value: 'dog' },
+      { text: `${melanie} likes green tea`, entity: melanie },
+    ]);
+    await pause(50);
+    const before = new Date();
+    await pause(50);
+    const moved = await memory.store(`${melanie} lives in Paris`, {
+      entity: melanie,
+      key: 'city',
+      value: 'Paris',
+    });
+    assert.equal(moved.action, 'UPDATE');
+
+    const profile = await memory.profile(`${mel.toLowerCase()}'s`);
+    assert.equal(profile.entity.name, melanie);
+    assert.deepEqual(values(profile), { city: ['Paris'], pets: ['cat', 'dog'] });
+    const [paris] = profile.attributes.find((a) => a.key === 'city')!.values;
+    assert.equal(paris?.fact.id, moved.fact?.id);
+    assert.ok(!Number.isNaN(Date.parse(paris!.validFrom)) && paris!.validUntil === null);
+    assert.deepEqual(
+      profile.facts.map((f) => f.text),
+      [`${melanie} likes green tea`],
+    );
+    assert.equal(profile.truncated, false);
+    assert.equal(profile.summary, null);
+    assert.equal(profile.summaryError, null);
+    const then = await memory.profile(melanie, { knownAt: before });
+    assert.deepEqual(values(then).city, ['Berlin']);
+    await rejectsWith(memory.profile(uniqueWord('Nobody')), 'NOT_FOUND');
+    await rejectsWith(memory.profile('!!'), 'INVALID_INPUT', 'entity');
+  });
+
+  test('recall with profile leads the block with the profile the prompt names', async () => {
+    const memory = client();
+    const { melanie } = names();
+    await memory.store(`${melanie} lives in Lisbon`, {
+      entity: melanie,
+      key: 'city',
+      value: 'Lisbon',
+    });
+    const prompt = `Where does ${melanie} live?`;
+    const led = await memory.recall(prompt, { profile: true });
+    assert.ok(led.context.split('\n')[1]?.startsWith(`[profile/${melanie}] `), led.context);
+    assert.deepEqual(
+      led.profiles.map((p) => [p.entity.name, values(p)]),
+      [[melanie, { city: ['Lisbon'] }]],
+    );
+    const plain = await memory.recall(prompt, { profile: false });
+    assert.deepEqual(plain.profiles, []);
+  });
+});
+
+/** A profile's values by key, each key's sorted. */
+function values(profile: Profile): Record<string, (string | null)[]> {
+  return Object.fromEntries(
+    profile.attributes.map((a) => [a.key, a.values.map((v) => v.value).sort()]),
+  );
+}
 
 describe('errors', { skip: NO_SERVICE }, () => {
   test('bad input is INVALID_INPUT naming the field', async () => {

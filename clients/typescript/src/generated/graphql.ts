@@ -274,6 +274,8 @@ export type MaintenanceRunFieldsFragment = { id: number, job: string, startedAt:
 
 export type EntityFieldsFragment = { name: string, names: Array<string>, aliases: Array<string>, facts: number };
 
+export type ProfileFieldsFragment = { truncated: boolean, summaryError: string | null, entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number }, attributes: Array<{ key: string, values: Array<{ value: string | null, validFrom: string, validUntil: string | null, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> }>, facts: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, linked: Array<{ links: number, types: Array<LinkType>, entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } }>, summary: { text: string, facts: Array<string>, cached: boolean } | null };
+
 export type UserErrorFieldsFragment = { code: ErrorCode, message: string, field: string | null };
 
 export type StoreFactsMutationVariables = Exact<{
@@ -482,10 +484,11 @@ export type RecallQueryVariables = Exact<{
   timeHints?: boolean | null | undefined;
   episodeLinks?: boolean | null | undefined;
   includeCold?: boolean | null | undefined;
+  profile?: boolean | null | undefined;
 }>;
 
 
-export type RecallQuery = { recall: { context: string, tokens: number, omitted: number, items: Array<{ kind: FactKind, score: number, source: RecallSource, line: string, summarized: boolean, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> } };
+export type RecallQuery = { recall: { context: string, tokens: number, omitted: number, items: Array<{ kind: FactKind, score: number, source: RecallSource, line: string, summarized: boolean, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }>, profiles: Array<{ truncated: boolean, summaryError: string | null, entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number }, attributes: Array<{ key: string, values: Array<{ value: string | null, validFrom: string, validUntil: string | null, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> }>, facts: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, linked: Array<{ links: number, types: Array<LinkType>, entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } }>, summary: { text: string, facts: Array<string>, cached: boolean } | null }> } };
 
 export type LookupQueryVariables = Exact<{
   entity: string;
@@ -515,6 +518,16 @@ export type EntityQueryVariables = Exact<{
 
 
 export type EntityQuery = { entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } };
+
+export type ProfileQueryVariables = Exact<{
+  entity: string;
+  asOf?: string | number | Date | null | undefined;
+  knownAt?: string | number | Date | null | undefined;
+  summary?: boolean | null | undefined;
+}>;
+
+
+export type ProfileQuery = { profile: { truncated: boolean, summaryError: string | null, entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number }, attributes: Array<{ key: string, values: Array<{ value: string | null, validFrom: string, validUntil: string | null, fact: { id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null } }> }>, facts: Array<{ id: string, text: string, kind: FactKind, category: string, importance: number, entity: string | null, key: string | null, value: string | null, source: string | null, tags: Array<string>, summary: string | null, why: string | null, context: string | null, decayClass: string, expiresAt: string | null, confidence: number, lastConfirmedAt: string | null, accessCount: number, lastAccessedAt: string | null, sourceDate: string | null, validFrom: string, validUntil: string | null, validUntilRecordedAt: string | null, recordedAt: string, retractedAt: string | null, supersededById: string | null, supersedesId: string | null, episodeId: string | null, pinnedAt: string | null, coldAt: string | null, statedTime: { start: string, end: string, text: string } | null }>, linked: Array<{ links: number, types: Array<LinkType>, entity: { name: string, names: Array<string>, aliases: Array<string>, facts: number } }>, summary: { text: string, facts: Array<string>, cached: boolean } | null } };
 
 export type LinksQueryVariables = Exact<{
   id: string | number;
@@ -787,6 +800,83 @@ export const EntityFieldsFragmentDoc = new TypedDocumentString(`
   facts
 }
     `, {"fragmentName":"EntityFields"}) as unknown as TypedDocumentString<EntityFieldsFragment, unknown>;
+export const ProfileFieldsFragmentDoc = new TypedDocumentString(`
+    fragment ProfileFields on Profile {
+  entity {
+    ...EntityFields
+  }
+  attributes {
+    key
+    values {
+      value
+      validFrom
+      validUntil
+      fact {
+        ...FactFields
+      }
+    }
+  }
+  facts {
+    ...FactFields
+  }
+  linked {
+    entity {
+      ...EntityFields
+    }
+    links
+    types
+  }
+  truncated
+  summary {
+    text
+    facts
+    cached
+  }
+  summaryError
+}
+    fragment FactFields on Fact {
+  id
+  text
+  kind
+  category
+  importance
+  entity
+  key
+  value
+  source
+  tags
+  summary
+  why
+  context
+  decayClass
+  expiresAt
+  confidence
+  lastConfirmedAt
+  accessCount
+  lastAccessedAt
+  sourceDate
+  validFrom
+  validUntil
+  validUntilRecordedAt
+  recordedAt
+  retractedAt
+  supersededById
+  supersedesId
+  episodeId
+  pinnedAt
+  coldAt
+  statedTime {
+    start
+    end
+    text
+  }
+}
+fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}`, {"fragmentName":"ProfileFields"}) as unknown as TypedDocumentString<ProfileFieldsFragment, unknown>;
 export const UserErrorFieldsFragmentDoc = new TypedDocumentString(`
     fragment UserErrorFields on UserError {
   code
@@ -1756,7 +1846,7 @@ export const SearchDocument = new TypedDocumentString(`
   }
 }`) as unknown as TypedDocumentString<SearchQuery, SearchQueryVariables>;
 export const RecallDocument = new TypedDocumentString(`
-    query Recall($prompt: String!, $maxTokens: Int, $format: RecallFormat, $graphDepth: Int, $asOf: DateTime, $knownAt: DateTime, $timeHints: Boolean, $episodeLinks: Boolean, $includeCold: Boolean) {
+    query Recall($prompt: String!, $maxTokens: Int, $format: RecallFormat, $graphDepth: Int, $asOf: DateTime, $knownAt: DateTime, $timeHints: Boolean, $episodeLinks: Boolean, $includeCold: Boolean, $profile: Boolean) {
   recall(
     prompt: $prompt
     maxTokens: $maxTokens
@@ -1767,6 +1857,7 @@ export const RecallDocument = new TypedDocumentString(`
     timeHints: $timeHints
     episodeLinks: $episodeLinks
     includeCold: $includeCold
+    profile: $profile
   ) {
     context
     tokens
@@ -1780,6 +1871,9 @@ export const RecallDocument = new TypedDocumentString(`
       fact {
         ...FactFields
       }
+    }
+    profiles {
+      ...ProfileFields
     }
   }
 }
@@ -1819,6 +1913,45 @@ export const RecallDocument = new TypedDocumentString(`
     end
     text
   }
+}
+fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}
+fragment ProfileFields on Profile {
+  entity {
+    ...EntityFields
+  }
+  attributes {
+    key
+    values {
+      value
+      validFrom
+      validUntil
+      fact {
+        ...FactFields
+      }
+    }
+  }
+  facts {
+    ...FactFields
+  }
+  linked {
+    entity {
+      ...EntityFields
+    }
+    links
+    types
+  }
+  truncated
+  summary {
+    text
+    facts
+    cached
+  }
+  summaryError
 }`) as unknown as TypedDocumentString<RecallQuery, RecallQueryVariables>;
 export const LookupDocument = new TypedDocumentString(`
     query Lookup($entity: String!, $key: String, $tag: String, $asOf: DateTime, $knownAt: DateTime, $includeSuperseded: Boolean, $limit: Int) {
@@ -1895,6 +2028,88 @@ export const EntityDocument = new TypedDocumentString(`
   aliases
   facts
 }`) as unknown as TypedDocumentString<EntityQuery, EntityQueryVariables>;
+export const ProfileDocument = new TypedDocumentString(`
+    query Profile($entity: String!, $asOf: DateTime, $knownAt: DateTime, $summary: Boolean) {
+  profile(entity: $entity, asOf: $asOf, knownAt: $knownAt, summary: $summary) {
+    ...ProfileFields
+  }
+}
+    fragment FactFields on Fact {
+  id
+  text
+  kind
+  category
+  importance
+  entity
+  key
+  value
+  source
+  tags
+  summary
+  why
+  context
+  decayClass
+  expiresAt
+  confidence
+  lastConfirmedAt
+  accessCount
+  lastAccessedAt
+  sourceDate
+  validFrom
+  validUntil
+  validUntilRecordedAt
+  recordedAt
+  retractedAt
+  supersededById
+  supersedesId
+  episodeId
+  pinnedAt
+  coldAt
+  statedTime {
+    start
+    end
+    text
+  }
+}
+fragment EntityFields on Entity {
+  name
+  names
+  aliases
+  facts
+}
+fragment ProfileFields on Profile {
+  entity {
+    ...EntityFields
+  }
+  attributes {
+    key
+    values {
+      value
+      validFrom
+      validUntil
+      fact {
+        ...FactFields
+      }
+    }
+  }
+  facts {
+    ...FactFields
+  }
+  linked {
+    entity {
+      ...EntityFields
+    }
+    links
+    types
+  }
+  truncated
+  summary {
+    text
+    facts
+    cached
+  }
+  summaryError
+}`) as unknown as TypedDocumentString<ProfileQuery, ProfileQueryVariables>;
 export const LinksDocument = new TypedDocumentString(`
     query Links($id: ID!, $direction: Direction, $types: [LinkType!], $asOf: DateTime, $knownAt: DateTime, $first: Int, $after: String) {
   fact(id: $id, asOf: $asOf, knownAt: $knownAt) {
