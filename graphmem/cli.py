@@ -1161,8 +1161,8 @@ def import_(ctx: click.Context, /, path: str, as_json: bool) -> None:
         report.to_dict(),
         as_json,
         (
-            f"imported {report.facts} facts, {report.links} links; "
-            f"skipped {report.skipped_existing} existing"
+            f"imported {report.facts} facts, {report.links} links, {report.declarations}"
+            f" entity declarations; skipped {report.skipped_existing} existing"
         ),
     )
 

@@ -59,6 +59,9 @@ KNOWN_AT: Final = (
     f"and splits declared by then. {ACCEPTED_TIMES}. Default: now."
 )
 
+#: What a caller declares on entities (``Memory.alias``, ``merge_entities``, ``split_alias``).
+DECLARATION_KINDS: Final = ("alias", "merge", "split")
+
 #: Common English nicknames and the first name each stands for.
 NICKNAMES: Final[dict[str, str]] = {
     "bob": "robert",

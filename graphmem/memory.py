@@ -1261,8 +1261,9 @@ class Memory:
         return self._sync.replay()
 
     def export_jsonl(self, out: IO[str]) -> int:
-        """Write every fact and link as JSON Lines (see :mod:`graphmem.storage.sql.transfer`);
-        returns lines written."""
+        """Write every episode, fact, link, synced file and entity declaration (aliases,
+        merges, splits, with their transaction times) as JSON Lines (see
+        :mod:`graphmem.storage.sql.transfer`); returns lines written."""
         return self._store.export(self.namespace, out)
 
     def import_jsonl(
@@ -1270,7 +1271,9 @@ class Memory:
     ) -> ImportReport:
         """Load an export in one transaction (all or nothing), then embed and index its facts.
 
-        Facts and links whose ids already exist are skipped and counted.
+        Facts and links whose ids already exist are skipped and counted, as are declarations
+        the store holds already; a declaration must name an entity name the facts carry, and
+        a name may have one live declaration (InvalidInput naming the line otherwise).
         """
         return self._writer.import_lines(lines, progress)
 

@@ -79,6 +79,14 @@ class ImportRules(Protocol):
     def fact(self, row: dict[str, Any], /) -> None: ...
     def link(self, row: dict[str, Any], /) -> None: ...
     def file(self, row: dict[str, Any], /) -> None: ...
+    def declarations(
+        self, names: Sequence[str], held: Sequence[Declaration], /
+    ) -> Callable[[dict[str, Any]], bool]:
+        """The rule for the declarations of one import, given the entity names the store's
+        facts then carry (as compared) and the declarations it already ``held``: called on
+        each declaration's row in turn, it answers whether the row is new (False: the store
+        holds it already), after setting its ``target`` to the name it is stored as."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -659,9 +667,18 @@ class Filters:
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
+    """What an import added: facts, links and entity declarations (aliases, merges, splits),
+    and how many rows it skipped because the store held them already."""
+
     facts: int
     links: int
     skipped_existing: int
+    declarations: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {"facts": self.facts, "links": self.links, "skipped_existing": self.skipped_existing}
+        return {
+            "facts": self.facts,
+            "links": self.links,
+            "skipped_existing": self.skipped_existing,
+            "declarations": self.declarations,
+        }

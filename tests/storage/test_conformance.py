@@ -11,6 +11,7 @@ test_postgres_store.py.
 
 from __future__ import annotations
 
+import io
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from graphmem import (
     dedup,
 )
 from graphmem.ids import text_hash
+from graphmem.imports import EXPORT_RULES
 from graphmem.prune import SOFT_DECAY
 from graphmem.storage.interface import Filters, Store
 from graphmem.storage.postgres.store import PostgresStore
@@ -59,6 +61,18 @@ SETTINGS = Settings(embedder="hash")
 @pytest.fixture(params=sorted(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Store]:
     made = STORES[request.param](request, tmp_path, clock)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def another(
+    request: pytest.FixtureRequest, store: Store, tmp_path: Path, clock: Clock
+) -> Iterator[Store]:
+    """A second empty store of the same implementation as ``store``."""
+    directory = tmp_path / "another"
+    directory.mkdir()
+    made = STORES[request.node.callspec.params["store"]](request, directory, clock)
     yield made
     made.close()
 
@@ -622,3 +636,33 @@ def test_entity_names_follow_writes_and_purges_and_declarations_keep_their_time(
     assert [(n, c) for n, _, c, _ in store.entity_names()] == [("melanie", 2)]
     found = store.lookup("x", now(store), names=["melanie"])
     assert {f.text for f in found} == {"Melanie paints", "Melanie sings"}
+
+
+def test_declarations_travel_with_an_export_and_keep_their_times(
+    store: Store, another: Store, clock: Clock
+) -> None:
+    put(
+        store,
+        {"text": "Lopez teaches", "entity": "Lopez"},
+        {"text": "Melanie paints", "entity": "Melanie"},
+    )
+    with store.transaction() as tx:
+        tx.declare_entity("alias", "Teacher", "lopez")
+    clock.advance(10)
+    [(seq, *_)] = store.entity_declarations()
+    with store.transaction() as tx:
+        tx.declare_entity("alias", "Teacher", "melanie", retract=[seq])
+    exported = io.StringIO()
+    store.export("default", exported)
+    with another.transaction() as tx:
+        report, _ = tx.import_lines(exported.getvalue().splitlines(), EXPORT_RULES)
+    assert (report.facts, report.declarations) == (2, 2)
+    assert [d[1:] for d in another.entity_declarations()] == [
+        d[1:] for d in store.entity_declarations()
+    ]
+    again = io.StringIO()
+    another.export("default", again)
+    assert again.getvalue() == exported.getvalue()
+    with another.transaction() as tx:
+        report, _ = tx.import_lines(exported.getvalue().splitlines(), EXPORT_RULES)
+    assert (report.declarations, report.skipped_existing) == (0, 4)

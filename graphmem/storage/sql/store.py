@@ -412,8 +412,6 @@ class SQLTransaction(Transaction):
         windows of the episodes it adds facts to; returns the new fact ids."""
         report, ids = transfer.import_rows(self.conn, lines, rules)
         sql_windows.rebuild(self.conn, sql_windows.episodes(self.conn, of=ids))
-        if ids:
-            sql_entities.rebuild(self.conn)
         return report, ids
 
     # entities
