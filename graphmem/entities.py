@@ -334,6 +334,19 @@ class Entities:
         index = self.index(known_at)
         return index.entity(_group(index, check_name(name, "name"), "name"))
 
+    def erased_with(self, name: str) -> tuple[Entity, list[str], list[str]] | None:
+        """What a purge of the entity ``name`` is a name or alias of takes, as grouped now:
+        the entity, its names as the facts' index compares them, and the names of every
+        declaration (in any state) on one of its names. None when ``name`` is none of an
+        entity's: a purge guesses no short form or nickname."""
+        index = self.index()
+        group = index.resolve(name)
+        if group is None:
+            return None
+        keys = set(index.members(group))
+        declared = {d[2] for d in self._store.entity_declarations() if entity_key(d[2]) in keys}
+        return index.entity(group), index.names_of(group), sorted(declared)
+
     def listing(self, known_at: float | None, limit: int) -> list[Entity]:
         """The entities, the most facts first, at most ``limit``."""
         index = self.index(known_at)

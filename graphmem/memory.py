@@ -331,11 +331,18 @@ class Memory:
         episode: str | None = None,
         dry_run: bool = False,
     ) -> PurgeReport:
-        """Delete facts for good (privacy): one by id, or every fact ``ids``, ``entity``
-        (case-insensitive), ``source`` and ``episode`` match (the filters given narrow each
-        other), in any state: current, replaced or forgotten; with them the turns of a
-        conversation those facts were drawn from or said again in, and the facts drawn from
-        the turns matched (one step each way: they hold the same words; see ``capture``).
+        """Delete facts for good (privacy): one by id, or every fact ``ids``, ``entity``,
+        ``source`` and ``episode`` match (the filters given narrow each other), in any state:
+        current, replaced or forgotten; with them the turns of a conversation those facts were
+        drawn from or said again in, and the facts drawn from the turns matched (one step each
+        way: they hold the same words; see ``capture``).
+
+        ``entity`` is the whole entity it is a name or alias of, as grouped at the moment of
+        the purge (:mod:`graphmem.entities`; "Melanie" takes the facts about "Mel" and
+        "melanie's" too): the facts carrying any of its names, and once none is left every
+        declaration made on its names, so no name or alias of it remains; the report's
+        ``names`` lists the names and aliases covered. A name no entity has matches itself,
+        case-insensitive (a purge guesses no short form).
 
         In one transaction it removes the facts, their links, their cached embeddings (of
         texts no other fact has), their keyword-index entries and the episodes left empty, and
@@ -355,6 +362,9 @@ class Memory:
                 raise NotFound(f"no fact with id {fact_id!r}")
             ids = [fact_id]
         where = PurgeFilter.of(ids=ids, entity=entity, source=source, episode=episode)
+        if where.entity is not None and (reached := self._entities.erased_with(where.entity)):
+            found, names, declared = reached
+            where = where.reaching(names, declared, (*found.names, *found.aliases))
         if dry_run:
             return self._store.purge_count(where)
         return self._writer.purge_where(where)

@@ -450,7 +450,9 @@ class Writer:
         if purged.removed:
             self.erase()
             self._store.scrub()
-        return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+        return PurgeReport(
+            purged.removed, purged.links, purged.vectors, purged.episodes, names=where.covered
+        )
 
     def _purged(self, purge: Callable[[Transaction], Purged]) -> Purged:
         """What ``purge`` deleted in a transaction that also queues the vectors it touched and

@@ -11,7 +11,8 @@
    entity ``target``) or a split (``name`` stands on its own). Declaring again for the same
    name retracts the row before (``retracted_at``), so a read as known at an earlier moment
    sees the declarations as they were. A purge deletes every row, retracted or not, whose
-   target no fact names any more, or whose name only the purged facts carried.
+   target no fact names any more, or whose name only the purged facts carried; a purge of an
+   entity also every row named one of the entity's names (:func:`forget`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,21 @@ def recount(conn: SQLConnection, names: Sequence[str]) -> None:
         " AND lower(name) NOT IN (SELECT name FROM entity_names))",
         param,
     )
+
+
+def forget(conn: SQLConnection, declared: Sequence[str], *, unless: Sequence[str]) -> None:
+    """After a purge of an entity: delete every declaration, in any state, named one of
+    ``declared``, unless a fact still carries one of the entity's names ``unless``."""
+    d = conn.dialect
+    if not declared:
+        return
+    still = conn.execute(
+        f"SELECT 1 FROM entity_names WHERE {d.in_list('name', d.arg)}", [id_list(unless)]
+    ).fetchone()
+    if still is None:
+        conn.execute(
+            f"DELETE FROM entity_aliases WHERE {d.in_list('name', d.arg)}", [id_list(declared)]
+        )
 
 
 def rebuild(conn: SQLConnection) -> int:

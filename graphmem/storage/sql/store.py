@@ -398,9 +398,11 @@ class SQLTransaction(Transaction):
 
     def purge_where(self, where: PurgeFilter) -> Purged:
         """Purge the facts ``where`` matches and record the erasure (see ``purge``): a purge
-        that matched nothing erased nothing, and leaves no record."""
+        that matched nothing erased nothing, and leaves no record. Once no fact carries a name
+        of the entity it names, the declarations ``where.declared`` go too."""
         purged = self.purge(sql_erasure.matching(self.conn, where))
         if purged.removed:
+            sql_entities.forget(self.conn, where.declared, unless=where.entity_names)
             report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
             sql_erasure.record(self.conn, self.now, where, report)
         return purged
