@@ -112,8 +112,8 @@ class Memory:
         self._store, self._vectors, self._settings = store, vectors, settings
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
-        self._writer = Writer(self._sync, settings, llm)
         self._entities = Entities(store)
+        self._writer = Writer(self._sync, settings, llm, self._entities)
         self._search = Search(self._sync, embedder, settings, entities=self._entities)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None

@@ -49,6 +49,20 @@ EntityName = tuple[str, str, int, float]
 Declaration = tuple[int, str, str, str, float, float | None]
 
 
+class EntitySignature(NamedTuple):
+    """What changes whenever an entity name comes or goes or a declaration is made or
+    retracted: the rows' counts and newest positions (never reused; None for no row), then the
+    newest time a name was first recorded, a declaration recorded and one retracted."""
+
+    names: int
+    name_position: int | None
+    declarations: int
+    declaration_position: int | None
+    named_at: float | None
+    declared_at: float | None
+    retracted_at: float | None
+
+
 class Step(NamedTuple):
     """One link followed from a frontier fact (``via``) to ``step``."""
 
@@ -389,7 +403,13 @@ class FactReads(Protocol):
     def entity_facts(
         self, names: Sequence[str], scope: TimeScope, *, per_entity: int
     ) -> list[Fact]: ...
-    def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]: ...
+    def latest(
+        self, entity: str, key: str, scope: TimeScope, *, limit: int, names: Sequence[str] = ()
+    ) -> list[Fact]:
+        """The visible facts with ``entity`` (or, given, any of its entity's ``names`` as the
+        facts' index compares them) and ``key``, case-insensitive, latest valid first."""
+        ...
+
     def pinned(self, scope: TimeScope, *, limit: int) -> list[Fact]:
         """Visible pinned facts, the earliest pinned first."""
         ...
@@ -607,13 +627,17 @@ class EntityReads(Protocol):
         facts carry it, when memory first recorded one)."""
         ...
 
+    def entity_names_added(self, after: int, upto: int) -> list[EntityName]:
+        """The entity names recorded at a position after ``after``, up to ``upto`` (positions
+        as the signature gives them), oldest first."""
+        ...
+
     def entity_declarations(self) -> list[Declaration]:
         """Every declaration, retracted or not, oldest first."""
         ...
 
-    def entity_signature(self) -> tuple[Any, ...]:
-        """A value that changes whenever a name comes or goes or a declaration is made or
-        retracted (what a cache of the names checks)."""
+    def entity_signature(self) -> EntitySignature:
+        """What a cache of the names checks (:class:`EntitySignature`)."""
         ...
 
 

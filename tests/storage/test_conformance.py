@@ -28,8 +28,10 @@ from graphmem import (
     InvalidInput,
     NotFound,
     Settings,
+    StoreResult,
     dedup,
 )
+from graphmem.entities import Entities
 from graphmem.ids import text_hash
 from graphmem.imports import EXPORT_RULES
 from graphmem.prune import SOFT_DECAY
@@ -541,6 +543,32 @@ def test_the_write_path_dedups_and_supersedes_through_the_interface(store: Store
         put(store, {"text": "Ana lives in Rome", "supersedes": "no-such-id"})
     with pytest.raises(Conflict):
         put(store, {"text": "Ana lives in Rome", "supersedes": berlin})
+
+
+def test_the_write_path_supersedes_across_the_names_of_one_entity(store: Store) -> None:
+    entities = Entities(store)
+
+    def classified(*items: dict[str, Any]) -> list[StoreResult]:
+        inputs = [FactInput.parse(x, index=i) for i, x in enumerate(items)]
+        with store.transaction() as tx:
+            results, _ = dedup.write_batch(
+                tx, inputs, [None] * len(inputs), SETTINGS, entities=entities
+            )
+        return results
+
+    fact = {"key": "city", "value": "Rome"}
+    (rome,) = classified({"text": "Melanie lives in Rome", "entity": "Melanie", **fact})
+    entities.alias("Mellie", of="Melanie")
+    fact["value"] = "Paris"
+    (paris, again) = classified(
+        {"text": "Mellie moved to Paris", "entity": "Mellie", **fact},
+        {"text": "Melanie's home is Paris", "entity": "Melanie's", **fact},
+    )
+    assert rome.fact is not None and paris.fact is not None
+    assert (paris.action, paris.target_ids) == ("UPDATE", (rome.fact.id,))
+    assert (again.action, again.target_ids) == ("NOOP", (paris.fact.id,))
+    (mel,) = classified({"text": "Mel is in Oslo", "entity": "Mel", **fact, "value": "Oslo"})
+    assert (mel.action, mel.target_ids) == ("UPDATE", (paris.fact.id,))
 
 
 def test_automatic_links_read_and_write_through_the_interface(store: Store) -> None:

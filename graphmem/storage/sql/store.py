@@ -33,6 +33,7 @@ from ...temporal import TimeInput, TimeScope
 from ..interface import (
     BatchChanges,
     Counts,
+    EntitySignature,
     Filters,
     ImportReport,
     ImportRules,
@@ -810,10 +811,13 @@ class SQLStore(Store, Generic[D]):
     def entity_names(self) -> list[tuple[str, str, int, float]]:
         return sql_entities.names(self._read())
 
+    def entity_names_added(self, after: int, upto: int) -> list[tuple[str, str, int, float]]:
+        return sql_entities.names(self._read(), after=after, upto=upto)
+
     def entity_declarations(self) -> list[tuple[int, str, str, str, float, float | None]]:
         return sql_entities.aliases(self._read())
 
-    def entity_signature(self) -> tuple[Any, ...]:
+    def entity_signature(self) -> EntitySignature:
         return sql_entities.signature(self._read())
 
     # ------------------------------------------------------------------------- search
