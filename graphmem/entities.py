@@ -648,10 +648,8 @@ class _Spellings:
             held = self.words.get(group, set())
             if len(held) > NEAR_SPELLING_GROUP:
                 continue  # unpaired before and after
-            if len(held) + len(words) > NEAR_SPELLING_GROUP:
-                if len(held) > 1:
-                    return True
-                continue
+            if len(held) > 1 and len(held) + len(words) > NEAR_SPELLING_GROUP:
+                return True
             for n, word in enumerate(words):
                 others = itertools.chain(held, words[n + 1 :])
                 if any(similarity(word, other) >= NEAR_SPELLING for other in others):
