@@ -75,6 +75,16 @@ class _Batch:
     touched: set[str] = field(default_factory=set)
     #: The entities ``by_key`` groups by (None: names, case-insensitive).
     index: EntityIndex | None = None
+    #: Each entity name met: what the names of its entity share (:meth:`EntityIndex.token`).
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def token(self, entity: str) -> str:
+        token = self.tokens.get(entity)
+        if token is None:
+            index = self.index
+            token = entity.translate(_ASCII_LOWER) if index is None else index.token(entity)
+            self.tokens[entity] = token
+        return token
 
     def current(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         return [r for r in rows if r["id"] not in self.ended]
@@ -202,7 +212,7 @@ def _decide(
     reason = ""
     superseded: list[dict[str, Any]] = targets
     later: dict[str, Any] | None = None  # a current version that starts after this one
-    key = _group_key(x.entity, x.key, batch.index)
+    key = _group_key(x.entity, x.key, batch)
     if target is not None:
         action, reason = "UPDATE", f"supersedes {', '.join(r['id'] for r in targets)} (explicit)"
     elif verdict is not None and x.classify:
@@ -350,9 +360,12 @@ def _prefetch(
         return
     if entities is not None:
         batch.index = entities.classifying([e for e, _ in keyed], batch.now)
-    pairs = dict.fromkeys(p for entity, key in keyed for p in _pairs(batch.index, entity, key))
+    names = {e: _names(batch.index, e) for e in dict.fromkeys(e for e, _ in keyed)}
+    pairs = dict.fromkeys(
+        (name, key.translate(_ASCII_LOWER)) for entity, key in keyed for name in names[entity]
+    )
     for row in tx.current_by_key(list(pairs)):
-        group = _group_key(row["entity"], row["key"], batch.index)
+        group = _group_key(row["entity"], row["key"], batch)
         assert group is not None
         batch.by_key[group].append(_remember(batch, row))
 
@@ -393,24 +406,20 @@ def _vector_owner(
     return str(row["vector_of"] or candidate)
 
 
-def _group_key(
-    entity: str | None, key: str | None, index: EntityIndex | None
-) -> tuple[str, str] | None:
+def _group_key(entity: str | None, key: str | None, batch: _Batch) -> tuple[str, str] | None:
     """What the facts of one entity and key share (None without an entity or a key)."""
     if not entity or not key:
         return None
-    named = entity.translate(_ASCII_LOWER) if index is None else index.token(entity)
-    return named, key.translate(_ASCII_LOWER)
+    return batch.token(entity), key.translate(_ASCII_LOWER)
 
 
-def _pairs(index: EntityIndex | None, entity: str, key: str) -> list[tuple[str, str]]:
-    """The (entity, key) pairs, ASCII lower-cased as the store reads them, of every stored
-    name of ``entity``'s entity (``entity`` itself among them)."""
+def _names(index: EntityIndex | None, entity: str) -> list[str]:
+    """Every stored name of ``entity``'s entity (``entity`` itself among them), ASCII
+    lower-cased as the store reads them."""
     names = [entity.translate(_ASCII_LOWER)]
     if index is not None and (group := index.resolve(entity)) is not None:
         names += index.names_of(group)
-    lowered = key.translate(_ASCII_LOWER)
-    return [(name, lowered) for name in dict.fromkeys(names)]
+    return list(dict.fromkeys(names))
 
 
 def _as_named(x: FactInput, rows: Sequence[dict[str, Any]]) -> str:

@@ -59,6 +59,11 @@ SHORT_FORM_MIN: Final = 3
 #: is left to exact names, short forms and declarations, so that building stays quick.
 NEAR_SPELLING_GROUP: Final = 5_000
 
+#: Word comparisons one check of new names makes at most before it counts them as names that
+#: may join (the index is then built again from every name), so that no batch of names spelt
+#: alike costs the write path more than a build.
+SPELLING_CHECKS: Final = 200_000
+
 #: What ``known_at`` means to a read of entities, as every face describes the argument.
 KNOWN_AT: Final = (
     "Transaction time: group the names memory had at this moment, with the aliases, merges "
@@ -630,30 +635,36 @@ class _Spellings:
     :func:`_near_spellings` groups them): which words of a group a new word is spelt like."""
 
     def __init__(self, keys: Iterable[str] = ()) -> None:
-        #: group -> its words.
-        self.words: dict[tuple[int, str], set[str]] = defaultdict(set)
+        #: group -> its words and their trigrams.
+        self.words: dict[tuple[int, str], dict[str, frozenset[str]]] = defaultdict(dict)
         for key in keys:
             self.add(key)
 
     def add(self, key: str) -> None:
         for group, word in _spelt_words(key):
-            self.words[group].add(word)
+            self.words[group][word] = _trigrams(word)
 
     def alike_any(self, new: dict[tuple[int, str], list[str]]) -> bool:
         """Whether adding the ``new`` words of each group would pair one (module docstring,
         2): one is spelt like a word of its group, here or new; or the group grows past
         NEAR_SPELLING_GROUP, where :func:`_near_spellings` leaves its words unpaired (the pairs
-        made before would come undone)."""
+        made before would come undone). Past SPELLING_CHECKS comparisons, wary: yes."""
+        checks = 0
         for group, words in new.items():
-            held = self.words.get(group, set())
+            held = self.words.get(group, {})
             if len(held) > NEAR_SPELLING_GROUP:
                 continue  # unpaired before and after
             if len(held) > 1 and len(held) + len(words) > NEAR_SPELLING_GROUP:
                 return True
-            for n, word in enumerate(words):
-                others = itertools.chain(held, words[n + 1 :])
-                if any(similarity(word, other) >= NEAR_SPELLING for other in others):
-                    return True
+            checks += len(words) * (len(held) + len(words))
+            if checks > SPELLING_CHECKS:
+                return True
+            grams = [_trigrams(w) for w in words]
+            for n, gs in enumerate(grams):
+                for other in itertools.chain(held.values(), grams[n + 1 :]):
+                    shared = len(gs & other)
+                    if shared >= NEAR_SPELLING * (len(gs) + len(other) - shared):
+                        return True
         return False
 
 

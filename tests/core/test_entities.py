@@ -256,3 +256,13 @@ def test_an_index_grown_by_new_names_groups_as_one_built_with_them() -> None:
                 a, b = extended.resolve(x, guess=True), whole.resolve(x, guess=True)
                 assert (a and sorted(extended.names_of(a))) == (b and sorted(whole.names_of(b)))
     assert grown > 200  # most additions join nothing
+
+
+def test_new_names_past_the_spelling_budget_count_as_names_that_may_join(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = EntityIndex([("ann smith", "Ann Smith", 1, 0.0)], [])
+    newcomers = ["john smith", "jane smith", "pete smith"]  # spelt apart: they join none
+    assert index.joins_none(newcomers)
+    monkeypatch.setattr("graphmem.entities.SPELLING_CHECKS", 5)
+    assert not EntityIndex([("ann smith", "Ann Smith", 1, 0.0)], []).joins_none(newcomers)
