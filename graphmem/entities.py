@@ -570,8 +570,7 @@ class Entities:
     ) -> EntityIndex | None:
         """``index`` (as of the signature ``before``) with the names recorded since, when
         names were only added and each joins no entity (:meth:`EntityIndex.extended`)."""
-        declared = ("declarations", "declaration_position", "declared_at", "retracted_at")
-        if any(getattr(before, f) != getattr(signature, f) for f in declared):
+        if _declared(before) != _declared(signature):
             return None
         if signature.names <= before.names or signature.name_position is None:
             return None
@@ -591,6 +590,16 @@ def _group(index: EntityIndex, name: str, field: str) -> str:
 def _live(index: EntityIndex, key: str) -> list[int]:
     """The live declaration of ``key``, which a new one replaces."""
     return [index.declared[key][0]] if key in index.declared else []
+
+
+def _declared(signature: EntitySignature) -> tuple[Any, ...]:
+    """The part of ``signature`` that the declarations make."""
+    return (
+        signature.declarations,
+        signature.declaration_position,
+        signature.declared_at,
+        signature.retracted_at,
+    )
 
 
 def _covers(signature: EntitySignature, known_at: float | None) -> bool:
