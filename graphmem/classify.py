@@ -1,7 +1,8 @@
 """Classify-before-write by an LLM: ADD, UPDATE, DELETE or NOOP for each new fact of a batch.
 
 1. For each new fact, the live facts most like it are found: its nearest vectors, and the facts
-   with the same entity and key (:func:`similar_facts`).
+   with the same entity (under any of its names, :mod:`graphmem.entities`) and key
+   (:func:`similar_facts`).
 2. One chat request carries up to ``llm_batch_size`` new facts with those existing facts, and
    asks for strict JSON (:func:`classify`): a batch of 20 facts is one request, not 20.
 3. The decisions are applied inside the write transaction by :mod:`graphmem.dedup`: UPDATE
@@ -38,6 +39,7 @@ from .sensitive import sensitive
 from .temporal import TimeScope, parse_time, to_iso
 
 if TYPE_CHECKING:
+    from .entities import Entities
     from .storage.interface import Store
 
 #: Nearest live facts (by vector) shown to the model for each new fact.
@@ -119,16 +121,19 @@ def similar_facts(
     inputs: Sequence[FactInput],
     neighbours: Sequence[Sequence[tuple[str, float]]],
     now: float,
+    *,
+    entities: Entities | None = None,
 ) -> list[list[Fact]]:
-    """For each new fact: the live facts to show the model (nearest first, then same key), from
-    its ``neighbours`` (up to CANDIDATES nearest vectors); never a turn."""
+    """For each new fact: the live facts to show the model (nearest first, then same key, under
+    any name of its entity in ``entities``), from its ``neighbours`` (up to CANDIDATES nearest
+    vectors); never a turn."""
     scope = TimeScope(now, now)
     facts = _facts_among(store, neighbours, scope)
     out: list[list[Fact]] = []
     for x, hits in zip(inputs, neighbours, strict=True):
         found = {f.id: f for f in _nearest(hits, facts)}
         if x.entity and x.key:
-            for fact in _same_key(store, x.entity, x.key, scope):
+            for fact in _same_key(store, entities, x.entity, x.key, scope):
                 found.setdefault(fact.id, fact)
         out.append(list(found.values()))
     return out
@@ -139,6 +144,8 @@ def shown_facts(
     neighbours: Sequence[Sequence[tuple[str, float]]],
     keys: Sequence[tuple[str, str]],
     now: float,
+    *,
+    entities: Entities | None = None,
 ) -> list[Fact]:
     """The live facts to show the model with a capture's turns: the nearest to each turn (its
     ``neighbours``, as for :func:`similar_facts`), then those with each (entity, key) of
@@ -147,7 +154,7 @@ def shown_facts(
     facts = _facts_among(store, neighbours, scope)
     found = {f.id: f for hits in neighbours for f in _nearest(hits, facts)}
     for entity, key in dict.fromkeys(keys):
-        for fact in _same_key(store, entity, key, scope):
+        for fact in _same_key(store, entities, entity, key, scope):
             found.setdefault(fact.id, fact)
     return list(found.values())
 
@@ -432,7 +439,12 @@ def _nearest(hits: Sequence[tuple[str, float]], facts: Mapping[str, Fact]) -> li
     return [facts[fact_id] for fact_id, _ in hits if fact_id in facts][:SIMILAR_FACTS]
 
 
-def _same_key(store: Store, entity: str, key: str, scope: TimeScope) -> list[Fact]:
+def _same_key(
+    store: Store, entities: Entities | None, entity: str, key: str, scope: TimeScope
+) -> list[Fact]:
+    names = () if entities is None else entities.names(entity)
     return [
-        f for f in store.latest(entity, key, scope, limit=SAME_KEY_FACTS) if not is_turn(f.source)
+        f
+        for f in store.latest(entity, key, scope, limit=SAME_KEY_FACTS, names=names)
+        if not is_turn(f.source)
     ]

@@ -687,7 +687,10 @@ def checkpoint_restore(ctx: click.Context, /, as_json: bool) -> None:
 
 @click.command()
 @click.argument("fact_id", required=False)
-@click.option("--entity", help="Every fact about this entity (case-insensitive).")
+@click.option(
+    "--entity",
+    help="Every fact about the entity this name or alias is one of, under any of its names.",
+)
 @click.option("--source", help="Every fact from this source.")
 @click.option("--episode", help="Every fact of this episode.")
 @click.option("--dry-run", is_flag=True, help="Only count what would be erased.")
@@ -708,11 +711,12 @@ def purge(
     with _memory(ctx) as mem:
         report = mem.purge(fact_id, entity=entity, source=source, episode=episode, dry_run=dry_run)
     verb = "would erase" if report.dry_run else "erased"
+    covered = f" (names: {', '.join(report.names)})" if report.names else ""
     _emit(
-        report.to_dict(),
+        {**report.to_dict(), **({"names": list(report.names)} if entity is not None else {})},
         as_json,
         f"{verb} {report.facts} facts, {report.links} links, {report.vectors} vectors,"
-        f" {report.episodes} emptied episodes",
+        f" {report.episodes} emptied episodes{covered}",
     )
 
 
@@ -1194,8 +1198,8 @@ def import_(ctx: click.Context, /, path: str, as_json: bool) -> None:
         report.to_dict(),
         as_json,
         (
-            f"imported {report.facts} facts, {report.links} links; "
-            f"skipped {report.skipped_existing} existing"
+            f"imported {report.facts} facts, {report.links} links, {report.declarations}"
+            f" entity declarations; skipped {report.skipped_existing} existing"
         ),
     )
 

@@ -7,6 +7,11 @@ earlier items land, then hands every insert and update to the transaction at onc
 (``Transaction.apply``). Later items see earlier ones: a batch that sets a key twice
 supersedes its own first value. Nothing here depends on the storage engine.
 
+"The same entity" is the same entity of the entity index (:mod:`graphmem.entities`), as it
+will be once the batch's names are stored: "Mel" city=Paris supersedes "Melanie" city=Rome, and
+so does a declared alias. Without an index (a caller that gives none), names compare
+case-insensitively.
+
 With the LLM classifier, its verdicts (:mod:`graphmem.classify`, asked before the transaction)
 replace the entity/key rules: each is checked against the state inside the transaction, and one
 whose target is no longer live falls back to ADD.
@@ -24,6 +29,7 @@ from typing import Any, Final
 
 from . import statedtime
 from .decay import classify_decay, expiry
+from .entities import Entities, EntityIndex, entity_key
 from .errors import Conflict, InvalidInput, NotFound
 from .ids import new_id
 from .models import (
@@ -67,6 +73,18 @@ class _Batch:
     ended: set[str] = field(default_factory=set)  # superseded during this batch
     changes: BatchChanges = field(default_factory=BatchChanges)
     touched: set[str] = field(default_factory=set)
+    #: The entities ``by_key`` groups by (None: names, case-insensitive).
+    index: EntityIndex | None = None
+    #: Each entity name met: what the names of its entity share (:meth:`EntityIndex.token`).
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def token(self, entity: str) -> str:
+        token = self.tokens.get(entity)
+        if token is None:
+            index = self.index
+            token = entity.translate(_ASCII_LOWER) if index is None else index.token(entity)
+            self.tokens[entity] = token
+        return token
 
     def current(self, rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         return [r for r in rows if r["id"] not in self.ended]
@@ -82,6 +100,7 @@ def write_batch(
     episode_id: str | None = None,
     merges: Sequence[Sequence[str]] | None = None,
     outside: Collection[int] = (),
+    entities: Entities | None = None,
 ) -> tuple[list[StoreResult], set[str]]:
     """Dedup, classify and insert ``inputs``; returns the results and the fact ids whose vectors
     must be synced. ``twins[i]`` is item i's vector near-duplicate: a live fact id, an earlier
@@ -90,11 +109,12 @@ def write_batch(
     at the positions ``outside`` (facts capture drew from the episode's turns, which are
     linked to them instead of being part of the conversation). ``merges[i]``, when
     given, are further live facts item i supersedes besides its ``supersedes`` (a consolidation
-    writes one fact replacing several). Raises (and the caller rolls back) on an invalid
+    writes one fact replacing several). The rule classifier compares entities through
+    ``entities`` (see the module's docstring). Raises (and the caller rolls back) on an invalid
     ``supersedes``."""
     hashes = [normalized_hash(x.text) for x in inputs]
     batch = _Batch(tx.now)
-    _prefetch(tx, batch, hashes, inputs, settings)
+    _prefetch(tx, batch, hashes, inputs, settings, entities)
     decisions: list[_Decision] = []
     for i, (x, h, twin, verdict, also) in enumerate(
         zip(
@@ -192,7 +212,7 @@ def _decide(
     reason = ""
     superseded: list[dict[str, Any]] = targets
     later: dict[str, Any] | None = None  # a current version that starts after this one
-    key = _group_key(x.entity, x.key)
+    key = _group_key(x.entity, x.key, batch)
     if target is not None:
         action, reason = "UPDATE", f"supersedes {', '.join(r['id'] for r in targets)} (explicit)"
     elif verdict is not None and x.classify:
@@ -217,15 +237,17 @@ def _decide(
         value = _normalize(x.value)
         match = next((r for r in same if _normalize(r["value"] or "") == value), None)
         if match is not None:
-            return _Decision(
-                "NOOP", match["id"], f"{x.entity}.{x.key} is already {x.value!r}", (match["id"],)
-            )
+            said = f"{x.entity}.{x.key} is already {x.value!r}{_as_named(x, [match])}"
+            return _Decision("NOOP", match["id"], said, (match["id"],))
         superseded = [r for r in same if r["valid_from"] <= valid_from]
         later = next((r for r in reversed(same) if r["valid_from"] > valid_from), None)
         if superseded:
-            action, reason = "UPDATE", f"new value for {x.entity}.{x.key}"
+            action = "UPDATE"
+            reason = f"new value for {x.entity}.{x.key}{_as_named(x, superseded)}"
         elif later is not None:
-            reason = f"earlier value for {x.entity}.{x.key}, recorded as history"
+            reason = (
+                f"earlier value for {x.entity}.{x.key}{_as_named(x, [later])}, recorded as history"
+            )
 
     fact_id = new_id()
     decay_class = x.decay_class or classify_decay(x.entity, x.key, x.value, x.text)
@@ -325,20 +347,25 @@ def _prefetch(
     hashes: list[str],
     inputs: Sequence[FactInput],
     settings: Settings,
+    entities: Entities | None,
 ) -> None:
     """Load the live facts sharing a normalised text, and the current facts sharing an
-    entity+key, with any item of the batch."""
+    entity+key, under any name of the entity, with any item of the batch."""
     for row in tx.live_by_hash(list(dict.fromkeys(hashes))):
         batch.by_hash[row["normalized_hash"]].append(_remember(batch, row))
     if settings.classifier != "rules":
         return
-    pairs = list(
-        dict.fromkeys(
-            k for x in inputs if x.classify and (k := _group_key(x.entity, x.key)) is not None
-        )
+    keyed = [(x.entity, x.key) for x in inputs if x.classify and x.entity and x.key]
+    if not keyed:
+        return
+    if entities is not None:
+        batch.index = entities.classifying([e for e, _ in keyed], batch.now)
+    names = {e: _names(batch.index, e) for e in dict.fromkeys(e for e, _ in keyed)}
+    pairs = dict.fromkeys(
+        (name, key.translate(_ASCII_LOWER)) for entity, key in keyed for name in names[entity]
     )
-    for row in tx.current_by_key(pairs) if pairs else []:
-        group = _group_key(row["entity"], row["key"])
+    for row in tx.current_by_key(list(pairs)):
+        group = _group_key(row["entity"], row["key"], batch)
         assert group is not None
         batch.by_key[group].append(_remember(batch, row))
 
@@ -379,10 +406,27 @@ def _vector_owner(
     return str(row["vector_of"] or candidate)
 
 
-def _group_key(entity: str | None, key: str | None) -> tuple[str, str] | None:
+def _group_key(entity: str | None, key: str | None, batch: _Batch) -> tuple[str, str] | None:
+    """What the facts of one entity and key share (None without an entity or a key)."""
     if not entity or not key:
         return None
-    return entity.translate(_ASCII_LOWER), key.translate(_ASCII_LOWER)
+    return batch.token(entity), key.translate(_ASCII_LOWER)
+
+
+def _names(index: EntityIndex | None, entity: str) -> list[str]:
+    """Every stored name of ``entity``'s entity (``entity`` itself among them), ASCII
+    lower-cased as the store reads them."""
+    names = [entity.translate(_ASCII_LOWER)]
+    if index is not None and (group := index.resolve(entity)) is not None:
+        names += index.names_of(group)
+    return list(dict.fromkeys(names))
+
+
+def _as_named(x: FactInput, rows: Sequence[dict[str, Any]]) -> str:
+    """For a reason: the names of ``x``'s entity the rows ``rows`` carry, but its own."""
+    named = entity_key(x.entity or "")
+    others = [e for e in dict.fromkeys(r["entity"] for r in rows) if entity_key(e) != named]
+    return f" (the same entity as {', '.join(others)})" if others else ""
 
 
 def _normalize(text: str) -> str:

@@ -18,26 +18,32 @@ every name of one entity reaches the same facts ("Mel", "Melanie", "melanie's").
    name on its own against the rules. A read as known at an earlier moment groups the names
    memory had and the declarations it had made by then.
 
-The grouping of the current names is kept per namespace and built again only when a name comes
-or goes or a declaration changes (:meth:`Entities.index`), so resolving a name costs a few
-dictionary reads; the write path does no alias work at all.
+The grouping of the current names is kept per namespace (:meth:`Entities.index`), so resolving
+a name costs a few dictionary reads. New names that join no entity and change none (no short
+form, nickname, first word or near spelling ties them to another name, no declaration names
+them: most new names) are added to it in place; it is built again when a name goes, a
+declaration changes, or a new name may join. The write path compares the entities of the
+facts it classifies through it (:mod:`graphmem.dedup`).
 """
 
 from __future__ import annotations
 
 import bisect
+import copy
+import functools
+import itertools
 import re
 import threading
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .errors import Conflict, InvalidInput, NotFound
 from .limits import MAX_FIELD_LENGTH
 from .models import check_text
-from .storage.interface import Declaration, EntityName, Store
+from .storage.interface import Declaration, EntityName, EntitySignature, Store
 from .temporal import ACCEPTED_TIMES
 
 #: Trigram similarity (shared over all, of the padded words) from which two words differing in
@@ -53,11 +59,19 @@ SHORT_FORM_MIN: Final = 3
 #: is left to exact names, short forms and declarations, so that building stays quick.
 NEAR_SPELLING_GROUP: Final = 5_000
 
+#: Word comparisons one check of new names makes at most before it counts them as names that
+#: may join (the index is then built again from every name), so that no batch of names spelt
+#: alike costs the write path more than a build.
+SPELLING_CHECKS: Final = 200_000
+
 #: What ``known_at`` means to a read of entities, as every face describes the argument.
 KNOWN_AT: Final = (
     "Transaction time: group the names memory had at this moment, with the aliases, merges "
     f"and splits declared by then. {ACCEPTED_TIMES}. Default: now."
 )
+
+#: What a caller declares on entities (``Memory.alias``, ``merge_entities``, ``split_alias``).
+DECLARATION_KINDS: Final = ("alias", "merge", "split")
 
 #: Common English nicknames and the first name each stands for.
 NICKNAMES: Final[dict[str, str]] = {
@@ -95,6 +109,12 @@ NICKNAMES: Final[dict[str, str]] = {
     "jenny": "jennifer",
 }
 
+#: Each first name and its nicknames.
+_NICKNAMES_OF: Final[dict[str, frozenset[str]]] = {
+    formal: frozenset(n for n, f in NICKNAMES.items() if f == formal)
+    for formal in set(NICKNAMES.values())
+}
+
 _APOSTROPHES: Final = str.maketrans({"\u2019": "'", "\u2018": "'", "`": "'", "\u02bc": "'"})
 _POSSESSIVE: Final = re.compile(r"(?<=\w)'s?\b")
 _NOT_WORD: Final = re.compile(r"[\W_]+")
@@ -120,6 +140,7 @@ class Entity:
         }
 
 
+@functools.lru_cache(maxsize=2**16)
 def entity_key(name: str) -> str:
     """The key two names of one spelling share: "Melanie's" (straight or curly apostrophe)
     and " MELANIE " are both "melanie"; "Jean-Luc" is "jean luc"."""
@@ -157,6 +178,14 @@ class EntityIndex:
         declarations: Iterable[Declaration],
         known_at: float | None = None,
     ) -> None:
+        names, declarations = list(names), list(declarations)
+        #: What a current index was built from, to build it again with more names.
+        self._rows = names if known_at is None else []
+        self._declarations = declarations if known_at is None else []
+        #: The words of its names by spelling, made when a name is first added in place.
+        self._spellings: _Spellings | None = None
+        #: New keys found to join no entity of this index (:meth:`joins_none`).
+        self._inert: set[str] = set()
         #: key -> the names (as the facts' index compares them) with that key.
         self._stored: dict[str, list[str]] = defaultdict(list)
         self._spelling: dict[str, str] = {}
@@ -186,6 +215,8 @@ class EntityIndex:
         for key, (_, _, name, _) in self.declared.items():
             self._parent.setdefault(key, key)
             self._spelling.setdefault(key, name)
+        #: The keys a declaration joins another name to.
+        self._targets = {t for _, kind, _, t in self.declared.values() if kind != "split"}
         for key, (_, kind, _, target) in self.declared.items():
             if kind != "split" and target in self._parent:
                 self._join(key, target)
@@ -219,6 +250,69 @@ class EntityIndex:
         groups = {self._find(k) for k in fits}
         return groups.pop() if len(groups) == 1 else None
 
+    def token(self, name: str) -> str:
+        """What the names of one entity share: the entity's group, or for a name no entity
+        has its own key (the name lower-cased when it has no key), as a name that joins no
+        entity once stored has."""
+        group = self.resolve(name)
+        return group if group is not None else (entity_key(name) or name.lower())
+
+    def newcomers(self, names: Iterable[str], recorded: float) -> dict[str, EntityName]:
+        """The names among ``names`` whose key this index does not have, by key, as rows of
+        names recorded at ``recorded``."""
+        rows: dict[str, EntityName] = {}
+        for name in dict.fromkeys(names):
+            key = entity_key(name)
+            if key and key not in self._parent:
+                rows.setdefault(key, (name.lower(), name, 1, recorded))
+        return rows
+
+    def built_with(self, rows: Iterable[EntityName]) -> EntityIndex:
+        """This (current) index built again with the names ``rows`` besides its own."""
+        return EntityIndex([*self._rows, *rows], self._declarations)
+
+    def extended(self, rows: Sequence[EntityName]) -> EntityIndex | None:
+        """This (current) index with the names ``rows``, newly recorded, added in place of a
+        new build: None when one of them may join an entity or change one (a name only a
+        declaration gave, or one :meth:`joins_none` is wary of)."""
+        fresh: dict[str, list[EntityName]] = defaultdict(list)
+        known: list[tuple[str, EntityName]] = []
+        for row in rows:
+            key = entity_key(row[0])
+            if not key or row[0] in self._stored.get(key, ()):
+                continue
+            if key in self._stored:
+                known.append((key, row))
+            elif key in self._parent:
+                return None
+            else:
+                fresh[key].append(row)
+        if fresh and not self.joins_none(list(fresh)):
+            return None
+        grown = copy.copy(self)
+        grown._rows = [*self._rows, *rows]
+        grown._stored = defaultdict(list, self._stored)
+        grown._facts = Counter(self._facts)
+        grown._spelling = dict(self._spelling)
+        grown._parent = dict(self._parent)
+        grown._members = defaultdict(list, self._members)
+        for key, (name, _, count, _) in known:
+            grown._stored[key] = [*grown._stored[key], name]
+            grown._facts[key] += count
+        for key, named in fresh.items():
+            grown._stored[key] = list(dict.fromkeys(row[0] for row in named))
+            grown._facts[key] = sum(row[2] for row in named)
+            grown._spelling[key] = named[0][1]
+            grown._parent[key] = key
+            grown._members[key] = [key]
+        grown._ordered = sorted([*self._ordered, *fresh])
+        spellings = self._spelt()
+        for key in fresh:
+            spellings.add(key)
+        grown._spellings, self._spellings = spellings, None
+        grown._inert = set()
+        return grown
+
     def names_of(self, group: str) -> list[str]:
         """The names, as the facts' index compares them, of every fact name of ``group``."""
         return [n for key in self._members[group] for n in self._stored.get(key, ())]
@@ -247,6 +341,52 @@ class EntityIndex:
     def members(self, group: str) -> list[str]:
         """The keys of ``group``."""
         return list(self._members[group])
+
+    def joins_none(self, keys: Sequence[str]) -> bool:
+        """Whether the new ``keys`` (distinct, none of them the index's), added, would each be
+        an entity of its own and leave every other as it is: no declaration joins one, none
+        is a short form or nickname of another name or has one (module docstring, 2), and
+        none has a word spelt like another name's. Wary: what might join counts as joining.
+        The keys last found to join none are remembered: the names a write brought are
+        checked once, when it classifies them, not again when they are added."""
+        if self._inert.issuperset(keys):
+            return True
+        singles: set[str] = set()  # the one-word keys checked
+        begun: set[str] = set()  # every beginning of the first words of the keys checked
+        spelt: dict[tuple[int, str], list[str]] = defaultdict(list)
+        for key in keys:
+            head = key.split(" ", 1)[0]
+            starts = [head[:n] for n in range(1, len(head) + 1)]
+            if (
+                key in self._targets
+                # a one-word name this one begins with (its first word, or a short form of it)
+                or any(p in self._parent or p in singles for p in starts)
+                or any(n in self._parent or n in singles for n in _NICKNAMES_OF.get(head, ()))
+            ):
+                return False
+            if " " not in key:
+                formal = NICKNAMES.get(key)
+                # a longer name beginning with it, or with the name it is a nickname of
+                if any(w is not None and (self._begins(w) or w in begun) for w in (key, formal)):
+                    return False
+                singles.add(key)
+            begun.update(starts)
+            for group, word in _spelt_words(key):
+                spelt[group].append(word)
+        if self._spelt().alike_any(spelt):
+            return False
+        self._inert = set(keys)
+        return True
+
+    def _begins(self, start: str) -> bool:
+        """Whether a key of the index begins with ``start`` (or is it)."""
+        i = bisect.bisect_left(self._ordered, start)
+        return i < len(self._ordered) and self._ordered[i].startswith(start)
+
+    def _spelt(self) -> _Spellings:
+        if self._spellings is None:
+            self._spellings = _Spellings(self._stored)
+        return self._spellings
 
     def _derive(self, keys: Sequence[str]) -> None:
         """Join the names the rules find to be one entity (module docstring, 2): first near
@@ -290,22 +430,36 @@ class Entities:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._lock = threading.Lock()
-        self._current: tuple[tuple[Any, ...], EntityIndex] | None = None
+        self._current: tuple[EntitySignature, EntityIndex] | None = None
 
     def index(self, known_at: float | None = None) -> EntityIndex:
         """The index as known at ``known_at`` (None: now)."""
         signature = self._store.entity_signature()
+        if not _covers(signature, known_at):
+            names, declared = self._store.entity_names(), self._store.entity_declarations()
+            return EntityIndex(names, declared, known_at)
         with self._lock:
             current = self._current
-        if current is not None and current[0] == signature and _covers(signature, known_at):
-            return current[1]
-        names, declared = self._store.entity_names(), self._store.entity_declarations()
-        if not _covers(signature, known_at):
-            return EntityIndex(names, declared, known_at)
-        built = EntityIndex(names, declared)
+            if current is not None and current[0] != signature:
+                grown = self._grown(*current, signature)
+                if grown is not None:
+                    self._current = current = (signature, grown)
+            if current is not None and current[0] == signature:
+                return current[1]
+        built = EntityIndex(self._store.entity_names(), self._store.entity_declarations())
         with self._lock:
             self._current = (signature, built)
         return built
+
+    def classifying(self, names: Iterable[str], recorded: float) -> EntityIndex:
+        """The index a write classifies its facts by: the current one as it will be once
+        facts carrying ``names`` are recorded at ``recorded`` (built again with them only when
+        one of them may join an entity, :meth:`EntityIndex.joins_none`)."""
+        index = self.index()
+        rows = index.newcomers(names, recorded)
+        with self._lock:  # it reads the spellings an extension of the index adds to
+            alone = not rows or index.joins_none(list(rows))
+        return index if alone else index.built_with(rows.values())
 
     def names(self, name: str, known_at: float | None = None) -> list[str]:
         """The names, as the facts' index compares them, of the entity ``name`` reaches, a
@@ -337,6 +491,19 @@ class Entities:
         none."""
         index = self.index(known_at)
         return index, _group(index, check_name(name, "name"), "name")
+
+    def erased_with(self, name: str) -> tuple[Entity, list[str], list[str]] | None:
+        """What a purge of the entity ``name`` is a name or alias of takes, as grouped now:
+        the entity, its names as the facts' index compares them, and the names of every
+        declaration (in any state) on one of its names. None when ``name`` is none of an
+        entity's: a purge guesses no short form or nickname."""
+        index = self.index()
+        group = index.resolve(name)
+        if group is None:
+            return None
+        keys = set(index.members(group))
+        declared = {d[2] for d in self._store.entity_declarations() if entity_key(d[2]) in keys}
+        return index.entity(group), index.names_of(group), sorted(declared)
 
     def listing(self, known_at: float | None, limit: int) -> list[Entity]:
         """The entities, the most facts first, at most ``limit``."""
@@ -405,6 +572,20 @@ class Entities:
         with self._store.transaction() as tx:
             return tx.rebuild_entities()
 
+    def _grown(
+        self, before: EntitySignature, index: EntityIndex, signature: EntitySignature
+    ) -> EntityIndex | None:
+        """``index`` (as of the signature ``before``) with the names recorded since, when
+        names were only added and each joins no entity (:meth:`EntityIndex.extended`)."""
+        if _declared(before) != _declared(signature):
+            return None
+        if signature.names <= before.names or signature.name_position is None:
+            return None
+        added = self._store.entity_names_added(before.name_position or 0, signature.name_position)
+        if len(added) != signature.names - before.names:
+            return None
+        return index.extended(added)
+
 
 def _group(index: EntityIndex, name: str, field: str) -> str:
     group = index.resolve(name, guess=True)
@@ -418,16 +599,27 @@ def _live(index: EntityIndex, key: str) -> list[int]:
     return [index.declared[key][0]] if key in index.declared else []
 
 
-def _covers(signature: tuple[Any, ...], known_at: float | None) -> bool:
+def _declared(signature: EntitySignature) -> tuple[Any, ...]:
+    """The part of ``signature`` that the declarations make."""
+    return (
+        signature.declarations,
+        signature.declaration_position,
+        signature.declared_at,
+        signature.retracted_at,
+    )
+
+
+def _covers(signature: EntitySignature, known_at: float | None) -> bool:
     """Whether a read as known at ``known_at`` sees every name and declaration, and every
-    retraction of one, that the store holds (then the current index answers it): the last
-    three values of the signature are the newest of those times."""
-    return known_at is None or all(t is None or known_at >= t for t in signature[-3:])
+    retraction of one, that the store holds (then the current index answers it)."""
+    newest = (signature.named_at, signature.declared_at, signature.retracted_at)
+    return known_at is None or all(t is None or known_at >= t for t in newest)
 
 
-def _trigrams(word: str) -> set[str]:
+@functools.lru_cache(maxsize=2**16)
+def _trigrams(word: str) -> frozenset[str]:
     padded = f"  {word} "
-    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+    return frozenset(padded[i : i + 3] for i in range(len(padded) - 2))
 
 
 def _longer_names(key: str, ordered: Sequence[str], *, exact: bool = False) -> set[str]:
@@ -454,18 +646,62 @@ def _one_entity(keys: Iterable[str]) -> bool:
     return len({k.split(" ", 1)[0] for k in listed}) == 1 and sum(" " in k for k in listed) <= 1
 
 
+class _Spellings:
+    """Words compared by spelling, each in the group of the names with its other words (as
+    :func:`_near_spellings` groups them): which words of a group a new word is spelt like."""
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        #: group -> its words and their trigrams.
+        self.words: dict[tuple[int, str], dict[str, frozenset[str]]] = defaultdict(dict)
+        for key in keys:
+            self.add(key)
+
+    def add(self, key: str) -> None:
+        for group, word in _spelt_words(key):
+            self.words[group][word] = _trigrams(word)
+
+    def alike_any(self, new: dict[tuple[int, str], list[str]]) -> bool:
+        """Whether adding the ``new`` words of each group would pair one (module docstring,
+        2): one is spelt like a word of its group, here or new; or the group grows past
+        NEAR_SPELLING_GROUP, where :func:`_near_spellings` leaves its words unpaired (the pairs
+        made before would come undone). Past SPELLING_CHECKS comparisons, wary: yes."""
+        checks = 0
+        for group, words in new.items():
+            held = self.words.get(group, {})
+            if len(held) > NEAR_SPELLING_GROUP:
+                continue  # unpaired before and after
+            if len(held) > 1 and len(held) + len(words) > NEAR_SPELLING_GROUP:
+                return True
+            checks += len(words) * (len(held) + len(words))
+            if checks > SPELLING_CHECKS:
+                return True
+            grams = [_trigrams(w) for w in words]
+            for n, gs in enumerate(grams):
+                for other in itertools.chain(held.values(), grams[n + 1 :]):
+                    shared = len(gs & other)
+                    if shared >= NEAR_SPELLING * (len(gs) + len(other) - shared):
+                        return True
+        return False
+
+
+def _spelt_words(key: str) -> Iterator[tuple[tuple[int, str], str]]:
+    """Each word of ``key`` compared by spelling, with its group: its position and the other
+    words (the name with that word blanked)."""
+    words = key.split(" ")
+    for i, word in enumerate(words):
+        # Only words of letters are spelt alike: "mover0" and "mover1", "room 101" and
+        # "room 102" are as far apart as their numbers.
+        if len(word) >= NEAR_SPELLING_MIN and word.isalpha():
+            yield (i, " ".join([*words[:i], "\0", *words[i + 1 :]])), word
+
+
 def _near_spellings(keys: Sequence[str]) -> list[tuple[str, str]]:
     """Pairs of keys with the same words but one, that one spelt alike; a key alike to more
     than one other in its group pairs with none."""
     groups: dict[tuple[int, str], list[tuple[str, str]]] = defaultdict(list)
     for key in keys:
-        words = key.split(" ")
-        for i, word in enumerate(words):
-            # Only words of letters are spelt alike: "mover0" and "mover1", "room 101" and
-            # "room 102" are as far apart as their numbers.
-            if len(word) >= NEAR_SPELLING_MIN and word.isalpha():
-                rest = " ".join([*words[:i], "\0", *words[i + 1 :]])
-                groups[(i, rest)].append((word, key))
+        for group, word in _spelt_words(key):
+            groups[group].append((word, key))
     pairs: list[tuple[str, str]] = []
     for members in groups.values():
         if not 1 < len(members) <= NEAR_SPELLING_GROUP:

@@ -115,8 +115,8 @@ class Memory:
         self._store, self._vectors, self._settings = store, vectors, settings
         self._cache = EmbeddingCache(embedder)
         self._sync = VectorSync(store, vectors, self._cache, namespace)
-        self._writer = Writer(self._sync, settings, llm)
         self._entities = Entities(store)
+        self._writer = Writer(self._sync, settings, llm, self._entities)
         self._search = Search(self._sync, embedder, settings, entities=self._entities)
         self._access = AccessTracker(store, store.now, settings.access_write_interval)
         self._token_counter: recalls.TokenCounter | None = None
@@ -334,11 +334,18 @@ class Memory:
         episode: str | None = None,
         dry_run: bool = False,
     ) -> PurgeReport:
-        """Delete facts for good (privacy): one by id, or every fact ``ids``, ``entity``
-        (case-insensitive), ``source`` and ``episode`` match (the filters given narrow each
-        other), in any state: current, replaced or forgotten; with them the turns of a
-        conversation those facts were drawn from or said again in, and the facts drawn from
-        the turns matched (one step each way: they hold the same words; see ``capture``).
+        """Delete facts for good (privacy): one by id, or every fact ``ids``, ``entity``,
+        ``source`` and ``episode`` match (the filters given narrow each other), in any state:
+        current, replaced or forgotten; with them the turns of a conversation those facts were
+        drawn from or said again in, and the facts drawn from the turns matched (one step each
+        way: they hold the same words; see ``capture``).
+
+        ``entity`` is the whole entity it is a name or alias of, as grouped at the moment of
+        the purge (:mod:`graphmem.entities`; "Melanie" takes the facts about "Mel" and
+        "melanie's" too): the facts carrying any of its names, and once none is left every
+        declaration made on its names, so no name or alias of it remains; the report's
+        ``names`` lists the names and aliases covered. A name no entity has matches itself,
+        case-insensitive (a purge guesses no short form).
 
         In one transaction it removes the facts, their links, their cached embeddings (of
         texts no other fact has), their keyword-index entries and the episodes left empty, and
@@ -358,6 +365,9 @@ class Memory:
                 raise NotFound(f"no fact with id {fact_id!r}")
             ids = [fact_id]
         where = PurgeFilter.of(ids=ids, entity=entity, source=source, episode=episode)
+        if where.entity is not None and (reached := self._entities.erased_with(where.entity)):
+            found, names, declared = reached
+            where = where.reaching(names, declared, (*found.names, *found.aliases))
         if dry_run:
             return self._store.purge_count(where)
         return self._writer.purge_where(where)
@@ -1297,8 +1307,9 @@ class Memory:
         return self._sync.replay()
 
     def export_jsonl(self, out: IO[str]) -> int:
-        """Write every fact and link as JSON Lines (see :mod:`graphmem.storage.sql.transfer`);
-        returns lines written."""
+        """Write every episode, fact, link, synced file and entity declaration (aliases,
+        merges, splits, with their transaction times) as JSON Lines (see
+        :mod:`graphmem.storage.sql.transfer`); returns lines written."""
         return self._store.export(self.namespace, out)
 
     def import_jsonl(
@@ -1306,7 +1317,9 @@ class Memory:
     ) -> ImportReport:
         """Load an export in one transaction (all or nothing), then embed and index its facts.
 
-        Facts and links whose ids already exist are skipped and counted.
+        Facts and links whose ids already exist are skipped and counted, as are declarations
+        the store holds already; a declaration must name an entity name the facts carry, and
+        a name may have one live declaration (InvalidInput naming the line otherwise).
         """
         return self._writer.import_lines(lines, progress)
 

@@ -27,6 +27,7 @@ import numpy as np
 from . import autolink as autolinks
 from . import capture as captures
 from . import categorize, classify, dedup, documents, episodes, sensitive, tracing
+from .entities import Entities
 from .erasure import PurgeFilter, PurgeReport
 from .errors import InvalidInput, LLMError
 from .group_commit import GroupCommit, Pending
@@ -67,10 +68,14 @@ class Writer:
     Forget, link and unlink go through the same group commit as ``store_many``; purge, import
     and document syncs follow the same order in a transaction of their own."""
 
-    def __init__(self, sync: VectorSync, settings: Settings, llm: ChatClient | None) -> None:
+    def __init__(
+        self, sync: VectorSync, settings: Settings, llm: ChatClient | None, entities: Entities
+    ) -> None:
         #: Brings the index in line with each write: the store, index, embedding cache and
         #: namespace written are the ones it keeps.
         self._sync = sync
+        #: The namespace's entities, which the rule classifier compares.
+        self._entities = entities
         self._store = sync.store
         self._cache = sync.cache
         self.settings = settings
@@ -194,7 +199,7 @@ class Writer:
             vectors, classify.CANDIDATES, live_only=True
         )
         keys = [(x["entity"], x["key"]) for x in planned.items if x.get("entity") and x.get("key")]
-        shown = classify.shown_facts(self._store, neighbours, keys, now)
+        shown = classify.shown_facts(self._store, neighbours, keys, now, entities=self._entities)
         asked = _Asked([], dict(zip(texts, vectors, strict=True)), fresh)
         try:
             drawn = classify.draw(
@@ -450,7 +455,9 @@ class Writer:
         if purged.removed:
             self.erase()
             self._store.scrub()
-        return PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
+        return PurgeReport(
+            purged.removed, purged.links, purged.vectors, purged.episodes, names=where.covered
+        )
 
     def _purged(self, purge: Callable[[Transaction], Purged]) -> Purged:
         """What ``purge`` deleted in a transaction that also queues the vectors it touched and
@@ -605,6 +612,7 @@ class Writer:
             episode_id=episode_id,
             merges=w.merges,
             outside=() if w.plan is None or w.plan.chained is None else w.plan.drawn,
+            entities=self._entities,
         )
         w.known = _new_vectors(results, w.vectors)
         chained = results
@@ -662,6 +670,7 @@ class Writer:
                 [None] * len(missing),
                 self.settings,
                 episode_id=None if episode is None else episode.id,
+                entities=self._entities,
             )
             touched |= more
             planned.written = dict(zip(missing, written, strict=True))
@@ -726,7 +735,9 @@ class Writer:
         neighbours = self._sync.vectors.neighbours_many(
             vectors[asked], classify.CANDIDATES, live_only=True
         )
-        similar = classify.similar_facts(self._store, chosen, neighbours, now)
+        similar = classify.similar_facts(
+            self._store, chosen, neighbours, now, entities=self._entities
+        )
         verdicts = classify.classify(self._chat(), chosen, similar, self.settings.llm_batch_size)
         for i, verdict in zip(asked, verdicts, strict=True):
             out[i] = verdict

@@ -49,6 +49,20 @@ EntityName = tuple[str, str, int, float]
 Declaration = tuple[int, str, str, str, float, float | None]
 
 
+class EntitySignature(NamedTuple):
+    """What changes whenever an entity name comes or goes or a declaration is made or
+    retracted: the rows' counts and newest positions (never reused; None for no row), then the
+    newest time a name was first recorded, a declaration recorded and one retracted."""
+
+    names: int
+    name_position: int | None
+    declarations: int
+    declaration_position: int | None
+    named_at: float | None
+    declared_at: float | None
+    retracted_at: float | None
+
+
 class Step(NamedTuple):
     """One link followed from a frontier fact (``via``) to ``step``."""
 
@@ -79,6 +93,14 @@ class ImportRules(Protocol):
     def fact(self, row: dict[str, Any], /) -> None: ...
     def link(self, row: dict[str, Any], /) -> None: ...
     def file(self, row: dict[str, Any], /) -> None: ...
+    def declarations(
+        self, names: Sequence[str], held: Sequence[Declaration], /
+    ) -> Callable[[dict[str, Any]], bool]:
+        """The rule for the declarations of one import, given the entity names the store's
+        facts then carry (as compared) and the declarations it already ``held``: called on
+        each declaration's row in turn, it answers whether the row is new (False: the store
+        holds it already), after setting its ``target`` to the name it is stored as."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +419,13 @@ class FactReads(Protocol):
     def entity_facts(
         self, names: Sequence[str], scope: TimeScope, *, per_entity: int
     ) -> list[Fact]: ...
-    def latest(self, entity: str, key: str, scope: TimeScope, *, limit: int) -> list[Fact]: ...
+    def latest(
+        self, entity: str, key: str, scope: TimeScope, *, limit: int, names: Sequence[str] = ()
+    ) -> list[Fact]:
+        """The visible facts with ``entity`` (or, given, any of its entity's ``names`` as the
+        facts' index compares them) and ``key``, case-insensitive, latest valid first."""
+        ...
+
     def pinned(self, scope: TimeScope, *, limit: int) -> list[Fact]:
         """Visible pinned facts, the earliest pinned first."""
         ...
@@ -616,13 +644,17 @@ class EntityReads(Protocol):
         facts carry it, when memory first recorded one)."""
         ...
 
+    def entity_names_added(self, after: int, upto: int) -> list[EntityName]:
+        """The entity names recorded at a position after ``after``, up to ``upto`` (positions
+        as the signature gives them), oldest first."""
+        ...
+
     def entity_declarations(self) -> list[Declaration]:
         """Every declaration, retracted or not, oldest first."""
         ...
 
-    def entity_signature(self) -> tuple[Any, ...]:
-        """A value that changes whenever a name comes or goes or a declaration is made or
-        retracted (what a cache of the names checks)."""
+    def entity_signature(self) -> EntitySignature:
+        """What a cache of the names checks (:class:`EntitySignature`)."""
         ...
 
     def profile_facts(
@@ -699,9 +731,18 @@ class Filters:
 
 @dataclass(frozen=True, slots=True)
 class ImportReport:
+    """What an import added: facts, links and entity declarations (aliases, merges, splits),
+    and how many rows it skipped because the store held them already."""
+
     facts: int
     links: int
     skipped_existing: int
+    declarations: int = 0
 
     def to_dict(self) -> dict[str, int]:
-        return {"facts": self.facts, "links": self.links, "skipped_existing": self.skipped_existing}
+        return {
+            "facts": self.facts,
+            "links": self.links,
+            "skipped_existing": self.skipped_existing,
+            "declarations": self.declarations,
+        }

@@ -119,6 +119,18 @@ def test_update_supersedes_the_target_and_the_old_fact_stays_readable_as_of_befo
     ]
 
 
+def test_the_model_is_shown_the_facts_of_the_same_key_under_any_name_of_the_entity(
+    mem: Memory, stub: OpenAIStub
+) -> None:
+    seed(mem, *(f"Mel moved to Paris office number {n}" for n in range(12)))
+    [rome] = seed(mem, "Melanie lives in Rome", entity="Melanie", key="city", value="Rome")
+    stub.reply_next(answer(lambda text: ("UPDATE", "Melanie lives in Rome")))
+    result = mem.store("Mel moved to Paris", entity="Mel", key="city", value="Paris")
+    shown = [e["text"] for e in question(stub.chat_requests[0].body)["existing_facts"]]
+    assert shown[-1] == "Melanie lives in Rome"  # not among the nearest: by entity and key
+    assert (result.action, result.target_ids) == ("UPDATE", (rome,))
+
+
 def test_delete_retracts_the_target_and_stores_nothing_new(
     mem: Memory, stub: OpenAIStub, clock: Clock
 ) -> None:

@@ -429,14 +429,14 @@ def test_export_then_import_into_a_fresh_store_gives_an_identical_export(
 
     fresh = tmp_path / "fresh"
     report = gm("import", str(first), "--json", data_dir=fresh)
-    assert report == {"facts": 4, "links": 1, "skipped_existing": 0}
+    assert report == {"facts": 4, "links": 1, "skipped_existing": 0, "declarations": 0}
     gm("export", str(second), data_dir=fresh)
 
     assert second.read_bytes() == first.read_bytes()
     assert gm("check", data_dir=fresh).strip() == "ok"
     # Importing the same file again adds nothing.
     again = gm("import", str(first), "--json", data_dir=fresh)
-    assert again == {"facts": 0, "links": 0, "skipped_existing": 5}
+    assert again == {"facts": 0, "links": 0, "skipped_existing": 5, "declarations": 0}
     assert fact_count(gm, data_dir=fresh) == 4
 
 

@@ -3,12 +3,13 @@ aliases, merges and splits are declared with transaction time; bad names are typ
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 import pytest
 
 from graphmem import Conflict, InvalidInput, Memory, NotFound
-from graphmem.entities import entity_key
+from graphmem.entities import EntityIndex, entity_key
 from graphmem.limits import MAX_FIELD_LENGTH
 
 from ..support.clock import Clock
@@ -164,3 +165,104 @@ def test_entity_names_are_rebuilt_from_the_facts(mem: Memory) -> None:
     listed = mem.entities()
     assert mem.rebuild_entities() == 4
     assert mem.entities() == listed
+
+
+def test_a_store_through_an_alias_supersedes_the_fact_of_the_canonical_name(
+    mem: Memory,
+) -> None:
+    rome = mem.store("Melanie lives in Rome", entity="Melanie", key="city", value="Rome").fact
+    mem.alias("Mellie", of="Melanie")
+    paris = mem.store("Mellie moved to Paris", entity="Mellie", key="city", value="Paris")
+    assert paris.action == "UPDATE" and paris.fact is not None and rome is not None
+    assert paris.target_ids == (rome.id,)
+    assert "the same entity as Melanie" in paris.reason
+    assert [f.text for f in mem.history(paris.fact.id)] == [rome.text, paris.fact.text]
+    assert [f.text for f in mem.lookup("Melanie", key="city")] == ["Mellie moved to Paris"]
+    again = mem.store("Mel lives in Paris", entity="Mel", key="city", value="Paris")
+    assert (again.action, again.target_ids) == ("NOOP", (paris.fact.id,))
+
+
+def test_a_short_form_supersedes_in_its_batch_and_after_it(tmp_path) -> None:
+    with Memory.open(tmp_path, embedder="hash") as m:
+        first, second = m.store_many(
+            [
+                {
+                    "text": "Caroline Smith works at Acme",
+                    "entity": "Caroline Smith",
+                    "key": "employer",
+                    "value": "Acme",
+                },
+                {
+                    "text": "Caroline joined Globex",
+                    "entity": "Caroline",
+                    "key": "employer",
+                    "value": "Globex",
+                },
+            ]
+        )
+        assert second.action == "UPDATE" and first.fact is not None
+        assert second.target_ids == (first.fact.id,)
+        third = m.store("Caro now works at Initech", entity="Caro", key="employer", value="Initech")
+        assert third.action == "UPDATE" and second.fact is not None
+        assert third.target_ids == (second.fact.id,)
+
+
+def test_names_of_other_entities_and_split_names_do_not_supersede(mem: Memory) -> None:
+    lopez = mem.store("Lopez lives in Lima", entity="Lopez", key="city", value="Lima").fact
+    mel = mem.store("Mel lives in Oslo", entity="Mel", key="city", value="Oslo").fact
+    other = mem.store("Caroline lives in Rome", entity="Caroline", key="city", value="Rome")
+    assert other.action == "ADD"
+    mem.split_alias("Mel")
+    melanie = mem.store("Melanie lives in Bern", entity="Melanie", key="city", value="Bern")
+    assert melanie.action == "ADD" and lopez is not None and mel is not None
+    assert {f.id for f in mem.lookup("Mel", key="city")} == {mel.id}
+    assert (
+        mem.store("Melvin lives in Riga", entity="Melvin", key="city", value="Riga").action == "ADD"
+    )
+
+
+#: Names that shorten, nickname, spell alike and share first words, to add in any order.
+_FIRST = ["mel", "melanie", "melany", "melvin", "bob", "robert", "rob", "caroline", "carolyn"]
+_FIRST += ["jon", "jonathan", "jonathon", "ann", "anna", "liz", "elizabeth", "mover", "mover0"]
+_LAST = ["", "", "smith", "smyth", "jones", "brown", "browne"]
+
+
+def _grouped(index: EntityIndex) -> list[list[str]]:
+    return sorted(sorted(index.members(g)) for g in index.groups())
+
+
+def test_an_index_grown_by_new_names_groups_as_one_built_with_them() -> None:
+    rng = random.Random(3)
+    names = sorted({f"{f} {last}".strip() for f in _FIRST for last in _LAST})
+    grown = 0
+    for _ in range(400):
+        rng.shuffle(names)
+        n = rng.randint(0, 10)
+        before = [(x, x.title(), 1, float(i)) for i, x in enumerate(names[:n])]
+        added = [(x, x.title(), 1, 100.0 + i) for i, x in enumerate(names[n : n + 3])]
+        declared = (
+            [(1, "alias", "Teacher", names[0], 0.0, None)] if n and rng.random() < 0.3 else []
+        )
+        index, whole = EntityIndex(before, declared), EntityIndex(before + added, declared)
+        newcomers = index.newcomers([x.title() for x, *_ in added], 100.0)
+        # Classifying by the index before: new names that join none are their own entity.
+        if index.joins_none(list(newcomers)):
+            assert all(whole.members(whole.token(k)) == [k] for k in newcomers)
+        extended = index.extended(added)
+        if extended is not None:
+            grown += 1
+            assert _grouped(extended) == _grouped(whole)
+            for x in [*names[: n + 3], "Mel", "Bob", "Liz"]:
+                a, b = extended.resolve(x, guess=True), whole.resolve(x, guess=True)
+                assert (a and sorted(extended.names_of(a))) == (b and sorted(whole.names_of(b)))
+    assert grown > 200  # most additions join nothing
+
+
+def test_new_names_past_the_spelling_budget_count_as_names_that_may_join(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    index = EntityIndex([("ann smith", "Ann Smith", 1, 0.0)], [])
+    newcomers = ["john smith", "jane smith", "pete smith"]  # spelt apart: they join none
+    assert index.joins_none(newcomers)
+    monkeypatch.setattr("graphmem.entities.SPELLING_CHECKS", 5)
+    assert not EntityIndex([("ann smith", "Ann Smith", 1, 0.0)], []).joins_none(newcomers)

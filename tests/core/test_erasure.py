@@ -106,6 +106,87 @@ def test_a_purge_leaves_no_copy_of_the_text_or_vector_in_any_file(
     assert _hits(namespace, needles) == []  # and after closing (the WAL folded back)
 
 
+#: Facts about one entity under three names ("Zanzi" a short form, "zanzibarquill's" a
+#: possessive), and one about another entity.
+ALIASED = [
+    {"text": "Zanzibarquill keeps her savings in the blue tin xq7", "entity": "Zanzibarquill"},
+    {"text": "Zanzi was born in Vrontimal in 1984 xq7", "entity": "Zanzi"},
+    {"text": "Zanzibarquill's cat is called Pemberlow xq7", "entity": "zanzibarquill's"},
+    {"text": "Orla Brennan rides the trams to work", "entity": "Orla Brennan"},
+]
+#: Every name of that entity, and its alias, as the facts and declarations keep them.
+ALIASED_NAMES = [
+    b"Zanzibarquill",
+    b"zanzibarquill",
+    b"Zanzi",
+    b"zanzi",
+    b"Quillzanna",
+    b"quillzanna",
+]
+
+
+def declare_aliased(mem: Memory, clock: Clock) -> list[str]:
+    """ALIASED stored in ``mem``, and the alias "Quillzanna" declared first for Orla Brennan,
+    then for Zanzibarquill (the first declaration stays, retracted, naming Orla); the texts of
+    the entity's facts."""
+    mem.store_many([{"text": f"An ordinary fact number {n} about lunch"} for n in range(20)])
+    mem.store_many(ALIASED)
+    mem.alias("Quillzanna", of="Orla Brennan")
+    clock.advance(60)
+    mem.alias("Quillzanna", of="Zanzibarquill")
+    return [str(x["text"]) for x in ALIASED[:3]]
+
+
+def test_an_entity_purge_takes_every_name_and_alias_of_it_and_leaves_none_in_any_file(
+    data_dir: Path, clock: Clock
+) -> None:
+    with Memory.open(data_dir, settings=Settings(embedder="hash"), clock=clock) as mem:
+        texts = declare_aliased(mem, clock)
+        needles = [*_secrets(mem, texts), *ALIASED_NAMES]
+        namespace = data_dir / "default"
+        assert _hits(namespace, [b"Quillzanna", b"Zanzi", b"Pemberlow"]), "the positive control"
+        counted = mem.purge(entity="quillzanna", dry_run=True)  # by the alias
+        assert (counted.facts, counted.dry_run) == (3, True)
+        assert counted.names[0] == "Zanzibarquill"
+        assert set(counted.names) == {"Zanzibarquill", "Zanzi", "Quillzanna"}
+        assert len(mem.lookup("Zanzi")) == 3 and mem.erasures() == []
+        report = mem.purge(entity="quillzanna")
+        assert (report.facts, report.names) == (3, counted.names)
+        assert mem.lookup("Zanzibarquill") == [] and mem.lookup("Zanzi") == []
+        with pytest.raises(NotFound):
+            mem.entity("Quillzanna")
+        orla = mem.entity("Orla Brennan")
+        assert (orla.names, orla.aliases, orla.facts) == (("Orla Brennan",), (), 1)
+        [record] = mem.erasures()
+        assert record.filter == {
+            "entity": hashlib.sha256(b"quillzanna").hexdigest(),
+            "names": sorted(hashlib.sha256(n.lower().encode()).hexdigest() for n in report.names),
+        }
+        assert _hits(namespace, needles) == []
+        assert _hits(namespace, [b"Orla Brennan"]), "the other entity is kept"
+    assert _hits(namespace, needles) == []
+
+
+@pytest.mark.in_process("entity verbs are the Python API's")
+def test_an_entity_purge_narrowed_to_some_facts_keeps_the_aliases_of_what_is_left(
+    mem: Memory,
+) -> None:
+    mem.store_many(
+        [
+            {"text": "Ana lives in Berlin", "entity": "Ana", "source": "a"},
+            {"text": "Ana rides a red bike", "entity": "Ana", "source": "b"},
+        ]
+    )
+    mem.alias("Annie", of="Ana")
+    narrowed = mem.purge(entity="Annie", source="a")
+    assert (narrowed.facts, narrowed.names) == (1, ("Ana", "Annie"))
+    assert mem.entity("Annie").aliases == ("Annie",)
+    assert [f.text for f in mem.lookup("Annie")] == ["Ana rides a red bike"]
+    assert mem.purge(entity="Annie").facts == 1
+    with pytest.raises(NotFound):
+        mem.entity("Annie")
+
+
 def test_dry_run_counts_and_erases_nothing(mem: Memory) -> None:
     mem.store_many(
         [{"text": "Ana likes figs", "entity": "ana"}, {"text": "Ana runs", "entity": "Ana"}]
@@ -166,8 +247,9 @@ def test_each_purge_is_recorded_without_its_content_and_kept_across_backup(
         mem.purge(entity="Ana")
         [record] = mem.erasures()
         assert (record.facts, record.vectors) == (1, 1)
-        # The entity is kept as a digest (of its lower-cased form), never as text.
-        assert record.filter == {"entity": hashlib.sha256(b"ana").hexdigest()}
+        # The entity, and each name it covered, as digests (lower-cased), never as text.
+        ana = hashlib.sha256(b"ana").hexdigest()
+        assert record.filter == {"entity": ana, "names": [ana]}
         assert "drawer" not in str(record.to_dict())
     backup(data_dir, tmp_path / "backup")
     restored = tmp_path / "restored"
@@ -224,7 +306,10 @@ def test_graphql_purges_for_keys_that_may_write_and_shows_records_to_admin_keys(
     done = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(writer))
     assert (done["purgeFacts"]["facts"], done["purgeFacts"]["error"]) == (2, None)
     assert service.data(ERASURES, **bearer(admin))["erasures"] == [
-        {"filter": {"entity": hashlib.sha256(b"dee").hexdigest()}, "facts": 2}
+        {
+            "filter": {"entity": (dee := hashlib.sha256(b"dee").hexdigest()), "names": [dee]},
+            "facts": 2,
+        }
     ]
     for other in (writer, reader):  # the records are for admin keys only
         _, body = service.post(ERASURES, None, {**bearer(other)})

@@ -139,3 +139,120 @@ def test_a_bad_line_rejects_the_whole_import_naming_the_line(
         with pytest.raises(InvalidInput, match=message):
             copy.import_jsonl(lines)
         assert copy.stats().facts == 0
+
+
+@pytest.fixture
+def declared(populated: Memory, clock: Clock) -> dict[str, float]:
+    """``populated`` with entities of their own and declarations on them, one retracted; the
+    moments between the declarations, by name."""
+    populated.store_many(
+        [
+            {"text": "Mrs Lopez teaches chemistry", "entity": "Lopez"},
+            {"text": "Caroline went to a support group", "entity": "Caroline"},
+            {"text": "Melanie paints", "entity": "Melanie"},
+            {"text": "Mel runs", "entity": "Mel"},
+        ]
+    )
+    moments = {}
+    for name, declare in [
+        ("alias", lambda: populated.alias("Teacher", of="Lopez")),
+        ("realias", lambda: populated.alias("Teacher", of="Melanie")),  # retracts the first
+        ("merge", lambda: populated.merge_entities("Caroline", "Lopez")),
+        ("split", lambda: populated.split_alias("Mel")),
+    ]:
+        clock.advance(60)
+        moments[name] = clock.now - 30
+        declare()
+    clock.advance(60)
+    return moments
+
+
+def _declarations(text: str) -> list[dict[str, object]]:
+    lines = [json.loads(x) for x in text.splitlines()]
+    return [x for x in lines if x["kind"] == "entity_declaration"]
+
+
+def test_declared_aliases_merges_and_splits_survive_a_round_trip_with_their_times(
+    populated: Memory, declared: dict[str, float], tmp_path: Path, clock: Clock
+) -> None:
+    first = export_text(populated)
+    kinds = [
+        (d["declaration_kind"], d["name"], d["retracted_at"] is None) for d in _declarations(first)
+    ]
+    assert kinds == [
+        ("alias", "Teacher", False),
+        ("alias", "Teacher", True),
+        ("merge", "Lopez", True),
+        ("split", "Mel", True),
+    ]
+    with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash"), clock=clock) as copy:
+        report = copy.import_jsonl(io.StringIO(first))
+        assert report.declarations == 4
+        assert export_text(copy) == first
+        assert copy.entities() == populated.entities()
+        assert {f.text for f in copy.lookup("Teacher")} == {"Melanie paints"}
+        for moment in declared.values():
+            assert copy.entities(known_at=moment) == populated.entities(known_at=moment)
+        assert [f.text for f in copy.lookup("Teacher", known_at=declared["realias"])] == [
+            "Mrs Lopez teaches chemistry"
+        ]
+        assert copy.entity("Lopez", known_at=declared["merge"]).name == "Lopez"
+        assert copy.entity("Lopez").name == "Caroline"
+        assert [f.text for f in copy.lookup("Mel")] == ["Mel runs"]
+
+
+def test_importing_declarations_again_skips_them(
+    populated: Memory, declared: dict[str, float]
+) -> None:
+    report = populated.import_jsonl(io.StringIO(export_text(populated)))
+    assert (report.facts, report.declarations, report.skipped_existing) == (0, 0, 13)
+    assert len(_declarations(export_text(populated))) == 4
+
+
+def _another_declaration(lines: list[str], **fields: object) -> str:
+    """The export's first declaration line with ``fields`` changed."""
+    first = json.loads(next(x for x in lines if '"kind": "entity_declaration"' in x))
+    return json.dumps({**first, **fields})
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (
+            lambda ls: [*ls, _another_declaration(ls, declaration_kind="rename")],
+            "unknown declaration",
+        ),
+        (lambda ls: [*ls, _another_declaration(ls, target="nobody")], "no entity name"),
+        (lambda ls: [*ls, _another_declaration(ls, name="!!")], "no letter or digit"),
+        (lambda ls: [*ls, _another_declaration(ls, name="T\u0000")], "NUL"),
+        (lambda ls: [*ls, _another_declaration(ls, name=7)], "non-empty string"),
+        (lambda ls: [*ls, _another_declaration(ls, colour="red")], "unknown field"),
+        (lambda ls: [*ls, _another_declaration(ls, recorded_at=None)], "missing recorded_at"),
+        (lambda ls: [*ls, _another_declaration(ls, recorded_at="soon")], "recorded_at"),
+        (
+            lambda ls: [*ls, _another_declaration(ls, retracted_at="2001-01-01")],
+            "retracted_at is before",
+        ),
+        (
+            lambda ls: [*ls, _another_declaration(ls, declaration_kind="split", name="Prof")],
+            "split's target",
+        ),
+        (
+            lambda ls: [*ls, _another_declaration(ls, recorded_at="2030-01-01", retracted_at=None)],
+            "live declaration already",
+        ),
+    ],
+)
+def test_a_bad_declaration_rejects_the_whole_import_naming_the_line(
+    populated: Memory,
+    declared: dict[str, float],
+    tmp_path: Path,
+    mutate: Callable[[list[str]], list[str]],
+    message: str,
+) -> None:
+    lines = mutate(export_text(populated).splitlines())
+    with Memory.open(tmp_path / "copy", settings=Settings(embedder="hash")) as copy:
+        with pytest.raises(InvalidInput, match=f"line {len(lines)}: .*{message}"):
+            copy.import_jsonl(lines)
+        assert copy.stats().facts == 0
+        assert copy.entities() == [] and export_text(copy).count("\n") == 1

@@ -11,6 +11,7 @@ test_postgres_store.py.
 
 from __future__ import annotations
 
+import io
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -27,9 +28,12 @@ from graphmem import (
     InvalidInput,
     NotFound,
     Settings,
+    StoreResult,
     dedup,
 )
+from graphmem.entities import Entities
 from graphmem.ids import text_hash
+from graphmem.imports import EXPORT_RULES
 from graphmem.prune import SOFT_DECAY
 from graphmem.storage.interface import Filters, Store
 from graphmem.storage.postgres.store import PostgresStore
@@ -59,6 +63,18 @@ SETTINGS = Settings(embedder="hash")
 @pytest.fixture(params=sorted(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Store]:
     made = STORES[request.param](request, tmp_path, clock)
+    yield made
+    made.close()
+
+
+@pytest.fixture
+def another(
+    request: pytest.FixtureRequest, store: Store, tmp_path: Path, clock: Clock
+) -> Iterator[Store]:
+    """A second empty store of the same implementation as ``store``."""
+    directory = tmp_path / "another"
+    directory.mkdir()
+    made = STORES[request.node.callspec.params["store"]](request, directory, clock)
     yield made
     made.close()
 
@@ -529,6 +545,32 @@ def test_the_write_path_dedups_and_supersedes_through_the_interface(store: Store
         put(store, {"text": "Ana lives in Rome", "supersedes": berlin})
 
 
+def test_the_write_path_supersedes_across_the_names_of_one_entity(store: Store) -> None:
+    entities = Entities(store)
+
+    def classified(*items: dict[str, Any]) -> list[StoreResult]:
+        inputs = [FactInput.parse(x, index=i) for i, x in enumerate(items)]
+        with store.transaction() as tx:
+            results, _ = dedup.write_batch(
+                tx, inputs, [None] * len(inputs), SETTINGS, entities=entities
+            )
+        return results
+
+    fact = {"key": "city", "value": "Rome"}
+    (rome,) = classified({"text": "Melanie lives in Rome", "entity": "Melanie", **fact})
+    entities.alias("Mellie", of="Melanie")
+    fact["value"] = "Paris"
+    (paris, again) = classified(
+        {"text": "Mellie moved to Paris", "entity": "Mellie", **fact},
+        {"text": "Melanie's home is Paris", "entity": "Melanie's", **fact},
+    )
+    assert rome.fact is not None and paris.fact is not None
+    assert (paris.action, paris.target_ids) == ("UPDATE", (rome.fact.id,))
+    assert (again.action, again.target_ids) == ("NOOP", (paris.fact.id,))
+    (mel,) = classified({"text": "Mel is in Oslo", "entity": "Mel", **fact, "value": "Oslo"})
+    assert (mel.action, mel.target_ids) == ("UPDATE", (paris.fact.id,))
+
+
 def test_automatic_links_read_and_write_through_the_interface(store: Store) -> None:
     first, second, third = put(
         store,
@@ -686,3 +728,33 @@ def test_a_profile_summary_is_kept_by_signature_and_a_purge_of_a_fact_it_was_sho
             tx.keep_profile_summary("bob", f"t{n}", f"Bob, take {n}.", [c], [c])
     kept = [n for n in range(6) if store.profile_summary("bob", f"t{n}") is not None]
     assert kept == [2, 3, 4, 5] and store.profile_summary("bob", "s1") is None  # the newest
+
+
+def test_declarations_travel_with_an_export_and_keep_their_times(
+    store: Store, another: Store, clock: Clock
+) -> None:
+    put(
+        store,
+        {"text": "Lopez teaches", "entity": "Lopez"},
+        {"text": "Melanie paints", "entity": "Melanie"},
+    )
+    with store.transaction() as tx:
+        tx.declare_entity("alias", "Teacher", "lopez")
+    clock.advance(10)
+    [(seq, *_)] = store.entity_declarations()
+    with store.transaction() as tx:
+        tx.declare_entity("alias", "Teacher", "melanie", retract=[seq])
+    exported = io.StringIO()
+    store.export("default", exported)
+    with another.transaction() as tx:
+        report, _ = tx.import_lines(exported.getvalue().splitlines(), EXPORT_RULES)
+    assert (report.facts, report.declarations) == (2, 2)
+    assert [d[1:] for d in another.entity_declarations()] == [
+        d[1:] for d in store.entity_declarations()
+    ]
+    again = io.StringIO()
+    another.export("default", again)
+    assert again.getvalue() == exported.getvalue()
+    with another.transaction() as tx:
+        report, _ = tx.import_lines(exported.getvalue().splitlines(), EXPORT_RULES)
+    assert (report.declarations, report.skipped_existing) == (0, 4)

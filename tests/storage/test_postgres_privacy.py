@@ -19,15 +19,18 @@ from devtools.cluster import Postgres
 from graphmem import Memory, Settings
 
 from ..core.test_erasure import (
+    ALIASED_NAMES,
     CHAT,
     SUMMARY_ANSWER,
     SUMMARY_NEEDLE,
     TURN_FILTERS,
     _hits,
     chat_settings,
+    declare_aliased,
     turn_filter,
 )
 from ..core.test_sensitive import HIDDEN, KEPT, SAID, _said_needles
+from ..support.clock import Clock
 from ..support.openai_stub import OpenAIStub
 
 
@@ -38,9 +41,9 @@ def namespace() -> str:
     return f"t{uuid.uuid4().hex}"
 
 
-def open_memory(url: str, directory: Path, namespace: str) -> Memory:
+def open_memory(url: str, directory: Path, namespace: str, clock: Clock | None = None) -> Memory:
     settings = Settings(embedder="hash", store=url)
-    return Memory.open(directory, namespace=namespace, settings=settings)
+    return Memory.open(directory, namespace=namespace, settings=settings, clock=clock)
 
 
 def _rows_holding(postgres: Postgres, namespace: str, needles: list[bytes]) -> list[str]:
@@ -129,4 +132,20 @@ def test_a_purge_takes_the_turn_its_windows_and_its_facts_leaving_no_row_holding
         assert mem._store.window_matches("Quillowmere", 10) == {}
         assert [e.name for e in mem.entities()] == []
     assert _rows_holding(postgres, namespace, needles) == []
+    assert _hits(tmp_path, needles) == []
+
+
+def test_an_entity_purge_leaves_no_row_holding_any_name_or_alias_of_it(
+    postgres: Postgres, postgres_url: str, namespace: str, tmp_path: Path, clock: Clock
+) -> None:
+    with open_memory(postgres_url, tmp_path, namespace, clock) as mem:
+        texts = declare_aliased(mem, clock)
+        needles = [*(t.encode() for t in texts), *ALIASED_NAMES, *_vectors(mem, texts)]
+        # The alias's two declarations, the second naming the entity it is purged with.
+        assert _rows_holding(postgres, namespace, [b"quillzanna"]) == ["gm_entity_aliases"]
+        report = mem.purge(entity="Quillzanna")
+        assert (report.facts, set(report.names)) == (3, {"Zanzibarquill", "Zanzi", "Quillzanna"})
+        assert [e.name for e in mem.entities()] == ["Orla Brennan"]
+    assert _rows_holding(postgres, namespace, needles) == []
+    assert _rows_holding(postgres, namespace, [b"orla brennan"]), "the other entity is kept"
     assert _hits(tmp_path, needles) == []

@@ -11,7 +11,8 @@
    entity ``target``) or a split (``name`` stands on its own). Declaring again for the same
    name retracts the row before (``retracted_at``), so a read as known at an earlier moment
    sees the declarations as they were. A purge deletes every row, retracted or not, whose
-   target no fact names any more, or whose name only the purged facts carried.
+   target no fact names any more, or whose name only the purged facts carried; a purge of an
+   entity also every row named one of the entity's names (:func:`forget`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..interface import EntitySignature
 from .connections import SQLConnection
 from .params import id_list
+
+#: Beyond every position a row can have (both engines' positions are 64-bit).
+_LAST_POSITION = 2**63 - 1
 
 
 def count_in(conn: SQLConnection, inserts: Iterable[Mapping[str, Any]], now: float) -> None:
@@ -74,6 +79,21 @@ def recount(conn: SQLConnection, names: Sequence[str]) -> None:
     )
 
 
+def forget(conn: SQLConnection, declared: Sequence[str], *, unless: Sequence[str]) -> None:
+    """After a purge of an entity: delete every declaration, in any state, named one of
+    ``declared``, unless a fact still carries one of the entity's names ``unless``."""
+    d = conn.dialect
+    if not declared:
+        return
+    still = conn.execute(
+        f"SELECT 1 FROM entity_names WHERE {d.in_list('name', d.arg)}", [id_list(unless)]
+    ).fetchone()
+    if still is None:
+        conn.execute(
+            f"DELETE FROM entity_aliases WHERE {d.in_list('name', d.arg)}", [id_list(declared)]
+        )
+
+
 def rebuild(conn: SQLConnection) -> int:
     """Count every entity name again from the facts (after an import, or to rebuild); returns
     how many names there are. Declarations whose target no fact names are deleted."""
@@ -89,10 +109,16 @@ def rebuild(conn: SQLConnection) -> int:
     return int(count)
 
 
-def names(conn: SQLConnection) -> list[tuple[str, str, int, float]]:
-    """Every entity name: (name as compared, a spelling, facts carrying it, first recorded)."""
+def names(
+    conn: SQLConnection, *, after: int = 0, upto: int | None = None
+) -> list[tuple[str, str, int, float]]:
+    """Every entity name (or those at a position after ``after``, up to ``upto``), oldest
+    first: (name as compared, a spelling, facts carrying it, first recorded)."""
+    d = conn.dialect
     rows = conn.execute(
-        "SELECT name, spelling, fact_count, first_recorded_at FROM entity_names ORDER BY seq"
+        "SELECT name, spelling, fact_count, first_recorded_at FROM entity_names"
+        f" WHERE seq > {d.arg} AND seq <= {d.arg} ORDER BY seq",
+        [after, _LAST_POSITION if upto is None else upto],
     )
     return [(r[0], r[1], int(r[2]), float(r[3])) for r in rows]
 
@@ -106,17 +132,17 @@ def aliases(conn: SQLConnection) -> list[tuple[int, str, str, str, float, float 
     return [(int(r[0]), r[1], r[2], r[3], float(r[4]), r[5]) for r in rows]
 
 
-def signature(conn: SQLConnection) -> tuple[Any, ...]:
-    """What changes whenever a name comes or goes or a declaration is made or retracted: the
-    rows' counts and newest positions (never reused), then the newest time a name was first
-    recorded, a declaration recorded and one retracted."""
+def signature(conn: SQLConnection) -> EntitySignature:
+    """What changes whenever a name comes or goes or a declaration is made or retracted."""
     names, name_seq, named_at = conn.execute(
         "SELECT count(*), max(seq), max(first_recorded_at) FROM entity_names"
     ).fetchone()
     declarations, declared_seq, declared_at, retracted_at = conn.execute(
         "SELECT count(*), max(seq), max(recorded_at), max(retracted_at) FROM entity_aliases"
     ).fetchone()
-    return (names, name_seq, declarations, declared_seq, named_at, declared_at, retracted_at)
+    return EntitySignature(
+        int(names), name_seq, int(declarations), declared_seq, named_at, declared_at, retracted_at
+    )
 
 
 def declare(

@@ -28,7 +28,10 @@ def purge_clause(d: Dialect, where: PurgeFilter) -> tuple[str, dict[str, Any]]:
     if where.ids is not None:
         clauses.append(f"{d.in_list('f.id', d.param('purge_ids'))}")
         params["purge_ids"] = id_list(where.ids)
-    if where.entity is not None:
+    if where.entity_names:
+        clauses.append(d.in_list(d.lower_entity("f"), d.param("purge_names")))
+        params["purge_names"] = id_list(where.entity_names)
+    elif where.entity is not None:
         clauses.append(f"{d.lower_entity('f')} = lower({d.param('purge_entity')})")
         params["purge_entity"] = where.entity.strip()
     if where.source is not None:
@@ -65,7 +68,9 @@ def count(conn: SQLConnection, where: PurgeFilter) -> PurgeReport:
         f"  AND {d.in_list('o.id', d.param('ids'), negated=True)})",
         {"ids": found},
     ).fetchone()
-    return PurgeReport(len(ids), int(links), int(vectors), int(episodes), dry_run=True)
+    return PurgeReport(
+        len(ids), int(links), int(vectors), int(episodes), dry_run=True, names=where.covered
+    )
 
 
 def matching(conn: SQLConnection, where: PurgeFilter) -> list[str]:

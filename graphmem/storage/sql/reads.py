@@ -233,17 +233,28 @@ def lookup(
 
 
 def latest(
-    conn: SQLConnection, entity: str, key: str, scope: TimeScope, *, limit: int
+    conn: SQLConnection,
+    entity: str,
+    key: str,
+    scope: TimeScope,
+    *,
+    limit: int,
+    names: Sequence[str] = (),
 ) -> list[Fact]:
-    """The visible facts with this entity and key (case-insensitive), latest valid first."""
+    """The visible facts with this entity (or, ``names`` given, any of the entity's names as
+    the facts' index compares them) and key, case-insensitive, latest valid first."""
     d = conn.dialect
+    named = (
+        d.in_list(d.lower_entity("f"), d.param("names"))
+        if names
+        else f"{d.lower_entity('f')} = lower({d.param('entity')})"
+    )
     rows = conn.execute(
         f"SELECT {fact_columns('f', scope, param=d.param)} FROM facts f"
-        f" WHERE {d.lower_entity('f')} = lower({d.param('entity')}) AND {d.lower_key('f')} ="
-        f" lower({d.param('key')})"
+        f" WHERE {named} AND {d.lower_key('f')} = lower({d.param('key')})"
         f" AND {scope.fact_clause(param=d.param)} ORDER BY f.valid_from DESC"
         f" {d.limit(d.param('n'))}",
-        {"entity": entity, "key": key, "n": limit, **scope.params},
+        {"entity": entity, "names": id_list(names), "key": key, "n": limit, **scope.params},
     )
     return [Fact.from_values(r) for r in rows]
 

@@ -33,6 +33,7 @@ from ...temporal import TimeInput, TimeScope
 from ..interface import (
     BatchChanges,
     Counts,
+    EntitySignature,
     Filters,
     ImportReport,
     ImportRules,
@@ -401,9 +402,11 @@ class SQLTransaction(Transaction):
 
     def purge_where(self, where: PurgeFilter) -> Purged:
         """Purge the facts ``where`` matches and record the erasure (see ``purge``): a purge
-        that matched nothing erased nothing, and leaves no record."""
+        that matched nothing erased nothing, and leaves no record. Once no fact carries a name
+        of the entity it names, the declarations ``where.declared`` go too."""
         purged = self.purge(sql_erasure.matching(self.conn, where))
         if purged.removed:
+            sql_entities.forget(self.conn, where.declared, unless=where.entity_names)
             report = PurgeReport(purged.removed, purged.links, purged.vectors, purged.episodes)
             sql_erasure.record(self.conn, self.now, where, report)
         return purged
@@ -415,8 +418,6 @@ class SQLTransaction(Transaction):
         windows of the episodes it adds facts to; returns the new fact ids."""
         report, ids = transfer.import_rows(self.conn, lines, rules)
         sql_windows.rebuild(self.conn, sql_windows.episodes(self.conn, of=ids))
-        if ids:
-            sql_entities.rebuild(self.conn)
         return report, ids
 
     # entities
@@ -823,10 +824,13 @@ class SQLStore(Store, Generic[D]):
     def entity_names(self) -> list[tuple[str, str, int, float]]:
         return sql_entities.names(self._read())
 
+    def entity_names_added(self, after: int, upto: int) -> list[tuple[str, str, int, float]]:
+        return sql_entities.names(self._read(), after=after, upto=upto)
+
     def entity_declarations(self) -> list[tuple[int, str, str, str, float, float | None]]:
         return sql_entities.aliases(self._read())
 
-    def entity_signature(self) -> tuple[Any, ...]:
+    def entity_signature(self) -> EntitySignature:
         return sql_entities.signature(self._read())
 
     profile_facts = _on_reader(sql_profiles.facts)

@@ -4,8 +4,12 @@ The first line is a header; then one ``{"kind": "episode", ...}`` line per episo
 kind as ``episode_kind``), one
 ``{"kind": "fact", ...}`` line per fact (every column, times as ISO-8601 UTC) in storage order,
 then one ``{"kind": "link", ...}`` line per link, then one ``{"kind": "file", ...}`` line per
-synced markdown file (:mod:`graphmem.documents`). Vectors are not exported: the importing store
-embeds the texts with its own embedder.
+synced markdown file (:mod:`graphmem.documents`), then one ``{"kind": "entity_declaration",
+...}`` line per alias, merge or split declared on the entities (its own kind as
+``declaration_kind``; retracted ones too, with their transaction times, so a read as known at an
+earlier moment groups the names as it did: :mod:`graphmem.entities`). Vectors and the entity
+names are not exported: the importing store embeds the texts with its own embedder and counts
+the names from the facts.
 
 A file line names a path on the machine that synced it, which an export file can say anything
 about: an imported file record is kept (its document's chunks came with the import, and a sync
@@ -19,18 +23,21 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, Final
+from collections.abc import Callable, Iterable, Iterator, Set
+from typing import IO, Any, Final, TypeVar
 
 from ...errors import InvalidInput
 from ...models import not_text
 from ...temporal import parse_time, to_iso
 from ..interface import ImportReport, ImportRules
+from . import entities as sql_entities
 from . import keyword_index
 from .connections import SQLConnection
 from .params import id_list
 
 FORMAT: Final = "graphmem-export"
+
+T = TypeVar("T")
 
 
 VERSION: Final = 1
@@ -72,6 +79,13 @@ LINK_TIMES: Final = frozenset(
 )
 
 
+DECLARATION_TIMES: Final = frozenset({"recorded_at", "retracted_at"})
+
+
+#: The fields of a declaration's line (the table's ``kind`` as ``declaration_kind``).
+_DECLARATION_FIELDS: Final = frozenset({"declaration_kind", "name", "target", *DECLARATION_TIMES})
+
+
 _REQUIRED_FACT: Final = (
     "id",
     "text",
@@ -89,6 +103,9 @@ _REQUIRED_EPISODE: Final = ("id", "kind", "time", "recorded_at")
 
 
 _REQUIRED_FILE: Final = ("path", "hash", "mtime", "size", "chunks", "synced_at")
+
+
+_REQUIRED_DECLARATION: Final = ("declaration_kind", "name", "target", "recorded_at")
 
 
 _REQUIRED_LINK: Final = (
@@ -129,6 +146,12 @@ def export_lines(conn: SQLConnection, namespace: str) -> Iterator[str]:
         for name in FILE_LOCAL:
             item.pop(name, None)
         yield json.dumps({"kind": "file", **item}, ensure_ascii=False)
+    for kind, name, target, recorded, retracted in conn.execute(
+        "SELECT kind, name, target, recorded_at, retracted_at FROM entity_aliases ORDER BY seq"
+    ):
+        declared = {"declaration_kind": kind, "name": name, "target": target}
+        declared |= {"recorded_at": to_iso(recorded), "retracted_at": to_iso(retracted)}
+        yield json.dumps({"kind": "entity_declaration", **declared}, ensure_ascii=False)
 
 
 def write_export(conn: SQLConnection, namespace: str, out: IO[str]) -> int:
@@ -143,25 +166,35 @@ def write_export(conn: SQLConnection, namespace: str, out: IO[str]) -> int:
 def import_rows(
     conn: SQLConnection, lines: Iterable[str], rules: ImportRules
 ) -> tuple[ImportReport, list[str]]:
-    """Insert an export's facts and links in ``conn``'s open transaction, each row kept to the
-    engine's ``rules`` (:mod:`graphmem.imports`).
+    """Insert an export's rows in ``conn``'s open transaction, each kept to the engine's
+    ``rules`` (:mod:`graphmem.imports`); the entity names are counted again from the facts
+    before the declarations, which name them, are checked.
 
-    Ids already present are skipped. Raises InvalidInput naming the line of the first problem;
-    the caller rolls back. Returns the report and the ids of the facts inserted.
+    Ids already present are skipped, as are declarations the store already holds. Raises
+    InvalidInput naming the line of the first problem; the caller rolls back. Returns the
+    report and the ids of the facts inserted.
     """
     with keyword_index.indexing(conn):
-        return _insert_lines(conn, lines, rules)
+        report, inserted, declared = _insert_lines(conn, lines, rules)
+    if inserted:
+        sql_entities.rebuild(conn)
+    added = _declare(conn, declared, rules)
+    skipped = report.skipped_existing + len(declared) - added
+    return ImportReport(report.facts, report.links, skipped, added), inserted
 
 
 def _insert_lines(
     conn: SQLConnection, lines: Iterable[str], rules: ImportRules
-) -> tuple[ImportReport, list[str]]:
+) -> tuple[ImportReport, list[str], list[tuple[int, dict[str, Any]]]]:
+    """The lines' episodes, facts, links and files inserted; their declarations (with their
+    line numbers) left for :func:`_declare`."""
     d = conn.dialect
     fact_columns = _columns(conn, "facts")
     link_columns = _columns(conn, "links")
     episode_columns = _columns(conn, "episodes")
     file_columns = _columns(conn, "files") - FILE_LOCAL
     inserted: list[str] = []
+    declared: list[tuple[int, dict[str, Any]]] = []
     links = skipped = 0
     header_seen = False
     for number, raw in enumerate(lines, start=1):
@@ -229,12 +262,36 @@ def _insert_lines(
             row[FILE_IMPORTED] = 1
             if not _insert(conn, "files", row, number):
                 skipped += 1
+        elif kind == "entity_declaration":
+            row = _common(
+                item, _DECLARATION_FIELDS, _REQUIRED_DECLARATION, DECLARATION_TIMES, number
+            )
+            declared.append((number, row))
         else:
             raise InvalidInput(f"line {number}: unknown kind {kind!r}")
     if not header_seen:
         raise InvalidInput("empty input: not a graphmem export")
     _check_references(conn, inserted)
-    return ImportReport(len(inserted), links, skipped), inserted
+    return ImportReport(len(inserted), links, skipped), inserted, declared
+
+
+def _declare(
+    conn: SQLConnection, declared: list[tuple[int, dict[str, Any]]], rules: ImportRules
+) -> int:
+    """Insert the declarations the rules keep, against the names the facts now carry and the
+    declarations already held; returns how many were new."""
+    if not declared:
+        return 0
+    names = [name for name, *_ in sql_entities.names(conn)]
+    check = rules.declarations(names, sql_entities.aliases(conn))
+    added = 0
+    for number, row in declared:
+        if _checked(check, row, number):
+            kept = {"kind": row["declaration_kind"], "name": row["name"], "target": row["target"]}
+            kept |= {"recorded_at": row["recorded_at"], "retracted_at": row.get("retracted_at")}
+            _insert(conn, "entity_aliases", kept, number)
+            added += 1
+    return added
 
 
 #: The columns of a fact that name another fact.
@@ -273,17 +330,17 @@ def _fact_row(item: dict[str, Any], columns: set[str], number: int) -> dict[str,
     return row
 
 
-def _checked(rule: Callable[[dict[str, Any]], None], row: dict[str, Any], number: int) -> None:
-    """The engine's ``rule`` for ``row``, its InvalidInput naming the line."""
+def _checked(rule: Callable[[dict[str, Any]], T], row: dict[str, Any], number: int) -> T:
+    """The engine's ``rule`` for ``row`` (what it answers), its InvalidInput naming the line."""
     try:
-        rule(row)
+        return rule(row)
     except InvalidInput as exc:
         raise InvalidInput(f"line {number}: {exc.message}") from None
 
 
 def _common(
     item: dict[str, Any],
-    columns: set[str],
+    columns: Set[str],
     required: tuple[str, ...],
     times: frozenset[str],
     number: int,
