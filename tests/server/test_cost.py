@@ -550,7 +550,7 @@ def test_introspection_fanning_out_over_the_schema_is_refused_before_it_runs(
     for _ in range(2):  # through strawberry's pipeline, then as a prepared document
         start = time.monotonic()
         status, body = service.post(INTROSPECTION_ATTACK)
-        assert time.monotonic() - start < 0.5
+        assert time.monotonic() - start < 2  # refused in about 40 ms on idle cores
         assert status == 200 and body.get("data") is None, str(body)[:300]
         [error] = body["errors"]
         assert error["extensions"]["code"] == "TOO_COSTLY"

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import psycopg
 import pytest
@@ -30,6 +30,7 @@ from graphmem import (
 )
 from graphmem.cli import cli
 from graphmem.storage import open_keys
+from graphmem.storage.interface import EntitySignature
 from graphmem.storage.postgres import dialect as pgsql
 from graphmem.storage.postgres import redacted
 from graphmem.storage.postgres import schema as pgschema
@@ -64,11 +65,16 @@ def open_memory(url: str, directory: Path, namespace: str = "default") -> Memory
     )
 
 
+#: The entity signature of a store without entity tables.
+NO_ENTITIES: Final = EntitySignature(0, None, 0, None, None, None, None)
+
+
 @contextmanager
 def schema_version(version: int) -> Iterator[None]:
     """Inside the block, databases are made (or migrated) to ``version`` only, and the SQL is
     spoken as to that version (before migration 4, without the computed columns; before the
-    entities migration, writes count no entity names: the migration counts them from the facts).
+    entities migration, writes count and read no entity names: the migration counts them from
+    the facts).
     The vector log has its rows' states and the change log exists at every version: the code
     reads and writes them, and migrations 5 and 6, which add them, run again harmlessly."""
     entities = pgschema.MIGRATIONS.index(pgschema.ENTITIES) + 1
@@ -82,8 +88,11 @@ def schema_version(version: int) -> Iterator[None]:
         if version < 4:  # the expressions as written, not the columns that keep them
             for name in ("lower_entity", "lower_key", "dated"):
                 before.setattr(pgsql.PostgresDialect, name, getattr(Dialect, name))
-        if version < entities:
+        if version < entities:  # no entity tables: no names counted, none read
             before.setattr(sql_entities, "count_in", lambda conn, inserts, now: None)
+            before.setattr(sql_entities, "names", lambda conn, **bounds: [])
+            before.setattr(sql_entities, "aliases", lambda conn: [])
+            before.setattr(sql_entities, "signature", lambda conn: NO_ENTITIES)
         yield
 
 
