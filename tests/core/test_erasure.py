@@ -167,7 +167,7 @@ def test_an_entity_purge_takes_every_name_and_alias_of_it_and_leaves_none_in_any
     assert _hits(namespace, needles) == []
 
 
-@pytest.mark.in_process("entity verbs are the Python API's")
+@pytest.mark.in_process("PurgeReport.names is the Python API's")
 def test_an_entity_purge_narrowed_to_some_facts_keeps_the_aliases_of_what_is_left(
     mem: Memory,
 ) -> None:
