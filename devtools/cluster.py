@@ -36,6 +36,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -299,23 +300,38 @@ class ObjectStore:
                     start_new_session=True,
                 )
         self._serving = True
-        request = urllib.request.Request(f"{self.endpoint}/{self.bucket}", method="PUT")
         deadline = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(request, timeout=10):
-                    return self
+                self._create(self.bucket)
+                return self
             except OSError:
                 if time.monotonic() > deadline:
                     self.stop()
                     raise
                 time.sleep(0.1)
 
-    def settings(self, prefix: str, *, endpoint: str | None = None) -> dict[str, str]:
-        """The settings that put vector indexes under ``prefix`` in the bucket (reached at
-        ``endpoint`` if given: a devtools.faults.FaultProxy in front of it)."""
+    def new_bucket(self) -> str:
+        """A new, empty bucket's name. moto lists a bucket by going through every object in
+        it, so tests sharing one bucket for a session would see each listing (LanceDB lists a
+        table's versions at every write) slow down as the session goes on."""
+        name = f"b{uuid.uuid4().hex}"
+        self._create(name)
+        return name
+
+    def _create(self, bucket: str) -> None:
+        request = urllib.request.Request(f"{self.endpoint}/{bucket}", method="PUT")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
+    def settings(
+        self, prefix: str, *, endpoint: str | None = None, bucket: str | None = None
+    ) -> dict[str, str]:
+        """The settings that put vector indexes under ``prefix`` in ``bucket`` (by default the
+        server's first), reached at ``endpoint`` if given (a devtools.faults.FaultProxy in
+        front of it)."""
         return {
-            "vectors": f"s3://{self.bucket}/{prefix}",
+            "vectors": f"s3://{bucket or self.bucket}/{prefix}",
             "s3_endpoint": endpoint or self.endpoint,
             "s3_access_key_id": "graphmem",
             "s3_secret_access_key": "graphmem",

@@ -5,7 +5,6 @@ them (the clock, the clients, the stub) are in ``support/``."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -66,13 +65,13 @@ def object_store() -> Iterator[ObjectStore]:
 def vector_settings(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, str]:
-    """With ``--vectors s3``, the settings that put the test's vector indexes under a new
-    prefix of the session's S3-compatible server (also in GRAPHMEM_* variables, for the
-    commands a test runs); else none."""
+    """With ``--vectors s3``, the settings that put the test's vector indexes in a new bucket
+    of the session's S3-compatible server (also in GRAPHMEM_* variables, for the commands a
+    test runs); else none."""
     if request.config.getoption("--vectors") != "s3":
         return {}
     server: ObjectStore = request.getfixturevalue("object_store")
-    values = server.settings(f"t{uuid.uuid4().hex}")
+    values = server.settings("v", bucket=server.new_bucket())
     for name, value in values.items():
         monkeypatch.setenv(f"GRAPHMEM_{name.upper()}", value)
     return values

@@ -155,7 +155,13 @@ class VectorIndex:
         self.location = where if isinstance(where, Location) else Location(where)
         path = self.location.name
         self.dimensions = dimensions
+        #: Held by a write for its whole course (the table, the vector log's position): on an
+        #: object store that is seconds when a compaction is due.
         self._lock = threading.RLock()
+        #: Held only while the in-memory copy is read or changed, so that searches and
+        #: write-time checks answer from it while a write waits on the object store. Taken
+        #: after ``_lock`` when both are.
+        self._copy = threading.RLock()
         self._table: Any  # lancedb's query builders are only partly typed
         self._commits = 0
         #: The table's entries given private modes already (``made_private``).
@@ -296,11 +302,17 @@ class VectorIndex:
     def catch_up(self, *, force: bool = False) -> None:
         """Bring the copy's rows that other processes changed since the last look at the
         vector log up to date, so that the copy holds what the table holds (unless ``force``,
-        at most every FOLLOW_EVERY seconds: before a read; ``writing`` forces it)."""
+        at most every FOLLOW_EVERY seconds: before a read; ``writing`` forces it).
+
+        A read does not wait for a write this process is making (that write catches up as it
+        starts): it answers from the copy as it is, and ``unseen`` names what it lacks.
+        """
         log = self._log
         if log is None or (not force and time.monotonic() - self._looked < FOLLOW_EVERY):
             return
-        with self._lock:
+        if not self._lock.acquire(blocking=force):
+            return
+        try:
             self._looked = time.monotonic()
             entries = log(self._position)
             if not entries:
@@ -313,12 +325,17 @@ class VectorIndex:
                 self._table.checkout_latest()
             if self._mirror is not None:
                 if REBUILT in states or entries[0][0] != self._position + 1:  # or pruned
-                    self._mirror = self._loaded()
+                    self._replace(self._loaded())
                 else:
                     self._follow(self._mirror, states)
-                if len(self._mirror) > IN_MEMORY_MAX_ROWS:
-                    self._mirror = None
             self._position = entries[-1][0]
+        finally:
+            self._lock.release()
+
+    def _replace(self, mirror: Mirror | None) -> None:
+        """Make ``mirror`` the in-memory copy (none if it is too large to hold)."""
+        with self._copy:
+            self._mirror = mirror if mirror is None or len(mirror) <= IN_MEMORY_MAX_ROWS else None
 
     def reread(self, ids: Iterable[str]) -> None:
         """Bring the copy's rows of ``ids`` to what the table holds, read back from it. A
@@ -340,29 +357,33 @@ class VectorIndex:
         rows = {i: (known[i], states[i] == ROW_LIVE) for i in stored if i in known}
         unknown = [i for i, state in states.items() if state != ROW_DELETED and i not in rows]
         rows.update(self.rows(unknown))
-        mirror.delete([i for i in states if i not in rows])
         present = list(rows)
-        if present:
-            mirror.upsert(
-                present, np.stack([rows[i][0] for i in present]), [rows[i][1] for i in present]
-            )
+        with self._copy:
+            mirror.delete([i for i in states if i not in rows])
+            if present:
+                mirror.upsert(
+                    present, np.stack([rows[i][0] for i in present]), [rows[i][1] for i in present]
+                )
+        if len(mirror) > IN_MEMORY_MAX_ROWS:
+            self._replace(None)
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
         """Write (or replace) the vectors of ``ids``. Idempotent, so outbox replays are safe."""
         if not ids:
             return
         with self._lock:
-            mirror = self._mirror
-            # Rows the table lacks are appended; only rows it has need merge_insert's join, and
-            # not those it already holds as given (a replay, or an owner whose state is
-            # unchanged): each LanceDB write is a commit costing tens of milliseconds.
-            fresh = [n for n, i in enumerate(ids) if mirror is not None and not mirror.has(i)]
-            known = [
-                n
-                for n in range(len(ids))
-                if mirror is None
-                or (mirror.has(ids[n]) and not mirror.holds(ids[n], vectors[n], live[n]))
-            ]
+            with self._copy:
+                mirror = self._mirror
+                # Rows the table lacks are appended; only rows it has need merge_insert's join,
+                # and not those it already holds as given (a replay, or an owner whose state is
+                # unchanged): each LanceDB write is a commit costing tens of milliseconds.
+                fresh = [n for n, i in enumerate(ids) if mirror is not None and not mirror.has(i)]
+                known = [
+                    n
+                    for n in range(len(ids))
+                    if mirror is None
+                    or (mirror.has(ids[n]) and not mirror.holds(ids[n], vectors[n], live[n]))
+                ]
             # The mirror follows each LanceDB commit at once: a retry after a failure between
             # the two would otherwise append a second row for the same id.
             if fresh:
@@ -381,12 +402,15 @@ class VectorIndex:
     def _mirrored(
         self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool], rows: list[int]
     ) -> None:
-        mirror = self._mirror
-        if mirror is None:
-            return
-        mirror.upsert([ids[n] for n in rows], np.asarray(vectors)[rows], [live[n] for n in rows])
+        with self._copy:
+            mirror = self._mirror
+            if mirror is None:
+                return
+            mirror.upsert(
+                [ids[n] for n in rows], np.asarray(vectors)[rows], [live[n] for n in rows]
+            )
         if len(mirror) > IN_MEMORY_MAX_ROWS:
-            self._mirror = None  # too large to hold: LanceDB answers everything
+            self._replace(None)  # too large to hold: LanceDB answers everything
 
     def _arrow(
         self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool], rows: list[int]
@@ -405,13 +429,15 @@ class VectorIndex:
 
     def delete(self, ids: Sequence[str]) -> None:
         with self._lock:
-            if self._mirror is not None:  # it has every row of the table: skip a no-op commit
-                ids = [i for i in ids if self._mirror.has(i)]
+            with self._copy:
+                if self._mirror is not None:  # it has every row of the table: skip a no-op
+                    ids = [i for i in ids if self._mirror.has(i)]
             if ids:
                 self._table.delete(_id_filter(ids))
+                with self._copy:
+                    if self._mirror is not None:
+                        self._mirror.delete(ids)
                 self._committed()
-                if self._mirror is not None:
-                    self._mirror.delete(ids)
 
     @property
     def degraded(self) -> str | None:
@@ -437,7 +463,7 @@ class VectorIndex:
 
     def _nearest(self, vector: Vectors, k: int, live_only: bool) -> list[tuple[str, float]]:
         self.catch_up()
-        with self._lock:
+        with self._copy:
             if (mirror := self._mirror) is not None:
                 if len(mirror) <= EXACT_SEARCH_MAX_ROWS:
                     return mirror.nearest(vector, k, live_only=live_only)
@@ -471,7 +497,7 @@ class VectorIndex:
     ) -> list[list[tuple[str, float]]]:
         if self.count() == 0:
             return [[] for _ in range(len(vectors))]
-        with self._lock:
+        with self._copy:
             if self._mirror is not None:
                 return self._mirror.neighbours_many(vectors, k, live_only=live_only, floor=floor)
         query = self._table.search(np.asarray(vectors, dtype=np.float32)).distance_type("cosine")
@@ -514,7 +540,7 @@ class VectorIndex:
 
     def _similarities(self, vector: Vectors, ids: Sequence[str]) -> dict[str, float]:
         self.catch_up()
-        with self._lock:
+        with self._copy:
             if self._mirror is None:
                 return {}
             return self._mirror.similarities(vector, ids)
@@ -568,7 +594,7 @@ class VectorIndex:
 
     def count(self) -> int:
         self.catch_up()
-        with self._lock:
+        with self._copy:
             if self._mirror is not None:
                 return len(self._mirror)
         return int(self._table.count_rows())
@@ -580,7 +606,7 @@ class VectorIndex:
             self._table = self._db.create_table(TABLE, schema=self._schema)
             self._private.clear()  # its files are new, perhaps with freed inode numbers
             self._made_private()
-            self._mirror = Mirror(self.dimensions)
+            self._replace(Mirror(self.dimensions))
 
     def compact(self, *, erase: bool = False) -> None:
         """Merge small fragments and delete table versions older than OLD_VERSIONS_KEPT.
@@ -619,7 +645,7 @@ class VectorIndex:
         """Make now what the in-memory copy's searches read at this size, which the first
         search would make otherwise: the projection up to EXACT_SEARCH_MAX_ROWS, the partitions
         beyond (about 10 s at a million rows, during which searches and writes wait)."""
-        with self._lock:
+        with self._copy:
             mirror = self._mirror
             exact = mirror is not None and len(mirror) <= EXACT_SEARCH_MAX_ROWS
             projected = mirror is not None and mirror.prepare(partitions=not exact)
