@@ -713,7 +713,7 @@ def purge(
     verb = "would erase" if report.dry_run else "erased"
     covered = f" (names: {', '.join(report.names)})" if report.names else ""
     _emit(
-        {**report.to_dict(), **({"names": list(report.names)} if entity is not None else {})},
+        report.to_dict(),
         as_json,
         f"{verb} {report.facts} facts, {report.links} links, {report.vectors} vectors,"
         f" {report.episodes} emptied episodes{covered}",

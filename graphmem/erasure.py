@@ -20,12 +20,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from .errors import InvalidInput
-from .jsonform import NOT_SHOWN, JSONForm
+from .jsonform import JSONForm
 from .limits import MAX_FIELD_LENGTH, MAX_NODES
 
 #: The filters a purge takes, in the order they are described.
@@ -127,9 +127,8 @@ class PurgeReport(JSONForm):
     vectors: int
     episodes: int
     dry_run: bool = False
-    #: Not in ``to_dict``: the service's answers are made from it, field for field, and
-    #: describe each field they carry.
-    names: tuple[str, ...] = field(default=(), metadata=NOT_SHOWN)
+    #: The entity filter's names, its first name first; empty without an entity filter.
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

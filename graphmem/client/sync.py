@@ -670,7 +670,7 @@ class Client:
         data = self._mutate(
             """mutation($filter: PurgeFilter!, $dryRun: Boolean!) {
               purgeFacts(filter: $filter, dryRun: $dryRun) {
-                facts links vectors episodes dryRun error { code message field }
+                facts links vectors episodes dryRun names error { code message field }
               }
             }""",
             {"filter": {k: v for k, v in given.items() if v is not None}, "dryRun": a["dry_run"]},
@@ -680,7 +680,12 @@ class Client:
             # a fact in any state matches its own id: none means no fact has it
             raise NotFound(f"no fact with id {fact_id!r}")
         return PurgeReport(
-            data["facts"], data["links"], data["vectors"], data["episodes"], data["dryRun"]
+            data["facts"],
+            data["links"],
+            data["vectors"],
+            data["episodes"],
+            data["dryRun"],
+            tuple(data["names"]),
         )
 
     @remote(Memory.capture)

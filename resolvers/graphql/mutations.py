@@ -289,6 +289,11 @@ class PurgeFactsPayload:
     vectors: int = strawberry.field(description="Vectors erased with them.")
     episodes: int = strawberry.field(description="Episodes erased because they were left empty.")
     dry_run: bool = strawberry.field(description="True when only counted.")
+    names: list[str] = strawberry.field(
+        description="With an entity filter, the names it covered (erased with its facts when "
+        "none of them is left): the names the entity's facts carry and the aliases declared "
+        "for it, its first name first. Empty without an entity filter."
+    )
     error: UserError | None = strawberry.field(description="Set when nothing was erased.")
 
 
@@ -646,7 +651,7 @@ class ErasureWrites:
             info,
             purge,
             lambda e: PurgeFactsPayload(
-                facts=0, links=0, vectors=0, episodes=0, dry_run=dry_run, error=e
+                facts=0, links=0, vectors=0, episodes=0, dry_run=dry_run, names=[], error=e
             ),
         )
 

@@ -837,10 +837,11 @@ class PurgeArgs(_Args):
 def purge(memory: Memory, args: PurgeArgs) -> Result:
     report = memory.purge(**args.model_dump())
     verb = "Would erase" if report.dry_run else "Erased"
+    covered = f" (names: {', '.join(report.names)})" if report.names else ""
     return (
         f"{verb} {report.facts} {plural(report.facts, 'fact')}, {report.links} "
         f"{plural(report.links, 'link')}, {report.vectors} {plural(report.vectors, 'vector')} "
-        f"and {report.episodes} emptied {plural(report.episodes, 'episode')}",
+        f"and {report.episodes} emptied {plural(report.episodes, 'episode')}{covered}",
         report.to_dict(),
     )
 

@@ -167,7 +167,6 @@ def test_an_entity_purge_takes_every_name_and_alias_of_it_and_leaves_none_in_any
     assert _hits(namespace, needles) == []
 
 
-@pytest.mark.in_process("PurgeReport.names is the Python API's")
 def test_an_entity_purge_narrowed_to_some_facts_keeps_the_aliases_of_what_is_left(
     mem: Memory,
 ) -> None:
@@ -281,7 +280,7 @@ def test_a_purge_racing_writes_of_the_same_entity_leaves_no_half_state(mem: Memo
 
 PURGE = """mutation($filter: PurgeFilter!, $dry: Boolean!) {
   purgeFacts(filter: $filter, dryRun: $dry) {
-    facts links vectors episodes dryRun error { code field } } }"""
+    facts links vectors episodes dryRun names error { code field } } }"""
 ERASURES = "query { erasures { filter facts } }"
 
 
@@ -297,19 +296,22 @@ def test_graphql_purges_for_keys_that_may_write_and_shows_records_to_admin_keys(
             error { code } } }""",
         **bearer(writer),
     )
+    service.data(
+        'mutation { alias(name: "Deedee", of: "dee") { error { code } } }', **bearer(writer)
+    )
     counted = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": True}, **bearer(writer))
     assert counted["purgeFacts"]["facts"] == 2 and counted["purgeFacts"]["dryRun"] is True
+    assert counted["purgeFacts"]["names"] == ["dee", "Deedee"]  # what the purge takes with it
     refused = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(reader))
     assert refused["purgeFacts"]["error"]["code"] == "FORBIDDEN"
     empty = service.data(PURGE, {"filter": {}, "dry": False}, **bearer(writer))
     assert empty["purgeFacts"]["error"] == {"code": "INVALID_INPUT", "field": "filter"}
     done = service.data(PURGE, {"filter": {"entity": "dee"}, "dry": False}, **bearer(writer))
     assert (done["purgeFacts"]["facts"], done["purgeFacts"]["error"]) == (2, None)
+    assert done["purgeFacts"]["names"] == ["dee", "Deedee"]
+    digests = sorted(hashlib.sha256(n.encode()).hexdigest() for n in ("dee", "deedee"))
     assert service.data(ERASURES, **bearer(admin))["erasures"] == [
-        {
-            "filter": {"entity": (dee := hashlib.sha256(b"dee").hexdigest()), "names": [dee]},
-            "facts": 2,
-        }
+        {"filter": {"entity": hashlib.sha256(b"dee").hexdigest(), "names": digests}, "facts": 2}
     ]
     for other in (writer, reader):  # the records are for admin keys only
         _, body = service.post(ERASURES, None, {**bearer(other)})
@@ -319,7 +321,17 @@ def test_graphql_purges_for_keys_that_may_write_and_shows_records_to_admin_keys(
 def test_the_cli_and_mcp_purge_by_filter(mem: Memory, data_dir: Path) -> None:
     mem.store_many([{"text": "Eve's locker code is in the notes", "source": "notes/eve.md"}])
     _, counted = tools.purge(mem, tools.PurgeArgs(source="notes/eve.md", dry_run=True))
-    assert counted == {"facts": 1, "links": 0, "vectors": 1, "episodes": 0, "dry_run": True}
+    assert counted == {
+        "facts": 1,
+        "links": 0,
+        "vectors": 1,
+        "episodes": 0,
+        "dry_run": True,
+        "names": [],
+    }
+    mem.store("Eve keeps a spare key", entity="Eve")
+    text, named = tools.purge(mem, tools.PurgeArgs(entity="eve", dry_run=True))
+    assert named["names"] == ["Eve"] and text.endswith("(names: Eve)")
     mem.close()
     run = CliRunner().invoke(
         cli,

@@ -308,7 +308,7 @@ export type PurgeFactsMutationVariables = Exact<{
 }>;
 
 
-export type PurgeFactsMutation = { purgeFacts: { facts: number, links: number, vectors: number, episodes: number, dryRun: boolean, error: { code: ErrorCode, message: string, field: string | null } | null } };
+export type PurgeFactsMutation = { purgeFacts: { facts: number, links: number, vectors: number, episodes: number, dryRun: boolean, names: Array<string>, error: { code: ErrorCode, message: string, field: string | null } | null } };
 
 export type LinkFactsMutationVariables = Exact<{
   input: LinkInput;
@@ -1066,6 +1066,7 @@ export const PurgeFactsDocument = new TypedDocumentString(`
     vectors
     episodes
     dryRun
+    names
     error {
       ...UserErrorFields
     }
