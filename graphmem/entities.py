@@ -577,13 +577,13 @@ class Entities:
     ) -> EntityIndex | None:
         """``index`` (as of the signature ``before``) with the names recorded since, when
         names were only added and each joins no entity (:meth:`EntityIndex.extended`)."""
-        if _declared(before) != _declared(signature):
+        if _declared(before) != _declared(signature) or signature.removals != before.removals:
             return None
-        if signature.names <= before.names or signature.name_position is None:
-            return None
+        if signature.name_position is None or signature.name_position <= (
+            before.name_position or 0
+        ):
+            return None  # no name added (a store restored from an older copy: fewer)
         added = self._store.entity_names_added(before.name_position or 0, signature.name_position)
-        if len(added) != signature.names - before.names:
-            return None
         return index.extended(added)
 
 

@@ -51,10 +51,11 @@ Declaration = tuple[int, str, str, str, float, float | None]
 
 class EntitySignature(NamedTuple):
     """What changes whenever an entity name comes or goes or a declaration is made or
-    retracted: the rows' counts and newest positions (never reused; None for no row), then the
+    retracted: how often names or declarations were removed, the newest name's position
+    (never reused; None for no name), the declarations' count and newest position, then the
     newest time a name was first recorded, a declaration recorded and one retracted."""
 
-    names: int
+    removals: int
     name_position: int | None
     declarations: int
     declaration_position: int | None

@@ -186,6 +186,24 @@ def test_an_entity_purge_narrowed_to_some_facts_keeps_the_aliases_of_what_is_lef
         mem.entity("Annie")
 
 
+def test_a_purged_name_is_gone_from_the_entities_read_before_the_purge(mem: Memory) -> None:
+    """The entity index a read built is kept until the names change: a purge of a name that is
+    not the newest must be seen as a change too."""
+    mem.store_many(
+        [
+            {"text": "Ana lives in Berlin", "entity": "Ana"},
+            {"text": "Bo lives in Rome", "entity": "Bo"},
+        ]
+    )
+    assert {n for e in mem.entities() for n in e.names} == {"Ana", "Bo"}
+    assert mem.purge(entity="Ana").names == ("Ana",)
+    assert {n for e in mem.entities() for n in e.names} == {"Bo"}
+    with pytest.raises(NotFound):
+        mem.entity("Ana")
+    mem.store("Cy lives in Oslo", entity="Cy")  # and a name added after it is read again
+    assert {n for e in mem.entities() for n in e.names} == {"Bo", "Cy"}
+
+
 def test_dry_run_counts_and_erases_nothing(mem: Memory) -> None:
     mem.store_many(
         [{"text": "Ana likes figs", "entity": "ana"}, {"text": "Ana runs", "entity": "Ana"}]

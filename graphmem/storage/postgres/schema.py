@@ -723,6 +723,21 @@ CREATE VIEW profile_summary_facts AS SELECT fact_id, summary_seq, namespace
 """
 
 
+#: Migration 19: the entity signature from indexes (see the SQLite migration 27).
+ENTITY_REMOVALS: Final = f"""
+CREATE INDEX gm_entity_names_first_recorded ON gm_entity_names(namespace, first_recorded_at);
+CREATE TABLE gm_entity_removals (
+    {_NS},
+    id smallint NOT NULL CHECK (id = 0),
+    removals bigint NOT NULL,
+    PRIMARY KEY (namespace, id)
+);
+CREATE VIEW entity_removals AS SELECT id, removals, namespace FROM gm_entity_removals
+    WHERE namespace = current_setting('{NAMESPACE_SETTING}');
+{_secured("entity_removals")}
+"""
+
+
 MIGRATIONS: Final[tuple[str, ...]] = (
     _first(),
     _KEYS,
@@ -742,6 +757,7 @@ MIGRATIONS: Final[tuple[str, ...]] = (
     LINK_ORIGINS_V16,
     ENTITIES,
     PROFILE_SUMMARIES,
+    ENTITY_REMOVALS,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

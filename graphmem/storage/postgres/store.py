@@ -256,6 +256,7 @@ class PostgresDatabase(Connections[Connection]):
                 "window_postings",
                 "entity_names",
                 "entity_aliases",
+                "entity_removals",
                 "profile_summaries",
                 "profile_summary_facts",
             ):

@@ -77,6 +77,7 @@ def recount(conn: SQLConnection, names: Sequence[str]) -> None:
         " AND lower(name) NOT IN (SELECT name FROM entity_names))",
         param,
     )
+    _removed(conn)
 
 
 def forget(conn: SQLConnection, declared: Sequence[str], *, unless: Sequence[str]) -> None:
@@ -92,6 +93,7 @@ def forget(conn: SQLConnection, declared: Sequence[str], *, unless: Sequence[str
         conn.execute(
             f"DELETE FROM entity_aliases WHERE {d.in_list('name', d.arg)}", [id_list(declared)]
         )
+        _removed(conn)
 
 
 def rebuild(conn: SQLConnection) -> int:
@@ -105,8 +107,18 @@ def rebuild(conn: SQLConnection) -> int:
         f" GROUP BY {conn.dialect.lower_entity('f')}"
     )
     conn.execute("DELETE FROM entity_aliases WHERE target NOT IN (SELECT name FROM entity_names)")
+    _removed(conn)
     (count,) = conn.execute("SELECT count(*) FROM entity_names").fetchone()
     return int(count)
+
+
+def _removed(conn: SQLConnection) -> None:
+    """Count a statement that may have removed names or declarations: a reader's index of the
+    entities is out of date when the count moves (an added name moves the newest position)."""
+    conn.execute(
+        f"INSERT INTO entity_removals (id, removals) VALUES (0, 1) {conn.dialect.on_conflict('id')}"
+        " DO UPDATE SET removals = entity_removals.removals + 1"
+    )
 
 
 def names(
@@ -133,15 +145,26 @@ def aliases(conn: SQLConnection) -> list[tuple[int, str, str, str, float, float 
 
 
 def signature(conn: SQLConnection) -> EntitySignature:
-    """What changes whenever a name comes or goes or a declaration is made or retracted."""
-    names, name_seq, named_at = conn.execute(
-        "SELECT count(*), max(seq), max(first_recorded_at) FROM entity_names"
+    """What changes whenever a name comes or goes or a declaration is made or retracted.
+
+    Asked by every read and write of the entities, so each part of it about the names is read
+    from an index (a count of the names, or one query computing all of them, scans every
+    name). A name comes with a newer position (writes of a namespace commit one at a time)."""
+    removals, name_seq, named_at = conn.execute(
+        "SELECT (SELECT max(removals) FROM entity_removals), (SELECT max(seq) FROM entity_names),"
+        " (SELECT max(first_recorded_at) FROM entity_names)"
     ).fetchone()
     declarations, declared_seq, declared_at, retracted_at = conn.execute(
         "SELECT count(*), max(seq), max(recorded_at), max(retracted_at) FROM entity_aliases"
     ).fetchone()
     return EntitySignature(
-        int(names), name_seq, int(declarations), declared_seq, named_at, declared_at, retracted_at
+        int(removals or 0),
+        name_seq,
+        int(declarations),
+        declared_seq,
+        named_at,
+        declared_at,
+        retracted_at,
     )
 
 
