@@ -151,14 +151,12 @@ $(PEERS_STAMP): bench/peers-requirements.txt
 bench-peers: $(STAMP) $(PEERS_STAMP)
 	$(PY) -m bench.peers $(PEERS_ARGS)
 
-# The in-memory approximate tier against faiss's inverted lists at the same recall (bench/ann.py,
-# bench/REPORT.md "The approximate tier against faiss"): faiss is installed into .venv for the
-# bench only (bench/ann-requirements.txt). About 6 minutes at the default 100k and 300k vectors
+# The in-memory approximate tier (faiss's inverted lists) against exact search (bench/ann.py,
+# bench/REPORT.md "Vector search in memory"). A few minutes at the default 100k and 300k vectors
 # once bench.scale's local vectors are in bench/out; ANN_ARGS="--facts 100000" for one size.
 ANN_ARGS ?=
 
 bench-ann: $(STAMP)
-	$(PY) -m pip install -q --disable-pip-version-check -c constraints.txt -r bench/ann-requirements.txt
 	$(PY) -m bench.ann $(ANN_ARGS)
 
 # The explorer's graph library (Cytoscape.js), vendored as its built ES module, and GraphiQL's

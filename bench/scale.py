@@ -7,13 +7,13 @@ with its person as entity. The run stores them with ``store_many`` in batches of
 default settings (automatic links and near-duplicate checks on), as a user would, and reports
 the rate over each segment (default 100,000 facts), the process's peak RSS and the data's size
 on disk; then, in a fresh process, reopens the namespace (timed), times the first search (it
-prepares the in-memory partitions), hybrid search (query embedding included) and lookup,
+prepares the in-memory inverted lists), hybrid search (query embedding included) and lookup,
 measures the process's PSS, compares the vector leg's top 10 with an exact scan, and runs
 ``check`` (timed). With ``--embedder local`` the facts' vectors are computed once and kept in
 bench/out (``scale-local-N.npy``); the queries are embedded by the model.
 
 ``--phases B --data DIR --facts N`` times where the time of B more batches goes (embedding,
-the write-time checks and their partition probes, the SQL writes, the durable commit, the
+the write-time checks and their inverted-list probes, the SQL writes, the durable commit, the
 vector index write), written onto a store of N facts made by an earlier run (on a copy: it
 grows).
 
@@ -49,10 +49,10 @@ from graphmem.storage.sql import store as sql_store
 from graphmem.storage.sqlite import database as storage
 from graphmem.timewords import MONTHS
 from graphmem.vectors import cache as cache_engine
+from graphmem.vectors import inverted as inverted_engine
 from graphmem.vectors import mirror as mirror_engine
 from graphmem.vectors import outbox as sync_engine
-from graphmem.vectors import partitions as partitions_engine
-from graphmem.vectors.mirror import SEARCH_PROBES, Mirror
+from graphmem.vectors.mirror import Mirror
 
 from .common import (
     OUT_DIR,
@@ -296,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--probe-recall",
         action="store_true",
-        help="only measure the partitioned search's recall@10 against exact search on the"
+        help="only measure the approximate search's recall@10 against exact search on the"
         " local embedder's vectors of --facts facts (no store)",
     )
     args = parser.parse_args(argv)
@@ -369,7 +369,7 @@ def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
         rng = random.Random(5)
         sample = list(facts(QUERIES, start=rng.randrange(args.facts - QUERIES)))
         queries = [q["text"][:60] for q in sample]
-        began = time.perf_counter()  # the first search after opening prepares the partitions
+        began = time.perf_counter()  # the first search after opening prepares the inverted lists
         mem.search(queries[0], limit=10)
         out["first_search_seconds"] = time.perf_counter() - began
         searches = [_timed(lambda q=q: mem.search(q, limit=10)) for q in queries]
@@ -398,8 +398,8 @@ def measure(root: Path, args: argparse.Namespace) -> dict[str, Any]:
 PHASES: Final = (
     ("embed (with the embedding cache's reads)", writer_engine.Writer, "_embed"),
     ("near-duplicate and link checks", writer_engine.Writer, "_similar"),
-    ("  stored facts' partitions probed", partitions_engine.Partitions, "neighbours_many"),
-    ("  laying the partitions out again", mirror_engine.Mirror, "_partitions"),
+    ("  stored facts' inverted lists probed", mirror_engine.Mirror, "_probed"),
+    ("  training the inverted lists again", inverted_engine.Inverted, "__init__"),
     ("SQL writes of the batch", writer_engine.Writer, "_store_batch"),
     ("  facts, keyword index, supersessions", sql_store.SQLTransaction, "apply"),
     ("  embedding cache", cache_engine.EmbeddingCache, "keep"),
@@ -478,11 +478,11 @@ def vector_recall(mem: Memory, queries: Sequence[str], k: int = 10) -> float:
 
 
 def probe_recall(n: int, k: int = 10) -> dict[str, Any]:
-    """The partitioned search (``Mirror.probe``, library defaults) against an exact scan, on
+    """The approximate search (``Mirror.probe``, library defaults) against an exact scan, on
     the local embedder's vectors of the first ``n`` facts; queries are QUERIES other facts'
-    texts cut to 60 characters, as in ``measure``. With partitions of a fixed size, the probes
-    read the same neighbourhood of a query whatever the table's size, so the recall measured
-    at 100k carries to a million (which this machine cannot embed in a bench run)."""
+    texts cut to 60 characters, as in ``measure``. With lists of a fixed size, the probes read
+    the same neighbourhood of a query whatever the table's size, so the recall measured at
+    100k carries to a million (which this machine cannot embed in a bench run)."""
     embedder = precomputed(n)
     texts = [f["text"] for f in facts(n)]
     vectors = embedder.embed(texts)
@@ -491,80 +491,26 @@ def probe_recall(n: int, k: int = 10) -> dict[str, Any]:
     queries = [q["text"][:60] for q in facts(QUERIES, start=n)]
     found = 0
     took = []
-    query_vectors = embedder.inner.embed(queries)
-    for query in query_vectors:
+    for query in embedder.inner.embed(queries):
         began = time.perf_counter()
         approximate = {i for i, _ in mirror.probe(query, k, live_only=True)}
         took.append(1000 * (time.perf_counter() - began))
         exact = {str(r) for r in np.argpartition(-(vectors @ query), k - 1)[:k]}
         found += len(approximate & exact)  # (MiniLM's vectors of distinct texts do not tie)
-    ivf = mirror._ivf
+    lists = mirror._lists
     return {
         "facts": n,
-        "partitions": 0 if ivf is None else len(ivf.centroids),
+        "lists": 0 if lists is None else lists.lists,
         "recall_at_10": found / (k * len(queries)),
         "probe_ms": {"p50": percentile(took[1:], 50), "p95": percentile(took[1:], 95)},
         "link_candidates_found": {
-            probes: link_recall(vectors, probes)
-            for probes in (2, 3, partitions_engine.PARTITION_PROBES)
+            probes: link_recall(vectors, probes) for probes in (2, 3, mirror_engine.CHECK_PROBES)
         },
-        "copy_formats": copy_formats(mirror, query_vectors[1:], k),
     }
-
-
-#: Candidates re-scored exactly per result wanted, for ``copy_formats``.
-RESCORED: Final = 4
-
-
-def copy_formats(mirror: Mirror, queries: Vectors, k: int) -> dict[str, dict[str, float]]:
-    """What a smaller in-memory copy of the vectors would cost a search: the rows of the
-    SEARCH_PROBES partitions nearest each query scored from a float32, float16 or int8 copy
-    (int8: each row scaled by its largest component, the scale kept as a float32). For each:
-    bytes a row takes, milliseconds to score a query's rows (p50), and recall@10 against the
-    float32 scores of the same rows, alone and with the best RESCORED x 10 re-scored from
-    float32 vectors (which a copy of this kind would have to read from elsewhere)."""
-    ivf = mirror._partitions()  # lays the rows out by partition: each one is a slice
-    n = len(mirror)
-    matrix = mirror._matrix[:n]
-    scale = np.abs(matrix).max(axis=1) / 127
-    copies: dict[str, tuple[Any, Any]] = {
-        "float32": (matrix, None),
-        "float16": (matrix.astype(np.float16), None),
-        "int8": (np.round(matrix / scale[:, None]).astype(np.int8), scale),
-    }
-    out: dict[str, dict[str, float]] = {}
-    for name, (copy, scales) in copies.items():
-        took: list[float] = []
-        found = rescored = 0
-        for query in queries:
-            chosen = np.argpartition(-(ivf.centroids @ query), SEARCH_PROBES - 1)[:SEARCH_PROBES]
-            ranges = [(int(ivf._ranges[c]), int(ivf._ranges[c + 1])) for c in chosen]
-            began = time.perf_counter()
-            parts = []
-            for begin, end in ranges:
-                part = copy[begin:end]
-                scores = (part if part.dtype == np.float32 else part.astype(np.float32)) @ query
-                parts.append(scores if scales is None else scores * scales[begin:end])
-            scores = np.concatenate(parts)
-            took.append(1000 * (time.perf_counter() - began))
-            rows = np.concatenate([np.arange(b, e) for b, e in ranges])
-            exact = matrix[rows] @ query
-            best = set(np.argpartition(-exact, k - 1)[:k].tolist())
-            found += len(best & set(np.argpartition(-scores, k - 1)[:k].tolist()))
-            candidates = np.argpartition(-scores, RESCORED * k - 1)[: RESCORED * k]
-            again = candidates[np.argpartition(-exact[candidates], k - 1)[:k]]
-            rescored += len(best & set(again.tolist()))
-        out[name] = {
-            "bytes_per_row": copy.shape[1] * copy.itemsize + (0 if scales is None else 4),
-            "score_ms_p50": percentile(took, 50),
-            "recall_at_10": found / (k * len(queries)),
-            "recall_at_10_rescored": rescored / (k * len(queries)),
-        }
-    return out
 
 
 def link_recall(vectors: Vectors, probes: int, new: int = 3_000) -> float:
-    """The write-time check with ``probes`` partitions per new fact: the last ``new`` vectors
+    """The write-time check with ``probes`` inverted lists per new fact: the last ``new`` vectors
     written as a batch onto the others; the share of each one's link candidates (cosine ≥ the
     local embedder's link threshold, the best autolink_max + 2, as an exact scan finds them)
     that the check finds."""
@@ -573,7 +519,7 @@ def link_recall(vectors: Vectors, probes: int, new: int = 3_000) -> float:
     floor = THRESHOLDS["local"]
     mirror = Mirror(vectors.shape[1])
     mirror.upsert([str(i) for i in range(len(table))], table, [True] * len(table))
-    with patched(partitions_engine, "PARTITION_PROBES", probes):
+    with patched(mirror_engine, "CHECK_PROBES", probes):
         hits = mirror.neighbours_many(batch, k, live_only=True, floor=floor)
     wanted = found = 0
     for scores, found_here in zip(batch @ table.T, hits, strict=True):

@@ -932,10 +932,10 @@ class Memory:
 
     def prepare_vectors(self) -> dict[str, bool]:
         """Make now what vector search reads at this namespace's size: the projection of the
-        in-memory copy, or beyond 250,000 facts its partitions, which the first search or
-        write after opening would make otherwise (about 10 s at a million facts, during which
-        searches and writes wait). A server does it in the background as it opens a
-        namespace."""
+        in-memory copy up to 250,000 facts, and from 20,000 its inverted lists, which the
+        first search or write after opening would make otherwise (about 30 s at a million
+        facts, during which searches and writes wait). A server does it in the background as
+        it opens a namespace."""
         return self._vectors.prepare()
 
     def graph_loading(self) -> bool:

@@ -7,7 +7,7 @@ The store stays the source of truth: writes reach this index through the outbox
 
 1. Up to :data:`EXACT_SEARCH_MAX_ROWS` rows, a search reads every row of an in-memory copy
    (:mod:`graphmem.vectors.mirror`); up to :data:`IN_MEMORY_MAX_ROWS`, it probes the copy's
-   nearest k-means partitions (``Mirror.probe``); beyond, LanceDB's ANN index answers.
+   nearest inverted lists (``Mirror.probe``, faiss); beyond, LanceDB's ANN index answers.
 2. Several processes may open one namespace (``graphmem serve --workers``, a CLI beside a
    server): one writes at a time (:meth:`VectorIndex.writing`), each write is logged in the
    store's vector log, and every process follows the log (:meth:`VectorIndex.catch_up`).
@@ -56,7 +56,7 @@ T = TypeVar("T")
 
 TABLE: Final = "facts"
 #: Most vectors searched exactly in memory (float32: 1.5 KB each at 384 dimensions). Beyond
-#: it, searches probe the in-memory copy's partitions (approximate). In memory because LanceDB
+#: it, searches probe the in-memory copy's inverted lists (approximate). In memory because LanceDB
 #: measured 12-28 ms a query with its IVF-PQ index at 100k vectors, and far more without one,
 #: each query carrying a fixed overhead that batching does not remove. A full matrix product
 #: over the copy is memory-bound (about 16 ms for 100k x 384 on 2 cores), so from
@@ -481,7 +481,7 @@ class VectorIndex:
         self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf
     ) -> list[list[tuple[str, float]]]:
         """For each query vector, up to ``k`` (id, cosine) pairs with cosine ≥ ``floor``, most
-        similar first. Above PARTITION_MIN_ROWS the in-memory search probes partitions:
+        similar first. Above APPROXIMATE_MIN_ROWS the in-memory search probes inverted lists:
         approximate, made for write-time checks (near-duplicates, automatic links), not for
         search. A ``floor`` makes it cheaper: few pairs pass it, so no ranking of the rest. On
         an object store that does not answer in time, none (the checks are skipped)."""
@@ -622,7 +622,7 @@ class VectorIndex:
 
     def optimize(self) -> dict[str, Any]:
         """Compact; prepare what in-memory searches at this size use (the projection, the
-        partitions); build LanceDB's ANN index once the table is too large to hold in memory.
+        inverted lists); build LanceDB's ANN index once the table is too large to hold in memory.
 
         Building IVF-PQ takes minutes at a few hundred thousand rows: run it deliberately
         (`graphmem optimize`), not on a request path.
@@ -643,12 +643,13 @@ class VectorIndex:
 
     def prepare(self) -> dict[str, bool]:
         """Make now what the in-memory copy's searches read at this size, which the first
-        search would make otherwise: the projection up to EXACT_SEARCH_MAX_ROWS, the partitions
-        beyond (about 10 s at a million rows, during which searches and writes wait)."""
+        search would make otherwise: the inverted lists from 20,000 rows (about 30 s at a
+        million rows, during which searches and writes wait), the projection up to
+        EXACT_SEARCH_MAX_ROWS."""
         with self._copy:
             mirror = self._mirror
             exact = mirror is not None and len(mirror) <= EXACT_SEARCH_MAX_ROWS
-            projected = mirror is not None and mirror.prepare(partitions=not exact)
+            projected = mirror is not None and mirror.prepare(projection=exact)
             return {
                 "exact_in_memory": exact,
                 "approximate_in_memory": mirror is not None and not exact,

@@ -1,5 +1,5 @@
 """Matrix work shared by the in-memory engine: work split between SCORING_THREADS, BLAS held to
-one thread inside them, a matrix-vector product, and row ranges as counts and numbers.
+one thread, and a matrix-vector product.
 """
 
 from __future__ import annotations
@@ -12,33 +12,24 @@ from contextlib import AbstractContextManager
 from typing import Final
 
 import numpy as np
-import numpy.typing as npt
 from threadpoolctl import ThreadpoolController
 
 from ..models import Vectors
 
-#: Threads that score a bulk check's probed partitions, each a share of them (at most two: the
+#: Threads that score a bulk check's queries, each a share of their blocks (at most two: the
 #: scan is bound by memory bandwidth, and the other cores serve requests).
 SCORING_THREADS: Final = min(2, os.cpu_count() or 1)
 
 
-#: Probed partitions from which a check shares them out between SCORING_THREADS.
-SHARED_MIN_ITEMS: Final = 64
-
-
-def count_rows(rows: slice | npt.NDArray[np.int64]) -> int:
-    return rows.stop - rows.start if isinstance(rows, slice) else len(rows)
-
-
-def row_numbers(rows: slice | npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """The row numbers of a slice of the matrix, or the given ones."""
-    return np.arange(rows.start, rows.stop) if isinstance(rows, slice) else rows
+#: Blocks of queries from which a check shares them out between SCORING_THREADS (one block, a
+#: few single writes' checks: a second thread costs more than it saves).
+SHARED_MIN_ITEMS: Final = 2
 
 
 def shared(work: Callable[[list[int]], None], items: list[int]) -> None:
     """``work`` over ``items``, in SCORING_THREADS interleaved shares run at once when there are
-    enough of them: the products release the GIL, and the scan of a bulk check's partitions is
-    bound by one core's memory bandwidth. ``work`` must only add to thread-safe results."""
+    enough of them: faiss's probes and numpy's products release the GIL. ``work`` must write
+    only its own items' results."""
     threads = SCORING_THREADS if len(items) >= SHARED_MIN_ITEMS else 1
     if threads == 1:
         work(items)

@@ -6,9 +6,10 @@ table.
 2. From PROJECTION_MIN_ROWS rows a query first scores the rows' principal-component coordinates
    (:mod:`.projection`) and re-scores the best candidates exactly.
 3. Write-time checks (near-duplicates, automatic links) ask for many queries' neighbours at
-   once: below PARTITION_MIN_ROWS by scanning every row, above it by probing k-means partitions
-   (:mod:`.partitions`).
-4. Each query's best pairs are gathered block by block (:mod:`.topk`).
+   once: below APPROXIMATE_MIN_ROWS by scanning every row (each query's best pairs gathered
+   block by block, :mod:`.topk`), above it by probing faiss's inverted lists
+   (:mod:`.inverted`), as does search past graphmem.vectors.index.EXACT_SEARCH_MAX_ROWS; the
+   candidates they return are re-scored from the float32 rows.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ import pyarrow as pa
 
 from ..models import Vectors
 from . import projection
-from .kernels import matvec, single_threaded_blas
-from .partitions import Partitions
+from .inverted import Inverted, row_array
+from .kernels import matvec, shared, single_threaded_blas
 from .projection import Projection
 from .topk import Best
 
@@ -33,14 +34,25 @@ from .topk import Best
 QUERY_BLOCK: Final = 128
 
 
-#: Rows from which near-duplicate checks (``neighbours_many``) probe k-means partitions instead of
+#: Rows from which near-duplicate checks (``neighbours_many``) probe inverted lists instead of
 #: scanning every row: approximate, which is fine for skipping a redundant vector.
-PARTITION_MIN_ROWS: Final = 20_000
+APPROXIMATE_MIN_ROWS: Final = 20_000
 
 
-#: Partitions read per approximate search (``Mirror.probe``): about SEARCH_PROBES x PARTITION_ROWS
-#: rows, each scored exactly.
-SEARCH_PROBES: Final = 48
+#: Inverted lists read per approximate search (``Mirror.probe``), of about
+#: graphmem.vectors.inverted.LIST_ROWS rows each: the recall@10 of the k-means tier faiss
+#: replaced (0.994 at a million rows, bench/REPORT.md).
+SEARCH_PROBES: Final = 80
+
+
+#: Inverted lists read per query of a write-time check: at 100k to 1M rows it finds at least
+#: the link candidates the k-means tier it replaced found with 4 partitions.
+CHECK_PROBES: Final = 4
+
+
+#: Candidates an inverted-list probe returns per result wanted, re-scored from the float32 rows
+#: (8-bit codes rank the best 10 of a million among their best 40).
+RESCORED: Final = 4
 
 
 #: A loaded copy has room for 1/LOAD_HEADROOM more rows before it grows (see ``Mirror.load``).
@@ -68,7 +80,8 @@ class Mirror:
         self._live = np.zeros(1024, dtype=bool)
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
-        self._ivf: Partitions | None = None
+        self._lists: Inverted | None = None
+        self._bitmap: npt.NDArray[np.uint8] | None = None  # the live flags, packed for faiss
         self._projection: Projection | None = None
 
     def __len__(self) -> int:
@@ -118,7 +131,7 @@ class Mirror:
             self._pos = dict(zip(self._ids, range(len(self._ids)), strict=True))
 
     def upsert(self, ids: Sequence[str], vectors: Vectors, live: Sequence[bool]) -> None:
-        written = []
+        written, added, rewritten = [], set(), set()
         for fact_id, vector, flag in zip(ids, vectors, live, strict=True):
             row = self._pos.get(fact_id)
             if row is None:
@@ -127,15 +140,22 @@ class Mirror:
                     self._grow()
                 self._ids.append(fact_id)
                 self._pos[fact_id] = row
+                added.add(row)
+            elif self._lists is not None and not np.array_equal(self._matrix[row], vector):
+                rewritten.add(row)  # a live flag alone changes nothing in the lists
             self._matrix[row] = vector
             self._live[row] = flag
             written.append(row)
-        if self._ivf is not None:
-            self._ivf.label(self._matrix, np.array(written, dtype=np.int64))
+        self._bitmap = None
+        if self._lists is not None:
+            self._lists.remove(row_array(rewritten - added))
+            self._lists.add(self._matrix, row_array(added | rewritten))
         if self._projection is not None:
             self._projection.project(self._matrix, np.array(written, dtype=np.int64))
 
     def delete(self, ids: Iterable[str]) -> None:
+        before = len(self._ids)
+        filled = set()  # rows that now hold another row's vector
         for fact_id in ids:
             row = self._pos.pop(fact_id, None)
             if row is None:
@@ -149,9 +169,14 @@ class Mirror:
                 self._pos[moved] = row
                 if self._projection is not None:
                     self._projection.move(last, row)
-            if self._ivf is not None:
-                self._ivf.move(last, row)
+                filled.add(row)
             self._ids.pop()
+        self._bitmap = None
+        if self._lists is not None and len(self._ids) < before:
+            n = len(self._ids)
+            kept = row_array(r for r in filled if r < n)
+            self._lists.remove(np.concatenate([kept, np.arange(n, before, dtype=np.int64)]))
+            self._lists.add(self._matrix, kept)
 
     def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32)
@@ -185,36 +210,21 @@ class Mirror:
 
     def probe(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
         """Approximate nearest neighbours: the best ``k`` rows (exact scores) among the
-        SEARCH_PROBES partitions nearest to ``vector``. For tables too large to scan per query
-        (bench/REPORT.md, "Vector search in memory", has its recall against exact search); exact below PARTITION_MIN_ROWS."""
-        if len(self._ids) < PARTITION_MIN_ROWS:
+        candidates of the SEARCH_PROBES inverted lists nearest to ``vector``. For tables too
+        large to scan per query (bench/REPORT.md, "Vector search in memory", has its recall
+        against exact search); exact below APPROXIMATE_MIN_ROWS."""
+        if len(self._ids) < APPROXIMATE_MIN_ROWS:
             return self.nearest(vector, k, live_only=live_only)
         query = np.asarray(vector, dtype=np.float32)
-        rows, scores = self._partitions().search(
-            self._matrix, self._live, len(self._ids), query, SEARCH_PROBES, live_only=live_only
-        )
-        k = min(k, int(np.isfinite(scores).sum()))
-        if k <= 0:
-            return []
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self._ids[r], float(v)) for r, v in zip(rows[top], scores[top], strict=True)]
+        rows, scores = self._probed(query[None], k, SEARCH_PROBES, live_only, -math.inf)
+        return self._hits(rows, scores)[0]
 
     def neighbours_many(
         self, vectors: Vectors, k: int, *, live_only: bool, floor: float = -math.inf
     ) -> list[list[tuple[str, float]]]:
         n = len(self._ids)
-        if n >= PARTITION_MIN_ROWS:
-            rows, scores = self._partitions().neighbours_many(
-                self._matrix,
-                self._live,
-                n,
-                vectors,
-                k,
-                live_only=live_only,
-                floor=floor,
-                projection=self._projected(n) if math.isfinite(floor) else None,
-            )
+        if n >= APPROXIMATE_MIN_ROWS:
+            rows, scores = self._probed(vectors, k, CHECK_PROBES, live_only, floor)
         else:
             best = Best(len(vectors), k, floor)
             # A few queries (a group of single writes): a second BLAS thread would spin on the
@@ -226,6 +236,46 @@ class Mirror:
                     best.add(np.arange(start, start + len(block)), np.arange(block.shape[1]), block)
             rows, scores = best.result()
         return self._hits(rows, scores)
+
+    def _probed(
+        self, queries: Vectors, k: int, probes: int, live_only: bool, floor: float
+    ) -> tuple[npt.NDArray[np.int64], Vectors]:
+        """Per query, its best ``k`` rows (-1 where fewer) and their exact scores (-inf below
+        ``floor``) among the RESCORED x ``k`` candidates of ``probes`` inverted lists."""
+        lists = self._inverted()
+        live = self._live_bitmap() if live_only else None
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        found = np.full((len(queries), k), -1, dtype=np.int64)
+        best = np.full((len(queries), k), -np.inf, dtype=np.float32)
+
+        def score(blocks: list[int]) -> None:
+            for start in blocks:
+                block = queries[start : start + QUERY_BLOCK]
+                candidates = lists.candidates(block, RESCORED * k, probes, live)
+                scores = np.einsum("qcd,qd->qc", self._matrix[np.maximum(candidates, 0)], block)
+                scores[(candidates < 0) | (scores < floor)] = -np.inf
+                width = min(k, scores.shape[1])
+                top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
+                found[start : start + len(block), :width] = np.take_along_axis(candidates, top, 1)
+                best[start : start + len(block), :width] = np.take_along_axis(scores, top, 1)
+
+        # A bulk check's blocks shared between threads (faiss releases the GIL), each block's
+        # rows written by one thread only.
+        shared(score, list(range(0, len(queries), QUERY_BLOCK)))
+        return found, best
+
+    def _inverted(self) -> Inverted:
+        """The inverted lists, made on first use and trained again as the table outgrows them."""
+        n = len(self._ids)
+        if self._lists is None or self._lists.stale(n):
+            self._lists = None  # the old lists' memory goes before the new ones take theirs
+            self._lists = Inverted(self._matrix, n)
+        return self._lists
+
+    def _live_bitmap(self) -> npt.NDArray[np.uint8]:
+        if self._bitmap is None:
+            self._bitmap = np.packbits(self._live[: len(self._ids)], bitorder="little")
+        return self._bitmap
 
     def _hits(self, rows: npt.NDArray[np.int64], scores: Vectors) -> list[list[tuple[str, float]]]:
         order = np.argsort(-scores, axis=1, kind="stable")
@@ -244,33 +294,13 @@ class Mirror:
             scores = np.where(self._live[:n], scores, np.float32(-np.inf))
         return scores
 
-    def _partitions(self) -> Partitions:
-        """The partitions, made on first use and laid out again when their tail is long."""
-        if self._ivf is None:
-            self._ivf = Partitions(self._matrix, len(self._ids))
-        if (order := self._ivf.arrange(self._matrix, len(self._ids))) is not None:
-            self._permute(order)
-        return self._ivf
-
-    def _permute(self, order: npt.NDArray[np.int64]) -> None:
-        """Lay the first ``len(order)`` rows out again: row ``i`` becomes old row ``order[i]``."""
-        n = len(order)
-        for start in range(0, self._matrix.shape[1], 64):  # a column block at a time: a small copy
-            self._matrix[:n, start : start + 64] = self._matrix[order, start : start + 64]
-        self._live[:n] = self._live[order]
-        self._ids = [self._ids[i] for i in order.tolist()]
-        self._pos = {fact_id: row for row, fact_id in enumerate(self._ids)}
-        if self._projection is not None:
-            self._projection.rows[:n] = self._projection.rows[order]
-
-    def prepare(self, *, partitions: bool = False) -> bool:
-        """Compute the projection now if the table is large enough, and the ``partitions``
-        that ``probe`` reads if asked; True if the projection is in use."""
-        if partitions:
-            if len(self._ids) >= PARTITION_MIN_ROWS:
-                self._partitions()
-            return False
-        return self._projected(len(self._ids)) is not None
+    def prepare(self, *, projection: bool) -> bool:
+        """Make now the inverted lists (from APPROXIMATE_MIN_ROWS rows: the write-time checks
+        read them, and ``probe``), and the projection exact search reads if ``projection``;
+        True if the projection is in use."""
+        if len(self._ids) >= APPROXIMATE_MIN_ROWS:
+            self._inverted()
+        return projection and self._projected(len(self._ids)) is not None
 
     def _projected(self, n: int) -> Projection | None:
         if n < PROJECTION_MIN_ROWS or self._matrix.shape[1] <= projection.PROJECTED_DIMENSIONS:
@@ -285,8 +315,6 @@ class Mirror:
         matrix[: len(self._ids)] = self._matrix[: len(self._ids)]
         self._matrix = matrix
         self._live = np.concatenate([self._live, np.zeros_like(self._live)])
-        if self._ivf is not None:
-            self._ivf.grow(len(self._matrix))
         if self._projection is not None:
             self._projection.grow(len(self._matrix))
 

@@ -13,40 +13,28 @@ from ..models import Vectors
 class Best:
     """The best ``k`` (row, score) per query with score ≥ ``floor``, gathered block by block.
 
-    Without a floor each block's top ``k`` per query is kept, in its own group of ``k`` columns
-    (one group per ``slots``, e.g. per probed partition). With one, only the pairs that pass
+    Without a floor each query's top ``k`` is kept. With one, only the pairs that pass
     are collected (at most ``k`` per query and block), then ranked: checks such as
     near-duplicates find a handful of candidates among thousands of rows, and ranking all of
     them cost more than the products.
     """
 
-    def __init__(self, queries: int, k: int, floor: float, *, slots: int = 1) -> None:
+    def __init__(self, queries: int, k: int, floor: float) -> None:
         self.k, self.floor, self.queries = k, floor, queries
         self._sparse = math.isfinite(floor)
         self._found: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], Vectors]] = []
         if not self._sparse:
-            self._rows = np.full((queries, slots * k), -1, dtype=np.int64)
-            self._scores = np.full((queries, slots * k), -np.inf, dtype=np.float32)
+            self._rows = np.full((queries, k), -1, dtype=np.int64)
+            self._scores = np.full((queries, k), -np.inf, dtype=np.float32)
 
     def add(
-        self,
-        queries: npt.NDArray[np.int64],
-        rows: npt.NDArray[np.int64],
-        scores: Vectors,
-        slots: npt.NDArray[np.int64] | None = None,
-        live: npt.NDArray[np.bool_] | None = None,
+        self, queries: npt.NDArray[np.int64], rows: npt.NDArray[np.int64], scores: Vectors
     ) -> None:
-        """``scores[i, j]`` is query ``queries[i]`` against row ``rows[j]``; each query's
-        ``slots[i]`` is its group of columns (without a floor). ``live[j]`` flags whether row
-        ``rows[j]`` may be returned (None: every row may)."""
+        """``scores[i, j]`` is query ``queries[i]`` against row ``rows[j]`` (-inf: a row it may
+        not return); without a floor, each query comes in one block."""
         if self._sparse:
             qi, rj = np.nonzero(scores >= self.floor)
-            if live is not None and len(qi):  # few pass: cheaper to drop them than to mask
-                kept = live[rj]
-                qi, rj = qi[kept], rj[kept]
             if len(qi) > len(queries) * self.k:  # many pass (a low floor): keep each query's k
-                if live is not None:
-                    scores = np.where(live, scores, np.float32(-np.inf))
                 top = np.argpartition(-scores, self.k - 1, axis=1)[:, : self.k]
                 best = np.take_along_axis(scores, top, 1)
                 qi, cj = np.nonzero(best >= self.floor)
@@ -54,8 +42,6 @@ class Best:
             elif len(qi):
                 self._found.append((queries[qi], rows[rj], scores[qi, rj]))
             return
-        if live is not None:
-            scores = np.where(live, scores, np.float32(-np.inf))
         width = min(self.k, len(rows))
         if width == 0:
             return
@@ -63,34 +49,14 @@ class Best:
             top = np.argpartition(-scores, width - 1, axis=1)[:, :width]
         else:
             top = np.broadcast_to(np.arange(width), (len(queries), width))
-        columns = (0 if slots is None else slots[:, None] * self.k) + np.arange(width)
-        self._scores[queries[:, None], columns] = np.take_along_axis(scores, top, 1)
-        self._rows[queries[:, None], columns] = rows[top]
-
-    def add_pairs(
-        self,
-        queries: npt.NDArray[np.int64],
-        rows: npt.NDArray[np.int64],
-        scores: Vectors,
-        live: npt.NDArray[np.bool_] | None = None,
-    ) -> None:
-        """Query ``queries[i]`` scored ``scores[i]`` against row ``rows[i]`` (with a floor
-        only: the pairs are kept as they are, then ranked)."""
-        kept = scores >= self.floor
-        if live is not None:
-            kept &= live
-        self._found.append((queries[kept], rows[kept], scores[kept]))
+        self._scores[queries[:, None], np.arange(width)] = np.take_along_axis(scores, top, 1)
+        self._rows[queries[:, None], np.arange(width)] = rows[top]
 
     def result(self) -> tuple[npt.NDArray[np.int64], Vectors]:
         """Rows and scores, ``queries`` x ``k``, unordered; -1 and -inf where fewer were found."""
         k = self.k
         if not self._sparse:
-            if self._scores.shape[1] == k:
-                return self._rows, self._scores
-            keep = np.argpartition(-self._scores, k - 1, axis=1)[:, :k]
-            return np.take_along_axis(self._rows, keep, 1), np.take_along_axis(
-                self._scores, keep, 1
-            )
+            return self._rows, self._scores
         rows = np.full((self.queries, k), -1, dtype=np.int64)
         scores = np.full((self.queries, k), -np.inf, dtype=np.float32)
         if not self._found:

@@ -1,4 +1,5 @@
-"""The in-memory mirror of the vector table: exact search, and partitioned near-duplicate checks."""
+"""The in-memory mirror of the vector table: exact search, and approximate search and
+near-duplicate checks on inverted lists."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import pytest
 from graphmem import Memory, Settings
 from graphmem.errors import StorageError
 from graphmem.vectors import index as vectors
-from graphmem.vectors import kernels, partitions, projection
+from graphmem.vectors import inverted, kernels, projection
 from graphmem.vectors import mirror as mirror_engine
-from graphmem.vectors.mirror import PARTITION_MIN_ROWS, Mirror
+from graphmem.vectors.mirror import APPROXIMATE_MIN_ROWS, Mirror
 
 
 def unit_rows(n: int, dims: int = 32, seed: int = 0) -> npt.NDArray[np.float32]:
@@ -47,8 +48,8 @@ def test_deleting_rows_keeps_the_others_findable() -> None:
     assert all(hit[0] not in {"f0", "f50"} for hit in mirror.nearest(rows[0], 98, live_only=False))
 
 
-def test_partitioned_near_duplicate_checks_find_close_copies_in_a_large_table() -> None:
-    n = PARTITION_MIN_ROWS + 5_000
+def test_approximate_near_duplicate_checks_find_close_copies_in_a_large_table() -> None:
+    n = APPROXIMATE_MIN_ROWS + 5_000
     rows = unit_rows(n, seed=1)
     mirror = Mirror(32)
     mirror.upsert([f"f{i}" for i in range(n)], rows, [True] * n)
@@ -59,15 +60,15 @@ def test_partitioned_near_duplicate_checks_find_close_copies_in_a_large_table() 
     found = mirror.neighbours_many(queries, 3, live_only=True)
     hits = sum(bool(hit) and hit[0][0] == f"f{i}" for hit, i in zip(found, picks, strict=True))
     assert hits >= 196  # approximate by design, but near-copies are almost always found
-    # Rows written after the partitions were trained are found too.
+    # Rows written after the lists were trained are found too.
     mirror.upsert(["late"], unit_rows(1, seed=4), [True])
     assert mirror.neighbours_many(unit_rows(1, seed=4), 1, live_only=True)[0][0][0] == "late"
 
 
-@pytest.mark.parametrize("n", [3_000, PARTITION_MIN_ROWS + 2_000])
+@pytest.mark.parametrize("n", [3_000, APPROXIMATE_MIN_ROWS + 2_000])
 def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
     """Write-time checks pass the similarity they need: the same best neighbours come back,
-    less those below the floor, whether the table is scanned or its partitions probed."""
+    less those below the floor, whether the table is scanned or its inverted lists probed."""
     rows = structured_rows(n, dims=32, factors=6, seed=5)
     mirror = Mirror(32)
     live = [i % 7 != 0 for i in range(n)]
@@ -88,9 +89,9 @@ def test_a_floor_keeps_exactly_the_neighbours_that_reach_it(n: int) -> None:
 def test_checks_shared_between_threads_find_what_one_thread_finds(
     monkeypatch: pytest.MonkeyPatch, floor: float
 ) -> None:
-    """A bulk check's partitions are scored by several threads at once, each writing its
-    results into the same gatherer: the neighbours are those one thread finds."""
-    n = PARTITION_MIN_ROWS + 2_000
+    """A bulk check's blocks of queries are probed and scored by several threads at once, each
+    writing its own rows of the results: the neighbours are those one thread finds."""
+    n = APPROXIMATE_MIN_ROWS + 2_000
     rows = structured_rows(n, dims=32, factors=6, seed=21)
     mirror = Mirror(32)
     mirror.upsert([f"f{i}" for i in range(n)], rows, [i % 5 != 0 for i in range(n)])
@@ -106,95 +107,56 @@ def test_checks_shared_between_threads_find_what_one_thread_finds(
     assert sum(map(len, alone)) >= 100  # the near-copies at least: the check found something
 
 
-def test_checks_bounded_by_the_projection_find_what_full_scoring_finds(
+def test_inverted_lists_keep_finding_rows_after_deletes_rewrites_and_growth(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A check with a floor first bounds each probed row's cosine from the projection and
-    scores only the pairs whose bound reaches the floor: the neighbours found are exactly
-    those that scoring every probed row finds, through live flags, rows written after the
-    layout, deletes, and floors the bound cannot separate."""
-    monkeypatch.setattr(mirror_engine, "PROJECTION_MIN_ROWS", 2_000)
-    monkeypatch.setattr(projection, "PROJECTED_DIMENSIONS", 32)
-    monkeypatch.setattr(partitions, "PARTITION_ROWS", 128)
-    n = PARTITION_MIN_ROWS + 2_000
-    rows = structured_rows(n + 1_500, seed=31)
-    mirror = Mirror(128)
-    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [i % 7 != 0 for i in range(n)])
-    queries = structured_rows(500, seed=32)
-    queries[:150] = rows[::150][:150] + 0.03 * unit_rows(150, dims=128, seed=33)
-    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
-    mirror.neighbours_many(queries, 5, live_only=True, floor=0.9)  # lays the rows out
-    mirror.upsert([f"f{i}" for i in range(n, n + 1_500)], rows[n:], [True] * 1_500)  # a tail
-    mirror.delete([f"f{i}" for i in range(3, n, 450)])
-    bounded: list[tuple[int, int]] = []  # (pairs to score one by one, parts scored in full)
-    original = partitions.bounded
-
-    def spied(*args: Any) -> Any:
-        queries, found, heavy = original(*args)
-        bounded.append((len(found), len(heavy)))
-        return queries, found, heavy
-
-    monkeypatch.setattr(partitions, "bounded", spied)
-    for floor in (0.0, 0.5, 0.8, 0.95):
-        for live_only in (True, False):
-            with_bounds = mirror.neighbours_many(queries, 5, live_only=live_only, floor=floor)
-            assert mirror._projection is not None
-            with monkeypatch.context() as scoped:
-                scoped.setattr(mirror, "_projected", lambda n: None)
-                expected = mirror.neighbours_many(queries, 5, live_only=live_only, floor=floor)
-            assert [[i for i, _ in hits] for hits in with_bounds] == [
-                [i for i, _ in hits] for hits in expected
-            ]
-            for got, want in zip(with_bounds, expected, strict=True):
-                assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
-            assert sum(map(len, expected)) >= 100  # most near-copies at least
-    assert len(bounded) == 8  # one bounded check per call with a projection
-    scored, full = bounded[-1]  # 0.95: a few pairs scored one by one, hardly a part in full
-    assert 0 < scored < 150 * 20 and full <= 2
-    assert bounded[0][0] == 0  # 0.0: every row passes its bound, every part scored in full
-
-
-def test_partitions_keep_finding_rows_after_deletes_rewrites_and_growth(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Rows are laid out by partition; deleting, rewriting and appending rows breaks that
-    layout, and every row must stay findable through it."""
-    monkeypatch.setattr(partitions, "PARTITION_ROWS", 64)
-    monkeypatch.setattr(partitions, "TAIL_ROWS", 500)
-    n = PARTITION_MIN_ROWS + 1_000
-    rows = structured_rows(n + 3_000, dims=32, factors=8, seed=11)
+    """A delete fills its hole with the last row, a rewrite changes a row's vector, a live flag
+    changes alone, and the table outgrows the lists: every row stays findable by its vector,
+    no removed one is, and the lists hold exactly the table's rows."""
+    monkeypatch.setattr(inverted, "LIST_ROWS", 64)
+    n = APPROXIMATE_MIN_ROWS + 1_000
+    rows = structured_rows(n + 50_000, dims=32, factors=8, seed=11)
     mirror = Mirror(32)
     mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [True] * n)
 
-    def finds(ids: list[int], vectors: npt.NDArray[np.float32]) -> int:
-        hits = mirror.neighbours_many(vectors, 1, live_only=True, floor=0.99)
+    def finds(ids: list[int], vectors: npt.NDArray[np.float32], *, live_only: bool = True) -> int:
+        hits = mirror.neighbours_many(vectors, 1, live_only=live_only, floor=0.99)
         return sum(bool(h) and h[0][0] == f"f{i}" for h, i in zip(hits, ids, strict=True))
 
+    def held() -> int:
+        assert mirror._lists is not None
+        return int(mirror._lists._index.ntotal)
+
     picks = list(range(0, n, 97))
-    assert finds(picks, rows[picks]) == len(picks)  # laid out: every probe reads a slice
-    ivf = mirror._ivf
-    assert ivf is not None and ivf.arranged == n
-    assert (np.bincount(ivf.labels[:n]) <= 2 * 64).all()  # split down to size
+    assert finds(picks, rows[picks]) == len(picks)
+    trained = mirror._lists
+    assert trained is not None and held() == n
     mirror.delete([f"f{i}" for i in picks[:20]])  # holes filled with the last rows
     swapped = list(range(n - 20, n))
-    mirror.upsert([f"f{picks[20]}"], rows[n + 2_999][None, :], [True])  # a rewritten vector
-    late = list(range(n, n + 2_000))  # a tail long enough to lay the rows out again
-    mirror.upsert([f"f{i}" for i in late], rows[n : n + 2_000], [True] * 2_000)
     assert finds(swapped, rows[swapped]) == 20
-    assert finds(late[::50], rows[late[::50]]) == 40
-    assert finds([picks[20]], rows[n + 2_999][None, :]) == 1
     assert not any(mirror.neighbours_many(rows[picks[:20]], 1, live_only=True, floor=0.99))
-    assert ivf.arranged == len(mirror)  # deleting inside the layout made it lay out again
+    mirror.upsert([f"f{picks[20]}"], rows[-1][None, :], [True])  # a rewritten vector
+    assert finds([picks[20]], rows[-1][None, :]) == 1
+    assert finds([picks[20]], rows[picks[20]][None, :]) == 0
+    mirror.upsert([f"f{picks[21]}"], rows[picks[21]][None, :], [False])  # superseded
+    assert finds([picks[21]], rows[picks[21]][None, :]) == 0
+    assert finds([picks[21]], rows[picks[21]][None, :], live_only=False) == 1
+    assert held() == len(mirror) == n - 20
+    late = list(range(n, n + 48_000))  # past RETRAIN_GROWTH x the rows trained on
+    mirror.upsert([f"f{i}" for i in late], rows[n : n + 48_000], [True] * 48_000)
+    assert finds(late[::500], rows[late[::500]]) == 96
+    assert finds(swapped, rows[swapped]) == 20
+    assert mirror._lists is not trained and mirror._lists.trained_on == len(mirror) == held()
 
 
 def test_probed_search_scores_exactly_and_finds_most_of_the_exact_neighbours(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(partitions, "PARTITION_ROWS", 128)
+    monkeypatch.setattr(inverted, "LIST_ROWS", 128)
     monkeypatch.setattr(mirror_engine, "SEARCH_PROBES", 40)
     mirror = Mirror(128)
-    assert _recall_against_exact(mirror, mirror.probe, PARTITION_MIN_ROWS + 5_000, 5, 12) >= 0.9
-    assert mirror._ivf is not None and len(mirror._ivf.centroids) > 3 * 40  # a fraction is read
+    assert _recall_against_exact(mirror, mirror.probe, APPROXIMATE_MIN_ROWS + 5_000, 5, 12) >= 0.9
+    assert mirror._lists is not None and mirror._lists.lists > 3 * 40  # a fraction is read
 
 
 def _recall_against_exact(mirror: Mirror, search: Any, n: int, dead_every: int, seed: int) -> float:
@@ -418,11 +380,11 @@ def test_batches_read_ahead_arrive_in_order_and_a_failed_read_reaches_the_caller
     assert not any(t.name == "graphmem-prefetch" for t in threading.enumerate())
 
 
-def test_a_server_prepares_the_partitions_when_it_opens_a_namespace(
+def test_a_server_prepares_the_inverted_lists_when_it_opens_a_namespace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past the exact-search size the first search would make the partitions (about 10 s at a
-    million facts); a server makes them in the background as it opens the namespace."""
+    """Past the exact-search size the first search would make the inverted lists (about 30 s
+    at a million facts); a server makes them in the background as it opens the namespace."""
     import threading
 
     from graphmem.server.namespaces import Namespaces
@@ -431,20 +393,20 @@ def test_a_server_prepares_the_partitions_when_it_opens_a_namespace(
     from graphmem.vectors.embedders import create_embedder
 
     monkeypatch.setattr(vectors, "EXACT_SEARCH_MAX_ROWS", 10)
-    monkeypatch.setattr(mirror_engine, "PARTITION_MIN_ROWS", 30)
+    monkeypatch.setattr(mirror_engine, "APPROXIMATE_MIN_ROWS", 30)
     settings = Settings(embedder="hash", data_dir=tmp_path)
     with Memory.open(tmp_path, settings=settings) as mem:
         mem.store_many(
             [{"text": f"Office {i} in city {i * 7} opens at {i % 12}"} for i in range(60)]
         )
-        assert mem._vectors._mirror is not None and mem._vectors._mirror._ivf is None
+        assert mem._vectors._mirror is not None and mem._vectors._mirror._lists is None
     served = Namespaces(settings, create_embedder("hash", settings), None)
     try:
         mem = served.get(settings.namespace)
         for thread in threading.enumerate():
             if thread.name == "graphmem-vectors":
                 thread.join(timeout=30)
-        assert mem._vectors._mirror is not None and mem._vectors._mirror._ivf is not None
+        assert mem._vectors._mirror is not None and mem._vectors._mirror._lists is not None
         assert [h.fact.text for h in mem.search("Office 5 in city 35", mode="vector", limit=1)] == [
             "Office 5 in city 35 opens at 5"
         ]

@@ -1,0 +1,126 @@
+"""The approximate tier of the in-memory engine: faiss's inverted lists with 8-bit codes
+(``IndexIVFScalarQuantizer``) over the mirror's rows, ids = row numbers. A probe returns
+candidates by their codes; the mirror re-scores them from its float32 rows, so the order and
+scores it answers with are exact. bench/REPORT.md, "Vector search in memory", has the head to
+head that chose faiss over a k-means tier of graphmem's own, and its recall against exact search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ..models import Vectors
+
+#: Rows per inverted list, about, when the lists are trained: a probe costs about the same at
+#: 100 thousand rows as at a million.
+LIST_ROWS: Final = 512
+
+
+#: Lists of a small table (from graphmem.vectors.mirror.APPROXIMATE_MIN_ROWS rows) at least.
+MIN_LISTS: Final = 64
+
+
+#: Vectors k-means trains the lists on, per list (at least faiss's minimum, 39), and its rounds
+#: (faiss's default 25 costs a minute more at a million rows and found the same recall).
+TRAIN_PER_LIST: Final = 40
+TRAIN_ROUNDS: Final = 10
+
+
+#: The lists are trained again on the whole table once it holds this many times the rows they
+#: were trained on: rows written later join the list of their nearest centroid, which grows.
+RETRAIN_GROWTH: Final = 2
+
+
+#: Rows added per call while building (bounds the temporary codes faiss allocates).
+ADD_CHUNK: Final = 65_536
+
+
+def _faiss() -> Any:
+    """faiss, imported on first use (a process that never holds 20,000 vectors never loads it)
+    and held to one OpenMP thread: a call with more threads would spin on the cores the
+    server's other requests need, and an OpenMP pool does not survive ``fork``. Bulk calls are
+    shared between Python threads instead (faiss releases the GIL)."""
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    return faiss
+
+
+class Inverted:
+    """faiss's inverted lists over the first ``n`` rows of ``matrix``, trained on a sample."""
+
+    def __init__(self, matrix: Vectors, n: int) -> None:
+        faiss = self._faiss = _faiss()
+        dimensions = matrix.shape[1]
+        lists = max(1, min(max(MIN_LISTS, round(n / LIST_ROWS)), n // TRAIN_PER_LIST))
+        self._quantiser = faiss.IndexFlatIP(dimensions)
+        index = faiss.IndexIVFScalarQuantizer(
+            self._quantiser,
+            dimensions,
+            lists,
+            faiss.ScalarQuantizer.QT_8bit,
+            faiss.METRIC_INNER_PRODUCT,
+        )
+        index.cp.niter = TRAIN_ROUNDS
+        rng = np.random.default_rng(0)
+        sample = np.sort(rng.choice(n, size=min(n, TRAIN_PER_LIST * lists), replace=False))
+        index.train(np.ascontiguousarray(matrix[sample]))
+        self._index = index
+        self.trained_on = n
+        for start in range(0, n, ADD_CHUNK):
+            self.add(matrix, np.arange(start, min(n, start + ADD_CHUNK), dtype=np.int64))
+
+    @property
+    def lists(self) -> int:
+        return int(self._index.nlist)
+
+    def stale(self, n: int) -> bool:
+        """Whether a table of ``n`` rows has outgrown the lists."""
+        return n > RETRAIN_GROWTH * self.trained_on
+
+    def add(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
+        """Rows that hold a vector the lists do not have yet."""
+        if len(rows):
+            self._index.add_with_ids(np.ascontiguousarray(matrix[rows]), rows)
+
+    def remove(self, rows: npt.NDArray[np.int64]) -> None:
+        """Rows that no longer hold the vector the lists have (one scan of every list, however
+        many: a delete's rows are removed at once)."""
+        if len(rows):
+            self._index.remove_ids(rows)
+
+    def candidates(
+        self,
+        queries: Vectors,
+        wanted: int,
+        probes: int,
+        live: npt.NDArray[np.uint8] | None = None,
+    ) -> npt.NDArray[np.int64]:
+        """Per query, the ``wanted`` rows whose codes score best in the ``probes`` lists nearest
+        to it, -1 where fewer were found; with ``live`` (a bitmap of the rows, least
+        significant bit first, as ``numpy.packbits(..., bitorder="little")``) only its rows."""
+        faiss = self._faiss
+        selector = (
+            None if live is None else faiss.IDSelectorBitmap(len(live) * 8, faiss.swig_ptr(live))
+        )
+        params = faiss.SearchParametersIVF(nprobe=min(probes, self.lists), sel=selector)
+        _, rows = self._index.search(
+            np.ascontiguousarray(queries, np.float32), wanted, params=params
+        )
+        found: npt.NDArray[np.int64] = rows
+        return found
+
+    def nbytes(self) -> int:
+        """Bytes the lists hold: each row's code and id, and the centroids."""
+        invlists = self._index.invlists
+        stored = sum(invlists.list_size(c) for c in range(invlists.nlist))
+        return int(stored * (invlists.code_size + 8) + self._quantiser.ntotal * self._index.d * 4)
+
+
+def row_array(numbers: Iterable[int]) -> npt.NDArray[np.int64]:
+    """Row numbers, each once, in order."""
+    return np.asarray(sorted(set(numbers)), dtype=np.int64)
