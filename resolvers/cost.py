@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from graphql import (
     BooleanValueNode,
+    DocumentNode,
     EnumValueNode,
     FieldNode,
     FragmentDefinitionNode,
@@ -214,6 +215,11 @@ class CostError(Exception):
         self.code = code
         self.message = message
         self.retry_after = retry_after
+
+
+def fragments_of(document: DocumentNode) -> dict[str, FragmentDefinitionNode]:
+    """The document's fragment definitions by name."""
+    return {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
 
 
 def cost_of(

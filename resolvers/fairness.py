@@ -9,7 +9,7 @@ WebSocket, MCP over HTTP or stdio):
    ``RATE_LIMITED``, try again in a second). When a thread frees, the waiting keys are served in
    turn (the key given a thread longest ago first), so a key with a hundred calls waiting delays
    another key's call by at most one call, never by the hundred. The same turns, without
-   threads, bound the requests one key has running at once (``REQUESTS_PER_KEY``), so that the
+   threads, bound the requests one key has running at once (``REQUESTS.per_key``), so that the
    short parts requests run on the event loop never line up a thousand deep.
 2. **Server time** (:class:`ServerTime`): each key may use ``seconds_per_minute`` of the pools'
    threads, refilled continuously like the cost points (GitHub's secondary rate limits are the
@@ -31,11 +31,10 @@ import time
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar
 
 from graphql import (
     DocumentNode,
-    FragmentDefinitionNode,
     GraphQLSchema,
     OperationDefinitionNode,
     OperationType,
@@ -43,7 +42,7 @@ from graphql import (
 
 from graphmem.errors import Code
 
-from .cost import SUBSCRIPTION_MAX_COST, Buckets, Cost, CostError, cost_of
+from .cost import SUBSCRIPTION_MAX_COST, Buckets, Cost, CostError, cost_of, fragments_of
 
 T = TypeVar("T")
 
@@ -52,20 +51,25 @@ T = TypeVar("T")
 KEYLESS: Final = "(no key)"
 #: Calls one key may have waiting for a thread of one pool; one more is refused RATE_LIMITED.
 QUEUE_PER_KEY: Final = 256
-#: Heavy documents and heavy MCP calls that run at once in one process (the lane), and how many
-#: of them one key may run: a key's slow calls (a chat model that answers slowly) hold at most
-#: one, and another key's heavy work finds the other.
-LANE_THREADS: Final = 2
-LANE_PER_KEY: Final = 1
+
+
+class Share(NamedTuple):
+    """Places of a pool in one process, and how many of them one key may hold at once."""
+
+    total: int
+    per_key: int
+
+
+#: Heavy documents and heavy MCP calls that run at once (the lane): a key's slow calls (a chat
+#: model that answers slowly) hold at most one, and another key's heavy work finds the other.
+LANE: Final = Share(total=2, per_key=1)
 #: Threads for writes: a write's thread mostly waits for its group commit, so several run at
 #: once to be committed together; one key may hold half of them.
-WRITE_THREADS: Final = 32
-#: Requests (GraphQL queries and mutations on any face, MCP calls) one key may have running at
-#: once in a process, and all keys together; the others wait their turn. A request's own part
-#: on the event loop (completing its answer) is short, but a thousand of one key's at once
-#: would each hold every other request up by as much.
-REQUESTS_PER_KEY: Final = 32
-REQUESTS: Final = 512
+WRITES: Final = Share(total=32, per_key=16)
+#: Requests (GraphQL queries and mutations on any face, MCP calls) running at once; the others
+#: wait their turn. A request's own part on the event loop (completing its answer) is short,
+#: but a thousand of one key's at once would each hold every other request up by as much.
+REQUESTS: Final = Share(total=512, per_key=32)
 
 
 class Admission:
@@ -92,9 +96,9 @@ class Admission:
         # A key reads in at most ``read_threads`` threads at once, as one caller always could;
         # the pool has twice that, so another key finds threads free.
         self.reads = Turns("read", 2 * read_threads, read_threads, server_time=used)
-        self.writes = Turns("write", WRITE_THREADS, WRITE_THREADS // 2, server_time=used)
-        self.lane = Turns("lane", LANE_THREADS, LANE_PER_KEY, server_time=used)
-        self.requests = Turns("request", REQUESTS, REQUESTS_PER_KEY)
+        self.writes = Turns("write", *WRITES, server_time=used)
+        self.lane = Turns("lane", *LANE, server_time=used)
+        self.requests = Turns("request", *REQUESTS)
         self.events = EventRate(events_per_second)
 
     def admit(
@@ -107,9 +111,7 @@ class Admission:
     ) -> Cost:
         """The document's cost, spent from ``key_id``'s bucket (None: a keyless caller, who
         spends nothing); CostError when over the budget, the bucket or the key's server time."""
-        fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
+        fragments = fragments_of(document)
         cost, unbounded = cost_of(schema, operation, fragments, variables, self.default_rerank)
         budget = self.budget
         if operation.operation is OperationType.SUBSCRIPTION:

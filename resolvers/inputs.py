@@ -31,7 +31,6 @@ from graphql import (
     DirectiveNode,
     DocumentNode,
     FieldNode,
-    FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
     InlineFragmentNode,
@@ -52,6 +51,8 @@ from strawberry.utils.str_converters import to_camel_case
 from graphmem import InvalidInput
 from graphmem.errors import Code
 from graphmem.models import not_text
+
+from .cost import fragments_of
 
 
 class TextArguments(SchemaExtension):
@@ -161,9 +162,7 @@ def _arguments(
 ) -> Iterator[ArgumentNode]:
     """The arguments of the operation's fields and directives, through its fragments (each
     fragment once)."""
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
+    fragments = fragments_of(document)
     seen: set[str] = set()
     yield from _directive_arguments(operation.directives)
     stack: list[SelectionSetNode] = [operation.selection_set]

@@ -38,6 +38,7 @@ import dataclasses
 import math
 import operator
 from collections.abc import AsyncGenerator, Callable, Mapping
+from enum import Enum
 from typing import Any, Final
 
 import strawberry
@@ -280,15 +281,15 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             kind = field_def.type.of_type if is_non_null_type(field_def.type) else field_def.type
             if is_leaf_type(kind):
                 sized = _sized(kind)
-                if sized is _FIXED:
+                if sized is _Sizing.FIXED:
                     fixed += _PER_VALUE
-                elif sized is _TEXT:
+                elif sized is _Sizing.TEXT:
                     texts.append(response_name)
                     fixed += _PER_STRING
                 else:
                     values.append((response_name, _value_size))
             elif is_list_type(kind) and is_leaf_type(get_named_type(kind)):
-                of_texts = is_leaf_type(kind.of_type) and _sized(kind.of_type) is _TEXT
+                of_texts = is_leaf_type(kind.of_type) and _sized(kind.of_type) is _Sizing.TEXT
                 values.append((response_name, _texts_size if of_texts else _value_size))
         texts_of = _getter(texts)
         spend = self._spend
@@ -374,19 +375,24 @@ _PER_KEY: Final = 4
 _PER_VALUE: Final = 4
 _PER_LIST: Final = 2
 
-#: How a leaf type's values are sized: texts (String, ID, enums) by their length, numbers and
-#: booleans as a few bytes, any other scalar (a date, JSON) by its value (``_value_size``).
-_TEXT: Final = "text"
-_FIXED: Final = "fixed"
-_VALUE: Final = "value"
+
+class _Sizing(Enum):
+    """How a leaf type's values are sized."""
+
+    #: Texts (String, ID, enums): by their length.
+    TEXT = "text"
+    #: Numbers and booleans: a few bytes.
+    FIXED = "fixed"
+    #: Any other scalar (a date, JSON): by its value (``_value_size``).
+    VALUE = "value"
 
 
-def _sized(type_: Any) -> str:
+def _sized(type_: Any) -> _Sizing:
     if type_ in (GraphQLString, GraphQLID) or isinstance(type_, GraphQLEnumType):
-        return _TEXT
+        return _Sizing.TEXT
     if type_ in (GraphQLInt, GraphQLFloat, GraphQLBoolean):
-        return _FIXED
-    return _VALUE
+        return _Sizing.FIXED
+    return _Sizing.VALUE
 
 
 def _getter(names: list[str]) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:

@@ -27,7 +27,6 @@ from graphql import (
     ASTValidationRule,
     DocumentNode,
     FieldNode,
-    FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
     InlineFragmentNode,
@@ -57,7 +56,7 @@ from graphmem import GraphmemError, Settings, tracing
 from graphmem.errors import Code
 
 from ..context import Context
-from ..cost import Cost, CostError
+from ..cost import Cost, CostError, fragments_of
 from ..fairness import Admission
 from ..inputs import TextArguments, error_field, refusal
 from .fastpaths import (
@@ -317,9 +316,7 @@ def _measure(
     once, however often it is spread. Strawberry's limiters walk every spread, so fragments
     that each spread the one below twice took time doubling with every level, on the event
     loop. The measure is None for fragments spreading one another too deep to follow."""
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
+    fragments = fragments_of(document)
     known: dict[str, int] = {}
 
     def measure(selection_set: SelectionSetNode, spreading: frozenset[str]) -> int:
@@ -538,7 +535,7 @@ async def run_admitted(
     timeout = context.request_timeout
     key_id = None if context.key is None else context.key.id
     try:
-        # At most REQUESTS_PER_KEY of the key's operations run at once, on any face.
+        # At most fairness.REQUESTS.per_key of the key's operations run at once, on any face.
         async with admission.requests.held(key_id):
             if not cost.heavy:
                 return _within(

@@ -20,8 +20,8 @@ against graphmem once its host and key are changed (docs/clients.md#mem0).
    every memory a filter matches, ``history`` reads its chain of versions, and deleting an
    entity (``delete_users``) purges its namespace. A memory keeps the id of its first version
    however often it changes.
-4. **Bounds**: a body of at most ``max_body_bytes``, lists of at most ``MAX_TOP_K`` and
-   ``MAX_PAGE_SIZE``, ``MAX_SCANNED`` facts read by one listing or deletion; each request is charged its
+4. **Bounds**: a body of at most ``max_body_bytes``, lists of at most ``TOP_K.most`` and
+   ``PAGE_SIZE.most``, ``MAX_SCANNED`` facts read by one listing or deletion; each request is charged its
    key's cost points and server time and runs in its key's share of the threads, as an MCP tool
    call is (``resolvers.fairness``), within ``request_timeout``.
 
@@ -44,7 +44,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -62,12 +62,19 @@ from .auth import NAMESPACE_HEADER, Authenticator, Denied
 MEM0_PATH: Final = "/mem0"
 #: The ids that scope a mem0 memory, the owner's first (the first one given owns it).
 SCOPE_IDS: Final[tuple[str, ...]] = ("user_id", "agent_id", "app_id", "run_id")
-#: Most results of one search (mem0's own range is 1 to 1,000) and its default.
-MAX_TOP_K: Final = 1_000
-DEFAULT_TOP_K: Final = 10
-#: Most memories on one page of ``get_all`` (mem0's bound) and its default.
-MAX_PAGE_SIZE: Final = 200
-DEFAULT_PAGE_SIZE: Final = 100
+
+
+class Bound(NamedTuple):
+    """A count a request may give: at most ``most``, ``default`` where it gives none."""
+
+    most: int
+    default: int
+
+
+#: Results of one search (mem0's own range is 1 to 1,000).
+TOP_K: Final = Bound(most=1_000, default=10)
+#: Memories on one page of ``get_all`` (mem0's bound).
+PAGE_SIZE: Final = Bound(most=200, default=100)
 #: Most facts one ``get_all`` or ``delete_all`` reads to find the memories its filters match;
 #: beyond them its ``count`` is a lower bound (``delete_all``: call it again).
 MAX_SCANNED: Final = 10_000
@@ -206,7 +213,7 @@ class Mem0Api:
     def _search_cost(self, body: Mapping[str, Any], query: Mapping[str, str]) -> int:
         """The hits a search reads, and its rerank stage's request if the server's reranker
         sends one (mem0's ``rerank`` option is left aside: graphmem reranks as it is set)."""
-        top_k = body.get("top_k", DEFAULT_TOP_K)
+        top_k = body.get("top_k", TOP_K.default)
         read = min(MAX_LIMIT, OVERFETCH * top_k) if isinstance(top_k, int) else 1
         return read + rerank_work(None, self.admission.default_rerank)
 
@@ -436,7 +443,7 @@ def search(call: Call) -> Any:
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise _invalid("query must be non-empty text")
-    top_k = _whole(body.get("top_k", DEFAULT_TOP_K), "top_k", 1, MAX_TOP_K)
+    top_k = _whole(body.get("top_k", TOP_K.default), "top_k", 1, TOP_K.most)
     where = Where.parse(body)
     memory = call.owner_memory(where.owner, create=False)
     if memory is None:
@@ -474,10 +481,10 @@ def get_all(call: Call) -> Any:
     )
     page = _whole(call.query.get("page", call.body.get("page", 1)), "page", 1, MAX_SCANNED)
     size = _whole(
-        call.query.get("page_size", call.body.get("page_size", DEFAULT_PAGE_SIZE)),
+        call.query.get("page_size", call.body.get("page_size", PAGE_SIZE.default)),
         "page_size",
         1,
-        MAX_PAGE_SIZE,
+        PAGE_SIZE.most,
     )
     where = Where.parse(call.body)
     memory = call.owner_memory(where.owner, create=False)

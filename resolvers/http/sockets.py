@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections import Counter, defaultdict
+from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Final
 
 from cross_web import HTTPException
@@ -61,11 +62,6 @@ _log = logging.getLogger("graphmem.server")
 
 #: Seconds between two looks at the keys of the open sockets.
 REVOCATION_CHECK_EVERY: Final = 0.5
-#: WebSocket close codes: the key no longer admits the socket; too many sockets for its key; a
-#: subscription on it fell too far behind and its client is not reading.
-CLOSE_FORBIDDEN: Final = 4403
-CLOSE_TOO_MANY: Final = 4429
-CLOSE_NOT_READING: Final = 4413
 #: Seconds a socket being closed may take to take its close frame.
 CLOSE_WAIT_S: Final = 5.0
 #: Seconds a socket may stay open before it presents its key (connection_init).
@@ -83,6 +79,17 @@ MAX_INIT_MESSAGE_BYTES: Final = 65_536
 ACKNOWLEDGED_EXTENSION: Final = "graphmem.websocket.acknowledged"
 #: Where ``Sockets.arrive`` marks, in the scope, a socket it counts as unacknowledged.
 _WAITING: Final = "graphmem.waiting"
+
+
+class Close(IntEnum):
+    """The WebSocket close codes of the server's own refusals."""
+
+    #: The key no longer admits the socket.
+    FORBIDDEN = 4403
+    #: Too many sockets for its key.
+    TOO_MANY = 4429
+    #: A subscription on it fell too far behind and its client is not reading.
+    NOT_READING = 4413
 
 
 class Sockets:
@@ -190,7 +197,7 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
         if not self.sockets.add(self, self.context.key):
             await self.refuse(
                 f"this API key has {self.sockets.per_key} sockets open already",
-                code=CLOSE_TOO_MANY,
+                code=Close.TOO_MANY,
             )
             return
         lift = (scope.get("extensions") or {}).get(ACKNOWLEDGED_EXTENSION)
@@ -241,11 +248,11 @@ class SocketHandler(BaseGraphQLTransportWSHandler[Context, None]):
             self._closing = asyncio.create_task(
                 self.refuse(
                     "a subscription fell too far behind while the client read nothing",
-                    code=CLOSE_NOT_READING,
+                    code=Close.NOT_READING,
                 )
             )
 
-    async def refuse(self, reason: str, *, code: int = CLOSE_FORBIDDEN) -> None:
+    async def refuse(self, reason: str, *, code: int = Close.FORBIDDEN) -> None:
         """Close the socket with ``code``, ending every operation on it (at most
         CLOSE_WAIT_S spent on a client that does not read the close)."""
         self.refused = True

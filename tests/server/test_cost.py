@@ -394,8 +394,8 @@ def test_heavy_tool_calls_run_at_most_lane_threads_at_once_and_one_per_key(
         return list(await asyncio.gather(*(one(k) for k in keys for _ in range(3))))
 
     assert asyncio.run(calls()) == [False] * 9
-    assert most == fairness.LANE_THREADS
-    assert most_of_one == fairness.LANE_PER_KEY
+    assert most == fairness.LANE.total
+    assert most_of_one == fairness.LANE.per_key
 
 
 def test_an_answer_too_large_is_refused_before_it_is_encoded(

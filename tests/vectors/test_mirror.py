@@ -146,7 +146,9 @@ def test_inverted_lists_keep_finding_rows_after_deletes_rewrites_and_growth(
     mirror.upsert([f"f{i}" for i in late], rows[n : n + 48_000], [True] * 48_000)
     assert finds(late[::500], rows[late[::500]]) == 96
     assert finds(swapped, rows[swapped]) == 20
-    assert mirror._lists is not trained and mirror._lists.trained_on == len(mirror) == held()
+    retrained = mirror._lists
+    assert retrained is not None and retrained is not trained
+    assert retrained.trained_on == len(mirror) == held()
 
 
 def test_probed_search_scores_exactly_and_finds_most_of_the_exact_neighbours(
