@@ -2,7 +2,7 @@
 on bench.scale's vectors.
 
 graphmem's tier as the library runs it: ``Mirror.probe`` for search, ``Mirror.neighbours_many``
-for the write-time checks, both on faiss's ``IndexIVFScalarQuantizer`` (8-bit codes) whose
+for the write-time checks, both on faiss's ``IndexIVFPQFastScan`` (4-bit product codes) whose
 candidates are re-scored from the float32 rows the in-memory copy keeps; on the vectors of
 bench.scale's facts by the local embedder (MiniLM) or the hash embedder (bench.scale's default).
 bench/REPORT.md ("Vector search in memory") keeps the head to head in which this tier replaced a
@@ -72,7 +72,7 @@ class MirrorTier:
     """graphmem's tier: a Mirror holding the rows and their inverted lists; ids are row
     numbers."""
 
-    name = "graphmem: faiss IVF-SQ8, re-scored"
+    name = "graphmem: faiss IVF-PQ fast scan, re-scored"
 
     def __init__(self, dimensions: int) -> None:
         self.mirror = Mirror(dimensions)

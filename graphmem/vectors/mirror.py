@@ -50,9 +50,20 @@ SEARCH_PROBES: Final = 80
 CHECK_PROBES: Final = 4
 
 
-#: Candidates an inverted-list probe returns per result wanted, re-scored from the float32 rows
-#: (8-bit codes rank the best 10 of a million among their best 40).
-RESCORED: Final = 4
+#: Candidates an inverted-list probe returns per result wanted, re-scored from the float32 rows:
+#: the 4-bit codes rank a write's 7 nearest of 100,000 among their best 56 (bench/REPORT.md).
+RESCORED: Final = 8
+
+
+#: Candidates a write-time check re-scores at the least: a row of structured low-rank vectors
+#: shares its code's score with dozens of others, so one near-copy (a check for duplicates
+#: alone asks for one neighbour) is among the best 64 where it might not be among 8.
+CHECK_RESCORED: Final = 128
+
+
+#: Candidates a search re-scores at the least: the codes rank the best 10 of a million hash
+#: vectors among their best 400 (MiniLM's among far fewer); the scan costs about the same.
+SEARCH_RESCORED: Final = 400
 
 
 #: A loaded copy has room for 1/LOAD_HEADROOM more rows before it grows (see ``Mirror.load``).
@@ -216,7 +227,8 @@ class Mirror:
         if len(self._ids) < APPROXIMATE_MIN_ROWS:
             return self.nearest(vector, k, live_only=live_only)
         query = np.asarray(vector, dtype=np.float32)
-        rows, scores = self._probed(query[None], k, SEARCH_PROBES, live_only, -math.inf)
+        wanted = max(RESCORED * k, SEARCH_RESCORED)
+        rows, scores = self._probed(query[None], k, wanted, SEARCH_PROBES, live_only, -math.inf)
         return self._hits(rows, scores)[0]
 
     def neighbours_many(
@@ -224,7 +236,8 @@ class Mirror:
     ) -> list[list[tuple[str, float]]]:
         n = len(self._ids)
         if n >= APPROXIMATE_MIN_ROWS:
-            rows, scores = self._probed(vectors, k, CHECK_PROBES, live_only, floor)
+            wanted = max(RESCORED * k, CHECK_RESCORED)
+            rows, scores = self._probed(vectors, k, wanted, CHECK_PROBES, live_only, floor)
         else:
             best = Best(len(vectors), k, floor)
             # A few queries (a group of single writes): a second BLAS thread would spin on the
@@ -238,10 +251,10 @@ class Mirror:
         return self._hits(rows, scores)
 
     def _probed(
-        self, queries: Vectors, k: int, probes: int, live_only: bool, floor: float
+        self, queries: Vectors, k: int, wanted: int, probes: int, live_only: bool, floor: float
     ) -> tuple[npt.NDArray[np.int64], Vectors]:
         """Per query, its best ``k`` rows (-1 where fewer) and their exact scores (-inf below
-        ``floor``) among the RESCORED x ``k`` candidates of ``probes`` inverted lists."""
+        ``floor``) among the ``wanted`` candidates of ``probes`` inverted lists."""
         lists = self._inverted()
         live = self._live_bitmap() if live_only else None
         queries = np.ascontiguousarray(queries, dtype=np.float32)
@@ -251,7 +264,7 @@ class Mirror:
         def score(blocks: list[int]) -> None:
             for start in blocks:
                 block = queries[start : start + QUERY_BLOCK]
-                candidates = lists.candidates(block, RESCORED * k, probes, live)
+                candidates = lists.candidates(block, wanted, probes, live)
                 scores = np.einsum("qcd,qd->qc", self._matrix[np.maximum(candidates, 0)], block)
                 scores[(candidates < 0) | (scores < floor)] = -np.inf
                 width = min(k, scores.shape[1])
