@@ -63,9 +63,10 @@ class Inverted:
         dimensions = matrix.shape[1]
         lists = max(1, min(max(MIN_LISTS, round(n / LIST_ROWS)), n // TRAIN_PER_LIST))
         self._quantiser = faiss.IndexFlatIP(dimensions)
-        # Two dimensions a sub-quantiser (one where the dimensions are odd): 16 codes for a
-        # pair of coordinates rank a row about as 8-bit scalar codes do, in a quarter of the
-        # bytes, and faiss scans them with SIMD lookups (bench/REPORT.md has both).
+        # Two dimensions a sub-quantiser (one where the dimensions are odd): with the larger
+        # pool the mirror re-scores (mirror.RESCORED), 16 codes for a pair of coordinates find
+        # what 8-bit scalar codes found, in a quarter of the bytes, and faiss scans them with
+        # SIMD table lookups, 2-5 times faster (bench/REPORT.md has both).
         subquantisers = dimensions // 2 if dimensions % 2 == 0 else dimensions
         index = faiss.IndexIVFPQFastScan(
             self._quantiser,

@@ -61,9 +61,10 @@ RESCORED: Final = 8
 CHECK_RESCORED: Final = 128
 
 
-#: Candidates a search re-scores at the least: the codes rank the best 10 of a million hash
-#: vectors among their best 400 (MiniLM's among far fewer); the scan costs about the same.
-SEARCH_RESCORED: Final = 400
+#: Candidates a search re-scores at the least: among their best 800 the codes rank the best 10
+#: of 200,000 hash vectors as 8-bit codes did (400 lost 0.008 of recall@10, bench/REPORT.md);
+#: re-scoring them costs a fraction of reading the lists.
+SEARCH_RESCORED: Final = 800
 
 
 #: A loaded copy has room for 1/LOAD_HEADROOM more rows before it grows (see ``Mirror.load``).
