@@ -101,8 +101,22 @@ class Inverted:
     def remove(self, rows: npt.NDArray[np.int64]) -> None:
         """Rows that no longer hold the vector the lists have (one scan of every list, however
         many: a delete's rows are removed at once)."""
-        if len(rows):
-            self._index.remove_ids(rows)
+        if not len(rows):
+            return
+        invlists = self._faiss.downcast_InvertedLists(self._index.invlists)
+        sizes = [invlists.list_size(c) for c in range(invlists.nlist)]
+        self._index.remove_ids(rows)
+        # faiss (1.15) leaves the codes of the removed rows in the places past a shortened
+        # list's end, and a later add ORs the new rows' 4-bit codes into them: without this
+        # a row added after a removal answered to codes no vector had.
+        blank = np.zeros(invlists.packer.code_size, dtype=np.uint8)
+        per_block = invlists.n_per_block
+        for c, before in enumerate(sizes):
+            after = invlists.list_size(c)
+            if after < before:
+                codes = invlists.get_codes(c)
+                for place in range(after, min(before, -(-after // per_block) * per_block)):
+                    invlists.packer.pack_1_c(self._faiss.swig_ptr(blank), place, codes)
 
     def candidates(
         self,
