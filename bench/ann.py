@@ -16,7 +16,10 @@ the share of link candidates found by the check at several probe counts; then wr
 batches of 1,000 new vectors, each first checked for its link candidates (cosine >= the
 embedder's link threshold, the best autolink_max + 2, in one call: what ``store_many`` asks) then
 added, SINGLES single writes (check then add), and the removal of 1,000 rows with the next search
-after it, at the library's CHECK_PROBES.
+after it, at the library's CHECK_PROBES. Last, the lists outgrown (marked as trained on a third of
+the table): batches of 1,000 more rows (the table's own vectors again, under new ids), each checked
+then added, until new lists answer: the slowest batch (one that doubles the float32 copy apart),
+and the batches and seconds that took.
 
 The local embedder's vectors are bench.scale's (``scale-local-*.npy`` in bench/out, computed once
 by ``python -m bench.scale --probe-recall --facts N``, or here when missing: a million take about
@@ -215,7 +218,44 @@ def measured(vectors: Vectors, queries: Vectors, embedder: str) -> dict[str, Any
             "ms": 1000 * (time.perf_counter() - began),
         }
     out["writes"] = writes(tier, vectors, n, k, floor)
+    out["outgrown"] = outgrown(tier, vectors, k, floor)
     return out
+
+
+#: Batches written at the most while outgrown lists are trained again.
+OUTGROWN_BATCHES: Final = 400
+
+
+def outgrown(tier: MirrorTier, vectors: Vectors, k: int, floor: float) -> dict[str, Any]:
+    """Batches checked then added after the lists are marked outgrown, until new lists answer."""
+    mirror = tier.mirror
+    old = mirror._lists
+    assert old is not None
+    old.trained_on = len(mirror) // 3
+    at = 10 * len(vectors)  # ids no row has
+    took: list[float] = []
+    grew: list[float] = []
+    rng = np.random.default_rng(2)
+    began = time.perf_counter()
+    while mirror._lists is old and len(took) + len(grew) < OUTGROWN_BATCHES:
+        batch = vectors[rng.integers(len(vectors), size=BATCH)]
+        capacity = len(mirror._matrix)
+        start = time.perf_counter()
+        tier.check(batch, k, floor)
+        tier.add(at, batch)
+        # A batch that doubles the float32 copy (at 2^20 rows: a 1 GB copy, with or without
+        # lists in training) is counted apart: it is not the training's cost.
+        (took if len(mirror._matrix) == capacity else grew).append(
+            1000 * (time.perf_counter() - start)
+        )
+        at += BATCH
+    return {
+        "batches": len(took) + len(grew),
+        "seconds": time.perf_counter() - began,
+        "batch_ms": summary(took),
+        "growing_batch_ms": grew,
+        "replaced": mirror._lists is not old,
+    }
 
 
 def searched(
@@ -329,6 +369,7 @@ def summary_markdown(r: dict[str, Any]) -> str:
         f"{w['single_write_ms']['p50']:.2f} / {w['single_write_ms']['p95']:.2f}",
         f"{w['remove_1000_ms']:.0f} + {w['search_after_remove_ms']:.0f}",
     ]
+    o = r["outgrown"]
     sweep = ", ".join(
         f"{p}: {v['recall_at_10']:.3f} ({v['ms_p50']:.2f} ms)" for p, v in r["search_sweep"].items()
     )
@@ -351,6 +392,10 @@ def summary_markdown(r: dict[str, Any]) -> str:
             [row],
         )
         + f"\n\nrecall@10 by probes: {sweep}\n\nlink candidates found by check probes: {checks}"
+        + f"\n\nlists outgrown: new lists answered after {o['batches']} batches and "
+        f"{o['seconds']:.1f} s (replaced: {o['replaced']}); a batch's check and add p50 "
+        f"{o['batch_ms']['p50']:.0f} ms, slowest {o['batch_ms']['max']:.0f} ms"
+        + "".join(f"; one growing the float32 copy {ms:.0f} ms" for ms in o["growing_batch_ms"])
     )
 
 

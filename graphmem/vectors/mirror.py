@@ -9,13 +9,17 @@ table.
    once: below APPROXIMATE_MIN_ROWS by scanning every row (each query's best pairs gathered
    block by block, :mod:`.topk`), above it by probing faiss's inverted lists
    (:mod:`.inverted`), as does search past graphmem.vectors.index.EXACT_SEARCH_MAX_ROWS; the
-   candidates they return are re-scored from the float32 rows.
+   candidates they return are re-scored from the float32 rows. Lists the table outgrows are
+   trained again in a thread while they go on answering (``_Training``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
+import os
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Final
 
@@ -29,6 +33,8 @@ from .inverted import Inverted, row_array
 from .kernels import matvec, shared, single_threaded_blas
 from .projection import Projection
 from .topk import Best
+
+_log = logging.getLogger("graphmem")
 
 #: Query vectors per matrix product in ``neighbours_many`` (bounds the scores matrix it allocates).
 QUERY_BLOCK: Final = 128
@@ -93,6 +99,7 @@ class Mirror:
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._lists: Inverted | None = None
+        self._training: _Training | None = None  # the lists that will replace ``_lists``
         self._bitmap: npt.NDArray[np.uint8] | None = None  # the live flags, packed for faiss
         self._projection: Projection | None = None
 
@@ -160,8 +167,7 @@ class Mirror:
             written.append(row)
         self._bitmap = None
         if self._lists is not None:
-            self._lists.remove(row_array(rewritten - added))
-            self._lists.add(self._matrix, row_array(added | rewritten))
+            self._relist(row_array(rewritten - added), row_array(added | rewritten))
         if self._projection is not None:
             self._projection.project(self._matrix, np.array(written, dtype=np.int64))
 
@@ -187,8 +193,16 @@ class Mirror:
         if self._lists is not None and len(self._ids) < before:
             n = len(self._ids)
             kept = row_array(r for r in filled if r < n)
-            self._lists.remove(np.concatenate([kept, np.arange(n, before, dtype=np.int64)]))
-            self._lists.add(self._matrix, kept)
+            self._relist(np.concatenate([kept, np.arange(n, before, dtype=np.int64)]), kept)
+
+    def _relist(self, removed: npt.NDArray[np.int64], added: npt.NDArray[np.int64]) -> None:
+        """The ``removed`` rows no longer hold the vector the lists have, the ``added`` rows
+        hold one they do not have yet: the lists, and the ones in training, learn it."""
+        assert self._lists is not None
+        self._lists.remove(removed)
+        self._lists.add(self._matrix, added)
+        if self._training is not None:
+            self._training.note(removed, added)
 
     def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32)
@@ -279,12 +293,41 @@ class Mirror:
         return found, best
 
     def _inverted(self) -> Inverted:
-        """The inverted lists, made on first use and trained again as the table outgrows them."""
+        """The inverted lists, made on first use. Once the table outgrows them they are trained
+        again in a thread (seconds at a million rows, which no write or search waits for) and
+        go on answering until the new ones take over, at a call after the training ends."""
         n = len(self._ids)
-        if self._lists is None or self._lists.stale(n):
-            self._lists = None  # the old lists' memory goes before the new ones take theirs
+        if self._lists is None:
             self._lists = Inverted(self._matrix, n)
+        elif self._training is not None and self._training.pid != os.getpid():
+            self._training = None  # a forked child: the training thread is the parent's
+        if self._training is None:
+            if self._lists.stale(n):
+                self._training = _Training(self, n)
+        elif self._training.ended():
+            self._take(self._training)
         return self._lists
+
+    def retrained(self, timeout: float | None = None) -> bool:
+        """Wait for lists in training (at most ``timeout`` seconds) and put them in place: True
+        when none is left in training (tests and benches wait for it)."""
+        if self._training is not None and self._training.ended(timeout):
+            self._take(self._training)
+        return self._training is None
+
+    def _take(self, training: _Training) -> None:
+        """The lists ``training`` made take over, told first of the rows changed meanwhile."""
+        assert self._lists is not None
+        self._training = None
+        if training.lists is None:
+            # The old lists stay, and are trained again only once the table doubles again.
+            _log.warning(
+                "inverted lists not trained again (%s): the old ones answer", training.failure
+            )
+            self._lists.trained_on = len(self._ids)
+            return
+        training.catch_up(training.lists, self)
+        self._lists = training.lists
 
     def _live_bitmap(self) -> npt.NDArray[np.uint8]:
         if self._bitmap is None:
@@ -331,6 +374,60 @@ class Mirror:
         self._live = np.concatenate([self._live, np.zeros_like(self._live)])
         if self._projection is not None:
             self._projection.grow(len(self._matrix))
+
+
+#: Rows written meanwhile that new lists learn in their own thread before they take over, until
+#: at most this many are left for the call that puts them in place: a million rows train in
+#: about 15 s, in which a bulk load writes some 100,000 more (seconds to add).
+CAUGHT_UP: Final = 2_000
+
+
+class _Training:
+    """Inverted lists trained in a thread of their own on the first ``n`` rows of ``mirror``
+    (read as they are while it goes on changing), then told of the rows the mirror changed
+    meanwhile (``note``) until few are left, which ``Mirror._take`` puts right as they take
+    over. The old lists and the new are held at once until then: 0.1 KB a row."""
+
+    def __init__(self, mirror: Mirror, n: int) -> None:
+        self.lists: Inverted | None = None
+        self.failure: Exception | None = None
+        self.pid = os.getpid()
+        self._changed: set[int] = set()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(
+            target=self._train, args=(mirror, n), name="graphmem-lists", daemon=True
+        )
+        self._thread.start()
+
+    def note(self, *rows: npt.NDArray[np.int64]) -> None:
+        """Rows whose vector changed after the training read them (or may have)."""
+        with self._lock:
+            for some in rows:
+                self._changed.update(some.tolist())
+
+    def catch_up(self, lists: Inverted, mirror: Mirror) -> int:
+        """Put right in ``lists`` the rows noted so far; how many there were. A row changed
+        while this reads it is noted again after the change, and put right at a later call."""
+        with self._lock:
+            changed, self._changed = row_array(self._changed), set()
+        n = len(mirror)  # before the matrix: a matrix read after holds these rows
+        lists.remove(changed)
+        lists.add(mirror._matrix, changed[changed < n])
+        return len(changed)
+
+    def _train(self, mirror: Mirror, n: int) -> None:
+        try:
+            lists = Inverted(mirror._matrix, n)
+            while self.catch_up(lists, mirror) > CAUGHT_UP:
+                pass
+            self.lists = lists
+        except Exception as error:  # out of memory, most likely: the mirror says so and goes on
+            self.failure = error
+
+    def ended(self, timeout: float | None = 0) -> bool:
+        """Whether the training is over (after waiting up to ``timeout`` seconds)."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
 
 def columns(batch: pa.RecordBatch) -> tuple[Vectors, npt.NDArray[np.bool_]]:

@@ -3,12 +3,15 @@ near-duplicate checks on inverted lists."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
+import faiss
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -144,11 +147,124 @@ def test_inverted_lists_keep_finding_rows_after_deletes_rewrites_and_growth(
     assert held() == len(mirror) == n - 20
     late = list(range(n, n + 48_000))  # past RETRAIN_GROWTH x the rows trained on
     mirror.upsert([f"f{i}" for i in late], rows[n : n + 48_000], [True] * 48_000)
-    assert finds(late[::500], rows[late[::500]]) == 96
+    assert finds(late[::500], rows[late[::500]]) == 96  # the old lists, while new ones train
+    assert mirror.retrained(timeout=120)
     assert finds(swapped, rows[swapped]) == 20
     retrained = mirror._lists
     assert retrained is not None and retrained is not trained
     assert retrained.trained_on == len(mirror) == held()
+
+
+class Gated:
+    """Stands in for ``Inverted`` in the mirror: trains only once ``opened`` is set (or fails
+    with ``failure``), so a test can change the table while new lists are in training."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.opened = threading.Event()
+        self.failure = failure
+
+    def __call__(self, matrix: npt.NDArray[np.float32], n: int) -> inverted.Inverted:
+        assert self.opened.wait(60), "the test never let the training go on"
+        if self.failure is not None:
+            raise self.failure
+        return inverted.Inverted(matrix, n)
+
+
+def test_outgrown_lists_answer_while_new_ones_train_and_the_new_ones_learn_what_changed_meanwhile(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No check or search waits for the lists to be trained again: the old lists answer,
+    with every write made meanwhile; the new lists take over with those writes too (rows
+    added, rewritten, deleted and moved into the holes) and nothing else."""
+    monkeypatch.setattr(inverted, "LIST_ROWS", 64)
+    n = APPROXIMATE_MIN_ROWS
+    rows = structured_rows(3 * n + 2_000, seed=5)
+    mirror = Mirror(128)
+    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [True] * n)
+    assert mirror.neighbours_many(rows[:1], 1, live_only=True)  # lists trained on n rows
+    old = mirror._lists
+    gate = Gated()
+    monkeypatch.setattr(mirror_engine, "Inverted", gate)
+    mirror.upsert([f"f{i}" for i in range(n, 2 * n + 1)], rows[n : 2 * n + 1], [True] * (n + 1))
+
+    def finds(ids: list[int], vectors: npt.NDArray[np.float32]) -> int:
+        """How many of ``ids`` a search by their vectors finds first."""
+        hits = [mirror.probe(v, 1, live_only=True)[0] for v in vectors]
+        return sum(
+            found == f"f{i}" and score == pytest.approx(1.0)
+            for (found, score), i in zip(hits, ids, strict=True)
+        )
+
+    assert finds([2 * n], rows[2 * n][None, :]) == 1  # outgrown: new lists start training
+    assert mirror._training is not None and mirror._lists is old
+    gone = list(range(0, 2 * n, 401))
+    mirror.delete([f"f{i}" for i in gone])  # holes filled with the last rows
+    rewritten = 5
+    mirror.upsert([f"f{rewritten}"], rows[-1][None, :], [True])
+    added = list(range(2 * n + 1, 3 * n))
+    mirror.upsert([f"f{i}" for i in added], rows[2 * n + 1 : 3 * n], [True] * len(added))
+    picks = [i for i in range(0, 3 * n, 173) if i not in gone and i != rewritten]
+    assert old is not None
+    assert placed(old) == nearest_lists(old, mirror)  # the old lists, with every write
+    assert finds(picks, rows[picks]) == len(picks)
+    assert mirror.neighbours_many(rows[added[7]][None, :], 1, live_only=True)[0][0][0] == (
+        f"f{added[7]}"
+    )
+    assert mirror._lists is old and not mirror.retrained(timeout=0)
+
+    gate.opened.set()
+    assert mirror.retrained(timeout=120)
+    new = mirror._lists
+    assert new is not None and new is not old and new.trained_on == 2 * n + 1
+    assert placed(new) == nearest_lists(new, mirror)  # each row once, by its vector now
+    assert len(placed(new)) == len(mirror) == 3 * n - len(gone)
+    assert finds(picks, rows[picks]) == len(picks)
+    assert finds([rewritten], rows[-1][None, :]) == 1
+    assert finds([rewritten], rows[rewritten][None, :]) == 0
+
+
+def placed(lists: inverted.Inverted) -> dict[int, int]:
+    """Each row the lists hold, and the list it is in (a row held twice fails)."""
+    invlists = faiss.extract_index_ivf(lists._index).invlists
+    assert invlists is not None
+    out: dict[int, int] = {}
+    for number in range(invlists.nlist):
+        size = invlists.list_size(number)
+        for row in faiss.rev_swig_ptr(invlists.get_ids(number), size).tolist():
+            assert row not in out, f"row {row} held twice"
+            out[row] = number
+    return out
+
+
+def nearest_lists(lists: inverted.Inverted, mirror: Mirror) -> dict[int, int]:
+    """Each row of ``mirror``, and the list whose centroid is nearest the vector it holds."""
+    _, nearest = lists._quantiser.search(mirror._matrix[: len(mirror)], 1)
+    return dict(enumerate(nearest[:, 0].tolist()))
+
+
+def test_lists_that_fail_to_train_again_leave_the_old_ones_answering(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A training that fails (out of memory, say) is logged once; the old lists go on answering
+    every row, and are not trained again until the table doubles once more."""
+    monkeypatch.setattr(inverted, "LIST_ROWS", 64)
+    n = APPROXIMATE_MIN_ROWS
+    rows = structured_rows(2 * n + 1, dims=32, factors=8, seed=6)
+    mirror = Mirror(32)
+    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [True] * n)
+    assert mirror.neighbours_many(rows[:1], 1, live_only=True)
+    old = mirror._lists
+    gate = Gated(MemoryError("no room for the lists"))
+    monkeypatch.setattr(mirror_engine, "Inverted", gate)
+    mirror.upsert([f"f{i}" for i in range(n, 2 * n + 1)], rows[n:], [True] * (n + 1))
+    mirror.neighbours_many(rows[:1], 1, live_only=True)
+    gate.opened.set()
+    with caplog.at_level(logging.WARNING, logger="graphmem"):
+        assert mirror.retrained(timeout=60)
+    assert mirror._lists is old and "no room for the lists" in caplog.text
+    hits = mirror.neighbours_many(rows[n::97], 1, live_only=True, floor=0.99)
+    assert [h[0][0] for h in hits] == [f"f{i}" for i in range(n, 2 * n + 1, 97)]
+    assert mirror._training is None  # not trained again at once
 
 
 def test_rows_written_after_a_removal_are_found_by_their_vectors() -> None:
