@@ -35,8 +35,12 @@ if TYPE_CHECKING:
 try:
     from opentelemetry import propagate
     from opentelemetry import trace as _trace
-except ImportError:  # the otel extra is not installed: tracing stays off
-    _trace = None  # type: ignore[assignment]
+
+    #: Whether OpenTelemetry's API is installed (the otel extra): without it tracing stays off,
+    #: and neither ``_trace`` nor ``propagate`` is bound.
+    OPENTELEMETRY = True
+except ImportError:
+    OPENTELEMETRY = False
 
 T = TypeVar("T")
 #: What a span's attributes may hold (OpenTelemetry's primitive values).
@@ -82,7 +86,7 @@ def enable(provider: TracerProvider | None = None) -> None:
     an application that configured OpenTelemetry gets graphmem's spans in its own traces).
     InvalidInput without ``opentelemetry-api``."""
     global _tracer
-    if _trace is None:
+    if not OPENTELEMETRY:
         raise InvalidInput(
             "tracing needs OpenTelemetry: pip install 'graphmem[otel]'", field="otel_endpoint"
         )
@@ -124,14 +128,14 @@ def carried(fn: Callable[..., T]) -> Callable[..., T]:
 
 def annotate(attributes: Attributes) -> None:
     """Set ``attributes`` on the current span (one the caller opened with ``span``)."""
-    if _tracer is not None and _trace is not None:
+    if _tracer is not None:  # a tracer is made only with OpenTelemetry's API
         _trace.get_current_span().set_attributes(attributes)
 
 
 def link() -> Link | None:
     """A link to the current span (for work done on behalf of several callers, such as a
     group commit); None while tracing is off or outside any span."""
-    if _tracer is None or _trace is None:
+    if _tracer is None:
         return None
     context = _trace.get_current_span().get_span_context()
     return _trace.Link(context) if context.is_valid else None
@@ -139,7 +143,7 @@ def link() -> Link | None:
 
 def failed(current: Any, code: str) -> None:
     """Mark ``current`` (a span from ``span``) as failed with graphmem error ``code``."""
-    if _trace is None or isinstance(current, NullSpan):
+    if not OPENTELEMETRY or isinstance(current, NullSpan):
         return
     current.set_attribute(ERROR_CODE, code)
     current.set_status(_trace.Status(_trace.StatusCode.ERROR, code))
@@ -180,7 +184,7 @@ def configure(settings: Settings, environ: Mapping[str, str] | None = None) -> b
     provider = exporting(settings, os.environ if environ is None else environ)
     if provider is None:
         return False
-    assert _trace is not None  # the SDK depends on the API
+    assert OPENTELEMETRY  # the SDK depends on the API
     _trace.set_tracer_provider(provider)
     enable(provider)
     return True
@@ -255,7 +259,7 @@ def _remote_parent(carrier: Mapping[str, str]) -> Context | None:
     """The context of the span ``carrier``'s ``traceparent`` names (W3C Trace Context, or the
     process's propagators), when there is no current span (which would have read it already,
     as an instrumented ASGI server's does) and it names one; None: the current context."""
-    assert _trace is not None
+    assert OPENTELEMETRY
     if _trace.get_current_span().get_span_context().is_valid:
         return None
     found = propagate.extract(carrier)

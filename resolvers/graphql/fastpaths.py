@@ -158,6 +158,8 @@ class LeanExecutor(StrawberryGraphQLCoreExecutionContext):
             raise raw_error  # not a field's error: the whole answer's
         super().handle_field_error(raw_error, return_type, field_details_list, path)
 
+    # graphql-core declares it a static method and calls it on the executor: an instance
+    # method of the same arguments overrides it, which mypy cannot tell.
     def complete_leaf_value(self, return_type: GraphQLLeafType, result: Any) -> Any:  # type: ignore[override]
         completed = _complete_leaf_value(return_type, result)
         self._spend(
@@ -409,10 +411,9 @@ def _texts_size(texts: list[str | None] | None) -> int:
     """The bytes of a list of texts (or of none) as JSON."""
     if texts is None:
         return _PER_VALUE
-    try:
-        return _PER_LIST + (1 + _PER_STRING) * len(texts) + sum(map(len, texts))  # type: ignore[arg-type]
-    except TypeError:  # a null among them
+    if None in texts:
         return _value_size(texts)
+    return _PER_LIST + (1 + _PER_STRING) * len(texts) + sum(len(t) for t in texts if t is not None)
 
 
 def _value_size(value: Any) -> int:

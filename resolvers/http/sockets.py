@@ -285,6 +285,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.conn.max_message_size = min(MAX_INIT_MESSAGE_BYTES, self.config.ws_max_size)
+        # uvicorn types its logger as a Logger; the adapter answers every call it makes of it.
         self.logger = _Refusals(self.logger, self)  # type: ignore[assignment]
 
     def handle_connect(self, event: Request) -> None:
@@ -332,7 +333,7 @@ class WebSocketProtocol(WebSocketsSansIOProtocol):
         self.transport.abort()  # unanswered pings for ws_ping_timeout: nothing left to flush
 
 
-class _Refusals(logging.LoggerAdapter):  # type: ignore[type-arg]
+class _Refusals(logging.LoggerAdapter[logging.Logger]):
     """uvicorn's log of a socket, without the error it logs for every upgrade the app refused
     with an HTTP answer (a denial response, as ``Sockets.arrive``'s 429 and 503): that is not
     an error, and a client refused in a loop would fill the log with it."""

@@ -229,7 +229,7 @@ def test_with_tracing_off_nothing_is_recorded_and_everything_works(
 def test_without_opentelemetry_tracing_cannot_be_turned_on_and_stays_off(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(tracing, "_trace", None)
+    monkeypatch.setattr(tracing, "OPENTELEMETRY", False)
     with pytest.raises(InvalidInput, match=r"graphmem\[otel\]"):
         tracing.enable()
     assert not tracing.enabled()
