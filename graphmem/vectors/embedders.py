@@ -453,9 +453,15 @@ def _normalize(matrix: Vectors) -> Vectors:
     return normalized
 
 
-def _read_verified(path: object, expected: str, what: str) -> bytes:
+class _Readable(Protocol):
+    """A file a package ships: a ``pathlib.Path`` or an ``importlib.resources`` traversable."""
+
+    def read_bytes(self) -> bytes: ...
+
+
+def _read_verified(path: _Readable, expected: str, what: str) -> bytes:
     try:
-        data: bytes = path.read_bytes()  # type: ignore[attr-defined]
+        data = path.read_bytes()
     except OSError as exc:
         raise EmbedderError(f"cannot read the {what} at {path}: {exc}") from exc
     actual = hashlib.sha256(data).hexdigest()
