@@ -46,7 +46,8 @@ ADD_CHUNK: Final = 65_536
 
 def _faiss() -> Any:
     """faiss, imported on first use (a process that never holds 20,000 vectors never loads it)
-    and held to one OpenMP thread: a call with more threads would spin on the cores the
+    and held to one OpenMP thread in the calling thread (the setting is a thread's own: each
+    call on the lists asks for it): a call with more threads would spin on the cores the
     server's other requests need, and an OpenMP pool does not survive ``fork``. Bulk calls are
     shared between Python threads instead (faiss releases the GIL)."""
     import faiss
@@ -96,6 +97,7 @@ class Inverted:
     def add(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
         """Rows that hold a vector the lists do not have yet."""
         if len(rows):
+            _faiss()
             self._index.add_with_ids(np.ascontiguousarray(matrix[rows]), rows)
 
     def remove(self, rows: npt.NDArray[np.int64]) -> None:
@@ -103,6 +105,7 @@ class Inverted:
         many: a delete's rows are removed at once)."""
         if not len(rows):
             return
+        _faiss()
         invlists = self._faiss.downcast_InvertedLists(self._index.invlists)
         sizes = [invlists.list_size(c) for c in range(invlists.nlist)]
         self._index.remove_ids(rows)
@@ -128,7 +131,7 @@ class Inverted:
         """Per query, the ``wanted`` rows whose codes score best in the ``probes`` lists nearest
         to it, -1 where fewer were found; with ``live`` (a bitmap of the rows, least
         significant bit first, as ``numpy.packbits(..., bitorder="little")``) only its rows."""
-        faiss = self._faiss
+        faiss = _faiss()
         selector = (
             None if live is None else faiss.IDSelectorBitmap(len(live) * 8, faiss.swig_ptr(live))
         )

@@ -199,10 +199,13 @@ class Mirror:
         """The ``removed`` rows no longer hold the vector the lists have, the ``added`` rows
         hold one they do not have yet: the lists, and the ones in training, learn it."""
         assert self._lists is not None
+        training = self._current_training()
+        if training is not None:
+            training.note(removed, added)  # first: the matrix holds them, whatever fails below
         self._lists.remove(removed)
         self._lists.add(self._matrix, added)
-        if self._training is not None:
-            self._training.note(removed, added)
+        if training is not None and training.ended():
+            self._take(training)  # a process that only writes puts the new lists in place too
 
     def nearest(self, vector: Vectors, k: int, *, live_only: bool) -> list[tuple[str, float]]:
         query = np.asarray(vector, dtype=np.float32)
@@ -299,20 +302,28 @@ class Mirror:
         n = len(self._ids)
         if self._lists is None:
             self._lists = Inverted(self._matrix, n)
-        elif self._training is not None and self._training.pid != os.getpid():
-            self._training = None  # a forked child: the training thread is the parent's
-        if self._training is None:
+        training = self._current_training()
+        if training is None:
             if self._lists.stale(n):
                 self._training = _Training(self, n)
-        elif self._training.ended():
-            self._take(self._training)
+        elif training.ended():
+            self._take(training)
         return self._lists
+
+    def _current_training(self) -> _Training | None:
+        """The lists in training, if this process trains them: a forked child forgets the
+        parent's (its thread is not in the child, and its lock may have been held at the fork)
+        and trains its own at its next search or check."""
+        if self._training is not None and self._training.pid != os.getpid():
+            self._training = None
+        return self._training
 
     def retrained(self, timeout: float | None = None) -> bool:
         """Wait for lists in training (at most ``timeout`` seconds) and put them in place: True
         when none is left in training (tests and benches wait for it)."""
-        if self._training is not None and self._training.ended(timeout):
-            self._take(self._training)
+        training = self._current_training()
+        if training is not None and training.ended(timeout):
+            self._take(training)
         return self._training is None
 
     def _take(self, training: _Training) -> None:
@@ -322,7 +333,9 @@ class Mirror:
         if training.lists is None:
             # The old lists stay, and are trained again only once the table doubles again.
             _log.warning(
-                "inverted lists not trained again (%s): the old ones answer", training.failure
+                "inverted lists not trained again (%s): the old ones answer",
+                training.failure,
+                exc_info=training.failure,
             )
             self._lists.trained_on = len(self._ids)
             return

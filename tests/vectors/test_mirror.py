@@ -164,10 +164,28 @@ class Gated:
         self.failure = failure
 
     def __call__(self, matrix: npt.NDArray[np.float32], n: int) -> inverted.Inverted:
-        assert self.opened.wait(60), "the test never let the training go on"
+        assert self.opened.wait(600), "the test never let the training go on"
         if self.failure is not None:
             raise self.failure
         return inverted.Inverted(matrix, n)
+
+
+def outgrowing(
+    monkeypatch: pytest.MonkeyPatch, rows: npt.NDArray[np.float32], gate: Gated
+) -> tuple[Mirror, inverted.Inverted]:
+    """A mirror whose lists were trained on its first APPROXIMATE_MIN_ROWS ``rows``, then
+    written twice as many and one more (outgrown), new lists trained by ``gate``; and the
+    old lists."""
+    monkeypatch.setattr(inverted, "LIST_ROWS", 64)
+    n = APPROXIMATE_MIN_ROWS
+    mirror = Mirror(rows.shape[1])
+    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [True] * n)
+    assert mirror.neighbours_many(rows[:1], 1, live_only=True)  # lists trained on n rows
+    old = mirror._lists
+    assert old is not None
+    monkeypatch.setattr(mirror_engine, "Inverted", gate)
+    mirror.upsert([f"f{i}" for i in range(n, 2 * n + 1)], rows[n : 2 * n + 1], [True] * (n + 1))
+    return mirror, old
 
 
 def test_outgrown_lists_answer_while_new_ones_train_and_the_new_ones_learn_what_changed_meanwhile(
@@ -176,16 +194,10 @@ def test_outgrown_lists_answer_while_new_ones_train_and_the_new_ones_learn_what_
     """No check or search waits for the lists to be trained again: the old lists answer,
     with every write made meanwhile; the new lists take over with those writes too (rows
     added, rewritten, deleted and moved into the holes) and nothing else."""
-    monkeypatch.setattr(inverted, "LIST_ROWS", 64)
     n = APPROXIMATE_MIN_ROWS
     rows = structured_rows(3 * n + 2_000, seed=5)
-    mirror = Mirror(128)
-    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [True] * n)
-    assert mirror.neighbours_many(rows[:1], 1, live_only=True)  # lists trained on n rows
-    old = mirror._lists
     gate = Gated()
-    monkeypatch.setattr(mirror_engine, "Inverted", gate)
-    mirror.upsert([f"f{i}" for i in range(n, 2 * n + 1)], rows[n : 2 * n + 1], [True] * (n + 1))
+    mirror, old = outgrowing(monkeypatch, rows, gate)
 
     def finds(ids: list[int], vectors: npt.NDArray[np.float32]) -> int:
         """How many of ``ids`` a search by their vectors finds first."""
@@ -204,7 +216,6 @@ def test_outgrown_lists_answer_while_new_ones_train_and_the_new_ones_learn_what_
     added = list(range(2 * n + 1, 3 * n))
     mirror.upsert([f"f{i}" for i in added], rows[2 * n + 1 : 3 * n], [True] * len(added))
     picks = [i for i in range(0, 3 * n, 173) if i not in gone and i != rewritten]
-    assert old is not None
     assert placed(old) == nearest_lists(old, mirror)  # the old lists, with every write
     assert finds(picks, rows[picks]) == len(picks)
     assert mirror.neighbours_many(rows[added[7]][None, :], 1, live_only=True)[0][0][0] == (
@@ -247,16 +258,10 @@ def test_lists_that_fail_to_train_again_leave_the_old_ones_answering(
 ) -> None:
     """A training that fails (out of memory, say) is logged once; the old lists go on answering
     every row, and are not trained again until the table doubles once more."""
-    monkeypatch.setattr(inverted, "LIST_ROWS", 64)
     n = APPROXIMATE_MIN_ROWS
     rows = structured_rows(2 * n + 1, dims=32, factors=8, seed=6)
-    mirror = Mirror(32)
-    mirror.upsert([f"f{i}" for i in range(n)], rows[:n], [True] * n)
-    assert mirror.neighbours_many(rows[:1], 1, live_only=True)
-    old = mirror._lists
     gate = Gated(MemoryError("no room for the lists"))
-    monkeypatch.setattr(mirror_engine, "Inverted", gate)
-    mirror.upsert([f"f{i}" for i in range(n, 2 * n + 1)], rows[n:], [True] * (n + 1))
+    mirror, old = outgrowing(monkeypatch, rows, gate)
     mirror.neighbours_many(rows[:1], 1, live_only=True)
     gate.opened.set()
     with caplog.at_level(logging.WARNING, logger="graphmem"):
@@ -607,3 +612,32 @@ def test_every_file_of_the_vector_index_is_its_owners_alone_whatever_the_umask(
     modes = {p.relative_to(data_dir).as_posix(): stat.S_IMODE(p.stat().st_mode) for p in paths}
     wanted = {p.relative_to(data_dir).as_posix(): 0o700 if p.is_dir() else 0o600 for p in paths}
     assert modes == wanted
+
+
+def test_lists_trained_again_take_over_in_a_process_that_only_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A copy that only follows writes (no check or search asks for the lists) still puts
+    the new lists in place once they are trained, at its next write, with that write in them;
+    a forked child forgets the parent's training instead of waiting on its thread."""
+    n = APPROXIMATE_MIN_ROWS
+    rows = structured_rows(2 * n + 3, dims=32, factors=8, seed=7)
+    gate = Gated()
+    mirror, old = outgrowing(monkeypatch, rows, gate)
+    mirror.neighbours_many(rows[:1], 1, live_only=True)  # outgrown: training starts
+    training = mirror._training
+    assert training is not None
+    gate.opened.set()
+    assert training.ended(timeout=120)
+    mirror.upsert([f"f{2 * n + 1}"], rows[2 * n + 1 : 2 * n + 2], [True])
+    new = mirror._lists
+    assert new is not None and new is not old and mirror._training is None
+    assert placed(new) == nearest_lists(new, mirror)
+
+    mirror.upsert([f"f{2 * n + 2}"], rows[2 * n + 2 :], [True])
+    mirror.neighbours_many(rows[:1], 1, live_only=True)  # not outgrown: nothing trains
+    assert mirror._training is None
+    mirror._training = training
+    monkeypatch.setattr(training, "pid", -1)  # as in a child forked while it trained
+    mirror.upsert([f"f{2 * n + 3}"], rows[:1], [True])
+    assert mirror._training is None and mirror._lists is new
