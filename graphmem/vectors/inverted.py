@@ -60,7 +60,7 @@ class Inverted:
     """faiss's inverted lists over the first ``n`` rows of ``matrix``, trained on a sample."""
 
     def __init__(self, matrix: Vectors, n: int) -> None:
-        faiss = self._faiss = _faiss()
+        faiss = _faiss()
         dimensions = matrix.shape[1]
         lists = max(1, min(max(MIN_LISTS, round(n / LIST_ROWS)), n // TRAIN_PER_LIST))
         self._quantiser = faiss.IndexFlatIP(dimensions)
@@ -97,7 +97,7 @@ class Inverted:
     def add(self, matrix: Vectors, rows: npt.NDArray[np.int64]) -> None:
         """Rows that hold a vector the lists do not have yet."""
         if len(rows):
-            _faiss()
+            _faiss()  # this thread held to one OpenMP thread
             self._index.add_with_ids(np.ascontiguousarray(matrix[rows]), rows)
 
     def remove(self, rows: npt.NDArray[np.int64]) -> None:
@@ -105,8 +105,8 @@ class Inverted:
         many: a delete's rows are removed at once)."""
         if not len(rows):
             return
-        _faiss()
-        invlists = self._faiss.downcast_InvertedLists(self._index.invlists)
+        faiss = _faiss()
+        invlists = faiss.downcast_InvertedLists(self._index.invlists)
         sizes = [invlists.list_size(c) for c in range(invlists.nlist)]
         self._index.remove_ids(rows)
         # faiss (1.15) leaves the codes of the removed rows in the places past a shortened
@@ -119,7 +119,7 @@ class Inverted:
             if after < before:
                 codes = invlists.get_codes(c)
                 for place in range(after, min(before, -(-after // per_block) * per_block)):
-                    invlists.packer.pack_1_c(self._faiss.swig_ptr(blank), place, codes)
+                    invlists.packer.pack_1_c(faiss.swig_ptr(blank), place, codes)
 
     def candidates(
         self,
@@ -144,7 +144,7 @@ class Inverted:
 
     def nbytes(self) -> int:
         """Bytes the lists hold: the codes in their blocks, each row's id, and the centroids."""
-        invlists = self._faiss.downcast_InvertedLists(self._index.invlists)
+        invlists = _faiss().downcast_InvertedLists(self._index.invlists)
         blocks = ids = 0
         for c in range(invlists.nlist):
             size = invlists.list_size(c)
